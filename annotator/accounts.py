@@ -1,0 +1,155 @@
+"""Users, roles, password hashing (salted scrypt) and login."""
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlmodel import Session, select
+
+from annotator.errors import AuthError, UserError
+from annotator.models import ROLES, Event, User, utcnow
+
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
+USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
+MIN_PASSWORD = 8
+BAD_LOGIN = "wrong username or password"
+
+
+@dataclass(frozen=True)
+class Account:
+    """What the UI may keep about a logged-in user (no password hash)."""
+
+    id: int
+    username: str
+    role: str
+
+
+def hash_password(password: str) -> str:
+    """A salted, memory-hard scrypt hash in the form scrypt$n$r$p$salt$hash."""
+    salt = secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=32)
+    encode = base64.b64encode
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${encode(salt).decode()}${encode(digest).decode()}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    """Check a password against its stored hash, in constant time."""
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        expected = base64.b64decode(digest)
+        actual = hashlib.scrypt(
+            password.encode(), salt=base64.b64decode(salt), n=int(n), r=int(r), p=int(p), dklen=len(expected)
+        )
+    except ValueError:
+        return False
+    return hmac.compare_digest(actual, expected)
+
+
+def generate_password() -> str:
+    """A strong random password (about 96 bits)."""
+    return secrets.token_urlsafe(12)
+
+
+def add_user(session: Session, *, username: str, role: str, password: str) -> User:
+    """Create an account; refuses a bad name, an unknown role, a short password or a taken name."""
+    if not USERNAME.match(username):
+        raise UserError(
+            f"invalid username {username!r}: use letters, digits and _ . @ - (at most 100 characters)"
+        )
+    if role not in ROLES:
+        raise UserError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
+    if len(password) < MIN_PASSWORD:
+        raise UserError(f"the password must have at least {MIN_PASSWORD} characters")
+    if session.exec(select(User).where(User.username == username)).first() is not None:
+        raise UserError(f"user {username!r} already exists")
+    user = User(username=username, role=role, password_hash=hash_password(password))
+    session.add(user)
+    session.flush()
+    session.add(Event(user_id=user.id, action="user_add", detail={"username": username, "role": role}))
+    return user
+
+
+def get_user(session: Session, username: str) -> User:
+    """The user called `username`, or a clear error."""
+    user = session.exec(select(User).where(User.username == username)).first()
+    if user is None:
+        raise UserError(f"no user called {username!r}")
+    return user
+
+
+def list_users(session: Session, *, role: str | None = None) -> list[User]:
+    """All users (optionally of one role), by name."""
+    query = select(User).order_by(User.username)
+    if role is not None:
+        query = query.where(User.role == role)
+    return list(session.exec(query))
+
+
+def set_active(session: Session, *, username: str, active: bool) -> User:
+    """Deactivate (or reactivate) an account; its labels are kept."""
+    user = get_user(session, username)
+    user.active = active
+    session.add(user)
+    session.add(Event(user_id=user.id, action="user_activate" if active else "user_deactivate", detail={}))
+    return user
+
+
+def authenticate(session: Session, username: str, password: str) -> Account:
+    """Log in: the account, or AuthError with a message fit to show (unknown and wrong look alike)."""
+    user = session.exec(select(User).where(User.username == username)).first()
+    if user is None:
+        verify_password(password, hash_password("timing-equaliser"))
+        session.add(Event(action="login_failed", detail={"reason": "unknown user"}))
+        raise AuthError(BAD_LOGIN)
+    if not verify_password(password, user.password_hash):
+        user.failed_logins += 1
+        user.last_failed_at = utcnow()
+        session.add(user)
+        session.add(Event(user_id=user.id, action="login_failed", detail={"reason": "wrong password"}))
+        raise AuthError(BAD_LOGIN)
+    if not user.active:
+        session.add(Event(user_id=user.id, action="login_failed", detail={"reason": "deactivated"}))
+        raise AuthError("this account is deactivated; ask the study's researcher")
+    user.failed_logins = 0
+    session.add(user)
+    session.add(Event(user_id=user.id, action="login", detail={}))
+    return Account(id=int(user.id or 0), username=user.username, role=user.role)
+
+
+def issue_login_token(session: Session, *, username: str, valid_for: timedelta = timedelta(days=7)) -> str:
+    """A single-use login token for a crowd worker's link; only its hash is stored."""
+    user = get_user(session, username)
+    token = secrets.token_urlsafe(24)
+    user.token_hash = hashlib.sha256(token.encode()).hexdigest()
+    user.token_expires_at = utcnow() + valid_for
+    session.add(user)
+    session.add(Event(user_id=user.id, action="token_issued", detail={}))
+    return token
+
+
+def redeem_login_token(session: Session, token: str) -> Account:
+    """Log in with a one-time token: it is spent on use and refused once expired."""
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    user = session.exec(select(User).where(User.token_hash == digest)).first()
+    if user is None or user.token_expires_at is None:
+        raise AuthError("this login link is not valid or was already used")
+    user.token_hash = None
+    session.add(user)
+    if user.token_expires_at < utcnow():
+        raise AuthError("this login link has expired")
+    if not user.active:
+        raise AuthError("this account is deactivated; ask the study's researcher")
+    session.add(Event(user_id=user.id, action="login", detail={"via": "token"}))
+    return Account(id=int(user.id or 0), username=user.username, role=user.role)
+
+
+def require_role(account: Account, *roles: str) -> None:
+    """Refuse a service call from an account without one of `roles`."""
+    if account.role not in roles:
+        raise AuthError(f"{account.username} ({account.role}) may not do this; it needs {' or '.join(roles)}")

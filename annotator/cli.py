@@ -1,0 +1,228 @@
+"""The `annotator` command: thin Typer commands that parse, call the modules, and print."""
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DatabaseError
+
+from annotator import accounts, assign, db, ingest
+from annotator.errors import UserError
+from annotator.study import load_config
+
+app = typer.Typer(
+    help="Validate personalized preference pairs with human annotators.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+users_app = typer.Typer(help="Create, list and deactivate accounts.", no_args_is_help=True)
+app.add_typer(users_app, name="users")
+out = Console()
+err = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="Database URL (default: $ANNOTATOR_DB_URL or sqlite:///data/annotations.db)"),
+]
+StudyOption = Annotated[str, typer.Option("--study", "-s", help="Study name.")]
+
+
+def user_errors(command: F) -> F:
+    """Turn a user mistake or a database fault into one clear line and exit code 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except UserError as exc:
+            err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+        except DatabaseError as exc:
+            err.print(
+                f"[bold red]database error:[/] {describe_db_error(exc)}", highlight=False, soft_wrap=True
+            )
+        except KeyboardInterrupt:
+            err.print("interrupted; nothing partial was saved")
+        raise typer.Exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def describe_db_error(exc: DatabaseError) -> str:
+    """A one-line explanation of a database failure, with what to do about it."""
+    text = str(exc.orig) if exc.orig is not None else str(exc)
+    lowered = text.lower()
+    if "no such table" in lowered or "does not exist" in lowered and "relation" in lowered:
+        return "the database is not initialised; run `annotator init`"
+    if "locked" in lowered:
+        seconds = db.BUSY_TIMEOUT_MS // 1000
+        return f"the database stayed locked for {seconds} s (another process is writing); try again"
+    if "readonly" in lowered or "read-only" in lowered:
+        return "the database file is read-only; check its permissions"
+    if "disk" in lowered and "full" in lowered or "no space" in lowered:
+        return "the disk is full; free some space and run the command again (nothing partial was saved)"
+    if "unable to open" in lowered:
+        return "cannot open the database file; check the path and its folder's permissions"
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+_global: dict[str, str | None] = {"db": None}
+
+
+@app.callback()
+def _main(database: DbOption = None) -> None:
+    """Validate personalized preference pairs with human annotators."""
+    _global["db"] = database
+
+
+def db_url(url: str | None) -> str:
+    """The database URL: the command's --db, else the global --db, else $ANNOTATOR_DB_URL or the default."""
+    return db.resolve_url(url or _global["db"])
+
+
+def open_db(url: str | None) -> Engine:
+    """An engine for a database that is at the current schema."""
+    engine = db.make_engine(db_url(url))
+    db.check_schema(engine)
+    return engine
+
+
+@app.command()
+@user_errors
+def init(database: DbOption = None) -> None:
+    """Create the database, or bring it to the current schema (safe to run again)."""
+    url = db_url(database)
+    before = db.upgrade(url)
+    out.print(f"database {url} at schema {db.head_revision()} (was {before})", highlight=False)
+
+
+@app.command("import")
+@user_errors
+def import_(
+    file: Annotated[Path, typer.Argument(help="Pairs: .jsonl, .json, .csv or .parquet")],
+    study: StudyOption,
+    config: Annotated[
+        Path | None, typer.Option(help="Study TOML for a new study (default data/study.toml)")
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option(help="Update records whose content changed under the same id")
+    ] = False,
+    database: DbOption = None,
+) -> None:
+    """Import pair records into a study (created on first import); all or nothing."""
+    engine = open_db(database)
+    study_config = load_config(config) if config is not None else None
+    with _progress() as bar:
+        task = bar.add_task(f"reading {file.name}", total=_record_estimate(file))
+        summary = ingest.import_file(
+            engine,
+            file,
+            study=study,
+            config=study_config,
+            replace=replace,
+            progress=lambda n: bar.advance(task, n),
+        )
+    out.print(str(summary), highlight=False)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    )
+
+
+def _record_estimate(path: Path) -> int | None:
+    try:
+        if path.suffix.lower() == ".jsonl":
+            with path.open("rb") as handle:
+                return sum(1 for line in handle if line.strip())
+        if path.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            return int(pq.ParquetFile(path).metadata.num_rows)
+    except Exception:  # the importer reports the real problem
+        return None
+    return None
+
+
+@users_app.command("add")
+@user_errors
+def users_add(
+    name: str,
+    role: Annotated[str, typer.Option(help="annotator, adjudicator or researcher")] = "annotator",
+    password: Annotated[str | None, typer.Option(help="Omit to generate a strong one (printed once)")] = None,
+    database: DbOption = None,
+) -> None:
+    """Create an account."""
+    engine = open_db(database)
+    generated = password is None
+    secret = password or accounts.generate_password()
+    with db.session_scope(engine) as session:
+        accounts.add_user(session, username=name, role=role, password=secret)
+    out.print(f"created {role} {name}", highlight=False)
+    if generated:
+        out.print(f"password (shown once): {secret}", highlight=False)
+
+
+@users_app.command("list")
+@user_errors
+def users_list(database: DbOption = None) -> None:
+    """List accounts."""
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        users = accounts.list_users(session)
+        table = Table("username", "role", "active", "created")
+        for user in users:
+            table.add_row(
+                user.username, user.role, "yes" if user.active else "no", f"{user.created_at:%Y-%m-%d}"
+            )
+    out.print(table)
+
+
+@users_app.command("deactivate")
+@user_errors
+def users_deactivate(name: str, database: DbOption = None) -> None:
+    """Deactivate an account (its labels are kept; it can no longer log in)."""
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        accounts.set_active(session, username=name, active=False)
+    out.print(f"deactivated {name}", highlight=False)
+
+
+@app.command("assign")
+@user_errors
+def assign_(
+    study: StudyOption,
+    overlap: Annotated[
+        int | None, typer.Option(help="Annotators per pair (default: the study's overlap)")
+    ] = None,
+    annotators: Annotated[
+        str | None, typer.Option(help="Comma-separated usernames (default: all active)")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Random seed for sides and queue order")] = 0,
+    database: DbOption = None,
+) -> None:
+    """Assign pairs to annotators: K per pair, balanced load and sides; only adds what is missing."""
+    engine = open_db(database)
+    names = [n.strip() for n in annotators.split(",") if n.strip()] if annotators else None
+    with db.session_scope(engine) as session:
+        if overlap is None:
+            overlap = assign.study_overlap(session, study)
+        summary = assign.assign(session, study=study, overlap=overlap, annotators=names, seed=seed)
+    out.print(str(summary), highlight=False)
+
+
+def main() -> None:
+    """Entry point for `python -m annotator`."""
+    app(prog_name="annotator")

@@ -1,0 +1,35 @@
+"""Exceptions for user mistakes: the CLI and the app show their message, never a traceback."""
+
+
+class UserError(Exception):
+    """A mistake the user can fix; the message says what and where."""
+
+
+class ConfigError(UserError):
+    """The study configuration is wrong; the message names the key."""
+
+
+class IngestError(UserError):
+    """A pair file is invalid; `problems` lists each bad line or row and field."""
+
+    def __init__(self, path: str, problems: list[str], total: int | None = None) -> None:
+        self.path = path
+        self.problems = problems
+        self.total = total if total is not None else len(problems)
+        shown = "\n".join(f"  {p}" for p in problems)
+        more = ""
+        if total is not None and total > len(problems):
+            more = f"\n  ... and {total - len(problems)} more problems"
+        super().__init__(f"{path}: {total or len(problems)} problem(s), nothing was imported\n{shown}{more}")
+
+
+class AuthError(UserError):
+    """Login failed or an account may not do what it asked."""
+
+
+class LabelError(UserError):
+    """A judgment is incomplete or does not fit the study's rating schema."""
+
+
+class SchemaError(UserError):
+    """The database is missing, not initialised, or from a newer version of this tool."""

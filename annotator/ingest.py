@@ -1,0 +1,342 @@
+"""Reading and validating pair files (JSONL, JSON, CSV, Parquet) and importing them into a study."""
+
+import csv
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.engine import Engine
+
+from annotator.errors import IngestError, UserError
+from annotator.models import Event, Pair, Study
+from annotator.study import StudyConfig, load_config
+
+MAX_PROBLEMS = 20
+SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+NATIVE_FIELDS = ("id", "question", "profile", "rubric_aspects", "narrative", "category", "chosen", "rejected")
+LIST_FIELDS = ("profile", "rubric_aspects")
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What an import did: new pairs, identical ones skipped, and changed ones replaced."""
+
+    study: str
+    imported: int
+    unchanged: int
+    replaced: int
+
+    @property
+    def total(self) -> int:
+        return self.imported + self.unchanged + self.replaced
+
+    def __str__(self) -> str:
+        text = f"study {self.study!r}: imported {self.imported}, unchanged {self.unchanged}"
+        return text + (f", replaced {self.replaced}" if self.replaced else "")
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+def read_records(path: Path) -> Iterator[tuple[str, Any]]:
+    """Yield (where, record) for every record of a pair file; `where` names its line, item or row."""
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise UserError(f"{path}: unknown file type {suffix or '(none)'!r}; use one of {', '.join(SUFFIXES)}")
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    if suffix == ".parquet":
+        yield from _read_parquet(path)
+        return
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    if not text.strip():
+        raise UserError(f"{path}: the file is empty")
+    if suffix == ".jsonl":
+        yield from _read_jsonl(path, text)
+    elif suffix == ".json":
+        yield from _read_json(path, text)
+    else:
+        yield from _read_csv(path, text)
+
+
+def _read_jsonl(path: Path, text: str) -> Iterator[tuple[str, Any]]:
+    bad: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            bad.append(f"line {number}: not valid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        yield f"line {number}", record
+    if bad:
+        raise IngestError(str(path), bad[:MAX_PROBLEMS], len(bad))
+
+
+def _read_json(path: Path, text: str) -> Iterator[tuple[str, Any]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    if isinstance(data, dict) and isinstance(data.get("data"), list):
+        data = data["data"]
+    if not isinstance(data, list):
+        raise UserError(f"{path}: expected a JSON array of pair records")
+    for number, record in enumerate(data, start=1):
+        yield f"item {number}", record
+
+
+def _read_csv(path: Path, text: str) -> Iterator[tuple[str, Any]]:
+    reader = csv.DictReader(text.splitlines(keepends=True))
+    bad: list[str] = []
+    for number, row in enumerate(reader, start=2):
+        if None in row:
+            bad.append(f"row {number}: more cells than header columns")
+            continue
+        record: dict[str, Any] = {key: value for key, value in row.items() if key is not None}
+        for field in (*LIST_FIELDS, "metadata"):
+            cell = record.get(field)
+            if isinstance(cell, str) and cell.strip():
+                try:
+                    record[field] = json.loads(cell)
+                except json.JSONDecodeError as exc:
+                    bad.append(f"row {number}, field {field}: not valid JSON: {exc.msg}")
+            elif isinstance(cell, str) and field in LIST_FIELDS:
+                record[field] = []
+        yield f"row {number}", record
+    if bad:
+        raise IngestError(str(path), bad[:MAX_PROBLEMS], len(bad))
+
+
+def _read_parquet(path: Path) -> Iterator[tuple[str, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several types for a broken file
+        raise UserError(f"{path}: not a readable Parquet file: {exc}") from None
+    number = 0
+    for batch in parquet.iter_batches(batch_size=2048):
+        for record in batch.to_pylist():
+            number += 1
+            yield f"row {number}", record
+
+
+# -------------------------------------------------------------------------------------------- validation
+
+
+def _text(record: dict[str, Any], field: str, problems: list[str], *, required: bool = True) -> str:
+    value = record.get(field)
+    if value is None:
+        if required:
+            problems.append(f"field {field}: missing")
+        return ""
+    if not isinstance(value, str):
+        problems.append(f"field {field}: expected text, got {type(value).__name__}")
+        return ""
+    if required and not value.strip():
+        problems.append(f"field {field}: empty")
+    return value
+
+
+def _entries(
+    record: dict[str, Any], field: str, required: tuple[str, ...], problems: list[str]
+) -> list[dict[str, Any]]:
+    value = record.get(field)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        problems.append(f"field {field}: expected a list, got {type(value).__name__}")
+        return []
+    clean = []
+    for index, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            problems.append(f"field {field}[{index}]: expected an object, got {type(entry).__name__}")
+            continue
+        for key in required:
+            item = entry.get(key)
+            if not isinstance(item, str) or not item.strip():
+                problems.append(f"field {field}[{index}].{key}: missing or not text")
+        clean.append(dict(entry))
+    return clean
+
+
+def validate_record(record: Any) -> tuple[dict[str, Any], list[str]]:
+    """Normalise one record to the Pair columns; returns (row, problems), problems naming fields."""
+    if not isinstance(record, dict):
+        return {}, [f"expected an object, got {type(record).__name__}"]
+    problems: list[str] = []
+    plain = "question" not in record and "prompt" in record
+    raw_id = record.get("id")
+    if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or str(raw_id).strip() == "":
+        problems.append("field id: missing" if raw_id in (None, "") else "field id: expected text")
+        external_id = ""
+    else:
+        external_id = str(raw_id).strip()
+    question = _text(record, "prompt" if plain else "question", problems)
+    chosen = _text(record, "chosen", problems)
+    rejected = _text(record, "rejected", problems)
+    if chosen.strip() and chosen.strip() == rejected.strip():
+        problems.append("field rejected: identical to chosen")
+    profile = _entries(record, "profile", ("text",), problems)
+    rubric = _entries(record, "rubric_aspects", ("aspect",), problems)
+    if not plain and "rubric_aspects" not in record:
+        problems.append(
+            "field rubric_aspects: missing (use prompt/chosen/rejected for pairs without a rubric)"
+        )
+    elif not plain and isinstance(record.get("rubric_aspects"), list) and not record["rubric_aspects"]:
+        problems.append("field rubric_aspects: needs at least one aspect")
+    narrative = _text(record, "narrative", problems, required=False)
+    category = _text(record, "category", problems, required=False)
+    meta = {key: value for key, value in record.items() if key not in (*NATIVE_FIELDS, "prompt")}
+    row = {
+        "external_id": external_id,
+        "question": question,
+        "profile": profile,
+        "rubric": rubric,
+        "narrative": narrative,
+        "category": category,
+        "chosen": chosen,
+        "rejected": rejected,
+        "metadata": meta,
+        "is_gold": bool(meta.get("gold", False)) if isinstance(meta.get("gold", False), bool) else False,
+    }
+    if not problems:
+        row["content_hash"] = content_hash(row)
+    return row, problems
+
+
+def content_hash(row: dict[str, Any]) -> str:
+    """A stable hash of a pair's content, to tell an unchanged re-import from a changed record."""
+    keys = ("question", "profile", "rubric", "narrative", "category", "chosen", "rejected", "metadata")
+    canonical = json.dumps([row[key] for key in keys], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def load_pairs(path: str | Path, *, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Read and validate a whole pair file; raise IngestError listing up to 20 problems."""
+    path = Path(path)
+    rows: list[dict[str, Any]] = []
+    problems: list[str] = []
+    n_problems = 0
+    first_seen: dict[str, str] = {}
+    records = read_records(path)
+    try:
+        for where, record in records:
+            row, found = validate_record(record)
+            external_id = row.get("external_id")
+            if external_id and external_id in first_seen:
+                found.append(f"field id: duplicate id {external_id!r} (first at {first_seen[external_id]})")
+            elif external_id:
+                first_seen[external_id] = where
+            if found:
+                n_problems += len(found)
+                problems.extend(f"{where}, {p}" for p in found[: MAX_PROBLEMS - len(problems)])
+            else:
+                rows.append(row)
+            if progress is not None:
+                progress(1)
+    except IngestError as exc:
+        merged = (problems + exc.problems)[:MAX_PROBLEMS]
+        raise IngestError(str(path), merged, n_problems + exc.total) from None
+    if problems:
+        raise IngestError(str(path), problems, n_problems)
+    if not rows:
+        raise UserError(f"{path}: no pair records found")
+    return rows
+
+
+# -------------------------------------------------------------------------------------------- importing
+
+
+def ensure_study(connection: Any, name: str, config: StudyConfig | None) -> int:
+    """The id of study `name`, creating it with `config` (or the default) on first import."""
+    found = connection.execute(select(Study.id, Study.config).where(Study.name == name)).first()
+    if found is not None:
+        if config is not None and config.model_dump() != found.config:
+            raise UserError(
+                f"study {name!r} already exists with another configuration; a study's config is fixed "
+                "at its first import"
+            )
+        return int(found.id)
+    if not name.strip():
+        raise UserError("the study name is empty")
+    config = config or load_config()
+    result = connection.execute(insert(Study).values(name=name, config=config.model_dump()))
+    return int(result.inserted_primary_key[0])
+
+
+def import_file(
+    engine: Engine,
+    path: str | Path,
+    *,
+    study: str,
+    config: StudyConfig | None = None,
+    replace: bool = False,
+    progress: Progress | None = None,
+    user_id: int | None = None,
+) -> ImportSummary:
+    """Import a pair file into `study` in one transaction; nothing is written if anything is wrong.
+
+    Re-importing identical records is a no-op; a changed record under an existing id is refused
+    unless `replace` is set (then it is updated, but only while it has no judgments).
+    """
+    rows = load_pairs(path, progress=progress)
+    with engine.begin() as connection:
+        study_id = ensure_study(connection, study, config)
+        existing = {
+            r.external_id: (r.id, r.content_hash, r.n_done)
+            for r in connection.execute(
+                select(Pair.external_id, Pair.id, Pair.content_hash, Pair.n_done).where(
+                    Pair.study_id == study_id
+                )
+            )
+        }
+        new_rows, changed, unchanged = [], [], 0
+        for row in rows:
+            found = existing.get(row["external_id"])
+            if found is None:
+                new_rows.append(row | {"study_id": study_id})
+            elif found[1] == row["content_hash"]:
+                unchanged += 1
+            else:
+                changed.append((found, row))
+        if changed and not replace:
+            ids = ", ".join(repr(row["external_id"]) for _, row in changed[:5])
+            raise UserError(
+                f"{path}: {len(changed)} record(s) changed under an existing id ({ids}); "
+                "nothing was imported; use --replace to update them"
+            )
+        judged = [row["external_id"] for (_, _, n_done), row in changed if n_done > 0]
+        if judged:
+            raise UserError(f"{path}: cannot replace pairs that already have judgments: {judged[:5]}")
+        if new_rows:
+            connection.execute(insert(Pair), new_rows)
+        for (pair_id, _, _), row in changed:
+            connection.execute(update(Pair).where(Pair.id == pair_id).values(**row))
+        summary = ImportSummary(study, len(new_rows), unchanged, len(changed))
+        connection.execute(
+            insert(Event).values(
+                user_id=user_id,
+                action="import",
+                detail={
+                    "study": study,
+                    "file": Path(path).name,
+                    "imported": summary.imported,
+                    "unchanged": summary.unchanged,
+                    "replaced": summary.replaced,
+                },
+            )
+        )
+    return summary

@@ -1,0 +1,303 @@
+"""Serving blinded items and saving judgments: atomic, idempotent, append-only revisions."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from annotator.errors import AuthError, LabelError, UserError
+from annotator.models import Assignment, Event, Judgment, Pair, Score, Study, utcnow
+from annotator.study import StudyConfig, parse_config
+
+SIDES = ("A", "B")
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """What the browser may see of one assignment: texts of A and B, never which one is `chosen`."""
+
+    assignment_id: int
+    study: str
+    question: str
+    narrative: str
+    profile: list[dict[str, Any]]
+    rubric: list[dict[str, str]]
+    text_a: str
+    text_b: str
+    revisions: int
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One filled-in form, in the annotator's A/B terms.
+
+    `preference` is the index of the chosen label on the preference scale (0 = "A much better" ...
+    4 = "B much better"); `scores` maps "A"/"B" to {item: value}, items being the quality dimension
+    names and "rubric:<k>" for rubric aspect k. `submission_id` makes a repeated submit a no-op.
+    """
+
+    submission_id: str
+    preference: int | None
+    scores: dict[str, dict[str, float | None]]
+    confidence: int | None = None
+    comment: str = ""
+    flag: bool = False
+    flag_reason: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def study_config(session: Session, study_id: int) -> StudyConfig:
+    """The parsed configuration of a study."""
+    study = session.get(Study, study_id)
+    if study is None:
+        raise UserError(f"no study with id {study_id}")
+    return parse_config(study.config, source=f"study {study.name!r}")
+
+
+def _own_assignment(session: Session, assignment_id: int, user_id: int) -> Assignment:
+    assignment = session.get(Assignment, assignment_id)
+    if assignment is None or assignment.annotator_id != user_id:
+        raise AuthError("this item is not in your queue")
+    return assignment
+
+
+def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignment | None:
+    """The annotator's next pending item: fewest skips, then pairs with fewest judgments, then queue order."""
+    query = (
+        select(Assignment)
+        .join(Pair, col(Pair.id) == Assignment.pair_id)
+        .where(
+            Assignment.annotator_id == user_id,
+            Assignment.study_id == study_id,
+            Assignment.status == "pending",
+        )
+        .order_by(col(Assignment.skip_count), col(Pair.n_done), col(Assignment.position))
+        .limit(1)
+    )
+    return session.exec(query).first()
+
+
+def show(session: Session, *, assignment_id: int, user_id: int) -> ItemView:
+    """The blinded view of an item; starts its server-side clock for time on task."""
+    assignment = _own_assignment(session, assignment_id, user_id)
+    pair = session.get(Pair, assignment.pair_id)
+    study = session.get(Study, assignment.study_id)
+    if pair is None or study is None:
+        raise UserError("this item no longer exists")
+    assignment.shown_at = utcnow()
+    session.add(assignment)
+    config = parse_config(study.config)
+    texts = (pair.chosen, pair.rejected) if assignment.chosen_side == "A" else (pair.rejected, pair.chosen)
+    display = config.display
+    return ItemView(
+        assignment_id=int(assignment.id or 0),
+        study=study.name,
+        question=pair.question,
+        narrative=pair.narrative if display.show_narrative else "",
+        profile=list(pair.profile[: display.profile_posts]) if display.show_profile else [],
+        rubric=[
+            {"aspect": str(a.get("aspect", "")), "reason": str(a.get("reason") or "")} for a in pair.rubric
+        ],
+        text_a=texts[0],
+        text_b=texts[1],
+        revisions=assignment.revisions,
+    )
+
+
+def missing_answers(config: StudyConfig, n_aspects: int, submission: Submission) -> list[str]:
+    """Every question of the form left unanswered or out of range, named as the annotator sees it."""
+    problems = []
+    quality = config.quality
+    for side in SIDES:
+        given = submission.scores.get(side, {})
+        for dimension in quality.dimensions:
+            value = given.get(dimension.name)
+            if value is None:
+                problems.append(f"Response {side}: {dimension.name}")
+            elif value not in quality.values:
+                problems.append(
+                    f"Response {side}: {dimension.name} must be {quality.scale_min}-{quality.scale_max}"
+                )
+        for k in range(n_aspects):
+            value = given.get(f"rubric:{k}")
+            if value is None:
+                problems.append(f"Response {side}: rubric aspect {k + 1}")
+            elif value not in (0, 1, 2):
+                problems.append(f"Response {side}: rubric aspect {k + 1} must be 0, 1 or 2")
+        unknown = set(given) - set(config.dimension_names) - {f"rubric:{k}" for k in range(n_aspects)}
+        if unknown:
+            problems.append(f"Response {side}: unknown items {sorted(unknown)}")
+    if submission.preference is None:
+        problems.append("which response better fits this user")
+    elif submission.preference not in range(5):
+        problems.append("preference must be one of the five choices")
+    if submission.confidence is None:
+        problems.append("confidence")
+    elif submission.confidence not in (1, 2, 3):
+        problems.append("confidence must be 1, 2 or 3")
+    if submission.flag and not submission.flag_reason.strip():
+        problems.append("a reason for the problem flag")
+    return problems
+
+
+def submit(session: Session, *, assignment_id: int, user_id: int, submission: Submission) -> Judgment:
+    """Save a judgment and its scores in one transaction; A/B are mapped to chosen/rejected here.
+
+    A repeated `submission_id` returns the judgment saved the first time. Submitting an item that
+    already has a judgment adds a revision (the newest is current); earlier revisions are kept.
+    """
+    earlier = session.exec(select(Judgment).where(Judgment.submission_id == submission.submission_id)).first()
+    if earlier is not None:
+        _own_assignment(session, earlier.assignment_id, user_id)
+        return earlier
+    assignment = _own_assignment(session, assignment_id, user_id)
+    pair = session.get(Pair, assignment.pair_id)
+    if pair is None:
+        raise UserError("this item no longer exists")
+    config = study_config(session, assignment.study_id)
+    problems = missing_answers(config, len(pair.rubric), submission)
+    if problems:
+        raise LabelError("Please answer: " + "; ".join(problems))
+    now = utcnow()
+    shown = assignment.shown_at or now
+    if shown.tzinfo is None:
+        shown = shown.replace(tzinfo=now.tzinfo)
+    chosen_is_a = assignment.chosen_side == "A"
+    preference_ab = 2 - int(submission.preference or 0)  # +2 = A much better
+    revision = (
+        int(
+            session.exec(
+                select(func.coalesce(func.max(Judgment.revision), 0)).where(
+                    Judgment.assignment_id == assignment.id
+                )
+            ).one()
+        )
+        + 1
+    )
+    judgment = Judgment(
+        assignment_id=int(assignment.id or 0),
+        revision=revision,
+        submission_id=submission.submission_id,
+        submitted_at=now,
+        time_on_task_s=max(0.0, (now - shown).total_seconds()),
+        preference=preference_ab if chosen_is_a else -preference_ab,
+        confidence=submission.confidence,
+        comment=submission.comment.strip(),
+        flag=submission.flag,
+        flag_reason=submission.flag_reason.strip() if submission.flag else "",
+    )
+    session.add(judgment)
+    try:
+        session.flush()
+    except IntegrityError:
+        session.rollback()
+        same = session.exec(
+            select(Judgment).where(Judgment.submission_id == submission.submission_id)
+        ).first()
+        if same is not None:
+            return same
+        raise UserError("this item was just saved from another window; reload to see it") from None
+    for side, items in submission.scores.items():
+        response = "chosen" if (side == "A") == chosen_is_a else "rejected"
+        for item, value in items.items():
+            session.add(Score(judgment_id=judgment.id, response=response, item=item, value=float(value or 0)))
+    first = assignment.status != "done"
+    session.execute(
+        update(Assignment)
+        .where(col(Assignment.id) == assignment.id)
+        .values(
+            status="done",
+            completed_at=now,
+            current_judgment_id=judgment.id,
+            revisions=revision,
+            shown_at=None,
+        )
+    )
+    if first:
+        session.execute(update(Pair).where(col(Pair.id) == pair.id).values(n_done=Pair.n_done + 1))
+    session.add(
+        Event(user_id=user_id, action="submit", detail={"judgment": judgment.id, "revision": revision})
+    )
+    session.flush()
+    return judgment
+
+
+def skip(session: Session, *, assignment_id: int, user_id: int, reason: str) -> None:
+    """Move an item to the end of the annotator's queue, with a reason."""
+    if not reason.strip():
+        raise LabelError("Please give a reason for skipping")
+    assignment = _own_assignment(session, assignment_id, user_id)
+    assignment.skip_count += 1
+    assignment.skip_reason = reason.strip()
+    assignment.shown_at = None
+    session.add(assignment)
+    session.add(Event(user_id=user_id, action="skip", detail={"assignment": assignment.id}))
+
+
+@dataclass(frozen=True)
+class Progress:
+    """An annotator's progress in one study."""
+
+    done: int
+    total: int
+    skipped: int
+
+
+def progress(session: Session, *, user_id: int, study_id: int) -> Progress:
+    """How many of an annotator's items are done, in all and skipped (still pending)."""
+    rows = session.exec(
+        select(Assignment.status, func.count(), func.sum(Assignment.skip_count > 0))
+        .where(Assignment.annotator_id == user_id, Assignment.study_id == study_id)
+        .group_by(Assignment.status)
+    ).all()
+    done = sum(n for status, n, _ in rows if status == "done")
+    skipped = sum(int(s or 0) for status, _, s in rows if status == "pending")
+    return Progress(done=done, total=sum(n for _, n, _ in rows), skipped=skipped)
+
+
+def finished_items(session: Session, *, user_id: int, study_id: int) -> list[dict[str, Any]]:
+    """The annotator's finished items (newest first), for "My work": no chosen/rejected information."""
+    rows = session.exec(
+        select(Assignment, Pair.question)
+        .join(Pair, col(Pair.id) == Assignment.pair_id)
+        .where(
+            Assignment.annotator_id == user_id, Assignment.study_id == study_id, Assignment.status == "done"
+        )
+        .order_by(col(Assignment.completed_at).desc())
+    ).all()
+    return [
+        {
+            "assignment_id": a.id,
+            "question": question,
+            "completed_at": a.completed_at,
+            "revisions": a.revisions,
+        }
+        for a, question in rows
+    ]
+
+
+def current_answers(session: Session, *, assignment_id: int, user_id: int) -> Submission | None:
+    """The current judgment of an item in the annotator's A/B terms, to prefill a revision."""
+    assignment = _own_assignment(session, assignment_id, user_id)
+    if assignment.current_judgment_id is None:
+        return None
+    judgment = session.get(Judgment, assignment.current_judgment_id)
+    if judgment is None:
+        return None
+    chosen_is_a = assignment.chosen_side == "A"
+    scores: dict[str, dict[str, float | None]] = {"A": {}, "B": {}}
+    for score in session.exec(select(Score).where(Score.judgment_id == judgment.id)):
+        side = "A" if (score.response == "chosen") == chosen_is_a else "B"
+        scores[side][score.item] = score.value
+    preference_ab = judgment.preference if chosen_is_a else -judgment.preference
+    return Submission(
+        submission_id="",
+        preference=2 - preference_ab,
+        scores=scores,
+        confidence=judgment.confidence,
+        comment=judgment.comment,
+        flag=judgment.flag,
+        flag_reason=judgment.flag_reason,
+    )
