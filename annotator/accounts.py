@@ -17,6 +17,8 @@ SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 MIN_PASSWORD = 8
 BAD_LOGIN = "wrong username or password"
+FREE_ATTEMPTS = 5
+MAX_LOCKOUT_S = 300
 
 
 @dataclass(frozen=True)
@@ -100,22 +102,49 @@ def set_active(session: Session, *, username: str, active: bool) -> User:
     return user
 
 
+def lockout_seconds(failed_logins: int) -> int:
+    """Seconds an account waits after `failed_logins` failures in a row (doubling from the 5th, max 5 min)."""
+    return (
+        0 if failed_logins < FREE_ATTEMPTS else min(MAX_LOCKOUT_S, 2 ** (failed_logins - FREE_ATTEMPTS + 1))
+    )
+
+
+def _refuse(session: Session, user_id: int | None, reason: str, message: str) -> AuthError:
+    """Record a failed login (committed even though the caller raises) and build the error."""
+    session.add(Event(user_id=user_id, action="login_failed", detail={"reason": reason}))
+    session.commit()
+    return AuthError(message)
+
+
 def authenticate(session: Session, username: str, password: str) -> Account:
-    """Log in: the account, or AuthError with a message fit to show (unknown and wrong look alike)."""
+    """Log in: the account, or AuthError with a message fit to show (unknown and wrong look alike).
+
+    Failures are logged in the audit table; from the fifth failure in a row the account must wait
+    (doubling, at most five minutes) before the next attempt is even checked.
+    """
     user = session.exec(select(User).where(User.username == username)).first()
     if user is None:
         verify_password(password, hash_password("timing-equaliser"))
-        session.add(Event(action="login_failed", detail={"reason": "unknown user"}))
-        raise AuthError(BAD_LOGIN)
+        raise _refuse(session, None, "unknown user", BAD_LOGIN)
+    wait = lockout_seconds(user.failed_logins)
+    if wait and user.last_failed_at is not None:
+        remaining = wait - (utcnow() - user.last_failed_at).total_seconds()
+        if remaining > 0:
+            raise _refuse(
+                session,
+                user.id,
+                "throttled",
+                f"too many failed attempts; try again in {int(remaining) + 1} s",
+            )
     if not verify_password(password, user.password_hash):
         user.failed_logins += 1
         user.last_failed_at = utcnow()
         session.add(user)
-        session.add(Event(user_id=user.id, action="login_failed", detail={"reason": "wrong password"}))
-        raise AuthError(BAD_LOGIN)
+        raise _refuse(session, user.id, "wrong password", BAD_LOGIN)
     if not user.active:
-        session.add(Event(user_id=user.id, action="login_failed", detail={"reason": "deactivated"}))
-        raise AuthError("this account is deactivated; ask the study's researcher")
+        raise _refuse(
+            session, user.id, "deactivated", "this account is deactivated; ask the study's researcher"
+        )
     user.failed_logins = 0
     session.add(user)
     session.add(Event(user_id=user.id, action="login", detail={}))
@@ -138,13 +167,15 @@ def redeem_login_token(session: Session, token: str) -> Account:
     digest = hashlib.sha256(token.encode()).hexdigest()
     user = session.exec(select(User).where(User.token_hash == digest)).first()
     if user is None or user.token_expires_at is None:
-        raise AuthError("this login link is not valid or was already used")
+        raise _refuse(session, None, "bad token", "this login link is not valid or was already used")
     user.token_hash = None
     session.add(user)
     if user.token_expires_at < utcnow():
-        raise AuthError("this login link has expired")
+        raise _refuse(session, user.id, "expired token", "this login link has expired")
     if not user.active:
-        raise AuthError("this account is deactivated; ask the study's researcher")
+        raise _refuse(
+            session, user.id, "deactivated", "this account is deactivated; ask the study's researcher"
+        )
     session.add(Event(user_id=user.id, action="login", detail={"via": "token"}))
     return Account(id=int(user.id or 0), username=user.username, role=user.role)
 
@@ -153,3 +184,20 @@ def require_role(account: Account, *roles: str) -> None:
     """Refuse a service call from an account without one of `roles`."""
     if account.role not in roles:
         raise AuthError(f"{account.username} ({account.role}) may not do this; it needs {' or '.join(roles)}")
+
+
+def acknowledge_guidelines(session: Session, *, user_id: int) -> None:
+    """Record that an annotator has read the guidelines (once; the audit log keeps the moment)."""
+    user = session.get(User, user_id)
+    if user is None:
+        raise UserError("unknown user")
+    if user.guidelines_ack_at is None:
+        user.guidelines_ack_at = utcnow()
+        session.add(user)
+        session.add(Event(user_id=user_id, action="guidelines_ack", detail={}))
+
+
+def has_acknowledged(session: Session, *, user_id: int) -> bool:
+    """Whether the annotator has acknowledged the guidelines."""
+    user = session.get(User, user_id)
+    return user is not None and user.guidelines_ack_at is not None

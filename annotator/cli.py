@@ -12,7 +12,7 @@ from rich.table import Table
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 
-from annotator import accounts, assign, db, ingest
+from annotator import accounts, assign, db, ingest, server
 from annotator.errors import UserError
 from annotator.study import load_config
 
@@ -221,6 +221,32 @@ def assign_(
             overlap = assign.study_overlap(session, study)
         summary = assign.assign(session, study=study, overlap=overlap, annotators=names, seed=seed)
     out.print(str(summary), highlight=False)
+
+
+@app.command()
+@user_errors
+def serve(
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 8501,
+    host: Annotated[
+        str, typer.Option(help="Address to bind (0.0.0.0 to accept other machines)")
+    ] = "127.0.0.1",
+    database: DbOption = None,
+) -> None:
+    """Start the web app on the database."""
+    url = absolute_url(db_url(database))
+    open_db(url)
+    out.print(f"serving {url} at http://{host}:{port}", highlight=False)
+    raise typer.Exit(server.run(url, host=host, port=port))
+
+
+def absolute_url(url: str) -> str:
+    """A SQLite URL with an absolute path, so that the app finds the same file from any folder."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        return parsed.set(database=str(Path(parsed.database).resolve())).render_as_string(hide_password=False)
+    return url
 
 
 def main() -> None:

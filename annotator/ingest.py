@@ -105,6 +105,7 @@ def _read_csv(path: Path, text: str) -> Iterator[tuple[str, Any]]:
             bad.append(f"row {number}: more cells than header columns")
             continue
         record: dict[str, Any] = {key: value for key, value in row.items() if key is not None}
+        n_bad = len(bad)
         for field in (*LIST_FIELDS, "metadata"):
             cell = record.get(field)
             if isinstance(cell, str) and cell.strip():
@@ -114,7 +115,8 @@ def _read_csv(path: Path, text: str) -> Iterator[tuple[str, Any]]:
                     bad.append(f"row {number}, field {field}: not valid JSON: {exc.msg}")
             elif isinstance(cell, str) and field in LIST_FIELDS:
                 record[field] = []
-        yield f"row {number}", record
+        if len(bad) == n_bad:  # a row with an undecodable cell is reported once, not validated too
+            yield f"row {number}", record
     if bad:
         raise IngestError(str(path), bad[:MAX_PROBLEMS], len(bad))
 

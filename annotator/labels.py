@@ -301,3 +301,15 @@ def current_answers(session: Session, *, assignment_id: int, user_id: int) -> Su
         flag=judgment.flag,
         flag_reason=judgment.flag_reason,
     )
+
+
+def annotator_studies(session: Session, *, user_id: int) -> list[tuple[int, str]]:
+    """The studies in which the annotator has items, as (id, name)."""
+    rows = session.exec(
+        select(Study.id, Study.name)
+        .join(Assignment, col(Assignment.study_id) == Study.id)
+        .where(Assignment.annotator_id == user_id)
+        .distinct()
+        .order_by(Study.name)
+    ).all()
+    return [(int(i or 0), name) for i, name in rows]
