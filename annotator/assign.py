@@ -56,14 +56,17 @@ def assign(
     overlap: int,
     annotators: list[str] | None = None,
     seed: int = 0,
+    overlap_among_named: bool = False,
 ) -> AssignSummary:
     """Give every pair of `study` to `overlap` distinct annotators; idempotent, deterministic per seed.
 
     Existing assignments are kept; only what is missing is added (new pairs, new annotators, a raised
     overlap). Each new slot goes to the least-loaded annotator not yet on the pair (ties broken at
-    random), so loads differ by at most one. The side of `chosen` takes the pair's minority side and,
-    on a tie, the side the annotator has seen `chosen` on less often. New items are appended to each
-    queue in shuffled order.
+    random), so on a first run loads differ by at most one. With `overlap_among_named`, only the named
+    annotators' assignments count toward the overlap (a separate panel, e.g. simulated annotators).
+    The sides of `chosen` keep every pair within one of even, and the A slots go to the annotators who
+    have seen `chosen` on B most, so on a first run each annotator's A and B counts differ by at most
+    two (tested). New items are appended to each queue in shuffled order.
     """
     if overlap < 1:
         raise UserError("overlap must be at least 1")
@@ -85,34 +88,47 @@ def assign(
     on_pair: dict[int, set[int]] = defaultdict(set)
     pair_sides: dict[int, Counter[str]] = defaultdict(Counter)
     load: Counter[int] = Counter(dict.fromkeys(user_ids, 0))
-    user_a: Counter[int] = Counter()
+    balance: Counter[int] = Counter()  # per annotator: times `chosen` was on A minus times on B
+    panel = set(user_ids)
     for pair_id, annotator_id, side in existing:
+        if overlap_among_named and annotator_id not in panel:
+            continue
         on_pair[pair_id].add(annotator_id)
         pair_sides[pair_id][side] += 1
         load[annotator_id] += 1
-        user_a[annotator_id] += side == "A"
+        balance[annotator_id] += 1 if side == "A" else -1
     tiebreak = {uid: rng.random() for uid in user_ids}
     new: dict[int, list[tuple[int, str]]] = defaultdict(list)
     order = list(pair_ids)
     rng.shuffle(order)
     for pair_id in order:
+        picked: list[int] = []
         for _ in range(overlap - len(on_pair[pair_id])):
             free = [uid for uid in user_ids if uid not in on_pair[pair_id]]
             if not free:
                 break
             uid = min(free, key=lambda u: (load[u], tiebreak[u]))
-            sides = pair_sides[pair_id]
-            if sides["A"] != sides["B"]:
-                side = "A" if sides["A"] < sides["B"] else "B"
-            else:
-                share_a = user_a[uid] - (load[uid] - user_a[uid])
-                side = "B" if share_a > 0 else "A" if share_a < 0 else rng.choice("AB")
             on_pair[pair_id].add(uid)
-            sides[side] += 1
             load[uid] += 1
-            user_a[uid] += side == "A"
-            new[uid].append((pair_id, side))
             tiebreak[uid] = rng.random()
+            picked.append(uid)
+        # Sides for the new slots: as many A as keeps the pair within one of even, given to the
+        # annotators who have seen `chosen` on B most; an odd slot follows its annotator's balance.
+        sides = pair_sides[pair_id]
+        total = sides["A"] + sides["B"] + len(picked)
+        low = min(len(picked), max(0, total // 2 - sides["A"]))
+        high = min(len(picked), max(0, (total + 1) // 2 - sides["A"]))
+        picked.sort(key=lambda u: (balance[u], rng.random()))
+        for rank, uid in enumerate(picked):
+            if rank < low:
+                side = "A"
+            elif rank < high:
+                side = "A" if balance[uid] < 0 else "B" if balance[uid] > 0 else rng.choice("AB")
+            else:
+                side = "B"
+            sides[side] += 1
+            balance[uid] += 1 if side == "A" else -1
+            new[uid].append((pair_id, side))
     rows = []
     last = dict(
         session.exec(
@@ -147,3 +163,49 @@ def assign(
 def study_overlap(session: Session, study: str) -> int:
     """The overlap the study's configuration asks for."""
     return int(get_study(session, study).config.get("analysis", {}).get("overlap", 3))
+
+
+def study_pair_ids(session: Session, study: str) -> list[int]:
+    """The ids of a study's pairs, in import order."""
+    study_row = get_study(session, study)
+    return [
+        int(i or 0)
+        for i in session.exec(select(Pair.id).where(Pair.study_id == study_row.id).order_by(Pair.id))
+    ]
+
+
+def assign_pairs(session: Session, *, study: str, annotator: str, pair_ids: list[int], seed: int = 0) -> int:
+    """Put chosen pairs in one annotator's queue (skipping those already there), sides balanced per pair."""
+    study_row = get_study(session, study)
+    user = next((u for u in _annotators(session, [annotator])), None)
+    if user is None:
+        raise UserError(f"not an active annotator: {annotator}")
+    existing = session.exec(
+        select(
+            Assignment.pair_id, Assignment.annotator_id, Assignment.chosen_side, Assignment.position
+        ).where(Assignment.study_id == study_row.id)
+    ).all()
+    mine = {pair_id for pair_id, uid, _, _ in existing if uid == user.id}
+    sides: dict[int, Counter[str]] = defaultdict(Counter)
+    for pair_id, _, side, _ in existing:
+        sides[pair_id][side] += 1
+    position = max((p for _, uid, _, p in existing if uid == user.id), default=0)
+    rng = random.Random(seed)
+    todo = [pair_id for pair_id in pair_ids if pair_id not in mine]
+    rng.shuffle(todo)
+    rows = []
+    for offset, pair_id in enumerate(todo, start=1):
+        count = sides[pair_id]
+        side = "A" if count["A"] < count["B"] else "B" if count["B"] < count["A"] else "AB"[offset % 2]
+        rows.append(
+            {
+                "study_id": study_row.id,
+                "pair_id": pair_id,
+                "annotator_id": user.id,
+                "chosen_side": side,
+                "position": position + offset,
+            }
+        )
+    if rows:
+        session.execute(insert(Assignment), rows)
+    return len(rows)

@@ -13,7 +13,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 
 from annotator import accounts, assign, db, ingest, server
+from annotator.demo import build_demo
 from annotator.errors import UserError
+from annotator.simulate import SimulationSpec
+from annotator.simulate import simulate as run_simulation
 from annotator.study import load_config
 
 app = typer.Typer(
@@ -225,6 +228,40 @@ def assign_(
 
 @app.command()
 @user_errors
+def simulate(
+    study: StudyOption,
+    annotators: Annotated[int, typer.Option(help="Simulated annotators to create or reuse")] = 3,
+    overlap: Annotated[int, typer.Option(help="Simulated annotators per pair")] = 3,
+    quality_gap: Annotated[float, typer.Option(help="True chosen - rejected gap on quality (points)")] = 0.0,
+    rubric_gap: Annotated[
+        float, typer.Option(help="True chosen - rejected gap per rubric aspect (0-2 scale)")
+    ] = 1.0,
+    noise: Annotated[float, typer.Option(help="Rating noise SD (points)")] = 0.6,
+    bias_sd: Annotated[float, typer.Option(help="SD of the annotators' biases (points)")] = 0.25,
+    seed: Annotated[int, typer.Option(help="Random seed")] = 0,
+    database: DbOption = None,
+) -> None:
+    """Simulate annotators with a known truth (through the real assignment and submit code)."""
+    engine = open_db(database)
+    spec = SimulationSpec(
+        annotators=annotators,
+        overlap=overlap,
+        quality_gap=quality_gap,
+        rubric_gap=rubric_gap,
+        noise=noise,
+        bias_sd=bias_sd,
+        seed=seed,
+    )
+    if overlap > annotators:
+        raise UserError(f"--overlap {overlap} needs at least as many --annotators (got {annotators})")
+    with _progress() as bar:
+        task = bar.add_task("simulating judgments", total=None)
+        summary = run_simulation(engine, study=study, spec=spec, progress=lambda n: bar.advance(task, n))
+    out.print(str(summary), highlight=False)
+
+
+@app.command()
+@user_errors
 def serve(
     port: Annotated[int, typer.Option(help="Port to listen on")] = 8501,
     host: Annotated[
@@ -237,6 +274,31 @@ def serve(
     open_db(url)
     out.print(f"serving {url} at http://{host}:{port}", highlight=False)
     raise typer.Exit(server.run(url, host=host, port=port))
+
+
+@app.command()
+@user_errors
+def demo(
+    rebuild: Annotated[bool, typer.Option(help="Build data/demo.db afresh")] = False,
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 8501,
+    host: Annotated[str, typer.Option(help="Address to bind")] = "127.0.0.1",
+    serve_app: Annotated[
+        bool, typer.Option("--serve/--no-serve", help="Start the app after building")
+    ] = True,
+) -> None:
+    """Build the demo (sample pairs, demo accounts, three simulated annotators) and start the app."""
+    with err.status("building the demo database..."):
+        built = build_demo(rebuild=rebuild)
+    out.print(("built " if built.built else "using existing ") + built.url, highlight=False)
+    table = Table("username", "role", "password", title="Demo accounts")
+    for username, (role, password) in built.credentials.items():
+        table.add_row(username, role, password)
+    out.print(table)
+    if serve_app:
+        out.print(
+            f"open http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}", highlight=False
+        )
+        raise typer.Exit(server.run(built.url, host=host, port=port))
 
 
 def absolute_url(url: str) -> str:

@@ -1,0 +1,223 @@
+"""Synthetic annotators with a known truth, saving through the real assignment and submit code.
+
+Model: every pair has a latent quality per dimension (shared by both responses) and a latent
+rubric alignment per aspect for `rejected`; `chosen` gets +quality_gap on quality and +rubric_gap on
+rubric alignment. Each annotator has a bias (N(0, bias_sd)) and a noise level (noise x U(0.7, 1.3));
+scores are rounded and clipped to their scale. The preference follows the observed rubric difference
+through a logistic choice, with ties near zero. Pairs flagged in their `construction_note` carry the
+flaw: "flawed:rejected_factual_error" lowers `rejected` correctness by 1.5 points,
+"flawed:chosen_not_aligned" removes the rubric gap.
+"""
+
+import math
+import random
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from annotator import accounts, assign, labels
+from annotator.db import session_scope
+from annotator.models import Assignment, Pair, User, utcnow
+from annotator.study import parse_config
+
+FACTUAL_ERROR = "flawed:rejected_factual_error"
+NOT_ALIGNED = "flawed:chosen_not_aligned"
+BATCH = 200
+
+
+@dataclass(frozen=True)
+class SimulationSpec:
+    """The parameters of a simulated study (all on the study's own scales)."""
+
+    annotators: int = 3
+    overlap: int = 3
+    quality_gap: float = 0.0
+    rubric_gap: float = 1.0
+    noise: float = 0.6
+    bias_sd: float = 0.25
+    seed: int = 0
+    prefix: str = "sim"
+
+
+@dataclass(frozen=True)
+class SimulationSummary:
+    study: str
+    annotators: list[str]
+    judgments: int
+
+    def __str__(self) -> str:
+        return f"study {self.study!r}: {self.judgments} simulated judgments by {', '.join(self.annotators)}"
+
+
+@dataclass(frozen=True)
+class SimJudgment:
+    """One simulated judgment in chosen/rejected terms (preference: +2 = chosen much better)."""
+
+    scores: dict[str, dict[str, float | None]]
+    preference: int
+    confidence: int
+
+
+def _clip_round(value: float, low: int, high: int) -> int:
+    return int(min(high, max(low, round(value))))
+
+
+def simulated_users(session: Session, spec: SimulationSpec) -> list[str]:
+    """Create (or reuse) the simulated annotator accounts."""
+    names = [f"{spec.prefix}_{i + 1:02d}" for i in range(spec.annotators)]
+    existing = set(session.exec(select(User.username).where(col(User.username).in_(names))))
+    for name in names:
+        if name not in existing:
+            accounts.add_user(session, username=name, role="annotator", password=secrets.token_urlsafe(16))
+    session.flush()
+    return names
+
+
+def simulate(
+    engine: Engine, *, study: str, spec: SimulationSpec, progress: Callable[[int], None] | None = None
+) -> SimulationSummary:
+    """Create simulated annotators, assign them, and submit their judgments; deterministic for a seed.
+
+    Work is committed in batches, each judgment atomic with its scores; re-running continues where an
+    interrupted run stopped (done assignments are not touched).
+    """
+    with session_scope(engine) as session:
+        names = simulated_users(session, spec)
+        assign.assign(
+            session,
+            study=study,
+            overlap=spec.overlap,
+            annotators=names,
+            seed=spec.seed,
+            overlap_among_named=True,
+        )
+        study_row = assign.get_study(session, study)
+        config = parse_config(study_row.config)
+        users = {u.username: u for u in session.exec(select(User).where(col(User.username).in_(names)))}
+    rng = random.Random(spec.seed)
+    annotator_bias = {name: rng.gauss(0, spec.bias_sd) for name in names}
+    annotator_noise = {name: spec.noise * rng.uniform(0.7, 1.3) for name in names}
+    annotator_speed = {name: rng.uniform(0.6, 1.6) for name in names}
+    user_ids = [int(users[name].id or 0) for name in names]
+    with Session(engine) as session:
+        rows = session.exec(
+            select(Assignment.id, Assignment.pair_id, Assignment.annotator_id, Assignment.status)
+            .where(Assignment.study_id == study_row.id, col(Assignment.annotator_id).in_(user_ids))
+            .order_by(col(Assignment.pair_id), col(Assignment.annotator_id))
+        ).all()
+        pairs = {
+            p.id: (len(p.rubric), str(p.meta.get("construction_note", "")))
+            for p in session.exec(select(Pair).where(Pair.study_id == study_row.id))
+        }
+    by_id = {int(users[name].id or 0): name for name in names}
+    latents: dict[int, dict[str, float]] = {}
+    judged = 0
+    pending = []
+    for assignment_id, pair_id, annotator_id, status in rows:
+        n_aspects, note = pairs[pair_id]
+        if pair_id not in latents:
+            latents[pair_id] = _pair_latent(rng, config.dimension_names, n_aspects, note, spec)
+        name = by_id[annotator_id]
+        # Draw every random number even for done items, so a re-run reproduces the same values.
+        submission, seconds = _judgment(
+            rng,
+            latents[pair_id],
+            config.dimension_names,
+            n_aspects,
+            annotator_bias[name],
+            annotator_noise[name],
+            annotator_speed[name],
+            config.quality.scale_min,
+            config.quality.scale_max,
+        )
+        if status != "done":
+            pending.append((assignment_id, annotator_id, submission, seconds))
+    for start in range(0, len(pending), BATCH):
+        with session_scope(engine) as session:
+            for assignment_id, annotator_id, sides, seconds in pending[start : start + BATCH]:
+                assignment = session.get(Assignment, assignment_id)
+                if assignment is None or assignment.status == "done":
+                    continue
+                assignment.shown_at = utcnow() - timedelta(seconds=seconds)
+                session.add(assignment)
+                labels.submit(
+                    session,
+                    assignment_id=assignment_id,
+                    user_id=annotator_id,
+                    submission=_to_ab(sides, assignment.chosen_side, f"sim-{study_row.id}-{assignment_id}"),
+                )
+                judged += 1
+        if progress is not None:
+            progress(min(BATCH, len(pending) - start))
+    return SimulationSummary(study, names, judged)
+
+
+def _pair_latent(
+    rng: random.Random, dimensions: list[str], n_aspects: int, note: str, spec: SimulationSpec
+) -> dict[str, float]:
+    latent: dict[str, float] = {}
+    for name in dimensions:
+        base = rng.gauss(4.0, 0.45)
+        latent[f"rejected:{name}"] = base
+        gap = spec.quality_gap + (1.5 if note == FACTUAL_ERROR and name == "correctness" else 0.0)
+        latent[f"chosen:{name}"] = base + gap
+    rubric_gap = 0.0 if note == NOT_ALIGNED else spec.rubric_gap
+    for k in range(n_aspects):
+        base = rng.gauss(0.5, 0.3)
+        latent[f"rejected:rubric:{k}"] = base
+        latent[f"chosen:rubric:{k}"] = base + rubric_gap
+    return latent
+
+
+def _judgment(
+    rng: random.Random,
+    latent: dict[str, float],
+    dimensions: list[str],
+    n_aspects: int,
+    bias: float,
+    noise: float,
+    speed: float,
+    low: int,
+    high: int,
+) -> tuple[SimJudgment, float]:
+    scores: dict[str, dict[str, float | None]] = {"chosen": {}, "rejected": {}}
+    for response in ("chosen", "rejected"):
+        for name in dimensions:
+            scores[response][name] = _clip_round(
+                latent[f"{response}:{name}"] + bias + rng.gauss(0, noise), low, high
+            )
+        for k in range(n_aspects):
+            value = latent[f"{response}:rubric:{k}"] + rng.gauss(0, noise / 2)
+            scores[response][f"rubric:{k}"] = _clip_round(value, 0, 2)
+    rubric_diff = sum(
+        float(scores["chosen"][f"rubric:{k}"] or 0) - float(scores["rejected"][f"rubric:{k}"] or 0)
+        for k in range(n_aspects)
+    ) / max(1, n_aspects)
+    quality_diff = sum(
+        float(scores["chosen"][n] or 0) - float(scores["rejected"][n] or 0) for n in dimensions
+    ) / len(dimensions)
+    utility = 2.5 * rubric_diff + 0.5 * quality_diff
+    u = rng.random()
+    draw = utility + math.log(u / (1 - u)) if 0 < u < 1 else utility
+    preference = (
+        0 if abs(draw) < 0.5 else (2 if draw > 2.5 else 1) if draw > 0 else (-2 if draw < -2.5 else -1)
+    )
+    seconds = rng.lognormvariate(math.log(75 * speed), 0.4)
+    return SimJudgment(scores, preference, 3 if abs(draw) > 2 else 2), seconds
+
+
+def _to_ab(judgment: SimJudgment, chosen_side: str, submission_id: str) -> labels.Submission:
+    """Express a chosen/rejected judgment in the annotator's A/B terms."""
+    chosen_is_a = chosen_side == "A"
+    preference_ab = judgment.preference if chosen_is_a else -judgment.preference
+    first, second = ("chosen", "rejected") if chosen_is_a else ("rejected", "chosen")
+    return labels.Submission(
+        submission_id=submission_id,
+        preference=2 - preference_ab,
+        scores={"A": judgment.scores[first], "B": judgment.scores[second]},
+        confidence=judgment.confidence,
+    )
