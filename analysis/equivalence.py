@@ -1,0 +1,823 @@
+"""Equivalence (TOST), superiority and preference statistics for chosen/rejected pairs.
+
+The claim to show is that ``chosen`` and ``rejected`` are *equivalent* on general quality (two
+one-sided tests against a margin, never a non-significant t test) and *different* on rubric alignment
+(a one-sided superiority test), with the preference rate for ``chosen`` reported alongside.
+
+All functions take arrays (or the tidy label frame for :func:`pair_majority`) and return frozen
+dataclasses with flat fields or DataFrames with flat columns (``ci_low``/``ci_high``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
+
+__all__ = [
+    "IutResult",
+    "PreferenceRate",
+    "SuperiorityResult",
+    "TostResult",
+    "WilcoxonTostResult",
+    "holm",
+    "intersection_union",
+    "pair_majority",
+    "preference_rate",
+    "superiority_paired",
+    "tost_ind",
+    "tost_paired",
+    "wilcoxon_tost_paired",
+]
+
+# Above this many distinct differences the Hodges-Lehmann interval falls back to the sign-test
+# interval around the median (the Walsh averages would need too much memory).
+_MAX_DISTINCT_WALSH = 3000
+_EXACT_SIGNRANK_MAX_N = 50
+
+
+class _HasVerdict(Protocol):
+    @property
+    def pvalue(self) -> float: ...
+
+    @property
+    def equivalent(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class TostResult:
+    """Result of a two one-sided tests (TOST) equivalence test.
+
+    ``estimate`` is mean(x - y) (paired) or mean(x) - mean(y) (independent); ``ci_low``/``ci_high`` is
+    the 1 - 2*alpha confidence interval; ``p_lower`` tests H0: diff <= low, ``p_upper`` tests
+    H0: diff >= high; ``pvalue`` is the larger of the two; ``equivalent`` is ``pvalue < alpha``, which
+    is the same as the 1 - 2*alpha interval lying strictly inside (low, high). ``low``/``high`` are in
+    raw units.
+    """
+
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    t_lower: float
+    p_lower: float
+    t_upper: float
+    p_upper: float
+    df: float
+    pvalue: float
+    equivalent: bool
+    low: float
+    high: float
+    alpha: float
+    n: int
+    method: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (JSON-ready)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class WilcoxonTostResult:
+    """Rank-based TOST: two one-sided Wilcoxon signed-rank tests on the paired differences.
+
+    ``estimate`` is the Hodges-Lehmann pseudo-median of the differences with its 1 - 2*alpha
+    interval (``ci_method`` says how it was obtained), ``p_lower`` tests the differences - low > 0,
+    ``p_upper`` tests the differences - high < 0; ``pvalue`` is the larger one.
+    """
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    p_lower: float
+    p_upper: float
+    pvalue: float
+    equivalent: bool
+    low: float
+    high: float
+    alpha: float
+    n: int
+    method: str
+    ci_method: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (JSON-ready)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SuperiorityResult:
+    """One-sided superiority of x over y for paired data.
+
+    ``estimate`` = mean(x - y) with its 1 - 2*alpha interval (its lower end is the one-sided bound);
+    ``p_t``: one-sided paired t test; ``p_wilcoxon``: one-sided Wilcoxon signed-rank test;
+    ``dz`` = mean / sd of the differences with a noncentral-t interval (``dz_ci_method``);
+    ``rank_biserial``: matched-pairs rank-biserial correlation with a Fisher-z interval.
+    All intervals are 1 - 2*alpha, matching the one-sided tests at level alpha.
+    """
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    t: float
+    df: float
+    p_t: float
+    w: float
+    p_wilcoxon: float
+    dz: float
+    dz_ci_low: float
+    dz_ci_high: float
+    dz_ci_method: str
+    rank_biserial: float
+    rb_ci_low: float
+    rb_ci_high: float
+    superior: bool
+    superior_wilcoxon: bool
+    alpha: float
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (JSON-ready)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PreferenceRate:
+    """How often ``chosen`` was preferred.
+
+    ``rate`` = n_chosen / (n_chosen + n_rejected) (ties excluded) with a Wilson 1 - alpha interval,
+    an exact binomial test against 0.5 (two-sided ``p_two_sided`` and one-sided ``p_greater``);
+    ``rate_ties_half`` = (n_chosen + n_ties / 2) / n with a Wilson interval on that fractional count
+    (no exact test exists for it).
+    """
+
+    n: int
+    n_chosen: int
+    n_rejected: int
+    n_ties: int
+    rate: float
+    ci_low: float
+    ci_high: float
+    p_two_sided: float
+    p_greater: float
+    rate_ties_half: float
+    ci_ties_half_low: float
+    ci_ties_half_high: float
+    alpha: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (JSON-ready)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class IutResult:
+    """Intersection-union verdict over several equivalence tests."""
+
+    equivalent: bool
+    pvalue: float
+    n_tests: int
+    n_equivalent: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (JSON-ready)."""
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- input checks
+
+
+def _check_alpha(alpha: float) -> float:
+    alpha = float(alpha)
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+    return alpha
+
+
+def _check_bounds(low: float, high: float) -> tuple[float, float]:
+    low, high = float(low), float(high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"bounds must be finite, got low={low!r}, high={high!r}")
+    if not low < high:
+        raise ValueError(f"low must be smaller than high, got low={low!r}, high={high!r}")
+    return low, high
+
+
+def _vector(x: Any, name: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def _paired_differences(x: Any, y: Any) -> np.ndarray:
+    """x - y with pairs that have a missing value dropped; at least 2 pairs."""
+    xa, ya = _vector(x, "x"), _vector(y, "y")
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y must have the same length for a paired test, got {len(xa)} and {len(ya)}")
+    d = xa - ya
+    d = d[~np.isnan(d)]
+    if len(d) < 2:
+        raise ValueError(f"a paired test needs at least 2 complete pairs, got {len(d)}")
+    return d
+
+
+def _sample(x: Any, name: str) -> np.ndarray:
+    arr = _vector(x, name)
+    arr = arr[~np.isnan(arr)]
+    if len(arr) < 2:
+        raise ValueError(f"{name} needs at least 2 non-missing values, got {len(arr)}")
+    return arr
+
+
+# --------------------------------------------------------------------------- TOST
+
+
+def _ratio(num: float, se: float) -> float:
+    """num / se with the limits of a zero standard error (0/0 -> 0, i.e. p = 0.5)."""
+    if se > 0:
+        return num / se
+    return 0.0 if num == 0 else math.copysign(math.inf, num)
+
+
+def _tost(
+    estimate: float, se: float, df: float, low: float, high: float, alpha: float, n: int, method: str
+) -> TostResult:
+    t_lower = _ratio(estimate - low, se)
+    t_upper = _ratio(estimate - high, se)
+    p_lower = float(stats.t.sf(t_lower, df))
+    p_upper = float(stats.t.cdf(t_upper, df))
+    half = float(stats.t.ppf(1.0 - alpha, df)) * se
+    pvalue = max(p_lower, p_upper)
+    return TostResult(
+        estimate=float(estimate),
+        se=float(se),
+        ci_low=float(estimate - half),
+        ci_high=float(estimate + half),
+        t_lower=float(t_lower),
+        p_lower=p_lower,
+        t_upper=float(t_upper),
+        p_upper=p_upper,
+        df=float(df),
+        pvalue=pvalue,
+        equivalent=bool(pvalue < alpha),
+        low=low,
+        high=high,
+        alpha=alpha,
+        n=n,
+        method=method,
+    )
+
+
+def tost_paired(
+    x: Any,
+    y: Any,
+    *,
+    low: float,
+    high: float,
+    alpha: float = 0.05,
+    bounds: Literal["raw", "dz"] = "raw",
+) -> TostResult:
+    """Paired TOST equivalence test of mean(x - y) against the interval (low, high).
+
+    Parameters
+    ----------
+    x, y : array_like, shape (n,)
+        Paired observations (e.g. per-pair mean scores of chosen and rejected). Pairs with a missing
+        value are dropped.
+    low, high : float
+        Equivalence bounds, ``low < high`` (asymmetric bounds are allowed).
+    alpha : float, default 0.05
+        Level of each one-sided test; the reported interval is 1 - 2*alpha (90% for 0.05).
+    bounds : {"raw", "dz"}, default "raw"
+        ``"raw"``: bounds in scale points. ``"dz"``: bounds as a standardized effect d_z (in units of
+        the sample SD of the differences); they are converted to raw units, and the result's
+        ``low``/``high`` hold the converted values. Raw bounds are preferred: d_z bounds depend on the
+        observed SD, which makes the test slightly liberal (Lakens 2017).
+
+    Returns
+    -------
+    TostResult
+
+    Notes
+    -----
+    With d = x - y, se = sd(d)/sqrt(n) and df = n - 1: t_lower = (mean(d) - low)/se tested upper-tail,
+    t_upper = (mean(d) - high)/se tested lower-tail (Schuirmann 1987). Validated against TOSTER's
+    ``t_TOST`` and statsmodels' ``ttost_paired`` in ``tests/test_equivalence.py``.
+
+    References
+    ----------
+    Schuirmann, D. J. (1987). A comparison of the two one-sided tests procedure and the power approach
+    for assessing the equivalence of average bioavailability. J. Pharmacokinet. Biopharm. 15, 657-680.
+    Lakens, D. (2017). Equivalence tests. Soc. Psychol. Personal. Sci. 8(4), 355-362.
+
+    Examples
+    --------
+    >>> x = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]  # R datasets::sleep, group 1
+    >>> y = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]    # group 2
+    >>> res = tost_paired(x, y, low=-0.5, high=0.5)
+    >>> round(res.estimate, 2), round(res.pvalue, 4), res.equivalent
+    (-1.58, 0.9892, False)
+    """
+    alpha = _check_alpha(alpha)
+    low, high = _check_bounds(low, high)
+    d = _paired_differences(x, y)
+    n = len(d)
+    sd = float(np.std(d, ddof=1))
+    if bounds == "dz":
+        low, high = low * sd, high * sd
+        if not low < high:
+            raise ValueError("d_z bounds cannot be converted to raw units: the differences have zero SD")
+    elif bounds != "raw":
+        raise ValueError(f"bounds must be 'raw' or 'dz', got {bounds!r}")
+    return _tost(float(np.mean(d)), sd / math.sqrt(n), n - 1, low, high, alpha, n, "paired t TOST")
+
+
+def tost_ind(
+    x: Any, y: Any, *, low: float, high: float, alpha: float = 0.05, equal_var: bool = False
+) -> TostResult:
+    """Independent-samples TOST equivalence test of mean(x) - mean(y) against (low, high).
+
+    Parameters
+    ----------
+    x, y : array_like
+        The two samples (missing values dropped, at least 2 each).
+    low, high : float
+        Equivalence bounds in raw units, ``low < high``.
+    alpha : float, default 0.05
+        Level of each one-sided test; the interval is 1 - 2*alpha.
+    equal_var : bool, default False
+        False: Welch's t with Satterthwaite df (the default, as in R and TOSTER). True: pooled SD,
+        df = n_x + n_y - 2.
+
+    Returns
+    -------
+    TostResult
+
+    Examples
+    --------
+    >>> x = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
+    >>> y = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
+    >>> res = tost_ind(x, y, low=-0.5, high=0.5)
+    >>> round(res.df, 2), round(res.p_upper, 4), res.method
+    (17.78, 0.0125, 'Welch t TOST')
+    """
+    alpha = _check_alpha(alpha)
+    low, high = _check_bounds(low, high)
+    xa, ya = _sample(x, "x"), _sample(y, "y")
+    nx, ny = len(xa), len(ya)
+    vx, vy = float(np.var(xa, ddof=1)), float(np.var(ya, ddof=1))
+    if equal_var:
+        df = nx + ny - 2.0
+        pooled = ((nx - 1) * vx + (ny - 1) * vy) / df
+        se = math.sqrt(pooled * (1.0 / nx + 1.0 / ny))
+        method = "pooled t TOST"
+    else:
+        ax, ay = vx / nx, vy / ny
+        se = math.sqrt(ax + ay)
+        denom = ax**2 / (nx - 1) + ay**2 / (ny - 1)
+        df = (ax + ay) ** 2 / denom if denom > 0 else nx + ny - 2.0
+        method = "Welch t TOST"
+    estimate = float(np.mean(xa) - np.mean(ya))
+    return _tost(estimate, se, df, low, high, alpha, nx + ny, method)
+
+
+# --------------------------------------------------------------------------- rank-based TOST
+
+
+def _signrank_lower_index(n: int, alpha: float) -> int:
+    """Smallest k (1-based) with P(T+ <= k) >= alpha for the signed-rank statistic of n values."""
+    total = n * (n + 1) // 2
+    if n <= _EXACT_SIGNRANK_MAX_N:
+        counts = np.zeros(total + 1)
+        counts[0] = 1.0
+        for r in range(1, n + 1):
+            counts[r:] = counts[r:] + counts[:-r].copy()
+        cdf = np.cumsum(counts) / 2.0**n
+        k = int(np.searchsorted(cdf, alpha - 1e-12))
+    else:
+        sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
+        k = math.ceil(total / 2.0 + float(stats.norm.ppf(alpha)) * sigma - 0.5)
+    return min(max(k, 1), total)
+
+
+def _hodges_lehmann(d: np.ndarray, alpha: float) -> tuple[float, float, float, str]:
+    """Hodges-Lehmann pseudo-median of d and its 1 - 2*alpha interval (inverted signed-rank test)."""
+    n = len(d)
+    values, counts = np.unique(np.round(d, 12), return_counts=True)
+    if len(values) > _MAX_DISTINCT_WALSH:
+        # Sign-test interval around the median: order statistics with binomial(n, 1/2) coverage.
+        s = np.sort(d)
+        k = int(stats.binom.ppf(alpha, n, 0.5))
+        k = max(k, 1)
+        return float(np.median(d)), float(s[k - 1]), float(s[n - k]), "median, sign-test interval"
+    # Walsh averages over distinct values with multiplicities (exact; cheap for rating scales).
+    i, j = np.triu_indices(len(values))
+    walsh = (values[i] + values[j]) / 2.0
+    weight = np.where(i == j, counts[i] * (counts[i] + 1) / 2.0, counts[i] * counts[j].astype(float))
+    order = np.argsort(walsh, kind="stable")
+    walsh, cum = walsh[order], np.cumsum(weight[order])
+    total = cum[-1]
+
+    def order_stat(k: float) -> float:
+        return float(walsh[np.searchsorted(cum, k - 0.5)])
+
+    mid = (total + 1) / 2.0
+    estimate = (order_stat(math.floor(mid)) + order_stat(math.ceil(mid))) / 2.0
+    k = _signrank_lower_index(n, alpha)
+    kind = "exact" if n <= _EXACT_SIGNRANK_MAX_N else "normal approximation"
+    return estimate, order_stat(k), order_stat(total - k + 1), f"Hodges-Lehmann, {kind} signed-rank interval"
+
+
+def _wilcoxon_one_sided(d: np.ndarray, alternative: Literal["greater", "less"]) -> tuple[float, float]:
+    """Signed-rank statistic and one-sided p; all-zero differences give (0, 1)."""
+    if not np.any(d != 0):
+        return 0.0, 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # scipy's notice about ties / zeros
+        res = stats.wilcoxon(d, alternative=alternative, zero_method="wilcox")
+    return float(res.statistic), float(res.pvalue)
+
+
+def wilcoxon_tost_paired(
+    x: Any, y: Any, *, low: float, high: float, alpha: float = 0.05
+) -> WilcoxonTostResult:
+    """Rank-based paired equivalence test: two one-sided Wilcoxon signed-rank tests.
+
+    Tests H0: location(x - y) <= low against differences - low > 0, and H0: location >= high against
+    differences - high < 0. Suited to ordinal ratings as a robustness check of :func:`tost_paired`.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (n,)
+        Paired observations; pairs with a missing value are dropped.
+    low, high : float
+        Equivalence bounds in raw units, ``low < high``.
+    alpha : float, default 0.05
+        Level of each one-sided test; the interval is 1 - 2*alpha.
+
+    Returns
+    -------
+    WilcoxonTostResult
+
+    Notes
+    -----
+    scipy's ``wilcoxon`` with ``zero_method="wilcox"`` (differences equal to the bound are dropped, as in
+    R's ``wilcox.test``), exact for small samples without ties, normal approximation with tie
+    correction otherwise. The estimate is the Hodges-Lehmann pseudo-median (median of the Walsh
+    averages, computed from distinct values and their counts) with the interval from inverting the
+    signed-rank test (exact for n <= 50, normal approximation above; ties are ignored in the interval).
+    With more than 3000 distinct differences the median and a sign-test interval are reported instead.
+
+    Examples
+    --------
+    >>> res = wilcoxon_tost_paired([4, 5, 4, 3, 5, 4, 4, 5], [4, 4, 4, 3, 5, 5, 4, 5], low=-1, high=1)
+    >>> res.estimate, res.equivalent
+    (0.0, True)
+    """
+    alpha = _check_alpha(alpha)
+    low, high = _check_bounds(low, high)
+    d = _paired_differences(x, y)
+    _, p_lower = _wilcoxon_one_sided(d - low, "greater")
+    _, p_upper = _wilcoxon_one_sided(d - high, "less")
+    estimate, ci_low, ci_high, ci_method = _hodges_lehmann(d, alpha)
+    pvalue = max(p_lower, p_upper)
+    return WilcoxonTostResult(
+        estimate=estimate,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        p_lower=p_lower,
+        p_upper=p_upper,
+        pvalue=pvalue,
+        equivalent=bool(pvalue < alpha),
+        low=low,
+        high=high,
+        alpha=alpha,
+        n=len(d),
+        method="Wilcoxon signed-rank TOST",
+        ci_method=ci_method,
+    )
+
+
+# --------------------------------------------------------------------------- superiority
+
+
+def _dz_interval(t_obs: float, df: float, n: int, alpha: float) -> tuple[float, float, str]:
+    """1 - 2*alpha interval for d_z by inverting the noncentral t (normal approximation as fallback)."""
+    if not math.isfinite(t_obs):
+        return math.nan, math.nan, "undefined (zero SD)"
+    root_n = math.sqrt(n)
+    try:
+        spread = 10.0 * math.sqrt(1.0 + t_obs**2 / (2.0 * df)) + 10.0
+        lo_ncp = optimize.brentq(lambda nc: stats.nct.sf(t_obs, df, nc) - alpha, t_obs - spread, t_obs + 1)
+        hi_ncp = optimize.brentq(lambda nc: stats.nct.cdf(t_obs, df, nc) - alpha, t_obs - 1, t_obs + spread)
+        if math.isfinite(lo_ncp) and math.isfinite(hi_ncp):
+            return lo_ncp / root_n, hi_ncp / root_n, "noncentral t"
+    except (ValueError, RuntimeError):
+        pass
+    dz = t_obs / root_n
+    se = math.sqrt(1.0 / n + dz**2 / (2.0 * n))
+    z = float(stats.norm.ppf(1.0 - alpha))
+    return dz - z * se, dz + z * se, "normal approximation"
+
+
+def _rank_biserial(d: np.ndarray, alpha: float) -> tuple[float, float, float]:
+    """Matched-pairs rank-biserial correlation (Kerby 2014) and a Fisher-z 1 - 2*alpha interval."""
+    nz = d[d != 0]
+    n = len(nz)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    ranks = stats.rankdata(np.abs(nz))
+    r_plus, r_minus = float(ranks[nz > 0].sum()), float(ranks[nz < 0].sum())
+    r = (r_plus - r_minus) / (r_plus + r_minus)
+    # SE of atanh(r) as in R's effectsize::rank_biserial for paired samples.
+    se = math.sqrt((2 * n**3 + 3 * n**2 + n) / 6.0) / ((n**2 + n) / 2.0)
+    z = float(stats.norm.ppf(1.0 - alpha))
+    with np.errstate(divide="ignore"):
+        center = float(np.arctanh(r))
+    return r, float(np.tanh(center - z * se)), float(np.tanh(center + z * se))
+
+
+def superiority_paired(x: Any, y: Any, *, alpha: float = 0.05) -> SuperiorityResult:
+    """One-sided paired superiority test of x over y, with effect sizes.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (n,)
+        Paired observations (e.g. per-pair rubric means of chosen and rejected).
+    alpha : float, default 0.05
+        One-sided level; every interval is 1 - 2*alpha so its lower end matches the one-sided test.
+
+    Returns
+    -------
+    SuperiorityResult
+
+    Notes
+    -----
+    * Paired t test of H1: mean(x - y) > 0 and Wilcoxon signed-rank test of H1: location > 0
+      (scipy, ``zero_method="wilcox"``).
+    * d_z = mean(d) / sd(d); its interval inverts the noncentral t distribution of t = d_z sqrt(n)
+      (Cumming & Finch 2001); if the root search fails, the normal approximation
+      se = sqrt(1/n + d_z^2 / (2n)) is used and ``dz_ci_method`` says so.
+    * Matched-pairs rank-biserial r = (R+ - R-) / (R+ + R-) over non-zero differences (Kerby 2014),
+      interval by Fisher z with SE = sqrt((2n^3 + 3n^2 + n) / 6) / (n(n + 1) / 2) as in R effectsize
+      (when every non-zero difference has the same sign, r = +-1 and the interval collapses to it).
+
+    Examples
+    --------
+    >>> res = superiority_paired([2.0, 1.5, 2.0, 1.0, 2.0, 1.5], [0.5, 1.0, 0.5, 0.0, 1.0, 1.5])
+    >>> round(res.estimate, 3), res.superior, round(res.rank_biserial, 2)
+    (0.917, True, 1.0)
+    """
+    alpha = _check_alpha(alpha)
+    d = _paired_differences(x, y)
+    n = len(d)
+    df = n - 1.0
+    mean, sd = float(np.mean(d)), float(np.std(d, ddof=1))
+    se = sd / math.sqrt(n)
+    t = _ratio(mean, se)
+    p_t = float(stats.t.sf(t, df))
+    half = float(stats.t.ppf(1.0 - alpha, df)) * se
+    w, p_w = _wilcoxon_one_sided(d, "greater")
+    dz = mean / sd if sd > 0 else math.nan
+    dz_low, dz_high, dz_method = _dz_interval(t if sd > 0 else math.nan, df, n, alpha)
+    rb, rb_low, rb_high = _rank_biserial(d, alpha)
+    return SuperiorityResult(
+        estimate=mean,
+        ci_low=mean - half,
+        ci_high=mean + half,
+        t=float(t),
+        df=df,
+        p_t=p_t,
+        w=w,
+        p_wilcoxon=p_w,
+        dz=dz,
+        dz_ci_low=float(dz_low),
+        dz_ci_high=float(dz_high),
+        dz_ci_method=dz_method,
+        rank_biserial=rb,
+        rb_ci_low=rb_low,
+        rb_ci_high=rb_high,
+        superior=bool(p_t < alpha),
+        superior_wilcoxon=bool(p_w < alpha),
+        alpha=alpha,
+        n=n,
+    )
+
+
+# --------------------------------------------------------------------------- preference
+
+
+def _preferences(preferences: Any) -> np.ndarray:
+    arr = _vector(preferences, "preferences")
+    arr = arr[~np.isnan(arr)]
+    bad = arr[(arr != np.round(arr)) | (np.abs(arr) > 2)]
+    if len(bad):
+        raise ValueError(f"preferences must be integers in -2..2, got: {sorted(set(bad.tolist()))[:5]}")
+    return arr
+
+
+def _wilson(count: float, nobs: int, alpha: float) -> tuple[float, float]:
+    if nobs == 0:
+        return math.nan, math.nan
+    low, high = proportion_confint(count, nobs, alpha=alpha, method="wilson")
+    return float(low), float(high)
+
+
+def preference_rate(preferences: Any, *, alpha: float = 0.05) -> PreferenceRate:
+    """Rate at which ``chosen`` is preferred, with Wilson intervals and an exact binomial test.
+
+    Parameters
+    ----------
+    preferences : array_like
+        One preference per judgment, integers in -2..2 (positive = chosen preferred, 0 = tie).
+        Missing values are dropped.
+    alpha : float, default 0.05
+        The intervals are 1 - alpha (two-sided Wilson, statsmodels ``proportion_confint``).
+
+    Returns
+    -------
+    PreferenceRate
+
+    Notes
+    -----
+    Ties excluded: ``scipy.stats.binomtest(n_chosen, n_chosen + n_rejected, 0.5)`` two-sided and
+    ``alternative="greater"``. Ties counted as half a win: point estimate and Wilson interval only.
+    Judgments of the same pair by several annotators are treated as independent here; see
+    :func:`pair_majority` for a per-pair view.
+
+    Examples
+    --------
+    >>> res = preference_rate([2, 1, 1, 0, -1, 2, 1, 0])
+    >>> res.n_chosen, res.n_ties, round(res.rate, 3), round(res.rate_ties_half, 3)
+    (5, 2, 0.833, 0.75)
+    """
+    alpha = _check_alpha(alpha)
+    arr = _preferences(preferences)
+    n = len(arr)
+    n_chosen, n_rejected = int((arr > 0).sum()), int((arr < 0).sum())
+    n_ties = n - n_chosen - n_rejected
+    decided = n_chosen + n_rejected
+    if decided:
+        p_two = float(stats.binomtest(n_chosen, decided, 0.5).pvalue)
+        p_greater = float(stats.binomtest(n_chosen, decided, 0.5, alternative="greater").pvalue)
+        rate = n_chosen / decided
+    else:
+        p_two = p_greater = rate = math.nan
+    ci_low, ci_high = _wilson(n_chosen, decided, alpha)
+    half_count = n_chosen + 0.5 * n_ties
+    half_low, half_high = _wilson(half_count, n, alpha)
+    return PreferenceRate(
+        n=n,
+        n_chosen=n_chosen,
+        n_rejected=n_rejected,
+        n_ties=n_ties,
+        rate=rate,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        p_two_sided=p_two,
+        p_greater=p_greater,
+        rate_ties_half=half_count / n if n else math.nan,
+        ci_ties_half_low=half_low,
+        ci_ties_half_high=half_high,
+        alpha=alpha,
+    )
+
+
+def pair_majority(frame_or_judgments: pd.DataFrame) -> pd.DataFrame:
+    """Majority preference per pair.
+
+    Parameters
+    ----------
+    frame_or_judgments : pandas.DataFrame
+        The label frame or :func:`analysis.frames.judgments` output: needs ``pair_id`` and
+        ``preference``; with an ``annotator`` column each judgment is counted once.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``pair_id, n_votes, n_chosen, n_rejected, n_tie, majority`` where ``majority`` is
+        ``"chosen"``, ``"rejected"`` or ``"tie"`` when that outcome has more than half of the votes,
+        else ``"none"``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> j = pd.DataFrame({"pair_id": ["a", "a", "a", "b", "b"], "annotator": ["x", "y", "z", "x", "y"],
+    ...                   "preference": [1, 2, -1, 0, 1]})
+    >>> pair_majority(j)[["pair_id", "n_chosen", "majority"]].values.tolist()
+    [['a', 2, 'chosen'], ['b', 1, 'none']]
+    """
+    missing = [c for c in ("pair_id", "preference") if c not in frame_or_judgments.columns]
+    if missing:
+        raise ValueError(f"pair_majority needs column(s): {', '.join(missing)}")
+    j = frame_or_judgments
+    if "annotator" in j.columns:
+        j = j.drop_duplicates(["pair_id", "annotator"])
+    pref = _vector(j["preference"], "preference")
+    votes = pd.DataFrame(
+        {
+            "pair_id": j["pair_id"].astype(str).to_numpy(),
+            "n_chosen": pref > 0,
+            "n_rejected": pref < 0,
+            "n_tie": pref == 0,
+        }
+    )
+    out = votes.groupby("pair_id", sort=True).sum().astype(int)
+    out.insert(0, "n_votes", out.sum(axis=1))
+    half = out["n_votes"] / 2.0
+    majority = np.select(
+        [out["n_chosen"] > half, out["n_rejected"] > half, out["n_tie"] > half],
+        ["chosen", "rejected", "tie"],
+        default="none",
+    )
+    out["majority"] = majority
+    return out.reset_index()
+
+
+# --------------------------------------------------------------------------- combining tests
+
+
+def intersection_union(results: Sequence[_HasVerdict] | Mapping[str, _HasVerdict]) -> IutResult:
+    """Combine equivalence tests by the intersection-union principle.
+
+    The combined claim "equivalent on every dimension" holds only if every test is equivalent; the
+    combined p-value is the largest individual p-value. Because the global null is the *union* of the
+    individual nulls, the test has level alpha without any multiplicity correction (Berger 1982;
+    Berger & Hsu 1996), so no Bonferroni/Holm adjustment is applied.
+
+    Parameters
+    ----------
+    results : sequence or mapping of results
+        Objects with ``pvalue`` and ``equivalent`` (e.g. :class:`TostResult`).
+
+    Returns
+    -------
+    IutResult
+
+    References
+    ----------
+    Berger, R. L. (1982). Multiparameter hypothesis testing and acceptance sampling.
+    Technometrics 24(4), 295-300.
+
+    Examples
+    --------
+    >>> a = tost_paired([1, 2, 3, 4], [1, 2, 3, 4.5], low=-1, high=1)
+    >>> b = tost_paired([1, 2, 3, 4], [3, 4, 5, 6], low=-1, high=1)
+    >>> res = intersection_union([a, b])
+    >>> res.equivalent, res.pvalue == max(a.pvalue, b.pvalue)
+    (False, True)
+    """
+    items = list(results.values()) if isinstance(results, Mapping) else list(results)
+    if not items:
+        raise ValueError("intersection_union needs at least one result")
+    n_eq = sum(bool(r.equivalent) for r in items)
+    return IutResult(
+        equivalent=n_eq == len(items),
+        pvalue=float(max(float(r.pvalue) for r in items)),
+        n_tests=len(items),
+        n_equivalent=n_eq,
+    )
+
+
+def holm(pvalues: Sequence[float] | Mapping[str, float], *, alpha: float = 0.05) -> pd.DataFrame:
+    """Holm step-down adjustment for a family of (superiority) tests.
+
+    Parameters
+    ----------
+    pvalues : sequence of float or mapping name -> float
+        The unadjusted p-values.
+    alpha : float, default 0.05
+        Family-wise error rate.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``test, pvalue, p_adjusted, reject`` in input order (``test`` is the mapping key or
+        the position as a string). Computed with statsmodels ``multipletests(method="holm")``.
+
+    Examples
+    --------
+    >>> holm({"rubric": 0.01, "preference": 0.04})["p_adjusted"].round(2).tolist()
+    [0.02, 0.04]
+    """
+    if isinstance(pvalues, Mapping):
+        names = [str(k) for k in pvalues]
+        values = np.asarray(list(pvalues.values()), dtype=float)
+    else:
+        values = np.asarray(list(pvalues), dtype=float)
+        names = [str(i) for i in range(len(values))]
+    if values.size == 0:
+        return pd.DataFrame({"test": [], "pvalue": [], "p_adjusted": [], "reject": []})
+    if np.any(np.isnan(values)) or np.any((values < 0) | (values > 1)):
+        raise ValueError("p-values must be in [0, 1] and not missing")
+    reject, adjusted, _, _ = multipletests(values, alpha=alpha, method="holm")
+    return pd.DataFrame({"test": names, "pvalue": values, "p_adjusted": adjusted, "reject": reject})

@@ -1,0 +1,172 @@
+"""Tests for the tidy label frame: validation, rubric means, per-pair aggregates, reading files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import frames
+from analysis.frames import add_rubric_means, judgments, pair_means, read_labels, validate_frame
+
+
+def _frame() -> pd.DataFrame:
+    rows = []
+    for pair, annotators in (("p1", ("a", "b")), ("p2", ("a",))):
+        for k, ann in enumerate(annotators):
+            pref = 1 if ann == "a" else -2
+            for resp, base in (("chosen", 4.0), ("rejected", 3.0)):
+                rows.append((pair, ann, resp, "correctness", base + k, pref, 2.0, 11.5))
+                rows.append((pair, ann, resp, "rubric:0", 2.0 if resp == "chosen" else 0.0, pref, 2.0, 11.5))
+                rows.append((pair, ann, resp, "rubric:1", 1.0, pref, 2.0, 11.5))
+    return pd.DataFrame(rows, columns=list(frames.REQUIRED_COLUMNS))
+
+
+def test_validate_frame_returns_contract_dtypes() -> None:
+    out = validate_frame(_frame())
+    assert out["value"].dtype == float and out["preference"].dtype == int
+    assert out["pair_id"].map(type).eq(str).all()
+
+
+def test_validate_frame_names_all_missing_columns() -> None:
+    df = _frame().drop(columns=["value", "annotator"])
+    with pytest.raises(ValueError, match=re.escape("label frame is missing column(s): annotator, value")):
+        validate_frame(df)
+
+
+def test_validate_frame_rejects_bad_response() -> None:
+    df = _frame()
+    df.loc[0, "response"] = "A"
+    with pytest.raises(
+        ValueError, match=re.escape("column 'response' must be 'chosen' or 'rejected', got: 'A'")
+    ):
+        validate_frame(df)
+
+
+def test_validate_frame_rejects_non_numeric_value() -> None:
+    df = _frame().astype({"value": object})
+    df.loc[1, "value"] = "good"
+    with pytest.raises(ValueError, match=re.escape("column 'value' has non-numeric values: 'good'")):
+        validate_frame(df)
+
+
+def test_validate_frame_rejects_missing_value() -> None:
+    df = _frame()
+    df.loc[1, "value"] = np.nan
+    with pytest.raises(ValueError, match=re.escape("column 'value' has 1 missing value(s)")):
+        validate_frame(df)
+
+
+def test_validate_frame_rejects_preference_out_of_range() -> None:
+    df = _frame()
+    df.loc[2, "preference"] = 3
+    with pytest.raises(
+        ValueError, match=re.escape("column 'preference' must hold integers in -2..2, got: 3.0")
+    ):
+        validate_frame(df)
+
+
+def test_validate_frame_rejects_bad_confidence_and_time() -> None:
+    df = _frame()
+    df.loc[2, "confidence"] = 0
+    with pytest.raises(
+        ValueError, match=re.escape("column 'confidence' must hold integers in 1..3, got: 0.0")
+    ):
+        validate_frame(df)
+    df = _frame()
+    df.loc[2, "time_s"] = -1.0
+    with pytest.raises(ValueError, match=re.escape("column 'time_s' must be >= 0, got: -1.0")):
+        validate_frame(df)
+
+
+def test_validate_frame_allows_missing_confidence() -> None:
+    df = _frame()
+    df["confidence"] = np.nan
+    assert validate_frame(df)["confidence"].isna().all()
+
+
+def test_validate_frame_rejects_rubric_value_out_of_range() -> None:
+    df = _frame()
+    df.loc[1, "value"] = 3.0
+    with pytest.raises(
+        ValueError, match=re.escape("column 'value (rubric aspects)' must hold integers in 0..2")
+    ):
+        validate_frame(df)
+
+
+def test_validate_frame_rejects_duplicates() -> None:
+    df = _frame()
+    df = pd.concat([df, df.iloc[[0]]], ignore_index=True)
+    with pytest.raises(
+        ValueError, match=re.escape("label frame has 1 duplicate (pair_id, annotator, response, item) row(s)")
+    ):
+        validate_frame(df)
+
+
+def test_validate_frame_rejects_non_dataframe() -> None:
+    with pytest.raises(TypeError, match="expected a pandas DataFrame, got list"):
+        validate_frame([])  # type: ignore[arg-type]
+
+
+def test_add_rubric_means_is_mean_over_aspects() -> None:
+    out = add_rubric_means(validate_frame(_frame()))
+    rub = out[out["item"] == frames.RUBRIC_ITEM].set_index(["pair_id", "annotator", "response"])["value"]
+    assert rub[("p1", "a", "chosen")] == 1.5 and rub[("p1", "a", "rejected")] == 0.5
+    assert len(rub) == 6
+    # idempotent: existing "rubric" rows are replaced, not duplicated
+    assert len(add_rubric_means(out)) == len(out)
+
+
+def test_pair_means_averages_over_annotators() -> None:
+    pm = pair_means(validate_frame(_frame()), "correctness")
+    assert pm.to_dict("records") == [
+        {"pair_id": "p1", "chosen": 4.5, "rejected": 3.5, "diff": 1.0, "n_annotators": 2},
+        {"pair_id": "p2", "chosen": 4.0, "rejected": 3.0, "diff": 1.0, "n_annotators": 1},
+    ]
+
+
+def test_pair_means_derives_rubric_and_drops_incomplete_judgments() -> None:
+    df = validate_frame(_frame())
+    df = df.drop(
+        df[(df["pair_id"] == "p1") & (df["annotator"] == "b") & (df["response"] == "rejected")].index
+    )
+    pm = pair_means(df, "rubric")
+    assert pm.set_index("pair_id").loc["p1", "n_annotators"] == 1
+    assert pm["diff"].tolist() == [1.0, 1.0]
+
+
+def test_pair_means_unknown_item() -> None:
+    with pytest.raises(ValueError, match=re.escape("no scores for item 'style'")):
+        pair_means(validate_frame(_frame()), "style")
+
+
+def test_judgments_one_row_per_pair_and_annotator() -> None:
+    j = judgments(validate_frame(_frame()))
+    assert list(j.columns) == ["pair_id", "annotator", "preference", "confidence", "time_s"]
+    assert j["preference"].tolist() == [1, -2, 1]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_read_labels_round_trip(tmp_path: Path, suffix: str) -> None:
+    df = _frame()
+    df["pair_id"] = df["pair_id"].str.replace("p", "00")  # ids that look numeric stay strings
+    path = tmp_path / f"labels{suffix}"
+    if suffix == ".csv":
+        df.to_csv(path, index=False)
+    elif suffix == ".jsonl":
+        df.to_json(path, orient="records", lines=True)
+    else:
+        df.to_parquet(path)
+    out = read_labels(path)
+    assert out["pair_id"].tolist() == df["pair_id"].tolist()
+    assert np.allclose(out["value"], df["value"])
+
+
+def test_read_labels_unsupported_type(tmp_path: Path) -> None:
+    with pytest.raises(
+        ValueError, match=re.escape("unsupported labels file type '.xlsx': use .csv, .jsonl or .parquet")
+    ):
+        read_labels(tmp_path / "labels.xlsx")
