@@ -301,6 +301,50 @@ def demo(
         raise typer.Exit(server.run(built.url, host=host, port=port))
 
 
+@app.command()
+@user_errors
+def power(
+    margin: Annotated[float, typer.Option(help="Equivalence margin (scale points)")] = 0.5,
+    sd: Annotated[float, typer.Option(help="SD of one annotator's chosen - rejected difference")] = 1.0,
+    annotators: Annotated[int, typer.Option(help="Annotators per pair")] = 3,
+    target: Annotated[float, typer.Option("--power", help="Target power")] = 0.8,
+    alpha: Annotated[float, typer.Option(help="Level of each one-sided test")] = 0.05,
+    true_diff: Annotated[float, typer.Option(help="Assumed true difference")] = 0.0,
+    check: Annotated[bool, typer.Option(help="Cross-check by simulation with the simulator's model")] = True,
+) -> None:
+    """Pairs needed to show equivalence on quality (exact TOST power, checked by simulation)."""
+    from analysis.power import pairs_needed, simulated_power
+
+    try:
+        result = pairs_needed(
+            margin=margin, sd=sd, power=target, alpha=alpha, true_diff=true_diff, annotators=annotators
+        )
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    out.print(
+        f"{result.n_pairs} pairs with {annotators} annotators each reach power {result.power:.3f} "
+        f"for margin +-{margin} (per-pair SD {result.sd_diff:.3f}, alpha {alpha}, "
+        f"true difference {true_diff})",
+        highlight=False,
+    )
+    if check:
+        noise = sd / 2**0.5
+        simulated = simulated_power(
+            result.n_pairs,
+            margin=margin,
+            annotators=annotators,
+            noise=noise,
+            alpha=alpha,
+            quality_gap=true_diff,
+            bias_sd=0.0,
+            n_sim=400,
+        )
+        out.print(
+            f"simulation (rounded 1-5 ratings, noise SD {noise:.2f}, 400 studies): power {simulated:.3f}",
+            highlight=False,
+        )
+
+
 def absolute_url(url: str) -> str:
     """A SQLite URL with an absolute path, so that the app finds the same file from any folder."""
     from sqlalchemy.engine import make_url

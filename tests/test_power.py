@@ -1,0 +1,60 @@
+"""Power and sample size for the paired TOST (analysis.power)."""
+
+import re
+
+import numpy as np
+import pytest
+
+from analysis.equivalence import tost_paired
+from analysis.power import pairs_needed, simulated_power, tost_power
+
+
+def _monte_carlo_power(n: int, sd: float, margin: float, true_diff: float, n_sim: int, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n_sim):
+        d = rng.normal(true_diff, sd, n)
+        hits += tost_paired(d, np.zeros(n), low=-margin, high=margin).equivalent
+    return hits / n_sim
+
+
+@pytest.mark.parametrize(("n", "true_diff"), [(15, 0.0), (40, 0.2)])
+def test_analytic_power_matches_monte_carlo(n: int, true_diff: float) -> None:
+    """The exact (Owen) power agrees with simulated t-test TOSTs within 4 Monte Carlo SEs."""
+    analytic = tost_power(n, margin=0.5, sd=1.0, true_diff=true_diff)
+    n_sim = 3000
+    simulated = _monte_carlo_power(n, 1.0, 0.5, true_diff, n_sim, seed=n)
+    se = np.sqrt(analytic * (1 - analytic) / n_sim)
+    assert abs(analytic - simulated) < 4 * se + 1e-3
+
+
+def test_pairs_needed_is_the_smallest_sufficient_n() -> None:
+    result = pairs_needed(margin=0.5, sd=1.0, power=0.8)
+    assert result.power >= 0.8
+    assert tost_power(result.n_pairs - 1, margin=0.5, sd=1.0) < 0.8
+
+
+def test_more_annotators_need_fewer_pairs() -> None:
+    one = pairs_needed(margin=0.5, sd=1.2, annotators=1).n_pairs
+    three = pairs_needed(margin=0.5, sd=1.2, annotators=3).n_pairs
+    assert three < one
+
+
+def test_power_at_the_margin_is_at_most_alpha() -> None:
+    assert tost_power(200, margin=0.5, sd=1.0, true_diff=0.5) <= 0.05 + 1e-9
+
+
+def test_simulated_power_rises_with_pairs_and_falls_with_a_gap() -> None:
+    """The simulator's model: more pairs help; a true quality gap beyond the margin kills equivalence."""
+    small = simulated_power(8, margin=0.5, n_sim=200, seed=1)
+    large = simulated_power(40, margin=0.5, n_sim=200, seed=1)
+    gapped = simulated_power(40, margin=0.5, quality_gap=1.5, n_sim=200, seed=1)
+    assert large > small
+    assert gapped < 0.05
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match=re.escape("margin must be positive")):
+        tost_power(10, margin=0, sd=1)
+    with pytest.raises(ValueError, match=re.escape("the true difference must lie inside the margin")):
+        pairs_needed(margin=0.5, sd=1, true_diff=0.6)
