@@ -1,0 +1,113 @@
+"""Per-annotator diagnostics: agreement with the others, speed and straight-lining."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["annotator_diagnostics"]
+
+_COLUMNS = [
+    "annotator",
+    "n_judgments",
+    "loo_spearman",
+    "n_loo_units",
+    "straightlining",
+    "median_time_s",
+    "share_fast",
+]
+
+
+def _is_rubric(item: pd.Series) -> pd.Series:
+    text = item.astype(str)
+    return (text == "rubric") | text.str.startswith("rubric:")
+
+
+def annotator_diagnostics(
+    frame: pd.DataFrame, *, quality_items: Sequence[str] | None = None, fast_seconds: float = 10.0
+) -> pd.DataFrame:
+    """Diagnostics per annotator from the tidy long label frame.
+
+    Parameters
+    ----------
+    frame : DataFrame, shape (rows, columns)
+        The tidy label frame with columns ``pair_id, annotator, response, item, value`` and optionally
+        ``time_s`` (time on task of the judgment, repeated on each of its rows).
+    quality_items : sequence of str, optional
+        The quality items; by default every item except ``"rubric"`` and ``"rubric:<k>"``.
+    fast_seconds : float, default 10.0
+        A judgment faster than this counts as fast.
+
+    Returns
+    -------
+    DataFrame, shape (annotators, 7)
+        ``annotator``; ``n_judgments`` (pairs judged); ``loo_spearman``: Spearman correlation of the
+        annotator's quality values with the mean of the other annotators' values on the same
+        (pair_id, response, item), pooled over quality items (NaN with fewer than 3 shared units or no
+        variation); ``n_loo_units``: the units in that correlation; ``straightlining``: share of the
+        annotator's judgments in which every quality value of both responses is the same;
+        ``median_time_s``: median time per judgment; ``share_fast``: share of judgments faster than
+        ``fast_seconds``.
+
+    Examples
+    --------
+    Annotator ``c`` rates every item 3 (straight-lining) and quickly:
+
+    >>> frame = pd.DataFrame({
+    ...     "pair_id": ["p1", "p1", "p2", "p2"] * 3,
+    ...     "annotator": ["a"] * 4 + ["b"] * 4 + ["c"] * 4,
+    ...     "response": ["chosen", "rejected"] * 6,
+    ...     "item": "helpfulness",
+    ...     "value": [5, 2, 4, 1, 5, 3, 4, 2, 3, 3, 3, 3],
+    ...     "time_s": [40.0] * 4 + [35.0] * 4 + [4.0] * 4,
+    ... })
+    >>> diag = annotator_diagnostics(frame)
+    >>> diag[["annotator", "straightlining", "share_fast"]].to_dict("records")
+    [{'annotator': 'a', 'straightlining': 0.0, 'share_fast': 0.0}, \
+{'annotator': 'b', 'straightlining': 0.0, 'share_fast': 0.0}, \
+{'annotator': 'c', 'straightlining': 1.0, 'share_fast': 1.0}]
+    """
+    required = ["pair_id", "annotator", "response", "item", "value"]
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise ValueError(f"frame has no column(s) {missing}")
+    if frame.empty:
+        raise ValueError("frame has no rows")
+    if quality_items is None:
+        quality = frame[~_is_rubric(frame["item"]) & frame["value"].notna()]
+    else:
+        quality = frame[frame["item"].isin(list(quality_items)) & frame["value"].notna()]
+    quality = quality[required].copy()
+    quality["value"] = quality["value"].astype(np.float64)
+    annotators = pd.Index(sorted(frame["annotator"].unique()), name="annotator")
+    out = pd.DataFrame(index=annotators)
+    out["n_judgments"] = frame.groupby("annotator")["pair_id"].nunique().reindex(annotators).astype(np.int64)
+
+    # leave-one-out agreement: each value against the mean of the others on the same unit
+    unit = ["pair_id", "response", "item"]
+    grouped = quality.groupby(unit, sort=False)["value"]
+    total, count = grouped.transform("sum"), grouped.transform("count")
+    shared = quality.assign(others=(total - quality["value"]) / (count - 1))[count > 1]
+    loo = {}
+    for name, g in shared.groupby("annotator"):
+        ok = len(g) >= 3 and g["value"].nunique() > 1 and g["others"].nunique() > 1
+        loo[name] = g["value"].corr(g["others"], method="spearman") if ok else np.nan
+    out["loo_spearman"] = pd.Series(loo, dtype=np.float64).reindex(annotators)
+    out["n_loo_units"] = shared.groupby("annotator").size().reindex(annotators, fill_value=0).astype(np.int64)
+
+    # straight-lining: all quality values of a judgment (both responses) identical
+    per_judgment = quality.groupby(["annotator", "pair_id"])["value"].agg(["nunique", "count"])
+    flat = (per_judgment["nunique"] == 1) & (per_judgment["count"] >= 2)
+    out["straightlining"] = flat.groupby(level="annotator").mean().reindex(annotators).astype(np.float64)
+
+    if "time_s" in frame.columns:
+        times = frame.groupby(["annotator", "pair_id"])["time_s"].first().astype(np.float64).dropna()
+        by_ann = times.groupby(level="annotator")
+        out["median_time_s"] = by_ann.median().reindex(annotators)
+        out["share_fast"] = (times < fast_seconds).groupby(level="annotator").mean().reindex(annotators)
+    else:
+        out["median_time_s"] = np.nan
+        out["share_fast"] = np.nan
+    return out.reset_index()[_COLUMNS]
