@@ -1,6 +1,7 @@
 """The `annotator` command: thin Typer commands that parse, call the modules, and print."""
 
 import functools
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -12,9 +13,11 @@ from rich.table import Table
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 
+from analysis import report
 from annotator import accounts, assign, db, ingest, server
 from annotator.demo import build_demo
 from annotator.errors import UserError
+from annotator.reporting import study_report
 from annotator.simulate import SimulationSpec
 from annotator.simulate import simulate as run_simulation
 from annotator.study import load_config
@@ -27,7 +30,7 @@ app = typer.Typer(
 )
 users_app = typer.Typer(help="Create, list and deactivate accounts.", no_args_is_help=True)
 app.add_typer(users_app, name="users")
-out = Console()
+out = Console(soft_wrap=True)  # never break a printed URL, path or password across lines
 err = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 DbOption = Annotated[
@@ -343,6 +346,81 @@ def power(
             f"simulation (rounded 1-5 ratings, noise SD {noise:.2f}, 400 studies): power {simulated:.3f}",
             highlight=False,
         )
+
+
+@app.command()
+@user_errors
+def analyze(
+    study: StudyOption,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write every number as JSON")] = None,
+    html_out: Annotated[
+        Path | None, typer.Option("--html", help="Write the self-contained HTML report")
+    ] = None,
+    markdown_out: Annotated[
+        Path | None, typer.Option("--markdown", help="Write the report as Markdown")
+    ] = None,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the agreement CIs")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed")] = 0,
+    database: DbOption = None,
+) -> None:
+    """Run the validation statistics: equivalence, rubric superiority, preference, agreement."""
+    engine = open_db(database)
+    with err.status("computing the validation report..."), db.session_scope(engine) as session:
+        result = study_report(session, study=study, n_boot=n_boot, seed=seed)
+    print_report(result)
+    for path, text in (
+        (json_out, lambda: json.dumps(report.to_json(result), indent=2)),
+        (html_out, lambda: report.to_html(result)),
+        (markdown_out, lambda: report.to_markdown(result)),
+    ):
+        if path is not None:
+            write_text(path, text())
+            out.print(f"wrote {path}", highlight=False)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write an output file, or explain in one line why it cannot be written."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def print_report(result: report.Report) -> None:
+    """The terminal summary: one verdict line per claim, then the main tables."""
+    s = result.summary
+    out.print(
+        f"[bold]{result.study}[/]: {s['n_pairs']} pairs, {s['n_annotators']} annotators, "
+        f"{s['n_judgments']} judgments",
+        highlight=False,
+    )
+    for verdict in result.verdicts:
+        mark = "[bold green]PASS[/]" if verdict.passed else "[bold red]FAIL[/]"
+        out.print(f"{mark} {verdict.claim} [dim]({verdict.test})[/]\n     {verdict.detail}", highlight=False)
+    eq = Table("dimension", "estimate", "CI", "margin", "p", "equivalent", title="Chosen - rejected (TOST)")
+    for row in result.validation.equivalence.itertuples():
+        eq.add_row(
+            row.dimension,
+            f"{row.estimate:.3f}",
+            f"[{row.ci_low:.3f}, {row.ci_high:.3f}]",
+            f"[{row.low:g}, {row.high:g}]",
+            f"{row.p_value:.4g}",
+            "yes" if row.equivalent else "no",
+        )
+    out.print(eq)
+    ag = Table("item", "level", "alpha", "95% CI", "AC1", "agreement", "units", title="Agreement")
+    for row in result.agreement.itertuples():
+        ag.add_row(
+            str(row.item),
+            str(row.level),
+            f"{row.alpha:.3f}",
+            f"[{row.alpha_ci_low:.3f}, {row.alpha_ci_high:.3f}]",
+            f"{row.ac1:.3f}",
+            f"{row.percent_agreement:.3f}",
+            str(row.n_units),
+        )
+    out.print(ag)
+    out.print(f"{len(result.failed_pairs)} pair(s) fail validation", highlight=False)
 
 
 def absolute_url(url: str) -> str:

@@ -5,7 +5,7 @@ rubric alignment per aspect for `rejected`; `chosen` gets +quality_gap on qualit
 rubric alignment. Each annotator has a bias (N(0, bias_sd)) and a noise level (noise x U(0.7, 1.3));
 scores are rounded and clipped to their scale. The preference follows the observed rubric difference
 through a logistic choice, with ties near zero. Pairs flagged in their `construction_note` carry the
-flaw: "flawed:rejected_factual_error" lowers `rejected` correctness by 1.5 points,
+flaw: "flawed:rejected_factual_error" lowers `rejected` correctness by 2 points,
 "flawed:chosen_not_aligned" removes the rubric gap.
 """
 
@@ -162,9 +162,9 @@ def _pair_latent(
     latent: dict[str, float] = {}
     for name in dimensions:
         base = rng.gauss(4.0, 0.45)
-        latent[f"rejected:{name}"] = base
-        gap = spec.quality_gap + (1.5 if note == FACTUAL_ERROR and name == "correctness" else 0.0)
-        latent[f"chosen:{name}"] = base + gap
+        flaw = 2.0 if note == FACTUAL_ERROR and name == "correctness" else 0.0
+        latent[f"rejected:{name}"] = base - flaw
+        latent[f"chosen:{name}"] = base + spec.quality_gap
     rubric_gap = 0.0 if note == NOT_ALIGNED else spec.rubric_gap
     for k in range(n_aspects):
         base = rng.gauss(0.5, 0.3)
