@@ -200,8 +200,9 @@ def _verdicts(validation: ValidationResult, quality_items: Sequence[str], alpha:
             "annotators prefer chosen for this user",
             "exact one-sided binomial test vs 0.5, ties excluded (Wilson CI)",
             bool(pref["p_greater"] < alpha),
-            f"rate {pref['rate']:.3f} [{pref['ci_low']:.3f}, {pref['ci_high']:.3f}] over {int(pref['n'])} "
-            f"non-tied judgments, p = {pref['p_greater']:.4g}",
+            f"rate {pref['rate']:.3f} [{pref['ci_low']:.3f}, {pref['ci_high']:.3f}] over "
+            f"{int(pref['n_chosen'] + pref['n_rejected'])} non-tied judgments ({int(pref['n_ties'])} ties), "
+            f"p = {pref['p_greater']:.4g}",
         )
     )
     return verdicts
@@ -332,14 +333,19 @@ def _fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, int | np.integer):
         return str(value)
     if isinstance(value, float | np.floating):
-        return "n/a" if not math.isfinite(float(value)) else f"{float(value):.{digits}f}"
+        number = float(value)
+        if not math.isfinite(number):
+            return "n/a"
+        if number != 0 and abs(number) < 10**-digits:
+            return f"{number:.2g}"
+        return f"{number:.{digits}f}"
     return str(value)
 
 
 def _md_table(df: pd.DataFrame, columns: Sequence[str]) -> str:
     shown = [c for c in columns if c in df.columns]
     lines = ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
-    for _, row in df.iterrows():
+    for row in df.to_dict(orient="records"):
         lines.append("| " + " | ".join(_fmt(row[c]).replace("|", "\\|") for c in shown) + " |")
     return "\n".join(lines)
 
@@ -464,7 +470,7 @@ def figures(report: Report) -> dict[str, Any]:
     eq = v.equivalence
     margin = report.parameters["margin"]
     forest = go.Figure()
-    forest.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.6, line_width=0)
+    forest.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.6, line_width=0, layer="below")
     forest.add_trace(
         go.Scatter(
             x=eq["estimate"],
@@ -539,7 +545,7 @@ def _html_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
     rows = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_fmt(row[c]))}</td>" for c in columns) + "</tr>"
-        for _, row in df.iterrows()
+        for row in df.to_dict(orient="records")
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
