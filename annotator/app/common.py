@@ -8,6 +8,7 @@ from pathlib import Path
 import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
+from streamlit.runtime.pages_manager import PagesManager
 
 from annotator import db
 from annotator.accounts import Account
@@ -62,8 +63,23 @@ def log_out() -> None:
         del st.session_state[key]
 
 
+def through_router() -> None:
+    """Make sure this run goes through the entry router (main.py) and its role-based page list.
+
+    A folder called `pages/` next to the entry file makes Streamlit start in its old multipage mode:
+    until `st.navigation` has been called once in the process (and on every AppTest run), a page
+    asked for by URL or hash runs on its own, without the router, and the sidebar lists every file
+    of the folder. Such a run switches that mode off and starts again through the router, which
+    opens the page only if the role may see it.
+    """
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def require(*roles: str) -> Account:
     """The logged-in account if it has one of `roles`; otherwise a refusal and the page stops."""
+    through_router()
     account = current_account()
     if account is None:
         st.error("Please log in first.")
@@ -72,3 +88,15 @@ def require(*roles: str) -> Account:
         st.error(f"This page is not available to the {account.role} role.")
         st.stop()
     return account
+
+
+def choose_study(key: str = "study") -> str | None:
+    """A study picker for researchers and adjudicators (None, with a hint, when there is no study)."""
+    from annotator.dashboard import study_names
+
+    with session() as active:
+        names = study_names(active)
+    if not names:
+        st.info("No study yet: import pairs on the Data page (or with `annotator import`).")
+        return None
+    return st.selectbox("Study", names, key=key)

@@ -25,7 +25,19 @@ def role_pages(role: str) -> dict[str, list[st.Page]]:
         }
     if role == "adjudicator":
         return {"Adjudicate": [page("adjudicate.py", "Adjudicate", "gavel", default=True), guidelines]}
-    return {"Study": [page("progress.py", "Progress", "monitoring", default=True), guidelines]}
+    return {
+        "Study": [
+            page("progress.py", "Progress", "monitoring", default=True),
+            page("validation.py", "Validation", "verified"),
+            page("annotators.py", "Annotators", "group"),
+            page("adjudicate.py", "Adjudicate", "gavel"),
+        ],
+        "Data": [
+            page("data.py", "Import and assign", "database"),
+            page("downloads.py", "Downloads", "download"),
+            guidelines,
+        ],
+    }
 
 
 account = current_account()

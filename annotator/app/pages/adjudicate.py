@@ -1,9 +1,68 @@
-"""Adjudication queue."""
+"""Adjudicate: automatic resolution, the queue (lowest agreement first), and decisions on one pair."""
 
 import streamlit as st
 
-from annotator.app.common import require
+from annotator import adjudicate
+from annotator.app.common import choose_study, require, session
+from annotator.errors import UserError
 
-require("adjudicator")
+account = require("adjudicator", "researcher")
 st.title("Adjudicate")
-st.info("The adjudication queue arrives with the adjudication pages.")
+study = choose_study("adjudicate_study")
+if study is not None:
+    if st.button("Resolve the clear cases automatically", key="adjudicate_auto", icon=":material/auto_mode:"):
+        with session() as active:
+            st.success(str(adjudicate.auto_resolve(active, study=study, account=account)))
+    with session() as active:
+        waiting = adjudicate.queue(active, study=study)
+    st.subheader(f"Queue ({len(waiting)})")
+    if waiting.empty:
+        st.info("Nothing needs a person right now. Run the automatic resolution after new judgments arrive.")
+        st.stop()
+    st.dataframe(waiting, hide_index=True, use_container_width=True)
+    show_names = st.toggle("Show annotator names", value=True, key="adjudicate_names")
+    pick = st.selectbox(
+        "Pair",
+        list(waiting.itertuples(index=False)),
+        format_func=lambda r: f"{r.pair_id} · {r.reasons}",
+        key="adjudicate_pick",
+    )
+    with session() as active:
+        detail = adjudicate.pair_detail(active, pair_id=int(pick.pair_db_id), account=account)
+    pair = detail.pair
+    st.markdown(f"#### {pair['pair_id'] if 'pair_id' in pair else pick.pair_id}")
+    st.info(pair.get("question", ""))
+    left, right = st.columns(2)
+    with left, st.container(border=True):
+        st.markdown("**Chosen** (built to follow the rubric)")
+        st.markdown(pair.get("chosen", ""))
+    with right, st.container(border=True):
+        st.markdown("**Rejected**")
+        st.markdown(pair.get("rejected", ""))
+    judgments = (
+        detail.judgments if show_names else detail.judgments.drop(columns=["annotator"], errors="ignore")
+    )
+    st.subheader("Judgments")
+    st.dataframe(judgments, hide_index=True, use_container_width=True)
+    st.dataframe(detail.scores, hide_index=True, use_container_width=True)
+    if not detail.history.empty:
+        st.subheader("History")
+        st.dataframe(detail.history, hide_index=True, use_container_width=True)
+    with st.form(f"decide_{pick.pair_db_id}"):
+        preference = st.radio("Final preference", adjudicate.PREFERENCES, horizontal=True, key="decide_pref")
+        keep = st.checkbox("Keep this pair in the benchmark", value=True, key="decide_keep")
+        note = st.text_area("Note", key="decide_note")
+        if st.form_submit_button("Record decision", type="primary"):
+            try:
+                with session() as active:
+                    adjudicate.decide(
+                        active,
+                        pair_id=int(pick.pair_db_id),
+                        account=account,
+                        preference=preference,
+                        keep=keep,
+                        note=note,
+                    )
+                st.success("Decision recorded.")
+            except UserError as exc:
+                st.error(str(exc))

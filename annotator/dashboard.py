@@ -1,0 +1,158 @@
+"""Numbers for the researcher pages: study list, progress per annotator and pair, reassignment."""
+
+from datetime import timedelta
+
+import pandas as pd
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from annotator.accounts import Account, require_role
+from annotator.assign import get_study
+from annotator.errors import UserError
+from annotator.models import Assignment, Event, Judgment, Pair, Study, User, utcnow
+
+
+def study_names(session: Session) -> list[str]:
+    """Every study, by name."""
+    return list(session.exec(select(Study.name).order_by(Study.name)))
+
+
+def data_version(session: Session, study: str) -> tuple[int, int]:
+    """Changes whenever a judgment is added to the study (count and newest id), for caching."""
+    study_id = get_study(session, study).id
+    count, newest = session.exec(
+        select(func.count(col(Judgment.id)), func.max(Judgment.id))
+        .join(Assignment, col(Assignment.id) == Judgment.assignment_id)
+        .where(Assignment.study_id == study_id)
+    ).one()
+    return int(count or 0), int(newest or 0)
+
+
+def annotator_progress(session: Session, *, study: str, stalled_hours: float = 24.0) -> pd.DataFrame:
+    """Per annotator: assigned, done, skipped, open, items per hour of work, median time on task."""
+    study_id = get_study(session, study).id
+    rows = session.exec(
+        select(User.username, User.active, Assignment.status, Assignment.skip_count, Judgment.time_on_task_s)
+        .join(User, col(User.id) == Assignment.annotator_id)
+        .outerjoin(Judgment, col(Judgment.id) == Assignment.current_judgment_id)
+        .where(Assignment.study_id == study_id)
+    ).all()
+    frame = pd.DataFrame(rows, columns=["annotator", "active", "status", "skip_count", "time_s"])
+    if frame.empty:
+        return pd.DataFrame(
+            columns=[
+                "annotator",
+                "active",
+                "assigned",
+                "done",
+                "skipped",
+                "open",
+                "items_per_hour",
+                "median_time_s",
+            ]
+        )
+    grouped = frame.groupby("annotator")
+    table = pd.DataFrame(
+        {
+            "active": grouped["active"].first(),
+            "assigned": grouped.size(),
+            "done": grouped["status"].apply(lambda s: int((s == "done").sum())),
+            "skipped": grouped["skip_count"].apply(lambda s: int((s > 0).sum())),
+            "median_time_s": grouped["time_s"].median(),
+            "work_s": grouped["time_s"].sum(),
+        }
+    )
+    table["open"] = table["assigned"] - table["done"]
+    table["items_per_hour"] = (table["done"] / (table["work_s"] / 3600)).where(table["work_s"] > 0)
+    return table.drop(columns="work_s").reset_index()
+
+
+def pair_completion(session: Session, *, study: str) -> pd.DataFrame:
+    """Per pair: assigned and completed judgments."""
+    study_id = get_study(session, study).id
+    rows = session.exec(
+        select(Pair.external_id, Pair.category, func.count(col(Assignment.id)), Pair.n_done)
+        .outerjoin(Assignment, col(Assignment.pair_id) == Pair.id)
+        .where(Pair.study_id == study_id)
+        .group_by(col(Pair.id))
+    ).all()
+    return pd.DataFrame(rows, columns=["pair_id", "category", "assigned", "done"])
+
+
+def stalled_assignments(session: Session, *, study: str, hours: float = 24.0) -> pd.DataFrame:
+    """Open items shown to an annotator more than `hours` ago and never submitted."""
+    study_id = get_study(session, study).id
+    cutoff = utcnow() - timedelta(hours=hours)
+    rows = session.exec(
+        select(User.username, Pair.external_id, Assignment.shown_at)
+        .join(User, col(User.id) == Assignment.annotator_id)
+        .join(Pair, col(Pair.id) == Assignment.pair_id)
+        .where(
+            Assignment.study_id == study_id, Assignment.status == "pending", col(Assignment.shown_at) < cutoff
+        )
+    ).all()
+    return pd.DataFrame(rows, columns=["annotator", "pair_id", "shown_at"])
+
+
+def judgments_over_time(session: Session, *, study: str) -> pd.DataFrame:
+    """Every judgment's submission time (revisions included), for the activity plot."""
+    study_id = get_study(session, study).id
+    rows = session.exec(
+        select(Judgment.submitted_at, User.username)
+        .join(Assignment, col(Assignment.id) == Judgment.assignment_id)
+        .join(User, col(User.id) == Assignment.annotator_id)
+        .where(Assignment.study_id == study_id)
+    ).all()
+    return pd.DataFrame(rows, columns=["submitted_at", "annotator"])
+
+
+def reassign_open(session: Session, *, account: Account, study: str, username: str) -> int:
+    """Move an annotator's open items to the least-loaded other active annotators not on the pair."""
+    require_role(account, "researcher")
+    study_row = get_study(session, study)
+    source = session.exec(select(User).where(User.username == username)).first()
+    if source is None:
+        raise UserError(f"no user called {username!r}")
+    others = list(
+        session.exec(
+            select(User).where(User.role == "annotator", User.active == True, User.id != source.id)  # noqa: E712
+        )
+    )
+    open_items = list(
+        session.exec(
+            select(Assignment).where(
+                Assignment.study_id == study_row.id,
+                Assignment.annotator_id == source.id,
+                Assignment.status == "pending",
+            )
+        )
+    )
+    if not open_items:
+        return 0
+    taken = {
+        (a.pair_id, a.annotator_id)
+        for a in session.exec(select(Assignment).where(Assignment.study_id == study_row.id))
+    }
+    load = {u.id: sum(1 for _, uid in taken if uid == u.id) for u in others}
+    moved = 0
+    for item in open_items:
+        free = [u for u in others if (item.pair_id, u.id) not in taken]
+        if not free:
+            continue
+        target = min(free, key=lambda u: (load[u.id], u.username))
+        last = session.exec(
+            select(func.max(Assignment.position)).where(Assignment.annotator_id == target.id)
+        ).one()
+        item.annotator_id = int(target.id or 0)
+        item.position = int(last or 0) + 1
+        item.shown_at = None
+        session.add(item)
+        taken.add((item.pair_id, target.id))
+        load[target.id] += 1
+        moved += 1
+    session.add(
+        Event(
+            user_id=account.id, action="reassign", detail={"study": study, "from": username, "moved": moved}
+        )
+    )
+    return moved
