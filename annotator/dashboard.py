@@ -51,6 +51,7 @@ def annotator_progress(session: Session, *, study: str, stalled_hours: float = 2
                 "median_time_s",
             ]
         )
+    frame["time_s"] = pd.to_numeric(frame["time_s"], errors="coerce").astype(float)
     grouped = frame.groupby("annotator")
     table = pd.DataFrame(
         {
@@ -63,7 +64,8 @@ def annotator_progress(session: Session, *, study: str, stalled_hours: float = 2
         }
     )
     table["open"] = table["assigned"] - table["done"]
-    table["items_per_hour"] = (table["done"] / (table["work_s"] / 3600)).where(table["work_s"] > 0)
+    hours = (table["work_s"] / 3600).where(table["work_s"] > 0)
+    table["items_per_hour"] = table["done"] / hours
     return table.drop(columns="work_s").reset_index()
 
 
