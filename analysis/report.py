@@ -161,11 +161,13 @@ def _failed_pairs(table: pd.DataFrame, quality_items: Sequence[str], margin: flo
     def add(mask: pd.Series, text: str) -> None:
         reasons[mask] = reasons[mask].where(reasons[mask] == "", reasons[mask] + "; ") + text
 
+    # Means of a few integer ratings are exact fractions; round away float noise so that a gap of
+    # 0.9999999999999998 and one of 1.0 (the same ratings summed in another order) are judged alike.
     for item in quality_items:
-        diff = table[f"diff_{item}"]
+        diff = table[f"diff_{item}"].round(9)
         add(diff.abs() > 2 * margin, f"{item} gap beyond +-{2 * margin:g}")
     if f"diff_{RUBRIC_ITEM}" in table:
-        add(table[f"diff_{RUBRIC_ITEM}"] <= 0, "rubric not higher for chosen")
+        add(table[f"diff_{RUBRIC_ITEM}"].round(9) <= 0, "rubric not higher for chosen")
     add(table["share_prefer_chosen"] <= 0.5, "majority does not prefer chosen")
     failed = table.assign(reasons=reasons)
     return failed[failed["reasons"] != ""].reset_index(drop=True)

@@ -6,7 +6,9 @@ rubric alignment. Each annotator has a bias (N(0, bias_sd)) and a noise level (n
 scores are rounded and clipped to their scale. The preference follows the observed rubric difference
 through a logistic choice, with ties near zero. Pairs flagged in their `construction_note` carry the
 flaw: "flawed:rejected_factual_error" lowers `rejected` correctness by 2 points,
-"flawed:chosen_not_aligned" removes the rubric gap.
+"flawed:chosen_not_aligned" reverses the rubric gap (`rejected` follows the rubric better, as in the
+sample's photography-002 and fitness-002; a mere zero gap would hide the flaw by chance in about one
+pair in six).
 """
 
 import math
@@ -165,7 +167,7 @@ def _pair_latent(
         flaw = 2.0 if note == FACTUAL_ERROR and name == "correctness" else 0.0
         latent[f"rejected:{name}"] = base - flaw
         latent[f"chosen:{name}"] = base + spec.quality_gap
-    rubric_gap = 0.0 if note == NOT_ALIGNED else spec.rubric_gap
+    rubric_gap = -spec.rubric_gap if note == NOT_ALIGNED else spec.rubric_gap
     for k in range(n_aspects):
         base = rng.gauss(0.5, 0.3)
         latent[f"rejected:rubric:{k}"] = base

@@ -1,0 +1,142 @@
+"""The simulator: deterministic, saves through the real assignment and submit code, and its known truth
+comes out of the validation report (equivalence, rubric superiority, the sample's flawed pairs)."""
+
+import json
+import statistics
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
+
+from analysis.report import Report
+from annotator import db, ingest
+from annotator.demo import SAMPLE
+from annotator.models import Assignment, Judgment, Pair, Score, User
+from annotator.reporting import study_report
+from annotator.simulate import SimulationSpec, SimulationSummary, simulate
+
+STUDY = "sample"
+SIM_USERS = ["sim_01", "sim_02", "sim_03"]
+FLAWED = sorted(
+    record["id"]
+    for record in map(json.loads, SAMPLE.read_text(encoding="utf-8").splitlines())
+    if record.get("construction_note")
+)
+
+
+def _engine(tmp_path: Path, name: str = "t.db") -> Engine:
+    url = f"sqlite:///{tmp_path / name}"
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    ingest.import_file(engine, SAMPLE, study=STUDY)
+    return engine
+
+
+def _simulated(tmp_path: Path, name: str = "t.db", **spec: float) -> tuple[Engine, SimulationSummary]:
+    engine = _engine(tmp_path, name)
+    summary = simulate(engine, study=STUDY, spec=SimulationSpec(**spec))  # type: ignore[arg-type]
+    return engine, summary
+
+
+def _scores(engine: Engine) -> list[tuple[str, str, str, str, float]]:
+    """Every score as (pair, annotator, response, item, value), in a database-independent order."""
+    query = (
+        select(Pair.external_id, User.username, Score.response, Score.item, Score.value)
+        .join(Judgment, col(Judgment.id) == col(Score.judgment_id))
+        .join(Assignment, col(Assignment.id) == col(Judgment.assignment_id))
+        .join(Pair, col(Pair.id) == col(Assignment.pair_id))
+        .join(User, col(User.id) == col(Assignment.annotator_id))
+    )
+    with Session(engine) as session:
+        return sorted(tuple(row) for row in session.exec(query))  # type: ignore[misc]
+
+
+def _report(engine: Engine) -> Report:
+    with db.session_scope(engine) as session:
+        return study_report(session, study=STUDY, n_boot=50, mixed=False)
+
+
+def test_sample_has_enough_pairs_and_six_flawed_ones() -> None:
+    assert len(SAMPLE.read_text(encoding="utf-8").splitlines()) >= 36
+    assert len(FLAWED) == 6
+
+
+def test_same_seed_gives_identical_scores(tmp_path: Path) -> None:
+    first, _ = _simulated(tmp_path, "a.db", seed=5)
+    second, _ = _simulated(tmp_path, "b.db", seed=5)
+    other, _ = _simulated(tmp_path, "c.db", seed=6)
+    scores = _scores(first)
+    assert len(scores) > 1000
+    assert scores == _scores(second)
+    assert scores != _scores(other)
+
+
+def test_goes_through_assignment_and_submit(tmp_path: Path) -> None:
+    engine, summary = _simulated(tmp_path, seed=1)
+    with Session(engine) as session:
+        n_pairs = session.exec(select(func.count()).select_from(Pair)).one()
+        sim_ids = list(session.exec(select(User.id).where(col(User.username).in_(SIM_USERS))))
+        assignments = list(session.exec(select(Assignment).where(col(Assignment.annotator_id).in_(sim_ids))))
+        revisions = list(session.exec(select(Judgment.revision)))
+    assert summary.annotators == SIM_USERS
+    assert summary.judgments == 3 * n_pairs
+    assert len(assignments) == 3 * n_pairs
+    assert {a.status for a in assignments} == {"done"}
+    assert all(a.current_judgment_id is not None and a.revisions == 1 for a in assignments)
+    assert len(revisions) == 3 * n_pairs and set(revisions) == {1}
+    sides: dict[int, Counter[str]] = {}
+    for a in assignments:
+        sides.setdefault(a.pair_id, Counter())[a.chosen_side] += 1
+    assert len(sides) == n_pairs
+    assert all(abs(count["A"] - count["B"]) <= 1 for count in sides.values())
+
+
+def test_rerun_adds_nothing(tmp_path: Path) -> None:
+    engine, _ = _simulated(tmp_path, seed=2)
+    before = _scores(engine)
+    with Session(engine) as session:
+        judgments = session.exec(select(func.count()).select_from(Judgment)).one()
+    again = simulate(engine, study=STUDY, spec=SimulationSpec(seed=2))
+    assert again.judgments == 0
+    with Session(engine) as session:
+        assert session.exec(select(func.count()).select_from(Judgment)).one() == judgments
+    assert _scores(engine) == before
+
+
+def test_time_on_task_is_plausible(tmp_path: Path) -> None:
+    engine, _ = _simulated(tmp_path, seed=3)
+    with Session(engine) as session:
+        seconds = list(session.exec(select(Judgment.time_on_task_s)))
+    assert min(seconds) > 5
+    assert 30 <= statistics.median(seconds) <= 300
+
+
+def test_no_quality_gap_is_equivalent_and_rubric_superior(tmp_path: Path) -> None:
+    engine, _ = _simulated(tmp_path, seed=0, quality_gap=0.0, rubric_gap=1.0)
+    report = _report(engine)
+    assert report.summary["n_pairs"] >= 36
+    eq = report.validation.equivalence
+    assert eq["equivalent"].all(), eq[["dimension", "estimate", "ci_low", "ci_high"]]
+    assert bool(report.validation.iut.equivalent)
+    superiority = report.validation.superiority.iloc[0]
+    assert superiority["estimate"] > 0
+    assert superiority["p_holm"] < report.parameters["alpha"]
+
+
+def test_large_quality_gap_is_not_equivalent(tmp_path: Path) -> None:
+    engine, _ = _simulated(tmp_path, seed=0, quality_gap=1.5)
+    report = _report(engine)
+    assert not bool(report.validation.iut.equivalent)
+    assert not report.validation.equivalence["equivalent"].any()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_flawed_pairs_fail_validation(tmp_path: Path, seed: int) -> None:
+    """The six deliberately flawed sample pairs are among the failed pairs (seeds 0, 1, 2: the first
+    three, not picked; over 40 seeds a 2-point factual error is missed by a few per cent of the
+    three-annotator means, at a gap of exactly 1.0 = twice the margin)."""
+    engine, _ = _simulated(tmp_path, seed=seed)
+    failed = set(_report(engine).failed_pairs["pair_id"])
+    assert set(FLAWED) <= failed, set(FLAWED) - failed
