@@ -144,8 +144,9 @@ def _pair_table(frame: pd.DataFrame, quality_items: Sequence[str]) -> pd.DataFra
         table = means if table is None else table.join(means, how="outer")
     if table is None:
         raise ValueError("no quality items to report")
-    votes = judgments(frame).groupby(PAIR_ID)["preference"]
-    table["share_prefer_chosen"] = votes.apply(lambda p: float((p > 0).mean()))
+    per_judgment = judgments(frame)
+    votes = (per_judgment["preference"] > 0).astype("float64").groupby(per_judgment[PAIR_ID])
+    table["share_prefer_chosen"] = votes.mean()  # vectorized: a per-group lambda took ~3 s on 20k pairs
     table["n_judgments"] = votes.size()
     if CATEGORY in frame.columns:
         table["category"] = frame.groupby(PAIR_ID)[CATEGORY].first()

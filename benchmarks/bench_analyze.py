@@ -1,0 +1,231 @@
+"""End-to-end `annotator analyze` on a large study: 20,000 pairs x 3 annotators (about 1M scores).
+
+Run: python benchmarks/bench_analyze.py [--pairs 20000] [--annotators 3] [--aspects 5] [--n-boot 1000]
+
+Builds a temporary SQLite database at the current schema and bulk-inserts a complete study with
+SQLAlchemy core `executemany` into the real tables (the models' tables, explicit ids): pairs with
+`--aspects` rubric aspects, annotator accounts, assignments (chosen side counterbalanced, status done,
+revisions 1, current_judgment_id set), one judgment per assignment (revision 1) and its scores
+(3 quality dimensions + the rubric aspects, for both responses), drawn from the simulator's model.
+This is the shape `labels.submit` leaves behind, without its per-judgment cost. Then it times
+`python -m annotator --db URL analyze --study bench --json F --html H --n-boot 1000` as a subprocess and
+reads its peak memory from `/usr/bin/time -v` (or getrusage of the children). Goal: <= 20 s, <= 2 GB.
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import insert
+
+from annotator import db
+from annotator.models import Assignment, Judgment, Pair, Score, Study, User
+from annotator.study import load_config
+
+STUDY = "bench"
+CHUNK = 100_000
+
+
+def build(url: str, *, n_pairs: int, n_annotators: int, n_aspects: int, seed: int = 0) -> dict[str, int]:
+    """Bulk-insert the study; returns the row counts."""
+    rng = np.random.default_rng(seed)
+    config = load_config()
+    dimensions = config.dimension_names
+    lo, hi = config.quality.scale_min, config.quality.scale_max
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    now = datetime.now(UTC)
+    rubric = [{"aspect": f"aspect {k}", "reason": "r", "evidence": "e"} for k in range(n_aspects)]
+    n_judgments = n_pairs * n_annotators
+    # the simulator's model: per-pair latent quality, annotator bias and noise, rounding and clipping
+    bias = rng.normal(0, 0.25, n_annotators)
+    noise = 0.6 * rng.uniform(0.7, 1.3, n_annotators)
+    ann = np.tile(np.arange(n_annotators), n_pairs)
+    pair_of = np.repeat(np.arange(n_pairs), n_annotators)
+    quality = {}
+    for name in dimensions:
+        base = rng.normal(4.0, 0.45, n_pairs)[pair_of] + bias[ann]
+        for response in ("chosen", "rejected"):
+            value = base + rng.normal(0, 1, n_judgments) * noise[ann]
+            quality[(response, name)] = np.clip(np.rint(value), lo, hi)
+    for k in range(n_aspects):
+        base = rng.normal(0.5, 0.3, n_pairs)[pair_of]
+        for response, gap in (("chosen", 1.0), ("rejected", 0.0)):
+            value = base + gap + rng.normal(0, 1, n_judgments) * noise[ann] / 2
+            quality[(response, f"rubric:{k}")] = np.clip(np.rint(value), 0, 2)
+    rubric_diff = np.mean(
+        [quality[("chosen", f"rubric:{k}")] - quality[("rejected", f"rubric:{k}")] for k in range(n_aspects)],
+        axis=0,
+    )
+    draw = 2.5 * rubric_diff + rng.logistic(0, 1, n_judgments)
+    preference = np.where(
+        np.abs(draw) < 0.5, 0, np.where(draw > 0, 1, -1) * np.where(np.abs(draw) > 2.5, 2, 1)
+    )
+    seconds = rng.lognormal(np.log(75), 0.4, n_judgments)
+    # counterbalanced sides: per pair, annotator a sees chosen on A when (pair + a) is even
+    side = np.where((pair_of + ann) % 2 == 0, "A", "B")
+
+    with engine.begin() as connection:
+        study_id = connection.execute(
+            insert(Study).values(name=STUDY, config=config.model_dump(), created_at=now)
+        ).inserted_primary_key[0]
+        connection.execute(
+            insert(User),
+            [
+                {
+                    "id": a + 1,
+                    "username": f"bench_{a + 1:02d}",
+                    "role": "annotator",
+                    "password_hash": "not-a-hash",
+                    "active": True,
+                    "created_at": now,
+                    "failed_logins": 0,
+                }
+                for a in range(n_annotators)
+            ],
+        )
+        connection.execute(
+            insert(Pair),
+            [
+                {
+                    "id": i + 1,
+                    "study_id": study_id,
+                    "external_id": f"pair-{i:06d}",
+                    "question": f"Question {i}?",
+                    "profile": [],
+                    "rubric": rubric,
+                    "narrative": "",
+                    "category": ("cooking", "books", "travel", "money")[i % 4],
+                    "chosen": f"chosen response {i}",
+                    "rejected": f"rejected response {i}",
+                    "metadata": {},
+                    "content_hash": f"{i:064x}",
+                    "is_gold": False,
+                    "n_done": n_annotators,
+                    "created_at": now,
+                }
+                for i in range(n_pairs)
+            ],
+        )
+        connection.execute(
+            insert(Assignment),
+            [
+                {
+                    "id": j + 1,
+                    "study_id": study_id,
+                    "pair_id": int(pair_of[j]) + 1,
+                    "annotator_id": int(ann[j]) + 1,
+                    "chosen_side": str(side[j]),
+                    "position": int(pair_of[j]) + 1,
+                    "status": "done",
+                    "skip_count": 0,
+                    "created_at": now,
+                    "completed_at": now,
+                    "current_judgment_id": j + 1,
+                    "revisions": 1,
+                }
+                for j in range(n_judgments)
+            ],
+        )
+        connection.execute(
+            insert(Judgment),
+            [
+                {
+                    "id": j + 1,
+                    "assignment_id": j + 1,
+                    "revision": 1,
+                    "submission_id": f"bench-{j + 1}",
+                    "submitted_at": now - timedelta(seconds=n_judgments - j),
+                    "time_on_task_s": float(seconds[j]),
+                    "preference": int(preference[j]),
+                    "confidence": 2,
+                    "comment": "",
+                    "flag": False,
+                    "flag_reason": "",
+                }
+                for j in range(n_judgments)
+            ],
+        )
+        judgment_ids = np.arange(1, n_judgments + 1)
+        rows: list[dict[str, object]] = []
+        n_scores = 0
+        for (response, item), values in quality.items():
+            rows.extend(
+                {"judgment_id": int(jid), "response": response, "item": item, "value": float(v)}
+                for jid, v in zip(judgment_ids, values, strict=True)
+            )
+            if len(rows) >= CHUNK:
+                connection.execute(insert(Score), rows)
+                n_scores += len(rows)
+                rows = []
+        if rows:
+            connection.execute(insert(Score), rows)
+            n_scores += len(rows)
+    engine.dispose()
+    return {"pairs": n_pairs, "judgments": n_judgments, "scores": n_scores}
+
+
+def run_analyze(url: str, folder: Path, n_boot: int) -> tuple[float, float, str]:
+    """Time `annotator analyze` as a subprocess; returns (seconds, peak MB, its stdout)."""
+    command = [sys.executable, "-m", "annotator", "--db", url, "analyze", "--study", STUDY]
+    command += ["--json", str(folder / "report.json"), "--html", str(folder / "report.html")]
+    command += ["--n-boot", str(n_boot)]
+    timer = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
+    if timer:
+        command = [timer, "-v", *command]
+    env = os.environ | {"COLUMNS": "140"}
+    start = time.perf_counter()
+    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    elapsed = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"analyze failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr)
+    peak_kb = int(found.group(1)) if found else resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return elapsed, peak_kb / 1024, result.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=20_000)
+    parser.add_argument("--annotators", type=int, default=3)
+    parser.add_argument("--aspects", type=int, default=5)
+    parser.add_argument("--n-boot", type=int, default=1000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench_analyze_") as tmp:
+        folder = Path(tmp)
+        url = f"sqlite:///{folder / 'bench.db'}"
+        start = time.perf_counter()
+        counts = build(url, n_pairs=args.pairs, n_annotators=args.annotators, n_aspects=args.aspects)
+        built = time.perf_counter() - start
+        size = (folder / "bench.db").stat().st_size / 2**20
+        print(
+            f"built: {counts['pairs']:,} pairs, {counts['judgments']:,} judgments, "
+            f"{counts['scores']:,} scores in {built:.1f} s ({size:.0f} MB SQLite)"
+        )
+        elapsed, peak_mb, stdout = run_analyze(url, folder, args.n_boot)
+        verdicts = [line.strip() for line in stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
+        print(
+            f"annotator analyze --json --html (n_boot {args.n_boot}): {elapsed:.1f} s, "
+            f"peak RSS {peak_mb:.0f} MB"
+        )
+        for line in verdicts:
+            print(f"  {line}")
+        report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+        html_mb = (folder / "report.html").stat().st_size / 2**20
+        print(f"report: {report['summary']}, HTML {html_mb:.1f} MB")
+        ok = elapsed <= 20 and peak_mb <= 2048
+        print(f"goal (<= 20 s, <= 2 GB): {'met' if ok else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
