@@ -15,6 +15,8 @@ from sqlalchemy.exc import DatabaseError
 
 from analysis import report
 from annotator import accounts, assign, db, ingest, server
+from annotator import adjudicate as adjudication
+from annotator import export as exporting
 from annotator.demo import build_demo
 from annotator.errors import UserError
 from annotator.reporting import study_report
@@ -431,6 +433,82 @@ def absolute_url(url: str) -> str:
     if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
         return parsed.set(database=str(Path(parsed.database).resolve())).render_as_string(hide_password=False)
     return url
+
+
+@app.command("export")
+@user_errors
+def export_(
+    kind: Annotated[str, typer.Argument(help="labels, adjudicated or pairs")],
+    study: StudyOption,
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="File to write")],
+    fmt: Annotated[
+        str | None, typer.Option("--format", "-f", help="csv, jsonl or parquet (default: from --out)")
+    ] = None,
+    pseudonymize: Annotated[
+        bool, typer.Option(help="Replace usernames with stable codes (labels, adjudicated)")
+    ] = False,
+    validated_only: Annotated[
+        bool, typer.Option(help="pairs: only those whose latest adjudication says keep")
+    ] = False,
+    database: DbOption = None,
+) -> None:
+    """Export raw labels, adjudicated labels or the (validated) pairs as CSV, JSON Lines or Parquet."""
+    fmt = fmt or out_path.suffix.lower().lstrip(".")
+    if fmt not in exporting.FORMATS:
+        raise UserError(f"unknown format {fmt!r}; use one of {', '.join(exporting.FORMATS)}")
+    if kind not in exporting.EXPORT_KINDS:
+        raise UserError(f"unknown export {kind!r}; use one of {', '.join(exporting.EXPORT_KINDS)}")
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        rows = exporting.export(
+            session,
+            study=study,
+            kind=kind,
+            fmt=fmt,
+            path=out_path,
+            pseudonymize=pseudonymize,
+            validated_only=validated_only,
+        )
+    out.print(f"wrote {rows} rows to {out_path}", highlight=False)
+
+
+@app.command("adjudicate")
+@user_errors
+def adjudicate_(
+    study: StudyOption,
+    auto: Annotated[bool, typer.Option("--auto", help="Resolve every pair that needs no person")] = False,
+    show_queue: Annotated[
+        bool, typer.Option("--queue", help="List the pairs that need a person, lowest agreement first")
+    ] = False,
+    limit: Annotated[int, typer.Option(help="Rows of the queue to show (0: all)")] = 50,
+    database: DbOption = None,
+) -> None:
+    """Auto-resolve clear pairs (--auto) and list the ones that need an adjudicator (--queue)."""
+    if not auto and not show_queue:
+        raise UserError("give --auto, --queue or both")
+    engine = open_db(database)
+    if auto:
+        with db.session_scope(engine) as session:
+            summary = adjudication.auto_resolve(session, study=study)
+        out.print(str(summary), highlight=False)
+    if show_queue:
+        with db.session_scope(engine) as session:
+            pending = adjudication.queue(session, study=study)
+        table = Table("pair", "db id", "judgments", "agreement", "majority", "rules", "why")
+        shown = pending if limit <= 0 else pending.head(limit)
+        for row in shown.itertuples(index=False):
+            table.add_row(
+                str(row.pair_id),
+                str(row.pair_db_id),
+                str(row.n_judgments),
+                f"{row.agreement:.2f}",
+                str(row.majority or "none"),
+                str(row.rules),
+                str(row.reasons) + (" (reopened)" if row.reopened else ""),
+            )
+        out.print(table)
+        more = f" (showing {len(shown)})" if len(shown) < len(pending) else ""
+        out.print(f"{len(pending)} pair(s) need a person{more}", highlight=False)
 
 
 def main() -> None:

@@ -1,0 +1,574 @@
+"""Exports: the raw label frame, the adjudicated (final) labels and the validated pairs.
+
+Every export reads the current judgments with a few set-based queries (no per-row ORM loads), can be
+written as CSV, JSON Lines or Parquet, and is recorded in the audit log as an "export" event.
+"""
+
+import csv
+import getpass
+import hashlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Select, select
+from sqlmodel import Session, col
+
+from annotator.accounts import Account, require_role
+from annotator.assign import get_study
+from annotator.errors import UserError
+from annotator.models import Assignment, Event, Judgment, Pair, Score, User
+
+__all__ = [
+    "EXPORT_KINDS",
+    "FORMATS",
+    "LABEL_COLUMNS",
+    "adjudicated_frame",
+    "build",
+    "current_judgments",
+    "current_scores",
+    "export",
+    "label_frame",
+    "neutralize_formula",
+    "pairs_records",
+    "pseudonym",
+    "record_export",
+    "to_bytes",
+    "write_frame",
+]
+
+Format = Literal["csv", "jsonl", "parquet"]
+FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
+EXPORT_KINDS: tuple[str, ...] = ("labels", "adjudicated", "pairs")
+#: The columns of :func:`label_frame`, in order (the first eight are the analysis contract).
+LABEL_COLUMNS: tuple[str, ...] = (
+    "pair_id",
+    "annotator",
+    "response",
+    "item",
+    "value",
+    "preference",
+    "confidence",
+    "time_s",
+    "category",
+    "judgment_id",
+    "side_chosen",
+    "revision_count",
+    "submitted_at",
+    "flag",
+    "flag_reason",
+    "comment",
+)
+_JUDGMENT_COLUMNS = (
+    "judgment_id",
+    "pair_db_id",
+    "pair_id",
+    "category",
+    "annotator",
+    "preference",
+    "confidence",
+    "time_s",
+    "side_chosen",
+    "revision",
+    "revision_count",
+    "submitted_at",
+    "flag",
+    "flag_reason",
+    "comment",
+)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+# ------------------------------------------------------------------------------------------- reading
+
+
+def _fetch(session: Session, query: Select) -> list[tuple[Any, ...]]:
+    """The rows of a read-only query, fetched with the database driver's own cursor.
+
+    The ORM's row processing costs several seconds on a million scores; the raw cursor is a few times
+    faster. The query only carries integer ids as parameters, so they are rendered inline; it runs on
+    the session's connection, inside its transaction (pending changes are flushed first). Values come
+    back as the driver gives them (SQLite: 0/1 booleans and ISO text datetimes), so callers convert.
+    """
+    session.flush()
+    connection = session.connection()
+    sql = str(query.compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(sql)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
+
+
+def current_judgments(session: Session, *, study_id: int, pair_db_id: int | None = None) -> pd.DataFrame:
+    """The current judgment of every assignment of a study (or of one pair): one row per judgment.
+
+    Columns: judgment_id, pair_db_id (Pair.id), pair_id (the external id), category, annotator,
+    preference (-2..2, positive = chosen), confidence, time_s, side_chosen, revision,
+    revision_count, submitted_at (UTC), flag, flag_reason, comment. Sorted by pair_id, annotator.
+    """
+    query: Select = (
+        select(
+            col(Judgment.id).label("judgment_id"),
+            col(Pair.id).label("pair_db_id"),
+            col(Pair.external_id).label("pair_id"),
+            col(Pair.category).label("category"),
+            col(User.username).label("annotator"),
+            col(Judgment.preference).label("preference"),
+            col(Judgment.confidence).label("confidence"),
+            col(Judgment.time_on_task_s).label("time_s"),
+            col(Assignment.chosen_side).label("side_chosen"),
+            col(Judgment.revision).label("revision"),
+            col(Assignment.revisions).label("revision_count"),
+            col(Judgment.submitted_at).label("submitted_at"),
+            col(Judgment.flag).label("flag"),
+            col(Judgment.flag_reason).label("flag_reason"),
+            col(Judgment.comment).label("comment"),
+        )
+        .select_from(Assignment)
+        .join(Judgment, col(Judgment.id) == col(Assignment.current_judgment_id))
+        .join(Pair, col(Pair.id) == col(Assignment.pair_id))
+        .join(User, col(User.id) == col(Assignment.annotator_id))
+        .where(col(Assignment.study_id) == study_id)
+    )
+    if pair_db_id is not None:
+        query = query.where(col(Assignment.pair_id) == pair_db_id)
+    frame = pd.DataFrame(_fetch(session, query), columns=list(_JUDGMENT_COLUMNS))
+    frame = frame.astype(
+        {
+            "judgment_id": "int64",
+            "pair_db_id": "int64",
+            "preference": "int64",
+            "revision": "int64",
+            "revision_count": "int64",
+            "confidence": "float64",
+            "time_s": "float64",
+            "flag": "bool",
+        }
+    )
+    for name in ("pair_id", "category", "annotator", "side_chosen", "flag_reason", "comment"):
+        frame[name] = frame[name].astype(object)
+    frame["submitted_at"] = pd.to_datetime(frame["submitted_at"], utc=True)
+    return frame.sort_values(["pair_id", "annotator"], kind="stable").reset_index(drop=True)
+
+
+def current_scores(session: Session, *, study_id: int, pair_db_id: int | None = None) -> pd.DataFrame:
+    """The scores of the current judgments of a study (or of one pair): judgment_id, response, item, value."""
+    query = (
+        select(col(Score.judgment_id), col(Score.response), col(Score.item), col(Score.value))
+        .select_from(Assignment)
+        .join(Score, col(Score.judgment_id) == col(Assignment.current_judgment_id))
+        .where(col(Assignment.study_id) == study_id)
+    )
+    if pair_db_id is not None:
+        query = query.where(col(Assignment.pair_id) == pair_db_id)
+    data = np.array(_fetch(session, query), dtype=np.object_).reshape(-1, 4)
+    items = pd.Categorical(data[:, 2])
+    return pd.DataFrame(
+        {
+            "judgment_id": data[:, 0].astype("int64"),
+            "response": pd.Categorical(data[:, 1], categories=["chosen", "rejected"]),
+            "item": items.reorder_categories(sorted(items.categories)),
+            "value": data[:, 3].astype("float64"),
+        }
+    )
+
+
+def pseudonym(study: str, username: str) -> str:
+    """A stable code for an annotator within a study: "R" + 8 hex digits of sha256(study, username).
+
+    The same study and name always give the same code; the name cannot be read back from it without
+    the list of names.
+
+    >>> pseudonym("s1", "alice") == pseudonym("s1", "alice") != pseudonym("s2", "alice")
+    True
+    """
+    return "R" + hashlib.sha256(f"{study}\x00{username}".encode()).hexdigest()[:8]
+
+
+def _pseudonymize(names: pd.Series, study: str) -> pd.Series:
+    codes = {name: pseudonym(study, name) for name in names.dropna().unique()}
+    return names.map(codes).astype(object)
+
+
+def label_frame(session: Session, *, study: str, pseudonymize: bool = False) -> pd.DataFrame:
+    """Every score of every current judgment of `study` in the tidy long form (one row per score).
+
+    Columns (see :data:`LABEL_COLUMNS`): pair_id (external id), annotator (username, or a stable
+    pseudonym with `pseudonymize`), response (chosen | rejected), item (a quality dimension or
+    "rubric:<k>"), value, preference (-2..2, positive = chosen preferred), confidence, time_s,
+    category, judgment_id, side_chosen (the side chosen was shown on), revision_count, submitted_at,
+    flag, flag_reason, comment. Only the current revision of each judgment is included. Rows are
+    sorted by pair_id, annotator, response, item.
+
+    Two queries (judgments, scores) joined in pandas: about a million rows take a few seconds.
+    """
+    study_row = get_study(session, study)
+    study_id = int(study_row.id or 0)
+    judgments = current_judgments(session, study_id=study_id)
+    scores = current_scores(session, study_id=study_id)
+    if pseudonymize:
+        judgments["annotator"] = _pseudonymize(judgments["annotator"], study)
+        judgments = judgments.sort_values(["pair_id", "annotator"], kind="stable").reset_index(drop=True)
+    order = pd.Series(np.arange(len(judgments)), index=judgments["judgment_id"].to_numpy())
+    rank = order.reindex(scores["judgment_id"].to_numpy(), fill_value=-1).to_numpy()
+    if (rank < 0).any():  # a judgment submitted between the two reads: keep the consistent part
+        scores, rank = scores[rank >= 0].reset_index(drop=True), rank[rank >= 0]
+    item_codes = scores["item"].cat.codes.to_numpy()  # categories are sorted
+    sort_key = np.lexsort((item_codes, scores["response"].cat.codes.to_numpy(), rank))
+    scores = scores.iloc[sort_key]
+    rank_sorted = rank[sort_key]
+    per_judgment = judgments.drop(columns=["pair_db_id", "revision"]).iloc[rank_sorted].reset_index(drop=True)
+    frame = per_judgment.assign(
+        response=scores["response"].astype(object).to_numpy(),
+        item=scores["item"].astype(object).to_numpy(),
+        value=scores["value"].to_numpy(),
+    )
+    return frame[list(LABEL_COLUMNS)]
+
+
+# --------------------------------------------------------------------------------- final labels
+
+
+def adjudicated_frame(session: Session, *, study: str, pseudonymize: bool = False) -> pd.DataFrame:
+    """One row per pair of `study`: its final label and the evidence behind it.
+
+    Columns: pair_id, category, preference (chosen | rejected | tie, None while unresolved), keep,
+    method (unanimous | majority | adjudicated | unresolved), rule, agreement (share of current
+    judgments in the most common preference direction), ``<response>_<item>`` medians over the
+    current judgments for every quality dimension and ``rubric`` (per judgment the mean over
+    aspects), n_judgments, adjudicator (username or pseudonym; None for automatic decisions), note,
+    decided_at. When a human decision gives scores, those replace the medians of the same columns.
+
+    The final label is the latest recorded Adjudication of the pair; a pair without one is
+    "unresolved" and its rule says why (not enough judgments, a rule that needs a person, or not yet
+    auto-resolved: run ``annotator adjudicate --study S --auto``).
+    """
+    from annotator import adjudicate  # adjudicate builds on this module's readers
+
+    return adjudicate.final_labels(session, study=study, pseudonymize=pseudonymize)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (not isinstance(value, list | dict | str) and bool(pd.isna(value)))
+
+
+def _plain(pair: dict[str, Any]) -> bool:
+    return not pair["rubric"] and not pair["profile"]
+
+
+def pairs_records(session: Session, *, study: str, validated_only: bool = False) -> list[dict[str, Any]]:
+    """The pairs of `study` as Personalized RewardBench records, each with a `validation` object.
+
+    A record has id, question, profile, rubric_aspects, narrative, category, chosen, rejected, then the
+    stored metadata keys, then ``validation``: {method, preference, keep, agreement, n_judgments}.
+    Pairs imported from a plain prompt/chosen/rejected file are written back that way (``prompt``, no
+    profile or rubric), so every record re-imports with :func:`annotator.ingest.import_file`.
+    `validated_only` keeps only the pairs whose latest adjudication says keep.
+    """
+    study_row = get_study(session, study)
+    final = adjudicated_frame(session, study=study).set_index("pair_id").to_dict("index")
+    query = (
+        select(
+            col(Pair.external_id),
+            col(Pair.question),
+            col(Pair.profile),
+            col(Pair.rubric),
+            col(Pair.narrative),
+            col(Pair.category),
+            col(Pair.chosen),
+            col(Pair.rejected),
+            col(Pair.meta).label("meta"),
+        )
+        .where(col(Pair.study_id) == study_row.id)
+        .order_by(col(Pair.id))
+    )
+    records = []
+    for row in session.connection().execute(query).mappings():
+        label = final[row["external_id"]]
+        keep = None if _missing(label["keep"]) else bool(label["keep"])
+        if validated_only and keep is not True:
+            continue
+        if _plain(dict(row)):
+            record: dict[str, Any] = {"id": row["external_id"], "prompt": row["question"]}
+        else:
+            record = {
+                "id": row["external_id"],
+                "question": row["question"],
+                "profile": row["profile"],
+                "rubric_aspects": row["rubric"],
+            }
+        record |= {
+            "narrative": row["narrative"],
+            "category": row["category"],
+            "chosen": row["chosen"],
+            "rejected": row["rejected"],
+        }
+        for key, value in (row["meta"] or {}).items():
+            record.setdefault(key, value)
+        record["validation"] = {
+            "method": label["method"],
+            "preference": None if _missing(label["preference"]) else label["preference"],
+            "keep": keep,
+            "agreement": None if _missing(label["agreement"]) else float(label["agreement"]),
+            "n_judgments": int(label["n_judgments"]),
+        }
+        records.append(record)
+    return records
+
+
+# ------------------------------------------------------------------------------------------- writing
+
+
+def neutralize_formula(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula, made inert with a leading quote.
+
+    >>> neutralize_formula("=1+1"), neutralize_formula("-2"), neutralize_formula("ok"), neutralize_formula(3)
+    ("'=1+1", "'-2", 'ok', 3)
+    """
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, pd.Timestamp | np.datetime64):
+        return pd.Timestamp(value).isoformat()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return None if np.isnan(value) else float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def _neutralize_column(column: pd.Series) -> pd.Series:
+    """A text column for CSV: nested values as JSON, formula-like text quoted (once per distinct value)."""
+    if column.map(type).isin([dict, list]).any():
+        column = column.map(
+            lambda v: (
+                json.dumps(v, ensure_ascii=False, default=_json_default) if isinstance(v, dict | list) else v
+            )
+        )
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    safe = np.array([neutralize_formula(v) for v in uniques] + [None], dtype=object)
+    return pd.Series(safe[codes], index=column.index, dtype=object)
+
+
+def _csv_bytes(data: pd.DataFrame | Sequence[dict[str, Any]]) -> bytes:
+    if isinstance(data, pd.DataFrame):
+        frame = data.copy()
+        for name in frame.columns:
+            column = frame[name]
+            if column.dtype == object or pd.api.types.is_string_dtype(column.dtype):
+                frame[name] = _neutralize_column(column)
+            elif isinstance(column.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(column):
+                codes, uniques = pd.factorize(column, use_na_sentinel=True)  # ISO 8601 text, each once
+                text = np.array([moment.isoformat() for moment in uniques] + [None], dtype=object)
+                frame[name] = pd.Series(text[codes], index=column.index, dtype=object)
+        frame.columns = [neutralize_formula(str(name)) for name in frame.columns]
+        return frame.to_csv(index=False, lineterminator="\r\n").encode("utf-8")
+    buffer = io.StringIO()
+    columns = list(dict.fromkeys(key for record in data for key in record))
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow([neutralize_formula(name) for name in columns])
+    for record in data:
+        cells = []
+        for name in columns:
+            value = record.get(name)
+            if value is None:
+                cells.append("")
+            elif isinstance(value, str):
+                cells.append(neutralize_formula(value))
+            else:
+                cells.append(neutralize_formula(json.dumps(value, ensure_ascii=False, default=_json_default)))
+        writer.writerow(cells)
+    return buffer.getvalue().encode("utf-8")
+
+
+def _jsonl_bytes(data: pd.DataFrame | Sequence[dict[str, Any]]) -> bytes:
+    if isinstance(data, pd.DataFrame):
+        records = data.astype(object).where(data.notna(), None).to_dict("records")
+    else:
+        records = list(data)
+    lines = (json.dumps(record, ensure_ascii=False, default=_json_default) for record in records)
+    return "".join(line + "\n" for line in lines).encode("utf-8")
+
+
+def _arrow_table(records: Sequence[dict[str, Any]]) -> Any:
+    """An Arrow table from records: nested lists of objects stay list<struct>; a column whose values
+    Arrow cannot type consistently (mixed types across records) is written as JSON text."""
+    import pyarrow as pa
+
+    columns = list(dict.fromkeys(key for record in records for key in record))
+    arrays = {}
+    for name in columns:
+        values = [record.get(name) for record in records]
+        try:
+            arrays[name] = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+            arrays[name] = pa.array(
+                [
+                    None if v is None else json.dumps(v, ensure_ascii=False, default=_json_default)
+                    for v in values
+                ],
+                type=pa.string(),
+            )
+    return pa.table(arrays) if arrays else pa.table({})
+
+
+def _parquet_bytes(data: pd.DataFrame | Sequence[dict[str, Any]]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if isinstance(data, pd.DataFrame):
+        table = pa.Table.from_pandas(data, preserve_index=False)
+    else:
+        table = _arrow_table(data)
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def _check_format(fmt: str) -> Format:
+    if fmt not in FORMATS:
+        raise UserError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    return fmt  # type: ignore[return-value]
+
+
+def to_bytes(data: pd.DataFrame | Sequence[dict[str, Any]], fmt: str) -> bytes:
+    """A frame or a list of records encoded as csv, jsonl or parquet (for a download button).
+
+    CSV: nested values are JSON text, and text cells that a spreadsheet would run as a formula
+    (starting with = + - @, a tab or a carriage return) get a leading single quote; the other formats
+    keep every value as it is (Parquet keeps nested lists of objects as list<struct>).
+    """
+    fmt = _check_format(fmt)
+    if fmt == "csv":
+        return _csv_bytes(data)
+    if fmt == "jsonl":
+        return _jsonl_bytes(data)
+    return _parquet_bytes(data)
+
+
+def write_frame(data: pd.DataFrame | Sequence[dict[str, Any]], path: str | Path, fmt: str) -> int:
+    """Write a frame or records to `path` as csv | jsonl | parquet; returns the number of rows.
+
+    The file is written to a temporary name next to `path` and renamed, so a failed export never
+    leaves a half-written file; an unwritable path is a UserError naming it.
+    """
+    payload = to_bytes(data, fmt)
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"cannot write {path}: it is a folder")
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent or ".")
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(payload)
+        os.replace(temporary, path)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return len(data)
+
+
+# ------------------------------------------------------------------------------------- the export
+
+
+def _who(account: Account | None) -> str:
+    if account is not None:
+        return account.username
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli"
+
+
+def record_export(
+    session: Session,
+    *,
+    study: str,
+    kind: str,
+    rows: int,
+    fmt: str,
+    account: Account | None = None,
+    target: str = "",
+    **options: Any,
+) -> None:
+    """Add the audit event for one export: who, which study, what kind, how many rows, where."""
+    detail = {
+        "study": study,
+        "kind": kind,
+        "format": fmt,
+        "rows": rows,
+        "by": _who(account),
+        "target": target,
+    }
+    session.add(Event(user_id=account.id if account else None, action="export", detail=detail))
+
+
+def build(
+    session: Session,
+    *,
+    study: str,
+    kind: str,
+    pseudonymize: bool = False,
+    validated_only: bool = False,
+) -> pd.DataFrame | list[dict[str, Any]]:
+    """The data of one export kind: labels (frame), adjudicated (frame) or pairs (records)."""
+    if kind == "labels":
+        return label_frame(session, study=study, pseudonymize=pseudonymize)
+    if kind == "adjudicated":
+        return adjudicated_frame(session, study=study, pseudonymize=pseudonymize)
+    if kind == "pairs":
+        return pairs_records(session, study=study, validated_only=validated_only)
+    raise UserError(f"unknown export {kind!r}; use one of {', '.join(EXPORT_KINDS)}")
+
+
+def export(
+    session: Session,
+    *,
+    study: str,
+    kind: str,
+    fmt: str,
+    path: str | Path,
+    account: Account | None = None,
+    pseudonymize: bool = False,
+    validated_only: bool = False,
+) -> int:
+    """Build one export, write it to `path` and log it; returns the number of rows written.
+
+    With an `account` (the app), only a researcher may export.
+    """
+    if account is not None:
+        require_role(account, "researcher")
+    _check_format(fmt)
+    data = build(session, study=study, kind=kind, pseudonymize=pseudonymize, validated_only=validated_only)
+    rows = write_frame(data, path, fmt)
+    record_export(
+        session,
+        study=study,
+        kind=kind,
+        rows=rows,
+        fmt=fmt,
+        account=account,
+        target=Path(path).name,
+        pseudonymized=pseudonymize,
+        validated_only=validated_only,
+    )
+    return rows
