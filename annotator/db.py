@@ -1,5 +1,6 @@
 """Database engines from a URL, SQLite pragmas, sessions and schema migrations (Alembic)."""
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +29,15 @@ def resolve_url(url: str | None = None) -> str:
     return url or os.environ.get(ENV_VAR) or DEFAULT_URL
 
 
+class RawJSON(str):
+    """JSON text that is already serialized: engines from make_engine store it as it is."""
+
+
+def json_serializer(value: Any) -> str:
+    """How the engines write JSON columns: RawJSON unchanged, anything else through json.dumps."""
+    return value if isinstance(value, RawJSON) else json.dumps(value)
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -50,11 +60,11 @@ def make_engine(url: str | None = None) -> Engine:
         if database and database != ":memory:":
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         connect_args = {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
-        engine = create_engine(url, connect_args=connect_args)
+        engine = create_engine(url, connect_args=connect_args, json_serializer=json_serializer)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     try:
-        return create_engine(url, pool_pre_ping=True)
+        return create_engine(url, pool_pre_ping=True, json_serializer=json_serializer)
     except ModuleNotFoundError as exc:
         raise UserError(f"the database driver for {parsed.drivername} is not installed: {exc.name}") from exc
 

@@ -1,5 +1,6 @@
 """Reading and validating pair files (JSONL, JSON, CSV, Parquet) and importing them into a study."""
 
+import codecs
 import csv
 import hashlib
 import json
@@ -11,6 +12,7 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 
+from annotator.db import RawJSON, json_serializer
 from annotator.errors import IngestError, UserError
 from annotator.models import Event, Pair, Study
 from annotator.study import StudyConfig, load_config
@@ -19,6 +21,8 @@ MAX_PROBLEMS = 20
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 NATIVE_FIELDS = ("id", "question", "profile", "rubric_aspects", "narrative", "category", "chosen", "rejected")
 LIST_FIELDS = ("profile", "rubric_aspects")
+JSON_FIELDS = ("profile", "rubric", "metadata")
+HASHED_FIELDS = ("question", "profile", "rubric", "narrative", "category", "chosen", "rejected", "metadata")
 Progress = Callable[[int], None]
 
 
@@ -53,31 +57,46 @@ def read_records(path: Path) -> Iterator[tuple[str, Any]]:
     if suffix == ".parquet":
         yield from _read_parquet(path)
         return
+    if suffix == ".jsonl":
+        yield from _read_jsonl(path)
+        return
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     if not text.strip():
         raise UserError(f"{path}: the file is empty")
-    if suffix == ".jsonl":
-        yield from _read_jsonl(path, text)
-    elif suffix == ".json":
+    if suffix == ".json":
         yield from _read_json(path, text)
     else:
         yield from _read_csv(path, text)
 
 
-def _read_jsonl(path: Path, text: str) -> Iterator[tuple[str, Any]]:
+def _read_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
+    """Line by line, so a large file is never held whole; only a newline ends a line (not U+2028)."""
     bad: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            bad.append(f"line {number}: not valid JSON: {exc.msg} (column {exc.colno})")
-            continue
-        yield f"line {number}", record
+    empty = True
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
+            if not raw or raw.isspace():
+                continue
+            empty = False
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise UserError(
+                    f"{path}: line {number} is not UTF-8 text (byte {exc.start}: {exc.reason})"
+                ) from None
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                bad.append(f"line {number}: not valid JSON: {exc.msg} (column {exc.colno})")
+                continue
+            yield f"line {number}", record
+    if empty:
+        raise UserError(f"{path}: the file is empty")
     if bad:
         raise IngestError(str(path), bad[:MAX_PROBLEMS], len(bad))
 
@@ -168,9 +187,9 @@ def _entries(
             continue
         for key in required:
             item = entry.get(key)
-            if not isinstance(item, str) or not item.strip():
+            if not isinstance(item, str) or not item or item.isspace():
                 problems.append(f"field {field}[{index}].{key}: missing or not text")
-        clean.append(dict(entry))
+        clean.append(entry)
     return clean
 
 
@@ -214,16 +233,36 @@ def validate_record(record: Any) -> tuple[dict[str, Any], list[str]]:
         "metadata": meta,
         "is_gold": bool(meta.get("gold", False)) if isinstance(meta.get("gold", False), bool) else False,
     }
-    if not problems:
-        row["content_hash"] = content_hash(row)
     return row, problems
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str)
+
+
+def to_json(value: Any) -> str:
+    """The canonical JSON text of a list or mapping field (sorted keys), as stored and hashed."""
+    return _CANONICAL.encode(value)
+
+
 def content_hash(row: dict[str, Any]) -> str:
-    """A stable hash of a pair's content, to tell an unchanged re-import from a changed record."""
-    keys = ("question", "profile", "rubric", "narrative", "category", "chosen", "rejected", "metadata")
-    canonical = json.dumps([row[key] for key in keys], sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    """A stable hash of a pair's content, to tell an unchanged re-import from a changed record.
+
+    The list and mapping fields count by their canonical JSON, which may be given already serialized.
+    """
+    digest = hashlib.sha256()
+    for key in HASHED_FIELDS:
+        value = row[key]
+        data = (value if isinstance(value, str) else to_json(value)).encode("utf-8", "surrogatepass")
+        digest.update(b"%d:" % len(data))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def storable(row: dict[str, Any]) -> dict[str, Any]:
+    """A validated row as inserted: JSON fields serialized once (db.RawJSON), hashed from that text."""
+    stored = row | {key: RawJSON(to_json(row[key])) for key in JSON_FIELDS}
+    stored["content_hash"] = content_hash(stored)
+    return stored
 
 
 def load_pairs(path: str | Path, *, progress: Progress | None = None) -> list[dict[str, Any]]:
@@ -294,7 +333,9 @@ def import_file(
     Re-importing identical records is a no-op; a changed record under an existing id is refused
     unless `replace` is set (then it is updated, but only while it has no judgments).
     """
-    rows = load_pairs(path, progress=progress)
+    rows = [storable(row) for row in load_pairs(path, progress=progress)]
+    if getattr(engine.dialect, "_json_serializer", None) is not json_serializer:  # not from make_engine
+        rows = [row | {key: json.loads(row[key]) for key in JSON_FIELDS} for row in rows]
     with engine.begin() as connection:
         study_id = ensure_study(connection, study, config)
         existing = {

@@ -110,6 +110,9 @@ def missing_answers(config: StudyConfig, n_aspects: int, submission: Submission)
     """Every question of the form left unanswered or out of range, named as the annotator sees it."""
     problems = []
     quality = config.quality
+    unknown_sides = set(submission.scores) - set(SIDES)
+    if unknown_sides:  # submit() would otherwise save them as `rejected` scores
+        problems.append(f"unknown responses {sorted(unknown_sides)}; use A and B")
     for side in SIDES:
         given = submission.scores.get(side, {})
         for dimension in quality.dimensions:

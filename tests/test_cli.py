@@ -1,0 +1,150 @@
+"""The `annotator` command line: where the database comes from, and how mistakes are reported."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+from typer.testing import CliRunner
+
+from annotator import db
+from annotator.cli import app
+from annotator.models import User
+from tests.factories import make_record, make_records, write_jsonl
+
+runner = CliRunner()
+PASSWORD = "s3cret-passw0rd"
+
+
+def _usernames(url: str) -> list[str]:
+    engine = db.make_engine(url)
+    with Session(engine) as session:
+        names = list(session.exec(select(User.username)))
+    engine.dispose()
+    return names
+
+
+def test_db_as_a_global_option(db_url: str) -> None:
+    result = runner.invoke(app, ["--db", db_url, "init"])
+    assert result.exit_code == 0, result.output
+    assert (
+        runner.invoke(app, ["--db", db_url, "users", "add", "alice", "--password", PASSWORD]).exit_code == 0
+    )
+    assert _usernames(db_url) == ["alice"]
+
+
+def test_db_as_a_command_option(db_url: str) -> None:
+    assert runner.invoke(app, ["init", "--db", db_url]).exit_code == 0
+    result = runner.invoke(app, ["users", "add", "alice", "--password", PASSWORD, "--db", db_url])
+    assert result.exit_code == 0, result.output
+    assert _usernames(db_url) == ["alice"]
+
+
+def test_the_command_option_wins_over_the_global_one(db_url: str, tmp_path: Path) -> None:
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    for url in (db_url, other):
+        runner.invoke(app, ["init", "--db", url])
+    runner.invoke(app, ["--db", other, "users", "add", "alice", "--password", PASSWORD, "--db", db_url])
+    assert (_usernames(db_url), _usernames(other)) == (["alice"], [])
+
+
+def test_the_global_option_does_not_leak_into_the_next_call(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    runner.invoke(app, ["--db", other, "init"])
+    monkeypatch.setenv(db.ENV_VAR, db_url)
+    assert runner.invoke(app, ["init"]).exit_code == 0
+    runner.invoke(app, ["users", "add", "alice", "--password", PASSWORD])
+    assert (_usernames(db_url), _usernames(other)) == (["alice"], [])
+
+
+def test_the_url_comes_from_the_environment(env_db: str) -> None:
+    result = runner.invoke(app, ["users", "add", "alice", "--password", PASSWORD])
+    assert result.exit_code == 0, result.output
+    assert _usernames(env_db) == ["alice"]
+
+
+def test_python_dash_m_annotator_help(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "annotator", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    for command in ("init", "import", "users", "assign"):
+        assert command in result.stdout
+
+
+def test_long_output_lines_are_not_wrapped(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / ('a-long-folder-name-' * 6)}/annotations.db"
+    result = runner.invoke(app, ["init", "--db", url])
+    assert result.exit_code == 0, result.output
+    assert f"database {url} at schema" in result.stdout
+
+
+# -------------------------------------------------------------------------------- user mistakes: one line
+
+
+def _bad_file(folder: Path) -> Path:
+    return write_jsonl(folder / "pairs.jsonl", [make_record(0, chosen="")])
+
+
+MISTAKES: dict[str, tuple[list[str], str]] = {
+    "not initialised": (["users", "list"], "not initialised; run `annotator init`"),
+    "bad url": (["--db", "not a url", "init"], "not a database URL"),
+    "missing file": (["import", "{tmp}/absent.jsonl", "--study", "s"], "no such file"),
+    "unknown extension": (["import", "{tmp}/pairs.xlsx", "--study", "s"], "unknown file type"),
+    "missing config": (
+        ["import", "{tmp}/ok.jsonl", "-s", "s", "--config", "{tmp}/no.toml"],
+        "no such config",
+    ),
+    "unknown study": (["assign", "--study", "nope", "--overlap", "1"], "no study called 'nope'"),
+    "bad username": (["users", "add", "two words", "--password", PASSWORD], "invalid username"),
+    "unknown role": (["users", "add", "bob", "--role", "king", "--password", PASSWORD], "unknown role"),
+    "short password": (["users", "add", "bob", "--password", "short"], "at least 8 characters"),
+    "unknown user": (["users", "deactivate", "ghost"], "no user called 'ghost'"),
+}
+
+
+@pytest.mark.parametrize("case", list(MISTAKES))
+def test_a_user_mistake_is_one_line_and_exit_1(case: str, db_url: str, tmp_path: Path) -> None:
+    args, message = MISTAKES[case]
+    if case != "not initialised":
+        runner.invoke(app, ["init", "--db", db_url])
+    write_jsonl(tmp_path / "ok.jsonl", make_records(1))
+    result = runner.invoke(app, ["--db", db_url, *[a.replace("{tmp}", str(tmp_path)) for a in args]])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
+    assert message in lines[0]
+
+
+def test_a_bad_pair_file_lists_its_problems_without_traceback(env_db: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["import", str(_bad_file(tmp_path)), "--study", "s"])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    assert result.stderr.lstrip().startswith("error: ")
+    assert "line 1, field chosen: empty" in result.stderr
+
+
+def test_a_newer_schema_is_one_line(env_db: str, engine: Engine) -> None:
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = 'zzzz'"))
+    result = runner.invoke(app, ["users", "list"])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    assert len(result.stderr.strip().splitlines()) == 1 and "newer than this version" in result.stderr
+
+
+def test_a_missing_option_is_a_usage_error_without_traceback(env_db: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["import", str(tmp_path / "x.jsonl")])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert "--study" in result.output
