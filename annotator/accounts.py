@@ -58,8 +58,15 @@ def generate_password() -> str:
     return secrets.token_urlsafe(12)
 
 
-def add_user(session: Session, *, username: str, role: str, password: str) -> User:
-    """Create an account; refuses a bad name, an unknown role, a short password or a taken name."""
+def add_user(
+    session: Session, *, username: str, role: str, password: str, account: Account | None = None
+) -> User:
+    """Create an account; refuses a bad name, an unknown role, a short password or a taken name.
+
+    With an `account` (the app), only a researcher may create accounts.
+    """
+    if account is not None:
+        require_role(account, "researcher")
     if not USERNAME.match(username):
         raise UserError(
             f"invalid username {username!r}: use letters, digits and _ . @ - (at most 100 characters)"
@@ -93,8 +100,10 @@ def list_users(session: Session, *, role: str | None = None) -> list[User]:
     return list(session.exec(query))
 
 
-def set_active(session: Session, *, username: str, active: bool) -> User:
-    """Deactivate (or reactivate) an account; its labels are kept."""
+def set_active(session: Session, *, username: str, active: bool, account: Account | None = None) -> User:
+    """Deactivate (or reactivate) an account; its labels are kept. With an `account`, researchers only."""
+    if account is not None:
+        require_role(account, "researcher")
     user = get_user(session, username)
     user.active = active
     session.add(user)

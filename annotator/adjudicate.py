@@ -519,14 +519,17 @@ QUEUE_COLUMNS = [
 ]
 
 
-def queue(session: Session, *, study: str) -> pd.DataFrame:
+def queue(session: Session, *, study: str, account: Account | None = None) -> pd.DataFrame:
     """The pairs that need a person, lowest agreement first (then most flags, then pair id).
 
     A pair is in the queue when a rule fires (:data:`RULES`, named in ``rules`` and explained in
     ``reasons``) and no person has decided it yet, or a judgment was submitted after the latest human
     decision (``reopened``). ``pair_db_id`` is the Pair.id to pass to :func:`pair_detail` and
-    :func:`decide`; ``pair_id`` is the external id.
+    :func:`decide`; ``pair_id`` is the external id. With an `account` (the app), only an adjudicator
+    or a researcher may see it.
     """
+    if account is not None:
+        require_role(account, "adjudicator", "researcher")
     study_row = get_study(session, study)
     evaluation, _ = _evaluation(session, study_row)
     state = _decision_state(evaluation, _adjudications(session, int(study_row.id or 0)))

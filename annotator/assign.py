@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, insert
 from sqlmodel import Session, select
 
+from annotator.accounts import Account, require_role
 from annotator.errors import UserError
 from annotator.models import Assignment, Event, Pair, Study, User
 
@@ -57,6 +58,7 @@ def assign(
     annotators: list[str] | None = None,
     seed: int = 0,
     overlap_among_named: bool = False,
+    account: Account | None = None,
 ) -> AssignSummary:
     """Give every pair of `study` to `overlap` distinct annotators; idempotent, deterministic per seed.
 
@@ -66,8 +68,11 @@ def assign(
     annotators' assignments count toward the overlap (a separate panel, e.g. simulated annotators).
     The sides of `chosen` keep every pair within one of even, and the A slots go to the annotators who
     have seen `chosen` on B most, so on a first run each annotator's A and B counts differ by at most
-    two (tested). New items are appended to each queue in shuffled order.
+    two (tested). New items are appended to each queue in shuffled order. With an `account` (the
+    app), only a researcher may assign.
     """
+    if account is not None:
+        require_role(account, "researcher")
     if overlap < 1:
         raise UserError("overlap must be at least 1")
     study_row = get_study(session, study)
@@ -154,7 +159,9 @@ def assign(
         session.execute(insert(Assignment), rows)
     session.add(
         Event(
-            action="assign", detail={"study": study, "overlap": overlap, "created": len(rows), "seed": seed}
+            user_id=account.id if account is not None else None,
+            action="assign",
+            detail={"study": study, "overlap": overlap, "created": len(rows), "seed": seed},
         )
     )
     return AssignSummary(study, len(rows), len(pair_ids), len(user_ids))

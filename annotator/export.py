@@ -198,7 +198,9 @@ def _pseudonymize(names: pd.Series, study: str) -> pd.Series:
     return names.map(codes).astype(object)
 
 
-def label_frame(session: Session, *, study: str, pseudonymize: bool = False) -> pd.DataFrame:
+def label_frame(
+    session: Session, *, study: str, pseudonymize: bool = False, account: Account | None = None
+) -> pd.DataFrame:
     """Every score of every current judgment of `study` in the tidy long form (one row per score).
 
     Columns (see :data:`LABEL_COLUMNS`): pair_id (external id), annotator (username, or a stable
@@ -209,7 +211,10 @@ def label_frame(session: Session, *, study: str, pseudonymize: bool = False) -> 
     sorted by pair_id, annotator, response, item.
 
     Two queries (judgments, scores) joined in pandas: about a million rows take a few seconds.
+    With an `account` (the app), only a researcher may read it.
     """
+    if account is not None:
+        require_role(account, "researcher")
     study_row = get_study(session, study)
     study_id = int(study_row.id or 0)
     judgments = current_judgments(session, study_id=study_id)
@@ -511,6 +516,8 @@ def record_export(
     **options: Any,
 ) -> None:
     """Add the audit event for one export: who, which study, what kind, how many rows, where."""
+    if account is not None:
+        require_role(account, "researcher")
     detail = {
         "study": study,
         "kind": kind,
@@ -529,8 +536,14 @@ def build(
     kind: str,
     pseudonymize: bool = False,
     validated_only: bool = False,
+    account: Account | None = None,
 ) -> pd.DataFrame | list[dict[str, Any]]:
-    """The data of one export kind: labels (frame), adjudicated (frame) or pairs (records)."""
+    """The data of one export kind: labels (frame), adjudicated (frame) or pairs (records).
+
+    With an `account` (the app), only a researcher may build an export.
+    """
+    if account is not None:
+        require_role(account, "researcher")
     if kind == "labels":
         return label_frame(session, study=study, pseudonymize=pseudonymize)
     if kind == "adjudicated":

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 
+from annotator.accounts import Account, require_role
 from annotator.db import RawJSON, json_serializer
 from annotator.errors import IngestError, UserError
 from annotator.models import Event, Pair, Study
@@ -327,12 +328,17 @@ def import_file(
     replace: bool = False,
     progress: Progress | None = None,
     user_id: int | None = None,
+    account: Account | None = None,
 ) -> ImportSummary:
     """Import a pair file into `study` in one transaction; nothing is written if anything is wrong.
 
     Re-importing identical records is a no-op; a changed record under an existing id is refused
-    unless `replace` is set (then it is updated, but only while it has no judgments).
+    unless `replace` is set (then it is updated, but only while it has no judgments). With an
+    `account` (the app), only a researcher may import, and the import is logged under that account.
     """
+    if account is not None:
+        require_role(account, "researcher")
+        user_id = account.id
     rows = [storable(row) for row in load_pairs(path, progress=progress)]
     if getattr(engine.dialect, "_json_serializer", None) is not json_serializer:  # not from make_engine
         rows = [row | {key: json.loads(row[key]) for key in JSON_FIELDS} for row in rows]

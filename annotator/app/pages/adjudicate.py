@@ -14,7 +14,7 @@ if study is not None:
         with session() as active:
             st.success(str(adjudicate.auto_resolve(active, study=study, account=account)))
     with session() as active:
-        waiting = adjudicate.queue(active, study=study)
+        waiting = adjudicate.queue(active, study=study, account=account)
     st.subheader(f"Queue ({len(waiting)})")
     if waiting.empty:
         st.info("Nothing needs a person right now. Run the automatic resolution after new judgments arrive.")

@@ -13,7 +13,7 @@ st.title("Annotators")
 study = choose_study("annotators_study")
 if study is not None:
     with session() as active:
-        frame = label_frame(active, study=study)
+        frame = label_frame(active, study=study, account=account)
         progress = dashboard.annotator_progress(active, study=study)
     if frame.empty:
         st.info("No judgments yet.")
@@ -29,9 +29,12 @@ if study is not None:
         name = st.selectbox("Annotator", names, key="annotators_name")
         left, right = st.columns(2)
         if left.button("Deactivate account", key="annotators_deactivate"):
-            with session() as active:
-                accounts.set_active(active, username=name, active=False)
-            st.success(f"{name} can no longer log in; their labels are kept.")
+            try:
+                with session() as active:
+                    accounts.set_active(active, username=name, active=False, account=account)
+                st.success(f"{name} can no longer log in; their labels are kept.")
+            except UserError as exc:
+                st.error(str(exc))
         if right.button("Reassign open items", key="annotators_reassign"):
             try:
                 with session() as active:

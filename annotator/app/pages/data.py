@@ -27,7 +27,7 @@ with st.form("import_form"):
                 path.write_bytes(upload.getvalue())
                 try:
                     summary = ingest.import_file(
-                        engine(), path, study=study.strip(), replace=replace, user_id=account.id
+                        engine(), path, study=study.strip(), replace=replace, account=account
                     )
                     st.success(str(summary))
                 except UserError as exc:
@@ -44,7 +44,11 @@ with st.form("assign_form"):
                 st.success(
                     str(
                         assign.assign(
-                            active, study=assign_study.strip(), overlap=int(overlap), seed=int(seed)
+                            active,
+                            study=assign_study.strip(),
+                            overlap=int(overlap),
+                            seed=int(seed),
+                            account=account,
                         )
                     )
                 )
@@ -59,7 +63,9 @@ with st.form("account_form"):
         password = accounts.generate_password()
         try:
             with session() as active:
-                accounts.add_user(active, username=username.strip(), role=role, password=password)
+                accounts.add_user(
+                    active, username=username.strip(), role=role, password=password, account=account
+                )
             st.success(f"Created {role} {username}. Password (shown once): `{password}`")
         except UserError as exc:
             st.error(str(exc))

@@ -37,7 +37,12 @@ if study is not None:
         try:
             with session() as active:
                 data = export.build(
-                    active, study=study, kind=kind, pseudonymize=pseudonymize, validated_only=validated_only
+                    active,
+                    study=study,
+                    kind=kind,
+                    pseudonymize=pseudonymize,
+                    validated_only=validated_only,
+                    account=account,
                 )
                 payload = export.to_bytes(data, fmt)
         except UserError as exc:

@@ -1,0 +1,289 @@
+"""Security: authorization in the service functions (not only in the page list), what the pages pass,
+login throttling and session expiry, no secrets or texts in the audit log, and the audit log itself.
+"""
+
+import ast
+import dataclasses
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+
+from annotator import accounts, adjudicate, assign, dashboard, db, export, ingest, labels
+from annotator.accounts import Account
+from annotator.errors import AuthError
+from annotator.models import Adjudication, Assignment, Event, Judgment, User
+from tests.factories import make_record, make_user, write_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ROOT / "annotator" / "app" / "pages"
+STUDY = "s1"
+DIMENSIONS = ("correctness", "relevance", "helpfulness")
+
+
+@dataclasses.dataclass(frozen=True)
+class World:
+    engine: Engine
+    folder: Path
+    accounts: dict[str, Account]
+    queues: dict[str, list[int]]  # annotator -> assignment ids in queue order
+
+    def pair_file(self, start: int = 10, n: int = 2) -> Path:
+        return write_jsonl(
+            self.folder / f"more-{start}.jsonl", [make_record(i) for i in range(start, start + n)]
+        )
+
+
+@pytest.fixture
+def world(engine: Engine, tmp_path: Path) -> Iterator[World]:
+    """Three pairs rated by nobody yet; ann1 and ann2 each have all three; an adjudicator and a researcher."""
+    ingest.import_file(
+        engine, write_jsonl(tmp_path / "pairs.jsonl", [make_record(i) for i in range(3)]), study=STUDY
+    )
+    found: dict[str, Account] = {}
+    with db.session_scope(engine) as session:
+        for name, role in (
+            ("ann1", "annotator"),
+            ("ann2", "annotator"),
+            ("judge", "adjudicator"),
+            ("boss", "researcher"),
+        ):
+            user = make_user(session, name, role=role)
+            found[name] = Account(id=int(user.id or 0), username=name, role=role)
+    with db.session_scope(engine) as session:
+        assign.assign(session, study=STUDY, overlap=2, seed=0)
+    queues: dict[str, list[int]] = {}
+    with Session(engine) as session:
+        for name in ("ann1", "ann2"):
+            query = (
+                select(Assignment.id)
+                .where(Assignment.annotator_id == found[name].id)
+                .order_by(Assignment.position)
+            )
+            queues[name] = [int(i or 0) for i in session.exec(query)]
+    yield World(engine, tmp_path, found, queues)
+
+
+def form(submission_id: str, *, comment: str = "", flag_reason: str = "") -> labels.Submission:
+    scores: dict[str, dict[str, float | None]] = {
+        "A": dict.fromkeys(DIMENSIONS, 4) | {"rubric:0": 2, "rubric:1": 1},
+        "B": dict.fromkeys(DIMENSIONS, 3) | {"rubric:0": 0, "rubric:1": 1},
+    }
+    return labels.Submission(
+        submission_id=submission_id,
+        preference=1,
+        scores=scores,
+        confidence=2,
+        comment=comment,
+        flag=bool(flag_reason),
+        flag_reason=flag_reason,
+    )
+
+
+def submit(w: World, name: str, index: int = 0, **kwargs: Any) -> Judgment:
+    with db.session_scope(w.engine) as session:
+        labels.show(session, assignment_id=w.queues[name][index], user_id=w.accounts[name].id)
+    with db.session_scope(w.engine) as session:
+        return labels.submit(
+            session,
+            assignment_id=w.queues[name][index],
+            user_id=w.accounts[name].id,
+            submission=form(f"{name}-{index}", **kwargs),
+        )
+
+
+def n_rows(engine: Engine, table: type) -> int:
+    with Session(engine) as session:
+        return int(session.exec(select(func.count()).select_from(table)).one())
+
+
+def events(engine: Engine) -> list[Event]:
+    with Session(engine) as session:
+        return list(session.exec(select(Event).order_by(Event.id)))
+
+
+# ------------------------------------------------------------------ authorization in the service layer
+
+# Each call gets (world, session, account); the researcher-only ones first.
+Call = Callable[[World, Session, Account], Any]
+RESEARCHER_CALLS: dict[str, Call] = {
+    "ingest.import_file": lambda w, s, a: ingest.import_file(w.engine, w.pair_file(), study=STUDY, account=a),
+    "assign.assign": lambda w, s, a: assign.assign(s, study=STUDY, overlap=1, account=a),
+    "accounts.add_user": lambda w, s, a: accounts.add_user(
+        s, username="mallory", role="researcher", password="x" * 12, account=a
+    ),
+    "accounts.set_active": lambda w, s, a: accounts.set_active(s, username="ann2", active=False, account=a),
+    "export.build labels": lambda w, s, a: export.build(s, study=STUDY, kind="labels", account=a),
+    "export.build adjudicated": lambda w, s, a: export.build(s, study=STUDY, kind="adjudicated", account=a),
+    "export.build pairs": lambda w, s, a: export.build(s, study=STUDY, kind="pairs", account=a),
+    "export.label_frame": lambda w, s, a: export.label_frame(s, study=STUDY, account=a),
+    "export.record_export": lambda w, s, a: export.record_export(
+        s, study=STUDY, kind="labels", rows=0, fmt="csv", account=a
+    ),
+    "export.export": lambda w, s, a: export.export(
+        s, study=STUDY, kind="labels", fmt="csv", path=w.folder / "out.csv", account=a
+    ),
+    "dashboard.reassign_open": lambda w, s, a: dashboard.reassign_open(
+        s, account=a, study=STUDY, username="ann2"
+    ),
+}
+ADJUDICATOR_CALLS: dict[str, Call] = {
+    "adjudicate.queue": lambda w, s, a: adjudicate.queue(s, study=STUDY, account=a),
+    "adjudicate.auto_resolve": lambda w, s, a: adjudicate.auto_resolve(s, study=STUDY, account=a),
+    "adjudicate.pair_detail": lambda w, s, a: adjudicate.pair_detail(s, pair_id=1, account=a),
+    "adjudicate.decide": lambda w, s, a: adjudicate.decide(
+        s, pair_id=1, account=a, preference="chosen", keep=True
+    ),
+}
+
+
+def _state(engine: Engine) -> tuple[int, ...]:
+    """Row counts and the active flags: a refused call must change none of them."""
+    with Session(engine) as session:
+        active = tuple(session.exec(select(User.active).order_by(User.id)))
+    tables = (Event, User, Assignment, Adjudication, Judgment)
+    return (*(n_rows(engine, t) for t in tables), *active)
+
+
+@pytest.mark.parametrize("name", [*RESEARCHER_CALLS, *ADJUDICATOR_CALLS])
+@pytest.mark.parametrize("who", ["ann1"])
+def test_an_annotator_may_not_call_researcher_or_adjudicator_functions(
+    world: World, name: str, who: str
+) -> None:
+    call = {**RESEARCHER_CALLS, **ADJUDICATOR_CALLS}[name]
+    before = _state(world.engine)
+    with pytest.raises(AuthError, match="may not do this"), db.session_scope(world.engine) as session:
+        call(world, session, world.accounts[who])
+    assert _state(world.engine) == before
+    assert not (world.folder / "out.csv").exists()
+
+
+@pytest.mark.parametrize("name", list(RESEARCHER_CALLS))
+def test_an_adjudicator_may_not_call_researcher_functions(world: World, name: str) -> None:
+    before = _state(world.engine)
+    with pytest.raises(AuthError), db.session_scope(world.engine) as session:
+        RESEARCHER_CALLS[name](world, session, world.accounts["judge"])
+    assert _state(world.engine) == before
+
+
+@pytest.mark.parametrize("name", list(RESEARCHER_CALLS))
+def test_a_researcher_may_call_researcher_functions(world: World, name: str) -> None:
+    submit(world, "ann1")
+    with db.session_scope(world.engine) as session:
+        RESEARCHER_CALLS[name](world, session, world.accounts["boss"])
+
+
+@pytest.mark.parametrize("who", ["judge", "boss"])
+@pytest.mark.parametrize("name", list(ADJUDICATOR_CALLS))
+def test_adjudicators_and_researchers_may_adjudicate(world: World, name: str, who: str) -> None:
+    submit(world, "ann1")
+    with db.session_scope(world.engine) as session:
+        ADJUDICATOR_CALLS[name](world, session, world.accounts[who])
+
+
+def test_an_import_by_an_account_is_logged_under_it(world: World) -> None:
+    ingest.import_file(world.engine, world.pair_file(), study=STUDY, account=world.accounts["boss"])
+    assert events(world.engine)[-1].action == "import"
+    assert events(world.engine)[-1].user_id == world.accounts["boss"].id
+
+
+def test_an_annotator_cannot_open_another_annotators_item(world: World) -> None:
+    theirs = world.queues["ann2"][0]
+    with pytest.raises(AuthError, match="not in your queue"), db.session_scope(world.engine) as session:
+        labels.show(session, assignment_id=theirs, user_id=world.accounts["ann1"].id)
+    with Session(world.engine) as session:
+        assert session.get(Assignment, theirs).shown_at is None  # type: ignore[union-attr]
+
+
+def test_an_annotator_cannot_see_another_annotators_answers(world: World) -> None:
+    submit(world, "ann2")
+    with pytest.raises(AuthError), db.session_scope(world.engine) as session:
+        labels.current_answers(
+            session, assignment_id=world.queues["ann2"][0], user_id=world.accounts["ann1"].id
+        )
+    with db.session_scope(world.engine) as session:
+        mine = labels.finished_items(session, user_id=world.accounts["ann1"].id, study_id=1)
+    assert mine == []  # ann2's finished item is not in ann1's list
+
+
+def test_an_annotator_cannot_change_another_annotators_item(world: World) -> None:
+    theirs = world.queues["ann2"][0]
+    with pytest.raises(AuthError), db.session_scope(world.engine) as session:
+        labels.submit(
+            session, assignment_id=theirs, user_id=world.accounts["ann1"].id, submission=form("evil")
+        )
+    with pytest.raises(AuthError), db.session_scope(world.engine) as session:
+        labels.skip(session, assignment_id=theirs, user_id=world.accounts["ann1"].id, reason="mine now")
+    with Session(world.engine) as session:
+        assignment = session.get(Assignment, theirs)
+        assert assignment is not None
+        assert (assignment.status, assignment.skip_count) == ("pending", 0)
+    assert n_rows(world.engine, Judgment) == 0
+
+
+def test_a_resubmitted_id_of_another_annotator_does_not_reveal_their_judgment(world: World) -> None:
+    submit(world, "ann2")
+    with pytest.raises(AuthError), db.session_scope(world.engine) as session:
+        labels.submit(
+            session,
+            assignment_id=world.queues["ann1"][0],
+            user_id=world.accounts["ann1"].id,
+            submission=form("ann2-0"),
+        )
+
+
+# ------------------------------------------------------------------ what the pages pass to the services
+
+GUARDED = {
+    ("ingest", "import_file"),
+    ("assign", "assign"),
+    ("accounts", "add_user"),
+    ("accounts", "set_active"),
+    ("export", "build"),
+    ("export", "export"),
+    ("export", "record_export"),
+    ("adjudicate", "auto_resolve"),
+    ("adjudicate", "queue"),
+    ("adjudicate", "pair_detail"),
+    ("adjudicate", "decide"),
+    ("dashboard", "reassign_open"),
+    (None, "label_frame"),
+}
+PER_USER = {"show", "submit", "skip", "current_answers", "finished_items", "next_assignment", "progress"}
+
+
+def _calls(path: Path) -> list[ast.Call]:
+    return [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)]
+
+
+def _name(call: ast.Call) -> tuple[str | None, str]:
+    func_node = call.func
+    if isinstance(func_node, ast.Attribute) and isinstance(func_node.value, ast.Name):
+        return func_node.value.id, func_node.attr
+    if isinstance(func_node, ast.Name):
+        return None, func_node.id
+    return None, ""
+
+
+def _keyword(call: ast.Call, name: str) -> str | None:
+    found = next((k for k in call.keywords if k.arg == name), None)
+    return None if found is None else ast.unparse(found.value)
+
+
+@pytest.mark.parametrize("page_file", sorted(p.name for p in PAGES.glob("*.py")))
+def test_pages_pass_the_logged_in_account_to_guarded_services(page_file: str) -> None:
+    """Every guarded service call passes `account=account`, and every per-annotator call the
+    logged-in id (`user_id=account.id`), never an id from a widget or the URL."""
+    for call in _calls(PAGES / page_file):
+        module, function = _name(call)
+        where = f"{page_file}:{call.lineno} {module}.{function}"
+        if (module, function) in GUARDED or (None, function) in GUARDED and module is None:
+            # `_account`: an argument st.cache_* leaves out of its key (the page checked before)
+            assert _keyword(call, "account") in ("account", "_account"), where
+        if module in ("labels", "accounts") and _keyword(call, "user_id") is not None:
+            assert _keyword(call, "user_id") == "account.id", where
+        if module == "labels" and function in PER_USER:
+            assert _keyword(call, "user_id") == "account.id", where
