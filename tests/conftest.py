@@ -1,25 +1,145 @@
-"""Shared fixtures: every test gets its own temporary SQLite database, never data/annotations.db."""
+"""Shared fixtures: every test gets its own temporary database, never data/annotations.db.
 
+By default that is a SQLite file. When $ANNOTATOR_TEST_POSTGRES holds the admin URL of a PostgreSQL
+server (e.g. postgresql+psycopg://annotator:annotator@127.0.0.1:5432/postgres), every test gets a fresh
+PostgreSQL database instead, dropped at teardown; tests marked `sqlite_only` are skipped then.
+"""
+
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import Engine
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Engine, make_url
 
 from annotator import db
 
+POSTGRES_ENV = "ANNOTATOR_TEST_POSTGRES"
+
+
+def postgres_admin_url() -> str | None:
+    """The admin URL of the PostgreSQL server the tests run on, or None for SQLite."""
+    return os.environ.get(POSTGRES_ENV) or None
+
+
+class PostgresDatabases:
+    """Creates and drops uniquely named databases on one server; a migrated template makes
+    `CREATE DATABASE ... TEMPLATE` the cheap way to a database at the head schema."""
+
+    def __init__(self, admin_url: str) -> None:
+        self.admin_url = make_url(admin_url)
+        self.admin = create_engine(self.admin_url, isolation_level="AUTOCOMMIT")
+        self.prefix = f"annotator_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        self.template: str | None = None
+        self.count = 0
+        self.live: list[str] = []
+
+    def url(self, name: str) -> str:
+        return self.admin_url.set(database=name).render_as_string(hide_password=False)
+
+    def _create(self, name: str, template: str | None = None) -> None:
+        suffix = f' TEMPLATE "{template}"' if template else ""
+        with self.admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"{suffix}'))
+
+    def _template(self) -> str:
+        if self.template is None:
+            name = f"{self.prefix}_tmpl"
+            self._create(name)
+            engine = db.make_engine(self.url(name))
+            db.upgrade(engine)
+            engine.dispose()  # a template must have no connections while it is copied
+            self.template = name
+        return self.template
+
+    def fresh(self, *, migrated: bool = False) -> str:
+        """The URL of a new database: empty, or at the head schema when `migrated`."""
+        self.count += 1
+        name = f"{self.prefix}_{self.count}"
+        self._create(name, self._template() if migrated else None)
+        url = self.url(name)
+        self.live.append(url)
+        return url
+
+    def drop(self, url: str) -> None:
+        """Drop a database, ending whatever connections are still open to it."""
+        with self.admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
+        if url in self.live:
+            self.live.remove(url)
+
+    def drop_all(self) -> None:
+        for url in list(self.live):
+            self.drop(url)
+
+    def close(self) -> None:
+        self.drop_all()
+        if self.template is not None:
+            self.drop(self.url(self.template))
+            self.template = None
+        self.admin.dispose()
+
+
+_POSTGRES: PostgresDatabases | None = None
+
+
+def postgres() -> PostgresDatabases | None:
+    """The session's PostgreSQL database maker, or None when the tests run on SQLite."""
+    global _POSTGRES
+    admin_url = postgres_admin_url()
+    if admin_url is None:
+        return None
+    if _POSTGRES is None:
+        _POSTGRES = PostgresDatabases(admin_url)
+    return _POSTGRES
+
+
+def fresh_db_url(tmp_path: Path, name: str = "db", *, migrated: bool = False) -> str:
+    """The URL of a new database for this test (for tests that need several, or build their own).
+
+    On SQLite: a file `<tmp_path>/<name>/annotations.db` that does not exist yet (nor does its folder).
+    On PostgreSQL: a new empty database, or one already at the head schema when `migrated`; it is
+    dropped when the test ends.
+    """
+    server = postgres()
+    if server is None:
+        return f"sqlite:///{tmp_path / name / 'annotations.db'}"
+    return server.fresh(migrated=migrated)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _POSTGRES is not None:
+        _POSTGRES.close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if postgres_admin_url() is None:
+        return
+    skip = pytest.mark.skip(reason=f"SQLite-specific test (${POSTGRES_ENV} is set: running on PostgreSQL)")
+    for item in items:
+        if item.get_closest_marker("sqlite_only"):
+            item.add_marker(skip)
+
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads $ANNOTATOR_DB_URL from the outside or writes the default data/annotations.db."""
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test reads $ANNOTATOR_DB_URL from the outside or writes the default data/annotations.db;
+    PostgreSQL databases made for a test are dropped after it (after the other fixtures' teardown)."""
     monkeypatch.delenv(db.ENV_VAR, raising=False)
     monkeypatch.chdir(tmp_path)
+    yield
+    if _POSTGRES is not None:
+        _POSTGRES.drop_all()
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    """The URL of a SQLite file that does not exist yet (in a folder that does not exist yet)."""
-    return f"sqlite:///{tmp_path / 'db' / 'annotations.db'}"
+def db_url(tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """The URL of a fresh database: a SQLite file that does not exist yet (in a folder that does not
+    exist yet), or (on PostgreSQL) a new database, already migrated when the test also asks for
+    `engine` (copying the session's template is faster than migrating)."""
+    return fresh_db_url(tmp_path, migrated="engine" in request.fixturenames)
 
 
 @pytest.fixture

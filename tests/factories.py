@@ -146,11 +146,18 @@ def counts(engine: Engine) -> dict[str, int]:
 
 @contextmanager
 def temp_engine() -> Iterator[Engine]:
-    """A migrated SQLite database in a fresh temporary folder (for hypothesis examples)."""
+    """A fresh migrated database (for hypothesis examples): a SQLite file in a temporary folder, or a
+    new PostgreSQL database when the tests run on PostgreSQL (see conftest)."""
+    from tests.conftest import postgres
+
+    server = postgres()
     with tempfile.TemporaryDirectory() as folder:
-        engine = db.make_engine(f"sqlite:///{folder}/test.db")
+        url = f"sqlite:///{folder}/test.db" if server is None else server.fresh(migrated=True)
+        engine = db.make_engine(url)
         db.upgrade(engine)
         try:
             yield engine
         finally:
             engine.dispose()
+            if server is not None:
+                server.drop(url)  # hypothesis makes many examples per test: do not keep them all

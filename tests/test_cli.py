@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from annotator import db
 from annotator.cli import app
 from annotator.models import User
+from tests.conftest import fresh_db_url
 from tests.factories import make_record, make_records, write_jsonl
 
 runner = CliRunner()
@@ -44,7 +45,7 @@ def test_db_as_a_command_option(db_url: str) -> None:
 
 
 def test_the_command_option_wins_over_the_global_one(db_url: str, tmp_path: Path) -> None:
-    other = f"sqlite:///{tmp_path / 'other.db'}"
+    other = fresh_db_url(tmp_path, "other")
     for url in (db_url, other):
         runner.invoke(app, ["init", "--db", url])
     runner.invoke(app, ["--db", other, "users", "add", "alice", "--password", PASSWORD, "--db", db_url])
@@ -54,7 +55,7 @@ def test_the_command_option_wins_over_the_global_one(db_url: str, tmp_path: Path
 def test_the_global_option_does_not_leak_into_the_next_call(
     db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    other = f"sqlite:///{tmp_path / 'other.db'}"
+    other = fresh_db_url(tmp_path, "other")
     runner.invoke(app, ["--db", other, "init"])
     monkeypatch.setenv(db.ENV_VAR, db_url)
     assert runner.invoke(app, ["init"]).exit_code == 0
@@ -81,6 +82,7 @@ def test_python_dash_m_annotator_help(tmp_path: Path) -> None:
         assert command in result.stdout
 
 
+@pytest.mark.sqlite_only
 def test_long_output_lines_are_not_wrapped(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / ('a-long-folder-name-' * 6)}/annotations.db"
     result = runner.invoke(app, ["init", "--db", url])

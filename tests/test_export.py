@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from annotator import accounts, adjudicate, assign, db, export, ingest, labels
 from annotator.cli import app
 from annotator.models import Assignment, Event, Pair, Study, User
+from tests.conftest import fresh_db_url
 
 STUDY = "s1"
 ANNOTATORS = ("ann1", "ann2", "ann3")
@@ -29,7 +30,7 @@ QUALITY = ("correctness", "relevance", "helpfulness")
 
 
 def new_engine(tmp_path: Path) -> Engine:
-    url = f"sqlite:///{tmp_path / 't.db'}"
+    url = fresh_db_url(tmp_path)
     db.upgrade(url)
     return db.make_engine(url)
 

@@ -23,13 +23,14 @@ from annotator.export import label_frame
 from annotator.reporting import study_report
 from annotator.simulate import SimulationSpec, simulate
 from annotator.study import parse_config
+from tests.conftest import fresh_db_url
 
 STUDY = "sample"
 runner = CliRunner()
 
 
 def _database(tmp_path: Path, *, judged: bool = True) -> tuple[str, Engine]:
-    url = f"sqlite:///{tmp_path / 't.db'}"
+    url = fresh_db_url(tmp_path)
     db.upgrade(url)
     engine = db.make_engine(url)
     ingest.import_file(engine, SAMPLE, study=STUDY)

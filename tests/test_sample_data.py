@@ -142,9 +142,10 @@ def test_guidelines_mention_every_quality_label() -> None:
 def test_sample_imports_cleanly(tmp_path: Path) -> None:
     from annotator.db import make_engine, upgrade
     from annotator.ingest import import_file
+    from tests.conftest import fresh_db_url
 
     n = len(load_records())
-    url = f"sqlite:///{tmp_path / 't.db'}"
+    url = fresh_db_url(tmp_path)
     upgrade(url)
     engine = make_engine(url)
     summary = import_file(engine, PAIRS, study="sample")

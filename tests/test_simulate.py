@@ -16,6 +16,7 @@ from annotator.demo import SAMPLE
 from annotator.models import Assignment, Judgment, Pair, Score, User
 from annotator.reporting import study_report
 from annotator.simulate import SimulationSpec, SimulationSummary, simulate
+from tests.conftest import fresh_db_url
 
 STUDY = "sample"
 SIM_USERS = ["sim_01", "sim_02", "sim_03"]
@@ -26,15 +27,15 @@ FLAWED = sorted(
 )
 
 
-def _engine(tmp_path: Path, name: str = "t.db") -> Engine:
-    url = f"sqlite:///{tmp_path / name}"
+def _engine(tmp_path: Path, name: str = "t") -> Engine:
+    url = fresh_db_url(tmp_path, name)
     db.upgrade(url)
     engine = db.make_engine(url)
     ingest.import_file(engine, SAMPLE, study=STUDY)
     return engine
 
 
-def _simulated(tmp_path: Path, name: str = "t.db", **spec: float) -> tuple[Engine, SimulationSummary]:
+def _simulated(tmp_path: Path, name: str = "t", **spec: float) -> tuple[Engine, SimulationSummary]:
     engine = _engine(tmp_path, name)
     summary = simulate(engine, study=STUDY, spec=SimulationSpec(**spec))  # type: ignore[arg-type]
     return engine, summary
@@ -64,9 +65,9 @@ def test_sample_has_enough_pairs_and_six_flawed_ones() -> None:
 
 
 def test_same_seed_gives_identical_scores(tmp_path: Path) -> None:
-    first, _ = _simulated(tmp_path, "a.db", seed=5)
-    second, _ = _simulated(tmp_path, "b.db", seed=5)
-    other, _ = _simulated(tmp_path, "c.db", seed=6)
+    first, _ = _simulated(tmp_path, "a", seed=5)
+    second, _ = _simulated(tmp_path, "b", seed=5)
+    other, _ = _simulated(tmp_path, "c", seed=6)
     scores = _scores(first)
     assert len(scores) > 1000
     assert scores == _scores(second)
