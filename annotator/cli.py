@@ -69,8 +69,11 @@ def describe_db_error(exc: DatabaseError) -> str:
     if "no such table" in lowered or "does not exist" in lowered and "relation" in lowered:
         return "the database is not initialised; run `annotator init`"
     if "locked" in lowered:
-        seconds = db.BUSY_TIMEOUT_MS // 1000
-        return f"the database stayed locked for {seconds} s (another process is writing); try again"
+        seconds = db.busy_timeout_ms() / 1000
+        return (
+            f"the database stayed locked for {seconds:g} s (another process is writing); try again "
+            f"(${db.BUSY_TIMEOUT_ENV} sets the wait in ms)"
+        )
     if "readonly" in lowered or "read-only" in lowered:
         return "the database file is read-only; check its permissions"
     if "disk" in lowered and "full" in lowered or "no space" in lowered:

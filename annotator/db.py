@@ -20,7 +20,8 @@ from annotator.errors import SchemaError, UserError
 
 DEFAULT_URL = "sqlite:///data/annotations.db"
 ENV_VAR = "ANNOTATOR_DB_URL"
-BUSY_TIMEOUT_MS = 10_000
+BUSY_TIMEOUT_MS = 10_000  # the default; $ANNOTATOR_BUSY_TIMEOUT_MS overrides it
+BUSY_TIMEOUT_ENV = "ANNOTATOR_BUSY_TIMEOUT_MS"
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
@@ -38,9 +39,23 @@ def json_serializer(value: Any) -> str:
     return value if isinstance(value, RawJSON) else json.dumps(value)
 
 
+def busy_timeout_ms() -> int:
+    """How long a SQLite write waits for another writer: $ANNOTATOR_BUSY_TIMEOUT_MS, else 10 s."""
+    raw = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return BUSY_TIMEOUT_MS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise UserError(f"${BUSY_TIMEOUT_ENV} must be a whole number of milliseconds, not {raw!r}")
+    return value
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms()}")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
@@ -57,9 +72,10 @@ def make_engine(url: str | None = None) -> Engine:
         raise UserError(f"not a database URL: {url!r}") from exc
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
-        if database and database != ":memory:":
+        uri_form = str(parsed.query.get("uri", "")).lower() in ("true", "1")  # file:...?mode=ro&uri=true
+        if database and database != ":memory:" and not uri_form:
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        connect_args = {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
+        connect_args = {"check_same_thread": False, "timeout": busy_timeout_ms() / 1000}
         engine = create_engine(url, connect_args=connect_args, json_serializer=json_serializer)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine

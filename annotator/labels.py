@@ -150,8 +150,10 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
 
     A repeated `submission_id` returns the judgment saved the first time. Submitting an item that
     already has a judgment adds a revision (the newest is current); earlier revisions are kept.
+    Concurrent submits of one item (two tabs, a double click in two processes) are serialized by
+    `_lock_assignment`, so each gets the next revision number and the newest is current.
     """
-    earlier = session.exec(select(Judgment).where(Judgment.submission_id == submission.submission_id)).first()
+    earlier = _saved(session, submission.submission_id)
     if earlier is not None:
         _own_assignment(session, earlier.assignment_id, user_id)
         return earlier
@@ -163,6 +165,12 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     problems = missing_answers(config, len(pair.rubric), submission)
     if problems:
         raise LabelError("Please answer: " + "; ".join(problems))
+    _lock_assignment(session, int(assignment.id or 0))
+    earlier = _saved(session, submission.submission_id)  # saved by another process while we waited
+    if earlier is not None:
+        _own_assignment(session, earlier.assignment_id, user_id)
+        return earlier
+    status = session.exec(select(Assignment.status).where(col(Assignment.id) == assignment.id)).one()
     now = utcnow()
     shown = assignment.shown_at or now
     if shown.tzinfo is None:
@@ -206,7 +214,7 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
         response = "chosen" if (side == "A") == chosen_is_a else "rejected"
         for item, value in items.items():
             session.add(Score(judgment_id=judgment.id, response=response, item=item, value=float(value or 0)))
-    first = assignment.status != "done"
+    first = status != "done"
     session.execute(
         update(Assignment)
         .where(col(Assignment.id) == assignment.id)
@@ -225,6 +233,29 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     )
     session.flush()
     return judgment
+
+
+def _saved(session: Session, submission_id: str) -> Judgment | None:
+    return session.exec(select(Judgment).where(Judgment.submission_id == submission_id)).first()
+
+
+def _lock_assignment(session: Session, assignment_id: int) -> None:
+    """Hold the item until the transaction ends, so that the reads after it see every committed revision.
+
+    PostgreSQL: a row lock (SELECT ... FOR UPDATE) on the assignment; reads in READ COMMITTED then see
+    what a concurrent submit of the same item committed. SQLite: a no-op UPDATE of the row, which takes
+    the database's write lock (waiting up to the busy timeout) before the revision number is read;
+    without it two processes could read the same highest revision and collide on (assignment, revision).
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(
+            update(Assignment)
+            .where(col(Assignment.id) == assignment_id)
+            .values(revisions=Assignment.revisions)
+            .execution_options(synchronize_session=False)
+        )
+    else:
+        session.execute(select(Assignment.id).where(col(Assignment.id) == assignment_id).with_for_update())
 
 
 def skip(session: Session, *, assignment_id: int, user_id: int, reason: str) -> None:
