@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import delete, text, update
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DatabaseError
 from sqlmodel import Session, func, select
 
 from annotator import accounts, adjudicate, assign, dashboard, db, export, ingest, labels
@@ -287,3 +289,78 @@ def test_pages_pass_the_logged_in_account_to_guarded_services(page_file: str) ->
             assert _keyword(call, "user_id") == "account.id", where
         if module == "labels" and function in PER_USER:
             assert _keyword(call, "user_id") == "account.id", where
+
+
+# ---------------------------------------------------------------------------- the audit log itself
+
+
+def _one_event(engine: Engine) -> int:
+    with db.session_scope(engine) as session:
+        event = Event(action="test", detail={"n": 1})
+        session.add(event)
+        session.flush()
+        return int(event.id or 0)
+
+
+def test_events_can_be_inserted(engine: Engine) -> None:
+    first, second = _one_event(engine), _one_event(engine)
+    assert second > first
+    assert [e.action for e in events(engine)] == ["test", "test"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        lambda i: update(Event).where(Event.id == i).values(action="forged"),
+        lambda i: update(Event).values(detail={}),
+        lambda i: delete(Event).where(Event.id == i),
+        lambda i: delete(Event),
+    ],
+    ids=["update one", "update all", "delete one", "delete all"],
+)
+def test_the_database_refuses_to_change_or_delete_an_event(engine: Engine, statement: Any) -> None:
+    event_id = _one_event(engine)
+    with pytest.raises(DatabaseError, match="append-only"), engine.begin() as connection:
+        connection.execute(statement(event_id))
+    assert [(e.id, e.action, e.detail) for e in events(engine)] == [(event_id, "test", {"n": 1})]
+
+
+def test_the_orm_cannot_change_or_delete_an_event_either(engine: Engine) -> None:
+    event_id = _one_event(engine)
+    with pytest.raises(DatabaseError, match="append-only"), db.session_scope(engine) as session:
+        event = session.get(Event, event_id)
+        assert event is not None
+        event.action = "forged"
+        session.add(event)
+    with pytest.raises(DatabaseError, match="append-only"), db.session_scope(engine) as session:
+        session.delete(session.get(Event, event_id))
+    assert events(engine)[0].action == "test"
+
+
+def test_raw_sql_cannot_change_the_audit_log(engine: Engine) -> None:
+    _one_event(engine)
+    for sql in ("UPDATE event SET action = 'x'", "DELETE FROM event"):
+        with pytest.raises(DatabaseError, match="append-only"), engine.begin() as connection:
+            connection.execute(text(sql))
+    assert len(events(engine)) == 1
+
+
+def _alembic(engine: Engine, target: str, *, down: bool = False) -> None:
+    from alembic import command
+
+    config = db._alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        (command.downgrade if down else command.upgrade)(config, target)
+
+
+def test_the_append_only_migration_downgrades_and_upgrades(engine: Engine) -> None:
+    assert db.current_revision(engine) == db.head_revision()
+    event_id = _one_event(engine)
+    _alembic(engine, "0001", down=True)
+    with engine.begin() as connection:
+        connection.execute(update(Event).where(Event.id == event_id).values(action="changed"))
+    _alembic(engine, "head")
+    with pytest.raises(DatabaseError, match="append-only"), engine.begin() as connection:
+        connection.execute(delete(Event))
+    assert [e.action for e in events(engine)] == ["changed"]
