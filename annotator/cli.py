@@ -514,6 +514,20 @@ def adjudicate_(
         out.print(f"{len(pending)} pair(s) need a person{more}", highlight=False)
 
 
+@app.command("backup")
+@user_errors
+def backup_(
+    file: Annotated[Path, typer.Argument(help="The copy to write (a new SQLite file)")],
+    force: Annotated[bool, typer.Option(help="Overwrite FILE if it exists")] = False,
+    database: DbOption = None,
+) -> None:
+    """Copy the SQLite database consistently while annotators work (PostgreSQL: explains pg_dump)."""
+    from annotator import backup as backups
+
+    summary = backups.backup(db.make_engine(db_url(database)), file, force=force)
+    out.print(str(summary), highlight=False)
+
+
 def main() -> None:
     """Entry point for `python -m annotator`."""
     app(prog_name="annotator")

@@ -127,6 +127,10 @@ def check_consistent(engine: Engine, expected: dict[int, set[str]]) -> None:
 
 @pytest.fixture
 def study(engine: Engine, tmp_path: Path) -> dict[int, list[int]]:
+    return make_small_study(engine, tmp_path)
+
+
+def make_small_study(engine: Engine, tmp_path: Path) -> dict[int, list[int]]:
     """Ten pairs, three annotators, each with all ten pairs: annotator id -> assignment ids."""
     make_study(engine, tmp_path, 10)
     make_annotators(engine, 3)
