@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import case, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -282,7 +282,7 @@ class Progress:
 def progress(session: Session, *, user_id: int, study_id: int) -> Progress:
     """How many of an annotator's items are done, in all and skipped (still pending)."""
     rows = session.exec(
-        select(Assignment.status, func.count(), func.sum(Assignment.skip_count > 0))
+        select(Assignment.status, func.count(), func.sum(case((col(Assignment.skip_count) > 0, 1), else_=0)))
         .where(Assignment.annotator_id == user_id, Assignment.study_id == study_id)
         .group_by(Assignment.status)
     ).all()
