@@ -318,15 +318,26 @@ def test_adjudicated_frame_has_one_row_per_pair(tmp_path: Path) -> None:
 def test_cli_adjudicate_auto_and_queue(tmp_path: Path) -> None:
     engine = crafted(tmp_path)
     runner = CliRunner()
-    result = runner.invoke(app, ["adjudicate", "--study", STUDY, "--auto", "--db", str(engine.url)])
+    result = runner.invoke(
+        app,
+        ["adjudicate", "--study", STUDY, "--auto", "--db", engine.url.render_as_string(hide_password=False)],
+    )
     assert result.exit_code == 0, result.output
     assert "3 new automatic decisions (1 unanimous, 2 majority)" in result.output
     assert "4 need a person" in result.output
-    result = runner.invoke(app, ["adjudicate", "--study", STUDY, "--queue", "--db", str(engine.url)])
+    result = runner.invoke(
+        app,
+        ["adjudicate", "--study", STUDY, "--queue", "--db", engine.url.render_as_string(hide_password=False)],
+    )
     assert result.exit_code == 0, result.output
     assert "p2" in result.output and "no_majority" in result.output
     assert "4 pair(s) need a person" in result.output
-    result = runner.invoke(app, ["adjudicate", "--study", "nope", "--auto", "--db", str(engine.url)])
+    result = runner.invoke(
+        app,
+        ["adjudicate", "--study", "nope", "--auto", "--db", engine.url.render_as_string(hide_password=False)],
+    )
     assert result.exit_code == 1 and "no study called 'nope'" in result.output
-    result = runner.invoke(app, ["adjudicate", "--study", STUDY, "--db", str(engine.url)])
+    result = runner.invoke(
+        app, ["adjudicate", "--study", STUDY, "--db", engine.url.render_as_string(hide_password=False)]
+    )
     assert result.exit_code == 1 and "give --auto, --queue or both" in result.output

@@ -367,7 +367,7 @@ def test_write_frame_refuses_an_unknown_format_and_an_unwritable_path(tmp_path: 
 
 def test_validated_pairs_round_trip_through_the_importer(tmp_path: Path) -> None:
     engine = _judged_study(tmp_path)
-    url = str(engine.url)
+    url = engine.url.render_as_string(hide_password=False)
     out_file = tmp_path / "valid.jsonl"
     result = CliRunner().invoke(
         app,
@@ -495,7 +495,7 @@ def test_label_export_round_trip_gives_the_same_statistics(tmp_path: Path, fmt: 
 
 
 def _cli(engine: Engine, *args: str) -> Any:
-    return CliRunner().invoke(app, [*args, "--db", str(engine.url)])
+    return CliRunner().invoke(app, [*args, "--db", engine.url.render_as_string(hide_password=False)])
 
 
 def test_cli_export_labels_pseudonymized(tmp_path: Path) -> None:
