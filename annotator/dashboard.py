@@ -158,3 +158,16 @@ def reassign_open(session: Session, *, account: Account, study: str, username: s
         )
     )
     return moved
+
+
+def filter_options(session: Session, *, study: str) -> tuple[list[str], list[str]]:
+    """The categories of a study's pairs and the annotators with items in it, for the report filters."""
+    study_id = get_study(session, study).id
+    categories = session.exec(select(Pair.category).where(Pair.study_id == study_id).distinct()).all()
+    names = session.exec(
+        select(User.username)
+        .join(Assignment, col(Assignment.annotator_id) == User.id)
+        .where(Assignment.study_id == study_id)
+        .distinct()
+    ).all()
+    return sorted(c for c in categories if c), sorted(names)

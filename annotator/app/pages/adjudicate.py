@@ -19,7 +19,7 @@ if study is not None:
     if waiting.empty:
         st.info("Nothing needs a person right now. Run the automatic resolution after new judgments arrive.")
         st.stop()
-    st.dataframe(waiting, hide_index=True, use_container_width=True)
+    st.dataframe(waiting, hide_index=True, width="stretch")
     show_names = st.toggle("Show annotator names", value=True, key="adjudicate_names")
     pick = st.selectbox(
         "Pair",
@@ -43,11 +43,11 @@ if study is not None:
         detail.judgments if show_names else detail.judgments.drop(columns=["annotator"], errors="ignore")
     )
     st.subheader("Judgments")
-    st.dataframe(judgments, hide_index=True, use_container_width=True)
-    st.dataframe(detail.scores, hide_index=True, use_container_width=True)
+    st.dataframe(judgments, hide_index=True, width="stretch")
+    st.dataframe(detail.scores, hide_index=True, width="stretch")
     if not detail.history.empty:
         st.subheader("History")
-        st.dataframe(detail.history, hide_index=True, use_container_width=True)
+        st.dataframe(detail.history, hide_index=True, width="stretch")
     with st.form(f"decide_{pick.pair_db_id}"):
         preference = st.radio("Final preference", adjudicate.PREFERENCES, horizontal=True, key="decide_pref")
         keep = st.checkbox("Keep this pair in the benchmark", value=True, key="decide_keep")

@@ -18,7 +18,7 @@ if study is not None:
     if frame.empty:
         st.info("No judgments yet.")
     else:
-        st.dataframe(annotator_diagnostics(frame), hide_index=True, use_container_width=True)
+        st.dataframe(annotator_diagnostics(frame), hide_index=True, width="stretch")
         st.caption(
             "loo_spearman: agreement with the mean of the other annotators; straightlining: share of "
             "judgments with one value on every quality scale; share_fast: judgments under 10 s."

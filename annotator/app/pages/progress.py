@@ -22,7 +22,7 @@ if study is not None:
     columns[2].metric("Pairs complete", int((pairs["done"] >= pairs["assigned"]).sum()) if len(pairs) else 0)
     columns[3].metric("Stalled items", len(stalled))
     st.subheader("Annotators")
-    st.dataframe(people, hide_index=True, use_container_width=True)
+    st.dataframe(people, hide_index=True, width="stretch")
     if not timeline.empty:
         timeline = timeline.sort_values("submitted_at").assign(judgments=1)
         timeline["judgments"] = timeline.groupby("annotator")["judgments"].cumsum()
@@ -30,10 +30,10 @@ if study is not None:
             px.line(
                 timeline, x="submitted_at", y="judgments", color="annotator", title="Judgments over time"
             ),
-            use_container_width=True,
+            width="stretch",
         )
     st.subheader("Pairs")
-    st.dataframe(pairs, hide_index=True, use_container_width=True)
+    st.dataframe(pairs, hide_index=True, width="stretch")
     if not stalled.empty:
         st.subheader("Stalled (shown more than a day ago, not submitted)")
         st.dataframe(stalled, hide_index=True)

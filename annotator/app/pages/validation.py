@@ -1,5 +1,7 @@
 """Validation: the same report as `annotator analyze`, live, with filters; cached by a data version."""
 
+from typing import Any
+
 import streamlit as st
 
 from analysis.report import Report, figures
@@ -13,15 +15,19 @@ from annotator.reporting import report_from_frame
 from annotator.study import parse_config
 
 
-@st.cache_data(show_spinner="Computing the validation report...", max_entries=32)
+@st.cache_resource(show_spinner="Computing the validation report...", max_entries=16)
 def cached_report(
     url: str, study: str, version: tuple[int, int], categories: tuple[str, ...], annotators: tuple[str, ...]
-) -> Report:
-    """The report for one data version and filter set (an idle rerun reads it from the cache)."""
+) -> tuple[Report, dict[str, Any]]:
+    """The report and its figures for one data version and filter set.
+
+    Cached as a shared resource (no copy per rerun): an idle rerun only asks the database for the
+    data version and re-sends the cached figures.
+    """
     with session_scope(engine()) as active:
         config = parse_config(get_study(active, study).config)
         frame = label_frame(active, study=study)
-    return report_from_frame(
+    report = report_from_frame(
         frame,
         study=study,
         quality_items=config.dimension_names,
@@ -30,13 +36,7 @@ def cached_report(
         categories=categories,
         annotators=annotators,
     )
-
-
-@st.cache_data(max_entries=32)
-def filter_options(url: str, study: str, version: tuple[int, int]) -> tuple[list[str], list[str]]:
-    with session_scope(engine()) as active:
-        frame = label_frame(active, study=study)
-    return sorted(frame["category"].dropna().unique()), sorted(frame["annotator"].unique())
+    return report, figures(report)
 
 
 require("researcher")
@@ -46,33 +46,40 @@ if study is not None:
     with session() as active:
         version = dashboard.data_version(active, study)
     url = str(engine().url)
-    categories, annotators = filter_options(url, study, version)
+    with session() as active:
+        categories, annotators = dashboard.filter_options(active, study=study)
     left, right = st.columns(2)
     chosen_categories = left.multiselect("Categories", categories, key="validation_categories")
     chosen_annotators = right.multiselect("Annotators", annotators, key="validation_annotators")
     try:
-        report = cached_report(url, study, version, tuple(chosen_categories), tuple(chosen_annotators))
+        report, plots = cached_report(url, study, version, tuple(chosen_categories), tuple(chosen_annotators))
     except UserError as exc:
         st.info(str(exc))
         st.stop()
     s = report.summary
-    st.caption(f"{s['n_pairs']} pairs · {s['n_annotators']} annotators · {s['n_judgments']} judgments")
+    info, refresh = st.columns([5, 1], vertical_alignment="center")
+    info.caption(f"{s['n_pairs']} pairs · {s['n_annotators']} annotators · {s['n_judgments']} judgments")
+    refresh.button(
+        "Refresh",
+        key="validation_refresh",
+        icon=":material/refresh:",
+        help="Re-read the study; the report is recomputed only when judgments changed",
+    )
     for verdict in report.verdicts:
         box = st.success if verdict.passed else st.error
         word = "PASS" if verdict.passed else "FAIL"
         box(f"**{word}: {verdict.claim}** ({verdict.test})  \n{verdict.detail}")
-    plots = figures(report)
-    st.plotly_chart(plots["forest"], use_container_width=True)
-    st.dataframe(report.validation.equivalence, hide_index=True, use_container_width=True)
-    st.plotly_chart(plots["differences"], use_container_width=True)
+    st.plotly_chart(plots["forest"], width="stretch")
+    st.dataframe(report.validation.equivalence, hide_index=True, width="stretch")
+    st.plotly_chart(plots["differences"], width="stretch")
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(plots["preference"], use_container_width=True)
+        st.plotly_chart(plots["preference"], width="stretch")
     with right:
-        st.plotly_chart(plots["agreement"], use_container_width=True)
+        st.plotly_chart(plots["agreement"], width="stretch")
     st.subheader("Rubric alignment")
-    st.dataframe(report.validation.superiority, hide_index=True, use_container_width=True)
+    st.dataframe(report.validation.superiority, hide_index=True, width="stretch")
     st.subheader("Agreement")
-    st.dataframe(report.agreement, hide_index=True, use_container_width=True)
+    st.dataframe(report.agreement, hide_index=True, width="stretch")
     st.subheader(f"Pairs that fail validation ({len(report.failed_pairs)})")
-    st.dataframe(report.failed_pairs, hide_index=True, use_container_width=True)
+    st.dataframe(report.failed_pairs, hide_index=True, width="stretch")
