@@ -75,7 +75,10 @@ def describe_db_error(exc: DatabaseError) -> str:
             f"(${db.BUSY_TIMEOUT_ENV} sets the wait in ms)"
         )
     if "readonly" in lowered or "read-only" in lowered:
-        return "the database file is read-only; check its permissions"
+        return (
+            "the database is read-only (file or folder permissions, a read-only disk, or mode=ro in "
+            "the URL); nothing was saved"
+        )
     if "disk" in lowered and "full" in lowered or "no space" in lowered:
         return "the disk is full; free some space and run the command again (nothing partial was saved)"
     if "unable to open" in lowered:
