@@ -149,8 +149,16 @@ def _read_parquet(path: Path) -> Iterator[tuple[str, Any]]:
     except Exception as exc:  # pyarrow raises several types for a broken file
         raise UserError(f"{path}: not a readable Parquet file: {exc}") from None
     number = 0
-    for batch in parquet.iter_batches(batch_size=2048):
-        for record in batch.to_pylist():
+    batches = parquet.iter_batches(batch_size=2048)
+    while True:
+        try:  # a file whose footer reads fine can still have broken pages further on
+            batch = next(batches, None)
+            records = batch.to_pylist() if batch is not None else []
+        except Exception as exc:
+            raise UserError(f"{path}: not a readable Parquet file (after row {number}): {exc}") from None
+        if batch is None:
+            return
+        for record in records:
             number += 1
             yield f"row {number}", record
 
@@ -234,7 +242,44 @@ def validate_record(record: Any) -> tuple[dict[str, Any], list[str]]:
         "metadata": meta,
         "is_gold": bool(meta.get("gold", False)) if isinstance(meta.get("gold", False), bool) else False,
     }
+    for field, value in record.items():
+        bad = _unencodable(value, f"field {field}")
+        if bad is not None or not _encodable(str(field)):
+            problems.append(
+                f"{bad or f'field {field!r}'}: contains an invalid character (half of a UTF-16 "
+                "surrogate pair, e.g. a JSON escape \\ud800 without its partner)"
+            )
     return row, problems
+
+
+def _encodable(text: str) -> bool:
+    """Whether `text` is valid Unicode for UTF-8 (no lone surrogate, which JSON escapes can produce)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _unencodable(value: Any, where: str) -> str | None:
+    """Where in `value` (a parsed record field) a text cannot be stored, or None when all can."""
+    if isinstance(value, str):
+        return None if _encodable(value) else where
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and not _encodable(key):
+                return f"{where} (a key)"
+            found = _unencodable(item, f"{where}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _unencodable(item, f"{where}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, default=str)
