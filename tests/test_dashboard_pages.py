@@ -1,0 +1,223 @@
+"""Researcher and adjudicator pages: each renders for its role, shows the study, and acts on it."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
+from streamlit.testing.v1 import AppTest
+
+from annotator import accounts, db, ingest
+from annotator.accounts import Account
+from annotator.models import Adjudication, User
+from annotator.simulate import SimulationSpec, simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+MAIN = str(ROOT / "annotator" / "app" / "main.py")
+SAMPLE = ROOT / "data" / "sample_pairs.jsonl"
+RESEARCHER_PAGES = [
+    "progress.py",
+    "validation.py",
+    "annotators.py",
+    "adjudicate.py",
+    "data.py",
+    "downloads.py",
+]
+IDLE = "[data-test-script-state='notRunning']"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+def study_db(env_db: str, engine: Engine) -> Iterator[str]:
+    """The sample study with three simulated annotators, a researcher and an adjudicator."""
+    ingest.import_file(engine, SAMPLE, study="sample")
+    simulate(engine, study="sample", spec=SimulationSpec(seed=3))
+    with db.session_scope(engine) as session:
+        accounts.add_user(session, username="boss", role="researcher", password="boss-password")
+        accounts.add_user(session, username="judge", role="adjudicator", password="judge-password")
+    yield env_db
+
+
+def _account(engine: Engine, username: str) -> Account:
+    with Session(engine) as session:
+        user = session.exec(select(User).where(User.username == username)).one()
+        return Account(id=int(user.id or 0), username=user.username, role=user.role)
+
+
+def _app(account: Account) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.session_state["account"] = account
+    at.session_state["login_at"] = datetime.now(UTC)
+    return at.run()
+
+
+def _texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [e.value for e in at.success] + [e.value for e in at.error]
+    return "\n".join(str(p) for p in parts + [c.value for c in at.caption])
+
+
+@pytest.mark.parametrize("page", RESEARCHER_PAGES)
+def test_every_researcher_page_renders(study_db: str, engine: Engine, page: str) -> None:
+    at = _app(_account(engine, "boss"))
+    at.switch_page(f"pages/{page}").run()
+    assert not at.exception
+    assert at.selectbox or at.text_input  # every page shows its controls (study picker or forms)
+
+
+def test_progress_page_counts_the_study(study_db: str, engine: Engine) -> None:
+    at = _app(_account(engine, "boss"))
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Pairs"] == "39"
+    assert metrics["Judgments done"] == "117 / 117"
+
+
+def test_validation_page_shows_the_verdicts_of_analyze(study_db: str, engine: Engine) -> None:
+    """The page calls the same report as `annotator analyze`: the same verdict lines appear."""
+    from annotator.reporting import study_report
+
+    with Session(engine) as session:
+        report = study_report(session, study="sample", n_boot=1000)
+    at = _app(_account(engine, "boss"))
+    at.switch_page("pages/validation.py").run()
+    assert not at.exception
+    shown = [e.value for e in at.success] + [e.value for e in at.error]
+    for verdict in report.verdicts:
+        assert any(verdict.detail in text for text in shown)
+
+
+def test_validation_filter_by_annotator(study_db: str, engine: Engine) -> None:
+    at = _app(_account(engine, "boss"))
+    at.switch_page("pages/validation.py").run()
+    at.multiselect(key="validation_annotators").select("sim_01").select("sim_02").run()
+    assert not at.exception
+    assert any("2 annotators" in c.value for c in at.caption)
+
+
+def _page(page: str, account: Account) -> AppTest:
+    """One page run on its own (form submits are reliable this way in AppTest)."""
+    at = AppTest.from_file(str(ROOT / "annotator" / "app" / "pages" / page), default_timeout=120)
+    at.session_state["account"] = account
+    at.session_state["login_at"] = datetime.now(UTC)
+    return at.run()
+
+
+def test_data_page_creates_an_account(study_db: str, engine: Engine) -> None:
+    at = _page("data.py", _account(engine, "boss"))
+    at.text_input(key="account_username").input("newcomer")
+    at.selectbox(key="account_role").select("annotator")
+    at.button(key="FormSubmitter:account_form-Create").click().run()
+    assert not at.exception
+    with Session(engine) as session:
+        assert session.exec(select(User).where(User.username == "newcomer")).one().role == "annotator"
+
+
+def test_adjudicator_resolves_and_decides(study_db: str, engine: Engine) -> None:
+    at = _page("adjudicate.py", _account(engine, "judge"))
+    assert not at.exception
+    at.button(key="adjudicate_auto").click().run()
+    assert not at.exception
+    with Session(engine) as session:
+        automatic = session.exec(select(func.count()).select_from(Adjudication)).one()
+    assert automatic > 0
+    queue = at.selectbox(key="adjudicate_pick")
+    assert queue.options, "the sample's flawed pairs need a person"
+    at.radio(key="decide_pref").set_value("rejected")
+    at.checkbox(key="decide_keep").uncheck()
+    at.text_area(key="decide_note").input("rejected fits better")
+    submit = next(b for b in at.button if b.key and b.key.startswith("FormSubmitter:decide_"))
+    submit.click().run()
+    assert not at.exception
+    with Session(engine) as session:
+        human = session.exec(select(Adjudication).where(Adjudication.method == "adjudicated")).one()
+    assert (human.preference, human.keep, human.note) == ("rejected", False, "rejected fits better")
+
+
+def test_annotator_is_refused_on_researcher_pages(study_db: str, engine: Engine) -> None:
+    """A researcher page run for an annotator (e.g. opened by URL) shows a refusal, not data."""
+    at = _page("validation.py", _account(engine, "sim_01"))
+    assert [e.value for e in at.error] == ["This page is not available to the annotator role."]
+    assert not at.dataframe and not at.metric
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is not installed")
+def test_one_adjudication_in_the_browser(study_db: str, engine: Engine, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    port = _free_port()
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            MAIN,
+            f"--server.port={port}",
+            "--server.headless=true",
+            "--browser.gatherUsageStats=false",
+        ],
+        env=os.environ | {db.ENV_VAR: study_db},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+
+            def idle() -> None:
+                page.wait_for_timeout(400)
+                page.wait_for_selector(IDLE, state="attached", timeout=60_000)
+
+            page.goto(f"http://127.0.0.1:{port}")
+            idle()
+            page.get_by_label("Username").fill("judge")
+            page.get_by_role("textbox", name="Password").fill("judge-password")
+            page.get_by_role("button", name="Log in").click()
+            idle()
+            page.get_by_role("button", name="Resolve the clear cases automatically").click()
+            idle()
+            page.get_by_text("Chosen (built to follow the rubric)").wait_for()
+            page.get_by_role("button", name="Record decision").click()
+            idle()
+            page.get_by_text("Decision recorded.").wait_for()
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        log.close()
+    with Session(engine) as session:
+        decided = session.exec(
+            select(func.count()).select_from(Adjudication).where(col(Adjudication.method) == "adjudicated")
+        ).one()
+    assert decided == 1
