@@ -374,7 +374,10 @@ def methods_paragraph(report: Report) -> str:
         "Wilson CI; these two superiority tests were Holm-adjusted. Inter-annotator agreement is "
         "Krippendorff's alpha (ordinal for the 1-5 scales, interval for rubric means) with 95% percentile "
         f"bootstrap CIs over units ({p['n_boot']} resamples, seed {p['seed']}), with ICC, Fleiss' kappa, "
-        "Gwet's AC1 and percent agreement."
+        "Gwet's AC1 and percent agreement. The per-pair tests treat the annotators as fixed: they are "
+        "conditional on this panel of annotators (with few annotators and ratings near the top of the "
+        "scale, their biases shift the observed gap, so a claim about annotators in general rests on the "
+        "mixed model with annotator random effects, fitted when there are at least 5 annotators)."
     )
 
 
