@@ -12,14 +12,21 @@ from annotator.errors import UserError
 from annotator.models import Assignment, Event, Judgment, Pair, Study, User, utcnow
 
 
+def _researchers_study(session: Session, study: str, account: Account | None) -> Study:
+    """The study; with an `account` (the app), only a researcher may read its numbers."""
+    if account is not None:
+        require_role(account, "researcher")
+    return get_study(session, study)
+
+
 def study_names(session: Session) -> list[str]:
     """Every study, by name."""
     return list(session.exec(select(Study.name).order_by(Study.name)))
 
 
-def data_version(session: Session, study: str) -> tuple[int, int]:
+def data_version(session: Session, study: str, *, account: Account | None = None) -> tuple[int, int]:
     """Changes whenever a judgment is added to the study (count and newest id), for caching."""
-    study_id = get_study(session, study).id
+    study_id = _researchers_study(session, study, account).id
     count, newest = session.exec(
         select(func.count(col(Judgment.id)), func.max(Judgment.id))
         .join(Assignment, col(Assignment.id) == Judgment.assignment_id)
@@ -28,9 +35,11 @@ def data_version(session: Session, study: str) -> tuple[int, int]:
     return int(count or 0), int(newest or 0)
 
 
-def annotator_progress(session: Session, *, study: str, stalled_hours: float = 24.0) -> pd.DataFrame:
+def annotator_progress(
+    session: Session, *, study: str, stalled_hours: float = 24.0, account: Account | None = None
+) -> pd.DataFrame:
     """Per annotator: assigned, done, skipped, open, items per hour of work, median time on task."""
-    study_id = get_study(session, study).id
+    study_id = _researchers_study(session, study, account).id
     rows = session.exec(
         select(User.username, User.active, Assignment.status, Assignment.skip_count, Judgment.time_on_task_s)
         .join(User, col(User.id) == Assignment.annotator_id)
@@ -69,9 +78,9 @@ def annotator_progress(session: Session, *, study: str, stalled_hours: float = 2
     return table.drop(columns="work_s").reset_index()
 
 
-def pair_completion(session: Session, *, study: str) -> pd.DataFrame:
+def pair_completion(session: Session, *, study: str, account: Account | None = None) -> pd.DataFrame:
     """Per pair: assigned and completed judgments."""
-    study_id = get_study(session, study).id
+    study_id = _researchers_study(session, study, account).id
     rows = session.exec(
         select(Pair.external_id, Pair.category, func.count(col(Assignment.id)), Pair.n_done)
         .outerjoin(Assignment, col(Assignment.pair_id) == Pair.id)
@@ -81,9 +90,11 @@ def pair_completion(session: Session, *, study: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["pair_id", "category", "assigned", "done"])
 
 
-def stalled_assignments(session: Session, *, study: str, hours: float = 24.0) -> pd.DataFrame:
+def stalled_assignments(
+    session: Session, *, study: str, hours: float = 24.0, account: Account | None = None
+) -> pd.DataFrame:
     """Open items shown to an annotator more than `hours` ago and never submitted."""
-    study_id = get_study(session, study).id
+    study_id = _researchers_study(session, study, account).id
     cutoff = utcnow() - timedelta(hours=hours)
     rows = session.exec(
         select(User.username, Pair.external_id, Assignment.shown_at)
@@ -96,9 +107,9 @@ def stalled_assignments(session: Session, *, study: str, hours: float = 24.0) ->
     return pd.DataFrame(rows, columns=["annotator", "pair_id", "shown_at"])
 
 
-def judgments_over_time(session: Session, *, study: str) -> pd.DataFrame:
+def judgments_over_time(session: Session, *, study: str, account: Account | None = None) -> pd.DataFrame:
     """Every judgment's submission time (revisions included), for the activity plot."""
-    study_id = get_study(session, study).id
+    study_id = _researchers_study(session, study, account).id
     rows = session.exec(
         select(Judgment.submitted_at, User.username)
         .join(Assignment, col(Assignment.id) == Judgment.assignment_id)
@@ -160,9 +171,11 @@ def reassign_open(session: Session, *, account: Account, study: str, username: s
     return moved
 
 
-def filter_options(session: Session, *, study: str) -> tuple[list[str], list[str]]:
+def filter_options(
+    session: Session, *, study: str, account: Account | None = None
+) -> tuple[list[str], list[str]]:
     """The categories of a study's pairs and the annotators with items in it, for the report filters."""
-    study_id = get_study(session, study).id
+    study_id = _researchers_study(session, study, account).id
     categories = session.exec(select(Pair.category).where(Pair.study_id == study_id).distinct()).all()
     names = session.exec(
         select(User.username)

@@ -131,6 +131,12 @@ RESEARCHER_CALLS: dict[str, Call] = {
     "dashboard.reassign_open": lambda w, s, a: dashboard.reassign_open(
         s, account=a, study=STUDY, username="ann2"
     ),
+    "dashboard.data_version": lambda w, s, a: dashboard.data_version(s, STUDY, account=a),
+    "dashboard.annotator_progress": lambda w, s, a: dashboard.annotator_progress(s, study=STUDY, account=a),
+    "dashboard.pair_completion": lambda w, s, a: dashboard.pair_completion(s, study=STUDY, account=a),
+    "dashboard.stalled_assignments": lambda w, s, a: dashboard.stalled_assignments(s, study=STUDY, account=a),
+    "dashboard.judgments_over_time": lambda w, s, a: dashboard.judgments_over_time(s, study=STUDY, account=a),
+    "dashboard.filter_options": lambda w, s, a: dashboard.filter_options(s, study=STUDY, account=a),
 }
 ADJUDICATOR_CALLS: dict[str, Call] = {
     "adjudicate.queue": lambda w, s, a: adjudicate.queue(s, study=STUDY, account=a),
@@ -252,6 +258,12 @@ GUARDED = {
     ("adjudicate", "pair_detail"),
     ("adjudicate", "decide"),
     ("dashboard", "reassign_open"),
+    ("dashboard", "data_version"),
+    ("dashboard", "annotator_progress"),
+    ("dashboard", "pair_completion"),
+    ("dashboard", "stalled_assignments"),
+    ("dashboard", "judgments_over_time"),
+    ("dashboard", "filter_options"),
     (None, "label_frame"),
 }
 PER_USER = {"show", "submit", "skip", "current_answers", "finished_items", "next_assignment", "progress"}

@@ -14,7 +14,7 @@ study = choose_study("annotators_study")
 if study is not None:
     with session() as active:
         frame = label_frame(active, study=study, account=account)
-        progress = dashboard.annotator_progress(active, study=study)
+        progress = dashboard.annotator_progress(active, study=study, account=account)
     if frame.empty:
         st.info("No judgments yet.")
     else:

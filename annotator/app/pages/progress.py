@@ -6,15 +6,15 @@ import streamlit as st
 from annotator import dashboard
 from annotator.app.common import choose_study, require, session
 
-require("researcher")
+account = require("researcher")
 st.title("Progress")
 study = choose_study("progress_study")
 if study is not None:
     with session() as active:
-        people = dashboard.annotator_progress(active, study=study)
-        pairs = dashboard.pair_completion(active, study=study)
-        stalled = dashboard.stalled_assignments(active, study=study)
-        timeline = dashboard.judgments_over_time(active, study=study)
+        people = dashboard.annotator_progress(active, study=study, account=account)
+        pairs = dashboard.pair_completion(active, study=study, account=account)
+        stalled = dashboard.stalled_assignments(active, study=study, account=account)
+        timeline = dashboard.judgments_over_time(active, study=study, account=account)
     done, assigned = int(people["done"].sum()), int(people["assigned"].sum())
     columns = st.columns(4)
     columns[0].metric("Pairs", len(pairs))

@@ -6,6 +6,7 @@ import streamlit as st
 
 from analysis.report import Report, figures
 from annotator import dashboard
+from annotator.accounts import Account
 from annotator.app.common import choose_study, engine, require, session
 from annotator.assign import get_study
 from annotator.db import session_scope
@@ -17,16 +18,22 @@ from annotator.study import parse_config
 
 @st.cache_resource(show_spinner="Computing the validation report...", max_entries=16)
 def cached_report(
-    url: str, study: str, version: tuple[int, int], categories: tuple[str, ...], annotators: tuple[str, ...]
+    url: str,
+    study: str,
+    version: tuple[int, int],
+    categories: tuple[str, ...],
+    annotators: tuple[str, ...],
+    _account: Account,
 ) -> tuple[Report, dict[str, Any]]:
     """The report and its figures for one data version and filter set.
 
     Cached as a shared resource (no copy per rerun): an idle rerun only asks the database for the
-    data version and re-sends the cached figures.
+    data version and re-sends the cached figures. `_account` (not part of the cache key) is checked
+    when the report is computed; the page checked it through data_version before any cache hit.
     """
     with session_scope(engine()) as active:
         config = parse_config(get_study(active, study).config)
-        frame = label_frame(active, study=study)
+        frame = label_frame(active, study=study, account=_account)
     report = report_from_frame(
         frame,
         study=study,
@@ -39,20 +46,22 @@ def cached_report(
     return report, figures(report)
 
 
-require("researcher")
+account = require("researcher")
 st.title("Validation")
 study = choose_study("validation_study")
 if study is not None:
     with session() as active:
-        version = dashboard.data_version(active, study)
+        version = dashboard.data_version(active, study, account=account)
     url = str(engine().url)
     with session() as active:
-        categories, annotators = dashboard.filter_options(active, study=study)
+        categories, annotators = dashboard.filter_options(active, study=study, account=account)
     left, right = st.columns(2)
     chosen_categories = left.multiselect("Categories", categories, key="validation_categories")
     chosen_annotators = right.multiselect("Annotators", annotators, key="validation_annotators")
     try:
-        report, plots = cached_report(url, study, version, tuple(chosen_categories), tuple(chosen_annotators))
+        report, plots = cached_report(
+            url, study, version, tuple(chosen_categories), tuple(chosen_annotators), account
+        )
     except UserError as exc:
         st.info(str(exc))
         st.stop()
