@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import case, func, update
+from sqlalchemy import ColumnElement, case, func, literal_column, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -12,6 +12,7 @@ from annotator.models import Assignment, Event, Judgment, Pair, Score, Study, ut
 from annotator.study import StudyConfig, parse_config
 
 SIDES = ("A", "B")
+QUEUE_INDEX = "ix_pair_id_n_done"  # pair (id, n_done), migration 0003
 
 
 @dataclass(frozen=True)
@@ -63,17 +64,30 @@ def _own_assignment(session: Session, assignment_id: int, user_id: int) -> Assig
     return assignment
 
 
+def _pair_n_done(session: Session) -> ColumnElement[int]:
+    """The `n_done` of an assignment's pair, read from the covering index (id, n_done).
+
+    SQLite's planner looks a pair up by its rowid unless told otherwise, and then reads `n_done`
+    behind the pair's long texts (overflow pages): ~40-100 ms for a queue of 10,000 items instead of
+    ~7 ms. SQLAlchemy renders no table hints on SQLite, hence the literal subquery.
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        return literal_column(
+            f"(SELECT pair.n_done FROM pair INDEXED BY {QUEUE_INDEX} WHERE pair.id = assignment.pair_id)"
+        )
+    return select(Pair.n_done).where(col(Pair.id) == Assignment.pair_id).scalar_subquery()
+
+
 def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignment | None:
     """The annotator's next pending item: fewest skips, then pairs with fewest judgments, then queue order."""
     query = (
         select(Assignment)
-        .join(Pair, col(Pair.id) == Assignment.pair_id)
         .where(
             Assignment.annotator_id == user_id,
             Assignment.study_id == study_id,
             Assignment.status == "pending",
         )
-        .order_by(col(Assignment.skip_count), col(Pair.n_done), col(Assignment.position))
+        .order_by(col(Assignment.skip_count), _pair_n_done(session), col(Assignment.position))
         .limit(1)
     )
     return session.exec(query).first()

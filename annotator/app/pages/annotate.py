@@ -6,7 +6,7 @@ import streamlit as st
 
 from annotator import accounts, labels
 from annotator.accounts import Account
-from annotator.app.common import require, session
+from annotator.app.common import current_account, require, session
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guidelines_text
 from annotator.labels import ItemView, Submission
@@ -16,6 +16,8 @@ SUBMIT_KEYS = "Ctrl+Enter"
 SKIP_KEYS = "Ctrl+Shift+K"
 ITEM_KEY = "annotate_item"
 PREFILL_KEY = "annotate_prefill"
+ERROR_KEY = "annotate_error"
+SAVED_KEY = "annotate_saved"
 
 
 def short(label: str) -> str:
@@ -62,12 +64,20 @@ def show_context(item: ItemView, config: StudyConfig) -> None:
                 reason = f": {aspect['reason']}" if aspect["reason"] else ""
                 st.markdown(f"{number}. **{aspect['aspect']}**{reason}")
     if item.profile:
-        with st.expander(f"The user's past posts ({len(item.profile)})", expanded=False):
-            for number, post in enumerate(item.profile):
-                text = str(post.get("text", ""))
-                title = text.strip().splitlines()[0][:90] if text.strip() else f"Post {number + 1}"
-                with st.expander(title, expanded=number < config.display.profile_posts_open):
-                    st.markdown(text)
+        # Lazy: the posts are drawn only while the expander is open (they are the page's heaviest part).
+        posts = st.expander(
+            f"The user's past posts ({len(item.profile)})",
+            expanded=False,
+            key=f"profile_{form_key(item)}",
+            on_change="rerun",
+        )
+        if posts.open:
+            with posts:
+                for number, post in enumerate(item.profile):
+                    category = str(post.get("category") or "")
+                    title = f"Post {number + 1}" + (f" · {category}" if category else "")
+                    with st.expander(title, expanded=number < config.display.profile_posts_open):
+                        st.markdown(str(post.get("text", "")))
 
 
 def show_responses(item: ItemView) -> None:
@@ -80,10 +90,15 @@ def show_responses(item: ItemView) -> None:
             st.markdown(text)
 
 
+def form_key(item: ItemView) -> str:
+    """The prefix of the form's widget keys: a new one per item and per revision."""
+    return f"a{item.assignment_id}r{item.revisions}"
+
+
 def rating_form(item: ItemView, config: StudyConfig) -> None:
     """One form: quality and rubric per response, then the preference; saves nothing until complete."""
     prefill: Submission | None = st.session_state.get(PREFILL_KEY)
-    key = f"a{item.assignment_id}r{item.revisions}"
+    key = form_key(item)
     quality = config.quality
     scale = quality.values
 
@@ -94,7 +109,6 @@ def rating_form(item: ItemView, config: StudyConfig) -> None:
         return options.index(int(value)) if value is not None and int(value) in options else None
 
     with st.form(f"judgment_{key}", border=True):
-        answers: dict[str, dict[str, int | None]] = {"A": {}, "B": {}}
         st.markdown("##### General quality")
         if quality.intro:
             st.caption(quality.intro)
@@ -104,7 +118,7 @@ def rating_form(item: ItemView, config: StudyConfig) -> None:
                 st.markdown(f"**Response {side}**")
                 for dimension in quality.dimensions:
                     labels_by_value = dict(zip(scale, dimension.labels, strict=True))
-                    answers[side][dimension.name] = st.radio(
+                    st.radio(
                         f"{dimension.name.capitalize()}: {dimension.question}",
                         scale,
                         index=initial(side, dimension.name, scale),
@@ -122,7 +136,7 @@ def rating_form(item: ItemView, config: StudyConfig) -> None:
                 with column:
                     st.markdown(f"**Response {side}**")
                     for k, aspect in enumerate(item.rubric):
-                        answers[side][f"rubric:{k}"] = st.radio(
+                        st.radio(
                             f"Aspect {k + 1}: {aspect['aspect']}",
                             rubric_values,
                             index=initial(side, f"rubric:{k}", rubric_values),
@@ -131,7 +145,7 @@ def rating_form(item: ItemView, config: StudyConfig) -> None:
                             key=f"{key}_{side}_rubric{k}",
                         )
         st.markdown(f"##### {config.preference.question}")
-        preference = st.radio(
+        st.radio(
             config.preference.question,
             list(range(5)),
             index=prefill.preference if prefill is not None else None,
@@ -140,7 +154,7 @@ def rating_form(item: ItemView, config: StudyConfig) -> None:
             label_visibility="collapsed",
             key=f"{key}_preference",
         )
-        confidence = st.radio(
+        st.radio(
             config.preference.confidence_question,
             [1, 2, 3],
             index=(prefill.confidence - 1) if prefill is not None and prefill.confidence else None,
@@ -148,55 +162,75 @@ def rating_form(item: ItemView, config: StudyConfig) -> None:
             horizontal=True,
             key=f"{key}_confidence",
         )
-        comment = st.text_area(
+        st.text_area(
             "Comment (optional)", value=prefill.comment if prefill else "", key=f"{key}_comment", height=80
         )
-        flag = st.checkbox(
+        st.checkbox(
             "There is a problem with this item (broken text, offensive content, impossible to judge)",
             value=prefill.flag if prefill else False,
             key=f"{key}_flag",
         )
-        flag_reason = st.text_input(
+        st.text_input(
             "What is the problem?", value=prefill.flag_reason if prefill else "", key=f"{key}_flag_reason"
         )
-        submitted = st.form_submit_button(
+        st.form_submit_button(
             "Submit and next",
             type="primary",
             icon=":material/send:",
             shortcut=SUBMIT_KEYS,
             key=f"{key}_submit",
+            on_click=save,
+            args=(item, config, st.session_state["submission_id"]),
         )
-    if submitted:
-        save(
-            item,
-            Submission(
-                submission_id=st.session_state["submission_id"],
-                preference=preference,
-                scores={side: dict(values) for side, values in answers.items()},
-                confidence=confidence,
-                comment=comment,
-                flag=flag,
-                flag_reason=flag_reason,
-            ),
-        )
+    error = st.session_state.pop(ERROR_KEY, None)
+    if error:
+        st.error(error, icon=":material/error:")
 
 
-def save(item: ItemView, submission: Submission) -> None:
-    """Submit through labels.submit; on success show the next item."""
-    account = require("annotator")
+def form_answers(item: ItemView, config: StudyConfig, submission_id: str) -> Submission:
+    """The submitted form, read from its widgets' session state."""
+    key = form_key(item)
+    state = st.session_state
+    scores: dict[str, dict[str, float | None]] = {}
+    for side in ("A", "B"):
+        scores[side] = {name: state.get(f"{key}_{side}_{name}") for name in config.dimension_names}
+        for k in range(len(item.rubric)):
+            scores[side][f"rubric:{k}"] = state.get(f"{key}_{side}_rubric{k}")
+    return Submission(
+        submission_id=submission_id,
+        preference=state.get(f"{key}_preference"),
+        scores=scores,
+        confidence=state.get(f"{key}_confidence"),
+        comment=state.get(f"{key}_comment") or "",
+        flag=bool(state.get(f"{key}_flag")),
+        flag_reason=state.get(f"{key}_flag_reason") or "",
+    )
+
+
+def save(item: ItemView, config: StudyConfig, submission_id: str) -> None:
+    """The submit button's callback: save through labels.submit before the page runs again.
+
+    Saving in the callback lets that one run show the next item (no second run after a save).
+    `submission_id` was fixed when the form was drawn, so a repeated click is a no-op.
+    """
+    account = current_account()
+    if account is None or account.role != "annotator":
+        st.session_state[ERROR_KEY] = "Please log in as an annotator first."
+        return
     try:
         with session() as active:
-            labels.submit(active, assignment_id=item.assignment_id, user_id=account.id, submission=submission)
-    except LabelError as exc:
-        st.error(str(exc), icon=":material/error:")
-        return
-    except (AuthError, UserError) as exc:
-        st.error(str(exc))
+            labels.submit(
+                active,
+                assignment_id=item.assignment_id,
+                user_id=account.id,
+                submission=form_answers(item, config, submission_id),
+            )
+    except (LabelError, AuthError, UserError) as exc:
+        st.session_state[ERROR_KEY] = str(exc)
         return
     st.session_state.pop(ITEM_KEY, None)
     st.session_state.pop(PREFILL_KEY, None)
-    st.toast("Saved.", icon=":material/check:")
-    st.rerun()
+    st.session_state[SAVED_KEY] = True
 
 
 def skip_box(item: ItemView, account: Account) -> None:
@@ -219,6 +253,8 @@ def skip_box(item: ItemView, account: Account) -> None:
 
 def main() -> None:
     account = require("annotator")
+    if st.session_state.pop(SAVED_KEY, False):
+        st.toast("Saved.", icon=":material/check:")
     with session() as active:
         acknowledged = accounts.has_acknowledged(active, user_id=account.id)
     if not acknowledged:
@@ -252,7 +288,10 @@ def main() -> None:
     show_responses(item)
     rating_form(item, config)
     skip_box(item, account)
-    st.caption(f"Shortcuts: **{SUBMIT_KEYS}** submit · **{SKIP_KEYS}** skip (after giving a reason)")
+    st.caption(
+        f"Shortcuts: **{SUBMIT_KEYS}** submit (not while an answer button has the keyboard focus: click "
+        f"on empty space first) · **{SKIP_KEYS}** skip (after giving a reason)"
+    )
 
 
 main()

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from annotator import accounts
-from annotator.app.common import log_in, session
+from annotator.app.common import log_in, session, through_router
 from annotator.errors import AuthError
 
 
@@ -34,7 +34,9 @@ def password_login() -> None:
         password = st.text_input(
             "Password", type="password", key="login_password", autocomplete="current-password"
         )
-        submitted = st.form_submit_button("Log in", type="primary", icon=":material/login:")
+        submitted = st.form_submit_button(
+            "Log in", type="primary", icon=":material/login:", key="login_submit"
+        )
     if not submitted:
         return
     if not username.strip() or not password:
@@ -50,5 +52,6 @@ def password_login() -> None:
     st.rerun()
 
 
+through_router()
 token_login()
 password_login()

@@ -1,0 +1,273 @@
+"""Helpers for the app tests: a temporary database with a study, users and queues; a live server.
+
+Used by tests/test_app.py (AppTest), tests/test_browser.py (Playwright) and benchmarks/bench_submit.py.
+"""
+
+import functools
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from sqlalchemy import insert
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+from streamlit.runtime.pages_manager import PagesManager
+
+from annotator import accounts, db, ingest
+from annotator.accounts import Account
+from annotator.models import Assignment, Judgment, Pair, Score, User
+from annotator.server import command as server_command
+
+ROOT = Path(__file__).resolve().parents[1]
+MAIN = ROOT / "annotator" / "app" / "main.py"
+PASSWORD = "app-test-password"
+STUDY = "study1"
+#: Every user a test database holds: name -> (role, active).
+USERS: dict[str, tuple[str, bool]] = {
+    "ann1": ("annotator", True),
+    "ann2": ("annotator", True),
+    "adj1": ("adjudicator", True),
+    "res1": ("researcher", True),
+    "gone1": ("annotator", False),
+}
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+IDLE = "[data-test-script-state='notRunning']"
+
+
+@functools.cache
+def password_hash() -> str:
+    """One scrypt hash of PASSWORD, computed once (scrypt is slow on purpose)."""
+    return accounts.hash_password(PASSWORD)
+
+
+def pair_record(i: int, **overrides: Any) -> dict[str, Any]:
+    """One native pair record whose texts never contain the words the browser must not see."""
+    record: dict[str, Any] = {
+        "id": f"EXT-{i:05d}-zq",
+        "question": f"Question {i}: how do I plan a week of dinners for two?",
+        "profile": [
+            {
+                "id": f"p{i}-{k}",
+                "category": "cooking",
+                "text": f"Past post {k}: I like quick vegetarian food.",
+            }
+            for k in range(3)
+        ],
+        "rubric_aspects": [
+            {"aspect": "Quick recipes", "reason": "The user has little time", "evidence": "post 0"},
+            {"aspect": "Vegetarian", "reason": "The user eats no meat", "evidence": "post 1"},
+        ],
+        "narrative": "I cook for two people after work and want simple plans.",
+        "category": "cooking",
+        "chosen": f"Plan {i} alpha: five quick vegetarian dinners for two, each under 30 minutes.",
+        "rejected": f"Plan {i} omega: a family roast menu with long cooking times.",
+    }
+    record.update(overrides)
+    return record
+
+
+@dataclass
+class AppDB:
+    """A migrated test database: one study, the USERS, and the queues given to `build_app_db`."""
+
+    url: str
+    engine: Engine
+    study_id: int
+    users: dict[str, int] = field(default_factory=dict)
+
+    def account(self, username: str) -> Account:
+        """The logged-in account of `username`, as the login page would keep it."""
+        role, _ = USERS[username]
+        return Account(id=self.users[username], username=username, role=role)
+
+    def session(self) -> Session:
+        return Session(self.engine, expire_on_commit=False)
+
+    def queue(self, username: str) -> list[Assignment]:
+        """`username`'s assignments in queue order."""
+        with self.session() as session:
+            query = (
+                select(Assignment)
+                .where(Assignment.annotator_id == self.users[username])
+                .order_by(Assignment.position)
+            )
+            return list(session.exec(query))
+
+    def assignment(self, assignment_id: int) -> Assignment:
+        with self.session() as session:
+            found = session.get(Assignment, assignment_id)
+            assert found is not None
+            return found
+
+    def pair(self, pair_id: int) -> Pair:
+        with self.session() as session:
+            found = session.get(Pair, pair_id)
+            assert found is not None
+            return found
+
+    def judgments(self, assignment_id: int) -> list[Judgment]:
+        """Every judgment of an assignment, oldest revision first."""
+        with self.session() as session:
+            query = (
+                select(Judgment).where(Judgment.assignment_id == assignment_id).order_by(Judgment.revision)
+            )
+            return list(session.exec(query))
+
+    def scores(self, judgment_id: int) -> dict[tuple[str, str], float]:
+        """{(response, item): value} of one judgment."""
+        with self.session() as session:
+            rows = session.exec(select(Score).where(Score.judgment_id == judgment_id))
+            return {(s.response, s.item): s.value for s in rows}
+
+    def user(self, username: str) -> User:
+        with self.session() as session:
+            found = session.get(User, self.users[username])
+            assert found is not None
+            return found
+
+
+def build_app_db(
+    folder: Path,
+    *,
+    records: Sequence[dict[str, Any]] | None = None,
+    n_pairs: int = 3,
+    queues: dict[str, str] | None = None,
+    acknowledged: Sequence[str] = (),
+) -> AppDB:
+    """A fresh SQLite database in `folder` with one study, the USERS, and their queues.
+
+    `queues` maps an annotator to the sides of `chosen` for the pairs in import order ("AB" gives
+    pair 0 with chosen on A at position 1 and pair 1 with chosen on B at position 2; "-B" skips
+    pair 0); by default ann1 and ann2 get every pair, alternating sides. `acknowledged` users have
+    read the guidelines.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    url = f"sqlite:///{folder / 'app.db'}"
+    engine = db.make_engine(url)
+    db.upgrade(engine)
+    records = list(records) if records is not None else [pair_record(i) for i in range(n_pairs)]
+    path = folder / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    ingest.import_file(engine, path, study=STUDY)
+    sides = "AB" * len(records)
+    queues = (
+        queues if queues is not None else {"ann1": sides[: len(records)], "ann2": sides[1 : len(records) + 1]}
+    )
+    with db.session_scope(engine) as session:
+        study_id = int(session.exec(select(Pair.study_id)).first() or 0)
+        pair_ids = list(session.exec(select(Pair.id).order_by(Pair.id)))
+        users: dict[str, int] = {}
+        for name, (role, active) in USERS.items():
+            user = User(username=name, role=role, password_hash=password_hash(), active=active)
+            if name in acknowledged:
+                user.guidelines_ack_at = user.created_at
+            session.add(user)
+            session.flush()
+            users[name] = int(user.id or 0)
+        rows = [
+            {
+                "study_id": study_id,
+                "pair_id": pair_id,
+                "annotator_id": users[name],
+                "chosen_side": side,
+                "position": position,
+            }
+            for name, queue in queues.items()
+            for position, (pair_id, side) in enumerate(
+                ((pair_id, side) for pair_id, side in zip(pair_ids, queue, strict=False) if side in "AB"),
+                start=1,
+            )
+        ]
+        if rows:
+            session.execute(insert(Assignment), rows)
+    return AppDB(url=url, engine=engine, study_id=study_id, users=users)
+
+
+def router_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make AppTest run as a long-lived server does: every run goes through the entry router.
+
+    The app's pages live in a folder called `pages/`, which puts Streamlit in its old multipage mode
+    until `st.navigation` is first called in the process; AppTest resets that flag before every run,
+    so without this each run after the first would open the page file on its own (the app then
+    restarts the run through the router, which drops the click that started it).
+    """
+    original = PagesManager.__init__
+
+    def init(self: PagesManager, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+    monkeypatch.setattr(PagesManager, "uses_pages_directory", None)
+
+
+# ------------------------------------------------------------------------------------------ live server
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_healthy(base_url: str, process: subprocess.Popen[bytes], log: Path, *, timeout: float = 60) -> None:
+    """Poll /_stcore/health until the server answers "ok"; fail with its output if it dies or hangs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"the app exited with {process.returncode}:\n{log.read_text(errors='replace')}"
+            )
+        try:
+            with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the app did not become healthy in {timeout} s:\n{log.read_text(errors='replace')}")
+
+
+@contextmanager
+def running_app(url: str, log: Path) -> Iterator[str]:
+    """Run the app (as `annotator serve` does) on database `url` and a free port; yields its base URL."""
+    port = free_port()
+    env = os.environ | {db.ENV_VAR: url, "PYTHONUNBUFFERED": "1"}
+    handle: IO[bytes]
+    with log.open("wb") as handle:
+        process = subprocess.Popen(
+            server_command(host="127.0.0.1", port=port),
+            cwd=ROOT,
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        base_url = f"http://127.0.0.1:{port}"
+        try:
+            wait_healthy(base_url, process, log)
+            yield base_url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

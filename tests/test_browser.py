@@ -1,0 +1,173 @@
+"""The annotator workspace in headless Debian chromium (Playwright) against a live server."""
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import select
+
+from annotator.models import Judgment
+from tests.apphelpers import CHROMIUM_ARGS, IDLE, PASSWORD, AppDB, build_app_db, pair_record, running_app
+
+CHROMIUM = shutil.which("chromium")
+if CHROMIUM is None:
+    pytest.skip("Debian's chromium is not installed (CI installs it)", allow_module_level=True)
+
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+
+pytestmark = pytest.mark.browser
+SCRIPT = "<script>window.__xss=1</script>"
+IMG = '<img src=x onerror="window.__xss=2">'
+DOLLARS = "dinners cost $5 to $10 each"
+N_ITEMS = 3
+SCREENSHOTS = Path(tempfile.gettempdir()) / "annotator-screenshots"
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]]:
+    """A server on a free port over a fresh database; ann2's first item carries HTML in its texts."""
+    folder = tmp_path_factory.mktemp("browser")
+    records = [pair_record(i) for i in range(N_ITEMS)]
+    records[2] = pair_record(2, chosen=f"Hostile text {SCRIPT} then {IMG} and **bold** markdown; {DOLLARS}.")
+    app_db = build_app_db(
+        folder / "db", records=records, queues={"ann1": "ABA", "ann2": "--B"}, acknowledged=["ann2"]
+    )
+    app_db.engine.dispose()
+    with running_app(app_db.url, folder / "server.log") as base_url:
+        yield base_url, app_db
+
+
+@pytest.fixture(scope="module")
+def chrome() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def tab(chrome: Browser) -> Iterator[Page]:
+    """A fresh browser context (no cookies, own Streamlit session) with a tall window."""
+    context = chrome.new_context(viewport={"width": 1400, "height": 2600})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
+def settle(page: Page) -> None:
+    """Wait until the app has finished the run the last action started."""
+    page.wait_for_timeout(100)
+    page.locator(IDLE).wait_for(state="attached")
+
+
+def log_in(page: Page, base_url: str, username: str) -> None:
+    page.goto(base_url)
+    settle(page)
+    page.locator(".st-key-login_username input").fill(username)
+    page.locator(".st-key-login_password input").fill(PASSWORD)
+    page.locator(".st-key-login_submit button").click()
+    settle(page)
+
+
+def form_prefix(app_db: AppDB, username: str, position: int) -> str:
+    assignment = app_db.queue(username)[position]
+    return f"a{assignment.id}r0"
+
+
+def rate(page: Page, prefix: str, answers: dict[str, int]) -> None:
+    """Click the radio option with index `answers[key]` of every radio group of the form."""
+    for key, index in answers.items():
+        page.locator(f".st-key-{prefix}_{key} [data-testid='stRadioOption']").nth(index).click()
+
+
+#: Option indexes: quality 1-5 -> 0-4, rubric 0-2 -> 0-2, preference 0-4, confidence 1-3 -> 0-2.
+ANSWERS = {
+    "A_correctness": 4,
+    "A_relevance": 3,
+    "A_helpfulness": 4,
+    "B_correctness": 1,
+    "B_relevance": 2,
+    "B_helpfulness": 0,
+    "A_rubric0": 2,
+    "A_rubric1": 2,
+    "B_rubric0": 0,
+    "B_rubric1": 1,
+    "preference": 0,
+    "confidence": 2,
+}
+
+
+def judgments_of(app_db: AppDB, username: str) -> list[Judgment]:
+    ids = [a.id for a in app_db.queue(username)]
+    with app_db.session() as session:
+        query = select(Judgment).where(Judgment.assignment_id.in_(ids)).order_by(Judgment.id)  # type: ignore[union-attr]
+        return list(session.exec(query))
+
+
+def test_log_in_acknowledge_and_rate_two_items(live: tuple[str, AppDB], tab: Page) -> None:
+    base_url, app_db = live
+    log_in(tab, base_url, "ann1")
+    ack = tab.locator(".st-key-ack_guidelines button")
+    expect(ack).to_be_visible()
+    ack.click()
+    settle(tab)
+    assert app_db.user("ann1").guidelines_ack_at is not None
+    expect(tab.get_by_text(f"0 of {N_ITEMS} done")).to_be_visible()
+
+    first = form_prefix(app_db, "ann1", 0)
+    expect(tab.locator(f".st-key-{first}_submit")).to_be_visible()
+    SCREENSHOTS.mkdir(exist_ok=True)
+    tab.screenshot(path=str(SCREENSHOTS / "annotate.png"), full_page=True)
+    rate(tab, first, ANSWERS)
+    # The past posts are drawn only when opened (a rerun); the answers given so far must survive it.
+    expect(tab.get_by_text("Past post 1: I like quick vegetarian food.")).to_have_count(0)
+    tab.locator("[data-testid='stExpander'] summary", has_text="The user's past posts").click()
+    settle(tab)
+    expect(tab.get_by_text("Past post 1: I like quick vegetarian food.")).to_be_visible()
+    expect(tab.locator(f"[class*='st-key-{first}_'] input[type='radio']:checked")).to_have_count(len(ANSWERS))
+    # A focused radio swallows Enter (Streamlit's radio stops the keydown), so click on plain text first.
+    tab.get_by_text("Which response better fits this user?").first.click()
+    tab.keyboard.press("Control+Enter")
+    expect(tab.get_by_text(f"1 of {N_ITEMS} done")).to_be_visible()
+    settle(tab)
+
+    second = form_prefix(app_db, "ann1", 1)
+    expect(tab.locator(f".st-key-{second}_submit")).to_be_visible()
+    rate(tab, second, ANSWERS | {"preference": 4})
+    tab.locator(f".st-key-{second}_submit button").click()
+    expect(tab.get_by_text(f"2 of {N_ITEMS} done")).to_be_visible()
+    settle(tab)
+    expect(tab.locator(f".st-key-{form_prefix(app_db, 'ann1', 2)}_submit")).to_be_visible()
+
+    one, two = judgments_of(app_db, "ann1")
+    queue = app_db.queue("ann1")
+    assert [one.assignment_id, two.assignment_id] == [queue[0].id, queue[1].id]
+    # ann1 sees chosen on A for the first item and on B for the second; A was rated higher both times.
+    assert (one.preference, two.preference) == (2, 2)
+    assert app_db.scores(int(one.id or 0))[("chosen", "correctness")] == 5
+    assert app_db.scores(int(two.id or 0))[("chosen", "correctness")] == 2
+    assert app_db.scores(int(two.id or 0))[("rejected", "rubric:0")] == 2
+
+
+def test_html_in_a_response_is_shown_as_inert_text(live: tuple[str, AppDB], tab: Page) -> None:
+    base_url, app_db = live
+    errors: list[Any] = []
+    tab.on("pageerror", lambda error: errors.append(error))
+    log_in(tab, base_url, "ann2")
+    expect(tab.get_by_text("Hostile text", exact=False)).to_be_visible()
+    settle(tab)
+    assert tab.evaluate("typeof window.__xss") == "undefined"
+    assert tab.locator("img[onerror]").count() == 0
+    response = tab.locator("[data-testid='stMarkdownContainer']", has_text="Hostile text")
+    text = response.inner_text()
+    assert SCRIPT in text
+    assert IMG in text
+    assert DOLLARS in text, "dollar signs are money, not LaTeX"
+    assert response.locator("strong").inner_text() == "bold", "markdown still works"
+    assert tab.evaluate("typeof window.__xss") == "undefined"
+    tab.screenshot(path=str(SCREENSHOTS / "hostile.png"), full_page=True)
+    assert errors == []
