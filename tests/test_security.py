@@ -376,3 +376,22 @@ def test_the_append_only_migration_downgrades_and_upgrades(engine: Engine) -> No
     with pytest.raises(DatabaseError, match="append-only"), engine.begin() as connection:
         connection.execute(delete(Event))
     assert [e.action for e in events(engine)] == ["changed"]
+
+
+# ------------------------------------------------------------------------------------------ rendering
+
+
+@pytest.mark.parametrize(
+    ("typed", "markdown"),
+    [
+        ("Costs $5 and $10", "Costs \\$5 and \\$10"),
+        ("$x^2$", "\\$x^2\\$"),
+        ("already \\$ escaped", "already \\\\\\$ escaped"),
+        ("<b>html</b> stays for Streamlit to escape", "<b>html</b> stays for Streamlit to escape"),
+        ("", ""),
+    ],
+)
+def test_safe_md_escapes_every_dollar(typed: str, markdown: str) -> None:
+    from annotator.app.common import safe_md
+
+    assert safe_md(typed) == markdown

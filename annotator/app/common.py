@@ -1,5 +1,6 @@
 """What every page shares: the cached engine, the logged-in account, role checks, a session."""
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -36,6 +37,18 @@ def session() -> Iterator[Session]:
     """One short unit of work on the app's database."""
     with db.session_scope(engine()) as active:
         yield active
+
+
+_DOLLARS = re.compile(r"(\\*)\$")
+
+
+def safe_md(text: object) -> str:
+    """A user or pair text for st.markdown (and other Markdown labels) shown as typed.
+
+    Streamlit already shows raw HTML as text (unsafe_allow_html is off); what remains is LaTeX:
+    `$...$` would be typeset, so every `$` is escaped, with the backslashes before it kept literal.
+    """
+    return _DOLLARS.sub(lambda m: m.group(1) * 2 + "\\$", str(text))
 
 
 def current_account() -> Account | None:

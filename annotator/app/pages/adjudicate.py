@@ -3,7 +3,7 @@
 import streamlit as st
 
 from annotator import adjudicate
-from annotator.app.common import choose_study, require, session
+from annotator.app.common import choose_study, require, safe_md, session
 from annotator.errors import UserError
 
 account = require("adjudicator", "researcher")
@@ -30,15 +30,15 @@ if study is not None:
     with session() as active:
         detail = adjudicate.pair_detail(active, pair_id=int(pick.pair_db_id), account=account)
     pair = detail.pair
-    st.markdown(f"#### {pair['pair_id'] if 'pair_id' in pair else pick.pair_id}")
-    st.info(pair.get("question", ""))
+    st.markdown(f"#### {safe_md(pair['pair_id'] if 'pair_id' in pair else pick.pair_id)}")
+    st.info(safe_md(pair.get("question", "")))
     left, right = st.columns(2)
     with left, st.container(border=True):
         st.markdown("**Chosen** (built to follow the rubric)")
-        st.markdown(pair.get("chosen", ""))
+        st.markdown(safe_md(pair.get("chosen", "")))
     with right, st.container(border=True):
         st.markdown("**Rejected**")
-        st.markdown(pair.get("rejected", ""))
+        st.markdown(safe_md(pair.get("rejected", "")))
     judgments = (
         detail.judgments if show_names else detail.judgments.drop(columns=["annotator"], errors="ignore")
     )

@@ -6,7 +6,7 @@ import streamlit as st
 
 from annotator import accounts, labels
 from annotator.accounts import Account
-from annotator.app.common import current_account, require, session
+from annotator.app.common import current_account, require, safe_md, session
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guidelines_text
 from annotator.labels import ItemView, Submission
@@ -54,15 +54,15 @@ def load_item(account: Account, study_id: int) -> tuple[ItemView, StudyConfig] |
 def show_context(item: ItemView, config: StudyConfig) -> None:
     """The question, the narrative, the rubric and the profile."""
     st.markdown("##### Question")
-    st.info(item.question, icon=":material/help:")
+    st.info(safe_md(item.question), icon=":material/help:")
     if item.narrative:
         with st.expander("The user's own explanation", expanded=True):
-            st.markdown(item.narrative)
+            st.markdown(safe_md(item.narrative))
     if item.rubric and config.display.rubric_for_preference:
         with st.expander("What this user cares about (rubric)", expanded=True):
             for number, aspect in enumerate(item.rubric, start=1):
                 reason = f": {aspect['reason']}" if aspect["reason"] else ""
-                st.markdown(f"{number}. **{aspect['aspect']}**{reason}")
+                st.markdown(f"{number}. **{safe_md(aspect['aspect'])}**{safe_md(reason)}")
     if item.profile:
         # Lazy: the posts are drawn only while the expander is open (they are the page's heaviest part).
         posts = st.expander(
@@ -75,9 +75,9 @@ def show_context(item: ItemView, config: StudyConfig) -> None:
             with posts:
                 for number, post in enumerate(item.profile):
                     category = str(post.get("category") or "")
-                    title = f"Post {number + 1}" + (f" · {category}" if category else "")
+                    title = f"Post {number + 1}" + (f" · {safe_md(category)}" if category else "")
                     with st.expander(title, expanded=number < config.display.profile_posts_open):
-                        st.markdown(str(post.get("text", "")))
+                        st.markdown(safe_md(post.get("text", "")))
 
 
 def show_responses(item: ItemView) -> None:
@@ -87,7 +87,7 @@ def show_responses(item: ItemView) -> None:
         with column, st.container(border=True):
             st.markdown(f"#### Response {side}")
             st.caption(f"{len(text.split())} words")
-            st.markdown(text)
+            st.markdown(safe_md(text))
 
 
 def form_key(item: ItemView) -> str:
@@ -137,7 +137,7 @@ def rating_form(item: ItemView, config: StudyConfig) -> None:
                     st.markdown(f"**Response {side}**")
                     for k, aspect in enumerate(item.rubric):
                         st.radio(
-                            f"Aspect {k + 1}: {aspect['aspect']}",
+                            f"Aspect {k + 1}: {safe_md(aspect['aspect'])}",
                             rubric_values,
                             index=initial(side, f"rubric:{k}", rubric_values),
                             format_func=lambda v: config.rubric.labels[v],
@@ -259,7 +259,7 @@ def main() -> None:
         acknowledged = accounts.has_acknowledged(active, user_id=account.id)
     if not acknowledged:
         st.warning("Please read the guidelines once before your first item.", icon=":material/menu_book:")
-        st.markdown(guidelines_text())
+        st.markdown(safe_md(guidelines_text()))
         if st.button("I have read the guidelines: start rating", type="primary", key="ack_guidelines"):
             with session() as active:
                 accounts.acknowledge_guidelines(active, user_id=account.id)
@@ -272,7 +272,7 @@ def main() -> None:
     study_id, study_name = study
     with session() as active:
         done = labels.progress(active, user_id=account.id, study_id=study_id)
-    st.caption(f"Study **{study_name}**")
+    st.caption(f"Study **{safe_md(study_name)}**")
     st.progress(done.done / done.total if done.total else 1.0, text=f"{done.done} of {done.total} done")
     loaded = load_item(account, study_id)
     if loaded is None:

@@ -3,11 +3,11 @@
 import streamlit as st
 
 from annotator import accounts
-from annotator.app.common import require, session
+from annotator.app.common import require, safe_md, session
 from annotator.guidelines import guidelines_text
 
 account = require("annotator", "adjudicator", "researcher")
-st.markdown(guidelines_text())
+st.markdown(safe_md(guidelines_text()))
 if account.role == "annotator":
     with session() as active:
         done = accounts.has_acknowledged(active, user_id=account.id)

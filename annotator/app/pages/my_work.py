@@ -5,7 +5,7 @@ import uuid
 import streamlit as st
 
 from annotator import labels
-from annotator.app.common import require, session
+from annotator.app.common import require, safe_md, session
 
 account = require("annotator")
 st.title("My work")
@@ -22,7 +22,7 @@ for number, (study_name, row) in enumerate(items, start=1):
     with st.container(border=True):
         left, right = st.columns([5, 1], vertical_alignment="center")
         question = row["question"] if len(row["question"]) < 160 else row["question"][:157] + "..."
-        left.markdown(f"**{number}.** {question}")
+        left.markdown(f"**{number}.** {safe_md(question)}")
         left.caption(
             f"{study_name} · finished {row['completed_at']:%Y-%m-%d %H:%M} · {row['revisions']} revision(s)"
         )

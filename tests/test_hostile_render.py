@@ -1,0 +1,264 @@
+"""Hostile texts in a real browser: HTML in a pair, a profile post, the rubric, a comment or a flag
+reason is shown as text (never run), and `$...$` is shown as typed (never typeset as LaTeX), on the
+annotator's page and on the adjudicator's view. Also: the server's output never holds the password
+or the pair's texts."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from annotator import accounts, adjudicate, assign, db, ingest, labels
+from annotator.models import Assignment, User
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.sqlite_only,  # one server process on a file database; the rendering is engine-neutral
+    pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is not installed"),
+]
+
+ROOT = Path(__file__).resolve().parents[1]
+MAIN = ROOT / "annotator" / "app" / "main.py"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+IDLE = "[data-test-script-state='notRunning']"
+PASSWORD = "hostile-test-password-8472"
+STUDY = "hostile"
+SCRIPT = "<script>window.__xss=1</script>"
+IMG = '<img src=x onerror="window.__xss=2">'
+LINK = '<a href="javascript:window.__xss=3">click</a>'
+DOLLARS = "Costs $5 and $10"
+MATH = "Math $x^2$ here"  # what Markdown would typeset (a `$` before a digit never closes math)
+PAYLOADS = (SCRIPT, IMG, LINK, DOLLARS, MATH)
+MD_LINK = "[a Markdown link](javascript:window.__xss=4)"  # rendered as a link, but never to javascript:
+
+
+def hostile(name: str) -> str:
+    """A text of field `name` holding every payload, each on its own line (paragraph)."""
+    return f"{name} marker.\n\n" + "\n\n".join((*PAYLOADS, MD_LINK))
+
+
+RECORD = {
+    "id": "hostile-1",
+    "question": hostile("Question"),
+    "profile": [{"id": "post-1", "category": "x", "text": hostile("Post")}],
+    "rubric_aspects": [{"aspect": f"Aspect {MATH} {IMG}", "reason": hostile("Reason"), "evidence": "e"}],
+    "narrative": hostile("Narrative"),
+    "category": "cooking",
+    "chosen": hostile("Chosen"),
+    "rejected": hostile("Rejected"),
+}
+COMMENT = f"Comment {SCRIPT} {IMG} {DOLLARS} {MATH}"
+FLAG_REASON = f"Flag {LINK} {DOLLARS}"
+
+
+@dataclass
+class Server:
+    url: str
+    engine: Engine
+    log: Path
+    users: dict[str, int]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _build(folder: Path) -> tuple[str, Engine, dict[str, int]]:
+    url = f"sqlite:///{folder / 'hostile.db'}"
+    engine = db.make_engine(url)
+    db.upgrade(engine)
+    path = folder / "pairs.jsonl"
+    path.write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
+    ingest.import_file(engine, path, study=STUDY)
+    users = {}
+    with db.session_scope(engine) as session:
+        for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("boss", "researcher")):
+            user = accounts.add_user(session, username=name, role=role, password=PASSWORD)
+            users[name] = int(user.id or 0)
+            if role == "annotator":
+                accounts.acknowledge_guidelines(session, user_id=users[name])
+    with db.session_scope(engine) as session:
+        assign.assign(session, study=STUDY, overlap=2)
+    return url, engine, users
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("hostile")
+    url, engine, users = _build(folder)
+    port = _free_port()
+    log = folder / "server.log"
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(MAIN),
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+    env = os.environ | {db.ENV_VAR: url, "PYTHONUNBUFFERED": "1"}
+    with log.open("wb") as handle:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"the app exited:\n{log.read_text(errors='replace')}")
+                try:
+                    with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                        if response.status == 200:
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the app did not start:\n{log.read_text(errors='replace')}")
+                time.sleep(0.2)
+            yield Server(base, engine, log, users)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def chrome() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
+        yield launched
+        launched.close()
+
+
+def idle(page: object) -> None:
+    page.wait_for_selector(IDLE, state="attached", timeout=30_000)  # type: ignore[attr-defined]
+
+
+def log_in(chrome: object, server: Server, username: str) -> object:
+    page = chrome.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    page.goto(server.url)
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_text(f"Signed in as {username}").wait_for(timeout=30_000)
+    idle(page)
+    return page
+
+
+def assert_inert(page: object, texts: list[str]) -> None:
+    """No payload ran or became an element; every literal text is on the page as typed."""
+    assert page.evaluate("typeof window.__xss") == "undefined"  # type: ignore[attr-defined]
+    assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0  # type: ignore[attr-defined]
+    assert page.evaluate("document.querySelectorAll('img[src=\"x\"]').length") == 0  # type: ignore[attr-defined]
+    assert page.evaluate("document.querySelectorAll('a[href^=\"javascript:\"]').length") == 0  # type: ignore[attr-defined]
+    scripts = page.evaluate(  # type: ignore[attr-defined]
+        "[...document.scripts].filter(s => s.textContent.includes('__xss')).length"
+    )
+    assert scripts == 0
+    assert page.evaluate("document.querySelectorAll('.katex').length") == 0  # type: ignore[attr-defined]
+    body = page.inner_text("body")  # type: ignore[attr-defined]
+    for text in texts:
+        assert text in body, f"not shown as typed: {text!r}"
+
+
+def test_the_annotator_page_shows_hostile_texts_as_text(chrome: object, server: Server) -> None:
+    page = log_in(chrome, server, "ann1")
+    page.get_by_text("Question marker.").wait_for()  # type: ignore[attr-defined]
+    page.get_by_text("The user's past posts").click()  # type: ignore[attr-defined]
+    page.get_by_text("Post marker.").first.wait_for()  # type: ignore[attr-defined]
+    idle(page)
+    markers = ["Question marker.", "Narrative marker.", "Post marker.", "Reason marker.", "Chosen marker."]
+    assert_inert(page, [*PAYLOADS, *markers, "Rejected marker.", f"Aspect {MATH}"])
+
+    groups = page.locator("[data-testid='stRadio']").all()  # type: ignore[attr-defined]
+    assert len(groups) == 10  # 3 dimensions and 1 rubric aspect per response, preference, confidence
+    for group in groups:
+        group.locator("[data-testid='stRadioOption']").first.click()
+    page.get_by_label("Comment (optional)").fill(COMMENT)  # type: ignore[attr-defined]
+    page.get_by_text("There is a problem with this item").click()  # type: ignore[attr-defined]
+    page.get_by_label("What is the problem?").fill(FLAG_REASON)  # type: ignore[attr-defined]
+    page.get_by_role("button", name="Submit and next").click()  # type: ignore[attr-defined]
+    page.get_by_text("All done").wait_for(timeout=30_000)  # type: ignore[attr-defined]
+    assert_inert(page, [])
+    with Session(server.engine) as session:
+        done = session.exec(select(Assignment).where(Assignment.annotator_id == server.users["ann1"])).one()
+        judgment = labels.current_answers(
+            session, assignment_id=int(done.id or 0), user_id=server.users["ann1"]
+        )
+    assert judgment is not None
+    assert (judgment.comment, judgment.flag_reason) == (COMMENT, FLAG_REASON)
+    page.close()  # type: ignore[attr-defined]
+
+
+def test_the_adjudication_view_shows_hostile_texts_as_text(chrome: object, server: Server) -> None:
+    for name in ("ann1", "ann2"):  # flagged judgments (ann1's only if the test above did not save it)
+        with db.session_scope(server.engine) as session:
+            mine = session.exec(select(Assignment).where(Assignment.annotator_id == server.users[name])).one()
+            if mine.status == "done":
+                continue
+            labels.show(session, assignment_id=int(mine.id or 0), user_id=server.users[name])
+            scores = {"correctness": 3, "relevance": 3, "helpfulness": 3, "rubric:0": 1}
+            labels.submit(
+                session,
+                assignment_id=int(mine.id or 0),
+                user_id=server.users[name],
+                submission=labels.Submission(
+                    submission_id=f"{name}-hostile",
+                    preference=4,
+                    scores={"A": dict(scores), "B": dict(scores)},
+                    confidence=1,
+                    comment=COMMENT,
+                    flag=True,
+                    flag_reason=FLAG_REASON,
+                ),
+            )
+    with db.session_scope(server.engine) as session:
+        adjudicate.auto_resolve(session, study=STUDY)
+        assert len(adjudicate.queue(session, study=STUDY)) == 1
+    page = log_in(chrome, server, "boss")
+    page.get_by_role("link", name="Adjudicate").click()  # type: ignore[attr-defined]
+    page.get_by_text("Chosen marker.").wait_for(timeout=30_000)  # type: ignore[attr-defined]
+    idle(page)
+    assert_inert(page, [*PAYLOADS, "Question marker.", "Chosen marker.", "Rejected marker."])
+    page.close()  # type: ignore[attr-defined]
+
+
+def test_the_server_output_has_no_password_or_pair_text(server: Server) -> None:
+    """Runs after the login + submit flows above (same server)."""
+    with Session(server.engine) as session:
+        assert session.exec(select(User)).first() is not None
+    output = server.log.read_text(errors="replace")
+    for secret in (PASSWORD, "Chosen marker", "Rejected marker", "Question marker", "Comment ", "Flag "):
+        assert secret not in output
