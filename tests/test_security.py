@@ -4,7 +4,9 @@ login throttling and session expiry, no secrets or texts in the audit log, and t
 
 import ast
 import dataclasses
+import json
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from annotator import accounts, adjudicate, assign, dashboard, db, export, inges
 from annotator.accounts import Account
 from annotator.errors import AuthError
 from annotator.models import Adjudication, Assignment, Event, Judgment, User
-from tests.factories import make_record, make_user, write_jsonl
+from tests.factories import PASSWORD, make_record, make_user, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "annotator" / "app" / "pages"
@@ -395,3 +397,188 @@ def test_safe_md_escapes_every_dollar(typed: str, markdown: str) -> None:
     from annotator.app.common import safe_md
 
     assert safe_md(typed) == markdown
+
+
+# ------------------------------------------------------------------------- sessions and login links
+
+
+@pytest.fixture
+def app_env(world: World, env_db: str, monkeypatch: pytest.MonkeyPatch) -> World:
+    """The world's database in $ANNOTATOR_DB_URL, and AppTest runs going through the entry router."""
+    from tests.apphelpers import router_mode
+
+    router_mode(monkeypatch)
+    return world
+
+
+def _app() -> Any:
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file(str(ROOT / "annotator" / "app" / "main.py"), default_timeout=30)
+
+
+def _texts(at: Any) -> str:
+    return "\n".join(str(e.value) for kind in (at.info, at.error, at.success, at.markdown) for e in kind)
+
+
+@pytest.mark.parametrize(("hours", "expired"), [(11.9, False), (12.1, True), (24 * 30, True)])
+def test_a_session_expires_after_twelve_hours(app_env: World, hours: float, expired: bool) -> None:
+    from annotator.app.common import SESSION_HOURS
+
+    assert SESSION_HOURS == 12
+    at = _app()
+    at.session_state["account"] = app_env.accounts["ann1"]
+    at.session_state["login_at"] = datetime.now(UTC) - timedelta(hours=hours)
+    at.run()
+    assert not at.exception
+    assert ("Your session expired" in _texts(at)) is expired
+    assert ("account" in at.session_state) is not expired
+    if expired:
+        assert at.text_input(key="login_password").value == ""
+
+
+def test_a_login_link_works_once(app_env: World) -> None:
+    with db.session_scope(app_env.engine) as session:
+        token = accounts.issue_login_token(session, username="ann1")
+    first = _app()
+    first.query_params["token"] = token
+    first.run()
+    assert not first.exception
+    assert first.session_state["account"].username == "ann1"
+    assert "token" not in first.query_params  # the spent token leaves the address bar
+    second = _app()
+    second.query_params["token"] = token
+    second.run()
+    assert not second.exception
+    assert "account" not in second.session_state
+    assert "not valid or was already used" in _texts(second)
+    actions = [(e.action, e.detail.get("via"), e.detail.get("reason")) for e in events(app_env.engine)[-3:]]
+    assert actions == [
+        ("token_issued", None, None),
+        ("login", "token", None),
+        ("login_failed", None, "bad token"),
+    ]
+
+
+def test_an_expired_login_link_is_refused(app_env: World) -> None:
+    with db.session_scope(app_env.engine) as session:
+        token = accounts.issue_login_token(session, username="ann1", valid_for=timedelta(seconds=-1))
+    at = _app()
+    at.query_params["token"] = token
+    at.run()
+    assert "account" not in at.session_state
+    assert "expired" in _texts(at)
+
+
+def test_throttled_logins_show_the_wait_in_the_app(app_env: World) -> None:
+    at = _app()
+    at.run()
+    for _ in range(accounts.FREE_ATTEMPTS + 1):
+        at.text_input(key="login_username").input("ann1")
+        at.text_input(key="login_password").input("wrong-password")
+        at.button(key="login_submit").click().run()
+    at.text_input(key="login_username").input("ann1")
+    at.text_input(key="login_password").input(PASSWORD)
+    at.button(key="login_submit").click().run()
+    assert "account" not in at.session_state
+    assert "too many failed attempts" in _texts(at)
+    failed = [e for e in events(app_env.engine) if e.action == "login_failed"]
+    assert [e.detail["reason"] for e in failed][-2:] == ["throttled", "throttled"]
+
+
+# ------------------------------------------------------------------- what the audit log holds
+
+
+def test_the_audit_log_covers_logins_imports_submissions_decisions_and_exports(world: World) -> None:
+    with db.session_scope(world.engine) as session:
+        accounts.authenticate(session, "ann1", PASSWORD)
+    with pytest.raises(AuthError), db.session_scope(world.engine) as session:
+        accounts.authenticate(session, "ann1", "not-the-password")
+    ingest.import_file(world.engine, world.pair_file(), study=STUDY, account=world.accounts["boss"])
+    submit(world, "ann1", comment="nice", flag_reason="")
+    submit(world, "ann2")
+    with db.session_scope(world.engine) as session:
+        adjudicate.auto_resolve(session, study=STUDY, account=world.accounts["judge"])
+        pair_id = session.exec(
+            select(Assignment.pair_id).where(Assignment.id == world.queues["ann1"][0])
+        ).one()
+    with db.session_scope(world.engine) as session:
+        adjudicate.decide(
+            session, pair_id=pair_id, account=world.accounts["judge"], preference="chosen", keep=True
+        )
+    with db.session_scope(world.engine) as session:
+        export.export(
+            session,
+            study=STUDY,
+            kind="labels",
+            fmt="csv",
+            path=world.folder / "l.csv",
+            account=world.accounts["boss"],
+        )
+    by_action = {}
+    for event in events(world.engine):
+        by_action.setdefault(event.action, []).append(event)
+    for action, who in [
+        ("login", "ann1"),
+        ("login_failed", "ann1"),
+        ("import", "boss"),
+        ("submit", "ann1"),
+        ("submit", "ann2"),
+        ("auto_resolve", "judge"),
+        ("adjudicate", "judge"),
+        ("export", "boss"),
+    ]:
+        assert any(e.user_id == world.accounts[who].id for e in by_action.get(action, [])), (action, who)
+    assert all(isinstance(e.at, datetime) for e in events(world.engine))
+
+
+def test_the_audit_log_never_holds_a_password_token_or_text(world: World) -> None:
+    secret = "Very-Secret-Password-123"
+    comment, reason, note = "COMMENT-TEXT-xyz", "FLAG-REASON-xyz", "NOTE-TEXT-xyz"
+    with db.session_scope(world.engine) as session:
+        accounts.add_user(
+            session, username="carol", role="annotator", password=secret, account=world.accounts["boss"]
+        )
+    with db.session_scope(world.engine) as session:
+        accounts.authenticate(session, "carol", secret)
+    for wrong in (secret + "!", "ann1-typed-a-password-as-name"):
+        with pytest.raises(AuthError), db.session_scope(world.engine) as session:
+            accounts.authenticate(session, wrong, secret)  # a password typed into the username field
+        with pytest.raises(AuthError), db.session_scope(world.engine) as session:
+            accounts.authenticate(session, "carol", wrong)
+    with db.session_scope(world.engine) as session:
+        token = accounts.issue_login_token(session, username="carol")
+    with db.session_scope(world.engine) as session:
+        accounts.redeem_login_token(session, token)
+    with pytest.raises(AuthError), db.session_scope(world.engine) as session:
+        accounts.redeem_login_token(session, token)
+    submit(world, "ann1", comment=comment, flag_reason=reason)
+    submit(world, "ann2", comment=comment)
+    with db.session_scope(world.engine) as session:
+        labels.skip(
+            session, assignment_id=world.queues["ann1"][1], user_id=world.accounts["ann1"].id, reason=reason
+        )
+        pair_id = session.exec(
+            select(Assignment.pair_id).where(Assignment.id == world.queues["ann1"][0])
+        ).one()
+    with db.session_scope(world.engine) as session:
+        adjudicate.decide(
+            session,
+            pair_id=pair_id,
+            account=world.accounts["judge"],
+            preference="chosen",
+            keep=True,
+            note=note,
+        )
+    record = make_record(0)
+    texts = [record["question"], record["chosen"], record["rejected"], record["narrative"]]
+    texts += [post["text"] for post in record["profile"]] + [a["reason"] for a in record["rubric_aspects"]]
+    logged = "\n".join(json.dumps(e.detail) for e in events(world.engine))
+    assert "login_failed" in {e.action for e in events(world.engine)}
+    for forbidden in (secret, "ann1-typed-a-password-as-name", token, comment, reason, note, *texts):
+        assert forbidden not in logged, forbidden
+    with Session(world.engine) as session:
+        hashes = [u.password_hash for u in session.exec(select(User))] + [
+            u.token_hash for u in session.exec(select(User)) if u.token_hash
+        ]
+    assert not any(h in logged for h in hashes)
