@@ -8,6 +8,7 @@ PostgreSQL database instead, dropped at teardown; tests marked `sqlite_only` are
 import os
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from sqlalchemy.engine import Engine, make_url
 from annotator import db
 
 POSTGRES_ENV = "ANNOTATOR_TEST_POSTGRES"
+PREPARED = 2  # migrated PostgreSQL databases kept ready for the next tests
 
 
 def postgres_admin_url() -> str | None:
@@ -25,8 +27,12 @@ def postgres_admin_url() -> str | None:
 
 
 class PostgresDatabases:
-    """Creates and drops uniquely named databases on one server; a migrated template makes
-    `CREATE DATABASE ... TEMPLATE` the cheap way to a database at the head schema."""
+    """Creates and drops uniquely named databases on one server.
+
+    A migrated template makes `CREATE DATABASE ... TEMPLATE` the way to a database at the head schema;
+    a few such copies are always being prepared in background threads, and drops run there too, so that a
+    test rarely waits for the server's file copying.
+    """
 
     def __init__(self, admin_url: str) -> None:
         self.admin_url = make_url(admin_url)
@@ -35,40 +41,56 @@ class PostgresDatabases:
         self.template: str | None = None
         self.count = 0
         self.live: list[str] = []
+        self.worker = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pg-test-databases")
+        self.prepared: list[Future[str]] = []
 
     def url(self, name: str) -> str:
         return self.admin_url.set(database=name).render_as_string(hide_password=False)
 
-    def _create(self, name: str, template: str | None = None) -> None:
-        suffix = f' TEMPLATE "{template}"' if template else ""
+    def _execute(self, statement: str) -> None:
         with self.admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"{suffix}'))
+            connection.execute(text(statement))
+
+    def _new_name(self) -> str:
+        self.count += 1
+        return f"{self.prefix}_{self.count}"
 
     def _template(self) -> str:
         if self.template is None:
             name = f"{self.prefix}_tmpl"
-            self._create(name)
+            self._execute(f'CREATE DATABASE "{name}"')
             engine = db.make_engine(self.url(name))
             db.upgrade(engine)
             engine.dispose()  # a template must have no connections while it is copied
             self.template = name
         return self.template
 
+    def _copy(self, name: str) -> str:
+        self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{self._template()}"')
+        return self.url(name)
+
     def fresh(self, *, migrated: bool = False) -> str:
         """The URL of a new database: empty, or at the head schema when `migrated`."""
-        self.count += 1
-        name = f"{self.prefix}_{self.count}"
-        self._create(name, self._template() if migrated else None)
-        url = self.url(name)
+        if migrated:
+            self._template()
+            while len(self.prepared) < PREPARED + 1:
+                self.prepared.append(self.worker.submit(self._copy, self._new_name()))
+            url = self.prepared.pop(0).result()
+        else:
+            name = self._new_name()
+            self._execute(f'CREATE DATABASE "{name}"')
+            url = self.url(name)
         self.live.append(url)
         return url
 
+    def _drop(self, url: str) -> None:
+        self._execute(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
+
     def drop(self, url: str) -> None:
-        """Drop a database, ending whatever connections are still open to it."""
-        with self.admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
+        """Drop a database (in the background), ending whatever connections are still open to it."""
         if url in self.live:
             self.live.remove(url)
+        self.worker.submit(self._drop, url)
 
     def drop_all(self) -> None:
         for url in list(self.live):
@@ -76,9 +98,11 @@ class PostgresDatabases:
 
     def close(self) -> None:
         self.drop_all()
+        for prepared in self.prepared:
+            self.worker.submit(self._drop, prepared.result())
         if self.template is not None:
-            self.drop(self.url(self.template))
-            self.template = None
+            self.worker.submit(self._drop, self.url(self.template))
+        self.worker.shutdown(wait=True)
         self.admin.dispose()
 
 
