@@ -100,6 +100,13 @@ def db_url(url: str | None) -> str:
     return db.resolve_url(url or _global["db"])
 
 
+def shown_url(url: str) -> str:
+    """A database URL fit for the terminal and logs: the password (PostgreSQL) as ***."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def open_db(url: str | None) -> Engine:
     """An engine for a database that is at the current schema."""
     engine = db.make_engine(db_url(url))
@@ -113,7 +120,7 @@ def init(database: DbOption = None) -> None:
     """Create the database, or bring it to the current schema (safe to run again)."""
     url = db_url(database)
     before = db.upgrade(url)
-    out.print(f"database {url} at schema {db.head_revision()} (was {before})", highlight=False)
+    out.print(f"database {shown_url(url)} at schema {db.head_revision()} (was {before})", highlight=False)
 
 
 @app.command("import")
@@ -283,7 +290,7 @@ def serve(
     """Start the web app on the database."""
     url = absolute_url(db_url(database))
     open_db(url)
-    out.print(f"serving {url} at http://{host}:{port}", highlight=False)
+    out.print(f"serving {shown_url(url)} at http://{host}:{port}", highlight=False)
     raise typer.Exit(server.run(url, host=host, port=port))
 
 
