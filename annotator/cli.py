@@ -4,7 +4,7 @@ import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -13,16 +13,17 @@ from rich.table import Table
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 
-from analysis import report
 from annotator import accounts, assign, db, ingest, server
 from annotator import adjudicate as adjudication
 from annotator import export as exporting
 from annotator.demo import build_demo
 from annotator.errors import UserError
-from annotator.reporting import study_report
 from annotator.simulate import SimulationSpec
 from annotator.simulate import simulate as run_simulation
 from annotator.study import load_config
+
+if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
+    from analysis.report import Report
 
 app = typer.Typer(
     help="Validate personalized preference pairs with human annotators.",
@@ -379,6 +380,9 @@ def analyze(
     database: DbOption = None,
 ) -> None:
     """Run the validation statistics: equivalence, rubric superiority, preference, agreement."""
+    from analysis import report
+    from annotator.reporting import study_report
+
     engine = open_db(database)
     with err.status("computing the validation report..."), db.session_scope(engine) as session:
         result = study_report(session, study=study, n_boot=n_boot, seed=seed)
@@ -401,7 +405,7 @@ def write_text(path: Path, text: str) -> None:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def print_report(result: report.Report) -> None:
+def print_report(result: "Report") -> None:
     """The terminal summary: one verdict line per claim, then the main tables."""
     s = result.summary
     out.print(
