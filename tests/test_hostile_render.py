@@ -5,6 +5,7 @@ or the pair's texts."""
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -20,7 +21,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator import accounts, adjudicate, assign, db, ingest, labels
-from annotator.models import Assignment, User
+from annotator.models import Assignment, Event, User
 
 pytestmark = [
     pytest.mark.browser,
@@ -252,6 +253,23 @@ def test_the_adjudication_view_shows_hostile_texts_as_text(chrome: object, serve
     page.get_by_text("Chosen marker.").wait_for(timeout=30_000)  # type: ignore[attr-defined]
     idle(page)
     assert_inert(page, [*PAYLOADS, "Question marker.", "Chosen marker.", "Rejected marker."])
+
+    # A browser download is an export like any other: it is in the audit log.
+    page.get_by_role("link", name="Downloads").click()  # type: ignore[attr-defined]
+    button = page.get_by_role("button", name=re.compile(r"^Labels \(")).first  # type: ignore[attr-defined]
+    with page.expect_download() as download:  # type: ignore[attr-defined]
+        button.click()
+    assert download.value.suggested_filename == f"{STUDY}-labels.csv"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with Session(server.engine) as session:
+            logged = session.exec(select(Event).where(Event.action == "export")).all()
+        if logged:
+            break
+        time.sleep(0.2)
+    assert [(e.user_id, e.detail["kind"], e.detail["target"]) for e in logged] == [
+        (server.users["boss"], "labels", "browser download")
+    ]
     page.close()  # type: ignore[attr-defined]
 
 

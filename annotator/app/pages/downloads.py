@@ -9,12 +9,14 @@ from annotator.errors import UserError
 account = require("researcher")
 
 
-def log_download(*, kind: str, rows: int, fmt: str, pseudonymized: bool, validated_only: bool) -> None:
-    """Record the download in the audit log."""
+def log_download(
+    *, study_name: str, kind: str, rows: int, fmt: str, pseudonymized: bool, validated_only: bool
+) -> None:
+    """Record the download in the audit log (the button's callback: runs once per click)."""
     with session() as active:
         export.record_export(
             active,
-            study=str(study),
+            study=study_name,
             kind=kind,
             rows=rows,
             fmt=fmt,
@@ -48,11 +50,19 @@ if study is not None:
         except UserError as exc:
             st.warning(f"{title}: {exc}")
             continue
-        clicked = st.download_button(
+        st.download_button(
             f"{title} ({len(data)} rows)",
             payload,
             file_name=f"{study}-{kind}.{fmt}",
             key=f"download_{kind}",
             icon=":material/download:",
-            on_click="ignore",
+            on_click=log_download,
+            kwargs={
+                "study_name": study,
+                "kind": kind,
+                "rows": len(data),
+                "fmt": fmt,
+                "pseudonymized": pseudonymize,
+                "validated_only": validated_only,
+            },
         )
