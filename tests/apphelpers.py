@@ -26,6 +26,7 @@ from annotator import accounts, db, ingest
 from annotator.accounts import Account
 from annotator.models import Assignment, Judgment, Pair, Score, User
 from annotator.server import command as server_command
+from tests.conftest import fresh_db_url
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = ROOT / "annotator" / "app" / "main.py"
@@ -150,7 +151,7 @@ def build_app_db(
     queues: dict[str, str] | None = None,
     acknowledged: Sequence[str] = (),
 ) -> AppDB:
-    """A fresh SQLite database in `folder` with one study, the USERS, and their queues.
+    """A fresh database (see conftest.fresh_db_url) with one study, the USERS, and their queues.
 
     `queues` maps an annotator to the sides of `chosen` for the pairs in import order ("AB" gives
     pair 0 with chosen on A at position 1 and pair 1 with chosen on B at position 2; "-B" skips
@@ -158,7 +159,7 @@ def build_app_db(
     read the guidelines.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    url = f"sqlite:///{folder / 'app.db'}"
+    url = fresh_db_url(folder, "app", migrated=True, keep=True)  # SQLite file, or PostgreSQL database
     engine = db.make_engine(url)
     db.upgrade(engine)
     records = list(records) if records is not None else [pair_record(i) for i in range(n_pairs)]

@@ -40,7 +40,8 @@ class PostgresDatabases:
         self.prefix = f"annotator_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         self.template: str | None = None
         self.count = 0
-        self.live: list[str] = []
+        self.live: list[str] = []  # dropped after the test that made them
+        self.kept: list[str] = []  # dropped at the end of the session (module-scoped fixtures)
         self.worker = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pg-test-databases")
         self.prepared: list[Future[str]] = []
 
@@ -69,8 +70,9 @@ class PostgresDatabases:
         self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{self._template()}"')
         return self.url(name)
 
-    def fresh(self, *, migrated: bool = False) -> str:
-        """The URL of a new database: empty, or at the head schema when `migrated`."""
+    def fresh(self, *, migrated: bool = False, keep: bool = False) -> str:
+        """The URL of a new database: empty, or at the head schema when `migrated`; dropped after the
+        current test, or with `keep` at the end of the session."""
         if migrated:
             self._template()
             while len(self.prepared) < PREPARED + 1:
@@ -80,7 +82,7 @@ class PostgresDatabases:
             name = self._new_name()
             self._execute(f'CREATE DATABASE "{name}"')
             url = self.url(name)
-        self.live.append(url)
+        (self.kept if keep else self.live).append(url)
         return url
 
     def _drop(self, url: str) -> None:
@@ -98,6 +100,8 @@ class PostgresDatabases:
 
     def close(self) -> None:
         self.drop_all()
+        for url in self.kept:
+            self.worker.submit(self._drop, url)
         for prepared in self.prepared:
             self.worker.submit(self._drop, prepared.result())
         if self.template is not None:
@@ -120,17 +124,17 @@ def postgres() -> PostgresDatabases | None:
     return _POSTGRES
 
 
-def fresh_db_url(tmp_path: Path, name: str = "db", *, migrated: bool = False) -> str:
+def fresh_db_url(tmp_path: Path, name: str = "db", *, migrated: bool = False, keep: bool = False) -> str:
     """The URL of a new database for this test (for tests that need several, or build their own).
 
     On SQLite: a file `<tmp_path>/<name>/annotations.db` that does not exist yet (nor does its folder).
     On PostgreSQL: a new empty database, or one already at the head schema when `migrated`; it is
-    dropped when the test ends.
+    dropped when the test ends, or with `keep` (for module-scoped fixtures) when the session ends.
     """
     server = postgres()
     if server is None:
         return f"sqlite:///{tmp_path / name / 'annotations.db'}"
-    return server.fresh(migrated=migrated)
+    return server.fresh(migrated=migrated, keep=keep)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
