@@ -22,10 +22,10 @@ from sqlmodel import Session, select
 
 from annotator import accounts, adjudicate, assign, db, ingest, labels
 from annotator.models import Assignment, Event, User
+from tests.conftest import fresh_db_url
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.sqlite_only,  # one server process on a file database; the rendering is engine-neutral
     pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is not installed"),
 ]
 
@@ -85,7 +85,7 @@ def _free_port() -> int:
 
 
 def _build(folder: Path) -> tuple[str, Engine, dict[str, int]]:
-    url = f"sqlite:///{folder / 'hostile.db'}"
+    url = fresh_db_url(folder, "hostile", keep=True)  # SQLite file, or PostgreSQL database (conftest)
     engine = db.make_engine(url)
     db.upgrade(engine)
     path = folder / "pairs.jsonl"
