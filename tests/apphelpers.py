@@ -16,11 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import pytest
 from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
-from streamlit.runtime.pages_manager import PagesManager
 
 from annotator import accounts, db, ingest
 from annotator.accounts import Account
@@ -198,24 +196,6 @@ def build_app_db(
         if rows:
             session.execute(insert(Assignment), rows)
     return AppDB(url=url, engine=engine, study_id=study_id, users=users)
-
-
-def router_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make AppTest run as a long-lived server does: every run goes through the entry router.
-
-    The app's pages live in a folder called `pages/`, which puts Streamlit in its old multipage mode
-    until `st.navigation` is first called in the process; AppTest resets that flag before every run,
-    so without this each run after the first would open the page file on its own (the app then
-    restarts the run through the router, which drops the click that started it).
-    """
-    original = PagesManager.__init__
-
-    def init(self: PagesManager, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
-    monkeypatch.setattr(PagesManager, "uses_pages_directory", None)
 
 
 # ------------------------------------------------------------------------------------------ live server

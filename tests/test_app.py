@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from annotator import db
 from annotator.models import Event, Judgment
-from tests.apphelpers import MAIN, PASSWORD, AppDB, build_app_db, router_mode
+from tests.apphelpers import MAIN, PASSWORD, AppDB, build_app_db
 
 TIMEOUT = 30
 #: The pages each role must at least have (the router may register more; all of them are opened).
@@ -33,7 +33,6 @@ ANSWERS: dict[str, Any] = {
 @pytest.fixture
 def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AppDB]:
     """A fresh database (own URL, so the app's cached engine is new) with ann1 queued on three pairs."""
-    router_mode(monkeypatch)
     built = build_app_db(tmp_path / "db", acknowledged=["ann1", "ann2"])
     monkeypatch.setenv(db.ENV_VAR, built.url)
     yield built
@@ -117,7 +116,7 @@ def messages(at: AppTest) -> list[str]:
 def registered_pages(at: AppTest) -> list[str]:
     """The file names of the pages the router registered in the last run."""
     with pytest.raises(ValueError, match="Could not find a navigation page") as refused:
-        at.switch_page("pages/login.py")  # never registered for a logged-in user
+        at.switch_page("views/login.py")  # never registered for a logged-in user
     return registered(str(refused.value))
 
 
@@ -127,7 +126,7 @@ def test_every_page_renders_for_each_role(app_db: AppDB, username: str) -> None:
     pages = registered_pages(at)
     assert set(ROLE_PAGES[username]) <= set(pages)
     for page in pages:
-        at.switch_page(f"pages/{page}").run()
+        at.switch_page(f"views/{page}").run()
         assert not at.exception, (page, at.exception)
         assert not at.error, (page, messages(at))
 
@@ -136,13 +135,13 @@ def test_logged_out_visitor_sees_only_the_login_page(app_db: AppDB) -> None:
     at = app_as(app_db, None)
     assert at.text_input(key="login_username")
     with pytest.raises(ValueError, match="Could not find a navigation page") as refused:
-        at.switch_page("pages/annotate.py")
+        at.switch_page("views/annotate.py")
     assert registered(str(refused.value)) == ["login.py"]
 
 
 def test_annotator_page_list_holds_only_annotator_pages(app_db: AppDB) -> None:
     at = app_as(app_db, "ann1")
-    for page in ("pages/progress.py", "pages/adjudicate.py"):
+    for page in ("views/progress.py", "views/adjudicate.py"):
         with pytest.raises(ValueError, match="Could not find a navigation page") as refused:
             at.switch_page(page)
         assert registered(str(refused.value)) == ["annotate.py", "my_work.py", "guidelines.py"]
@@ -152,7 +151,7 @@ def test_annotator_page_list_holds_only_annotator_pages(app_db: AppDB) -> None:
 @pytest.mark.parametrize("page", ["progress.py", "adjudicate.py"])
 def test_a_page_refuses_a_role_it_is_not_for(app_db: AppDB, page: str) -> None:
     """Even run directly (not through the router), a researcher or adjudicator page refuses an annotator."""
-    at = AppTest.from_file(str(MAIN.parent / "pages" / page), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(MAIN.parent / "views" / page), default_timeout=TIMEOUT)
     at.session_state["account"] = app_db.account("ann1")
     at.session_state["login_at"] = datetime.now(UTC)
     at.run()
@@ -166,20 +165,21 @@ def test_a_fresh_server_opens_a_page_only_through_the_router(
 ) -> None:
     """An annotator's first request to a fresh server asks for the researcher page by its URL.
 
-    Without `router_mode`, every AppTest run starts in the mode a fresh server starts in, where
-    Streamlit would run pages/progress.py on its own; the page must go through the router instead.
+    Every AppTest run starts as a fresh server does; the page files live in views/ (not pages/, which
+    would switch on Streamlit's legacy multipage mode and run a page without the router), so the
+    request goes through the router and the annotator gets an annotator page.
     """
     built = build_app_db(tmp_path / "db", acknowledged=["ann1"])
     monkeypatch.setenv(db.ENV_VAR, built.url)
     at = AppTest.from_file(str(MAIN), default_timeout=TIMEOUT)
     at.session_state["account"] = built.account("ann1")
     at.session_state["login_at"] = datetime.now(UTC)
-    at.switch_page("pages/progress.py").run()
+    at.switch_page("views/progress.py").run()
     assert not at.exception
     assert not at.title, "the progress page did not run"
     assert progress_text(at) == "0 of 3 done", "the annotator's default page ran instead"
     assert at.button(key="logout"), "the router's sidebar is there"
-    at.switch_page("pages/my_work.py").run()
+    at.switch_page("views/my_work.py").run()
     assert not at.exception
     assert [t.value for t in at.title] == ["My work"]
     assert at.button(key="logout")
@@ -255,7 +255,7 @@ def test_guidelines_page_records_the_acknowledgement(app_db: AppDB) -> None:
         user.guidelines_ack_at = None
         session.add(user)
     at = app_as(app_db, "ann2")
-    at.switch_page("pages/guidelines.py").run()
+    at.switch_page("views/guidelines.py").run()
     assert not at.exception
     at.button(key="ack_guidelines").click().run()
     assert not at.exception
@@ -328,12 +328,12 @@ def test_flag_without_a_reason_is_refused(app_db: AppDB) -> None:
 def test_revision_through_my_work_keeps_the_history(app_db: AppDB) -> None:
     at = app_as(app_db, "ann1")
     assignment_id = submit(at)
-    at.switch_page("pages/my_work.py").run()
+    at.switch_page("views/my_work.py").run()
     assert not at.exception
     at.button(key=f"reopen_{assignment_id}").click().run()
     assert not at.exception
     assert item_key(at) == (assignment_id, f"a{assignment_id}r1")
-    at.switch_page("pages/annotate.py")  # the app went there; AppTest would keep asking for My work
+    at.switch_page("views/annotate.py")  # the app went there; AppTest would keep asking for My work
     _, key = item_key(at)
     assert at.radio(key=f"{key}_A_correctness").value == 5, "the form starts from the current answers"
     assert at.radio(key=f"{key}_preference").value == 1
@@ -389,12 +389,11 @@ def test_finished_screen_when_the_queue_is_empty(app_db: AppDB) -> None:
 
 
 def test_annotator_without_items_is_told_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    router_mode(monkeypatch)
     built = build_app_db(tmp_path / "db", queues={}, acknowledged=["ann1"])
     monkeypatch.setenv(db.ENV_VAR, built.url)
     at = app_as(built, "ann1")
     assert [i.value for i in at.info] == ["You have no items yet. Your researcher will assign some."]
-    at.switch_page("pages/my_work.py").run()
+    at.switch_page("views/my_work.py").run()
     assert not at.exception
     built.engine.dispose()
 
@@ -415,9 +414,9 @@ def test_the_browser_never_sees_pair_internals_or_other_annotators_labels(app_db
     seen = [all_text(at._tree)]
     submit(at)
     seen.append(all_text(at._tree))
-    at.switch_page("pages/my_work.py").run()
+    at.switch_page("views/my_work.py").run()
     seen.append(all_text(at._tree))
-    at.switch_page("pages/guidelines.py").run()
+    at.switch_page("views/guidelines.py").run()
     seen.append(all_text(at._tree))
     text = "\n".join(seen)
     assert "Plan 1 alpha" in text and "Plan 1 omega" in text, "the test reads the rendered texts"

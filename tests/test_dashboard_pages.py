@@ -75,7 +75,7 @@ def _texts(at: AppTest) -> str:
 @pytest.mark.parametrize("page", RESEARCHER_PAGES)
 def test_every_researcher_page_renders(study_db: str, engine: Engine, page: str) -> None:
     at = _app(_account(engine, "boss"))
-    at.switch_page(f"pages/{page}").run()
+    at.switch_page(f"views/{page}").run()
     assert not at.exception
     assert at.selectbox or at.text_input  # every page shows its controls (study picker or forms)
 
@@ -95,7 +95,7 @@ def test_validation_page_shows_the_verdicts_of_analyze(study_db: str, engine: En
     with Session(engine) as session:
         report = study_report(session, study="sample", n_boot=1000)
     at = _app(_account(engine, "boss"))
-    at.switch_page("pages/validation.py").run()
+    at.switch_page("views/validation.py").run()
     assert not at.exception
     shown = [e.value for e in at.success] + [e.value for e in at.error]
     for verdict in report.verdicts:
@@ -104,7 +104,7 @@ def test_validation_page_shows_the_verdicts_of_analyze(study_db: str, engine: En
 
 def test_validation_filter_by_annotator(study_db: str, engine: Engine) -> None:
     at = _app(_account(engine, "boss"))
-    at.switch_page("pages/validation.py").run()
+    at.switch_page("views/validation.py").run()
     at.multiselect(key="validation_annotators").select("sim_01").select("sim_02").run()
     assert not at.exception
     assert any("2 annotators" in c.value for c in at.caption)
@@ -112,7 +112,7 @@ def test_validation_filter_by_annotator(study_db: str, engine: Engine) -> None:
 
 def _page(page: str, account: Account) -> AppTest:
     """One page run on its own (form submits are reliable this way in AppTest)."""
-    at = AppTest.from_file(str(ROOT / "annotator" / "app" / "pages" / page), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "annotator" / "app" / "views" / page), default_timeout=120)
     at.session_state["account"] = account
     at.session_state["login_at"] = datetime.now(UTC)
     return at.run()

@@ -23,7 +23,7 @@ from annotator.models import Adjudication, Assignment, Event, Judgment, User
 from tests.factories import PASSWORD, make_record, make_user, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ROOT / "annotator" / "app" / "pages"
+PAGES = ROOT / "annotator" / "app" / "views"
 STUDY = "s1"
 DIMENSIONS = ("correctness", "relevance", "helpfulness")
 
@@ -404,10 +404,7 @@ def test_safe_md_escapes_every_dollar(typed: str, markdown: str) -> None:
 
 @pytest.fixture
 def app_env(world: World, env_db: str, monkeypatch: pytest.MonkeyPatch) -> World:
-    """The world's database in $ANNOTATOR_DB_URL, and AppTest runs going through the entry router."""
-    from tests.apphelpers import router_mode
-
-    router_mode(monkeypatch)
+    """The world's database in $ANNOTATOR_DB_URL."""
     return world
 
 

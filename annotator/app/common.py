@@ -9,12 +9,12 @@ from pathlib import Path
 import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
-from streamlit.runtime.pages_manager import PagesManager
 
 from annotator import db
 from annotator.accounts import Account
 
-PAGES = Path(__file__).parent / "pages"
+# Not "pages/": that name would switch on Streamlit's legacy multipage mode, bypassing the router.
+PAGES = Path(__file__).parent / "views"
 SESSION_HOURS = 12
 ACCOUNT_KEY = "account"
 LOGIN_AT_KEY = "login_at"
@@ -76,23 +76,8 @@ def log_out() -> None:
         del st.session_state[key]
 
 
-def through_router() -> None:
-    """Make sure this run goes through the entry router (main.py) and its role-based page list.
-
-    A folder called `pages/` next to the entry file makes Streamlit start in its old multipage mode:
-    until `st.navigation` has been called once in the process (and on every AppTest run), a page
-    asked for by URL or hash runs on its own, without the router, and the sidebar lists every file
-    of the folder. Such a run switches that mode off and starts again through the router, which
-    opens the page only if the role may see it.
-    """
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
 def require(*roles: str) -> Account:
     """The logged-in account if it has one of `roles`; otherwise a refusal and the page stops."""
-    through_router()
     account = current_account()
     if account is None:
         st.error("Please log in first.")

@@ -8,7 +8,7 @@ st.set_page_config(page_title="Pair Studio", page_icon=":material/balance:", lay
 
 
 def page(file: str, title: str, icon: str, *, default: bool = False) -> st.Page:
-    """A page from a file in pages/ (AppTest's switch_page needs file pages)."""
+    """A page from a file in views/ (AppTest's switch_page needs file pages)."""
     return st.Page(str(PAGES / file), title=title, icon=f":material/{icon}:", default=default)
 
 

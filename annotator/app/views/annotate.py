@@ -279,7 +279,7 @@ def main() -> None:
         st.success(
             f"All done: you have rated all {done.total} items. Thank you!", icon=":material/celebration:"
         )
-        st.page_link("pages/my_work.py", label="Review or revise your work", icon=":material/history:")
+        st.page_link("views/my_work.py", label="Review or revise your work", icon=":material/history:")
         return
     item, config = loaded
     if item.revisions:

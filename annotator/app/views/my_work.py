@@ -35,4 +35,4 @@ for number, (study_name, row) in enumerate(items, start=1):
                     active, assignment_id=row["assignment_id"], user_id=account.id
                 )
             st.session_state["submission_id"] = uuid.uuid4().hex
-            st.switch_page("pages/annotate.py")
+            st.switch_page("views/annotate.py")

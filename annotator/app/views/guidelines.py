@@ -16,4 +16,4 @@ if account.role == "annotator":
     elif st.button("I have read the guidelines", type="primary", key="ack_guidelines"):
         with session() as active:
             accounts.acknowledge_guidelines(active, user_id=account.id)
-        st.switch_page("pages/annotate.py")
+        st.switch_page("views/annotate.py")

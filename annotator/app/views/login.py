@@ -3,7 +3,7 @@
 import streamlit as st
 
 from annotator import accounts
-from annotator.app.common import log_in, session, through_router
+from annotator.app.common import log_in, session
 from annotator.errors import AuthError
 
 
@@ -52,6 +52,5 @@ def password_login() -> None:
     st.rerun()
 
 
-through_router()
 token_login()
 password_login()
