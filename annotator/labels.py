@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, func, literal_column, update
+from sqlalchemy import case, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -12,7 +12,7 @@ from annotator.models import Assignment, Event, Judgment, Pair, Score, Study, ut
 from annotator.study import StudyConfig, parse_config
 
 SIDES = ("A", "B")
-QUEUE_INDEX = "ix_pair_id_n_done"  # pair (id, n_done), migration 0003
+QUEUE_WINDOW = 256  # how far ahead next_assignment looks for the pair with the fewest judgments
 
 
 @dataclass(frozen=True)
@@ -64,33 +64,32 @@ def _own_assignment(session: Session, assignment_id: int, user_id: int) -> Assig
     return assignment
 
 
-def _pair_n_done(session: Session) -> ColumnElement[int]:
-    """The `n_done` of an assignment's pair, read from the covering index (id, n_done).
-
-    SQLite's planner looks a pair up by its rowid unless told otherwise, and then reads `n_done`
-    behind the pair's long texts (overflow pages): ~40-100 ms for a queue of 10,000 items instead of
-    ~7 ms. SQLAlchemy renders no table hints on SQLite, hence the literal subquery.
-    """
-    if session.get_bind().dialect.name == "sqlite":
-        return literal_column(
-            f"(SELECT pair.n_done FROM pair INDEXED BY {QUEUE_INDEX} WHERE pair.id = assignment.pair_id)"
-        )
-    return select(Pair.n_done).where(col(Pair.id) == Assignment.pair_id).scalar_subquery()
-
-
 def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignment | None:
-    """The annotator's next pending item: fewest skips, then pairs with fewest judgments, then queue order."""
-    query = (
-        select(Assignment)
+    """The annotator's next pending item: among the next QUEUE_WINDOW items of the queue (in queue
+    order), the one whose pair has the fewest completed judgments.
+
+    The window keeps the work per call constant whatever the queue length (an index range scan of at
+    most QUEUE_WINDOW rows, then one indexed `n_done` lookup each), on SQLite and PostgreSQL alike;
+    queues are shuffled at assignment, so the window is a fair sample of the remaining pairs.
+    """
+    window = (
+        select(Assignment.id, Assignment.pair_id, Assignment.position)
         .where(
             Assignment.annotator_id == user_id,
             Assignment.study_id == study_id,
             Assignment.status == "pending",
         )
-        .order_by(col(Assignment.skip_count), _pair_n_done(session), col(Assignment.position))
-        .limit(1)
+        .order_by(col(Assignment.position))
+        .limit(QUEUE_WINDOW)
+        .subquery()
     )
-    return session.exec(query).first()
+    best = session.exec(
+        select(window.c.id)
+        .join(Pair, col(Pair.id) == window.c.pair_id)
+        .order_by(col(Pair.n_done), window.c.position)
+        .limit(1)
+    ).first()
+    return session.get(Assignment, best) if best is not None else None
 
 
 def show(session: Session, *, assignment_id: int, user_id: int) -> ItemView:
@@ -277,6 +276,12 @@ def skip(session: Session, *, assignment_id: int, user_id: int, reason: str) -> 
     if not reason.strip():
         raise LabelError("Please give a reason for skipping")
     assignment = _own_assignment(session, assignment_id, user_id)
+    last = session.exec(
+        select(func.max(Assignment.position)).where(
+            Assignment.annotator_id == user_id, Assignment.study_id == assignment.study_id
+        )
+    ).one()
+    assignment.position = int(last or 0) + 1
     assignment.skip_count += 1
     assignment.skip_reason = reason.strip()
     assignment.shown_at = None
