@@ -25,13 +25,13 @@ def study_names(session: Session) -> list[str]:
 
 
 def data_version(session: Session, study: str, *, account: Account | None = None) -> tuple[int, int]:
-    """Changes whenever a judgment is added to the study (count and newest id), for caching."""
-    study_id = _researchers_study(session, study, account).id
-    count, newest = session.exec(
-        select(func.count(col(Judgment.id)), func.max(Judgment.id))
-        .join(Assignment, col(Assignment.id) == Judgment.assignment_id)
-        .where(Assignment.study_id == study_id)
-    ).one()
+    """Changes whenever a judgment is saved (judgments are append-only: count and newest id), for caching.
+
+    Read from the whole judgment table (cheap: no join), so a judgment in another study also counts
+    as a change; that only costs a recomputation.
+    """
+    _researchers_study(session, study, account)
+    count, newest = session.exec(select(func.count(col(Judgment.id)), func.max(Judgment.id))).one()
     return int(count or 0), int(newest or 0)
 
 

@@ -15,6 +15,8 @@ from annotator.export import label_frame
 from annotator.reporting import report_from_frame
 from annotator.study import parse_config
 
+SHOWN_FAILED = 500
+
 
 @st.cache_resource(show_spinner="Computing the validation report...", max_entries=16)
 def cached_report(
@@ -46,6 +48,15 @@ def cached_report(
     return report, figures(report)
 
 
+@st.cache_data(max_entries=32)
+def cached_filter_options(
+    url: str, study: str, version: tuple[int, int], _account: Account
+) -> tuple[list[str], list[str]]:
+    """The categories and annotators to filter by, for one data version."""
+    with session() as active:
+        return dashboard.filter_options(active, study=study, account=_account)
+
+
 account = require("researcher")
 st.title("Validation")
 study = choose_study("validation_study")
@@ -53,8 +64,7 @@ if study is not None:
     with session() as active:
         version = dashboard.data_version(active, study, account=account)
     url = str(engine().url)
-    with session() as active:
-        categories, annotators = dashboard.filter_options(active, study=study, account=account)
+    categories, annotators = cached_filter_options(url, study, version, account)
     left, right = st.columns(2)
     chosen_categories = left.multiselect("Categories", categories, key="validation_categories")
     chosen_annotators = right.multiselect("Annotators", annotators, key="validation_annotators")
@@ -91,4 +101,6 @@ if study is not None:
     st.subheader("Agreement")
     st.dataframe(report.agreement, hide_index=True, width="stretch")
     st.subheader(f"Pairs that fail validation ({len(report.failed_pairs)})")
-    st.dataframe(report.failed_pairs, hide_index=True, width="stretch")
+    st.dataframe(report.failed_pairs.head(SHOWN_FAILED), hide_index=True, width="stretch")
+    if len(report.failed_pairs) > SHOWN_FAILED:
+        st.caption(f"The first {SHOWN_FAILED} are shown; `annotator analyze --json` lists them all.")
