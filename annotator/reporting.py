@@ -6,6 +6,7 @@ import pandas as pd
 from sqlmodel import Session
 
 from analysis.report import Report, build_report
+from annotator.accounts import Account
 from annotator.assign import get_study
 from annotator.errors import UserError
 from annotator.export import label_frame
@@ -21,10 +22,14 @@ def study_report(
     categories: Sequence[str] | None = None,
     annotators: Sequence[str] | None = None,
     mixed: bool = True,
+    account: Account | None = None,
 ) -> Report:
-    """Build the report from the study's current judgments with its own margin, alpha and dimensions."""
+    """Build the report from the study's current judgments with its own margin, alpha and dimensions.
+
+    With an `account` (the app), only a researcher may read the labels.
+    """
     config = parse_config(get_study(session, study).config)
-    frame = label_frame(session, study=study)
+    frame = label_frame(session, study=study, account=account)
     return report_from_frame(
         frame,
         study=study,

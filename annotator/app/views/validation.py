@@ -8,12 +8,9 @@ from analysis.report import Report, figures
 from annotator import dashboard
 from annotator.accounts import Account
 from annotator.app.common import choose_study, engine, require, session
-from annotator.assign import get_study
 from annotator.db import session_scope
 from annotator.errors import UserError
-from annotator.export import label_frame
-from annotator.reporting import report_from_frame
-from annotator.study import parse_config
+from annotator.reporting import study_report
 
 SHOWN_FAILED = 500
 
@@ -34,17 +31,9 @@ def cached_report(
     when the report is computed; the page checked it through data_version before any cache hit.
     """
     with session_scope(engine()) as active:
-        config = parse_config(get_study(active, study).config)
-        frame = label_frame(active, study=study, account=_account)
-    report = report_from_frame(
-        frame,
-        study=study,
-        quality_items=config.dimension_names,
-        margin=config.analysis.margin,
-        alpha=config.analysis.alpha,
-        categories=categories,
-        annotators=annotators,
-    )
+        report = study_report(
+            active, study=study, categories=categories, annotators=annotators, account=_account
+        )
     return report, figures(report)
 
 
