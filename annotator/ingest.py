@@ -242,13 +242,19 @@ def validate_record(record: Any) -> tuple[dict[str, Any], list[str]]:
         "metadata": meta,
         "is_gold": bool(meta.get("gold", False)) if isinstance(meta.get("gold", False), bool) else False,
     }
-    for field, value in record.items():
-        bad = _unencodable(value, f"field {field}")
-        if bad is not None or not _encodable(str(field)):
-            problems.append(
-                f"{bad or f'field {field!r}'}: contains an invalid character (half of a UTF-16 "
-                "surrogate pair, e.g. a JSON escape \\ud800 without its partner)"
-            )
+    # Serialized once here (stored and hashed as is); one C-level pass per text finds lone surrogates,
+    # and only then is the record walked to name the field.
+    texts = {key: to_json(row[key]) for key in JSON_FIELDS}
+    plain_texts = (external_id, question, chosen, rejected, narrative, category, *texts.values())
+    if not all(map(_encodable, plain_texts)):
+        for field, value in record.items():
+            bad = _unencodable(value, f"field {field}")
+            if bad is not None or not _encodable(str(field)):
+                problems.append(
+                    f"{bad or f'field {field!r}'}: contains an invalid character (half of a UTF-16 "
+                    "surrogate pair, e.g. a JSON escape \\ud800 without its partner)"
+                )
+    row.update({key: RawJSON(text) for key, text in texts.items()})
     return row, problems
 
 
@@ -282,7 +288,7 @@ def _unencodable(value: Any, where: str) -> str | None:
     return None
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, default=str)
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False)
 
 
 def to_json(value: Any) -> str:
@@ -306,7 +312,9 @@ def content_hash(row: dict[str, Any]) -> str:
 
 def storable(row: dict[str, Any]) -> dict[str, Any]:
     """A validated row as inserted: JSON fields serialized once (db.RawJSON), hashed from that text."""
-    stored = row | {key: RawJSON(to_json(row[key])) for key in JSON_FIELDS}
+    stored = row | {
+        key: row[key] if isinstance(row[key], RawJSON) else RawJSON(to_json(row[key])) for key in JSON_FIELDS
+    }
     stored["content_hash"] = content_hash(stored)
     return stored
 
