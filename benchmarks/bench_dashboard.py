@@ -8,40 +8,22 @@ Run: python benchmarks/bench_dashboard.py [--pairs 20000] [--reruns 10]
 """
 
 import argparse
-import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import Page, sync_playwright
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_analyze import build  # noqa: E402
 
 from annotator import accounts, db  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-IDLE = "[data-test-script-state='notRunning']"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.apphelpers import CHROMIUM_ARGS, IDLE, running_app  # noqa: E402
 
 
 def wait_idle(page: Page, timeout_ms: float = 300_000) -> None:
@@ -95,52 +77,23 @@ def main() -> None:
         )
         with db.session_scope(db.make_engine(url)) as session:
             accounts.add_user(session, username="boss", role="researcher", password="bench-password")
-        port = free_port()
-        log = open(Path(tmp) / "server.log", "w")  # noqa: SIM115
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                str(ROOT / "annotator/app/main.py"),
-                f"--server.port={port}",
-                "--server.headless=true",
-                "--browser.gatherUsageStats=false",
-            ],
-            env=os.environ | {db.ENV_VAR: url},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
-        try:
-            for _ in range(120):
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
-                    break
-                except OSError:
-                    time.sleep(0.5)
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
-                page = browser.new_page(viewport={"width": 1400, "height": 1200})
-                page.goto(f"http://127.0.0.1:{port}")
-                page.wait_for_selector(IDLE, state="attached", timeout=60_000)
-                page.get_by_label("Username").fill("boss")
-                page.get_by_role("textbox", name="Password").fill("bench-password")
-                timed(page, lambda: page.get_by_role("button", name="Log in").click())
-                link = page.get_by_role("link", name="Validation").first
-                link.wait_for(timeout=60_000)
-                first = timed(page, link.click)
-                page.get_by_text("PASS", exact=False).first.wait_for(timeout=60_000)
-                reruns = []
-                for _ in range(args.reruns):
-                    page.wait_for_timeout(300)
-                    reruns.append(rerun_seconds(page))
-                browser.close()
-        finally:
-            server.terminate()
-            server.wait(timeout=20)
-            log.close()
+        with running_app(url, Path(tmp) / "server.log") as base_url, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1200})
+            page.goto(base_url)
+            page.wait_for_selector(IDLE, state="attached", timeout=60_000)
+            page.get_by_label("Username").fill("boss")
+            page.get_by_role("textbox", name="Password").fill("bench-password")
+            timed(page, lambda: page.get_by_role("button", name="Log in").click())
+            link = page.get_by_role("link", name="Validation").first
+            link.wait_for(timeout=60_000)
+            first = timed(page, link.click)
+            page.get_by_text("PASS", exact=False).first.wait_for(timeout=60_000)
+            reruns = []
+            for _ in range(args.reruns):
+                page.wait_for_timeout(300)
+                reruns.append(rerun_seconds(page))
+            browser.close()
     median = statistics.median(reruns)
     print(f"Validation page, first load (report computed): {first:.2f} s")
     print(f"cached rerun over {len(reruns)}: median {median * 1000:.0f} ms, max {max(reruns) * 1000:.0f} ms")

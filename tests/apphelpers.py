@@ -1,6 +1,8 @@
 """Helpers for the app tests: a temporary database with a study, users and queues; a live server.
 
-Used by tests/test_app.py (AppTest), tests/test_browser.py (Playwright) and benchmarks/bench_submit.py.
+Used by tests/test_app.py (AppTest), the browser tests (Playwright: test_browser, test_demo,
+test_scaleout, test_hostile_render, test_dashboard_pages) and benchmarks/bench_submit.py,
+benchmarks/bench_dashboard.py.
 """
 
 import functools
@@ -252,3 +254,25 @@ def running_app(url: str, log: Path) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+# ------------------------------------------------------------------------------------------ browser
+
+
+def wait_idle(page: Any, *, timeout_ms: float | None = None) -> None:
+    """Wait until the app has finished the run the last action started (a Playwright page; the
+    timeout is the page's default unless given)."""
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, state="attached", timeout=timeout_ms)
+
+
+def log_in(
+    page: Any, base_url: str, username: str, password: str, *, timeout_ms: float | None = None
+) -> None:
+    """Open the app at `base_url`, log in with `username`/`password` and wait until the app is idle."""
+    page.goto(base_url)
+    wait_idle(page, timeout_ms=timeout_ms)
+    page.get_by_role("textbox", name="Username").fill(username)
+    page.get_by_role("textbox", name="Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    wait_idle(page, timeout_ms=timeout_ms)

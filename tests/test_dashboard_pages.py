@@ -1,12 +1,6 @@
 """Researcher and adjudicator pages: each renders for its role, shows the study, and acts on it."""
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +14,7 @@ from annotator import accounts, db, ingest
 from annotator.accounts import Account
 from annotator.models import Adjudication, User
 from annotator.simulate import SimulationSpec, simulate
+from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = str(ROOT / "annotator" / "app" / "main.py")
@@ -31,15 +26,6 @@ RESEARCHER_PAGES = [
     "adjudicate.py",
     "data.py",
     "downloads.py",
-]
-IDLE = "[data-test-script-state='notRunning']"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
 ]
 
 
@@ -156,66 +142,21 @@ def test_annotator_is_refused_on_researcher_pages(study_db: str, engine: Engine)
     assert not at.dataframe and not at.metric
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is not installed")
 def test_one_adjudication_in_the_browser(study_db: str, engine: Engine, tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
-    log = (tmp_path / "server.log").open("w")
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            MAIN,
-            f"--server.port={port}",
-            "--server.headless=true",
-            "--browser.gatherUsageStats=false",
-        ],
-        env=os.environ | {db.ENV_VAR: study_db},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
-    )
-    try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 2000})
-
-            def idle() -> None:
-                page.wait_for_timeout(400)
-                page.wait_for_selector(IDLE, state="attached", timeout=60_000)
-
-            page.goto(f"http://127.0.0.1:{port}")
-            idle()
-            page.get_by_label("Username").fill("judge")
-            page.get_by_role("textbox", name="Password").fill("judge-password")
-            page.get_by_role("button", name="Log in").click()
-            idle()
-            page.get_by_role("button", name="Resolve the clear cases automatically").click()
-            idle()
-            page.get_by_text("Chosen (built to follow the rubric)").wait_for()
-            page.get_by_role("button", name="Record decision").click()
-            idle()
-            page.get_by_text("Decision recorded.").wait_for()
-            browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-        log.close()
+    with running_app(study_db, tmp_path / "server.log") as base_url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 2000})
+        log_in(page, base_url, "judge", "judge-password", timeout_ms=60_000)
+        page.get_by_role("button", name="Resolve the clear cases automatically").click()
+        wait_idle(page, timeout_ms=60_000)
+        page.get_by_text("Chosen (built to follow the rubric)").wait_for()
+        page.get_by_role("button", name="Record decision").click()
+        wait_idle(page, timeout_ms=60_000)
+        page.get_by_text("Decision recorded.").wait_for()
+        browser.close()
     with Session(engine) as session:
         decided = session.exec(
             select(func.count()).select_from(Adjudication).where(col(Adjudication.method) == "adjudicated")

@@ -1,12 +1,7 @@
 """The one-command demo: what the database holds, rebuilding it, and rating one item in a real browser."""
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -16,18 +11,9 @@ from sqlmodel import Session, col, func, select
 from annotator import accounts, db
 from annotator.demo import CREDENTIALS, QUEUE, SAMPLE, build_demo
 from annotator.models import Assignment, Judgment, Pair, User
+from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
 
-ROOT = Path(__file__).resolve().parents[1]
 SIM_USERS = ("sim_01", "sim_02", "sim_03")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-IDLE = "[data-test-script-state='notRunning']"
 
 
 def _judgments_by(engine: Engine, username: str) -> int:
@@ -96,84 +82,33 @@ def test_demo_is_kept_without_rebuild(tmp_path: Path) -> None:
     assert _counts(kept.url) == before  # the marker user is still there: the file was not rebuilt
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_healthy(base: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(
-                f"streamlit exited with {process.returncode}:\n{log.read_text(errors='replace')}"
-            )
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"streamlit was not healthy after {timeout} s:\n{log.read_text(errors='replace')}")
-
-
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is not installed")
 def test_demo_annotator_rates_one_item_in_the_browser(tmp_path: Path) -> None:
     playwright = pytest.importorskip("playwright.sync_api")
     demo = build_demo(tmp_path / "demo.db", rebuild=True)
     engine = db.make_engine(demo.url)
     assert _judgments_by(engine, "demo_annotator") == 0
-    port = _free_port()
     log = tmp_path / "streamlit.log"
-    env = os.environ | {db.ENV_VAR: demo.url, "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "streamlit", "run", "annotator/app/main.py"]
-    command += ["--server.port", str(port), "--server.headless", "true"]
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(base, process, log)
-        with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(30_000)
-
-            def idle() -> None:
-                page.wait_for_timeout(300)
-                page.wait_for_selector(IDLE, state="attached")
-
-            page.goto(base)
-            idle()
-            page.get_by_role("textbox", name="Username").fill("demo_annotator")
-            page.get_by_role("textbox", name="Password").fill(CREDENTIALS["demo_annotator"][1])
-            page.get_by_role("button", name="Log in").click()
-            idle()
-            page.get_by_role("button", name="I have read the guidelines: start rating").click()
-            idle()
-            form = page.locator("[data-testid='stForm']").filter(has_text="Submit and next")
-            groups = form.locator("[role='radiogroup']")
-            groups.first.wait_for()
-            n_groups = groups.count()
-            assert n_groups >= 3 * 2 + 2  # quality for A and B, preference, confidence (+ rubric)
-            for i in range(n_groups):
-                options = groups.nth(i).locator("label")
-                options.nth(min(1, options.count() - 1)).click()
-            page.get_by_role("button", name="Submit and next").click()
-            idle()
-            deadline = time.monotonic() + 15
-            while _judgments_by(engine, "demo_annotator") == 0 and time.monotonic() < deadline:
-                time.sleep(0.2)
-            browser.close()
-    finally:
-        os.killpg(process.pid, 15)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
-            process.wait()
+    with running_app(demo.url, log) as base_url, playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(30_000)
+        log_in(page, base_url, "demo_annotator", CREDENTIALS["demo_annotator"][1])
+        page.get_by_role("button", name="I have read the guidelines: start rating").click()
+        wait_idle(page)
+        form = page.locator("[data-testid='stForm']").filter(has_text="Submit and next")
+        groups = form.locator("[role='radiogroup']")
+        groups.first.wait_for()
+        n_groups = groups.count()
+        assert n_groups >= 3 * 2 + 2  # quality for A and B, preference, confidence (+ rubric)
+        for i in range(n_groups):
+            options = groups.nth(i).locator("label")
+            options.nth(min(1, options.count() - 1)).click()
+        page.get_by_role("button", name="Submit and next").click()
+        wait_idle(page)
+        deadline = time.monotonic() + 15
+        while _judgments_by(engine, "demo_annotator") == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        browser.close()
     assert _judgments_by(engine, "demo_annotator") == 1, log.read_text(errors="replace")[-2000:]
     engine.dispose()

@@ -4,14 +4,9 @@ annotator's page and on the adjudicator's view. Also: the server's output never 
 or the pair's texts."""
 
 import json
-import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +17,8 @@ from sqlmodel import Session, select
 
 from annotator import accounts, adjudicate, assign, db, ingest, labels
 from annotator.models import Assignment, Event, User
+from tests import apphelpers
+from tests.apphelpers import CHROMIUM_ARGS, running_app, wait_idle
 from tests.conftest import fresh_db_url
 
 pytestmark = [
@@ -29,17 +26,6 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is not installed"),
 ]
 
-ROOT = Path(__file__).resolve().parents[1]
-MAIN = ROOT / "annotator" / "app" / "main.py"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-IDLE = "[data-test-script-state='notRunning']"
 PASSWORD = "hostile-test-password-8472"
 STUDY = "hostile"
 SCRIPT = "<script>window.__xss=1</script>"
@@ -78,12 +64,6 @@ class Server:
     users: dict[str, int]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _build(folder: Path) -> tuple[str, Engine, dict[str, int]]:
     url = fresh_db_url(folder, "hostile", keep=True)  # SQLite file, or PostgreSQL database (conftest)
     engine = db.make_engine(url)
@@ -107,50 +87,12 @@ def _build(folder: Path) -> tuple[str, Engine, dict[str, int]]:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("hostile")
     url, engine, users = _build(folder)
-    port = _free_port()
     log = folder / "server.log"
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(MAIN),
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.headless",
-        "true",
-        "--browser.gatherUsageStats",
-        "false",
-    ]
-    env = os.environ | {db.ENV_VAR: url, "PYTHONUNBUFFERED": "1"}
-    with log.open("wb") as handle:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(f"the app exited:\n{log.read_text(errors='replace')}")
-                try:
-                    with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                        if response.status == 200:
-                            break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the app did not start:\n{log.read_text(errors='replace')}")
-                time.sleep(0.2)
-            yield Server(base, engine, log, users)
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            engine.dispose()
+    try:
+        with running_app(url, log) as base_url:
+            yield Server(base_url, engine, log, users)
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture(scope="module")
@@ -158,23 +100,16 @@ def chrome() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
+        launched = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
         yield launched
         launched.close()
 
 
-def idle(page: object) -> None:
-    page.wait_for_selector(IDLE, state="attached", timeout=30_000)  # type: ignore[attr-defined]
-
-
 def log_in(chrome: object, server: Server, username: str) -> object:
     page = chrome.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
-    page.goto(server.url)
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
+    apphelpers.log_in(page, server.url, username, PASSWORD)
     page.get_by_text(f"Signed in as {username}").wait_for(timeout=30_000)
-    idle(page)
+    wait_idle(page)
     return page
 
 
@@ -199,7 +134,7 @@ def test_the_annotator_page_shows_hostile_texts_as_text(chrome: object, server: 
     page.get_by_text("Question marker.").wait_for()  # type: ignore[attr-defined]
     page.get_by_text("The user's past posts").click()  # type: ignore[attr-defined]
     page.get_by_text("Post marker.").first.wait_for()  # type: ignore[attr-defined]
-    idle(page)
+    wait_idle(page)
     markers = ["Question marker.", "Narrative marker.", "Post marker.", "Reason marker.", "Chosen marker."]
     assert_inert(page, [*PAYLOADS, *markers, "Rejected marker.", f"Aspect {MATH}"])
 
@@ -251,7 +186,7 @@ def test_the_adjudication_view_shows_hostile_texts_as_text(chrome: object, serve
     page = log_in(chrome, server, "boss")
     page.get_by_role("link", name="Adjudicate").click()  # type: ignore[attr-defined]
     page.get_by_text("Chosen marker.").wait_for(timeout=30_000)  # type: ignore[attr-defined]
-    idle(page)
+    wait_idle(page)
     assert_inert(page, [*PAYLOADS, "Question marker.", "Chosen marker.", "Rejected marker."])
 
     # A browser download is an export like any other: it is in the audit log.

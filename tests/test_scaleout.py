@@ -6,13 +6,8 @@ every judgment goes to the shared database, so both judgments land with the righ
 pair counters stay right when the two submits are interleaved.
 """
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +18,7 @@ from sqlmodel import Session, col, select
 from annotator import accounts, db, ingest
 from annotator.assign import assign
 from annotator.models import Assignment, Event, Judgment, Pair, User
+from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
 from tests.conftest import POSTGRES_ENV, fresh_db_url, postgres_admin_url
 from tests.factories import make_records, write_jsonl
 
@@ -34,49 +30,7 @@ pytestmark = [
     ),
 ]
 
-ROOT = Path(__file__).resolve().parents[1]
 ANNOTATORS = {"ann_one": "first-annotator-pw", "ann_two": "second-annotator-pw"}
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-IDLE = "[data-test-script-state='notRunning']"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_healthy(base: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(
-                f"streamlit exited with {process.returncode}:\n{log.read_text(errors='replace')}"
-            )
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"streamlit was not healthy after {timeout} s:\n{log.read_text(errors='replace')}")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, 15)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, 9)
-        process.wait()
 
 
 @pytest.fixture
@@ -96,35 +50,11 @@ def study_url(tmp_path: Path) -> str:
 @pytest.fixture
 def servers(study_url: str, tmp_path: Path) -> Iterator[list[str]]:
     """Two app servers on two free ports, both on the one database; their base URLs."""
-    env = os.environ | {db.ENV_VAR: study_url, "PYTHONUNBUFFERED": "1"}
-    started: list[tuple[subprocess.Popen[bytes], Path, str]] = []
-    try:
-        for k in range(2):
-            port = _free_port()
-            log = tmp_path / f"streamlit-{k}.log"
-            command = [sys.executable, "-m", "streamlit", "run", "annotator/app/main.py"]
-            command += ["--server.port", str(port), "--server.headless", "true"]
-            with log.open("wb") as output:
-                process = subprocess.Popen(
-                    command,
-                    cwd=ROOT,
-                    env=env,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            started.append((process, log, f"http://127.0.0.1:{port}"))
-        for process, log, base in started:
-            _wait_healthy(base, process, log)
-        yield [base for _, _, base in started]
-    finally:
-        for process, _, _ in started:
-            _stop(process)
-
-
-def _idle(page: Any) -> None:
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, state="attached")
+    with (
+        running_app(study_url, tmp_path / "streamlit-0.log") as first,
+        running_app(study_url, tmp_path / "streamlit-1.log") as second,
+    ):
+        yield [first, second]
 
 
 def _rating_form(page: Any) -> Any:
@@ -146,20 +76,15 @@ def test_two_servers_share_one_postgres_database(study_url: str, servers: list[s
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
             page = context.new_page()
             page.set_default_timeout(30_000)
-            page.goto(base)
-            _idle(page)
-            page.get_by_role("textbox", name="Username").fill(username)
-            page.get_by_role("textbox", name="Password").fill(password)
-            page.get_by_role("button", name="Log in").click()
-            _idle(page)
+            log_in(page, base, username, password)
             page.get_by_role("button", name="I have read the guidelines: start rating").click()
-            _idle(page)
+            wait_idle(page)
             _rating_form(page)
             pages.append(page)
         for page in pages:  # both submits back to back, one on each server
             page.get_by_role("button", name="Submit and next").click()
         for page in pages:
-            _idle(page)
+            wait_idle(page)
         engine = db.make_engine(study_url)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
