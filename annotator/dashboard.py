@@ -35,9 +35,7 @@ def data_version(session: Session, study: str, *, account: Account | None = None
     return int(count or 0), int(newest or 0)
 
 
-def annotator_progress(
-    session: Session, *, study: str, stalled_hours: float = 24.0, account: Account | None = None
-) -> pd.DataFrame:
+def annotator_progress(session: Session, *, study: str, account: Account | None = None) -> pd.DataFrame:
     """Per annotator: assigned, done, skipped, open, items per hour of work, median time on task."""
     study_id = _researchers_study(session, study, account).id
     rows = session.exec(

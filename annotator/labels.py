@@ -1,6 +1,6 @@
 """Serving blinded items and saving judgments: atomic, idempotent, append-only revisions."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import case, func, update
@@ -46,7 +46,6 @@ class Submission:
     comment: str = ""
     flag: bool = False
     flag_reason: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def study_config(session: Session, study_id: int) -> StudyConfig:
