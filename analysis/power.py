@@ -11,14 +11,19 @@ is provided as :func:`simulated_power`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import integrate, stats
 
 from analysis.equivalence import tost_paired
 
-__all__ = ["PowerResult", "pairs_needed", "simulated_power", "tost_power"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["PowerResult", "achieved_power", "pairs_needed", "simulated_power", "tost_power"]
 
 
 @dataclass(frozen=True)
@@ -172,3 +177,39 @@ def simulated_power(
             chosen.mean(axis=1), rejected.mean(axis=1), low=-margin, high=margin, alpha=alpha
         ).equivalent
     return hits / n_sim
+
+
+def achieved_power(
+    frame: pd.DataFrame, *, quality_items: Sequence[str], margin: float, alpha: float = 0.05
+) -> pd.DataFrame:
+    """The power an existing study has for each quality dimension's paired TOST.
+
+    Uses the study's number of pairs and the observed SD of its per-pair mean differences, at a true
+    difference of 0 (the power to show equivalence if the responses are truly equal).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rows = [(f"p{i}", "a", r, "correctness", float(4 + (i + (r == "chosen")) % 2), 1, 2, 9.0)
+    ...         for i in range(30) for r in ("chosen", "rejected")]
+    >>> df = pd.DataFrame(rows, columns=["pair_id", "annotator", "response", "item", "value",
+    ...                                  "preference", "confidence", "time_s"])
+    >>> result = achieved_power(df, quality_items=["correctness"], margin=0.5)
+    >>> result.loc[0, "dimension"], int(result.loc[0, "n_pairs"])
+    ('correctness', 30)
+    """
+    import pandas as pd
+
+    from analysis.frames import pair_means
+
+    rows = []
+    for item in quality_items:
+        diff = pair_means(frame, item)["diff"].dropna()
+        sd = float(np.std(diff, ddof=1)) if len(diff) > 1 else float("nan")
+        power = (
+            tost_power(len(diff), margin=margin, sd=sd, alpha=alpha)
+            if len(diff) > 1 and sd > 0
+            else float("nan")
+        )
+        rows.append({"dimension": item, "n_pairs": int(len(diff)), "sd_diff": sd, "power": power})
+    return pd.DataFrame(rows)

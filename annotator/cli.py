@@ -20,7 +20,7 @@ from annotator.demo import build_demo
 from annotator.errors import UserError
 from annotator.simulate import SimulationSpec
 from annotator.simulate import simulate as run_simulation
-from annotator.study import load_config
+from annotator.study import load_config, parse_config
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     from analysis.report import Report
@@ -330,9 +330,14 @@ def power(
     alpha: Annotated[float, typer.Option(help="Level of each one-sided test")] = 0.05,
     true_diff: Annotated[float, typer.Option(help="Assumed true difference")] = 0.0,
     check: Annotated[bool, typer.Option(help="Cross-check by simulation with the simulator's model")] = True,
+    study: Annotated[str | None, typer.Option(help="Also report the achieved power of this study")] = None,
+    database: DbOption = None,
 ) -> None:
     """Pairs needed to show equivalence on quality (exact TOST power, checked by simulation)."""
     from analysis.power import pairs_needed, simulated_power
+
+    if study is not None:
+        study_power(study, database)
 
     try:
         result = pairs_needed(
@@ -362,6 +367,35 @@ def power(
             f"simulation (rounded 1-5 ratings, noise SD {noise:.2f}, 400 studies): power {simulated:.3f}",
             highlight=False,
         )
+
+
+def study_power(study: str, database: str | None) -> None:
+    """The achieved power of an existing study, per quality dimension, with its own margin and alpha."""
+    from analysis.power import achieved_power
+    from annotator.export import label_frame
+
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        config = parse_config(assign.get_study(session, study).config)
+        frame = label_frame(session, study=study)
+    if frame.empty:
+        raise UserError(f"study {study!r} has no judgments yet")
+    table = Table(
+        "dimension",
+        "pairs",
+        "SD of per-pair differences",
+        "power",
+        title=f"Achieved power of {study} (margin +-{config.analysis.margin:g}, true difference 0)",
+    )
+    power = achieved_power(
+        frame,
+        quality_items=config.dimension_names,
+        margin=config.analysis.margin,
+        alpha=config.analysis.alpha,
+    )
+    for row in power.itertuples():
+        table.add_row(row.dimension, str(row.n_pairs), f"{row.sd_diff:.3f}", f"{row.power:.3f}")
+    out.print(table)
 
 
 @app.command()

@@ -4,6 +4,7 @@ import re
 
 import numpy as np
 import pytest
+from sqlalchemy.engine import Engine
 
 from analysis.equivalence import tost_paired
 from analysis.power import pairs_needed, simulated_power, tost_power
@@ -58,3 +59,48 @@ def test_bad_arguments_are_refused() -> None:
         tost_power(10, margin=0, sd=1)
     with pytest.raises(ValueError, match=re.escape("the true difference must lie inside the margin")):
         pairs_needed(margin=0.5, sd=1, true_diff=0.6)
+
+
+def test_achieved_power_uses_the_study_pairs_and_their_sd() -> None:
+    """Per dimension: the exact TOST power at the study's n and observed SD of per-pair differences."""
+    import pandas as pd
+
+    from analysis.frames import pair_means
+    from analysis.power import achieved_power
+
+    rng = np.random.default_rng(4)
+    rows = [
+        (f"p{i}", a, r, "correctness", float(rng.integers(3, 6)), 1, 2, 30.0)
+        for i in range(25)
+        for a in ("x", "y")
+        for r in ("chosen", "rejected")
+    ]
+    frame = pd.DataFrame(
+        rows,
+        columns=["pair_id", "annotator", "response", "item", "value", "preference", "confidence", "time_s"],
+    )
+    result = achieved_power(frame, quality_items=["correctness"], margin=0.5)
+    diff = pair_means(frame, "correctness")["diff"]
+    assert int(result.loc[0, "n_pairs"]) == 25
+    assert result.loc[0, "power"] == pytest.approx(tost_power(25, margin=0.5, sd=float(np.std(diff, ddof=1))))
+
+
+def test_power_command_reports_a_study(env_db: str, engine: Engine) -> None:
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from annotator import ingest
+    from annotator.cli import app
+    from annotator.simulate import SimulationSpec, simulate
+
+    sample = Path(__file__).resolve().parents[1] / "data" / "sample_pairs.jsonl"
+    ingest.import_file(engine, sample, study="sample")
+    simulate(engine, study="sample", spec=SimulationSpec(seed=1))
+    result = CliRunner().invoke(app, ["power", "--study", "sample", "--no-check"])
+    assert result.exit_code == 0, result.output
+    assert "Achieved power of sample" in result.output
+    for dimension in ("correctness", "relevance", "helpfulness"):
+        assert dimension in result.output
+    missing = CliRunner().invoke(app, ["power", "--study", "nope", "--no-check"])
+    assert missing.exit_code == 1 and "no study called 'nope'" in missing.output
