@@ -135,6 +135,19 @@ def test_adjudicator_resolves_and_decides(study_db: str, engine: Engine) -> None
     assert (human.preference, human.keep, human.note) == ("rejected", False, "rejected fits better")
 
 
+def test_adjudicator_sets_a_final_score(study_db: str, engine: Engine) -> None:
+    """Final scores are recorded only where the adjudicator changed them from the median."""
+    at = _page("adjudicate.py", _account(engine, "judge"))
+    at.button(key="adjudicate_auto").click().run()
+    at.number_input(key="decide_rejected_correctness").set_value(1.0)
+    submit = next(b for b in at.button if b.key and b.key.startswith("FormSubmitter:decide_"))
+    submit.click().run()
+    assert not at.exception
+    with Session(engine) as session:
+        human = session.exec(select(Adjudication).where(Adjudication.method == "adjudicated")).one()
+    assert human.decision["scores"] == {"rejected": {"correctness": 1.0}}
+
+
 def test_annotator_is_refused_on_researcher_pages(study_db: str, engine: Engine) -> None:
     """A researcher page run for an annotator (e.g. opened by URL) shows a refusal, not data."""
     at = _page("validation.py", _account(engine, "sim_01"))

@@ -51,6 +51,18 @@ if study is not None:
     with st.form(f"decide_{pick.pair_db_id}"):
         preference = st.radio("Final preference", adjudicate.PREFERENCES, horizontal=True, key="decide_pref")
         keep = st.checkbox("Keep this pair in the benchmark", value=True, key="decide_keep")
+        medians = detail.scores.groupby("item")[["chosen", "rejected"]].median()
+        final: dict[str, dict[str, float]] = {"chosen": {}, "rejected": {}}
+        with st.expander("Final scores (change only where they should differ from the median)"):
+            for item, row in medians.iterrows():
+                left, right = st.columns(2)
+                for column, response in ((left, "chosen"), (right, "rejected")):
+                    median = float(row[response])
+                    value = column.number_input(
+                        f"{item} · {response}", value=median, step=0.5, key=f"decide_{response}_{item}"
+                    )
+                    if value != median:
+                        final[response][str(item)] = float(value)
         note = st.text_area("Note", key="decide_note")
         if st.form_submit_button("Record decision", type="primary"):
             try:
@@ -61,6 +73,7 @@ if study is not None:
                         account=account,
                         preference=preference,
                         keep=keep,
+                        scores={response: items for response, items in final.items() if items} or None,
                         note=note,
                     )
                 st.success("Decision recorded.")
