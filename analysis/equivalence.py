@@ -44,6 +44,14 @@ _MAX_DISTINCT_WALSH = 3000
 _EXACT_SIGNRANK_MAX_N = 50
 
 
+class _Result:
+    """Base of the result dataclasses: their fields as a plain dict."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (JSON-ready)."""
+        return asdict(self)  # type: ignore[call-overload]
+
+
 class _HasVerdict(Protocol):
     @property
     def pvalue(self) -> float: ...
@@ -53,7 +61,7 @@ class _HasVerdict(Protocol):
 
 
 @dataclass(frozen=True)
-class TostResult:
+class TostResult(_Result):
     """Result of a two one-sided tests (TOST) equivalence test.
 
     ``estimate`` is mean(x - y) (paired) or mean(x) - mean(y) (independent); ``ci_low``/``ci_high`` is
@@ -80,13 +88,9 @@ class TostResult:
     n: int
     method: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields as a plain dict (JSON-ready)."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class WilcoxonTostResult:
+class WilcoxonTostResult(_Result):
     """Rank-based TOST: two one-sided Wilcoxon signed-rank tests on the paired differences.
 
     ``estimate`` is the Hodges-Lehmann pseudo-median of the differences with its 1 - 2*alpha
@@ -108,13 +112,9 @@ class WilcoxonTostResult:
     method: str
     ci_method: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields as a plain dict (JSON-ready)."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class SuperiorityResult:
+class SuperiorityResult(_Result):
     """One-sided superiority of x over y for paired data.
 
     ``estimate`` = mean(x - y) with its 1 - 2*alpha interval (its lower end is the one-sided bound);
@@ -144,13 +144,9 @@ class SuperiorityResult:
     alpha: float
     n: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields as a plain dict (JSON-ready)."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class PreferenceRate:
+class PreferenceRate(_Result):
     """How often ``chosen`` was preferred.
 
     ``rate`` = n_chosen / (n_chosen + n_rejected) (ties excluded) with a Wilson 1 - alpha interval,
@@ -173,23 +169,15 @@ class PreferenceRate:
     ci_ties_half_high: float
     alpha: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields as a plain dict (JSON-ready)."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class IutResult:
+class IutResult(_Result):
     """Intersection-union verdict over several equivalence tests."""
 
     equivalent: bool
     pvalue: float
     n_tests: int
     n_equivalent: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields as a plain dict (JSON-ready)."""
-        return asdict(self)
 
 
 # --------------------------------------------------------------------------- input checks

@@ -256,6 +256,20 @@ def to_json(report: Report) -> dict[str, Any]:
 
 
 _NUMBER = {"type": ["number", "null"]}
+# The columns of the equivalence table shown in the Markdown and HTML reports.
+EQUIVALENCE_COLUMNS = [
+    "dimension",
+    "n_pairs",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "low",
+    "high",
+    "p_value",
+    "equivalent",
+    "wilcoxon_p_value",
+    "wilcoxon_equivalent",
+]
 REPORT_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -392,19 +406,7 @@ def to_markdown(report: Report) -> str:
     parts.append(
         _md_table(
             v.equivalence,
-            [
-                "dimension",
-                "n_pairs",
-                "estimate",
-                "ci_low",
-                "ci_high",
-                "low",
-                "high",
-                "p_value",
-                "equivalent",
-                "wilcoxon_p_value",
-                "wilcoxon_equivalent",
-            ],
+            EQUIVALENCE_COLUMNS,
         )
     )
     if not v.mixed.empty:
@@ -597,19 +599,7 @@ def to_html(report: Report) -> str:
 {
         _html_table(
             v.equivalence,
-            [
-                "dimension",
-                "n_pairs",
-                "estimate",
-                "ci_low",
-                "ci_high",
-                "low",
-                "high",
-                "p_value",
-                "equivalent",
-                "wilcoxon_p_value",
-                "wilcoxon_equivalent",
-            ],
+            EQUIVALENCE_COLUMNS,
         )
     }
 <h3>Mixed-effects check</h3>{
