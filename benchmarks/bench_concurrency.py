@@ -35,36 +35,25 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
-from sqlmodel import Session, col, select
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # for tests.factories, also in the spawned workers
 
-from annotator import db, ingest, labels
-from annotator.accounts import hash_password
-from annotator.assign import assign
-from annotator.models import Assignment, Event, Judgment, Pair, Score, User
+from sqlalchemy import create_engine, text  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
+from sqlalchemy.exc import OperationalError  # noqa: E402
+from sqlmodel import Session, col, select  # noqa: E402
 
-DIMENSIONS = ("correctness", "relevance", "helpfulness")
+from annotator import db, ingest, labels  # noqa: E402
+from annotator.accounts import hash_password  # noqa: E402
+from annotator.assign import assign  # noqa: E402
+from annotator.models import Assignment, Event, Judgment, Pair, Score, User  # noqa: E402
+from tests.factories import DIMENSIONS, make_form  # noqa: E402
+
 N_ASPECTS = 3
 SCORES_PER_JUDGMENT = 2 * (len(DIMENSIONS) + N_ASPECTS)
 RETRIES = 3  # resubmits (same submission id) after "database is locked", as a person would
 
 Step = tuple[int, int, str, int]  # user id, assignment id, submission id, answer seed
-
-
-def form(submission_id: str, k: int) -> labels.Submission:
-    value = 1 + k % 5
-    return labels.Submission(
-        submission_id=submission_id,
-        preference=k % 5,
-        scores={
-            "A": dict.fromkeys(DIMENSIONS, value) | {f"rubric:{a}": k % 3 for a in range(N_ASPECTS)},
-            "B": dict.fromkeys(DIMENSIONS, 6 - value)
-            | {f"rubric:{a}": (k + a) % 3 for a in range(N_ASPECTS)},
-        },
-        confidence=1 + k % 3,
-    )
 
 
 def worker(url: str, steps: list[Step], barrier: Any, results: Any) -> None:
@@ -83,7 +72,7 @@ def worker(url: str, steps: list[Step], barrier: Any, results: Any) -> None:
                         session,
                         assignment_id=assignment_id,
                         user_id=user_id,
-                        submission=form(submission_id, k),
+                        submission=make_form(submission_id, k, n_aspects=N_ASPECTS),
                     )
                 break
             except OperationalError as exc:  # the busy timeout ran out: the annotator presses submit again

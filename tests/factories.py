@@ -12,10 +12,11 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
-from annotator import accounts, db, ingest
+from annotator import accounts, db, ingest, labels
 from annotator.models import Event, Pair, Study, User
 
 PASSWORD = "correct-horse-battery"
+DIMENSIONS = ("correctness", "relevance", "helpfulness")  # the default study's quality dimensions
 
 
 def make_record(i: int = 0, *, n_posts: int = 3, n_aspects: int = 2, **overrides: Any) -> dict[str, Any]:
@@ -161,3 +162,18 @@ def temp_engine() -> Iterator[Engine]:
             engine.dispose()
             if server is not None:
                 server.drop(url)  # hypothesis makes many examples per test: do not keep them all
+
+
+def make_form(submission_id: str, k: int, *, n_aspects: int = 2) -> labels.Submission:
+    """A complete form for the default study whose answers depend on `k` (so revisions differ)."""
+    value = 1 + k % 5
+    return labels.Submission(
+        submission_id=submission_id,
+        preference=k % 5,
+        scores={
+            "A": dict.fromkeys(DIMENSIONS, value) | {f"rubric:{a}": k % 3 for a in range(n_aspects)},
+            "B": dict.fromkeys(DIMENSIONS, 6 - value)
+            | {f"rubric:{a}": (k + a) % 3 for a in range(n_aspects)},
+        },
+        confidence=1 + k % 3,
+    )

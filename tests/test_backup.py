@@ -17,7 +17,8 @@ from annotator.backup import backup
 from annotator.cli import app
 from annotator.errors import UserError
 from annotator.models import Assignment, Event, Judgment, Pair, Score, Study, User
-from tests.test_concurrency import SCORES_PER_JUDGMENT, Step, form, make_small_study, worker
+from tests.factories import make_form
+from tests.test_concurrency import SCORES_PER_JUDGMENT, Step, make_small_study, worker
 
 runner = CliRunner()
 TABLES = (Study, Pair, User, Assignment, Judgment, Score)
@@ -99,12 +100,14 @@ def test_a_restored_backup_works(
     user_id, queue = next(iter(study.items()))
     for i, assignment_id in enumerate(queue[:4]):
         with db.session_scope(engine) as session:
-            labels.submit(session, assignment_id=assignment_id, user_id=user_id, submission=form(f"r{i}", i))
+            labels.submit(
+                session, assignment_id=assignment_id, user_id=user_id, submission=make_form(f"r{i}", i)
+            )
     at_backup = _counts(engine)
     target = tmp_path / "backup.db"
     backup(engine, target)
     with db.session_scope(engine) as session:  # work after the backup is not in it
-        labels.submit(session, assignment_id=queue[5], user_id=user_id, submission=form("after", 9))
+        labels.submit(session, assignment_id=queue[5], user_id=user_id, submission=make_form("after", 9))
     restored_path = tmp_path / "restored" / "annotations.db"
     restored_path.parent.mkdir()
     shutil.copyfile(target, restored_path)
@@ -116,7 +119,9 @@ def test_a_restored_backup_works(
     with db.session_scope(restored) as session:
         pending = labels.next_assignment(session, user_id=user_id, study_id=1)
         assert pending is not None and pending.id not in queue[:4]
-        labels.submit(session, assignment_id=int(pending.id or 0), user_id=user_id, submission=form("new", 1))
+        labels.submit(
+            session, assignment_id=int(pending.id or 0), user_id=user_id, submission=make_form("new", 1)
+        )
     with Session(restored) as session:
         assert labels.progress(session, user_id=user_id, study_id=1).done == 5
     restored.dispose()

@@ -18,26 +18,10 @@ from sqlmodel import Session, col, select
 from annotator import db, labels
 from annotator.assign import assign
 from annotator.models import Assignment, Event, Judgment, Pair, Score
-from tests.factories import make_annotators, make_study
+from tests.factories import DIMENSIONS, make_annotators, make_form, make_study
 
-DIMENSIONS = ("correctness", "relevance", "helpfulness")
 N_ASPECTS = 2  # make_record's default
 SCORES_PER_JUDGMENT = 2 * (len(DIMENSIONS) + N_ASPECTS)
-
-
-def form(submission_id: str, k: int) -> labels.Submission:
-    """A complete form whose answers depend on `k` (so revisions differ)."""
-    value = 1 + k % 5
-    return labels.Submission(
-        submission_id=submission_id,
-        preference=k % 5,
-        scores={
-            "A": dict.fromkeys(DIMENSIONS, value) | {f"rubric:{a}": k % 3 for a in range(N_ASPECTS)},
-            "B": dict.fromkeys(DIMENSIONS, 6 - value)
-            | {f"rubric:{a}": (k + 1) % 3 for a in range(N_ASPECTS)},
-        },
-        confidence=1 + k % 3,
-    )
 
 
 # (user_id, assignment_id, submission_id, k, wait at the barrier first)
@@ -59,7 +43,7 @@ def worker(url: str, steps: list[Step], barrier: Any, results: Any) -> None:
                         session,
                         assignment_id=assignment_id,
                         user_id=user_id,
-                        submission=form(submission_id, k),
+                        submission=make_form(submission_id, k, n_aspects=N_ASPECTS),
                     )
             except Exception as exc:  # reported to the parent, which fails the test with it
                 errors.append(f"{type(exc).__name__}: {exc}")
