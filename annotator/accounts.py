@@ -11,7 +11,7 @@ from datetime import timedelta
 from sqlmodel import Session, select
 
 from annotator.errors import AuthError, UserError
-from annotator.models import ROLES, Event, User, utcnow
+from annotator.store.models import ROLES, Event, User, utcnow
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")

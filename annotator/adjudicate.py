@@ -4,7 +4,7 @@ A pair's current judgments are summarised by direction (sign of the preference: 
 rejected < 0, tie = 0). A pair with fewer than two judgments is *unresolved* (not enough data). A pair
 needs a person when any named rule fires (:data:`RULES`); every other pair is resolved automatically,
 *unanimous* when all judgments share one direction, else *majority*. Every decision is an
-:class:`~annotator.models.Adjudication` row (append-only: the latest counts); an automatic decision is
+:class:`~annotator.store.models.Adjudication` row (append-only: the latest counts); an automatic decision is
 never recorded over a human one.
 """
 
@@ -17,11 +17,11 @@ import pandas as pd
 from sqlalchemy import Select, insert, select
 from sqlmodel import Session, col
 
-from annotator import export
+from annotator import readers
 from annotator.accounts import Account, require_role
 from annotator.assign import get_study
 from annotator.errors import UserError
-from annotator.models import Adjudication, Event, Pair, Study, User, utcnow
+from annotator.store.models import Adjudication, Event, Pair, Study, User, utcnow
 from annotator.study import StudyConfig, parse_config
 
 __all__ = [
@@ -128,7 +128,7 @@ def evaluate(
     pairs : DataFrame
         Columns pair_db_id, pair_id, category: every pair to evaluate.
     judgments, scores : DataFrame
-        :func:`annotator.export.current_judgments` and :func:`annotator.export.current_scores`.
+        :func:`annotator.readers.current_judgments` and :func:`annotator.readers.current_scores`.
     dimensions : sequence of str
         The study's quality dimensions (checked by the ``quality_gap`` rule).
     margin : float
@@ -250,11 +250,11 @@ def _evaluation(
     """The evaluation of a study's pairs (or one pair) and the current judgments it was built on."""
     study_id = int(study.id or 0)
     config = _config(study)
-    judgments = export.current_judgments(session, study_id=study_id, pair_db_id=pair_db_id)
+    judgments = readers.current_judgments(session, study_id=study_id, pair_db_id=pair_db_id)
     evaluation = evaluate(
         _pairs(session, study_id, pair_db_id),
         judgments,
-        export.current_scores(session, study_id=study_id, pair_db_id=pair_db_id),
+        readers.current_scores(session, study_id=study_id, pair_db_id=pair_db_id),
         dimensions=config.dimension_names,
         margin=config.analysis.margin,
     )
@@ -583,7 +583,7 @@ def pair_detail(session: Session, *, pair_id: int, account: Account) -> PairDeta
     config = _config(study)
     evaluated, judgments = _evaluation(session, study, pair_id)
     evaluation = evaluated.iloc[0]
-    scores = export.current_scores(session, study_id=study_id, pair_db_id=pair_id)
+    scores = readers.current_scores(session, study_id=study_id, pair_db_id=pair_id)
     view = judgments.assign(
         preference_label=judgments["preference"].map(PREFERENCE_LABELS),
         direction=np.select(
@@ -816,7 +816,7 @@ def final_labels(session: Session, *, study: str, pseudonymize: bool = False) ->
     frame["n_judgments"] = out["n_judgments"]
     adjudicator = decided["adjudicator"].where(decided["adjudicator"].notna(), None)
     if pseudonymize:
-        adjudicator = adjudicator.map(lambda name: None if name is None else export.pseudonym(study, name))
+        adjudicator = adjudicator.map(lambda name: None if name is None else readers.pseudonym(study, name))
     frame["adjudicator"] = pd.Series(
         [name if isinstance(name, str) else None for name in adjudicator], index=frame.index, dtype=object
     )

@@ -9,7 +9,7 @@ from sqlmodel import Session, select
 
 from annotator.accounts import Account, require_role
 from annotator.errors import UserError
-from annotator.models import Assignment, Event, Pair, Study, User
+from annotator.store.models import Assignment, Event, Pair, Study, User
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,14 @@ from rich.table import Table
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 
-from annotator import accounts, assign, db, ingest, server
+from annotator import accounts, assign, ingest, server
 from annotator import adjudicate as adjudication
 from annotator import export as exporting
 from annotator.demo import build_demo
 from annotator.errors import UserError
 from annotator.simulate import SimulationSpec
 from annotator.simulate import simulate as run_simulation
+from annotator.store import db
 from annotator.study import load_config, parse_config
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
@@ -372,7 +373,7 @@ def power(
 def study_power(study: str, database: str | None) -> None:
     """The achieved power of an existing study, per quality dimension, with its own margin and alpha."""
     from analysis.power import achieved_power
-    from annotator.export import label_frame
+    from annotator.readers import label_frame
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
@@ -570,7 +571,7 @@ def backup_(
     database: DbOption = None,
 ) -> None:
     """Copy the SQLite database consistently while annotators work (PostgreSQL: explains pg_dump)."""
-    from annotator import backup as backups
+    from annotator.store import backup as backups
 
     summary = backups.backup(db.make_engine(db_url(database)), file, force=force)
     out.print(str(summary), highlight=False)

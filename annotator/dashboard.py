@@ -9,7 +9,7 @@ from sqlmodel import Session, col, select
 from annotator.accounts import Account, require_role
 from annotator.assign import get_study
 from annotator.errors import UserError
-from annotator.models import Assignment, Event, Judgment, Pair, Study, User, utcnow
+from annotator.store.models import Assignment, Event, Judgment, Pair, Study, User, utcnow
 
 
 def _researchers_study(session: Session, study: str, account: Account | None) -> Study:

@@ -3,8 +3,9 @@
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotator import accounts, assign, db, ingest
+from annotator import accounts, assign, ingest
 from annotator.simulate import SimulationSpec, simulate
+from annotator.store import db
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_DB = ROOT / "data" / "demo.db"

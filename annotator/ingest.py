@@ -13,9 +13,9 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 
 from annotator.accounts import Account, require_role
-from annotator.db import RawJSON, json_serializer
 from annotator.errors import IngestError, UserError
-from annotator.models import Event, Pair, Study
+from annotator.store.db import RawJSON, json_serializer
+from annotator.store.models import Event, Pair, Study
 from annotator.study import StudyConfig, load_config
 
 MAX_PROBLEMS = 20

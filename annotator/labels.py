@@ -8,7 +8,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from annotator.errors import AuthError, LabelError, UserError
-from annotator.models import Assignment, Event, Judgment, Pair, Score, Study, utcnow
+from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, utcnow
 from annotator.study import StudyConfig, parse_config
 
 SIDES = ("A", "B")

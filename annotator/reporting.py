@@ -9,7 +9,7 @@ from analysis.report import Report, build_report
 from annotator.accounts import Account
 from annotator.assign import get_study
 from annotator.errors import UserError
-from annotator.export import label_frame
+from annotator.readers import label_frame
 from annotator.study import parse_config
 
 

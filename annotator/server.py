@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from annotator.db import ENV_VAR
+from annotator.store.db import ENV_VAR
 
 ENTRY = Path(__file__).parent / "app" / "main.py"
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,8 +22,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from annotator import accounts, assign, labels
-from annotator.db import session_scope
-from annotator.models import Assignment, Pair, User, utcnow
+from annotator.store.db import session_scope
+from annotator.store.models import Assignment, Pair, User, utcnow
 from annotator.study import parse_config
 
 FACTUAL_ERROR = "flawed:rejected_factual_error"

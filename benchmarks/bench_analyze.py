@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import insert
 
-from annotator import db
-from annotator.models import Assignment, Judgment, Pair, Score, Study, User
+from annotator.store import db
+from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User
 from annotator.study import load_config
 
 STUDY = "bench"

@@ -43,10 +43,11 @@ from sqlalchemy.engine import make_url  # noqa: E402
 from sqlalchemy.exc import OperationalError  # noqa: E402
 from sqlmodel import Session, col, select  # noqa: E402
 
-from annotator import db, ingest, labels  # noqa: E402
+from annotator import ingest, labels  # noqa: E402
 from annotator.accounts import hash_password  # noqa: E402
 from annotator.assign import assign  # noqa: E402
-from annotator.models import Assignment, Event, Judgment, Pair, Score, User  # noqa: E402
+from annotator.store import db  # noqa: E402
+from annotator.store.models import Assignment, Event, Judgment, Pair, Score, User  # noqa: E402
 from tests.factories import DIMENSIONS, make_form  # noqa: E402
 
 N_ASPECTS = 3

@@ -22,7 +22,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_analyze import build  # noqa: E402
 
-from annotator import accounts, db  # noqa: E402
+from annotator import accounts  # noqa: E402
+from annotator.store import db  # noqa: E402
 from tests.apphelpers import CHROMIUM_ARGS, IDLE, running_app  # noqa: E402
 
 

@@ -22,8 +22,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from annotator import db
 from annotator.ingest import content_hash, import_file, load_pairs
+from annotator.store import db
 
 WORDS = [
     "".join(random.Random(k).choices(string.ascii_lowercase, k=random.Random(k).randint(2, 9)))

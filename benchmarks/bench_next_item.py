@@ -33,8 +33,9 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import create_engine, insert, text, update  # noqa: E402
 from sqlalchemy.engine import Engine, make_url  # noqa: E402
 
-from annotator import db, labels  # noqa: E402
-from annotator.models import Assignment, Judgment, Pair, Study, User  # noqa: E402
+from annotator import labels  # noqa: E402
+from annotator.store import db  # noqa: E402
+from annotator.store.models import Assignment, Judgment, Pair, Study, User  # noqa: E402
 from annotator.study import load_config  # noqa: E402
 
 GOAL_RATIO = 1.5

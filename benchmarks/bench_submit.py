@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import insert, update  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 
-from annotator import db  # noqa: E402
-from annotator.models import Assignment, Judgment, Pair, Score, Study, User  # noqa: E402
+from annotator.store import db  # noqa: E402
+from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User  # noqa: E402
 from annotator.study import load_config  # noqa: E402
 from tests.apphelpers import CHROMIUM_ARGS, IDLE, PASSWORD, password_hash, running_app  # noqa: E402
 

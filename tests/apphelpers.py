@@ -22,10 +22,11 @@ from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotator import accounts, db, ingest
+from annotator import accounts, ingest
 from annotator.accounts import Account
-from annotator.models import Assignment, Judgment, Pair, Score, User
 from annotator.server import command as server_command
+from annotator.store import db
+from annotator.store.models import Assignment, Judgment, Pair, Score, User
 from tests.conftest import fresh_db_url
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
-from annotator import db
+from annotator.store import db
 
 POSTGRES_ENV = "ANNOTATOR_TEST_POSTGRES"
 PREPARED = 2  # migrated PostgreSQL databases kept ready for the next tests

@@ -12,8 +12,9 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
-from annotator import accounts, db, ingest, labels
-from annotator.models import Event, Pair, Study, User
+from annotator import accounts, ingest, labels
+from annotator.store import db
+from annotator.store.models import Event, Pair, Study, User
 
 PASSWORD = "correct-horse-battery"
 DIMENSIONS = ("correctness", "relevance", "helpfulness")  # the default study's quality dimensions

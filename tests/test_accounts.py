@@ -8,10 +8,11 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from annotator import accounts, db
+from annotator import accounts
 from annotator.cli import app
 from annotator.errors import AuthError, UserError
-from annotator.models import Event, User
+from annotator.store import db
+from annotator.store.models import Event, User
 from tests.factories import make_user
 
 runner = CliRunner()

@@ -9,10 +9,11 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
-from annotator import adjudicate, db, export
+from annotator import adjudicate, export
 from annotator.cli import app
 from annotator.errors import AuthError, UserError
-from annotator.models import Adjudication, Event, Pair
+from annotator.store import db
+from annotator.store.models import Adjudication, Event, Pair
 from tests.test_export import ANNOTATORS, STUDY, account, build_study, rate, rate_all
 
 # pair -> (preferences of ann1..ann3 in chosen terms, extra rate() arguments)

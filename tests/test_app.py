@@ -10,8 +10,8 @@ import pytest
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
-from annotator import db
-from annotator.models import Event, Judgment
+from annotator.store import db
+from annotator.store.models import Event, Judgment
 from tests.apphelpers import MAIN, PASSWORD, AppDB, build_app_db
 
 TIMEOUT = 30

@@ -18,11 +18,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from annotator import accounts, db
+from annotator import accounts
 from annotator.assign import assign
 from annotator.cli import app
 from annotator.errors import UserError
-from annotator.models import Assignment, Pair
+from annotator.store import db
+from annotator.store.models import Assignment, Pair
 from tests.factories import make_annotators, make_study, make_user, temp_engine
 
 runner = CliRunner()

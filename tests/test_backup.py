@@ -12,11 +12,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
-from annotator import db, labels
-from annotator.backup import backup
+from annotator import labels
 from annotator.cli import app
 from annotator.errors import UserError
-from annotator.models import Assignment, Event, Judgment, Pair, Score, Study, User
+from annotator.store import db
+from annotator.store.backup import backup
+from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, User
 from tests.factories import make_form
 from tests.test_concurrency import SCORES_PER_JUDGMENT, Step, make_small_study, worker
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from annotator.models import Judgment
+from annotator.store.models import Judgment
 from tests.apphelpers import CHROMIUM_ARGS, IDLE, PASSWORD, AppDB, build_app_db, pair_record, running_app
 
 CHROMIUM = shutil.which("chromium")

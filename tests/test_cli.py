@@ -10,9 +10,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from annotator import db
 from annotator.cli import app
-from annotator.models import User
+from annotator.store import db
+from annotator.store.models import User
 from tests.conftest import fresh_db_url
 from tests.factories import make_record, make_records, write_jsonl
 

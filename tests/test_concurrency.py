@@ -15,9 +15,10 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from annotator import db, labels
+from annotator import labels
 from annotator.assign import assign
-from annotator.models import Assignment, Event, Judgment, Pair, Score
+from annotator.store import db
+from annotator.store.models import Assignment, Event, Judgment, Pair, Score
 from tests.factories import DIMENSIONS, make_annotators, make_form, make_study
 
 N_ASPECTS = 2  # make_record's default

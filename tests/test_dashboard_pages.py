@@ -10,10 +10,11 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 from streamlit.testing.v1 import AppTest
 
-from annotator import accounts, db, ingest
+from annotator import accounts, ingest
 from annotator.accounts import Account
-from annotator.models import Adjudication, User
 from annotator.simulate import SimulationSpec, simulate
+from annotator.store import db
+from annotator.store.models import Adjudication, User
 from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Engines, SQLite pragmas, sessions and migrations (annotator.db and `annotator init`)."""
+"""Engines, SQLite pragmas, sessions and migrations (annotator.store.db and `annotator init`)."""
 
 from pathlib import Path
 
@@ -11,10 +11,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, select
 from typer.testing import CliRunner
 
-from annotator import db
 from annotator.cli import app
 from annotator.errors import SchemaError, UserError
-from annotator.models import Pair, Study
+from annotator.store import db
+from annotator.store.models import Pair, Study
 from tests.factories import make_study
 
 runner = CliRunner()
@@ -40,7 +40,7 @@ def test_init_twice_is_safe(db_url: str) -> None:
 
 def test_the_migrated_schema_matches_the_models(db_url: str) -> None:
     """Alembic's autogenerate finds nothing to do after `upgrade` on this engine (SQLite or PostgreSQL):
-    the migrations create exactly the tables, columns, types and indexes of annotator.models."""
+    the migrations create exactly the tables, columns, types and indexes of annotator.store.models."""
     engine = db.make_engine(db_url)
     db.upgrade(engine)
     db.upgrade(engine)

@@ -8,9 +8,10 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
-from annotator import accounts, db
+from annotator import accounts
 from annotator.demo import CREDENTIALS, QUEUE, SAMPLE, build_demo
-from annotator.models import Assignment, Judgment, Pair, User
+from annotator.store import db
+from annotator.store.models import Assignment, Judgment, Pair, User
 from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
 
 SIM_USERS = ("sim_01", "sim_02", "sim_03")

@@ -15,9 +15,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from annotator import accounts, adjudicate, assign, db, export, ingest, labels
+from annotator import accounts, adjudicate, assign, export, ingest, labels, readers
 from annotator.cli import app
-from annotator.models import Assignment, Event, Pair, Study, User
+from annotator.store import db
+from annotator.store.models import Assignment, Event, Pair, Study, User
 from tests.conftest import fresh_db_url
 
 STUDY = "s1"
@@ -140,7 +141,7 @@ def rate_all(engine: Engine, pair: str, preferences: list[int], **kwargs: Any) -
 
 def frame(engine: Engine, **kwargs: Any) -> pd.DataFrame:
     with db.session_scope(engine) as session:
-        return export.label_frame(session, study=STUDY, **kwargs)
+        return readers.label_frame(session, study=STUDY, **kwargs)
 
 
 # ------------------------------------------------------------------------------------- label frame
@@ -157,7 +158,7 @@ def test_label_frame_maps_sides_to_chosen_and_rejected(tmp_path: Path) -> None:
             rejected={"correctness": 2, "rubric:0": 0},
         )
     df = frame(engine)
-    assert list(df.columns) == list(export.LABEL_COLUMNS)
+    assert list(df.columns) == list(readers.LABEL_COLUMNS)
     assert len(df) == 2 * 3 * 10
     assert set(df["side_chosen"]) == {"A", "B"}  # both sides occur, so the mapping is really exercised
     correctness = df[df["item"] == "correctness"].set_index(["pair_id", "annotator", "response"])["value"]
@@ -216,13 +217,13 @@ def test_label_frame_tolerates_a_judgment_saved_between_its_two_reads(
     engine = build_study(tmp_path, 1)
     rate_all(engine, "p0", [1, 1])
     late = rate(engine, "ann3", "p0", preference=1)
-    read = export.current_judgments
+    read = readers.current_judgments
 
     def without_late(session: Session, **kwargs: Any) -> pd.DataFrame:
         judgments = read(session, **kwargs)
         return judgments[judgments["judgment_id"] != late].reset_index(drop=True)
 
-    monkeypatch.setattr(export, "current_judgments", without_late)
+    monkeypatch.setattr(readers, "current_judgments", without_late)
     df = frame(engine)
     assert len(df) == 20 and late not in set(df["judgment_id"])
 
@@ -230,7 +231,7 @@ def test_label_frame_tolerates_a_judgment_saved_between_its_two_reads(
 def test_label_frame_of_an_empty_study_has_the_columns(tmp_path: Path) -> None:
     engine = build_study(tmp_path, 1)
     df = frame(engine)
-    assert df.empty and list(df.columns) == list(export.LABEL_COLUMNS)
+    assert df.empty and list(df.columns) == list(readers.LABEL_COLUMNS)
 
 
 def test_pseudonymize_is_stable_and_hides_names(tmp_path: Path) -> None:
@@ -246,14 +247,14 @@ def test_pseudonymize_is_stable_and_hides_names(tmp_path: Path) -> None:
     text = first.to_csv()
     assert not any(name in text for name in ANNOTATORS)
     mapping = dict(zip(names["judgment_id"], names["annotator"], strict=True))
-    assert {export.pseudonym(STUDY, mapping[j]) for j in first["judgment_id"]} == codes
-    assert export.pseudonym("other", "ann1") != export.pseudonym(STUDY, "ann1")
+    assert {readers.pseudonym(STUDY, mapping[j]) for j in first["judgment_id"]} == codes
+    assert readers.pseudonym("other", "ann1") != readers.pseudonym(STUDY, "ann1")
 
 
 def test_unknown_study_is_a_clear_error(tmp_path: Path) -> None:
     engine = build_study(tmp_path, 1)
     with db.session_scope(engine) as session, pytest.raises(export.UserError, match="no study called 'nope'"):
-        export.label_frame(session, study="nope")
+        readers.label_frame(session, study="nope")
 
 
 # ------------------------------------------------------------------------------------------ formats
@@ -298,7 +299,7 @@ def test_csv_cells_that_look_like_formulas_are_neutralized(tmp_path: Path) -> No
     rate(engine, "ann1", "p0", comment='=HYPERLINK("http://evil")', flag=True, flag_reason="@SUM(A1)")
     rate(engine, "ann2", "p2", comment="+danger\tx", preference=-1)
     with db.session_scope(engine) as session:
-        labels_df = export.label_frame(session, study=STUDY)
+        labels_df = readers.label_frame(session, study=STUDY)
         pairs = export.pairs_records(session, study=STUDY)
     export.write_frame(labels_df, tmp_path / "l.csv", "csv")
     back = pd.read_csv(tmp_path / "l.csv", dtype=str, keep_default_na=False)

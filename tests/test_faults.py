@@ -23,11 +23,11 @@ from sqlalchemy.pool import Pool
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
-from annotator import db
 from annotator.adjudicate import auto_resolve
 from annotator.cli import app
-from annotator.models import Adjudication, Assignment, Event, Judgment, Pair, Score, Study
 from annotator.simulate import SimulationSpec, simulate
+from annotator.store import db
+from annotator.store.models import Adjudication, Assignment, Event, Judgment, Pair, Score, Study
 from tests.factories import make_record, make_records, make_study, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,8 +15,9 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotator import accounts, adjudicate, assign, db, ingest, labels
-from annotator.models import Assignment, Event, User
+from annotator import accounts, adjudicate, assign, ingest, labels
+from annotator.store import db
+from annotator.store.models import Assignment, Event, User
 from tests import apphelpers
 from tests.apphelpers import CHROMIUM_ARGS, running_app, wait_idle
 from tests.conftest import fresh_db_url

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from annotator import ingest
 from annotator.cli import app
 from annotator.errors import IngestError, UserError
-from annotator.models import Assignment, Event, Pair, Study
+from annotator.store.models import Assignment, Event, Pair, Study
 from tests.factories import (
     counts,
     make_plain_record,

@@ -11,10 +11,11 @@ from sqlalchemy import func, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotator import db, labels
+from annotator import labels
 from annotator.assign import assign
 from annotator.errors import AuthError, LabelError
-from annotator.models import Assignment, Judgment, Pair, Score
+from annotator.store import db
+from annotator.store.models import Assignment, Judgment, Pair, Score
 from tests.factories import make_annotators, make_study
 
 DIMENSIONS = ("correctness", "relevance", "helpfulness")

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from sqlmodel import Session, col, select
 
-from annotator import accounts, db, ingest
+from annotator import accounts, ingest
 from annotator.assign import assign
-from annotator.models import Assignment, Event, Judgment, Pair, User
+from annotator.store import db
+from annotator.store.models import Assignment, Event, Judgment, Pair, User
 from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
 from tests.conftest import POSTGRES_ENV, fresh_db_url, postgres_admin_url
 from tests.factories import make_records, write_jsonl

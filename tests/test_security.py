@@ -16,10 +16,11 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 from sqlmodel import Session, func, select
 
-from annotator import accounts, adjudicate, assign, dashboard, db, export, ingest, labels
+from annotator import accounts, adjudicate, assign, dashboard, export, ingest, labels, readers
 from annotator.accounts import Account
 from annotator.errors import AuthError
-from annotator.models import Adjudication, Assignment, Event, Judgment, User
+from annotator.store import db
+from annotator.store.models import Adjudication, Assignment, Event, Judgment, User
 from tests.factories import PASSWORD, make_record, make_user, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +124,7 @@ RESEARCHER_CALLS: dict[str, Call] = {
     "export.build labels": lambda w, s, a: export.build(s, study=STUDY, kind="labels", account=a),
     "export.build adjudicated": lambda w, s, a: export.build(s, study=STUDY, kind="adjudicated", account=a),
     "export.build pairs": lambda w, s, a: export.build(s, study=STUDY, kind="pairs", account=a),
-    "export.label_frame": lambda w, s, a: export.label_frame(s, study=STUDY, account=a),
+    "readers.label_frame": lambda w, s, a: readers.label_frame(s, study=STUDY, account=a),
     "export.record_export": lambda w, s, a: export.record_export(
         s, study=STUDY, kind="labels", rows=0, fmt="csv", account=a
     ),

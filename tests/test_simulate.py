@@ -11,11 +11,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
 from analysis.report import Report
-from annotator import db, ingest
+from annotator import ingest
 from annotator.demo import SAMPLE
-from annotator.models import Assignment, Judgment, Pair, Score, User
 from annotator.reporting import study_report
 from annotator.simulate import SimulationSpec, SimulationSummary, simulate
+from annotator.store import db
+from annotator.store.models import Assignment, Judgment, Pair, Score, User
 from tests.conftest import fresh_db_url
 
 STUDY = "sample"

@@ -12,7 +12,7 @@ from annotator import study as study_module
 from annotator.cli import app
 from annotator.errors import ConfigError, UserError
 from annotator.ingest import import_file
-from annotator.models import Study
+from annotator.store.models import Study
 from tests.factories import make_records, write_jsonl
 
 runner = CliRunner()

@@ -10,8 +10,8 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from annotator import db
 from annotator.accounts import Account
+from annotator.store import db
 
 # Not "pages/": that name would switch on Streamlit's legacy multipage mode, bypassing the router.
 PAGES = Path(__file__).parent / "views"

@@ -6,7 +6,7 @@ from analysis.diagnostics import annotator_diagnostics
 from annotator import accounts, dashboard
 from annotator.app.common import choose_study, require, session
 from annotator.errors import UserError
-from annotator.export import label_frame
+from annotator.readers import label_frame
 
 account = require("researcher")
 st.title("Annotators")

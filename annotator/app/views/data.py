@@ -8,7 +8,7 @@ import streamlit as st
 from annotator import accounts, assign, ingest
 from annotator.app.common import engine, require, session
 from annotator.errors import UserError
-from annotator.models import ROLES
+from annotator.store.models import ROLES
 
 account = require("researcher")
 st.title("Data")

@@ -8,9 +8,9 @@ from analysis.report import Report, figures
 from annotator import dashboard
 from annotator.accounts import Account
 from annotator.app.common import choose_study, engine, require, session
-from annotator.db import session_scope
 from annotator.errors import UserError
 from annotator.reporting import study_report
+from annotator.store.db import session_scope
 
 SHOWN_FAILED = 500
 

@@ -1,0 +1,151 @@
+"""Database engines from a URL, SQLite pragmas, sessions and schema migrations (Alembic)."""
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlmodel import Session, create_engine
+
+from annotator.errors import SchemaError, UserError
+
+DEFAULT_URL = "sqlite:///data/annotations.db"
+ENV_VAR = "ANNOTATOR_DB_URL"
+BUSY_TIMEOUT_MS = 10_000  # the default; $ANNOTATOR_BUSY_TIMEOUT_MS overrides it
+BUSY_TIMEOUT_ENV = "ANNOTATOR_BUSY_TIMEOUT_MS"
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def resolve_url(url: str | None = None) -> str:
+    """The database URL: the argument, else $ANNOTATOR_DB_URL, else the default SQLite file."""
+    return url or os.environ.get(ENV_VAR) or DEFAULT_URL
+
+
+class RawJSON(str):
+    """JSON text that is already serialized: engines from make_engine store it as it is."""
+
+
+def json_serializer(value: Any) -> str:
+    """How the engines write JSON columns: RawJSON unchanged, anything else through json.dumps."""
+    return value if isinstance(value, RawJSON) else json.dumps(value)
+
+
+def busy_timeout_ms() -> int:
+    """How long a SQLite write waits for another writer: $ANNOTATOR_BUSY_TIMEOUT_MS, else 10 s."""
+    raw = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return BUSY_TIMEOUT_MS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise UserError(f"${BUSY_TIMEOUT_ENV} must be a whole number of milliseconds, not {raw!r}")
+    return value
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms()}")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def make_engine(url: str | None = None) -> Engine:
+    """An engine for `url`; on SQLite the folder is created and every connection gets WAL,
+    foreign keys and a busy timeout."""
+    url = resolve_url(url)
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise UserError(f"not a database URL: {url!r}") from exc
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        uri_form = str(parsed.query.get("uri", "")).lower() in ("true", "1")  # file:...?mode=ro&uri=true
+        if database and database != ":memory:" and not uri_form:
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        connect_args = {"check_same_thread": False, "timeout": busy_timeout_ms() / 1000}
+        engine = create_engine(url, connect_args=connect_args, json_serializer=json_serializer)
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    try:
+        return create_engine(url, pool_pre_ping=True, json_serializer=json_serializer)
+    except ModuleNotFoundError as exc:
+        raise UserError(f"the database driver for {parsed.drivername} is not installed: {exc.name}") from exc
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """One unit of work: commit on success, roll back on any error."""
+    with Session(engine, expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+def _alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return config
+
+
+def head_revision() -> str:
+    """The newest schema revision this version of the tool knows."""
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    if head is None:
+        raise RuntimeError("no migrations found")
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The schema revision the database is at (None for an empty database)."""
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def upgrade(url_or_engine: str | Engine | None = None) -> str:
+    """Bring the database to the current schema; safe to run any number of times."""
+    engine = url_or_engine if isinstance(url_or_engine, Engine) else make_engine(url_or_engine)
+    current = _checked_revision(engine)
+    config = _alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+    return current or "empty"
+
+
+def _checked_revision(engine: Engine) -> str | None:
+    try:
+        current = current_revision(engine)
+    except OperationalError as exc:
+        raise UserError(f"cannot open the database {engine.url!r}: {exc.orig}") from exc
+    known = {script.revision for script in ScriptDirectory.from_config(_alembic_config()).walk_revisions()}
+    if current is not None and current not in known:
+        raise SchemaError(
+            f"the database is at schema revision {current}, which is newer than this version of "
+            "annotator knows; upgrade annotator"
+        )
+    return current
+
+
+def check_schema(engine: Engine) -> None:
+    """Refuse a database that is empty, behind, or ahead of this version of the tool."""
+    current = _checked_revision(engine)
+    if current is None:
+        raise SchemaError(f"the database {engine.url!r} is not initialised; run `annotator init` first")
+    if current != head_revision():
+        raise SchemaError(f"the database schema is at {current}, not {head_revision()}; run `annotator init`")
