@@ -19,10 +19,9 @@ from sqlmodel import Session, col
 
 from annotator import readers
 from annotator.accounts import Account, require_role
-from annotator.assign import get_study
 from annotator.errors import UserError
 from annotator.store.models import Adjudication, Event, Pair, Study, User, utcnow
-from annotator.study import StudyConfig, parse_config
+from annotator.study import StudyConfig, get_study, parse_config
 
 __all__ = [
     "AUTO_METHODS",

@@ -9,7 +9,8 @@ from sqlmodel import Session, select
 
 from annotator.accounts import Account, require_role
 from annotator.errors import UserError
-from annotator.store.models import Assignment, Event, Pair, Study, User
+from annotator.store.models import Assignment, Event, Pair, User
+from annotator.study import get_study
 
 
 @dataclass(frozen=True)
@@ -26,16 +27,6 @@ class AssignSummary:
             f"study {self.study!r}: {self.created} new assignments "
             f"({self.pairs} pairs, {self.annotators} annotators)"
         )
-
-
-def get_study(session: Session, name: str) -> Study:
-    """The study called `name`, or a clear error listing the studies there are."""
-    study = session.exec(select(Study).where(Study.name == name)).first()
-    if study is None:
-        names = list(session.exec(select(Study.name).order_by(Study.name)))
-        known = f"; studies: {', '.join(names)}" if names else "; import pairs first"
-        raise UserError(f"no study called {name!r}{known}")
-    return study
 
 
 def _annotators(session: Session, names: list[str] | None) -> list[User]:

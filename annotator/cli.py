@@ -21,7 +21,7 @@ from annotator.errors import UserError
 from annotator.simulate import SimulationSpec
 from annotator.simulate import simulate as run_simulation
 from annotator.store import db
-from annotator.study import load_config, parse_config
+from annotator.study import load_config, study_config
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     from analysis.report import Report
@@ -377,7 +377,7 @@ def study_power(study: str, database: str | None) -> None:
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
-        config = parse_config(assign.get_study(session, study).config)
+        config = study_config(session, study)
         frame = label_frame(session, study=study)
     if frame.empty:
         raise UserError(f"study {study!r} has no judgments yet")

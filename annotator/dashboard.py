@@ -7,9 +7,9 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from annotator.accounts import Account, require_role
-from annotator.assign import get_study
 from annotator.errors import UserError
 from annotator.store.models import Assignment, Event, Judgment, Pair, Study, User, utcnow
+from annotator.study import get_study
 
 
 def _researchers_study(session: Session, study: str, account: Account | None) -> Study:

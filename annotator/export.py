@@ -21,10 +21,10 @@ from sqlmodel import Session, col
 
 from annotator import adjudicate
 from annotator.accounts import Account, require_role
-from annotator.assign import get_study
 from annotator.errors import UserError
 from annotator.readers import label_frame
 from annotator.store.models import Event, Pair
+from annotator.study import get_study
 
 __all__ = [
     "EXPORT_KINDS",

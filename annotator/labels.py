@@ -1,6 +1,7 @@
 """Serving blinded items and saving judgments: atomic, idempotent, append-only revisions."""
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import case, func, update
@@ -9,7 +10,7 @@ from sqlmodel import Session, col, select
 
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, utcnow
-from annotator.study import StudyConfig, parse_config
+from annotator.study import StudyConfig, parse_config, study_config
 
 SIDES = ("A", "B")
 QUEUE_WINDOW = 256  # how far ahead next_assignment looks for the pair with the fewest judgments
@@ -28,6 +29,8 @@ class ItemView:
     text_a: str
     text_b: str
     revisions: int
+    profile_shown: int = 10  # how many posts the study shows at first (`profile` holds them all)
+    shown_at: datetime | None = None  # when the item's clock started (server time, UTC)
 
 
 @dataclass(frozen=True)
@@ -46,14 +49,7 @@ class Submission:
     comment: str = ""
     flag: bool = False
     flag_reason: str = ""
-
-
-def study_config(session: Session, study_id: int) -> StudyConfig:
-    """The parsed configuration of a study."""
-    study = session.get(Study, study_id)
-    if study is None:
-        raise UserError(f"no study with id {study_id}")
-    return parse_config(study.config, source=f"study {study.name!r}")
+    opened_posts: tuple[int, ...] = ()  # the profile posts (by index) the annotator opened
 
 
 def _own_assignment(session: Session, assignment_id: int, user_id: int) -> Assignment:
@@ -91,14 +87,16 @@ def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignm
     return session.get(Assignment, best) if best is not None else None
 
 
-def show(session: Session, *, assignment_id: int, user_id: int) -> ItemView:
-    """The blinded view of an item; starts its server-side clock for time on task."""
+def show(session: Session, *, assignment_id: int, user_id: int, resume: bool = False) -> ItemView:
+    """The blinded view of an item; starts its server-side clock for time on task (`resume`: keep a
+    clock that is already running, as after a reload)."""
     assignment = _own_assignment(session, assignment_id, user_id)
     pair = session.get(Pair, assignment.pair_id)
     study = session.get(Study, assignment.study_id)
     if pair is None or study is None:
         raise UserError("this item no longer exists")
-    assignment.shown_at = utcnow()
+    if not resume or assignment.shown_at is None:
+        assignment.shown_at = utcnow()
     session.add(assignment)
     config = parse_config(study.config)
     texts = (pair.chosen, pair.rejected) if assignment.chosen_side == "A" else (pair.rejected, pair.chosen)
@@ -108,13 +106,20 @@ def show(session: Session, *, assignment_id: int, user_id: int) -> ItemView:
         study=study.name,
         question=pair.question,
         narrative=pair.narrative if display.show_narrative else "",
-        profile=list(pair.profile[: display.profile_posts]) if display.show_profile else [],
+        profile=list(pair.profile) if display.show_profile else [],
         rubric=[
-            {"aspect": str(a.get("aspect", "")), "reason": str(a.get("reason") or "")} for a in pair.rubric
+            {
+                "aspect": str(a.get("aspect", "")),
+                "reason": str(a.get("reason") or ""),
+                "evidence": str(a.get("evidence") or ""),
+            }
+            for a in pair.rubric
         ],
         text_a=texts[0],
         text_b=texts[1],
         revisions=assignment.revisions,
+        profile_shown=display.profile_posts,
+        shown_at=assignment.shown_at,
     )
 
 
@@ -210,6 +215,7 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
         comment=submission.comment.strip(),
         flag=submission.flag,
         flag_reason=submission.flag_reason.strip() if submission.flag else "",
+        opened_posts=sorted({int(k) for k in submission.opened_posts}) or None,
     )
     session.add(judgment)
     try:
@@ -295,6 +301,7 @@ class Progress:
     done: int
     total: int
     skipped: int
+    flagged: int = 0  # flagged as broken: out of the queue, with the researcher
 
 
 def progress(session: Session, *, user_id: int, study_id: int) -> Progress:
@@ -306,7 +313,8 @@ def progress(session: Session, *, user_id: int, study_id: int) -> Progress:
     ).all()
     done = sum(n for status, n, _ in rows if status == "done")
     skipped = sum(int(s or 0) for status, _, s in rows if status == "pending")
-    return Progress(done=done, total=sum(n for _, n, _ in rows), skipped=skipped)
+    flagged = sum(n for status, n, _ in rows if status == "flagged")
+    return Progress(done=done, total=sum(n for _, n, _ in rows), skipped=skipped, flagged=flagged)
 
 
 def finished_items(session: Session, *, user_id: int, study_id: int) -> list[dict[str, Any]]:

@@ -13,8 +13,8 @@ from sqlalchemy import Select, func, select
 from sqlmodel import Session, col
 
 from annotator.accounts import Account, require_role
-from annotator.assign import get_study
 from annotator.store.models import Assignment, Judgment, Pair, Score, User
+from annotator.study import get_study
 
 __all__ = [
     "LABEL_COLUMNS",

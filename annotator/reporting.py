@@ -7,10 +7,9 @@ from sqlmodel import Session
 
 from analysis.report import Report, build_report
 from annotator.accounts import Account
-from annotator.assign import get_study
 from annotator.errors import UserError
 from annotator.readers import label_frame
-from annotator.study import parse_config
+from annotator.study import study_config
 
 
 def study_report(
@@ -28,7 +27,7 @@ def study_report(
 
     With an `account` (the app), only a researcher may read the labels.
     """
-    config = parse_config(get_study(session, study).config)
+    config = study_config(session, study)
     frame = label_frame(session, study=study, account=account)
     return report_from_frame(
         frame,

@@ -24,7 +24,7 @@ from sqlmodel import Session, col, select
 from annotator import accounts, assign, labels
 from annotator.store.db import session_scope
 from annotator.store.models import Assignment, Pair, User, utcnow
-from annotator.study import parse_config
+from annotator.study import get_study, parse_config
 
 FACTUAL_ERROR = "flawed:rejected_factual_error"
 NOT_ALIGNED = "flawed:chosen_not_aligned"
@@ -97,7 +97,7 @@ def simulate(
             seed=spec.seed,
             overlap_among_named=True,
         )
-        study_row = assign.get_study(session, study)
+        study_row = get_study(session, study)
         config = parse_config(study_row.config)
         users = {u.username: u for u in session.exec(select(User).where(col(User.username).in_(names)))}
     rng = random.Random(spec.seed)

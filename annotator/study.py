@@ -1,12 +1,15 @@
-"""The study configuration: rating schema, display options and analysis parameters, from TOML."""
+"""The study configuration (rating schema, display options, analysis parameters) from TOML, and the
+one place that looks a study up: :func:`get_study` by name, :func:`study_config` for its parsed config."""
 
 import tomllib
 from pathlib import Path
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from sqlmodel import Session, select
 
-from annotator.errors import ConfigError
+from annotator.errors import ConfigError, UserError
+from annotator.store.models import Study
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "data" / "study.toml"
 PREFERENCE_POINTS = 5
@@ -123,3 +126,21 @@ def load_config(path: str | Path | None = None) -> StudyConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     return parse_config(data, source=str(path))
+
+
+def get_study(session: Session, name: str) -> Study:
+    """The study called `name`, or a clear error listing the studies there are."""
+    study = session.exec(select(Study).where(Study.name == name)).first()
+    if study is None:
+        names = list(session.exec(select(Study.name).order_by(Study.name)))
+        known = f"; studies: {', '.join(names)}" if names else "; import pairs first"
+        raise UserError(f"no study called {name!r}{known}")
+    return study
+
+
+def study_config(session: Session, study: str | int) -> StudyConfig:
+    """The parsed configuration of a study, given its name or its id."""
+    row = get_study(session, study) if isinstance(study, str) else session.get(Study, study)
+    if row is None:
+        raise UserError(f"no study with id {study}")
+    return parse_config(row.config, source=f"study {row.name!r}")

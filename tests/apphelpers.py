@@ -27,7 +27,7 @@ from annotator.accounts import Account
 from annotator.server import command as server_command
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, User
-from tests.conftest import fresh_db_url
+from tests.databases import fresh_db_url
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = ROOT / "annotator" / "app" / "main.py"

@@ -150,7 +150,7 @@ def counts(engine: Engine) -> dict[str, int]:
 def temp_engine() -> Iterator[Engine]:
     """A fresh migrated database (for hypothesis examples): a SQLite file in a temporary folder, or a
     new PostgreSQL database when the tests run on PostgreSQL (see conftest)."""
-    from tests.conftest import postgres
+    from tests.databases import postgres
 
     server = postgres()
     with tempfile.TemporaryDirectory() as folder:

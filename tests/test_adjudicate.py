@@ -14,7 +14,8 @@ from annotator.cli import app
 from annotator.errors import AuthError, UserError
 from annotator.store import db
 from annotator.store.models import Adjudication, Event, Pair
-from tests.test_export import ANNOTATORS, STUDY, account, build_study, rate, rate_all
+from annotator.study import get_study
+from tests.ratings import ANNOTATORS, STUDY, account, build_study, rate, rate_all
 
 # pair -> (preferences of ann1..ann3 in chosen terms, extra rate() arguments)
 CASES: dict[str, tuple[list[int], dict[str, Any]]] = {
@@ -63,7 +64,7 @@ def latest(engine: Engine, external_id: str) -> Adjudication:
 
 def evaluation(engine: Engine) -> Any:
     with db.session_scope(engine) as session:
-        study = adjudicate.get_study(session, STUDY)
+        study = get_study(session, STUDY)
         frame, _ = adjudicate._evaluation(session, study)
     return frame.set_index("pair_id")
 
@@ -101,7 +102,7 @@ def test_the_gap_rule_uses_the_study_margin(tmp_path: Path) -> None:
     rate_all(engine, "p0", [1, 1], chosen={"relevance": 5}, rejected={"relevance": 4})
     assert evaluation(engine).loc["p0", "rules"] == "quality_gap"  # 1 > 0.5
     with db.session_scope(engine) as session:
-        study = adjudicate.get_study(session, STUDY)
+        study = get_study(session, STUDY)
         study.config = study.config | {"analysis": study.config["analysis"] | {"margin": 1.0}}
         session.add(study)
     assert evaluation(engine).loc["p0", "rules"] == ""

@@ -18,8 +18,8 @@ from annotator.errors import UserError
 from annotator.store import db
 from annotator.store.backup import backup
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, User
+from tests.concurrency import SCORES_PER_JUDGMENT, Step, make_small_study, worker
 from tests.factories import make_form
-from tests.test_concurrency import SCORES_PER_JUDGMENT, Step, make_small_study, worker
 
 runner = CliRunner()
 TABLES = (Study, Pair, User, Assignment, Judgment, Score)

@@ -7,16 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 from sqlmodel import select
 
 from annotator.store.models import Judgment
 from tests.apphelpers import CHROMIUM_ARGS, IDLE, PASSWORD, AppDB, build_app_db, pair_record, running_app
-
-CHROMIUM = shutil.which("chromium")
-if CHROMIUM is None:
-    pytest.skip("Debian's chromium is not installed (CI installs it)", allow_module_level=True)
-
-from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
 
 pytestmark = pytest.mark.browser
 SCRIPT = "<script>window.__xss=1</script>"
@@ -43,7 +38,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]
 @pytest.fixture(scope="module")
 def chrome() -> Iterator[Browser]:
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
         yield browser
         browser.close()
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from annotator.cli import app
 from annotator.store import db
 from annotator.store.models import User
-from tests.conftest import fresh_db_url
+from tests.databases import fresh_db_url
 from tests.factories import make_record, make_records, write_jsonl
 
 runner = CliRunner()

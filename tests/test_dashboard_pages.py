@@ -156,7 +156,7 @@ def test_annotator_is_refused_on_researcher_pages(study_db: str, engine: Engine)
     assert not at.dataframe and not at.metric
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is not installed")
+@pytest.mark.browser
 def test_one_adjudication_in_the_browser(study_db: str, engine: Engine, tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 

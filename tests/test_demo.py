@@ -83,9 +83,9 @@ def test_demo_is_kept_without_rebuild(tmp_path: Path) -> None:
     assert _counts(kept.url) == before  # the marker user is still there: the file was not rebuilt
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is not installed")
+@pytest.mark.browser
 def test_demo_annotator_rates_one_item_in_the_browser(tmp_path: Path) -> None:
-    playwright = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api as playwright
     demo = build_demo(tmp_path / "demo.db", rebuild=True)
     engine = db.make_engine(demo.url)
     assert _judgments_by(engine, "demo_annotator") == 0

@@ -20,12 +20,9 @@ from annotator.store import db
 from annotator.store.models import Assignment, Event, User
 from tests import apphelpers
 from tests.apphelpers import CHROMIUM_ARGS, running_app, wait_idle
-from tests.conftest import fresh_db_url
+from tests.databases import fresh_db_url
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is not installed"),
-]
+pytestmark = pytest.mark.browser
 
 PASSWORD = "hostile-test-password-8472"
 STUDY = "hostile"

@@ -16,15 +16,14 @@ from typer.testing import CliRunner
 from analysis.report import REPORT_SCHEMA, Report, methods_paragraph, to_html, to_json, to_markdown
 from analysis.validation import validate_pairs
 from annotator import ingest
-from annotator.assign import get_study
 from annotator.cli import app
 from annotator.demo import SAMPLE
 from annotator.readers import label_frame
 from annotator.reporting import study_report
 from annotator.simulate import SimulationSpec, simulate
 from annotator.store import db
-from annotator.study import parse_config
-from tests.conftest import fresh_db_url
+from annotator.study import get_study, parse_config
+from tests.databases import fresh_db_url
 
 STUDY = "sample"
 runner = CliRunner()

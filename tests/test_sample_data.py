@@ -142,7 +142,7 @@ def test_guidelines_mention_every_quality_label() -> None:
 def test_sample_imports_cleanly(tmp_path: Path) -> None:
     from annotator.ingest import import_file
     from annotator.store.db import make_engine, upgrade
-    from tests.conftest import fresh_db_url
+    from tests.databases import fresh_db_url
 
     n = len(load_records())
     url = fresh_db_url(tmp_path)

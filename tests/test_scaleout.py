@@ -20,12 +20,11 @@ from annotator.assign import assign
 from annotator.store import db
 from annotator.store.models import Assignment, Event, Judgment, Pair, User
 from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
-from tests.conftest import POSTGRES_ENV, fresh_db_url, postgres_admin_url
+from tests.databases import POSTGRES_ENV, fresh_db_url, postgres_admin_url
 from tests.factories import make_records, write_jsonl
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is not installed"),
     pytest.mark.skipif(
         postgres_admin_url() is None, reason=f"needs PostgreSQL: set ${POSTGRES_ENV} to an admin URL"
     ),
@@ -69,7 +68,7 @@ def _rating_form(page: Any) -> Any:
 
 
 def test_two_servers_share_one_postgres_database(study_url: str, servers: list[str]) -> None:
-    playwright = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api as playwright
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
         pages = []

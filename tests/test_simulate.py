@@ -17,7 +17,7 @@ from annotator.reporting import study_report
 from annotator.simulate import SimulationSpec, SimulationSummary, simulate
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, User
-from tests.conftest import fresh_db_url
+from tests.databases import fresh_db_url
 
 STUDY = "sample"
 SIM_USERS = ["sim_01", "sim_02", "sim_03"]

@@ -10,7 +10,7 @@ from annotator.app.common import current_account, require, safe_md, session
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guidelines_text
 from annotator.labels import ItemView, Submission
-from annotator.study import StudyConfig
+from annotator.study import StudyConfig, study_config
 
 SUBMIT_KEYS = "Ctrl+Enter"
 SKIP_KEYS = "Ctrl+Shift+K"
@@ -40,7 +40,7 @@ def load_item(account: Account, study_id: int) -> tuple[ItemView, StudyConfig] |
     """The item on screen: kept across reruns, so its server-side clock starts only once."""
     item: ItemView | None = st.session_state.get(ITEM_KEY)
     with session() as active:
-        config = labels.study_config(active, study_id)
+        config = study_config(active, study_id)
         if item is None:
             assignment = labels.next_assignment(active, user_id=account.id, study_id=study_id)
             if assignment is None:
