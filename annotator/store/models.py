@@ -1,12 +1,24 @@
 """Every database table of the project, and nothing else."""
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-ROLES = ("annotator", "adjudicator", "researcher")
+Role = Literal["annotator", "adjudicator", "researcher"]
+ROLES: tuple[Role, ...] = ("annotator", "adjudicator", "researcher")
+
+
+class _HasId(Protocol):
+    id: int | None
+
+
+def id_of(row: _HasId) -> int:
+    """The primary key of a row that has been flushed; raises if it has none yet."""
+    if row.id is None:
+        raise RuntimeError(f"{type(row).__name__} has no id yet: flush the session first")
+    return row.id
 
 
 def utcnow() -> datetime:
@@ -20,6 +32,7 @@ class Study(SQLModel, table=True):
     name: str = Field(index=True, unique=True, max_length=200)
     config: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
+    pseudonym_key: str | None = Field(default=None, max_length=64)  # per-study secret for pseudonyms (0004)
 
 
 # A preference pair: one user, one question, a chosen and a rejected response.
@@ -42,6 +55,8 @@ class Pair(SQLModel, table=True):
     content_hash: str = Field(max_length=64)
     is_gold: bool = Field(default=False)
     n_done: int = Field(default=0)
+    control: str = Field(default="", max_length=20)  # "" or gold|positive|swap|duplicate|training (0006)
+    control_of: int | None = Field(default=None, foreign_key="pair.id")  # the pair a control derives from (0006)
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -80,6 +95,8 @@ class Assignment(SQLModel, table=True):
     completed_at: datetime | None = None
     current_judgment_id: int | None = None
     revisions: int = Field(default=0)
+    arm: str = Field(default="", max_length=100)  # the study arm of the annotator, "" without arms (0007)
+    flag_reason: str | None = Field(default=None, sa_column=Column(Text))  # status "flagged" (0005)
 
 
 # One submitted judgment (append-only: a revision adds a row, the highest revision is current).
@@ -96,6 +113,8 @@ class Judgment(SQLModel, table=True):
     comment: str = Field(default="", sa_column=Column(Text, nullable=False))
     flag: bool = Field(default=False)
     flag_reason: str = Field(default="", sa_column=Column(Text, nullable=False))
+    opened_posts: list[int] | None = Field(default=None, sa_column=Column(JSON))  # profile posts opened (0005)
+    guideline_version: str = Field(default="", max_length=50)  # the guidelines it was made under (0006)
 
 
 # One rating inside a judgment: a quality dimension or a rubric aspect ("rubric:<k>") of one response.
@@ -128,3 +147,73 @@ class Event(SQLModel, table=True):
     user_id: int | None = Field(default=None, foreign_key="user.id")
     action: str = Field(max_length=50, index=True)
     detail: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+
+
+# A browser login: only the sha256 of its random token is stored; sliding expiry, revocable (0004).
+class UserSession(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(max_length=64, unique=True, index=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    created_at: datetime = Field(default_factory=utcnow)
+    last_seen_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime
+    revoked_at: datetime | None = None
+
+
+# Failed logins per client (a hash of its address), counted atomically to slow down guessing (0004).
+class LoginThrottle(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    client_key: str = Field(max_length=64, unique=True, index=True)
+    failures: int = Field(default=0)
+    last_failed_at: datetime | None = None
+
+
+# A reward model's prediction on one pair: a score per response, or a choice with a confidence (0007).
+class ModelPrediction(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("pair_id", "model"),)
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id", index=True)
+    pair_id: int = Field(foreign_key="pair.id", index=True)
+    model: str = Field(max_length=200)
+    score_chosen: float | None = None
+    score_rejected: float | None = None
+    choice: str = Field(max_length=10)  # chosen | rejected | tie (from the scores when they are given)
+    confidence: float | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+# The unsaved answers on an item, kept while the annotator works (one per assignment; 0005).
+class Draft(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    assignment_id: int = Field(foreign_key="assignment.id", unique=True, index=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    answers: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    opened_posts: list[int] = Field(sa_column=Column(JSON, nullable=False))
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+# A crowd worker's link entry (Prolific, MTurk, ...): only a keyed hash of the worker id is stored (0006).
+class CrowdLink(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("study_id", "worker_hash"),)
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id", index=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    platform: str = Field(max_length=20)
+    worker_hash: str = Field(max_length=64)
+    platform_study: str = Field(default="", max_length=200)
+    platform_session: str = Field(default="", max_length=200)
+    started_at: datetime = Field(default_factory=utcnow)
+    completed_at: datetime | None = None
+
+
+# One answer in an annotator's training or comprehension check, with whether it was right (0006).
+class TrainingAnswer(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id", index=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    phase: str = Field(max_length=20)  # training | comprehension
+    attempt: int = Field(default=1)
+    item: str = Field(max_length=200)
+    answer: str = Field(default="", max_length=200)
+    correct: bool
+    created_at: datetime = Field(default_factory=utcnow)
