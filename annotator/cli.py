@@ -55,37 +55,13 @@ def user_errors(command: F) -> F:
             err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
         except DatabaseError as exc:
             err.print(
-                f"[bold red]database error:[/] {describe_db_error(exc)}", highlight=False, soft_wrap=True
+                f"[bold red]database error:[/] {db.describe_error(exc)}", highlight=False, soft_wrap=True
             )
         except KeyboardInterrupt:
             err.print("interrupted; nothing partial was saved")
         raise typer.Exit(1)
 
     return wrapper  # type: ignore[return-value]
-
-
-def describe_db_error(exc: DatabaseError) -> str:
-    """A one-line explanation of a database failure, with what to do about it."""
-    text = str(exc.orig) if exc.orig is not None else str(exc)
-    lowered = text.lower()
-    if "no such table" in lowered or "does not exist" in lowered and "relation" in lowered:
-        return "the database is not initialised; run `annotator init`"
-    if "locked" in lowered:
-        seconds = db.busy_timeout_ms() / 1000
-        return (
-            f"the database stayed locked for {seconds:g} s (another process is writing); try again "
-            f"(${db.BUSY_TIMEOUT_ENV} sets the wait in ms)"
-        )
-    if "readonly" in lowered or "read-only" in lowered:
-        return (
-            "the database is read-only (file or folder permissions, a read-only disk, or mode=ro in "
-            "the URL); nothing was saved"
-        )
-    if "disk" in lowered and "full" in lowered or "no space" in lowered:
-        return "the disk is full; free some space and run the command again (nothing partial was saved)"
-    if "unable to open" in lowered:
-        return "cannot open the database file; check the path and its folder's permissions"
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 _global: dict[str, str | None] = {"db": None}
@@ -102,13 +78,6 @@ def db_url(url: str | None) -> str:
     return db.resolve_url(url or _global["db"])
 
 
-def shown_url(url: str) -> str:
-    """A database URL fit for the terminal and logs: the password (PostgreSQL) as ***."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
-
-
 def open_db(url: str | None) -> Engine:
     """An engine for a database that is at the current schema."""
     engine = db.make_engine(db_url(url))
@@ -122,7 +91,7 @@ def init(database: DbOption = None) -> None:
     """Create the database, or bring it to the current schema (safe to run again)."""
     url = db_url(database)
     before = db.upgrade(url)
-    out.print(f"database {shown_url(url)} at schema {db.head_revision()} (was {before})", highlight=False)
+    out.print(f"database {db.shown_url(url)} at schema {db.head_revision()} (was {before})", highlight=False)
 
 
 @app.command("import")
@@ -292,7 +261,7 @@ def serve(
     """Start the web app on the database."""
     url = absolute_url(db_url(database))
     open_db(url)
-    out.print(f"serving {shown_url(url)} at http://{host}:{port}", highlight=False)
+    out.print(f"serving {db.shown_url(url)} at http://{host}:{port}", highlight=False)
     raise typer.Exit(server.run(url, host=host, port=port))
 
 

@@ -13,7 +13,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlmodel import Session, create_engine
 
 from annotator.errors import SchemaError, UserError
@@ -149,3 +149,32 @@ def check_schema(engine: Engine) -> None:
         raise SchemaError(f"the database {engine.url!r} is not initialised; run `annotator init` first")
     if current != head_revision():
         raise SchemaError(f"the database schema is at {current}, not {head_revision()}; run `annotator init`")
+
+
+def describe_error(exc: DatabaseError) -> str:
+    """A one-line explanation of a database failure, with what to do about it."""
+    text = str(exc.orig) if exc.orig is not None else str(exc)
+    lowered = text.lower()
+    if "no such table" in lowered or "does not exist" in lowered and "relation" in lowered:
+        return "the database is not initialised; run `annotator init`"
+    if "locked" in lowered:
+        seconds = busy_timeout_ms() / 1000
+        return (
+            f"the database stayed locked for {seconds:g} s (another process is writing); try again "
+            f"(${BUSY_TIMEOUT_ENV} sets the wait in ms)"
+        )
+    if "readonly" in lowered or "read-only" in lowered:
+        return (
+            "the database is read-only (file or folder permissions, a read-only disk, or mode=ro in "
+            "the URL); nothing was saved"
+        )
+    if "disk" in lowered and "full" in lowered or "no space" in lowered:
+        return "the disk is full; free some space and run the command again (nothing partial was saved)"
+    if "unable to open" in lowered:
+        return "cannot open the database file; check the path and its folder's permissions"
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def shown_url(url: str) -> str:
+    """A database URL fit for the terminal and logs: the password (PostgreSQL) as ***."""
+    return make_url(url).render_as_string(hide_password=True)
