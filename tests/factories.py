@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
 from annotator import accounts, ingest, labels
+from annotator.accounts import SYSTEM
 from annotator.store import db
 from annotator.store.models import Event, Pair, Study, User
 
@@ -114,7 +115,7 @@ def make_user(
 ) -> User:
     """A user; without `password` it gets PASSWORD through one cached hash (scrypt is slow on purpose)."""
     if password is not None:
-        return accounts.add_user(session, username=username, role=role, password=password)
+        return accounts.add_user(session, username=username, role=role, password=password, account=SYSTEM)
     user = User(username=username, role=role, password_hash=_cheap_hash())
     session.add(user)
     session.flush()
@@ -178,3 +179,12 @@ def make_form(submission_id: str, k: int, *, n_aspects: int = 2) -> labels.Submi
         },
         confidence=1 + k % 3,
     )
+
+
+def write_parquet_table(path: Path, columns: dict[str, list[Any]]) -> Path:
+    """A Parquet file with the given columns (Arrow infers the types)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table(columns), path)
+    return path

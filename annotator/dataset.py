@@ -1,0 +1,335 @@
+"""A Hub-ready dataset folder: the validated pairs, the human and adjudicated labels, the model
+predictions (Parquet) and a dataset card; optionally uploaded with huggingface_hub.
+
+The folder loads with ``datasets.load_dataset(DIR)`` (the validated pairs, the default config) and
+``datasets.load_dataset(DIR, "labels")`` / ``"adjudicated"`` / ``"predictions"``: the card's YAML
+``configs`` list names each config's Parquet file. Annotators appear only as stable pseudonyms.
+"""
+
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlmodel import Session
+
+from annotator import adjudicate, export
+from annotator.accounts import Account, require_role
+from annotator.errors import UserError
+from annotator.predictions import prediction_frame
+from annotator.readers import label_frame
+from annotator.study import get_study, study_config
+
+__all__ = ["CONFIGS", "DatasetSummary", "dataset_card", "export_dataset", "push_to_hub"]
+
+#: The dataset's configs, in the card's order (the first is the default).
+CONFIGS: tuple[str, ...] = ("pairs", "labels", "adjudicated", "predictions")
+SPLIT = "test"
+DEFAULT_LICENSE = "cc-by-4.0"
+NO_TOKEN = (
+    "no Hugging Face token is configured: run `hf auth login` or set HF_TOKEN, then push again "
+    "(the dataset folder {folder} is ready)"
+)
+
+
+@dataclass(frozen=True)
+class DatasetSummary:
+    """What an export wrote: rows per config, the folder, and (after a push) the repository URL."""
+
+    study: str
+    folder: Path
+    rows: dict[str, int]
+    url: str = ""
+    skipped: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{name} {n}" for name, n in self.rows.items())
+        text = f"study {self.study!r}: wrote {self.folder} ({counts})"
+        if self.skipped:
+            text += f"; no rows for {', '.join(self.skipped)}"
+        return text + (f"; pushed to {self.url}" if self.url else "")
+
+
+def _file(config: str) -> str:
+    return f"{config}/{SPLIT}-00000-of-00001.parquet"
+
+
+def _arrow_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns Arrow can type: datetimes as ISO text, mixed object columns as text (None kept)."""
+    out = frame.copy()
+    for name in out.columns:
+        column = out[name]
+        if isinstance(column.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(column):
+            out[name] = column.map(lambda v: None if pd.isna(v) else pd.Timestamp(v).isoformat()).astype(
+                object
+            )
+        elif column.dtype == object:
+            kinds = {
+                type(v) for v in column if v is not None and not (isinstance(v, float) and math.isnan(v))
+            }
+            if len(kinds) > 1 or (kinds and not kinds <= {str, bool, int, float}):
+                out[name] = column.map(lambda v: None if v is None or v is pd.NA else str(v)).astype(object)
+    return out
+
+
+def _tables(session: Session, study: str, account: Account) -> dict[str, Any]:
+    pairs = export.pairs_records(session, study=study, validated_only=True)
+    kept = {record["id"] for record in pairs}
+    labels = label_frame(session, study=study, pseudonymize=True, account=account)
+    labels = labels[labels["pair_id"].isin(kept)].reset_index(drop=True)
+    final = adjudicate.final_labels(session, study=study, pseudonymize=True)
+    final = final[final["pair_id"].isin(kept)].reset_index(drop=True)
+    predictions = prediction_frame(session, study=study, account=account)
+    predictions = predictions[predictions["pair_id"].isin(kept)].reset_index(drop=True)
+    return {"pairs": pairs, "labels": labels, "adjudicated": final, "predictions": predictions}
+
+
+def _benchmark_table(tables: dict[str, Any]) -> pd.DataFrame:
+    """Model and human accuracy on the validated pairs (overall), for the card."""
+    from analysis.benchmark import accuracy_table, human_outcomes, model_outcomes
+
+    labels, final, predictions = tables["labels"], tables["adjudicated"], tables["predictions"]
+    if labels.empty:
+        return pd.DataFrame()
+    outcome = pd.concat([model_outcomes(predictions), human_outcomes(labels, final=final)], ignore_index=True)
+    table = accuracy_table(outcome, by_category=False, n_boot=200)
+    return table[table["kind"] != "annotator"].reset_index(drop=True)
+
+
+def _validation_text(session: Session, study: str, account: Account) -> tuple[str, str]:
+    """The validation summary (verdicts) and the methods paragraph of the study's report."""
+    from annotator.reporting import study_report
+
+    try:
+        report = study_report(session, study=study, n_boot=200, mixed=False, account=account)
+    except UserError as exc:
+        return f"No validation report: {exc}.", ""
+    lines = [
+        f"- **{'PASS' if v.passed else 'NOT SHOWN'}** {v.claim} ({v.test}): {v.detail}"
+        for v in report.verdicts
+    ]
+    methods = ""
+    for module in ("analysis.render", "analysis.report"):
+        try:
+            paragraph = getattr(__import__(module, fromlist=["methods_paragraph"]), "methods_paragraph", None)
+        except ImportError:
+            continue
+        if paragraph is not None:
+            methods = str(paragraph(report))
+            break
+    return "\n".join(lines), methods
+
+
+def _md_cell(value: Any) -> str:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.3f}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def dataset_card(
+    *,
+    study: str,
+    rows: dict[str, int],
+    license_id: str,
+    validation: str,
+    methods: str,
+    benchmark: pd.DataFrame,
+    n_pairs_total: int,
+) -> str:
+    """The README.md of the dataset: YAML metadata (license, configs), then the summary and methods."""
+    configs = [name for name in CONFIGS if rows.get(name)]
+    yaml = ["---", f"license: {license_id}", "language:", "- en", f"pretty_name: {study} (validated pairs)"]
+    yaml += ["task_categories:", "- text-classification", "tags:", "- preference", "- reward-modeling"]
+    yaml += [
+        "- personalization",
+        "- human-evaluation",
+        "size_categories:",
+        f"- {_size(rows.get('pairs', 0))}",
+    ]
+    yaml.append("configs:")
+    for name in configs:
+        yaml += [f"- config_name: {name}", "  data_files:", f"  - split: {SPLIT}", f"    path: {_file(name)}"]
+        if name == configs[0]:
+            yaml.append("  default: true")
+    yaml.append("---")
+    body = [
+        f"# {study}: validated personalized preference pairs",
+        "",
+        "Pairs in the Personalized RewardBench format (a `chosen` response that follows one user's rubric "
+        "and a `rejected` one of equal general quality), kept after validation with human annotators "
+        "(equivalence on general quality, superiority on rubric alignment, adjudication of disagreements).",
+        "",
+        "## Contents",
+        "",
+        "| config | rows | what |",
+        "|---|---|---|",
+        f"| pairs | {rows.get('pairs', 0)} | the validated pairs (of {n_pairs_total} imported), "
+        "each with its `validation` record |",
+        f"| labels | {rows.get('labels', 0)} | every current human score, long form "
+        "(annotators pseudonymized) |",
+        f"| adjudicated | {rows.get('adjudicated', 0)} | the final label of each validated pair |",
+        f"| predictions | {rows.get('predictions', 0)} | reward-model predictions on the validated pairs |",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        'pairs = load_dataset("PATH_OR_REPO")  # or load_dataset("PATH_OR_REPO", "labels")',
+        "```",
+        "",
+        "## Validation summary",
+        "",
+        validation or "No validation report.",
+        "",
+    ]
+    if methods:
+        body += ["## Methods", "", methods, ""]
+    if not benchmark.empty:
+        body += [
+            "## Models and the human ceiling (validated pairs)",
+            "",
+            "Accuracy = share of pairs on which the judge prefers `chosen` (ties count as not "
+            "preferring it); 95% Wilson intervals (a bootstrap over pairs for the pooled judgments).",
+            "",
+            "| judge | pairs | accuracy | 95% CI |",
+            "|---|---|---|---|",
+        ]
+        for row in benchmark.itertuples():
+            body.append(
+                f"| {_md_cell(row.source)} | {row.n_pairs} | {_md_cell(row.accuracy)} | "
+                f"{_md_cell(row.ci_low)} - {_md_cell(row.ci_high)} |"
+            )
+        body.append("")
+    body += ["## License", "", f"`{license_id}` (see the metadata above).", ""]
+    return "\n".join(yaml) + "\n" + "\n".join(body)
+
+
+def _size(n: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
+        if n < limit:
+            return label
+    return "100K<n<1M"
+
+
+def export_dataset(
+    session: Session,
+    *,
+    study: str,
+    out: str | Path,
+    account: Account,
+    license_id: str = DEFAULT_LICENSE,
+    overwrite: bool = False,
+) -> DatasetSummary:
+    """Write the Hub-ready folder `out` for `study` (researchers only).
+
+    The folder is built next to `out` and renamed into place, so a failure never leaves half a
+    dataset; an existing non-empty `out` is refused unless `overwrite`.
+    """
+    require_role(session, account, "researcher")
+    out = Path(out)
+    get_study(session, study)
+    study_config(session, study)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
+        raise UserError(f"{out} exists and is not empty; choose another folder or pass --overwrite")
+    if not license_id.strip() or any(c.isspace() for c in license_id):
+        raise UserError(f"invalid license id {license_id!r}; use an SPDX-style id such as cc-by-4.0")
+    tables = _tables(session, study, account)
+    if not tables["pairs"]:
+        raise UserError(
+            f"study {study!r} has no validated pairs yet (none whose adjudication says keep); "
+            "run `annotator adjudicate --study S --auto` first"
+        )
+    rows = {name: len(tables[name]) for name in CONFIGS}
+    validation, methods = _validation_text(session, study, account)
+    card = dataset_card(
+        study=study,
+        rows=rows,
+        license_id=license_id,
+        validation=validation,
+        methods=methods,
+        benchmark=_benchmark_table(tables),
+        n_pairs_total=_count_pairs(session, study),
+    )
+    parent = out.resolve().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+    except OSError as exc:
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+    try:
+        for name in CONFIGS:
+            if not rows[name]:
+                continue
+            target = staging / _file(name)
+            target.parent.mkdir(parents=True)
+            data = tables[name]
+            payload = export.to_bytes(
+                _arrow_safe(data) if isinstance(data, pd.DataFrame) else data, "parquet"
+            )
+            target.write_bytes(payload)
+        (staging / "README.md").write_text(card, encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out) if out.is_dir() else out.unlink()
+        os.replace(staging, out)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+    export.record_export(
+        session,
+        study=study,
+        kind="dataset",
+        rows=rows["pairs"],
+        fmt="parquet",
+        account=account,
+        target=out.name,
+    )
+    skipped = [name for name in CONFIGS if not rows[name]]
+    return DatasetSummary(study, out, rows, skipped=skipped)
+
+
+def _count_pairs(session: Session, study: str) -> int:
+    from sqlalchemy import func, select
+    from sqlmodel import col
+
+    from annotator.store.models import Pair
+
+    study_id = get_study(session, study).id
+    return int(session.execute(select(func.count()).where(col(Pair.study_id) == study_id)).scalar_one())
+
+
+def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
+    """Upload a dataset folder to the Hugging Face Hub as a dataset repository; returns its URL.
+
+    Needs a token (`hf auth login` or $HF_TOKEN); without one, or when the upload fails, one clear
+    UserError line.
+    """
+    from huggingface_hub import HfApi, get_token
+    from huggingface_hub.errors import HfHubHTTPError
+
+    folder = Path(folder)
+    if not (folder / "README.md").is_file():
+        raise UserError(
+            f"{folder} is not a dataset folder (no README.md); run `annotator export dataset` first"
+        )
+    if "/" not in repo_id or repo_id.count("/") != 1 or any(not part for part in repo_id.split("/")):
+        raise UserError(f"invalid repository {repo_id!r}; use OWNER/NAME")
+    token = token or get_token()
+    if not token:
+        raise UserError(NO_TOKEN.format(folder=folder))
+    api = HfApi(token=token)
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        api.upload_folder(
+            folder_path=str(folder),
+            repo_id=repo_id,
+            repo_type="dataset",
+            commit_message="Upload validated pairs from Pair Studio",
+        )
+    except HfHubHTTPError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UserError(f"upload to {repo_id} failed: {first}") from None
+    except OSError as exc:
+        raise UserError(f"upload to {repo_id} failed: {exc.strerror or exc}") from None
+    return f"https://huggingface.co/datasets/{repo_id}"
