@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 
@@ -32,10 +34,15 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-users_app = typer.Typer(help="Create, list and deactivate accounts.", no_args_is_help=True)
+users_app = typer.Typer(help="Create, list, deactivate, reactivate, unlock accounts.", no_args_is_help=True)
 app.add_typer(users_app, name="users")
-out = Console(soft_wrap=True)  # never break a printed URL, path or password across lines
-err = Console(stderr=True)
+controls_app = typer.Typer(help="Control pairs: swapped repeats, degraded responses, duplicates.")
+app.add_typer(controls_app, name="controls")
+models_app = typer.Typer(help="Reward-model predictions on a study's pairs.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+# never break a printed URL, path or password across lines; user data is never read as Rich markup
+out = Console(soft_wrap=True, markup=False)
+err = Console(stderr=True, markup=False)
 F = TypeVar("F", bound=Callable[..., Any])
 DbOption = Annotated[
     str | None,
@@ -52,10 +59,12 @@ def user_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except UserError as exc:
-            err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+            err.print(Text.assemble(("error:", "bold red"), f" {exc}"), highlight=False, soft_wrap=True)
         except DatabaseError as exc:
             err.print(
-                f"[bold red]database error:[/] {db.describe_error(exc)}", highlight=False, soft_wrap=True
+                Text.assemble(("database error:", "bold red"), f" {db.describe_error(exc)}"),
+                highlight=False,
+                soft_wrap=True,
             )
         except KeyboardInterrupt:
             err.print("interrupted; nothing partial was saved")
@@ -119,6 +128,32 @@ def import_(
             config=study_config,
             replace=replace,
             progress=lambda n: bar.advance(task, n),
+            account=accounts.SYSTEM,
+        )
+    out.print(str(summary), highlight=False)
+
+
+@models_app.command("import")
+@user_errors
+def models_import(
+    file: Annotated[Path, typer.Argument(help="Predictions keyed by pair id (.jsonl, .csv, ...)")],
+    study: StudyOption,
+    model: Annotated[str, typer.Option("--model", "-m", help="The model's name (re-importing replaces it)")],
+    database: DbOption = None,
+) -> None:
+    """Import one reward model's per-pair predictions (scores or a choice); all or nothing."""
+    from annotator.predictions import import_predictions
+
+    engine = open_db(database)
+    with _progress() as bar:
+        task = bar.add_task(f"reading {file.name}", total=_record_estimate(file))
+        summary = import_predictions(
+            engine,
+            file,
+            study=study,
+            model=model,
+            account=accounts.SYSTEM,
+            progress=lambda n: bar.advance(task, n),
         )
     out.print(str(summary), highlight=False)
 
@@ -153,18 +188,35 @@ def _record_estimate(path: Path) -> int | None:
 def users_add(
     name: str,
     role: Annotated[str, typer.Option(help="annotator, adjudicator or researcher")] = "annotator",
-    password: Annotated[str | None, typer.Option(help="Omit to generate a strong one (printed once)")] = None,
+    ask: Annotated[
+        bool,
+        typer.Option(
+            "--password/--generate",
+            help="Read the password from a prompt (or the first line of stdin); --generate prints a new one",
+        ),
+    ] = False,
     database: DbOption = None,
 ) -> None:
-    """Create an account."""
+    """Create an account (the password is never a command-line argument: `ps` would show it)."""
     engine = open_db(database)
-    generated = password is None
-    secret = password or accounts.generate_password()
+    secret = read_password() if ask else accounts.generate_password()
     with db.session_scope(engine) as session:
-        accounts.add_user(session, username=name, role=role, password=secret)
+        accounts.add_user(session, username=name, role=role, password=secret, account=accounts.SYSTEM)
     out.print(f"created {role} {name}", highlight=False)
-    if generated:
+    if not ask:
         out.print(f"password (shown once): {secret}", highlight=False)
+
+
+def read_password() -> str:
+    """A password from a hidden prompt (twice) on a terminal, else the first line of stdin."""
+    import sys
+
+    try:
+        if sys.stdin.isatty():
+            return str(typer.prompt("password", hide_input=True, confirmation_prompt=True))
+        return sys.stdin.readline().rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise UserError("the password is not valid UTF-8 text") from None
 
 
 @users_app.command("list")
@@ -188,8 +240,60 @@ def users_deactivate(name: str, database: DbOption = None) -> None:
     """Deactivate an account (its labels are kept; it can no longer log in)."""
     engine = open_db(database)
     with db.session_scope(engine) as session:
-        accounts.set_active(session, username=name, active=False)
-    out.print(f"deactivated {name}", highlight=False)
+        accounts.set_active(session, username=name, active=False, account=accounts.SYSTEM)
+    out.print(f"deactivated {name} (all of its sessions ended)", highlight=False)
+
+
+@users_app.command("reactivate")
+@user_errors
+def users_reactivate(name: str, database: DbOption = None) -> None:
+    """Reactivate a deactivated account."""
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        accounts.set_active(session, username=name, active=True, account=accounts.SYSTEM)
+    out.print(f"reactivated {name}", highlight=False)
+
+
+@users_app.command("reset-password")
+@user_errors
+def users_reset_password(name: str, database: DbOption = None) -> None:
+    """Give an account a new generated password (printed once); ends its sessions."""
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        secret = accounts.reset_password(session, username=name, account=accounts.SYSTEM)
+    out.print(f"new password for {name} (shown once): {secret}", highlight=False)
+
+
+@users_app.command("unlock")
+@user_errors
+def users_unlock(name: str, database: DbOption = None) -> None:
+    """Clear an account's wait after failed logins."""
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        accounts.unlock(session, username=name, account=accounts.SYSTEM)
+    out.print(f"unlocked {name}", highlight=False)
+
+
+@users_app.command("link")
+@user_errors
+def users_link(
+    name: str,
+    base_url: Annotated[str, typer.Option(help="The app's address as users reach it")] = "http://localhost:8501",
+    days: Annotated[float, typer.Option(help="Days the link stays valid")] = 7.0,
+    database: DbOption = None,
+) -> None:
+    """Print a single-use login link for an account."""
+    from datetime import timedelta
+    from urllib.parse import quote
+
+    if days <= 0:
+        raise UserError("--days must be positive")
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        token = accounts.issue_login_token(
+            session, username=name, account=accounts.SYSTEM, valid_for=timedelta(days=days)
+        )
+    out.print(f"{base_url.rstrip('/')}/?token={quote(token)}", highlight=False)
 
 
 @app.command("assign")
@@ -211,8 +315,47 @@ def assign_(
     with db.session_scope(engine) as session:
         if overlap is None:
             overlap = assign.study_overlap(session, study)
-        summary = assign.assign(session, study=study, overlap=overlap, annotators=names, seed=seed)
+        summary = assign.assign(
+            session, study=study, overlap=overlap, annotators=names, seed=seed, account=accounts.SYSTEM
+        )
     out.print(str(summary), highlight=False)
+
+
+@controls_app.command("make")
+@user_errors
+def controls_make(
+    study: StudyOption,
+    kind: Annotated[str, typer.Option(help="swap (repeat, sides exchanged), degrade or duplicate")],
+    n: Annotated[int, typer.Option("--n", help="Control pairs to make (swap: repeats per annotator)")],
+    seed: Annotated[int, typer.Option(help="Random seed")] = 0,
+    database: DbOption = None,
+) -> None:
+    """Derive control pairs from a study's pairs and mix them, unseen, into the queues."""
+    from annotator.controls import make_controls
+
+    if kind not in ("swap", "degrade", "duplicate"):
+        raise UserError(f"--kind must be swap, degrade or duplicate, got {kind!r}")
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        summary = make_controls(
+            session, study=study, kind=kind, n=n, seed=seed, account=accounts.SYSTEM  # type: ignore[arg-type]
+        )
+    out.print(str(summary), highlight=False)
+
+
+@app.command()
+@user_errors
+def quality(
+    study: StudyOption,
+    database: DbOption = None,
+) -> None:
+    """Per-annotator quality control: gold accuracy, self-consistency, attention, competence, exclusion."""
+    from annotator.quality import annotator_quality
+
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        result = annotator_quality(session, study=study, account=accounts.SYSTEM)
+    out.print(result.to_text(), highlight=False)
 
 
 @app.command()
@@ -228,6 +371,7 @@ def simulate(
     noise: Annotated[float, typer.Option(help="Rating noise SD (points)")] = 0.6,
     bias_sd: Annotated[float, typer.Option(help="SD of the annotators' biases (points)")] = 0.25,
     seed: Annotated[int, typer.Option(help="Random seed")] = 0,
+    spammers: Annotated[int, typer.Option(help="How many of the annotators answer at random, fast")] = 0,
     database: DbOption = None,
 ) -> None:
     """Simulate annotators with a known truth (through the real assignment and submit code)."""
@@ -240,7 +384,10 @@ def simulate(
         noise=noise,
         bias_sd=bias_sd,
         seed=seed,
+        spammers=spammers,
     )
+    if not 0 <= spammers <= annotators:
+        raise UserError(f"--spammers must be between 0 and --annotators ({annotators}), got {spammers}")
     if overlap > annotators:
         raise UserError(f"--overlap {overlap} needs at least as many --annotators (got {annotators})")
     with _progress() as bar:
@@ -347,7 +494,7 @@ def study_power(study: str, database: str | None) -> None:
     engine = open_db(database)
     with db.session_scope(engine) as session:
         config = study_config(session, study)
-        frame = label_frame(session, study=study)
+        frame = label_frame(session, study=study, account=accounts.SYSTEM)
     if frame.empty:
         raise UserError(f"study {study!r} has no judgments yet")
     table = Table(
@@ -389,7 +536,7 @@ def analyze(
 
     engine = open_db(database)
     with err.status("computing the validation report..."), db.session_scope(engine) as session:
-        result = study_report(session, study=study, n_boot=n_boot, seed=seed)
+        result = study_report(session, study=study, n_boot=n_boot, seed=seed, account=accounts.SYSTEM)
     print_report(result)
     for path, text in (
         (json_out, lambda: json.dumps(report.to_json(result), indent=2)),
@@ -413,13 +560,18 @@ def print_report(result: "Report") -> None:
     """The terminal summary: one verdict line per claim, then the main tables."""
     s = result.summary
     out.print(
-        f"[bold]{result.study}[/]: {s['n_pairs']} pairs, {s['n_annotators']} annotators, "
+        f"[bold]{escape(result.study)}[/]: {s['n_pairs']} pairs, {s['n_annotators']} annotators, "
         f"{s['n_judgments']} judgments",
         highlight=False,
+        markup=True,
     )
     for verdict in result.verdicts:
         mark = "[bold green]PASS[/]" if verdict.passed else "[bold red]FAIL[/]"
-        out.print(f"{mark} {verdict.claim} [dim]({verdict.test})[/]\n     {verdict.detail}", highlight=False)
+        out.print(
+            f"{mark} {escape(verdict.claim)} [dim]({escape(verdict.test)})[/]\n     {escape(verdict.detail)}",
+            highlight=False,
+            markup=True,
+        )
     eq = Table("dimension", "estimate", "CI", "margin", "p", "equivalent", title="Chosen - rejected (TOST)")
     for row in result.validation.equivalence.itertuples():
         eq.add_row(
@@ -459,9 +611,9 @@ def absolute_url(url: str) -> str:
 @app.command("export")
 @user_errors
 def export_(
-    kind: Annotated[str, typer.Argument(help="labels, adjudicated or pairs")],
+    kind: Annotated[str, typer.Argument(help="labels, adjudicated, pairs or dataset")],
     study: StudyOption,
-    out_path: Annotated[Path, typer.Option("--out", "-o", help="File to write")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="File to write (dataset: a folder)")],
     fmt: Annotated[
         str | None, typer.Option("--format", "-f", help="csv, jsonl or parquet (default: from --out)")
     ] = None,
@@ -471,9 +623,29 @@ def export_(
     validated_only: Annotated[
         bool, typer.Option(help="pairs: only those whose latest adjudication says keep")
     ] = False,
+    push_to_hub: Annotated[
+        str | None, typer.Option("--push-to-hub", help="dataset: upload to this Hub repo (OWNER/NAME)")
+    ] = None,
+    license_id: Annotated[str, typer.Option("--license", help="dataset: the card's license")] = "cc-by-4.0",
+    overwrite: Annotated[bool, typer.Option(help="dataset: replace an existing folder")] = False,
     database: DbOption = None,
 ) -> None:
-    """Export raw labels, adjudicated labels or the (validated) pairs as CSV, JSON Lines or Parquet."""
+    """Export raw labels, adjudicated labels or the (validated) pairs as CSV, JSON Lines or Parquet;
+    `dataset` writes a Hub-ready folder (Parquet + dataset card), optionally pushed to the Hub."""
+    if kind == "dataset":
+        from annotator.dataset import publish
+
+        summary = publish(
+            open_db(database),
+            study=study,
+            out=out_path,
+            repo=push_to_hub,
+            license_id=license_id,
+            overwrite=overwrite,
+            account=accounts.SYSTEM,
+        )
+        out.print(str(summary), highlight=False)
+        return
     fmt = fmt or out_path.suffix.lower().lstrip(".")
     if fmt not in exporting.FORMATS:
         raise UserError(f"unknown format {fmt!r}; use one of {', '.join(exporting.FORMATS)}")
@@ -489,6 +661,7 @@ def export_(
             path=out_path,
             pseudonymize=pseudonymize,
             validated_only=validated_only,
+            account=accounts.SYSTEM,
         )
     out.print(f"wrote {rows} rows to {out_path}", highlight=False)
 
@@ -510,11 +683,11 @@ def adjudicate_(
     engine = open_db(database)
     if auto:
         with db.session_scope(engine) as session:
-            summary = adjudication.auto_resolve(session, study=study)
+            summary = adjudication.auto_resolve(session, study=study, account=accounts.SYSTEM)
         out.print(str(summary), highlight=False)
     if show_queue:
         with db.session_scope(engine) as session:
-            pending = adjudication.queue(session, study=study)
+            pending = adjudication.queue(session, study=study, account=accounts.SYSTEM)
         table = Table("pair", "db id", "judgments", "agreement", "majority", "rules", "why")
         shown = pending if limit <= 0 else pending.head(limit)
         for row in shown.itertuples(index=False):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from annotator import adjudicate, export
@@ -24,7 +25,7 @@ from annotator.predictions import prediction_frame
 from annotator.readers import label_frame
 from annotator.study import get_study, study_config
 
-__all__ = ["CONFIGS", "DatasetSummary", "dataset_card", "export_dataset", "push_to_hub"]
+__all__ = ["CONFIGS", "DatasetSummary", "dataset_card", "export_dataset", "publish", "push_to_hub"]
 
 #: The dataset's configs, in the card's order (the first is the default).
 CONFIGS: tuple[str, ...] = ("pairs", "labels", "adjudicated", "predictions")
@@ -106,7 +107,7 @@ def _validation_text(session: Session, study: str, account: Account) -> tuple[st
 
     try:
         report = study_report(session, study=study, n_boot=200, mixed=False, account=account)
-    except UserError as exc:
+    except (UserError, ValueError, TypeError) as exc:  # too few judgments, or a report that cannot be built
         return f"No validation report: {exc}.", ""
     lines = [
         f"- **{'PASS' if v.passed else 'NOT SHOWN'}** {v.claim} ({v.test}): {v.detail}"
@@ -299,6 +300,12 @@ def _count_pairs(session: Session, study: str) -> int:
     return int(session.execute(select(func.count()).where(col(Pair.study_id) == study_id)).scalar_one())
 
 
+def _check_repo(repo_id: str) -> None:
+    parts = repo_id.split("/")
+    if len(parts) != 2 or not all(part.strip() for part in parts):
+        raise UserError(f"invalid repository {repo_id!r}; use OWNER/NAME")
+
+
 def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
     """Upload a dataset folder to the Hugging Face Hub as a dataset repository; returns its URL.
 
@@ -313,8 +320,7 @@ def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, toke
         raise UserError(
             f"{folder} is not a dataset folder (no README.md); run `annotator export dataset` first"
         )
-    if "/" not in repo_id or repo_id.count("/") != 1 or any(not part for part in repo_id.split("/")):
-        raise UserError(f"invalid repository {repo_id!r}; use OWNER/NAME")
+    _check_repo(repo_id)
     token = token or get_token()
     if not token:
         raise UserError(NO_TOKEN.format(folder=folder))
@@ -333,3 +339,33 @@ def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, toke
     except OSError as exc:
         raise UserError(f"upload to {repo_id} failed: {exc.strerror or exc}") from None
     return f"https://huggingface.co/datasets/{repo_id}"
+
+
+def publish(
+    engine: Engine,
+    *,
+    study: str,
+    out: str | Path,
+    account: Account,
+    repo: str | None = None,
+    license_id: str = DEFAULT_LICENSE,
+    overwrite: bool = False,
+    private: bool = False,
+) -> DatasetSummary:
+    """Export the dataset folder (committed, with its audit event), then upload it to `repo` if given.
+
+    A failed upload leaves the folder written and says so in one line.
+    """
+    from dataclasses import replace
+
+    from annotator.store.db import session_scope
+
+    if repo is not None:
+        _check_repo(repo)
+    with session_scope(engine) as session:
+        summary = export_dataset(
+            session, study=study, out=out, account=account, license_id=license_id, overwrite=overwrite
+        )
+    if repo is None:
+        return summary
+    return replace(summary, url=push_to_hub(summary.folder, repo, private=private))

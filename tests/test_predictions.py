@@ -148,3 +148,28 @@ def test_the_jsonl_reader_reports_bad_json_by_line(engine: Engine, tmp_path: Pat
     path.write_text(json.dumps({"id": "pair-0", "choice": "chosen"}) + "\n{not json\n", encoding="utf-8")
     with pytest.raises(IngestError, match="line 2: not valid JSON"):
         predictions.import_predictions(engine, path, study="s1", model="m", account=SYSTEM)
+
+
+def test_cli_models_import_prints_the_summary(env_db: str, engine: Engine, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from annotator.cli import app
+
+    _study(engine, tmp_path)
+    path = write_jsonl(tmp_path / "m.jsonl", [{"id": "pair-0", "choice": "chosen"}])
+    result = CliRunner().invoke(app, ["models", "import", str(path), "--study", "s1", "--model", "rm"])
+    assert result.exit_code == 0, result.output
+    assert "model 'rm': imported 1 predictions" in result.output
+
+
+def test_cli_models_import_error_is_one_clear_message(env_db: str, engine: Engine, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from annotator.cli import app
+
+    _study(engine, tmp_path)
+    path = write_jsonl(tmp_path / "m.jsonl", [{"id": "pair-9", "choice": "chosen"}])
+    result = CliRunner().invoke(app, ["models", "import", str(path), "--study", "s1", "--model", "rm"])
+    assert result.exit_code == 1
+    assert "line 1, field id: no pair 'pair-9'" in result.output
+    assert "Traceback" not in result.output

@@ -1,0 +1,39 @@
+"""Helpers for the benchmark-science tests: a simulated, auto-resolved study with two models."""
+
+import random
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from annotator import adjudicate, predictions
+from annotator.accounts import SYSTEM
+from annotator.simulate import SimulationSpec, simulate
+from annotator.store import db
+from tests.factories import make_study, write_jsonl
+
+
+def simulated_study(
+    engine: Engine, folder: Path, n_pairs: int = 12, *, study: str = "s1", seed: int = 3
+) -> None:
+    """`n_pairs` pairs rated by 3 simulated annotators, auto-resolved."""
+    make_study(engine, folder, n_pairs, study=study, account=SYSTEM)
+    simulate(engine, study=study, spec=SimulationSpec(annotators=3, overlap=3, seed=seed, rubric_gap=1.5))
+    with db.session_scope(engine) as session:
+        adjudicate.auto_resolve(session, study=study, account=SYSTEM)
+
+
+def add_models(engine: Engine, folder: Path, n_pairs: int, *, study: str = "s1", seed: int = 0) -> None:
+    """Two models on pairs pair-0..: "strong" right about 90% of the time (scores), "weak" about 60%
+    (choices with a confidence)."""
+    rng = random.Random(seed)
+    strong = [
+        {"id": f"pair-{i}", "score_chosen": 1.0 if rng.random() < 0.9 else -1.0, "score_rejected": 0.0}
+        for i in range(n_pairs)
+    ]
+    weak = [
+        {"id": f"pair-{i}", "choice": "chosen" if rng.random() < 0.6 else "rejected", "confidence": 0.5}
+        for i in range(n_pairs)
+    ]
+    for name, records in (("strong", strong), ("weak", weak)):
+        path = write_jsonl(folder / f"{study}-{name}.jsonl", records)
+        predictions.import_predictions(engine, path, study=study, model=name, account=SYSTEM)

@@ -1,0 +1,130 @@
+"""The Hub-ready dataset: a folder datasets.load_dataset reads, its card, and the push path."""
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from annotator import dataset
+from annotator.accounts import SYSTEM
+from annotator.errors import UserError
+from annotator.store import db
+from tests.factories import make_study
+from tests.sciencehelpers import add_models, simulated_study
+
+
+@pytest.fixture
+def folder(engine: Engine, tmp_path: Path) -> Path:
+    simulated_study(engine, tmp_path, 12)
+    add_models(engine, tmp_path, 12)
+    out = tmp_path / "ds"
+    with db.session_scope(engine) as session:
+        dataset.export_dataset(session, study="s1", out=out, account=SYSTEM)
+    return out
+
+
+def test_load_dataset_reads_the_validated_pairs(folder: Path) -> None:
+    import datasets
+
+    pairs = datasets.load_dataset(str(folder))["test"]
+    assert {"id", "question", "profile", "rubric_aspects", "chosen", "rejected", "validation"} <= set(
+        pairs.column_names
+    )
+    assert all(row["validation"]["keep"] for row in pairs)
+
+
+@pytest.mark.parametrize("config", ["labels", "adjudicated", "predictions"])
+def test_every_config_loads(folder: Path, config: str) -> None:
+    import datasets
+
+    assert datasets.load_dataset(str(folder), config)["test"].num_rows > 0
+
+
+def test_labels_are_pseudonymized_and_limited_to_the_validated_pairs(folder: Path) -> None:
+    import pandas as pd
+
+    labels = pd.read_parquet(folder / "labels" / "test-00000-of-00001.parquet")
+    pairs = pd.read_parquet(folder / "pairs" / "test-00000-of-00001.parquet")
+    assert labels["annotator"].str.match(r"^R[0-9a-f]{8}$").all()
+    assert set(labels["pair_id"]) <= set(pairs["id"])
+
+
+def test_the_card_has_yaml_metadata_license_and_the_methods(folder: Path) -> None:
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert card.startswith("---\nlicense: cc-by-4.0\n")
+    assert "- config_name: pairs\n" in card and "  default: true" in card
+    assert "## Validation summary" in card
+    assert "## Models and the human ceiling" in card and "| strong |" in card
+
+
+def test_no_validated_pairs_is_one_clear_error(engine: Engine, tmp_path: Path) -> None:
+    make_study(engine, tmp_path, 3, account=SYSTEM)
+    with db.session_scope(engine) as session, pytest.raises(UserError, match="has no validated pairs yet"):
+        dataset.export_dataset(session, study="s1", out=tmp_path / "ds", account=SYSTEM)
+    assert not (tmp_path / "ds").exists()
+
+
+def test_a_non_empty_folder_is_not_overwritten(engine: Engine, tmp_path: Path, folder: Path) -> None:
+    with db.session_scope(engine) as session, pytest.raises(UserError, match="exists and is not empty"):
+        dataset.export_dataset(session, study="s1", out=folder, account=SYSTEM)
+
+
+def test_push_without_a_token_fails_with_one_line(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from huggingface_hub import constants
+
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
+    monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "no-tokens"))
+    with pytest.raises(UserError) as caught:
+        dataset.push_to_hub(folder, "someone/pairs")
+    assert str(caught.value).startswith("no Hugging Face token is configured")
+    assert "\n" not in str(caught.value)
+
+
+def test_push_uploads_the_folder_as_a_dataset_repo(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub
+
+    calls: list[tuple[str, dict[str, object]]] = []
+
+    class FakeApi:
+        def __init__(self, token: str | None = None) -> None:
+            calls.append(("init", {"token": token}))
+
+        def create_repo(self, repo_id: str, **kwargs: object) -> None:
+            calls.append(("create_repo", {"repo_id": repo_id, **kwargs}))
+
+        def upload_folder(self, **kwargs: object) -> None:
+            calls.append(("upload_folder", kwargs))
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    url = dataset.push_to_hub(folder, "someone/pairs", token="hf_fake")
+    assert url == "https://huggingface.co/datasets/someone/pairs"
+    assert calls[1] == (
+        "create_repo",
+        {"repo_id": "someone/pairs", "repo_type": "dataset", "private": False, "exist_ok": True},
+    )
+    assert calls[2][1]["folder_path"] == str(folder) and calls[2][1]["repo_type"] == "dataset"
+
+
+def test_cli_export_dataset_push_without_token_is_one_line(
+    env_db: str, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from huggingface_hub import constants
+    from typer.testing import CliRunner
+
+    from annotator.cli import app
+
+    simulated_study(engine, tmp_path, 8)
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
+    monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "no-tokens"))
+    out = tmp_path / "ds"
+    args = ["export", "dataset", "--study", "s1", "--out", str(out), "--push-to-hub", "me/pairs"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1
+    assert "no Hugging Face token is configured" in result.output and "Traceback" not in result.output
+    assert (out / "README.md").is_file()
