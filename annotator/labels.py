@@ -1,6 +1,6 @@
 """Serving blinded items and saving judgments: atomic, idempotent, append-only revisions."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -9,10 +9,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from annotator.errors import AuthError, LabelError, UserError
-from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, utcnow
+from annotator.guidelines import guideline_version
+from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, id_of, utcnow
 from annotator.study import StudyConfig, parse_config, study_config
 
 SIDES = ("A", "B")
+SUPPORT_PREFIX = "support:"  # rubric-support answers (issue 15); = analysis.benchmark.SUPPORT_PREFIX
 QUEUE_WINDOW = 256  # how far ahead next_assignment looks for the pair with the fewest judgments
 
 
@@ -31,6 +33,7 @@ class ItemView:
     revisions: int
     profile_shown: int = 10  # how many posts the study shows at first (`profile` holds them all)
     shown_at: datetime | None = None  # when the item's clock started (server time, UTC)
+    ask_support: bool = False  # ask, per rubric aspect, whether what the user wrote supports it (issue 15)
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class Submission:
     flag: bool = False
     flag_reason: str = ""
     opened_posts: tuple[int, ...] = ()  # the profile posts (by index) the annotator opened
+    # Rubric support (issue 15): {"support:<k>": 0 no | 1 partly | 2 yes}, about the pair, not a side.
+    support: dict[str, float | None] = field(default_factory=dict)
 
 
 def _own_assignment(session: Session, assignment_id: int, user_id: int) -> Assignment:
@@ -78,12 +83,20 @@ def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignm
         .limit(QUEUE_WINDOW)
         .subquery()
     )
-    best = session.exec(
-        select(window.c.id)
+    # Control pairs are not ranked by need: one is served as soon as it comes before the main pair
+    # picked (controls.mix_controls put it at a random place), so controls are spread over a session.
+    best_main = session.exec(
+        select(window.c.id, window.c.position)
         .join(Pair, col(Pair.id) == window.c.pair_id)
+        .where(Pair.control == "")
         .order_by(col(Pair.n_done), window.c.position)
         .limit(1)
     ).first()
+    control = select(window.c.id).join(Pair, col(Pair.id) == window.c.pair_id).where(Pair.control != "")
+    if best_main is not None:
+        control = control.where(window.c.position <= best_main[1])
+    first_control = session.exec(control.order_by(window.c.position).limit(1)).first()
+    best = first_control if first_control is not None else best_main[0] if best_main is not None else None
     return session.get(Assignment, best) if best is not None else None
 
 
@@ -101,31 +114,45 @@ def show(session: Session, *, assignment_id: int, user_id: int, resume: bool = F
     config = parse_config(study.config)
     texts = (pair.chosen, pair.rejected) if assignment.chosen_side == "A" else (pair.rejected, pair.chosen)
     display = config.display
+    arm = config.display_for(assignment.arm)  # the annotator's study arm may hide parts (issue 15)
     return ItemView(
         assignment_id=int(assignment.id or 0),
         study=study.name,
         question=pair.question,
-        narrative=pair.narrative if display.show_narrative else "",
-        profile=list(pair.profile) if display.show_profile else [],
+        narrative=pair.narrative if arm.show_narrative else "",
+        profile=list(pair.profile) if arm.show_profile else [],
         rubric=[
             {
                 "aspect": str(a.get("aspect", "")),
                 "reason": str(a.get("reason") or ""),
                 "evidence": str(a.get("evidence") or ""),
             }
-            for a in pair.rubric
+            for a in (pair.rubric if arm.show_rubric else [])
         ],
         text_a=texts[0],
         text_b=texts[1],
         revisions=assignment.revisions,
         profile_shown=display.profile_posts,
         shown_at=assignment.shown_at,
+        ask_support=arm.ask_support and bool(pair.rubric),
     )
 
 
-def missing_answers(config: StudyConfig, n_aspects: int, submission: Submission) -> list[str]:
-    """Every question of the form left unanswered or out of range, named as the annotator sees it."""
+def missing_answers(
+    config: StudyConfig, n_aspects: int, submission: Submission, *, ask_support: bool = False
+) -> list[str]:
+    """Every question of the form left unanswered or out of range, named as the annotator sees it
+    (`ask_support`: the rubric-support question of every aspect too)."""
     problems = []
+    wanted = {f"{SUPPORT_PREFIX}{k}" for k in range(n_aspects)} if ask_support else set()
+    for k in range(n_aspects if ask_support else 0):
+        value = submission.support.get(f"{SUPPORT_PREFIX}{k}")
+        if value is None:
+            problems.append(f"rubric aspect {k + 1}: is it supported by what the user wrote")
+        elif value not in (0, 1, 2):
+            problems.append(f"rubric aspect {k + 1}: support must be no, partly or yes")
+    if set(submission.support) - wanted:
+        problems.append(f"unknown support items {sorted(set(submission.support) - wanted)}")
     quality = config.quality
     unknown_sides = set(submission.scores) - set(SIDES)
     if unknown_sides:  # submit() would otherwise save them as `rejected` scores
@@ -179,7 +206,9 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     if pair is None:
         raise UserError("this item no longer exists")
     config = study_config(session, assignment.study_id)
-    problems = missing_answers(config, len(pair.rubric), submission)
+    arm = config.display_for(assignment.arm)  # an arm without the rubric asks no rubric questions
+    n_aspects = len(pair.rubric) if arm.show_rubric else 0
+    problems = missing_answers(config, n_aspects, submission, ask_support=arm.ask_support)
     if problems:
         raise LabelError("Please answer: " + "; ".join(problems))
     _lock_assignment(session, int(assignment.id or 0))
@@ -216,6 +245,7 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
         flag=submission.flag,
         flag_reason=submission.flag_reason.strip() if submission.flag else "",
         opened_posts=sorted({int(k) for k in submission.opened_posts}) or None,
+        guideline_version=guideline_version(),
     )
     session.add(judgment)
     try:
@@ -232,6 +262,8 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
         response = "chosen" if (side == "A") == chosen_is_a else "rejected"
         for item, value in items.items():
             session.add(Score(judgment_id=judgment.id, response=response, item=item, value=float(value or 0)))
+    for item, value in submission.support.items():  # about the pair: stored on the `chosen` response
+        session.add(Score(judgment_id=id_of(judgment), response="chosen", item=item, value=float(value or 0)))
     first = status != "done"
     session.execute(
         update(Assignment)
@@ -348,7 +380,11 @@ def current_answers(session: Session, *, assignment_id: int, user_id: int) -> Su
         return None
     chosen_is_a = assignment.chosen_side == "A"
     scores: dict[str, dict[str, float | None]] = {"A": {}, "B": {}}
+    support: dict[str, float | None] = {}
     for score in session.exec(select(Score).where(Score.judgment_id == judgment.id)):
+        if score.item.startswith(SUPPORT_PREFIX):
+            support[score.item] = score.value
+            continue
         side = "A" if (score.response == "chosen") == chosen_is_a else "B"
         scores[side][score.item] = score.value
     preference_ab = judgment.preference if chosen_is_a else -judgment.preference
@@ -360,6 +396,7 @@ def current_answers(session: Session, *, assignment_id: int, user_id: int) -> Su
         comment=judgment.comment,
         flag=judgment.flag,
         flag_reason=judgment.flag_reason,
+        support=support,
     )
 
 

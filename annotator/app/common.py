@@ -16,8 +16,21 @@ from annotator.store import db
 # Not "pages/": that name would switch on Streamlit's legacy multipage mode, bypassing the router.
 PAGES = Path(__file__).parent / "views"
 SESSION_HOURS = 12
+FAVICON = Path(__file__).parent / "static" / "favicon.png"
+
+# Session-state keys shared between pages (one place; a page never writes another page's raw string).
 ACCOUNT_KEY = "account"
 LOGIN_AT_KEY = "login_at"
+TOKEN_KEY = "session_token"  # the revocable session token of this login (see annotator.sessions)
+COOKIE_WRITTEN_KEY = "session_cookie_written"
+COOKIE_CLEAR_KEY = "session_cookie_clear"
+EXPIRED_KEY = "expired"
+ITEM_KEY = "annotate_item"  # the ItemView on the rating page
+PREFILL_KEY = "annotate_prefill"  # the answers to start from (a revision, a draft)
+SUBMISSION_KEY = "submission_id"  # fixed when an item is drawn: a repeated submit is a no-op
+REOPEN_KEY = "annotate_reopen"  # an assignment My work asks the rating page to open for revision
+#: The cookie that keeps the login across a reload: a revocable, expiring session token only.
+SESSION_COOKIE = "pair_studio_session"
 
 
 @st.cache_resource(show_spinner=False)
@@ -51,29 +64,118 @@ def safe_md(text: object) -> str:
     return _DOLLARS.sub(lambda m: m.group(1) * 2 + "\\$", str(text))
 
 
-def current_account() -> Account | None:
-    """The logged-in account, or None; a session older than SESSION_HOURS is logged out."""
-    account = st.session_state.get(ACCOUNT_KEY)
-    login_at = st.session_state.get(LOGIN_AT_KEY)
-    if account is None or login_at is None:
+def _cookie_token() -> str | None:
+    """The session token the browser sent with this connection (after a reload), if any."""
+    try:
+        token = st.context.cookies.get(SESSION_COOKIE)
+    except Exception:  # no browser connection (AppTest)
         return None
-    if datetime.now(UTC) - login_at > timedelta(hours=SESSION_HOURS):
+    return token or None
+
+
+def _resume(token: str) -> Account | None:
+    """The account of a live session token, or None when it was ended, expired or the user deactivated."""
+    try:
+        from annotator import sessions
+    except ImportError:  # the session service is not there: the login lasts as long as the tab
+        return None
+    from annotator.errors import AuthError
+
+    try:
+        with session() as active:
+            return sessions.resume_session(active, token)
+    except AuthError:
+        return None
+
+
+def current_account() -> Account | None:
+    """The logged-in account, or None.
+
+    A login with a session token is checked against the server on every run, so logging out elsewhere
+    or a deactivation ends it at once; after a reload the token comes back from the cookie. A session
+    older than SESSION_HOURS is logged out.
+    """
+    account = st.session_state.get(ACCOUNT_KEY)
+    token = st.session_state.get(TOKEN_KEY)
+    if account is None:
+        cookie = _cookie_token()
+        if cookie is None or st.session_state.get(COOKIE_CLEAR_KEY):
+            return None
+        resumed = _resume(cookie)
+        if resumed is None:
+            st.session_state[COOKIE_CLEAR_KEY] = True
+            return None
+        st.session_state[ACCOUNT_KEY] = resumed
+        st.session_state[LOGIN_AT_KEY] = datetime.now(UTC)
+        st.session_state[TOKEN_KEY] = cookie
+        st.session_state[COOKIE_WRITTEN_KEY] = True
+        return resumed
+    login_at = st.session_state.get(LOGIN_AT_KEY)
+    if login_at is None:
+        return None
+    if datetime.now(UTC) - login_at > timedelta(hours=SESSION_HOURS) or (
+        token is not None and _resume(token) is None
+    ):
         log_out()
-        st.session_state["expired"] = True
+        st.session_state[EXPIRED_KEY] = True
         return None
     return account
 
 
 def log_in(account: Account) -> None:
-    """Start a session for `account`."""
+    """Start a session for `account`: a revocable session token is issued and kept in a cookie."""
     st.session_state[ACCOUNT_KEY] = account
     st.session_state[LOGIN_AT_KEY] = datetime.now(UTC)
+    st.session_state.pop(COOKIE_CLEAR_KEY, None)
+    try:
+        from annotator import sessions
+    except ImportError:
+        return
+    with session() as active:
+        st.session_state[TOKEN_KEY] = sessions.start_session(active, account=account)
+    st.session_state[COOKIE_WRITTEN_KEY] = False
 
 
 def log_out() -> None:
-    """Forget everything about the current session."""
+    """End the session on the server, forget everything about it, and clear the browser's cookie."""
+    token = st.session_state.get(TOKEN_KEY)
+    if token is not None:
+        try:
+            from annotator import sessions
+
+            with session() as active:
+                sessions.end_session(active, token)
+        except Exception:  # already ended; logging out must still work
+            pass
     for key in list(st.session_state.keys()):
         del st.session_state[key]
+    st.session_state[COOKIE_CLEAR_KEY] = True
+
+
+def sync_cookie() -> None:
+    """Write the session token into the browser's cookie after a login, or clear it after a logout.
+
+    The cookie holds only the revocable, expiring token (never a password); it is SameSite=Strict.
+    """
+    token = st.session_state.get(TOKEN_KEY)
+    if st.session_state.get(COOKIE_CLEAR_KEY):
+        if st.session_state.get(COOKIE_WRITTEN_KEY) is False:
+            return
+        st.html(
+            f"<script>document.cookie = '{SESSION_COOKIE}=; path=/; max-age=0; SameSite=Strict';</script>",
+            unsafe_allow_javascript=True,
+        )
+        st.session_state[COOKIE_WRITTEN_KEY] = False
+    elif token is not None and not st.session_state.get(COOKIE_WRITTEN_KEY):
+        if not re.fullmatch(r"[A-Za-z0-9_\-]+", token):
+            return
+        max_age = SESSION_HOURS * 3600
+        st.html(
+            f"<script>document.cookie = '{SESSION_COOKIE}={token}; path=/; max-age={max_age}; "
+            "SameSite=Strict';</script>",
+            unsafe_allow_javascript=True,
+        )
+        st.session_state[COOKIE_WRITTEN_KEY] = True
 
 
 def require(*roles: str) -> Account:

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from annotator.app.common import PAGES, current_account, log_out
+from annotator.app.common import FAVICON, PAGES, current_account, log_out, sync_cookie
 
-st.set_page_config(page_title="Pair Studio", page_icon=":material/balance:", layout="wide")
+# A local icon: a Material or emoji icon would be fetched from an external font host on every page.
+st.set_page_config(page_title="Pair Studio", page_icon=str(FAVICON), layout="wide")
 
 
 def page(file: str, title: str, icon: str, *, default: bool = False) -> st.Page:
@@ -50,5 +51,5 @@ else:
         if st.button("Log out", key="logout", icon=":material/logout:"):
             log_out()
             st.rerun()
-
+sync_cookie()
 navigation.run()

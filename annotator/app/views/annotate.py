@@ -1,28 +1,155 @@
-"""Rate pairs: the question, the user's context, responses A and B, and one form for every answer."""
+"""Rate pairs: the question and the user's context on top, responses A and B side by side in panes of
+fixed height with each response's questions right under it, the preference last.
 
+Every answer is kept as a server-side draft as soon as it is given (a reload brings it back); number
+keys answer the focused question and Ctrl+Enter submits from anywhere (a small script, see KEYS_JS).
+"""
+
+import json
+import re
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
 import streamlit as st
 
-from annotator import accounts, labels
+from annotator import accounts, labels, profile_search, workspace
 from annotator.accounts import Account
-from annotator.app.common import current_account, require, safe_md, session
+from annotator.app.common import (
+    ITEM_KEY,
+    PREFILL_KEY,
+    REOPEN_KEY,
+    SUBMISSION_KEY,
+    current_account,
+    require,
+    safe_md,
+    session,
+)
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guidelines_text
 from annotator.labels import ItemView, Submission
-from annotator.study import StudyConfig, study_config
+from annotator.study import StudyConfig
 
 SUBMIT_KEYS = "Ctrl+Enter"
 SKIP_KEYS = "Ctrl+Shift+K"
-ITEM_KEY = "annotate_item"
-PREFILL_KEY = "annotate_prefill"
 ERROR_KEY = "annotate_error"
 SAVED_KEY = "annotate_saved"
+STUDY_KEY = "annotate_study"
+SUBMIT_BUTTON = "annotate_submit"
+OPENED_KEY = "annotate_opened_posts"
+INDEX_KEY = "annotate_profile_index"
+OPTION_CHARS = 9  # scale labels are cut to their first words on the buttons (full text in the help)
+PANE_HEIGHT = 300  # px: each response scrolls inside its own pane
+MATCHES_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question of the rating form, as drawn: its widget key suffix, the draft/answer key, the
+    accessible label (which names the response it is about), the options and their labels."""
+
+    name: str  # "A:correctness", "B:rubric:0", "preference", "confidence"
+    label: str
+    options: list[int]
+    option_labels: dict[int, str]
+    side: str = ""  # "A" or "B" for a question about one response
+    help: str | None = None
+    aspect: dict[str, str] = field(default_factory=dict)  # for a rubric question: aspect, reason, evidence
+
+    @property
+    def widget(self) -> str:
+        return self.name.replace(":", "_").replace("rubric_", "rubric")
 
 
 def short(label: str) -> str:
-    """The part of a scale label before its colon, for compact radio buttons."""
+    """The part of a scale label before its colon, for compact buttons."""
     return label.split(":", 1)[0].strip()
+
+
+def _unnumbered(value: int, label: str) -> str:
+    """A scale label without its leading number ("2 - Mostly wrong" -> "Mostly wrong")."""
+    return re.sub(rf"^\s*{value}\s*[-–.:)]?\s*", "", label)
+
+
+def option_label(value: int, label: str, width: int = OPTION_CHARS) -> str:
+    """A compact button label: the number, then the scale label's first words ("2 Mostly wrong")."""
+    text = _unnumbered(value, short(label))
+    if len(text) > width:
+        text = text[:width].rsplit(" ", 1)[0] + "…"
+    return f"{value} {text}".strip()
+
+
+def legend(values: list[int], texts: list[str]) -> str:
+    """ "0 = does not cover · 1 = ..." for a scale whose buttons show only numbers."""
+    return " · ".join(f"{v} = {_unnumbered(v, t)}" for v, t in zip(values, texts, strict=True))
+
+
+def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
+    """Every question of the item, built from the study config and the item's display settings:
+    per response its quality dimensions then its rubric aspects, then the preference and confidence.
+    (The one place to extend the form: a page draws what this returns, in this order.)"""
+    questions: list[Question] = []
+    quality = config.quality
+    show_reasons = config.display.rubric_for_ratings
+    for side in ("A", "B"):
+        for dimension in quality.dimensions:
+            labels_by_value = dict(zip(quality.values, dimension.labels, strict=True))
+            questions.append(
+                Question(
+                    name=f"{side}:{dimension.name}",
+                    label=f"Response {side} · {dimension.name.capitalize()}",
+                    options=list(quality.values),
+                    option_labels={v: option_label(v, labels_by_value[v]) for v in quality.values},
+                    side=side,
+                    help=dimension.question + "\n\n" + "\n".join(f"- {label}" for label in dimension.labels),
+                )
+            )
+        for k, aspect in enumerate(item.rubric):
+            questions.append(
+                Question(
+                    name=f"{side}:rubric:{k}",
+                    label=f"Response {side} · aspect {k + 1}: {safe_md(aspect['aspect'])}",
+                    options=[0, 1, 2],
+                    option_labels={v: str(v) for v in (0, 1, 2)},
+                    side=side,
+                    help=config.rubric.question + "\n\n" + legend([0, 1, 2], list(config.rubric.labels)),
+                    aspect=aspect if show_reasons else {"aspect": aspect["aspect"]},
+                )
+            )
+    questions.append(
+        Question(
+            name="preference",
+            label=config.preference.question,
+            options=list(range(5)),
+            option_labels={v: f"{v + 1} {config.preference.labels[v]}" for v in range(5)},
+            help="Keys 1-5 choose from left to right.",
+        )
+    )
+    questions.append(
+        Question(
+            name="confidence",
+            label=config.preference.confidence_question,
+            options=[1, 2, 3],
+            option_labels={
+                v: option_label(v, config.preference.confidence_labels[v - 1], 20) for v in (1, 2, 3)
+            },
+        )
+    )
+    return questions
+
+
+def form_key(item: ItemView) -> str:
+    """The prefix of the form's widget keys: a new one per item and per revision."""
+    return f"a{item.assignment_id}r{item.revisions}"
+
+
+def widget_key(item: ItemView, question: Question) -> str:
+    return f"{form_key(item)}_{question.widget}"
+
+
+# ------------------------------------------------------------------------------------------ loading
 
 
 def choose_study(account: Account) -> tuple[int, str] | None:
@@ -33,186 +160,276 @@ def choose_study(account: Account) -> tuple[int, str] | None:
         return None
     if len(studies) == 1:
         return studies[0]
-    return st.selectbox("Study", studies, format_func=lambda s: s[1], key="annotate_study")
+    return st.selectbox("Study", studies, format_func=lambda s: s[1], key=STUDY_KEY)
 
 
-def load_item(account: Account, study_id: int) -> tuple[ItemView, StudyConfig] | None:
-    """The item on screen: kept across reruns, so its server-side clock starts only once."""
+def _answers_from(submission: Submission | None) -> dict[str, Any]:
+    """A submitted judgment as draft answers (to prefill a revision)."""
+    if submission is None:
+        return {}
+    answers: dict[str, Any] = {
+        f"{side}:{name}": value for side, items in submission.scores.items() for name, value in items.items()
+    }
+    answers.update(
+        preference=submission.preference, confidence=submission.confidence, comment=submission.comment
+    )
+    return answers
+
+
+def start_item(item: ItemView, config: StudyConfig, answers: dict[str, Any], opened: list[int]) -> None:
+    """Put a freshly drawn item on screen with its answers so far (a revision's or a draft's)."""
+    state = st.session_state
+    state[ITEM_KEY] = item
+    state[SUBMISSION_KEY] = uuid.uuid4().hex
+    state[OPENED_KEY] = set(opened)
+    for question in item_questions(item, config):
+        value = answers.get(question.name)
+        if value is not None and int(value) in question.options:
+            state[widget_key(item, question)] = int(value)
+    if answers.get("comment"):
+        state[f"{form_key(item)}_comment"] = str(answers["comment"])
+
+
+def load_item(account: Account, study_id: int, study_name: str) -> tuple[ItemView, StudyConfig] | None:
+    """The item on screen: kept across reruns (its server-side clock starts once); after a reload the
+    item with the newest draft comes back with its answers; switching study switches the item."""
     item: ItemView | None = st.session_state.get(ITEM_KEY)
+    if item is not None and item.study != study_name:
+        item = None
     with session() as active:
-        config = study_config(active, study_id)
-        if item is None:
+        config = labels.study_config(active, study_id)
+        if item is not None:
+            return item, config
+        prefill: Submission | None = st.session_state.pop(PREFILL_KEY, None)
+        reopen = st.session_state.pop(REOPEN_KEY, None)
+        resumed = (
+            int(reopen)
+            if reopen is not None
+            else workspace.resume_assignment(active, user_id=account.id, study_id=study_id)
+        )
+        if resumed is None:
             assignment = labels.next_assignment(active, user_id=account.id, study_id=study_id)
             if assignment is None:
                 return None
-            item = labels.show(active, assignment_id=int(assignment.id or 0), user_id=account.id)
-            st.session_state[ITEM_KEY] = item
-            st.session_state["submission_id"] = uuid.uuid4().hex
+            resumed_id = int(assignment.id or 0)
+        else:
+            resumed_id = resumed
+            if prefill is None:
+                prefill = labels.current_answers(active, assignment_id=resumed_id, user_id=account.id)
+        item = labels.show(active, assignment_id=resumed_id, user_id=account.id, resume=resumed is not None)
+        draft = workspace.load_draft(active, assignment_id=resumed_id, user_id=account.id)
+    answers = _answers_from(prefill) | (draft.answers if draft else {})
+    start_item(item, config, answers, draft.opened_posts if draft else [])
     return item, config
 
 
+# ------------------------------------------------------------------------------------------ drafts
+
+
+def current_answers(item: ItemView, config: StudyConfig) -> dict[str, Any]:
+    """The answers given so far, read from the widgets' session state, as draft answers."""
+    state = st.session_state
+    answers: dict[str, Any] = {q.name: state.get(widget_key(item, q)) for q in item_questions(item, config)}
+    answers["comment"] = state.get(f"{form_key(item)}_comment") or ""
+    return {name: value for name, value in answers.items() if value not in (None, "")}
+
+
+def keep_draft(item: ItemView, config: StudyConfig) -> None:
+    """A widget's callback: keep the answers (and the posts opened) on the server."""
+    account = current_account()
+    if account is None:
+        return
+    try:
+        with session() as active:
+            workspace.save_draft(
+                active,
+                assignment_id=item.assignment_id,
+                user_id=account.id,
+                answers=current_answers(item, config),
+                opened_posts=sorted(st.session_state.get(OPENED_KEY, set())),
+            )
+    except (AuthError, UserError) as exc:
+        st.session_state[ERROR_KEY] = str(exc)
+
+
+def post_opened(item: ItemView, config: StudyConfig, number: int) -> None:
+    """A post's expander callback: remember that the annotator opened it (saved with the judgment)."""
+    opened: set[int] = st.session_state.setdefault(OPENED_KEY, set())
+    if number not in opened:
+        opened.add(number)
+        keep_draft(item, config)
+
+
+# ------------------------------------------------------------------------------------------ drawing
+
+
 def show_context(item: ItemView, config: StudyConfig) -> None:
-    """The question, the narrative, the rubric and the profile."""
-    st.markdown("##### Question")
+    """The question, the narrative and the profile (ranked by relevance, searchable)."""
+    st.markdown("## Question")
     st.info(safe_md(item.question), icon=":material/help:")
-    if item.narrative:
-        with st.expander("The user's own explanation", expanded=True):
-            st.markdown(safe_md(item.narrative))
-    if item.rubric and config.display.rubric_for_preference:
-        with st.expander("What this user cares about (rubric)", expanded=True):
-            for number, aspect in enumerate(item.rubric, start=1):
-                reason = f": {aspect['reason']}" if aspect["reason"] else ""
-                st.markdown(f"{number}. **{safe_md(aspect['aspect'])}**{safe_md(reason)}")
-    if item.profile:
-        # Lazy: the posts are drawn only while the expander is open (they are the page's heaviest part).
-        posts = st.expander(
-            f"The user's past posts ({len(item.profile)})",
-            expanded=False,
-            key=f"profile_{form_key(item)}",
-            on_change="rerun",
-        )
-        if posts.open:
-            with posts:
-                for number, post in enumerate(item.profile):
-                    category = str(post.get("category") or "")
-                    title = f"Post {number + 1}" + (f" · {safe_md(category)}" if category else "")
-                    with st.expander(title, expanded=number < config.display.profile_posts_open):
-                        st.markdown(safe_md(post.get("text", "")))
-
-
-def show_responses(item: ItemView) -> None:
-    """Responses A and B side by side (Streamlit stacks the columns on a narrow window)."""
     left, right = st.columns(2, gap="medium")
-    for column, side, text in ((left, "A", item.text_a), (right, "B", item.text_b)):
-        with column, st.container(border=True):
-            st.markdown(f"#### Response {side}")
-            st.caption(f"{len(text.split())} words")
-            st.markdown(safe_md(text))
+    if item.narrative:
+        with left.expander("The user's own explanation", expanded=False, icon=":material/person:"):
+            st.markdown(safe_md(item.narrative))
+    if item.rubric and config.display.rubric_for_preference and not config.display.rubric_for_ratings:
+        with left.expander("What this user cares about (rubric)", expanded=False):
+            for number, aspect in enumerate(item.rubric, start=1):
+                st.markdown(f"{number}. **{safe_md(aspect['aspect'])}**")
+    if item.profile:
+        with right:
+            show_profile(item, config)
 
 
-def form_key(item: ItemView) -> str:
-    """The prefix of the form's widget keys: a new one per item and per revision."""
-    return f"a{item.assignment_id}r{item.revisions}"
+def show_profile(item: ItemView, config: StudyConfig) -> None:
+    """The user's past posts: the most relevant to the question first (BM25), a search over all."""
+    total = len(item.profile)
+    shown = min(item.profile_shown, total)
+    posts = st.expander(
+        f"The user's past posts (showing {shown} of {total})",
+        expanded=False,
+        key=f"profile_{form_key(item)}",
+        on_change="rerun",
+        icon=":material/forum:",
+    )
+    if not posts.open:
+        return
+    cached = st.session_state.get(INDEX_KEY)
+    if cached is None or cached[0] != item.assignment_id:
+        index = profile_search.build_index(item.profile)
+        cached = (item.assignment_id, index, profile_search.rank(index, item.question))
+        st.session_state[INDEX_KEY] = cached
+    _, index, ranked = cached
+    with posts:
+        query = st.text_input(
+            "Search all posts",
+            key=f"{form_key(item)}_profile_q",
+            placeholder="words to look for in the user's posts",
+            type="search",
+        )
+        if query and query.strip():
+            matches = profile_search.search(index, query)
+            more = f"; the first {MATCHES_SHOWN} shown" if len(matches) > MATCHES_SHOWN else ""
+            st.caption(f"{len(matches)} of {total} posts match{more}")
+            numbers = matches[:MATCHES_SHOWN]
+        else:
+            st.caption(f"Showing {shown} of {total} posts, the most relevant to the question first.")
+            numbers = ranked[:shown]
+        for number in numbers:
+            post = item.profile[number]
+            category = str(post.get("category") or "")
+            title = f"Post {number + 1}" + (f" · {safe_md(category)}" if category else "")
+            with st.expander(
+                title,
+                expanded=False,
+                key=f"{form_key(item)}_post{number}",
+                on_change=post_opened,
+                args=(item, config, number),
+            ):
+                st.markdown(safe_md(post.get("text", "")))
 
 
-def rating_form(item: ItemView, config: StudyConfig) -> None:
-    """One form: quality and rubric per response, then the preference; saves nothing until complete."""
-    prefill: Submission | None = st.session_state.get(PREFILL_KEY)
-    key = form_key(item)
-    quality = config.quality
-    scale = quality.values
+def ask(item: ItemView, config: StudyConfig, question: Question) -> None:
+    """One question as a segmented control (its accessible name says which response it is about)."""
+    st.segmented_control(
+        question.label,
+        question.options,
+        format_func=question.option_labels.__getitem__,
+        key=widget_key(item, question),
+        help=question.help,
+        on_change=keep_draft,
+        args=(item, config),
+    )
 
-    def initial(side: str, name: str, options: list[int]) -> int | None:
-        if prefill is None:
-            return None
-        value = prefill.scores.get(side, {}).get(name)
-        return options.index(int(value)) if value is not None and int(value) in options else None
 
-    with st.form(f"judgment_{key}", border=True):
-        st.markdown("##### General quality")
-        if quality.intro:
-            st.caption(quality.intro)
-        columns = st.columns(2, gap="medium")
-        for column, side in zip(columns, ("A", "B"), strict=True):
-            with column:
-                st.markdown(f"**Response {side}**")
-                for dimension in quality.dimensions:
-                    labels_by_value = dict(zip(scale, dimension.labels, strict=True))
-                    st.radio(
-                        f"{dimension.name.capitalize()}: {dimension.question}",
-                        scale,
-                        index=initial(side, dimension.name, scale),
-                        format_func=lambda v, m=labels_by_value: short(m[v]),
-                        horizontal=True,
-                        key=f"{key}_{side}_{dimension.name}",
-                        help="\n".join(f"- {label}" for label in dimension.labels),
-                    )
-        if item.rubric:
-            st.markdown("##### Fit with this user's rubric")
-            st.caption(config.rubric.question)
-            rubric_values = [0, 1, 2]
-            columns = st.columns(2, gap="medium")
-            for column, side in zip(columns, ("A", "B"), strict=True):
-                with column:
-                    st.markdown(f"**Response {side}**")
-                    for k, aspect in enumerate(item.rubric):
-                        st.radio(
-                            f"Aspect {k + 1}: {safe_md(aspect['aspect'])}",
-                            rubric_values,
-                            index=initial(side, f"rubric:{k}", rubric_values),
-                            format_func=lambda v: config.rubric.labels[v],
-                            horizontal=True,
-                            key=f"{key}_{side}_rubric{k}",
-                        )
-        st.markdown(f"##### {config.preference.question}")
-        st.radio(
-            config.preference.question,
-            list(range(5)),
-            index=prefill.preference if prefill is not None else None,
-            format_func=lambda v: config.preference.labels[v],
-            horizontal=True,
-            label_visibility="collapsed",
-            key=f"{key}_preference",
-        )
-        st.radio(
-            config.preference.confidence_question,
-            [1, 2, 3],
-            index=(prefill.confidence - 1) if prefill is not None and prefill.confidence else None,
-            format_func=lambda v: config.preference.confidence_labels[v - 1],
-            horizontal=True,
-            key=f"{key}_confidence",
-        )
-        st.text_area(
-            "Comment (optional)", value=prefill.comment if prefill else "", key=f"{key}_comment", height=80
-        )
-        st.checkbox(
-            "There is a problem with this item (broken text, offensive content, impossible to judge)",
-            value=prefill.flag if prefill else False,
-            key=f"{key}_flag",
-        )
-        st.text_input(
-            "What is the problem?", value=prefill.flag_reason if prefill else "", key=f"{key}_flag_reason"
-        )
-        st.form_submit_button(
-            "Submit and next",
-            type="primary",
-            icon=":material/send:",
-            shortcut=SUBMIT_KEYS,
-            key=f"{key}_submit",
-            on_click=save,
-            args=(item, config, st.session_state["submission_id"]),
-        )
+def ask_rubric(item: ItemView, config: StudyConfig, question: Question) -> None:
+    """A rubric row: the aspect, its reason and its evidence quote beside the 0/1/2 choice."""
+    aspect = question.aspect
+    text, choice = st.columns([5, 4], gap="small", vertical_alignment="center")
+    with text:
+        line = f"**{safe_md(aspect.get('aspect', ''))}**"
+        if aspect.get("reason"):
+            line += f": {safe_md(aspect['reason'])}"
+        if aspect.get("evidence"):
+            line += f"  \n*Evidence:* “{safe_md(aspect['evidence'])}”"
+        st.markdown(line)
+    with choice:
+        ask(item, config, question)
+
+
+def show_responses(item: ItemView, config: StudyConfig, questions: list[Question]) -> None:
+    """Responses A and B side by side, each in a scrollable pane with its own questions under it."""
+    columns = st.columns(2, gap="medium")
+    for column, side, text in zip(columns, ("A", "B"), (item.text_a, item.text_b), strict=True):
+        with column:
+            st.markdown(f"### Response {side} :gray[({len(text.split())} words)]")
+            with st.container(height=PANE_HEIGHT, border=True, key=f"pane_{side}"):
+                st.markdown(safe_md(text))
+            first_aspect = True
+            for question in questions:
+                if question.side != side:
+                    continue
+                if question.aspect and first_aspect:
+                    st.caption(f"**Rubric fit** · {safe_md(legend([0, 1, 2], list(config.rubric.labels)))}")
+                    first_aspect = False
+                if question.aspect:
+                    ask_rubric(item, config, question)
+                else:
+                    ask(item, config, question)
+
+
+def show_decision(item: ItemView, config: StudyConfig, questions: list[Question]) -> None:
+    """The preference, the confidence, an optional comment and the submit button."""
+    st.markdown("### Your judgment")
+    left, right = st.columns([3, 2], gap="medium")
+    with left:
+        for question in questions:
+            if not question.side:
+                ask(item, config, question)
+    right.text_area(
+        "Comment (optional)",
+        key=f"{form_key(item)}_comment",
+        height=68,
+        on_change=keep_draft,
+        args=(item, config),
+    )
+    right.button(
+        "Submit and next",
+        type="primary",
+        icon=":material/send:",
+        key=SUBMIT_BUTTON,
+        on_click=save,
+        args=(item, config, st.session_state[SUBMISSION_KEY]),
+    )
     error = st.session_state.pop(ERROR_KEY, None)
     if error:
         st.error(error, icon=":material/error:")
 
 
 def form_answers(item: ItemView, config: StudyConfig, submission_id: str) -> Submission:
-    """The submitted form, read from its widgets' session state."""
-    key = form_key(item)
-    state = st.session_state
-    scores: dict[str, dict[str, float | None]] = {}
-    for side in ("A", "B"):
-        scores[side] = {name: state.get(f"{key}_{side}_{name}") for name in config.dimension_names}
-        for k in range(len(item.rubric)):
-            scores[side][f"rubric:{k}"] = state.get(f"{key}_{side}_rubric{k}")
+    """The submission built from the widgets' session state."""
+    answers = current_answers(item, config)
+    scores: dict[str, dict[str, float | None]] = {"A": {}, "B": {}}
+    for question in item_questions(item, config):
+        if question.side:
+            scores[question.side][question.name.split(":", 1)[1]] = answers.get(question.name)
     return Submission(
         submission_id=submission_id,
-        preference=state.get(f"{key}_preference"),
+        preference=answers.get("preference"),
         scores=scores,
-        confidence=state.get(f"{key}_confidence"),
-        comment=state.get(f"{key}_comment") or "",
-        flag=bool(state.get(f"{key}_flag")),
-        flag_reason=state.get(f"{key}_flag_reason") or "",
+        confidence=answers.get("confidence"),
+        comment=answers.get("comment", ""),
+        opened_posts=tuple(sorted(st.session_state.get(OPENED_KEY, set()))),
     )
 
 
-def save(item: ItemView, config: StudyConfig, submission_id: str) -> None:
-    """The submit button's callback: save through labels.submit before the page runs again.
+def _next_item() -> None:
+    for key in (ITEM_KEY, PREFILL_KEY, OPENED_KEY, INDEX_KEY):
+        st.session_state.pop(key, None)
 
-    Saving in the callback lets that one run show the next item (no second run after a save).
-    `submission_id` was fixed when the form was drawn, so a repeated click is a no-op.
-    """
+
+def save(item: ItemView, config: StudyConfig, submission_id: str) -> None:
+    """The submit button's callback: save through labels.submit (and drop the draft) in one
+    transaction, before the page runs again, so that this one run draws the next item."""
     account = current_account()
     if account is None or account.role != "annotator":
         st.session_state[ERROR_KEY] = "Please log in as an annotator first."
@@ -225,36 +442,171 @@ def save(item: ItemView, config: StudyConfig, submission_id: str) -> None:
                 user_id=account.id,
                 submission=form_answers(item, config, submission_id),
             )
+            workspace.clear_draft(active, assignment_id=item.assignment_id, user_id=account.id)
     except (LabelError, AuthError, UserError) as exc:
         st.session_state[ERROR_KEY] = str(exc)
         return
-    st.session_state.pop(ITEM_KEY, None)
-    st.session_state.pop(PREFILL_KEY, None)
-    st.session_state[SAVED_KEY] = True
+    _next_item()
+    st.session_state[SAVED_KEY] = "Saved."
 
 
-def skip_box(item: ItemView, account: Account) -> None:
-    """Skip with a reason: the item moves to the end of the queue."""
-    with st.expander("Skip this item"):
-        reason = st.text_input("Why are you skipping it?", key=f"skip_reason_{item.assignment_id}")
-        if st.button(
-            "Skip", icon=":material/skip_next:", shortcut=SKIP_KEYS, key=f"skip_{item.assignment_id}"
-        ):
-            try:
-                with session() as active:
-                    labels.skip(active, assignment_id=item.assignment_id, user_id=account.id, reason=reason)
-            except UserError as exc:
-                st.error(str(exc))
-                return
-            st.session_state.pop(ITEM_KEY, None)
-            st.session_state.pop(PREFILL_KEY, None)
-            st.rerun()
+def _act(action: Callable[[], None], message: str) -> None:
+    try:
+        action()
+    except UserError as exc:
+        st.session_state[ERROR_KEY] = str(exc)
+        return
+    _next_item()
+    st.session_state[SAVED_KEY] = message
+
+
+def skip_item(item: ItemView) -> None:
+    """The skip button's callback: the item moves to the end of the queue (a reason is needed)."""
+    account = current_account()
+    reason = st.session_state.get(f"skip_reason_{item.assignment_id}") or ""
+
+    def run() -> None:
+        if account is None:
+            raise UserError("Please log in first.")
+        with session() as active:
+            labels.skip(active, assignment_id=item.assignment_id, user_id=account.id, reason=reason)
+            workspace.clear_draft(active, assignment_id=item.assignment_id, user_id=account.id)
+
+    _act(run, "Skipped: the item moved to the end of your queue.")
+
+
+def flag_item(item: ItemView) -> None:
+    """The flag button's callback: only a reason is needed; the item leaves the queue."""
+    account = current_account()
+    reason = st.session_state.get(f"flag_reason_{item.assignment_id}") or ""
+
+    def run() -> None:
+        if account is None:
+            raise UserError("Please log in first.")
+        with session() as active:
+            workspace.flag_item(active, assignment_id=item.assignment_id, user_id=account.id, reason=reason)
+
+    _act(run, "Flagged: the item went to the researcher and left your queue.")
+
+
+def side_actions(item: ItemView) -> None:
+    """Skip with a reason, or flag the item as broken with a reason (no rating needed)."""
+    left, right = st.columns(2, gap="medium")
+    with left.expander("Skip this item", icon=":material/skip_next:"):
+        st.text_input("Why are you skipping it?", key=f"skip_reason_{item.assignment_id}")
+        st.button(
+            "Skip",
+            icon=":material/skip_next:",
+            shortcut=SKIP_KEYS,
+            key=f"skip_{item.assignment_id}",
+            on_click=skip_item,
+            args=(item,),
+        )
+    with right.expander("Report a broken item", icon=":material/flag:"):
+        st.text_input(
+            "What is wrong with it (broken text, offensive content, impossible to judge)?",
+            key=f"flag_reason_{item.assignment_id}",
+        )
+        st.button(
+            "Flag as broken",
+            icon=":material/flag:",
+            key=f"flag_{item.assignment_id}",
+            on_click=flag_item,
+            args=(item,),
+        )
+
+
+KEYS_JS = """
+<span class="ps-timer" aria-live="off">Time on this item: <b id="ps-timer">0:00</b></span>
+<script>
+(() => {
+  const start = __START__;
+  const doc = document;
+  if (window.__psItem !== __ITEM__) {
+    window.__psItem = __ITEM__;
+    const top = () => {
+      for (const el of [doc.scrollingElement, doc.querySelector('[data-testid="stMain"]'),
+                        doc.querySelector('[data-testid="stAppScrollToBottomContainer"]')]) {
+        if (el) el.scrollTop = 0;
+      }
+      window.scrollTo(0, 0);
+    };
+    top();
+    requestAnimationFrame(top);
+    setTimeout(top, 120);
+  }
+  clearInterval(window.__psTimer);
+  const tick = () => {
+    const el = doc.getElementById('ps-timer');
+    if (!el) return;
+    const s = Math.max(0, Math.round((Date.now() - start) / 1000));
+    el.textContent = Math.floor(s / 60) + ':' + String(s % 60).padStart(2, '0');
+  };
+  tick();
+  window.__psTimer = setInterval(tick, 1000);
+  if (window.__psKeys) return;
+  window.__psKeys = true;
+  doc.addEventListener('keydown', (e) => {
+    if ((e.ctrlKey || e.metaKey) && e.key === 'Enter') {
+      const button = doc.querySelector('.st-key-__SUBMIT__ button');
+      if (button && !button.disabled) {
+        e.preventDefault();
+        e.stopPropagation();
+        button.click();
+      }
+      return;
+    }
+    if (e.ctrlKey || e.metaKey || e.altKey || !/^[0-9]$/.test(e.key)) return;
+    const target = e.target;
+    if (!target || !target.closest || target.closest('input, textarea, [contenteditable="true"]')) return;
+    const group = target.closest('[data-testid="stButtonGroup"]');
+    if (!group) return;
+    for (const option of group.querySelectorAll('button')) {
+      if (option.innerText.trim().split(/\\s/)[0] === e.key) {
+        e.preventDefault();
+        option.click();
+        option.focus();
+        return;
+      }
+    }
+  }, true);
+})();
+</script>
+"""
+
+
+COMPACT_CSS = """
+<style>
+[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; padding-bottom: 3rem; }
+[data-testid="stMainBlockContainer"] h1 { font-size: 1.5rem; padding: 0.2rem 0; }
+[data-testid="stMainBlockContainer"] h2 { font-size: 1.15rem; padding: 0.1rem 0; }
+[data-testid="stMainBlockContainer"] h3 { font-size: 1.05rem; padding: 0.1rem 0; }
+[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p { margin-bottom: 0.2rem; }
+.ps-timer { font-size: 0.9rem; }
+</style>
+"""
+
+
+def page_script(item: ItemView) -> None:
+    """The timer, scroll-to-top for a new item, number keys and Ctrl+Enter (one small script)."""
+    start = item.shown_at or datetime.now(UTC)
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    body = (
+        KEYS_JS.replace("__START__", str(int(start.timestamp() * 1000)))
+        .replace("__ITEM__", json.dumps(f"{form_key(item)}"))
+        .replace("__SUBMIT__", SUBMIT_BUTTON)
+    )
+    st.html(body, unsafe_allow_javascript=True)
 
 
 def main() -> None:
     account = require("annotator")
-    if st.session_state.pop(SAVED_KEY, False):
-        st.toast("Saved.", icon=":material/check:")
+    message = st.session_state.pop(SAVED_KEY, None)
+    if message:
+        st.toast(message, icon=":material/check:")
+    st.html(COMPACT_CSS)
+    st.title("Rate pairs")
     with session() as active:
         acknowledged = accounts.has_acknowledged(active, user_id=account.id)
     if not acknowledged:
@@ -265,32 +617,47 @@ def main() -> None:
                 accounts.acknowledge_guidelines(active, user_id=account.id)
             st.rerun()
         return
-    study = choose_study(account)
+    top = st.columns([2, 3, 2], vertical_alignment="center")
+    with top[0]:
+        study = choose_study(account)
     if study is None:
         st.info("You have no items yet. Your researcher will assign some.")
         return
     study_id, study_name = study
     with session() as active:
         done = labels.progress(active, user_id=account.id, study_id=study_id)
-    st.caption(f"Study **{safe_md(study_name)}**")
-    st.progress(done.done / done.total if done.total else 1.0, text=f"{done.done} of {done.total} done")
-    loaded = load_item(account, study_id)
+    finished = done.done + done.flagged
+    with top[1]:
+        st.progress(
+            finished / done.total if done.total else 1.0,
+            text=f"Study **{safe_md(study_name)}** · {done.done} of {done.total} done"
+            + (f" · {done.flagged} flagged" if done.flagged else ""),
+        )
+    loaded = load_item(account, study_id, study_name)
     if loaded is None:
         st.success(
-            f"All done: you have rated all {done.total} items. Thank you!", icon=":material/celebration:"
+            f"All done: nothing is left in your queue ({done.total} items). Thank you!",
+            icon=":material/celebration:",
         )
         st.page_link("views/my_work.py", label="Review or revise your work", icon=":material/history:")
         return
     item, config = loaded
+    with top[2]:
+        page_script(item)
     if item.revisions:
-        st.warning(f"You are revising an item you already submitted ({item.revisions} revision(s) so far).")
+        st.warning(
+            "You are revising an item you already submitted "
+            + ("once." if item.revisions == 1 else f"{item.revisions} times.")
+        )
+    questions = item_questions(item, config)
     show_context(item, config)
-    show_responses(item)
-    rating_form(item, config)
-    skip_box(item, account)
+    show_responses(item, config, questions)
+    show_decision(item, config, questions)
+    side_actions(item)
     st.caption(
-        f"Shortcuts: **{SUBMIT_KEYS}** submit (not while an answer button has the keyboard focus: click "
-        f"on empty space first) · **{SKIP_KEYS}** skip (after giving a reason)"
+        f"Keys: **1-5** / **0-2** answer the focused question · **Tab** / **Shift+Tab** next / previous "
+        f"question, **arrows** move within it · **{SUBMIT_KEYS}** submit from anywhere · "
+        f"**{SKIP_KEYS}** skip (after giving a reason). Your answers are kept as a draft as you give them."
     )
 
 

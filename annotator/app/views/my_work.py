@@ -1,11 +1,17 @@
 """My work: the annotator's finished items; reopening one and submitting again adds a revision."""
 
-import uuid
-
 import streamlit as st
 
 from annotator import labels
-from annotator.app.common import require, safe_md, session
+from annotator.app.common import ITEM_KEY, REOPEN_KEY, require, safe_md, session
+
+
+def revisions(n: int) -> str:
+    """ "submitted once", "revised once", "revised 2 times" (revisions counts every submission)."""
+    if n <= 1:
+        return "submitted once"
+    return "revised once" if n == 2 else f"revised {n - 1} times"
+
 
 account = require("annotator")
 st.title("My work")
@@ -24,15 +30,10 @@ for number, (study_name, row) in enumerate(items, start=1):
         question = row["question"] if len(row["question"]) < 160 else row["question"][:157] + "..."
         left.markdown(f"**{number}.** {safe_md(question)}")
         left.caption(
-            f"{study_name} · finished {row['completed_at']:%Y-%m-%d %H:%M} · {row['revisions']} revision(s)"
+            f"{safe_md(study_name)} · finished {row['completed_at']:%Y-%m-%d %H:%M} · "
+            + revisions(int(row["revisions"]))
         )
         if right.button("Reopen", key=f"reopen_{row['assignment_id']}", icon=":material/edit:"):
-            with session() as active:
-                st.session_state["annotate_item"] = labels.show(
-                    active, assignment_id=row["assignment_id"], user_id=account.id
-                )
-                st.session_state["annotate_prefill"] = labels.current_answers(
-                    active, assignment_id=row["assignment_id"], user_id=account.id
-                )
-            st.session_state["submission_id"] = uuid.uuid4().hex
+            st.session_state.pop(ITEM_KEY, None)
+            st.session_state[REOPEN_KEY] = int(row["assignment_id"])
             st.switch_page("views/annotate.py")
