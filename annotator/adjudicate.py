@@ -17,6 +17,7 @@ import pandas as pd
 from sqlalchemy import Select, insert, select
 from sqlmodel import Session, col
 
+from analysis.frames import rubric_scores
 from annotator import readers
 from annotator.accounts import Account, require_role
 from annotator.errors import UserError
@@ -88,13 +89,7 @@ def _medians(judgments: pd.DataFrame, scores: pd.DataFrame, dimensions: Sequence
         }
     )
     aspect = values["item"].str.startswith("rubric:").to_numpy(dtype=bool)
-    rubric = (
-        values[aspect]
-        .groupby(["pair_db_id", "judgment_id", "response"], sort=False)["value"]
-        .mean()
-        .reset_index()
-        .assign(item="rubric")
-    )
+    rubric = rubric_scores(values, ["pair_db_id", "judgment_id", "response"])
     quality = values[~aspect]
     both = pd.concat([quality, rubric[quality.columns]], ignore_index=True)
     wide = (
@@ -395,7 +390,7 @@ def _auto_rule(row: Mapping[str, Any]) -> str:
     return text[:_RULE_LENGTH]
 
 
-def auto_resolve(session: Session, *, study: str, account: Account | None = None) -> AutoSummary:
+def auto_resolve(session: Session, *, study: str, account: Account) -> AutoSummary:
     """Resolve every pair that needs no person, recording each decision as an Adjudication row.
 
     The method is "unanimous" (all judgments share a direction) or "majority"; keep is True when the
@@ -404,8 +399,7 @@ def auto_resolve(session: Session, *, study: str, account: Account | None = None
     longer holds (a revision now hits a rule, or judgments were withdrawn) gets an "unresolved" row
     that withdraws it. With an `account` (the app), only an adjudicator or researcher may run it.
     """
-    if account is not None:
-        require_role(account, "adjudicator", "researcher")
+    require_role(session, account, "adjudicator", "researcher")
     study_row = get_study(session, study)
     evaluation, judgments = _evaluation(session, study_row)
     adjudications = _adjudications(session, int(study_row.id or 0))
@@ -484,7 +478,7 @@ def auto_resolve(session: Session, *, study: str, account: Account | None = None
     )
     session.add(
         Event(
-            user_id=account.id if account else None,
+            user_id=account.id or None,
             action="auto_resolve",
             detail={
                 "study": study,
@@ -518,7 +512,7 @@ QUEUE_COLUMNS = [
 ]
 
 
-def queue(session: Session, *, study: str, account: Account | None = None) -> pd.DataFrame:
+def queue(session: Session, *, study: str, account: Account) -> pd.DataFrame:
     """The pairs that need a person, lowest agreement first (then most flags, then pair id).
 
     A pair is in the queue when a rule fires (:data:`RULES`, named in ``rules`` and explained in
@@ -527,8 +521,7 @@ def queue(session: Session, *, study: str, account: Account | None = None) -> pd
     :func:`decide`; ``pair_id`` is the external id. With an `account` (the app), only an adjudicator
     or a researcher may see it.
     """
-    if account is not None:
-        require_role(account, "adjudicator", "researcher")
+    require_role(session, account, "adjudicator", "researcher")
     study_row = get_study(session, study)
     evaluation, _ = _evaluation(session, study_row)
     state = _decision_state(evaluation, _adjudications(session, int(study_row.id or 0)))
@@ -553,8 +546,9 @@ class PairDetail:
     pair: dict[str, Any]
     evaluation: dict[str, Any]
     judgments: pd.DataFrame  # one row per annotator: preference in chosen/rejected words, time_s, ...
-    scores: pd.DataFrame  # item, annotator, chosen, rejected, diff
+    scores: pd.DataFrame  # item, label, annotator, chosen, rejected, diff
     history: pd.DataFrame  # every adjudication, oldest first: adjudicator, method, rule, ...
+    defaults: pd.DataFrame = field(default_factory=pd.DataFrame)  # item, label, chosen, rejected: medians
 
     @property
     def latest(self) -> dict[str, Any] | None:
@@ -570,13 +564,45 @@ def _pair_and_study(session: Session, pair_id: int) -> tuple[Pair, Study]:
     return pair, study
 
 
-def pair_detail(session: Session, *, pair_id: int, account: Account) -> PairDetail:
+def item_labels(items: Sequence[str], rubric: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Readable names of score items: a quality dimension as is, "rubric:<k>" as "Aspect k+1: <name>"."""
+    names = {}
+    for item in items:
+        name = str(item)
+        if name.startswith("rubric:") and name[7:].isdigit():
+            k = int(name[7:])
+            aspect = str(rubric[k].get("aspect", "")) if k < len(rubric) else ""
+            names[name] = f"Aspect {k + 1}: {aspect}" if aspect else f"Aspect {k + 1}"
+        else:
+            names[name] = name
+    return names
+
+
+def _final_defaults(long: pd.DataFrame, labels: Mapping[str, str], order: Sequence[str]) -> pd.DataFrame:
+    """Per item: the median over the current judgments of chosen and rejected (the values a decision
+    starts from), in the study's order, quality dimensions first."""
+    if long.empty:
+        return pd.DataFrame(columns=["item", "label", "chosen", "rejected"])
+    medians = long.pivot_table(index="item", columns="response", values="value", aggfunc="median")
+    medians = medians.reindex(columns=["chosen", "rejected"])
+    medians.columns.name = None
+    rank = {name: k for k, name in enumerate(order)}
+    out = medians.reset_index()
+    out["item"] = out["item"].astype(str)
+    out = out.sort_values("item", key=lambda s: s.map(lambda v: (rank.get(v, len(rank)), v)), kind="stable")
+    out.insert(1, "label", out["item"].map(labels))
+    return out.reset_index(drop=True)
+
+
+def pair_detail(session: Session, *, pair_id: int, account: Account, hide_names: bool = False) -> PairDetail:
     """Everything an adjudicator needs about one pair (`pair_id` is Pair.id, ``pair_db_id`` in the queue).
 
-    Unblinded: chosen and rejected are named, and so are the annotators (a page may hide them). Only an
+    Unblinded: chosen and rejected are named, and so are the annotators unless `hide_names` (then
+    "Annotator 1", "Annotator 2", ... in every table). Score items carry a readable ``label`` (the
+    rubric aspect's name); ``defaults`` holds the per-item medians a decision starts from. Only an
     adjudicator or a researcher may see it.
     """
-    require_role(account, "adjudicator", "researcher")
+    require_role(session, account, "adjudicator", "researcher")
     pair, study = _pair_and_study(session, pair_id)
     study_id = int(study.id or 0)
     config = _config(study)
@@ -606,6 +632,11 @@ def pair_detail(session: Session, *, pair_id: int, account: Account) -> PairDeta
             "judgment_id",
         ]
     ]
+    if hide_names:
+        by_time = judgments.sort_values("judgment_id")["annotator"].drop_duplicates()
+        codes = {name: f"Annotator {k}" for k, name in enumerate(by_time, start=1)}
+        judgments = judgments.assign(annotator=judgments["annotator"].map(codes))
+        view = view.assign(annotator=view["annotator"].map(codes))
     names = dict(zip(judgments["judgment_id"], judgments["annotator"], strict=True))
     long = scores.assign(
         annotator=scores["judgment_id"].map(names),
@@ -624,6 +655,9 @@ def pair_detail(session: Session, *, pair_id: int, account: Account) -> PairDeta
         key=lambda s: s.map(lambda v: (order.get(v, len(order)), v)) if s.name == "item" else s,
         kind="stable",
     ).reset_index(drop=True)
+    labels = item_labels(list(side_by_side["item"].astype(str).unique()), pair.rubric)
+    side_by_side.insert(1, "label", side_by_side["item"].astype(str).map(labels))
+    defaults = _final_defaults(long, labels, config.dimension_names)
     history = _adjudications(session, study_id, pair_id).drop(columns=["pair_db_id", "adjudicator_id"])
     return PairDetail(
         study=study.name,
@@ -643,6 +677,7 @@ def pair_detail(session: Session, *, pair_id: int, account: Account) -> PairDeta
         judgments=view.reset_index(drop=True),
         scores=side_by_side,
         history=history,
+        defaults=defaults,
     )
 
 
@@ -692,7 +727,7 @@ def decide(
     counts; who and when are recorded, and an "adjudicate" event is logged. Only an adjudicator or a
     researcher may decide (AuthError otherwise).
     """
-    require_role(account, "adjudicator", "researcher")
+    require_role(session, account, "adjudicator", "researcher")
     pair, study = _pair_and_study(session, pair_id)
     if preference not in PREFERENCES:
         raise UserError(f"unknown preference {preference!r}; use one of {', '.join(PREFERENCES)}")
@@ -766,6 +801,27 @@ FINAL_COLUMNS = [
 _TAIL_COLUMNS = ["n_judgments", "adjudicator", "note", "decided_at", "stale"]
 
 
+def _decided_rubric(
+    session: Session, study: Study, pair_db_id: int, given: Mapping[str, Mapping[str, float]]
+) -> dict[str, float]:
+    """The rubric score of each response whose aspects a person decided ("rubric:<k>"): the mean over
+    aspects of the decided value, or else the aspect's median over the current judgments."""
+    decided = {r: {i: v for i, v in items.items() if i.startswith("rubric:")} for r, items in given.items()}
+    decided = {r: items for r, items in decided.items() if items}
+    if not decided:
+        return {}
+    scores = readers.current_scores(session, study_id=int(study.id or 0), pair_db_id=pair_db_id)
+    aspects = scores[scores["item"].astype(str).str.startswith("rubric:")]
+    medians = aspects.groupby(["response", "item"], observed=True)["value"].median()
+    out = {}
+    for response, items in decided.items():
+        values = {str(item): float(v) for (r, item), v in medians.items() if r == response}
+        values.update({item: float(v) for item, v in items.items()})
+        rows = pd.DataFrame({"key": 0, "item": list(values), "value": list(values.values())})
+        out[response] = float(rubric_scores(rows, ["key"])["value"].iloc[0])
+    return out
+
+
 def final_labels(session: Session, *, study: str, pseudonymize: bool = False) -> pd.DataFrame:
     """One row per pair: the latest decision and its evidence (see :func:`export.adjudicated_frame`).
 
@@ -808,6 +864,9 @@ def final_labels(session: Session, *, study: str, pseudonymize: bool = False) ->
     human = _is_human(decided.fillna({"method": ""})).to_numpy() & has
     for position in np.flatnonzero(human):
         given = decided["decision"].iat[position].get("scores") or {}
+        for response, value in _decided_rubric(session, study_row, int(frame.index[position]), given).items():
+            if f"{response}_rubric" in frame.columns:
+                frame.iat[position, frame.columns.get_loc(f"{response}_rubric")] = value
         for response, items in given.items():
             for item, value in items.items():
                 if f"{response}_{item}" in frame.columns:

@@ -8,9 +8,10 @@ from sqlalchemy import func, insert
 from sqlmodel import Session, select
 
 from annotator.accounts import Account, require_role
+from annotator.controls import mix_controls
 from annotator.errors import UserError
 from annotator.store.models import Assignment, Event, Pair, User
-from annotator.study import get_study
+from annotator.study import get_study, study_config
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def assign(
     annotators: list[str] | None = None,
     seed: int = 0,
     overlap_among_named: bool = False,
-    account: Account | None = None,
+    account: Account,
 ) -> AssignSummary:
     """Give every pair of `study` to `overlap` distinct annotators; idempotent, deterministic per seed.
 
@@ -62,8 +63,7 @@ def assign(
     two (tested). New items are appended to each queue in shuffled order. With an `account` (the
     app), only a researcher may assign.
     """
-    if account is not None:
-        require_role(account, "researcher")
+    require_role(session, account, "researcher")
     if overlap < 1:
         raise UserError("overlap must be at least 1")
     study_row = get_study(session, study)
@@ -75,7 +75,12 @@ def assign(
         )
     rng = random.Random(seed)
     user_ids = [int(user.id or 0) for user in users]
-    pair_ids = list(session.exec(select(Pair.id).where(Pair.study_id == study_row.id).order_by(Pair.id)))
+    pair_ids = list(  # control pairs are mixed in by controls.mix_controls, never given an overlap
+        session.exec(
+            select(Pair.id).where(Pair.study_id == study_row.id, Pair.control == "").order_by(Pair.id)
+        )
+    )
+    main_ids = set(pair_ids)
     existing = session.exec(
         select(Assignment.pair_id, Assignment.annotator_id, Assignment.chosen_side).where(
             Assignment.study_id == study_row.id
@@ -87,13 +92,18 @@ def assign(
     balance: Counter[int] = Counter()  # per annotator: times `chosen` was on A minus times on B
     panel = set(user_ids)
     for pair_id, annotator_id, side in existing:
-        if overlap_among_named and annotator_id not in panel:
+        if (overlap_among_named and annotator_id not in panel) or pair_id not in main_ids:
             continue
         on_pair[pair_id].add(annotator_id)
         pair_sides[pair_id][side] += 1
         load[annotator_id] += 1
         balance[annotator_id] += 1 if side == "A" else -1
     tiebreak = {uid: rng.random() for uid in user_ids}
+    arm_of = annotator_arms(session, study_id=int(study_row.id or 0), user_ids=user_ids, seed=seed)
+    pair_arms: dict[int, Counter[str]] = defaultdict(Counter)  # per pair: slots per arm (balanced)
+    for pair_id, annotator_id, _ in existing:
+        if annotator_id in arm_of and pair_id in on_pair and annotator_id in on_pair[pair_id]:
+            pair_arms[pair_id][arm_of[annotator_id]] += 1
     new: dict[int, list[tuple[int, str]]] = defaultdict(list)
     order = list(pair_ids)
     rng.shuffle(order)
@@ -103,7 +113,8 @@ def assign(
             free = [uid for uid in user_ids if uid not in on_pair[pair_id]]
             if not free:
                 break
-            uid = min(free, key=lambda u: (load[u], tiebreak[u]))
+            uid = min(free, key=lambda u: (pair_arms[pair_id][arm_of[u]], load[u], tiebreak[u]))
+            pair_arms[pair_id][arm_of[uid]] += 1
             on_pair[pair_id].add(uid)
             load[uid] += 1
             tiebreak[uid] = rng.random()
@@ -144,13 +155,16 @@ def assign(
                     "annotator_id": uid,
                     "chosen_side": side,
                     "position": start + offset,
+                    "arm": arm_of[uid],
                 }
             )
     if rows:
         session.execute(insert(Assignment), rows)
+        session.flush()
+        mix_controls(session, study=study, rate=study_config(session, study).controls.rate, seed=seed)
     session.add(
         Event(
-            user_id=account.id if account is not None else None,
+            user_id=account.id or None,
             action="assign",
             detail={"study": study, "overlap": overlap, "created": len(rows), "seed": seed},
         )
@@ -188,6 +202,7 @@ def assign_pairs(session: Session, *, study: str, annotator: str, pair_ids: list
     for pair_id, _, side, _ in existing:
         sides[pair_id][side] += 1
     position = max((p for _, uid, _, p in existing if uid == user.id), default=0)
+    arm = annotator_arms(session, study_id=int(study_row.id or 0), user_ids=[int(user.id or 0)], seed=seed)
     rng = random.Random(seed)
     todo = [pair_id for pair_id in pair_ids if pair_id not in mine]
     rng.shuffle(todo)
@@ -202,8 +217,41 @@ def assign_pairs(session: Session, *, study: str, annotator: str, pair_ids: list
                 "annotator_id": user.id,
                 "chosen_side": side,
                 "position": position + offset,
+                "arm": arm[int(user.id or 0)],
             }
         )
     if rows:
         session.execute(insert(Assignment), rows)
     return len(rows)
+
+
+def annotator_arms(session: Session, *, study_id: int, user_ids: list[int], seed: int = 0) -> dict[int, str]:
+    """The study arm of each annotator ("" for all in a study without arms), issue 15.
+
+    An annotator keeps the arm of their earlier assignments in the study; the others are randomized
+    (deterministically per seed) so that the arms' sizes stay within one of each other.
+    """
+    arms = study_config(session, study_id).arms.names
+    if not arms:
+        return dict.fromkeys(user_ids, "")
+    rows = session.exec(
+        select(Assignment.annotator_id, Assignment.arm)
+        .where(Assignment.study_id == study_id, Assignment.arm != "")
+        .distinct()
+    ).all()
+    known = {int(uid): arm for uid, arm in rows if arm in arms}
+    size = Counter(dict.fromkeys(arms, 0))
+    for arm in known.values():
+        size[arm] += 1
+    rng = random.Random(f"arms:{seed}")
+    out: dict[int, str] = {}
+    newcomers = [uid for uid in user_ids if uid not in known]
+    rng.shuffle(newcomers)
+    for uid in newcomers:
+        smallest = min(size.values())
+        arm = rng.choice([a for a in arms if size[a] == smallest])
+        known[uid] = arm
+        size[arm] += 1
+    for uid in user_ids:
+        out[uid] = known[uid]
+    return out

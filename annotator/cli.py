@@ -447,11 +447,17 @@ def power(
     alpha: Annotated[float, typer.Option(help="Level of each one-sided test")] = 0.05,
     true_diff: Annotated[float, typer.Option(help="Assumed true difference")] = 0.0,
     check: Annotated[bool, typer.Option(help="Cross-check by simulation with the simulator's model")] = True,
-    study: Annotated[str | None, typer.Option(help="Also report the achieved power of this study")] = None,
+    annotator_sd: Annotated[
+        float, typer.Option(help="SD of the annotator-specific gap (annotators differ in the gap they see)")
+    ] = 0.15,
+    pair_sd: Annotated[float, typer.Option(help="SD of the pair-specific gap")] = 0.0,
+    study: Annotated[
+        str | None, typer.Option(help="Also report this study's power and variance components (pilot data)")
+    ] = None,
     database: DbOption = None,
 ) -> None:
-    """Pairs needed to show equivalence on quality (exact TOST power, checked by simulation)."""
-    from analysis.power import pairs_needed, simulated_power
+    """Pairs and annotators needed to show equivalence on quality (exact TOST power; crossed design)."""
+    from analysis.power import pairs_needed, recommend_design, simulated_power
 
     if study is not None:
         study_power(study, database)
@@ -484,41 +490,77 @@ def power(
             f"simulation (rounded 1-5 ratings, noise SD {noise:.2f}, 400 studies): power {simulated:.3f}",
             highlight=False,
         )
+    try:
+        design = recommend_design(
+            margin=margin,
+            pair_var=pair_sd**2,
+            annotator_var=annotator_sd**2,
+            residual_var=sd**2,
+            power=target,
+            alpha=alpha,
+            true_diff=true_diff,
+            per_pair=annotators,
+        )
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    out.print(
+        f"generalizing over annotators (crossed model, annotator-gap SD {annotator_sd:g}, pair-gap SD "
+        f"{pair_sd:g}): {design.n_pairs} pairs, {design.per_pair} annotators per pair from a pool of "
+        f"{design.pool} reach power {design.power:.3f}",
+        highlight=False,
+    )
 
 
 def study_power(study: str, database: str | None) -> None:
-    """The achieved power of an existing study, per quality dimension, with its own margin and alpha."""
-    from analysis.power import achieved_power
-    from annotator.readers import label_frame
+    """The achieved power of an existing study and the annotators its crossed-model test would need."""
+    from annotator import study_report
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
-        config = study_config(session, study)
-        frame = label_frame(session, study=study, account=accounts.SYSTEM)
-    if frame.empty:
-        raise UserError(f"study {study!r} has no judgments yet")
+        config, power = study_report.study_power(session, study=study, account=accounts.SYSTEM)
     table = Table(
         "dimension",
         "pairs",
         "SD of per-pair differences",
-        "power",
+        "power (this panel)",
+        "pair var",
+        "annotator var",
+        "residual var",
+        "annotators needed",
         title=f"Achieved power of {study} (margin +-{config.analysis.margin:g}, true difference 0)",
     )
-    power = achieved_power(
-        frame,
-        quality_items=config.dimension_names,
-        margin=config.analysis.margin,
-        alpha=config.analysis.alpha,
-    )
     for row in power.itertuples():
-        table.add_row(row.dimension, str(row.n_pairs), f"{row.sd_diff:.3f}", f"{row.power:.3f}")
+        needed = "n/a" if row.pool_needed != row.pool_needed else f"{int(row.pool_needed)}"
+        table.add_row(
+            row.dimension,
+            str(row.n_pairs),
+            f"{row.sd_diff:.3f}",
+            f"{row.power:.3f}",
+            f"{row.pair_var:.3f}",
+            f"{row.annotator_var:.3f}",
+            f"{row.residual_var:.3f}",
+            needed,
+        )
     out.print(table)
+    out.print(
+        f"annotators needed: the smallest pool that gives the crossed-model TOST (pairs and annotators in "
+        f"general) power {config.analysis.target_power:g} with these pairs and overlap, from the estimated "
+        "variance components",
+        highlight=False,
+    )
 
 
 @app.command()
 @user_errors
 def analyze(
-    study: StudyOption,
+    study: Annotated[str | None, typer.Option("--study", "-s", help="Study name (in the database)")] = None,
+    labels: Annotated[
+        Path | None,
+        typer.Option("--labels", help="Analyse a labels file (CSV, JSONL, Parquet; long format) instead"),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="Study TOML for --labels (default: the default study)")
+    ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write every number as JSON")] = None,
     html_out: Annotated[
         Path | None, typer.Option("--html", help="Write the self-contained HTML report")
@@ -530,18 +572,26 @@ def analyze(
     seed: Annotated[int, typer.Option(help="Bootstrap seed")] = 0,
     database: DbOption = None,
 ) -> None:
-    """Run the validation statistics: equivalence, rubric superiority, preference, agreement."""
-    from analysis import report
-    from annotator.reporting import study_report
+    """Run the validation statistics: equivalence, rubric, preference, reliability, sensitivity."""
+    from analysis import render
+    from annotator import study_report
 
-    engine = open_db(database)
-    with err.status("computing the validation report..."), db.session_scope(engine) as session:
-        result = study_report(session, study=study, n_boot=n_boot, seed=seed, account=accounts.SYSTEM)
+    if (study is None) == (labels is None):
+        raise UserError("give either --study S (a study in the database) or --labels FILE")
+    with err.status("computing the validation report..."):
+        if labels is not None:
+            result = study_report.labels_report(labels, config_path=config, n_boot=n_boot, seed=seed)
+        else:
+            engine = open_db(database)
+            with db.session_scope(engine) as session:
+                result = study_report.study_report(
+                    session, study=str(study), n_boot=n_boot, seed=seed, account=accounts.SYSTEM
+                )
     print_report(result)
     for path, text in (
-        (json_out, lambda: json.dumps(report.to_json(result), indent=2)),
-        (html_out, lambda: report.to_html(result)),
-        (markdown_out, lambda: report.to_markdown(result)),
+        (json_out, lambda: json.dumps(render.to_json(result), indent=2)),
+        (html_out, lambda: render.to_html(result)),
+        (markdown_out, lambda: render.to_markdown(result)),
     ):
         if path is not None:
             write_text(path, text())
@@ -557,45 +607,10 @@ def write_text(path: Path, text: str) -> None:
 
 
 def print_report(result: "Report") -> None:
-    """The terminal summary: one verdict line per claim, then the main tables."""
-    s = result.summary
-    out.print(
-        f"[bold]{escape(result.study)}[/]: {s['n_pairs']} pairs, {s['n_annotators']} annotators, "
-        f"{s['n_judgments']} judgments",
-        highlight=False,
-        markup=True,
-    )
-    for verdict in result.verdicts:
-        mark = "[bold green]PASS[/]" if verdict.passed else "[bold red]FAIL[/]"
-        out.print(
-            f"{mark} {escape(verdict.claim)} [dim]({escape(verdict.test)})[/]\n     {escape(verdict.detail)}",
-            highlight=False,
-            markup=True,
-        )
-    eq = Table("dimension", "estimate", "CI", "margin", "p", "equivalent", title="Chosen - rejected (TOST)")
-    for row in result.validation.equivalence.itertuples():
-        eq.add_row(
-            row.dimension,
-            f"{row.estimate:.3f}",
-            f"[{row.ci_low:.3f}, {row.ci_high:.3f}]",
-            f"[{row.low:g}, {row.high:g}]",
-            f"{row.p_value:.4g}",
-            "yes" if row.equivalent else "no",
-        )
-    out.print(eq)
-    ag = Table("item", "level", "alpha", "95% CI", "AC1", "agreement", "units", title="Agreement")
-    for row in result.agreement.itertuples():
-        ag.add_row(
-            str(row.item),
-            str(row.level),
-            f"{row.alpha:.3f}",
-            f"[{row.alpha_ci_low:.3f}, {row.alpha_ci_high:.3f}]",
-            f"{row.ac1:.3f}",
-            f"{row.percent_agreement:.3f}",
-            str(row.n_units),
-        )
-    out.print(ag)
-    out.print(f"{len(result.failed_pairs)} pair(s) fail validation", highlight=False)
+    """The terminal summary (analysis.render.to_terminal)."""
+    from analysis.render import to_terminal
+
+    out.print(Text(to_terminal(result)), highlight=False)
 
 
 def absolute_url(url: str) -> str:

@@ -12,10 +12,9 @@ from annotator.store.models import Assignment, Event, Judgment, Pair, Study, Use
 from annotator.study import get_study
 
 
-def _researchers_study(session: Session, study: str, account: Account | None) -> Study:
-    """The study; with an `account` (the app), only a researcher may read its numbers."""
-    if account is not None:
-        require_role(account, "researcher")
+def _researchers_study(session: Session, study: str, account: Account) -> Study:
+    """The study; only a researcher (or SYSTEM) may read its numbers."""
+    require_role(session, account, "researcher")
     return get_study(session, study)
 
 
@@ -24,7 +23,7 @@ def study_names(session: Session) -> list[str]:
     return list(session.exec(select(Study.name).order_by(Study.name)))
 
 
-def data_version(session: Session, study: str, *, account: Account | None = None) -> tuple[int, int]:
+def data_version(session: Session, study: str, *, account: Account) -> tuple[int, int]:
     """Changes whenever a judgment is saved (judgments are append-only: count and newest id), for caching.
 
     Read from the whole judgment table (cheap: no join), so a judgment in another study also counts
@@ -35,7 +34,7 @@ def data_version(session: Session, study: str, *, account: Account | None = None
     return int(count or 0), int(newest or 0)
 
 
-def annotator_progress(session: Session, *, study: str, account: Account | None = None) -> pd.DataFrame:
+def annotator_progress(session: Session, *, study: str, account: Account) -> pd.DataFrame:
     """Per annotator: assigned, done, skipped, open, items per hour of work, median time on task."""
     study_id = _researchers_study(session, study, account).id
     rows = session.exec(
@@ -76,7 +75,7 @@ def annotator_progress(session: Session, *, study: str, account: Account | None 
     return table.drop(columns="work_s").reset_index()
 
 
-def pair_completion(session: Session, *, study: str, account: Account | None = None) -> pd.DataFrame:
+def pair_completion(session: Session, *, study: str, account: Account) -> pd.DataFrame:
     """Per pair: assigned and completed judgments."""
     study_id = _researchers_study(session, study, account).id
     rows = session.exec(
@@ -89,7 +88,7 @@ def pair_completion(session: Session, *, study: str, account: Account | None = N
 
 
 def stalled_assignments(
-    session: Session, *, study: str, hours: float = 24.0, account: Account | None = None
+    session: Session, *, study: str, hours: float = 24.0, account: Account
 ) -> pd.DataFrame:
     """Open items shown to an annotator more than `hours` ago and never submitted."""
     study_id = _researchers_study(session, study, account).id
@@ -105,7 +104,7 @@ def stalled_assignments(
     return pd.DataFrame(rows, columns=["annotator", "pair_id", "shown_at"])
 
 
-def judgments_over_time(session: Session, *, study: str, account: Account | None = None) -> pd.DataFrame:
+def judgments_over_time(session: Session, *, study: str, account: Account) -> pd.DataFrame:
     """Every judgment's submission time (revisions included), for the activity plot."""
     study_id = _researchers_study(session, study, account).id
     rows = session.exec(
@@ -119,7 +118,7 @@ def judgments_over_time(session: Session, *, study: str, account: Account | None
 
 def reassign_open(session: Session, *, account: Account, study: str, username: str) -> int:
     """Move an annotator's open items to the least-loaded other active annotators not on the pair."""
-    require_role(account, "researcher")
+    require_role(session, account, "researcher")
     study_row = get_study(session, study)
     source = session.exec(select(User).where(User.username == username)).first()
     if source is None:
@@ -170,7 +169,7 @@ def reassign_open(session: Session, *, account: Account, study: str, username: s
 
 
 def filter_options(
-    session: Session, *, study: str, account: Account | None = None
+    session: Session, *, study: str, account: Account
 ) -> tuple[list[str], list[str]]:
     """The categories of a study's pairs and the annotators with items in it, for the report filters."""
     study_id = _researchers_study(session, study, account).id

@@ -36,11 +36,11 @@ def build_demo(path: Path = DEMO_DB, *, rebuild: bool = False, seed: int = 7) ->
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     db.upgrade(url)
     engine = db.make_engine(url)
-    ingest.import_file(engine, SAMPLE, study=STUDY)
+    ingest.import_file(engine, SAMPLE, study=STUDY, account=accounts.SYSTEM)
     simulate(engine, study=STUDY, spec=SimulationSpec(annotators=3, overlap=3, seed=seed))
     with db.session_scope(engine) as session:
         for username, (role, password) in CREDENTIALS.items():
-            accounts.add_user(session, username=username, role=role, password=password)
+            accounts.add_user(session, username=username, role=role, password=password, account=accounts.SYSTEM)
     with db.session_scope(engine) as session:
         pairs = assign.study_pair_ids(session, STUDY)[:QUEUE]
         assign.assign_pairs(session, study=STUDY, annotator="demo_annotator", pair_ids=pairs, seed=seed)

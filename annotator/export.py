@@ -20,7 +20,7 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from annotator import adjudicate
-from annotator.accounts import Account, require_role
+from annotator.accounts import SYSTEM, Account, require_role
 from annotator.errors import UserError
 from annotator.readers import label_frame
 from annotator.store.models import Event, Pair
@@ -61,8 +61,23 @@ def adjudicated_frame(session: Session, *, study: str, pseudonymize: bool = Fals
     The final label is the latest recorded Adjudication of the pair; a pair without one is
     "unresolved" and its rule says why (not enough judgments, a rule that needs a person, or not yet
     auto-resolved: run ``annotator adjudicate --study S --auto``).
+
+    With rubric verification (issue 15), ``support_<k>`` is the median answer on rubric aspect k
+    (0 = not supported by what the user wrote, 1 = partly, 2 = yes).
     """
-    return adjudicate.final_labels(session, study=study, pseudonymize=pseudonymize)
+    return _support_columns(adjudicate.final_labels(session, study=study, pseudonymize=pseudonymize))
+
+
+def _support_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rubric-support medians as ``support_<k>``: they are stored on `chosen`, so the `rejected` ones
+    are empty and dropped."""
+    drop = [name for name in frame.columns if name.startswith("rejected_support:")]
+    rename = {
+        name: "support_" + name.removeprefix("chosen_support:")
+        for name in frame.columns
+        if name.startswith("chosen_support:")
+    }
+    return frame.drop(columns=drop).rename(columns=rename)
 
 
 def _missing(value: Any) -> bool:
@@ -100,6 +115,10 @@ def pairs_records(session: Session, *, study: str, validated_only: bool = False)
         .order_by(col(Pair.id))
     )
     records = []
+    support = sorted(
+        (name for name in next(iter(final.values()), {}) if name.startswith("support_")),
+        key=lambda name: int(name.removeprefix("support_")),
+    )
     for row in session.connection().execute(query).mappings():
         label = final[row["external_id"]]
         keep = None if _missing(label["keep"]) else bool(label["keep"])
@@ -129,6 +148,11 @@ def pairs_records(session: Session, *, study: str, validated_only: bool = False)
             "agreement": None if _missing(label["agreement"]) else float(label["agreement"]),
             "n_judgments": int(label["n_judgments"]),
         }
+        if support:  # rubric verification: the median support answer per aspect (0 no, 1 partly, 2 yes)
+            aspects = len(row["rubric"] or [])
+            record["validation"]["rubric_support"] = [
+                None if _missing(label.get(name)) else float(label[name]) for name in support[:aspects]
+            ]
         records.append(record)
     return records
 
@@ -299,8 +323,8 @@ def write_frame(data: pd.DataFrame | Sequence[dict[str, Any]], path: str | Path,
 # ------------------------------------------------------------------------------------- the export
 
 
-def _who(account: Account | None) -> str:
-    if account is not None:
+def _who(account: Account) -> str:
+    if account is not SYSTEM:
         return account.username
     try:
         return f"cli:{getpass.getuser()}"
@@ -315,13 +339,14 @@ def record_export(
     kind: str,
     rows: int,
     fmt: str,
-    account: Account | None = None,
+    account: Account,
     target: str = "",
-    **options: Any,
+    pseudonymized: bool = False,
+    validated_only: bool = False,
 ) -> None:
-    """Add the audit event for one export: who, which study, what kind, how many rows, where."""
-    if account is not None:
-        require_role(account, "researcher")
+    """Add the audit event for one export: who, which study, what kind, how many rows, where, and
+    whether names were pseudonymized and only validated pairs kept."""
+    require_role(session, account, "researcher")
     detail = {
         "study": study,
         "kind": kind,
@@ -329,8 +354,10 @@ def record_export(
         "rows": rows,
         "by": _who(account),
         "target": target,
+        "pseudonymized": pseudonymized,
+        "validated_only": validated_only,
     }
-    session.add(Event(user_id=account.id if account else None, action="export", detail=detail))
+    session.add(Event(user_id=account.id or None, action="export", detail=detail))
 
 
 def build(
@@ -340,16 +367,15 @@ def build(
     kind: str,
     pseudonymize: bool = False,
     validated_only: bool = False,
-    account: Account | None = None,
+    account: Account,
 ) -> pd.DataFrame | list[dict[str, Any]]:
     """The data of one export kind: labels (frame), adjudicated (frame) or pairs (records).
 
-    With an `account` (the app), only a researcher may build an export.
+    Only a researcher (or SYSTEM) may build an export.
     """
-    if account is not None:
-        require_role(account, "researcher")
+    require_role(session, account, "researcher")
     if kind == "labels":
-        return label_frame(session, study=study, pseudonymize=pseudonymize)
+        return label_frame(session, study=study, pseudonymize=pseudonymize, account=account)
     if kind == "adjudicated":
         return adjudicated_frame(session, study=study, pseudonymize=pseudonymize)
     if kind == "pairs":
@@ -364,18 +390,19 @@ def export(
     kind: str,
     fmt: str,
     path: str | Path,
-    account: Account | None = None,
+    account: Account,
     pseudonymize: bool = False,
     validated_only: bool = False,
 ) -> int:
     """Build one export, write it to `path` and log it; returns the number of rows written.
 
-    With an `account` (the app), only a researcher may export.
+    Only a researcher (or SYSTEM) may export.
     """
-    if account is not None:
-        require_role(account, "researcher")
+    require_role(session, account, "researcher")
     _check_format(fmt)
-    data = build(session, study=study, kind=kind, pseudonymize=pseudonymize, validated_only=validated_only)
+    data = build(
+        session, study=study, kind=kind, pseudonymize=pseudonymize, validated_only=validated_only, account=account
+    )
     rows = write_frame(data, path, fmt)
     record_export(
         session,

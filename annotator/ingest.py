@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from annotator.accounts import Account, require_role
 from annotator.errors import IngestError, UserError
@@ -241,6 +242,7 @@ def validate_record(record: Any) -> tuple[dict[str, Any], list[str]]:
         "rejected": rejected,
         "metadata": meta,
         "is_gold": bool(meta.get("gold", False)) if isinstance(meta.get("gold", False), bool) else False,
+        "control": _control(record, problems),
     }
     # Serialized once here (stored and hashed as is); one C-level pass per text finds lone surrogates,
     # and only then is the record walked to name the field.
@@ -256,6 +258,47 @@ def validate_record(record: Any) -> tuple[dict[str, Any], list[str]]:
                 )
     row.update({key: RawJSON(text) for key, text in texts.items()})
     return row, problems
+
+
+FILE_CONTROLS = ("gold", "positive", "training")
+
+
+def _control(record: dict[str, Any], problems: list[str]) -> str:
+    """The record's `control` kind ("" for a main pair); a gold control needs its `expected` answers.
+
+    `expected` (kept in the metadata) may hold "preference" (-2..2, positive = chosen better) and
+    "scores" ({"chosen"|"rejected": {item: value}}); a positive control may name the quality
+    dimensions its `rejected` response is worse on in "worse_on" (default: all).
+    """
+    control = record.get("control", "")
+    if control in ("", None):
+        return ""
+    if not isinstance(control, str) or control not in FILE_CONTROLS:
+        kinds = ", ".join(FILE_CONTROLS)
+        problems.append(f"field control: expected one of {kinds} (or empty), got {control!r}")
+        return ""
+    expected = record.get("expected")
+    if control == "gold":
+        if not isinstance(expected, dict) or not ({"preference", "scores"} & set(expected)):
+            problems.append("field expected: a gold control needs expected answers (preference, scores)")
+            return control
+        preference = expected.get("preference")
+        if preference is not None and (isinstance(preference, bool) or preference not in (-2, -1, 0, 1, 2)):
+            problems.append("field expected.preference: expected -2, -1, 0, 1 or 2 (2 = chosen much better)")
+        scores = expected.get("scores", {})
+        if not isinstance(scores, dict) or set(scores) - {"chosen", "rejected"}:
+            problems.append('field expected.scores: expected {"chosen": {...}, "rejected": {...}}')
+        elif not all(
+            isinstance(items, dict)
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in items.values())
+            for items in scores.values()
+        ):
+            problems.append("field expected.scores: every expected score must be a number")
+    worse_on = record.get("worse_on")
+    names_ok = isinstance(worse_on, list) and all(isinstance(w, str) for w in worse_on)
+    if worse_on is not None and not names_ok:
+        problems.append("field worse_on: expected a list of quality dimension names")
+    return control
 
 
 def _encodable(text: str) -> bool:
@@ -381,16 +424,18 @@ def import_file(
     replace: bool = False,
     progress: Progress | None = None,
     user_id: int | None = None,
-    account: Account | None = None,
+    account: Account,
 ) -> ImportSummary:
     """Import a pair file into `study` in one transaction; nothing is written if anything is wrong.
 
     Re-importing identical records is a no-op; a changed record under an existing id is refused
     unless `replace` is set (then it is updated, but only while it has no judgments). With an
-    `account` (the app), only a researcher may import, and the import is logged under that account.
+    Only a researcher (or SYSTEM) may import; the import is logged under that account (for SYSTEM,
+    under `user_id` if given).
     """
-    if account is not None:
-        require_role(account, "researcher")
+    with Session(engine) as check:
+        require_role(check, account, "researcher")
+    if account.id:
         user_id = account.id
     rows = [storable(row) for row in load_pairs(path, progress=progress)]
     if getattr(engine.dialect, "_json_serializer", None) is not json_serializer:  # not from make_engine

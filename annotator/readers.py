@@ -45,6 +45,9 @@ LABEL_COLUMNS: tuple[str, ...] = (
     "flag",
     "flag_reason",
     "comment",
+    "control",
+    "guideline_version",
+    "arm",
 )
 _JUDGMENT_COLUMNS = (
     "judgment_id",
@@ -64,6 +67,9 @@ _JUDGMENT_COLUMNS = (
     "flag",
     "flag_reason",
     "comment",
+    "control",
+    "guideline_version",
+    "arm",
 )
 
 def _fetch(session: Session, query: Select) -> list[tuple[Any, ...]]:
@@ -112,6 +118,9 @@ def current_judgments(session: Session, *, study_id: int, pair_db_id: int | None
             col(Judgment.flag).label("flag"),
             col(Judgment.flag_reason).label("flag_reason"),
             col(Judgment.comment).label("comment"),
+            col(Pair.control).label("control"),
+            col(Judgment.guideline_version).label("guideline_version"),
+            col(Assignment.arm).label("arm"),
         )
         .select_from(Assignment)
         .join(Judgment, col(Judgment.id) == col(Assignment.current_judgment_id))
@@ -136,7 +145,8 @@ def current_judgments(session: Session, *, study_id: int, pair_db_id: int | None
             "flag": "bool",
         }
     )
-    for name in ("pair_id", "category", "annotator", "side_chosen", "flag_reason", "comment"):
+    text_columns = ("pair_id", "category", "annotator", "side_chosen", "flag_reason", "comment")
+    for name in (*text_columns, "control", "guideline_version", "arm"):
         frame[name] = frame[name].astype(object)
     frame["submitted_at"] = pd.to_datetime(frame["submitted_at"], utc=True)
     return frame.sort_values(["pair_id", "annotator"], kind="stable").reset_index(drop=True)
@@ -182,7 +192,7 @@ def pseudonymize_names(names: pd.Series, study: str) -> pd.Series:
 
 
 def label_frame(
-    session: Session, *, study: str, pseudonymize: bool = False, account: Account | None = None
+    session: Session, *, study: str, pseudonymize: bool = False, account: Account
 ) -> pd.DataFrame:
     """Every score of every current judgment of `study` in the tidy long form (one row per score).
 
@@ -191,14 +201,15 @@ def label_frame(
     "rubric:<k>"), value, preference (-2..2, positive = chosen preferred), confidence, time_s,
     category, judgment_id, side_chosen (the side chosen was shown on), chosen_chars and rejected_chars
     (the responses' lengths in characters), revision_count, submitted_at,
-    flag, flag_reason, comment. Only the current revision of each judgment is included. Rows are
-    sorted by pair_id, annotator, response, item.
+    flag, flag_reason, comment, control ("" for a main pair, else the control kind: such rows are
+    left out of the main analysis), guideline_version, arm (the annotator's study arm, "" in a
+    study without arms). Only the current revision of each judgment
+    is included. Rows are sorted by pair_id, annotator, response, item.
 
     Two queries (judgments, scores) joined in pandas: about a million rows take a few seconds.
-    With an `account` (the app), only a researcher may read it.
+    Only a researcher (or SYSTEM) may read it.
     """
-    if account is not None:
-        require_role(account, "researcher")
+    require_role(session, account, "researcher")
     study_row = get_study(session, study)
     study_id = int(study_row.id or 0)
     judgments = current_judgments(session, study_id=study_id)

@@ -43,6 +43,7 @@ class SimulationSpec:
     bias_sd: float = 0.25
     seed: int = 0
     prefix: str = "sim"
+    spammers: int = 0  # the last `spammers` annotators answer at random and fast (careless workers)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,9 @@ def simulated_users(session: Session, spec: SimulationSpec) -> list[str]:
     existing = set(session.exec(select(User.username).where(col(User.username).in_(names))))
     for name in names:
         if name not in existing:
-            accounts.add_user(session, username=name, role="annotator", password=secrets.token_urlsafe(16))
+            accounts.add_user(
+                session, username=name, role="annotator", password=secrets.token_urlsafe(16), account=accounts.SYSTEM
+            )
     session.flush()
     return names
 
@@ -96,6 +99,7 @@ def simulate(
             annotators=names,
             seed=spec.seed,
             overlap_among_named=True,
+            account=accounts.SYSTEM,
         )
         study_row = get_study(session, study)
         config = parse_config(study_row.config)
@@ -115,6 +119,11 @@ def simulate(
             p.id: (len(p.rubric), str(p.meta.get("construction_note", "")))
             for p in session.exec(select(Pair).where(Pair.study_id == study_row.id))
         }
+        controls = {  # control pairs share their source's latent truth (see _control_latent)
+            p.id: (p.control, p.control_of, [str(d) for d in p.meta.get("worse_on", [])])
+            for p in session.exec(select(Pair).where(Pair.study_id == study_row.id, Pair.control != ""))
+        }
+    spammers = set(names[len(names) - spec.spammers :]) if spec.spammers > 0 else set()
     by_id = {int(users[name].id or 0): name for name in names}
     latents: dict[int, dict[str, float]] = {}
     judged = 0
@@ -122,9 +131,23 @@ def simulate(
     for assignment_id, pair_id, annotator_id, status in rows:
         n_aspects, note = pairs[pair_id]
         if pair_id not in latents:
-            latents[pair_id] = _pair_latent(rng, config.dimension_names, n_aspects, note, spec)
+            kind, source, worse_on = controls.get(pair_id, ("", None, []))
+            if kind in ("swap", "positive", "duplicate") and source is not None and source in pairs:
+                if source not in latents:
+                    n_source, note_source = pairs[source]
+                    latents[source] = _pair_latent(rng, config.dimension_names, n_source, note_source, spec)
+                latents[pair_id] = _control_latent(latents[source], kind, worse_on)
+            else:
+                latents[pair_id] = _pair_latent(rng, config.dimension_names, n_aspects, note, spec)
         name = by_id[annotator_id]
         # Draw every random number even for done items, so a re-run reproduces the same values.
+        if name in spammers:
+            submission, seconds = spam_judgment(
+                rng, config.dimension_names, n_aspects, config.quality.scale_min, config.quality.scale_max
+            )
+            if status != "done":
+                pending.append((assignment_id, annotator_id, submission, seconds))
+            continue
         submission, seconds = _judgment(
             rng,
             latents[pair_id],
@@ -173,6 +196,35 @@ def _pair_latent(
         latent[f"rejected:rubric:{k}"] = base
         latent[f"chosen:rubric:{k}"] = base + rubric_gap
     return latent
+
+
+def _control_latent(source: dict[str, float], kind: str, worse_on: list[str]) -> dict[str, float]:
+    """The truth of a control pair from its source's: a swap repeats it, a duplicate shows `chosen`
+    twice, a positive control's `rejected` is 2 points worse on the dimensions its defect lowers."""
+    latent = dict(source)
+    if kind == "duplicate":
+        for key, value in source.items():
+            if key.startswith("chosen:"):
+                latent["rejected:" + key.removeprefix("chosen:")] = value
+    elif kind == "positive":
+        for name in worse_on:
+            if f"rejected:{name}" in latent:
+                latent[f"rejected:{name}"] -= 2.0
+    return latent
+
+
+def spam_judgment(
+    rng: random.Random, dimensions: list[str], n_aspects: int, low: int, high: int
+) -> tuple[SimJudgment, float]:
+    """A careless worker's judgment: every answer uniformly at random, in a few seconds."""
+    scores: dict[str, dict[str, float | None]] = {"chosen": {}, "rejected": {}}
+    for response in ("chosen", "rejected"):
+        for name in dimensions:
+            scores[response][name] = rng.randint(low, high)
+        for k in range(n_aspects):
+            scores[response][f"rubric:{k}"] = rng.randint(0, 2)
+    seconds = rng.lognormvariate(math.log(6.0), 0.4)
+    return SimJudgment(scores, rng.randint(-2, 2), rng.randint(1, 3)), seconds
 
 
 def _judgment(

@@ -44,7 +44,10 @@ from sqlalchemy.exc import OperationalError  # noqa: E402
 from sqlmodel import Session, col, select  # noqa: E402
 
 from annotator import ingest, labels  # noqa: E402
-from annotator.accounts import hash_password  # noqa: E402
+from annotator.accounts import (
+    SYSTEM,
+    hash_password,  # noqa: E402
+)
 from annotator.assign import assign  # noqa: E402
 from annotator.store import db  # noqa: E402
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, User  # noqa: E402
@@ -107,13 +110,13 @@ def setup(url: str, n_pairs: int, n_annotators: int, folder: Path) -> dict[int, 
     ]
     path = folder / "pairs.json"
     path.write_text(json.dumps(records), encoding="utf-8")
-    ingest.import_file(engine, path, study="bench")
+    ingest.import_file(engine, path, study="bench", account=SYSTEM)
     password = hash_password("bench-password")
     with db.session_scope(engine) as session:
         for k in range(n_annotators):
             session.add(User(username=f"tab{k:02d}", role="annotator", password_hash=password))
         session.flush()
-        assign(session, study="bench", overlap=n_annotators, seed=0)
+        assign(session, study="bench", overlap=n_annotators, seed=0, account=SYSTEM)
     with Session(engine) as session:
         rows = session.exec(
             select(Assignment.annotator_id, Assignment.id).order_by(

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_analyze import build  # noqa: E402
 
 from annotator import accounts  # noqa: E402
+from annotator.accounts import SYSTEM
 from annotator.store import db  # noqa: E402
 from tests.apphelpers import CHROMIUM_ARGS, IDLE, running_app  # noqa: E402
 
@@ -77,7 +78,7 @@ def main() -> None:
             f"built {counts['pairs']:,} pairs, {counts['judgments']:,} judgments, {counts['scores']:,} scores"
         )
         with db.session_scope(db.make_engine(url)) as session:
-            accounts.add_user(session, username="boss", role="researcher", password="bench-password")
+            accounts.add_user(session, username="boss", role="researcher", password="bench-password", account=SYSTEM)
         with running_app(url, Path(tmp) / "server.log") as base_url, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1200})

@@ -22,6 +22,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from annotator.accounts import SYSTEM
 from annotator.ingest import content_hash, import_file, load_pairs
 from annotator.store import db
 
@@ -77,7 +78,7 @@ def time_import(path: Path, folder: Path, run: int) -> float:
     engine = db.make_engine(f"sqlite:///{folder / f'import-{run}.db'}")
     db.upgrade(engine)
     start = time.perf_counter()
-    summary = import_file(engine, path, study="bench")
+    summary = import_file(engine, path, study="bench", account=SYSTEM)
     elapsed = time.perf_counter() - start
     engine.dispose()
     assert summary.imported > 0

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator import accounts, ingest
-from annotator.accounts import Account
+from annotator.accounts import SYSTEM, Account
 from annotator.server import command as server_command
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, User
@@ -166,7 +166,7 @@ def build_app_db(
     records = list(records) if records is not None else [pair_record(i) for i in range(n_pairs)]
     path = folder / "pairs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    ingest.import_file(engine, path, study=STUDY)
+    ingest.import_file(engine, path, study=STUDY, account=SYSTEM)
     sides = "AB" * len(records)
     queues = (
         queues if queues is not None else {"ann1": sides[: len(records)], "ann2": sides[1 : len(records) + 1]}

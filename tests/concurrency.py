@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from annotator import labels
+from annotator.accounts import SYSTEM
 from annotator.assign import assign
 from annotator.store import db
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score
@@ -109,5 +110,5 @@ def make_small_study(engine: Engine, tmp_path: Path) -> dict[int, list[int]]:
     make_study(engine, tmp_path, 10)
     make_annotators(engine, 3)
     with db.session_scope(engine) as session:
-        assign(session, study="s1", overlap=3, seed=0)
+        assign(session, study="s1", overlap=3, seed=0, account=SYSTEM)
     return queues(engine)

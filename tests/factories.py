@@ -135,7 +135,7 @@ def make_study(
     path = write_jsonl(
         folder / f"pairs-{study}-{start}-{n_pairs}.jsonl", make_records(n_pairs + start)[start:]
     )
-    return ingest.import_file(engine, path, study=study, **kwargs)
+    return ingest.import_file(engine, path, study=study, **({"account": SYSTEM} | kwargs))
 
 
 def counts(engine: Engine) -> dict[str, int]:

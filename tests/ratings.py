@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator import accounts, assign, ingest, labels
+from annotator.accounts import SYSTEM
 from annotator.store import db
 from annotator.store.models import Assignment, Pair
 from tests.databases import fresh_db_url
@@ -54,13 +55,13 @@ def build_study(
     engine = new_engine(tmp_path)
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records or [record(i) for i in range(n_pairs)]))
-    ingest.import_file(engine, path, study=STUDY)
+    ingest.import_file(engine, path, study=STUDY, account=SYSTEM)
     with db.session_scope(engine) as session:
         for name in ANNOTATORS:
-            accounts.add_user(session, username=name, role="annotator", password=PASSWORD)
+            accounts.add_user(session, username=name, role="annotator", password=PASSWORD, account=SYSTEM)
         for name, role in (roles or {}).items():
-            accounts.add_user(session, username=name, role=role, password=PASSWORD)
-        assign.assign(session, study=STUDY, overlap=len(ANNOTATORS))
+            accounts.add_user(session, username=name, role=role, password=PASSWORD, account=SYSTEM)
+        assign.assign(session, study=STUDY, overlap=len(ANNOTATORS), account=SYSTEM)
     return engine
 
 

@@ -8,7 +8,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from annotator import accounts
+from annotator import accounts, sessions
+from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.errors import AuthError, UserError
 from annotator.store import db
@@ -21,7 +22,7 @@ PASSWORD = "s3cret-passw0rd"
 
 def _add(engine: Engine, username: str = "alice", role: str = "annotator", password: str = PASSWORD) -> None:
     with db.session_scope(engine) as session:
-        accounts.add_user(session, username=username, role=role, password=password)
+        accounts.add_user(session, username=username, role=role, password=password, account=SYSTEM)
 
 
 def _login(engine: Engine, username: str, password: str) -> accounts.Account:
@@ -51,12 +52,12 @@ def test_a_taken_username_is_refused(engine: Engine) -> None:
         _add(engine, role="researcher")
 
 
-def test_the_password_is_stored_as_a_salted_scrypt_hash(engine: Engine) -> None:
+def test_the_password_is_stored_as_a_salted_argon2id_hash(engine: Engine) -> None:
     _add(engine, username="alice")
     _add(engine, username="bob")
     with Session(engine) as session:
         hashes = list(session.exec(select(User.password_hash)))
-    assert all(h.startswith("scrypt$") for h in hashes)
+    assert all(h.startswith("$argon2id$v=19$m=47104,t=3,p=1$") for h in hashes)
     assert all(PASSWORD not in h for h in hashes)
     assert hashes[0] != hashes[1]  # different salts
 
@@ -116,7 +117,7 @@ def test_a_successful_login_resets_the_failure_count(engine: Engine) -> None:
 def test_a_deactivated_account_gets_its_own_message(engine: Engine) -> None:
     _add(engine)
     with db.session_scope(engine) as session:
-        accounts.set_active(session, username="alice", active=False)
+        accounts.set_active(session, username="alice", active=False, account=SYSTEM)
     with pytest.raises(AuthError, match="deactivated") as info:
         _login(engine, "alice", PASSWORD)
     assert str(info.value) != accounts.BAD_LOGIN
@@ -126,14 +127,14 @@ def test_a_reactivated_account_can_log_in(engine: Engine) -> None:
     _add(engine)
     for active in (False, True):
         with db.session_scope(engine) as session:
-            accounts.set_active(session, username="alice", active=active)
+            accounts.set_active(session, username="alice", active=active, account=SYSTEM)
     assert _login(engine, "alice", PASSWORD).username == "alice"
 
 
 def test_a_login_token_works_once(engine: Engine) -> None:
     _add(engine)
     with db.session_scope(engine) as session:
-        token = accounts.issue_login_token(session, username="alice")
+        token = accounts.issue_login_token(session, username="alice", account=SYSTEM)
     with db.session_scope(engine) as session:
         assert accounts.redeem_login_token(session, token).username == "alice"
     with pytest.raises(AuthError, match="not valid or was already used"), db.session_scope(engine) as session:
@@ -143,7 +144,7 @@ def test_a_login_token_works_once(engine: Engine) -> None:
 def test_only_the_hash_of_a_token_is_stored(engine: Engine) -> None:
     _add(engine)
     with db.session_scope(engine) as session:
-        token = accounts.issue_login_token(session, username="alice")
+        token = accounts.issue_login_token(session, username="alice", account=SYSTEM)
     with Session(engine) as session:
         stored = session.exec(select(User.token_hash)).one()
     assert stored is not None and token not in stored
@@ -152,7 +153,7 @@ def test_only_the_hash_of_a_token_is_stored(engine: Engine) -> None:
 def test_an_expired_login_token_is_refused(engine: Engine) -> None:
     _add(engine)
     with db.session_scope(engine) as session:
-        token = accounts.issue_login_token(session, username="alice", valid_for=timedelta(seconds=-1))
+        token = accounts.issue_login_token(session, username="alice", valid_for=timedelta(seconds=-1), account=SYSTEM)
     with pytest.raises(AuthError, match="expired"), db.session_scope(engine) as session:
         accounts.redeem_login_token(session, token)
 
@@ -160,8 +161,8 @@ def test_an_expired_login_token_is_refused(engine: Engine) -> None:
 def test_a_new_token_replaces_the_old_one(engine: Engine) -> None:
     _add(engine)
     with db.session_scope(engine) as session:
-        old = accounts.issue_login_token(session, username="alice")
-        new = accounts.issue_login_token(session, username="alice")
+        old = accounts.issue_login_token(session, username="alice", account=SYSTEM)
+        new = accounts.issue_login_token(session, username="alice", account=SYSTEM)
     with pytest.raises(AuthError), db.session_scope(engine) as session:
         accounts.redeem_login_token(session, old)
     with db.session_scope(engine) as session:
@@ -169,10 +170,12 @@ def test_a_new_token_replaces_the_old_one(engine: Engine) -> None:
 
 
 def test_require_role(engine: Engine) -> None:
-    account = accounts.Account(id=1, username="alice", role="annotator")
-    accounts.require_role(account, "annotator", "researcher")
-    with pytest.raises(AuthError, match="needs adjudicator or researcher"):
-        accounts.require_role(account, "adjudicator", "researcher")
+    _add(engine)
+    account = _login(engine, "alice", PASSWORD)
+    with Session(engine) as session:
+        accounts.require_role(session, account, "annotator", "researcher")
+        with pytest.raises(AuthError, match="needs adjudicator or researcher"):
+            accounts.require_role(session, account, "adjudicator", "researcher")
 
 
 def test_list_users_by_name_and_role(engine: Engine) -> None:
@@ -196,22 +199,22 @@ def test_cli_users_add_prints_a_generated_password_that_works(env_db: str, engin
 
 
 def test_cli_users_add_with_a_password(env_db: str, engine: Engine) -> None:
-    result = runner.invoke(app, ["users", "add", "bob", "--password", PASSWORD])
+    result = runner.invoke(app, ["users", "add", "bob", "--password"], input=PASSWORD + "\n")
     assert result.exit_code == 0, result.output
     assert "shown once" not in result.stdout
     assert _login(engine, "bob", PASSWORD).role == "annotator"
 
 
 def test_cli_users_add_refuses_a_duplicate(env_db: str) -> None:
-    runner.invoke(app, ["users", "add", "alice", "--password", PASSWORD])
-    result = runner.invoke(app, ["users", "add", "alice", "--password", PASSWORD])
+    runner.invoke(app, ["users", "add", "alice", "--password"], input=PASSWORD)
+    result = runner.invoke(app, ["users", "add", "alice", "--password"], input=PASSWORD)
     assert result.exit_code == 1
     assert "already exists" in result.stderr and "Traceback" not in result.output
 
 
 def test_cli_users_list(env_db: str) -> None:
-    runner.invoke(app, ["users", "add", "alice", "--password", PASSWORD, "--role", "researcher"])
-    runner.invoke(app, ["users", "add", "bob", "--password", PASSWORD])
+    runner.invoke(app, ["users", "add", "alice", "--password", "--role", "researcher"], input=PASSWORD)
+    runner.invoke(app, ["users", "add", "bob", "--password"], input=PASSWORD)
     result = runner.invoke(app, ["users", "list"])
     assert result.exit_code == 0, result.output
     assert re.search(r"alice\s.*researcher\s.*yes", result.stdout)
@@ -219,7 +222,7 @@ def test_cli_users_list(env_db: str) -> None:
 
 
 def test_cli_users_deactivate(env_db: str, engine: Engine) -> None:
-    runner.invoke(app, ["users", "add", "alice", "--password", PASSWORD])
+    runner.invoke(app, ["users", "add", "alice", "--password"], input=PASSWORD)
     result = runner.invoke(app, ["users", "deactivate", "alice"])
     assert result.exit_code == 0, result.output
     with pytest.raises(AuthError, match="deactivated"):
@@ -231,3 +234,116 @@ def test_cli_users_deactivate_an_unknown_user(env_db: str) -> None:
     result = runner.invoke(app, ["users", "deactivate", "ghost"])
     assert result.exit_code == 1
     assert "no user called 'ghost'" in result.stderr
+
+
+def test_cli_users_add_has_no_password_argument(env_db: str) -> None:
+    """A password given as an argument would be visible to every user of the machine in `ps`."""
+    result = runner.invoke(app, ["users", "add", "bob", "--password", PASSWORD])
+    assert result.exit_code != 0
+
+
+def test_cli_users_reactivate(env_db: str, engine: Engine) -> None:
+    runner.invoke(app, ["users", "add", "alice", "--password"], input=PASSWORD)
+    runner.invoke(app, ["users", "deactivate", "alice"])
+    result = runner.invoke(app, ["users", "reactivate", "alice"])
+    assert result.exit_code == 0, result.output
+    assert _login(engine, "alice", PASSWORD).username == "alice"
+
+
+def test_cli_users_reset_password_prints_one_that_works(env_db: str, engine: Engine) -> None:
+    runner.invoke(app, ["users", "add", "alice", "--password"], input=PASSWORD)
+    result = runner.invoke(app, ["users", "reset-password", "alice"])
+    assert result.exit_code == 0, result.output
+    match = re.search(r"\(shown once\): (\S+)", result.stdout)
+    assert match is not None
+    assert _login(engine, "alice", match.group(1)).username == "alice"
+    with pytest.raises(AuthError, match=re.escape(accounts.BAD_LOGIN)):
+        _login(engine, "alice", PASSWORD)
+
+
+def test_cli_users_link_prints_a_single_use_link(env_db: str, engine: Engine) -> None:
+    runner.invoke(app, ["users", "add", "alice", "--password"], input=PASSWORD)
+    result = runner.invoke(app, ["users", "link", "alice", "--base-url", "https://studio.example/"])
+    assert result.exit_code == 0, result.output
+    match = re.search(r"^https://studio\.example/\?token=(\S+)$", result.stdout.strip())
+    assert match is not None
+    with db.session_scope(engine) as session:
+        assert accounts.redeem_login_token(session, match.group(1)).username == "alice"
+
+
+# ------------------------------------------------------------------------------------- passwords (#17.11)
+
+
+def test_an_old_scrypt_hash_still_logs_in_and_is_upgraded(engine: Engine) -> None:
+    salt, digest = b"0123456789abcdef", None
+    import base64
+    import hashlib
+
+    digest = hashlib.scrypt(PASSWORD.encode(), salt=salt, n=2**14, r=8, p=1, dklen=32)
+    old = f"scrypt$16384$8$1${base64.b64encode(salt).decode()}${base64.b64encode(digest).decode()}"
+    with db.session_scope(engine) as session:
+        make_user(session, "alice")
+        user = session.exec(select(User)).one()
+        user.password_hash = old
+    assert _login(engine, "alice", PASSWORD).username == "alice"
+    with Session(engine) as session:
+        assert session.exec(select(User.password_hash)).one().startswith("$argon2id$")
+    assert _login(engine, "alice", PASSWORD).username == "alice"
+
+
+@pytest.mark.parametrize("password", ["password123", "Qwertyuiop", "iloveyou1"])
+def test_a_common_password_is_refused(engine: Engine, password: str) -> None:
+    with pytest.raises(UserError, match="most common"):
+        _add(engine, password=password)
+
+
+def test_a_password_equal_to_the_username_is_refused(engine: Engine) -> None:
+    with pytest.raises(UserError, match="must not be the user name"):
+        _add(engine, username="annotator07", password="ANNOTATOR07")
+
+
+def test_usernames_are_unique_whatever_the_letter_case(engine: Engine) -> None:
+    _add(engine, username="Alice")
+    with pytest.raises(UserError, match="user 'Alice' already exists"):
+        _add(engine, username="alice")
+
+
+def test_login_ignores_the_letter_case_of_the_name(engine: Engine) -> None:
+    _add(engine, username="Alice")
+    assert _login(engine, "ALICE", PASSWORD).username == "Alice"
+
+
+def test_a_non_utf8_password_is_a_clear_error(engine: Engine) -> None:
+    with pytest.raises(UserError, match="not valid UTF-8"):
+        _add(engine, password="abc\udcff" + "defgh")
+
+
+def test_a_non_utf8_password_at_login_is_a_wrong_password(engine: Engine) -> None:
+    _add(engine)
+    with pytest.raises(AuthError, match=re.escape(accounts.BAD_LOGIN)):
+        _login(engine, "alice", "abc\udcffdefgh")
+
+
+def test_cli_users_add_refuses_a_non_utf8_password_on_stdin(env_db: str) -> None:
+    result = runner.invoke(app, ["users", "add", "bob", "--password"], input=b"\xff\xfepassword-x\n")
+    assert result.exit_code == 1
+    assert "not valid UTF-8" in result.stderr and "Traceback" not in result.output
+
+
+def test_reset_password_ends_the_users_sessions(engine: Engine) -> None:
+    _add(engine)
+    account = _login(engine, "alice", PASSWORD)
+    with db.session_scope(engine) as session:
+        token = sessions.start_session(session, account=account)
+    with db.session_scope(engine) as session:
+        accounts.reset_password(session, username="alice", account=SYSTEM)
+    with pytest.raises(AuthError, match="session has ended"), db.session_scope(engine) as session:
+        sessions.resume_session(session, token)
+
+
+def test_only_a_researcher_may_reset_a_password(engine: Engine) -> None:
+    _add(engine)
+    _add(engine, username="bob", role="adjudicator")
+    bob = _login(engine, "bob", PASSWORD)
+    with pytest.raises(AuthError, match="needs researcher"), db.session_scope(engine) as session:
+        accounts.reset_password(session, username="alice", account=bob)

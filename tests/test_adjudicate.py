@@ -10,6 +10,7 @@ from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
 from annotator import adjudicate, export
+from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.errors import AuthError, UserError
 from annotator.store import db
@@ -45,7 +46,7 @@ def pair_db_id(engine: Engine, external_id: str) -> int:
 
 def auto(engine: Engine) -> adjudicate.AutoSummary:
     with db.session_scope(engine) as session:
-        return adjudicate.auto_resolve(session, study=STUDY)
+        return adjudicate.auto_resolve(session, study=STUDY, account=SYSTEM)
 
 
 def n_adjudications(engine: Engine) -> int:
@@ -178,7 +179,7 @@ def test_auto_resolve_never_overrides_a_human_decision(tmp_path: Path) -> None:
 def test_queue_lists_the_rule_hits_lowest_agreement_first(tmp_path: Path) -> None:
     engine = crafted(tmp_path)
     with db.session_scope(engine) as session:
-        pending = adjudicate.queue(session, study=STUDY)
+        pending = adjudicate.queue(session, study=STUDY, account=SYSTEM)
     assert pending["pair_id"].tolist()[0] == "p2"  # 1/3 agreement
     assert set(pending["pair_id"]) == {"p2", "p3", "p4", "p5"}
     assert pending["agreement"].is_monotonic_increasing
@@ -189,10 +190,10 @@ def test_queue_lists_the_rule_hits_lowest_agreement_first(tmp_path: Path) -> Non
             session, pair_id=pair_db_id(engine, "p2"), account=judge, preference="chosen", keep=True
         )
     with db.session_scope(engine) as session:
-        assert "p2" not in set(adjudicate.queue(session, study=STUDY)["pair_id"])
+        assert "p2" not in set(adjudicate.queue(session, study=STUDY, account=SYSTEM)["pair_id"])
     rate(engine, "ann1", "p2", preference=-2)  # a later revision reopens the pair
     with db.session_scope(engine) as session:
-        pending = adjudicate.queue(session, study=STUDY).set_index("pair_id")
+        pending = adjudicate.queue(session, study=STUDY, account=SYSTEM).set_index("pair_id")
     assert pending.loc["p2", "reopened"]
 
 
@@ -212,7 +213,7 @@ def test_pair_detail_is_unblinded_with_times_and_history(tmp_path: Path) -> None
     assert judgments.loc["ann3", "direction"] == "rejected"
     assert judgments.loc["ann1", "preference_label"] == "chosen better"
     assert judgments["time_s"].ge(0).all()
-    assert set(detail.scores.columns) == {"item", "annotator", "chosen", "rejected", "diff"}
+    assert set(detail.scores.columns) == {"item", "label", "annotator", "chosen", "rejected", "diff"}
     assert detail.scores["item"].tolist()[:3] == ["correctness"] * 3
     assert detail.history["method"].tolist() == ["majority"]
     assert detail.latest is not None and detail.latest["adjudicator"] is None
@@ -343,3 +344,54 @@ def test_cli_adjudicate_auto_and_queue(tmp_path: Path) -> None:
         app, ["adjudicate", "--study", STUDY, "--db", engine.url.render_as_string(hide_password=False)]
     )
     assert result.exit_code == 1 and "give --auto, --queue or both" in result.output
+
+
+# ------------------------------------------------------------------------------ workspace (issue 13)
+
+
+def test_per_aspect_rubric_decisions_reach_the_adjudicated_export(tmp_path: Path) -> None:
+    engine = crafted(tmp_path)
+    pair = pair_db_id(engine, "p3")  # every judgment gives 1 on both aspects: the rubric median is 1
+    judge = account(engine, "judge")
+    with db.session_scope(engine) as session:
+        adjudicate.decide(
+            session,
+            pair_id=pair,
+            account=judge,
+            preference="chosen",
+            keep=True,
+            scores={"chosen": {"rubric:0": 2.0}, "rejected": {"rubric:1": 0.0}},
+        )
+    with db.session_scope(engine) as session:
+        final = export.adjudicated_frame(session, study=STUDY).set_index("pair_id")
+    assert final.loc["p3", "chosen_rubric"] == pytest.approx(1.5)  # mean of the decided 2 and the median 1
+    assert final.loc["p3", "rejected_rubric"] == pytest.approx(0.5)
+
+
+def test_pair_detail_labels_rubric_scores_by_aspect_name(tmp_path: Path) -> None:
+    engine = crafted(tmp_path)
+    with db.session_scope(engine) as session:
+        detail = adjudicate.pair_detail(session, pair_id=pair_db_id(engine, "p1"), account=account(engine, "judge"))
+    labels = dict(zip(detail.scores["item"], detail.scores["label"], strict=True))
+    assert labels["rubric:0"].startswith("Aspect 1: ") and labels["rubric:0"] != "Aspect 1: "
+    assert labels["correctness"] == "correctness"
+    assert set(detail.defaults["item"]) == set(detail.scores["item"])
+
+
+def test_hidden_names_are_hidden_in_every_table_of_a_pair(tmp_path: Path) -> None:
+    engine = crafted(tmp_path)
+    with db.session_scope(engine) as session:
+        detail = adjudicate.pair_detail(
+            session, pair_id=pair_db_id(engine, "p1"), account=account(engine, "judge"), hide_names=True
+        )
+    shown = set(detail.judgments["annotator"]) | set(detail.scores["annotator"])
+    assert shown == {"Annotator 1", "Annotator 2", "Annotator 3"}
+    assert not any(name in detail.judgments.to_string() + detail.scores.to_string() for name in ANNOTATORS)
+
+
+def test_final_defaults_are_the_medians_over_judgments(tmp_path: Path) -> None:
+    engine = crafted(tmp_path)
+    with db.session_scope(engine) as session:
+        detail = adjudicate.pair_detail(session, pair_id=pair_db_id(engine, "p4"), account=account(engine, "judge"))
+    row = detail.defaults.set_index("item").loc["correctness"]
+    assert (row["chosen"], row["rejected"]) == (5.0, 3.0)

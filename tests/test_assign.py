@@ -19,6 +19,7 @@ from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from annotator import accounts
+from annotator.accounts import SYSTEM
 from annotator.assign import assign
 from annotator.cli import app
 from annotator.errors import UserError
@@ -44,7 +45,7 @@ def _study(n_pairs: int, n_annotators: int) -> Iterator[Engine]:
 
 def _assign(engine: Engine, overlap: int, seed: int = 0, **kwargs: object) -> int:
     with db.session_scope(engine) as session:
-        return assign(session, study="s1", overlap=overlap, seed=seed, **kwargs).created  # type: ignore[arg-type]
+        return assign(session, study="s1", overlap=overlap, seed=seed, **({"account": SYSTEM} | kwargs)).created  # type: ignore[arg-type]
 
 
 def _rows(engine: Engine) -> set[Row]:
@@ -199,7 +200,7 @@ def test_an_unknown_study_names_the_known_ones(engine: Engine, tmp_path: Path) -
         pytest.raises(UserError, match="no study called 'fake'; studies: real"),
         db.session_scope(engine) as session,
     ):
-        assign(session, study="fake", overlap=1)
+        assign(session, study="fake", overlap=1, account=SYSTEM)
 
 
 def test_only_active_annotators_are_assigned(engine: Engine, tmp_path: Path) -> None:
@@ -214,7 +215,7 @@ def test_only_active_annotators_are_assigned(engine: Engine, tmp_path: Path) -> 
                 ("judge", "adjudicator"),
             ]
         }
-        accounts.set_active(session, username="gone", active=False)
+        accounts.set_active(session, username="gone", active=False, account=SYSTEM)
     _assign(engine, 1)
     assert {annotator_id for _, annotator_id, _, _ in _rows(engine)} == {ids["ann"]}
 

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from annotator.cli import app
 from annotator.store import db
@@ -18,6 +18,17 @@ from tests.factories import make_record, make_records, write_jsonl
 
 runner = CliRunner()
 PASSWORD = "s3cret-passw0rd"
+
+
+def invoke(args: list[str]) -> Result:
+    """Run the CLI; a password after --password goes to stdin (the CLI never takes it as an argument)."""
+    args = list(args)
+    stdin = None
+    if "--password" in args:
+        at = args.index("--password")
+        if at + 1 < len(args) and not args[at + 1].startswith("--"):
+            stdin = args.pop(at + 1) + "\n"
+    return runner.invoke(app, args, input=stdin)
 
 
 def _usernames(url: str) -> list[str]:
@@ -32,14 +43,14 @@ def test_db_as_a_global_option(db_url: str) -> None:
     result = runner.invoke(app, ["--db", db_url, "init"])
     assert result.exit_code == 0, result.output
     assert (
-        runner.invoke(app, ["--db", db_url, "users", "add", "alice", "--password", PASSWORD]).exit_code == 0
+        invoke(["--db", db_url, "users", "add", "alice", "--password", PASSWORD]).exit_code == 0
     )
     assert _usernames(db_url) == ["alice"]
 
 
 def test_db_as_a_command_option(db_url: str) -> None:
     assert runner.invoke(app, ["init", "--db", db_url]).exit_code == 0
-    result = runner.invoke(app, ["users", "add", "alice", "--password", PASSWORD, "--db", db_url])
+    result = invoke(["users", "add", "alice", "--password", PASSWORD, "--db", db_url])
     assert result.exit_code == 0, result.output
     assert _usernames(db_url) == ["alice"]
 
@@ -48,7 +59,7 @@ def test_the_command_option_wins_over_the_global_one(db_url: str, tmp_path: Path
     other = fresh_db_url(tmp_path, "other")
     for url in (db_url, other):
         runner.invoke(app, ["init", "--db", url])
-    runner.invoke(app, ["--db", other, "users", "add", "alice", "--password", PASSWORD, "--db", db_url])
+    invoke(["--db", other, "users", "add", "alice", "--password", PASSWORD, "--db", db_url])
     assert (_usernames(db_url), _usernames(other)) == (["alice"], [])
 
 
@@ -59,12 +70,12 @@ def test_the_global_option_does_not_leak_into_the_next_call(
     runner.invoke(app, ["--db", other, "init"])
     monkeypatch.setenv(db.ENV_VAR, db_url)
     assert runner.invoke(app, ["init"]).exit_code == 0
-    runner.invoke(app, ["users", "add", "alice", "--password", PASSWORD])
+    invoke(["users", "add", "alice", "--password", PASSWORD])
     assert (_usernames(db_url), _usernames(other)) == (["alice"], [])
 
 
 def test_the_url_comes_from_the_environment(env_db: str) -> None:
-    result = runner.invoke(app, ["users", "add", "alice", "--password", PASSWORD])
+    result = invoke(["users", "add", "alice", "--password", PASSWORD])
     assert result.exit_code == 0, result.output
     assert _usernames(env_db) == ["alice"]
 
@@ -120,7 +131,7 @@ def test_a_user_mistake_is_one_line_and_exit_1(case: str, db_url: str, tmp_path:
     if case != "not initialised":
         runner.invoke(app, ["init", "--db", db_url])
     write_jsonl(tmp_path / "ok.jsonl", make_records(1))
-    result = runner.invoke(app, ["--db", db_url, *[a.replace("{tmp}", str(tmp_path)) for a in args]])
+    result = invoke(["--db", db_url, *[a.replace("{tmp}", str(tmp_path)) for a in args]])
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
     lines = result.stderr.strip().splitlines()

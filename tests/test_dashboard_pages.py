@@ -11,7 +11,7 @@ from sqlmodel import Session, col, func, select
 from streamlit.testing.v1 import AppTest
 
 from annotator import accounts, ingest
-from annotator.accounts import Account
+from annotator.accounts import SYSTEM, Account
 from annotator.simulate import SimulationSpec, simulate
 from annotator.store import db
 from annotator.store.models import Adjudication, User
@@ -33,11 +33,11 @@ RESEARCHER_PAGES = [
 @pytest.fixture
 def study_db(env_db: str, engine: Engine) -> Iterator[str]:
     """The sample study with three simulated annotators, a researcher and an adjudicator."""
-    ingest.import_file(engine, SAMPLE, study="sample")
+    ingest.import_file(engine, SAMPLE, study="sample", account=SYSTEM)
     simulate(engine, study="sample", spec=SimulationSpec(seed=3))
     with db.session_scope(engine) as session:
-        accounts.add_user(session, username="boss", role="researcher", password="boss-password")
-        accounts.add_user(session, username="judge", role="adjudicator", password="judge-password")
+        accounts.add_user(session, username="boss", role="researcher", password="boss-password", account=SYSTEM)
+        accounts.add_user(session, username="judge", role="adjudicator", password="judge-password", account=SYSTEM)
     yield env_db
 
 
@@ -80,7 +80,7 @@ def test_validation_page_shows_the_verdicts_of_analyze(study_db: str, engine: En
     from annotator.reporting import study_report
 
     with Session(engine) as session:
-        report = study_report(session, study="sample", n_boot=1000)
+        report = study_report(session, study="sample", n_boot=1000, account=SYSTEM)
     at = _app(_account(engine, "boss"))
     at.switch_page("views/validation.py").run()
     assert not at.exception

@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
 from annotator import accounts
+from annotator.accounts import SYSTEM
 from annotator.demo import CREDENTIALS, QUEUE, SAMPLE, build_demo
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, User
@@ -75,7 +76,7 @@ def test_demo_is_kept_without_rebuild(tmp_path: Path) -> None:
     demo = build_demo(path, rebuild=True)
     engine = db.make_engine(demo.url)
     with db.session_scope(engine) as session:
-        accounts.add_user(session, username="marker", role="annotator", password="marker-password")
+        accounts.add_user(session, username="marker", role="annotator", password="marker-password", account=SYSTEM)
     engine.dispose()
     before = _counts(demo.url)
     kept = build_demo(path)

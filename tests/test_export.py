@@ -15,6 +15,7 @@ from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from annotator import adjudicate, export, ingest, readers
+from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.store import db
 from annotator.store.models import Assignment, Event, Pair, Study, User
@@ -34,7 +35,7 @@ from tests.ratings import (
 
 def frame(engine: Engine, **kwargs: Any) -> pd.DataFrame:
     with db.session_scope(engine) as session:
-        return readers.label_frame(session, study=STUDY, **kwargs)
+        return readers.label_frame(session, study=STUDY, **({"account": SYSTEM} | kwargs))
 
 
 # ------------------------------------------------------------------------------------- label frame
@@ -147,7 +148,7 @@ def test_pseudonymize_is_stable_and_hides_names(tmp_path: Path) -> None:
 def test_unknown_study_is_a_clear_error(tmp_path: Path) -> None:
     engine = build_study(tmp_path, 1)
     with db.session_scope(engine) as session, pytest.raises(export.UserError, match="no study called 'nope'"):
-        readers.label_frame(session, study="nope")
+        readers.label_frame(session, study="nope", account=SYSTEM)
 
 
 # ------------------------------------------------------------------------------------------ formats
@@ -159,7 +160,7 @@ def _judged_study(tmp_path: Path) -> Engine:
     rate_all(engine, "p1", [1, -1, 0], comment='=HYPERLINK("http://evil")')  # no majority
     rate_all(engine, "p2", [0, 0, -1])  # a majority for tie: resolved, not kept
     with db.session_scope(engine) as session:
-        adjudicate.auto_resolve(session, study=STUDY)
+        adjudicate.auto_resolve(session, study=STUDY, account=SYSTEM)
     return engine
 
 
@@ -169,7 +170,7 @@ def test_every_export_writes_every_format(tmp_path: Path, kind: str, fmt: str) -
     engine = _judged_study(tmp_path)
     path = tmp_path / f"{kind}.{fmt}"
     with db.session_scope(engine) as session:
-        rows = export.export(session, study=STUDY, kind=kind, fmt=fmt, path=path)
+        rows = export.export(session, study=STUDY, kind=kind, fmt=fmt, path=path, account=SYSTEM)
     expected = {"labels": 3 * 3 * 10, "adjudicated": 3, "pairs": 3}[kind]
     assert rows == expected
     if fmt == "csv":
@@ -186,13 +187,32 @@ def test_every_export_writes_every_format(tmp_path: Path, kind: str, fmt: str) -
     assert event.detail["format"] == fmt and event.detail["by"]
 
 
+def test_the_audit_record_of_an_export_keeps_its_options(tmp_path: Path) -> None:
+    """record_export used to drop `pseudonymized` and `validated_only` (swallowed by **options)."""
+    engine = build_study(tmp_path, 2)
+    rate_all(engine, "p0", [1, 1, 1])
+    with db.session_scope(engine) as session:
+        export.export(
+            session, study=STUDY, kind="labels", fmt="csv", path=tmp_path / "l.csv", pseudonymize=True, account=SYSTEM
+        )
+        export.export(
+            session, study=STUDY, kind="pairs", fmt="jsonl", path=tmp_path / "p.jsonl", validated_only=True, account=SYSTEM
+        )
+    with Session(engine) as session:
+        events = session.exec(select(Event).where(Event.action == "export").order_by(Event.id)).all()
+    assert [(e.detail["pseudonymized"], e.detail["validated_only"]) for e in events] == [
+        (True, False),
+        (False, True),
+    ]
+
+
 def test_csv_cells_that_look_like_formulas_are_neutralized(tmp_path: Path) -> None:
     records = [record(0, category="=cmd|' /C calc'!A0"), record(1, category="-1+2"), record(2)]
     engine = build_study(tmp_path, 3, records=records)
     rate(engine, "ann1", "p0", comment='=HYPERLINK("http://evil")', flag=True, flag_reason="@SUM(A1)")
     rate(engine, "ann2", "p2", comment="+danger\tx", preference=-1)
     with db.session_scope(engine) as session:
-        labels_df = readers.label_frame(session, study=STUDY)
+        labels_df = readers.label_frame(session, study=STUDY, account=SYSTEM)
         pairs = export.pairs_records(session, study=STUDY)
     export.write_frame(labels_df, tmp_path / "l.csv", "csv")
     back = pd.read_csv(tmp_path / "l.csv", dtype=str, keep_default_na=False)
@@ -290,7 +310,7 @@ def test_validated_pairs_round_trip_through_the_importer(tmp_path: Path) -> None
         "agreement": 1.0,
         "n_judgments": 3,
     }
-    summary = ingest.import_file(engine, out_file, study="validated")
+    summary = ingest.import_file(engine, out_file, study="validated", account=SYSTEM)
     assert summary.imported == 1
     with Session(engine) as session:
         original, copy = (
@@ -309,7 +329,7 @@ def test_validated_pairs_round_trip_through_the_importer(tmp_path: Path) -> None
     ):
         assert getattr(copy, field) == getattr(original, field)
     assert copy.meta["source"] == "test" and copy.meta["validation"]["keep"] is True
-    assert ingest.import_file(engine, out_file, study="validated").unchanged == 1
+    assert ingest.import_file(engine, out_file, study="validated", account=SYSTEM).unchanged == 1
 
 
 def test_all_pair_formats_reimport(tmp_path: Path) -> None:
@@ -320,7 +340,7 @@ def test_all_pair_formats_reimport(tmp_path: Path) -> None:
     for fmt in export.FORMATS:
         path = tmp_path / f"pairs.{fmt}"
         export.write_frame(records, path, fmt)
-        summary = ingest.import_file(engine, path, study=f"copy-{fmt}")
+        summary = ingest.import_file(engine, path, study=f"copy-{fmt}", account=SYSTEM)
         assert summary.imported == 3
 
 
@@ -332,13 +352,13 @@ def test_plain_pairs_export_as_prompt_records(tmp_path: Path) -> None:
     engine = new_engine(tmp_path)
     path = tmp_path / "plain.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in plain))
-    ingest.import_file(engine, path, study=STUDY)
+    ingest.import_file(engine, path, study=STUDY, account=SYSTEM)
     with db.session_scope(engine) as session:
         records = export.pairs_records(session, study=STUDY)
     assert records[0]["prompt"] == "Question 0?" and "question" not in records[0]
     assert records[0]["validation"]["method"] == "unresolved"
     export.write_frame(records, tmp_path / "back.jsonl", "jsonl")
-    assert ingest.import_file(engine, tmp_path / "back.jsonl", study="again").imported == 2
+    assert ingest.import_file(engine, tmp_path / "back.jsonl", study="again", account=SYSTEM).imported == 2
 
 
 def _differences(df: pd.DataFrame, item: str) -> pd.Series:
@@ -359,7 +379,7 @@ def test_label_export_round_trip_gives_the_same_statistics(tmp_path: Path, fmt: 
     direct = frame(engine)
     path = tmp_path / f"labels.{fmt}"
     with db.session_scope(engine) as session:
-        export.export(session, study=STUDY, kind="labels", fmt=fmt, path=path)
+        export.export(session, study=STUDY, kind="labels", fmt=fmt, path=path, account=SYSTEM)
     try:
         from analysis.frames import read_labels
     except ImportError:  # pragma: no cover - the analysis package is built in parallel

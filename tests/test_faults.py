@@ -23,6 +23,7 @@ from sqlalchemy.pool import Pool
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
+from annotator.accounts import SYSTEM
 from annotator.adjudicate import auto_resolve
 from annotator.cli import app
 from annotator.simulate import SimulationSpec, simulate
@@ -165,7 +166,7 @@ def test_kill_9_during_adjudicate_auto_is_all_or_nothing_and_a_rerun_completes(
     _simulate_study(engine, tmp_path, 200)
     simulate(engine, study="s1", spec=SimulationSpec(noise=0.3))
     with db.session_scope(engine) as session:  # the reference: what one uninterrupted run decides
-        auto_resolve(session, study="s1")
+        auto_resolve(session, study="s1", account=SYSTEM)
     expected = _count(engine, Adjudication)
     assert expected > 0
     with engine.begin() as connection:  # start again without decisions

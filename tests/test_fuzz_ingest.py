@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from sqlalchemy.engine import Engine
 
 from annotator import ingest
+from annotator.accounts import SYSTEM
 from annotator.errors import UserError
 from tests.factories import counts, make_plain_record, make_record, write_csv, write_parquet
 
@@ -73,7 +74,7 @@ def db_engine(engine: Engine) -> Iterator[Engine]:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "seed.jsonl"
         path.write_text("".join(json.dumps(make_record(i)) + "\n" for i in range(2)), encoding="utf-8")
-        ingest.import_file(engine, path, study="fuzz")
+        ingest.import_file(engine, path, study="fuzz", account=SYSTEM)
     yield engine
 
 
@@ -84,7 +85,7 @@ def check(engine: Engine, payload: bytes, suffix: str) -> None:
         path = Path(folder) / f"pairs{suffix}"
         path.write_bytes(payload)
         try:
-            ingest.import_file(engine, path, study="fuzz")
+            ingest.import_file(engine, path, study="fuzz", account=SYSTEM)
         except UserError as exc:
             assert str(exc).strip(), "a refusal explains itself"
             assert counts(engine) == before, f"a refused import wrote something: {exc}"
@@ -201,5 +202,5 @@ def test_a_lone_surrogate_is_a_clear_error(db_engine: Engine, suffix: str, field
         path = Path(folder) / f"pairs{suffix}"
         path.write_bytes(encode([make_record(20), make_record(21) | {field: value}], suffix))
         with pytest.raises(UserError, match=f"(line|item|row) [0-9]+.*{field}"):
-            ingest.import_file(db_engine, path, study="fuzz")
+            ingest.import_file(db_engine, path, study="fuzz", account=SYSTEM)
     assert counts(db_engine) == before

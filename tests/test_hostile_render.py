@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator import accounts, adjudicate, assign, ingest, labels
+from annotator.accounts import SYSTEM
 from annotator.store import db
 from annotator.store.models import Assignment, Event, User
 from tests import apphelpers
@@ -68,16 +69,16 @@ def _build(folder: Path) -> tuple[str, Engine, dict[str, int]]:
     db.upgrade(engine)
     path = folder / "pairs.jsonl"
     path.write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
-    ingest.import_file(engine, path, study=STUDY)
+    ingest.import_file(engine, path, study=STUDY, account=SYSTEM)
     users = {}
     with db.session_scope(engine) as session:
         for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("boss", "researcher")):
-            user = accounts.add_user(session, username=name, role=role, password=PASSWORD)
+            user = accounts.add_user(session, username=name, role=role, password=PASSWORD, account=SYSTEM)
             users[name] = int(user.id or 0)
             if role == "annotator":
                 accounts.acknowledge_guidelines(session, user_id=users[name])
     with db.session_scope(engine) as session:
-        assign.assign(session, study=STUDY, overlap=2)
+        assign.assign(session, study=STUDY, overlap=2, account=SYSTEM)
     return url, engine, users
 
 
@@ -179,8 +180,8 @@ def test_the_adjudication_view_shows_hostile_texts_as_text(chrome: object, serve
                 ),
             )
     with db.session_scope(server.engine) as session:
-        adjudicate.auto_resolve(session, study=STUDY)
-        assert len(adjudicate.queue(session, study=STUDY)) == 1
+        adjudicate.auto_resolve(session, study=STUDY, account=SYSTEM)
+        assert len(adjudicate.queue(session, study=STUDY, account=SYSTEM)) == 1
     page = log_in(chrome, server, "boss")
     page.get_by_role("link", name="Adjudicate").click()  # type: ignore[attr-defined]
     page.get_by_text("Chosen marker.").wait_for(timeout=30_000)  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ from sqlmodel import Session, create_engine, select
 from typer.testing import CliRunner
 
 from annotator import ingest
+from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.errors import IngestError, UserError
 from annotator.store.models import Assignment, Event, Pair, Study
@@ -51,7 +52,7 @@ WRITERS: dict[str, Callable[[Path, list[dict[str, Any]]], Path]] = {
 def test_every_format_imports_the_same_pairs(engine: Engine, tmp_path: Path, suffix: str) -> None:
     records = make_records(3, n_posts=4, n_aspects=2)
     path = WRITERS[suffix](tmp_path / f"pairs.{suffix}", records)
-    summary = ingest.import_file(engine, path, study="s1")
+    summary = ingest.import_file(engine, path, study="s1", account=SYSTEM)
     assert (summary.imported, summary.unchanged, summary.replaced) == (3, 0, 0)
     pair = _pairs(engine)["pair-1"]
     assert pair.question == records[1]["question"]
@@ -86,7 +87,7 @@ def test_the_content_hash_does_not_depend_on_key_order(tmp_path: Path) -> None:
 
 def test_the_stored_hash_is_the_hash_of_the_content(engine: Engine, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "p.jsonl", [make_record(0)])
-    ingest.import_file(engine, path, study="s1")
+    ingest.import_file(engine, path, study="s1", account=SYSTEM)
     pair = _pairs(engine)["pair-0"]
     row = {"question": pair.question, "profile": pair.profile, "rubric": pair.rubric, "metadata": pair.meta}
     row |= {
@@ -102,7 +103,7 @@ def test_an_engine_not_made_by_make_engine_stores_json_once(
     db_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     plain = create_engine(db_url)
-    ingest.import_file(plain, write_jsonl(tmp_path / "p.jsonl", make_records(1, n_posts=2)), study="s1")
+    ingest.import_file(plain, write_jsonl(tmp_path / "p.jsonl", make_records(1, n_posts=2)), study="s1", account=SYSTEM)
     plain.dispose()
     pair = _pairs(engine)["pair-0"]
     assert pair.profile == make_record(0, n_posts=2)["profile"] and pair.meta == {}
@@ -117,13 +118,13 @@ def test_parquet_values_that_are_not_json_are_kept_as_text(engine: Engine, tmp_p
         "collected", pa.array([datetime(2025, 1, 2, 3, 4, 5)], pa.timestamp("s"))
     )
     pq.write_table(table, tmp_path / "p.parquet")
-    ingest.import_file(engine, tmp_path / "p.parquet", study="s1")
+    ingest.import_file(engine, tmp_path / "p.parquet", study="s1", account=SYSTEM)
     assert _pairs(engine)["pair-0"].meta == {"collected": "2025-01-02 03:04:05"}
 
 
 def test_plain_prompt_chosen_rejected_records_import(engine: Engine, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "plain.jsonl", [make_plain_record(0), make_plain_record(1)])
-    assert ingest.import_file(engine, path, study="plain").imported == 2
+    assert ingest.import_file(engine, path, study="plain", account=SYSTEM).imported == 2
     pair = _pairs(engine)["plain-0"]
     assert (pair.question, pair.chosen, pair.rejected) == (
         "Plain question 0?",
@@ -135,7 +136,7 @@ def test_plain_prompt_chosen_rejected_records_import(engine: Engine, tmp_path: P
 
 def test_extra_keys_are_kept_as_metadata(engine: Engine, tmp_path: Path) -> None:
     record = make_record(0, source="lamp-qa", scores={"judge": 0.9})
-    ingest.import_file(engine, write_jsonl(tmp_path / "p.jsonl", [record]), study="s1")
+    ingest.import_file(engine, write_jsonl(tmp_path / "p.jsonl", [record]), study="s1", account=SYSTEM)
     assert _pairs(engine)["pair-0"].meta == {"source": "lamp-qa", "scores": {"judge": 0.9}}
 
 
@@ -250,9 +251,9 @@ def test_a_bad_file_is_refused_and_writes_nothing(engine: Engine, tmp_path: Path
     write, message = BAD_FILES[case]
     path = write(tmp_path)
     with pytest.raises(UserError, match=re.escape(message)):
-        ingest.import_file(engine, path, study="s1")
+        ingest.import_file(engine, path, study="s1", account=SYSTEM)
     with pytest.raises(UserError):
-        ingest.import_file(engine, path, study="brand-new")
+        ingest.import_file(engine, path, study="brand-new", account=SYSTEM)
     assert counts(engine) == before
 
 
@@ -292,9 +293,9 @@ def test_json_and_field_problems_are_counted_together(tmp_path: Path) -> None:
 
 def test_reimporting_the_same_file_is_a_no_op(engine: Engine, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "p.jsonl", make_records(4))
-    ingest.import_file(engine, path, study="s1")
+    ingest.import_file(engine, path, study="s1", account=SYSTEM)
     before = _pairs(engine)
-    summary = ingest.import_file(engine, path, study="s1")
+    summary = ingest.import_file(engine, path, study="s1", account=SYSTEM)
     assert str(summary) == "study 's1': imported 0, unchanged 4"
     after = _pairs(engine)
     assert {k: (p.id, p.content_hash) for k, p in after.items()} == {
@@ -304,7 +305,7 @@ def test_reimporting_the_same_file_is_a_no_op(engine: Engine, tmp_path: Path) ->
 
 def test_new_records_are_added_next_to_unchanged_ones(engine: Engine, tmp_path: Path) -> None:
     make_study(engine, tmp_path, 3)
-    summary = ingest.import_file(engine, write_jsonl(tmp_path / "more.jsonl", make_records(5)), study="s1")
+    summary = ingest.import_file(engine, write_jsonl(tmp_path / "more.jsonl", make_records(5)), study="s1", account=SYSTEM)
     assert (summary.imported, summary.unchanged) == (2, 3)
 
 
@@ -314,7 +315,7 @@ def test_a_changed_record_is_refused_without_replace(engine: Engine, tmp_path: P
     records = [*make_records(2), make_record(7)]
     records[0]["chosen"] = "A rewritten chosen response."
     with pytest.raises(UserError, match=r"1 record\(s\) changed under an existing id \('pair-0'\)"):
-        ingest.import_file(engine, write_jsonl(tmp_path / "changed.jsonl", records), study="s1")
+        ingest.import_file(engine, write_jsonl(tmp_path / "changed.jsonl", records), study="s1", account=SYSTEM)
     assert counts(engine) == before
     assert _pairs(engine)["pair-0"].chosen == make_record(0)["chosen"]
 
@@ -325,11 +326,11 @@ def test_a_changed_record_is_updated_with_replace(engine: Engine, tmp_path: Path
     records = make_records(2)
     records[0] |= {"chosen": "A rewritten chosen response.", "source": "v2"}
     path = write_jsonl(tmp_path / "changed.jsonl", records)
-    summary = ingest.import_file(engine, path, study="s1", replace=True)
+    summary = ingest.import_file(engine, path, study="s1", replace=True, account=SYSTEM)
     assert (summary.imported, summary.unchanged, summary.replaced) == (0, 1, 1)
     pair = _pairs(engine)["pair-0"]
     assert (pair.id, pair.chosen, pair.meta) == (pair_id, "A rewritten chosen response.", {"source": "v2"})
-    assert ingest.import_file(engine, path, study="s1").unchanged == 2
+    assert ingest.import_file(engine, path, study="s1", account=SYSTEM).unchanged == 2
 
 
 def test_a_judged_pair_cannot_be_replaced(engine: Engine, tmp_path: Path) -> None:
@@ -341,7 +342,7 @@ def test_a_judged_pair_cannot_be_replaced(engine: Engine, tmp_path: Path) -> Non
         session.commit()
     changed = write_jsonl(tmp_path / "c.jsonl", [make_record(0, chosen="Another text.")])
     with pytest.raises(UserError, match="already have judgments"):
-        ingest.import_file(engine, changed, study="s1", replace=True)
+        ingest.import_file(engine, changed, study="s1", replace=True, account=SYSTEM)
 
 
 def test_the_same_id_in_another_study_is_a_different_pair(engine: Engine, tmp_path: Path) -> None:
@@ -354,14 +355,14 @@ def test_the_same_id_in_another_study_is_a_different_pair(engine: Engine, tmp_pa
 def test_a_valid_file_after_a_bad_one_imports(engine: Engine, tmp_path: Path) -> None:
     bad = write_jsonl(tmp_path / "bad.jsonl", [make_record(0), make_record(1, rejected="")])
     with pytest.raises(IngestError):
-        ingest.import_file(engine, bad, study="s1")
+        ingest.import_file(engine, bad, study="s1", account=SYSTEM)
     good = write_jsonl(tmp_path / "good.jsonl", make_records(2))
-    assert ingest.import_file(engine, good, study="s1").imported == 2
+    assert ingest.import_file(engine, good, study="s1", account=SYSTEM).imported == 2
 
 
 def test_gold_pairs_are_marked(engine: Engine, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "p.jsonl", [make_record(0, gold=True), make_record(1, gold="yes")])
-    ingest.import_file(engine, path, study="s1")
+    ingest.import_file(engine, path, study="s1", account=SYSTEM)
     pairs = _pairs(engine)
     assert (pairs["pair-0"].is_gold, pairs["pair-1"].is_gold) == (True, False)
 

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator import labels
+from annotator.accounts import SYSTEM
 from annotator.assign import assign
 from annotator.errors import AuthError, LabelError
 from annotator.store import db
@@ -37,7 +38,7 @@ def setup(engine: Engine, tmp_path: Path) -> Iterator[Setup]:
     make_study(engine, tmp_path, 3)
     annotator, other = make_annotators(engine, 2)
     with db.session_scope(engine) as session:
-        assign(session, study="s1", overlap=2, seed=0)
+        assign(session, study="s1", overlap=2, seed=0, account=SYSTEM)
     with Session(engine) as session:
         found = session.exec(
             select(Assignment).where(Assignment.annotator_id == annotator).order_by(Assignment.position)

@@ -8,6 +8,7 @@ from sqlalchemy.engine import Engine
 
 from analysis.equivalence import tost_paired
 from analysis.power import pairs_needed, simulated_power, tost_power
+from annotator.accounts import SYSTEM
 
 
 def _monte_carlo_power(n: int, sd: float, margin: float, true_diff: float, n_sim: int, seed: int) -> float:
@@ -95,7 +96,7 @@ def test_power_command_reports_a_study(env_db: str, engine: Engine) -> None:
     from annotator.simulate import SimulationSpec, simulate
 
     sample = Path(__file__).resolve().parents[1] / "data" / "sample_pairs.jsonl"
-    ingest.import_file(engine, sample, study="sample")
+    ingest.import_file(engine, sample, study="sample", account=SYSTEM)
     simulate(engine, study="sample", spec=SimulationSpec(seed=1))
     result = CliRunner().invoke(app, ["power", "--study", "sample", "--no-check"])
     assert result.exit_code == 0, result.output

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from analysis.report import REPORT_SCHEMA, Report, methods_paragraph, to_html, to_json, to_markdown
 from analysis.validation import validate_pairs
 from annotator import ingest
+from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.demo import SAMPLE
 from annotator.readers import label_frame
@@ -33,7 +34,7 @@ def _database(tmp_path: Path, *, judged: bool = True) -> tuple[str, Engine]:
     url = fresh_db_url(tmp_path)
     db.upgrade(url)
     engine = db.make_engine(url)
-    ingest.import_file(engine, SAMPLE, study=STUDY)
+    ingest.import_file(engine, SAMPLE, study=STUDY, account=SYSTEM)
     if judged:
         simulate(engine, study=STUDY, spec=SimulationSpec(seed=0))
     return url, engine
@@ -43,7 +44,7 @@ def _database(tmp_path: Path, *, judged: bool = True) -> tuple[str, Engine]:
 def study(tmp_path: Path) -> tuple[str, Engine, Report]:
     url, engine = _database(tmp_path)
     with db.session_scope(engine) as session:
-        report = study_report(session, study=STUDY, n_boot=100)
+        report = study_report(session, study=STUDY, n_boot=100, account=SYSTEM)
     return url, engine, report
 
 
@@ -66,7 +67,7 @@ def test_json_numbers_equal_validate_pairs(study: tuple[str, Engine, Report]) ->
     """The report (used by the app and the CLI) holds exactly what validate_pairs computes."""
     _, engine, report = study
     with db.session_scope(engine) as session:
-        frame = label_frame(session, study=STUDY)
+        frame = label_frame(session, study=STUDY, account=SYSTEM)
         config = parse_config(get_study(session, STUDY).config)
     direct = validate_pairs(
         frame,

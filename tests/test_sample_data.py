@@ -6,6 +6,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from annotator.accounts import SYSTEM
+
 DATA = Path(__file__).parents[1] / "data"
 PAIRS = DATA / "sample_pairs.jsonl"
 GUIDELINES = DATA / "guidelines.md"
@@ -148,9 +150,9 @@ def test_sample_imports_cleanly(tmp_path: Path) -> None:
     url = fresh_db_url(tmp_path)
     upgrade(url)
     engine = make_engine(url)
-    summary = import_file(engine, PAIRS, study="sample")
+    summary = import_file(engine, PAIRS, study="sample", account=SYSTEM)
     assert summary.imported == n
     assert summary.unchanged == 0
-    again = import_file(engine, PAIRS, study="sample")
+    again = import_file(engine, PAIRS, study="sample", account=SYSTEM)
     assert again.imported == 0
     assert again.unchanged == n

@@ -16,6 +16,7 @@ import pytest
 from sqlmodel import Session, col, select
 
 from annotator import accounts, ingest
+from annotator.accounts import SYSTEM
 from annotator.assign import assign
 from annotator.store import db
 from annotator.store.models import Assignment, Event, Judgment, Pair, User
@@ -38,11 +39,11 @@ def study_url(tmp_path: Path) -> str:
     """A PostgreSQL database with four pairs, both annotators on every pair."""
     url = fresh_db_url(tmp_path, migrated=True)
     engine = db.make_engine(url)
-    ingest.import_file(engine, write_jsonl(tmp_path / "pairs.jsonl", make_records(4)), study="s1")
+    ingest.import_file(engine, write_jsonl(tmp_path / "pairs.jsonl", make_records(4)), study="s1", account=SYSTEM)
     with db.session_scope(engine) as session:
         for username, password in ANNOTATORS.items():
-            accounts.add_user(session, username=username, role="annotator", password=password)
-        assign(session, study="s1", overlap=2, seed=0)
+            accounts.add_user(session, username=username, role="annotator", password=password, account=SYSTEM)
+        assign(session, study="s1", overlap=2, seed=0, account=SYSTEM)
     engine.dispose()
     return url
 

@@ -17,7 +17,7 @@ from sqlalchemy.exc import DatabaseError
 from sqlmodel import Session, func, select
 
 from annotator import accounts, adjudicate, assign, dashboard, export, ingest, labels, readers
-from annotator.accounts import Account
+from annotator.accounts import SYSTEM, Account
 from annotator.errors import AuthError
 from annotator.store import db
 from annotator.store.models import Adjudication, Assignment, Event, Judgment, User
@@ -46,7 +46,7 @@ class World:
 def world(engine: Engine, tmp_path: Path) -> Iterator[World]:
     """Three pairs rated by nobody yet; ann1 and ann2 each have all three; an adjudicator and a researcher."""
     ingest.import_file(
-        engine, write_jsonl(tmp_path / "pairs.jsonl", [make_record(i) for i in range(3)]), study=STUDY
+        engine, write_jsonl(tmp_path / "pairs.jsonl", [make_record(i) for i in range(3)]), study=STUDY, account=SYSTEM
     )
     found: dict[str, Account] = {}
     with db.session_scope(engine) as session:
@@ -59,7 +59,7 @@ def world(engine: Engine, tmp_path: Path) -> Iterator[World]:
             user = make_user(session, name, role=role)
             found[name] = Account(id=int(user.id or 0), username=name, role=role)
     with db.session_scope(engine) as session:
-        assign.assign(session, study=STUDY, overlap=2, seed=0)
+        assign.assign(session, study=STUDY, overlap=2, seed=0, account=SYSTEM)
     queues: dict[str, list[int]] = {}
     with Session(engine) as session:
         for name in ("ann1", "ann2"):
@@ -437,7 +437,7 @@ def test_a_session_expires_after_twelve_hours(app_env: World, hours: float, expi
 
 def test_a_login_link_works_once(app_env: World) -> None:
     with db.session_scope(app_env.engine) as session:
-        token = accounts.issue_login_token(session, username="ann1")
+        token = accounts.issue_login_token(session, username="ann1", account=SYSTEM)
     first = _app()
     first.query_params["token"] = token
     first.run()
@@ -460,7 +460,7 @@ def test_a_login_link_works_once(app_env: World) -> None:
 
 def test_an_expired_login_link_is_refused(app_env: World) -> None:
     with db.session_scope(app_env.engine) as session:
-        token = accounts.issue_login_token(session, username="ann1", valid_for=timedelta(seconds=-1))
+        token = accounts.issue_login_token(session, username="ann1", valid_for=timedelta(seconds=-1), account=SYSTEM)
     at = _app()
     at.query_params["token"] = token
     at.run()
@@ -545,7 +545,7 @@ def test_the_audit_log_never_holds_a_password_token_or_text(world: World) -> Non
         with pytest.raises(AuthError), db.session_scope(world.engine) as session:
             accounts.authenticate(session, "carol", wrong)
     with db.session_scope(world.engine) as session:
-        token = accounts.issue_login_token(session, username="carol")
+        token = accounts.issue_login_token(session, username="carol", account=SYSTEM)
     with db.session_scope(world.engine) as session:
         accounts.redeem_login_token(session, token)
     with pytest.raises(AuthError), db.session_scope(world.engine) as session:

@@ -12,6 +12,7 @@ from sqlmodel import Session, col, func, select
 
 from analysis.report import Report
 from annotator import ingest
+from annotator.accounts import SYSTEM
 from annotator.demo import SAMPLE
 from annotator.reporting import study_report
 from annotator.simulate import SimulationSpec, SimulationSummary, simulate
@@ -32,7 +33,7 @@ def _engine(tmp_path: Path, name: str = "t") -> Engine:
     url = fresh_db_url(tmp_path, name)
     db.upgrade(url)
     engine = db.make_engine(url)
-    ingest.import_file(engine, SAMPLE, study=STUDY)
+    ingest.import_file(engine, SAMPLE, study=STUDY, account=SYSTEM)
     return engine
 
 
@@ -57,7 +58,7 @@ def _scores(engine: Engine) -> list[tuple[str, str, str, str, float]]:
 
 def _report(engine: Engine) -> Report:
     with db.session_scope(engine) as session:
-        return study_report(session, study=STUDY, n_boot=50, mixed=False)
+        return study_report(session, study=STUDY, n_boot=50, mixed=False, account=SYSTEM)
 
 
 def test_sample_has_enough_pairs_and_six_flawed_ones() -> None:

@@ -9,6 +9,7 @@ from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from annotator import study as study_module
+from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.errors import ConfigError, UserError
 from annotator.ingest import import_file
@@ -81,7 +82,7 @@ def test_config_at_first_import_is_stored(env_db: str, tmp_path: Path, engine: E
 
 
 def test_without_config_the_default_is_stored(engine: Engine, tmp_path: Path) -> None:
-    import_file(engine, write_jsonl(tmp_path / "p.jsonl", make_records(1)), study="s1")
+    import_file(engine, write_jsonl(tmp_path / "p.jsonl", make_records(1)), study="s1", account=SYSTEM)
     with Session(engine) as session:
         stored = session.exec(select(Study.config)).one()
     assert stored == study_module.load_config().model_dump()
@@ -89,7 +90,7 @@ def test_without_config_the_default_is_stored(engine: Engine, tmp_path: Path) ->
 
 def test_a_different_config_for_an_existing_study_is_refused(engine: Engine, tmp_path: Path) -> None:
     pairs = write_jsonl(tmp_path / "p.jsonl", make_records(1))
-    import_file(engine, pairs, study="s1")
+    import_file(engine, pairs, study="s1", account=SYSTEM)
     other = study_module.load_config(_variant(tmp_path, "overlap = 3", "overlap = 5"))
     with pytest.raises(UserError, match="already exists with another configuration"):
-        import_file(engine, pairs, study="s1", config=other)
+        import_file(engine, pairs, study="s1", config=other, account=SYSTEM)
