@@ -311,8 +311,9 @@ def alpha_ci(
     seed: int = 0,
     confidence: float = 0.95,
     value_domain: npt.ArrayLike | None = None,
+    clusters: npt.ArrayLike | None = None,
 ) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval for Krippendorff's alpha, resampling units.
+    """Percentile bootstrap confidence interval for Krippendorff's alpha, resampling units or clusters.
 
     Parameters
     ----------
@@ -328,6 +329,10 @@ def alpha_ci(
         Coverage of the two-sided interval, in (0, 1).
     value_domain : array_like, shape (V,), optional
         As in :func:`krippendorff_alpha`.
+    clusters : array_like, shape (units,), optional
+        A cluster label per unit (column of ``data``), e.g. the pair of a (pair, response) unit. Given,
+        whole clusters are resampled (a cluster bootstrap): the interval then covers new pairs rated
+        by these annotators, and units of one pair are not counted as independent.
 
     Returns
     -------
@@ -374,6 +379,8 @@ def alpha_ci(
     units = _prepare_alpha(data, level, value_domain)
     kernel = _AlphaKernel(units)
     rng = np.random.default_rng(seed)
+    if clusters is not None:
+        return _cluster_ci(data, clusters, units, kernel, rng, n_boot, confidence)
     n_units = int(units.sizes.sum())
     n_groups = units.sizes.size
     by_group = 8 * n_groups < n_units  # multinomial over groups costs O(G), index draws O(N)
@@ -392,6 +399,41 @@ def alpha_ci(
             idx += (np.arange(b) * n_groups)[:, None]
             w = np.bincount(idx.ravel(), minlength=b * n_groups).reshape(b, n_groups).astype(np.float64)
         out[start : start + b] = kernel.alpha(w)
+    out = out[np.isfinite(out)]
+    if out.size == 0:
+        return (float("nan"), float("nan"))
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(out, [tail, 1.0 - tail])
+    return (float(low), float(high))
+
+
+def _cluster_ci(
+    data: npt.ArrayLike,
+    clusters: npt.ArrayLike,
+    units: _AlphaUnits,
+    kernel: _AlphaKernel,
+    rng: np.random.Generator,
+    n_boot: int,
+    confidence: float,
+) -> tuple[float, float]:
+    """Percentile interval of alpha over resamples of whole clusters of units."""
+    x = np.asarray(data, dtype=np.float64)
+    labels = np.asarray(clusters)
+    if labels.shape != (x.shape[1],):
+        raise ValueError(f"clusters must have one label per unit ({x.shape[1]}), got shape {labels.shape}")
+    keep = (~np.isnan(x)).sum(axis=0) >= 2
+    codes, uniq = pd.factorize(labels[keep])
+    n_clusters = len(uniq)
+    # units of each (cluster, group): a resample's group weights are cluster counts @ this matrix
+    incidence = sp.csr_matrix(
+        (np.ones(len(codes)), (codes, units.group)), shape=(n_clusters, units.sizes.size)
+    )
+    chunk = int(max(1, min(n_boot, _BOOT_CELLS // max(n_clusters, units.sizes.size, 1))))
+    out = np.empty(n_boot)
+    for start in range(0, n_boot, chunk):
+        b = min(chunk, n_boot - start)
+        counts = rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=b).astype(np.float64)
+        out[start : start + b] = kernel.alpha(np.asarray(incidence.T @ counts.T).T)
     out = out[np.isfinite(out)]
     if out.size == 0:
         return (float("nan"), float("nan"))
@@ -871,9 +913,9 @@ def icc(
 _TABLE_COLUMNS = [
     "item",
     "level",
-    "alpha",
-    "alpha_ci_low",
-    "alpha_ci_high",
+    "krippendorff_alpha",
+    "krippendorff_alpha_ci_low",
+    "krippendorff_alpha_ci_high",
     "icc_a1",
     "icc_ak",
     "fleiss_kappa",
@@ -881,7 +923,19 @@ _TABLE_COLUMNS = [
     "percent_agreement",
     "n_units",
     "n_ratings",
+    "ci_level",
+    "ci_covers",
 ]
+
+
+def _wide_units(
+    long: pd.DataFrame, unit_cols: list[str], what: str
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.str_]]:
+    """Ratings (annotators x units) and the pair of each unit."""
+    unit_code, units = pd.factorize(pd.MultiIndex.from_frame(long[unit_cols]))
+    x = _wide(long, unit_cols, what)
+    pairs = np.asarray([unit[0] for unit in units]).astype(str)
+    return x, pairs
 
 
 def _wide(long: pd.DataFrame, unit_cols: list[str], what: str) -> npt.NDArray[np.float64]:
@@ -914,6 +968,12 @@ def _slot_icc(x: npt.NDArray[np.float64]) -> tuple[float, float]:
     return (float(res.at["ICC(A,1)", "ICC"]), float(res.at["ICC(A,k)", "ICC"]))
 
 
+_COVERS = {
+    "pair": "new pairs rated by this panel (pairs resampled, both responses of a pair together)",
+    "unit": "new (pair, response) units rated by this panel (units resampled independently)",
+}
+
+
 def _item_row(
     item: str,
     level: Level,
@@ -922,11 +982,19 @@ def _item_row(
     n_boot: int,
     seed: int,
     confidence: float,
+    clusters: npt.NDArray[np.str_] | None,
 ) -> dict[str, object]:
     counts = (~np.isnan(x)).sum(axis=0)
     pairable = counts >= 2
     row: dict[str, object] = dict.fromkeys(_TABLE_COLUMNS, np.nan)
-    row.update(item=item, level=level, n_units=int(pairable.sum()), n_ratings=int(counts[pairable].sum()))
+    row.update(
+        item=item,
+        level=level,
+        n_units=int(pairable.sum()),
+        n_ratings=int(counts[pairable].sum()),
+        ci_level=confidence,
+        ci_covers=_COVERS["unit" if clusters is None else "pair"],
+    )
     if x.shape[0] < 2 or not pairable.any():
         return row
 
@@ -936,10 +1004,19 @@ def _item_row(
         except ValueError:  # undefined for these data (e.g. no variation): reported as NaN
             return np.nan
 
-    row["alpha"] = safe(krippendorff_alpha, x, level=level, value_domain=domain)
-    ci = safe(alpha_ci, x, level=level, n_boot=n_boot, seed=seed, confidence=confidence, value_domain=domain)
+    row["krippendorff_alpha"] = safe(krippendorff_alpha, x, level=level, value_domain=domain)
+    ci = safe(
+        alpha_ci,
+        x,
+        level=level,
+        n_boot=n_boot,
+        seed=seed,
+        confidence=confidence,
+        value_domain=domain,
+        clusters=clusters,
+    )
     if isinstance(ci, tuple):
-        row["alpha_ci_low"], row["alpha_ci_high"] = ci
+        row["krippendorff_alpha_ci_low"], row["krippendorff_alpha_ci_high"] = ci
     row["icc_a1"], row["icc_ak"] = _slot_icc(x)
     rated = counts[counts > 0]
     if rated.min() == rated.max():
@@ -957,6 +1034,9 @@ def agreement_table(
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    scale_min: float = 1,
+    scale_max: float = 5,
+    bootstrap: Literal["pair", "unit"] = "pair",
 ) -> pd.DataFrame:
     """Agreement per rated item of a study, one row per quality item, the rubric and the preference.
 
@@ -967,19 +1047,27 @@ def agreement_table(
         ``item, value`` and optionally ``preference`` (-2..2, repeated on every row of a judgment).
         Rows with a missing ``value`` are ignored.
     quality_items : sequence of str
-        Quality items rated 1..5 (ordinal, value domain 1..5).
+        Quality items, rated on the integer scale ``scale_min..scale_max`` (ordinal).
     rubric_item : str, default "rubric"
         Name of the rubric row. The per-response rubric score is the mean over the items
         ``"<rubric_item>:0"``, ``"<rubric_item>:1"``, ... (0/1/2 each), or the item ``rubric_item``
         itself if the frame already holds it; its level is interval.
     n_boot, seed, confidence
         Passed to :func:`alpha_ci`.
+    scale_min, scale_max : float, default 1 and 5
+        The quality scale (the study's ``[quality]`` section); a value outside it raises
+        ``ValueError``.
+    bootstrap : {"pair", "unit"}, default "pair"
+        ``"pair"``: resample pairs (both responses of a pair together; a cluster bootstrap).
+        ``"unit"``: resample (pair, response) units independently. ``ci_covers`` says which
+        population the interval covers.
 
     Returns
     -------
-    DataFrame, shape (items, 12)
-        Columns ``item, level, alpha, alpha_ci_low, alpha_ci_high, icc_a1, icc_ak, fleiss_kappa, ac1,
-        percent_agreement, n_units, n_ratings``.
+    DataFrame, shape (items, 14)
+        Columns ``item, level, krippendorff_alpha, krippendorff_alpha_ci_low,
+        krippendorff_alpha_ci_high, icc_a1, icc_ak, fleiss_kappa, ac1, percent_agreement, n_units,
+        n_ratings, ci_level, ci_covers``.
 
     Notes
     -----
@@ -1005,23 +1093,29 @@ def agreement_table(
     ...     "value": [5, 3, 4, 2] * 2,
     ... })
     >>> table = agreement_table(frame, quality_items=["helpfulness"], n_boot=50)
-    >>> table[["item", "level", "alpha", "percent_agreement", "n_units"]].to_dict("records")
-    [{'item': 'helpfulness', 'level': 'ordinal', 'alpha': 1.0, 'percent_agreement': 1.0, 'n_units': 4}]
+    >>> table[["item", "level", "krippendorff_alpha", "n_units"]].to_dict("records")
+    [{'item': 'helpfulness', 'level': 'ordinal', 'krippendorff_alpha': 1.0, 'n_units': 4}]
     """
     required = ["pair_id", "annotator", "response", "item", "value"]
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise ValueError(f"frame has no column(s) {missing}")
+    if bootstrap not in ("pair", "unit"):
+        raise ValueError(f"bootstrap must be 'pair' or 'unit', got {bootstrap!r}")
+    if not scale_max > scale_min:
+        raise ValueError(f"scale_max must be above scale_min, got {scale_min!r}..{scale_max!r}")
     rated = frame.loc[frame["value"].notna(), required]
     unit = ["pair_id", "response"]
     rows: list[dict[str, object]] = []
-    quality_domain = np.arange(1.0, 6.0)
+    quality_domain = np.arange(float(scale_min), float(scale_max) + 1.0)
+    by_pair = bootstrap == "pair"
     for item in quality_items:
         sub = rated[rated["item"] == item]
         if sub.empty:
             raise ValueError(f"quality item {item!r} has no ratings in frame")
-        x = _wide(sub, unit, item)
-        rows.append(_item_row(item, "ordinal", x, quality_domain, n_boot, seed, confidence))
+        x, pairs = _wide_units(sub, unit, item)
+        cl = pairs if by_pair else None
+        rows.append(_item_row(item, "ordinal", x, quality_domain, n_boot, seed, confidence, cl))
 
     items = rated["item"].astype(str)
     if (items == rubric_item).any():
@@ -1032,8 +1126,9 @@ def agreement_table(
             "value"
         ].mean()
     if not rubric.empty:
-        x = _wide(rubric, unit, rubric_item)
-        rows.append(_item_row(rubric_item, "interval", x, None, n_boot, seed, confidence))
+        x, pairs = _wide_units(rubric, unit, rubric_item)
+        cl = pairs if by_pair else None
+        rows.append(_item_row(rubric_item, "interval", x, None, n_boot, seed, confidence, cl))
 
     if "preference" in frame.columns and frame["preference"].notna().any():
         pref = frame.loc[frame["preference"].notna(), ["pair_id", "annotator", "preference"]]
@@ -1042,6 +1137,9 @@ def agreement_table(
             raise ValueError("preference differs between rows of the same judgment (pair_id, annotator)")
         pref = per_judgment.first().reset_index().rename(columns={"preference": "value"})
         x = _wide(pref, ["pair_id"], "preference")
-        rows.append(_item_row("preference", "ordinal", x, np.arange(-2.0, 3.0), n_boot, seed, confidence))
+        # one unit per pair: resampling units is resampling pairs
+        row = _item_row("preference", "ordinal", x, np.arange(-2.0, 3.0), n_boot, seed, confidence, None)
+        row["ci_covers"] = _COVERS["pair"].split(" (")[0] + " (one unit per pair)"
+        rows.append(row)
     out = pd.DataFrame(rows, columns=_TABLE_COLUMNS)
     return out.astype({"n_units": np.int64, "n_ratings": np.int64})

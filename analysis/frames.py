@@ -24,10 +24,25 @@ time_s : float
     Judgment level: seconds on task (server-measured).
 category, judgment_id : optional
     Kept when present.
+
+Optional columns (the database reader writes them; a frame without them still works):
+
+control : str
+    ``""`` for a main pair, else ``"gold"``, ``"positive"``, ``"swap"``, ``"duplicate"`` or
+    ``"training"``. Rows with a non-empty control never enter the main analysis. For ``"positive"``
+    (a positive control) ``chosen`` is the intact response and ``rejected`` carries a planted quality
+    defect; the report checks that the gap is detected.
+arm : str
+    A between-annotator study arm; the main analysis pools the arms.
+side_chosen : {"A", "B"}
+    Judgment level: the side on which the annotator saw ``chosen``.
+chosen_chars, rejected_chars : float
+    Pair level: the lengths of the two responses in characters.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +50,12 @@ import pandas as pd
 
 __all__ = [
     "ANNOTATOR",
+    "ARM",
     "CATEGORY",
     "CHOSEN",
+    "CHOSEN_CHARS",
+    "CONTROL",
+    "CONTROL_KINDS",
     "CONFIDENCE",
     "ITEM",
     "JUDGMENT_COLUMNS",
@@ -45,20 +64,34 @@ __all__ = [
     "PREFERENCE",
     "QUALITY_ITEMS",
     "REJECTED",
+    "REJECTED_CHARS",
     "REQUIRED_COLUMNS",
     "RESPONSE",
     "RUBRIC_ITEM",
     "RUBRIC_PREFIX",
+    "SIDE_CHOSEN",
     "TIME_S",
     "VALUE",
     "add_rubric_means",
+    "judgment_differences",
     "judgments",
+    "pair_majority",
     "pair_means",
+    "pair_means_from_differences",
     "read_labels",
+    "rubric_scores",
+    "split_controls",
     "validate_frame",
 ]
 
 PAIR_ID = "pair_id"
+CONTROL = "control"
+ARM = "arm"
+SIDE_CHOSEN = "side_chosen"
+CHOSEN_CHARS = "chosen_chars"
+REJECTED_CHARS = "rejected_chars"
+#: Allowed values of the optional ``control`` column ("" = a main pair).
+CONTROL_KINDS: tuple[str, ...] = ("", "gold", "positive", "swap", "duplicate", "training")
 ANNOTATOR = "annotator"
 RESPONSE = "response"
 ITEM = "item"
@@ -92,7 +125,7 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
 )
 #: Columns that describe a whole judgment (one per pair and annotator).
 JUDGMENT_COLUMNS: tuple[str, ...] = (PREFERENCE, CONFIDENCE, TIME_S)
-_OPTIONAL_JUDGMENT_COLUMNS = (CATEGORY, JUDGMENT_ID)
+_OPTIONAL_JUDGMENT_COLUMNS = (CATEGORY, JUDGMENT_ID, CONTROL, ARM, SIDE_CHOSEN, CHOSEN_CHARS, REJECTED_CHARS)
 _KEY = [PAIR_ID, ANNOTATOR, RESPONSE, ITEM]
 
 
@@ -186,6 +219,26 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     aspect = out[ITEM].str.startswith(RUBRIC_PREFIX)
     if aspect.any():
         _integers_in(out.loc[aspect, VALUE], "value (rubric aspects)", 0, 2)
+    if CONTROL in out.columns:
+        out[CONTROL] = out[CONTROL].fillna("").astype(str)
+        bad = ~out[CONTROL].isin(CONTROL_KINDS)
+        if bad.any():
+            raise ValueError(
+                f"column 'control' must be empty or one of {', '.join(CONTROL_KINDS[1:])}, "
+                f"got: {_show(out.loc[bad, CONTROL])}"
+            )
+    if ARM in out.columns:
+        out[ARM] = out[ARM].fillna("").astype(str)
+    if SIDE_CHOSEN in out.columns:
+        side = out[SIDE_CHOSEN]
+        bad = side.notna() & ~side.isin(("A", "B"))
+        if bad.any():
+            raise ValueError(f"column 'side_chosen' must be 'A' or 'B', got: {_show(side[bad])}")
+    for col in (CHOSEN_CHARS, REJECTED_CHARS):
+        if col in out.columns:
+            out[col] = _numeric(out, col, allow_missing=True)
+            if (out[col] < 0).any():
+                raise ValueError(f"column '{col}' must be >= 0")
     dup = out.duplicated(_KEY)
     if dup.any():
         raise ValueError(
@@ -194,12 +247,43 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def add_rubric_means(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add the per-response rubric score as item ``"rubric"``.
+def rubric_scores(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """The per-response rubric score: the mean of the ``rubric:<k>`` aspect values (one home).
 
-    The rubric score of a response in one judgment is the mean of its ``rubric:<k>`` aspect values
-    (LaMP-QA's 0/1/2 per aspect). Existing ``"rubric"`` rows are replaced; a frame without rubric
-    aspects is returned unchanged (as a copy).
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Long rows with columns ``item`` and ``value`` plus the ``keys``; rows of other items are
+        ignored.
+    keys : sequence of str
+        The columns that identify one rated response, e.g. ``["pair_id", "annotator", "response"]``
+        (a judgment's response) or ``["judgment_id", "response"]``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``*keys, item, value`` with ``item == "rubric"``: one row per key that has aspects.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"judgment_id": [7, 7, 7], "response": "chosen",
+    ...     "item": ["rubric:0", "rubric:1", "correctness"], "value": [2.0, 1.0, 4.0]})
+    >>> rubric_scores(rows, ["judgment_id", "response"]).to_dict("records")
+    [{'judgment_id': 7, 'response': 'chosen', 'item': 'rubric', 'value': 1.5}]
+    """
+    keys = list(keys)
+    aspects = rows[rows[ITEM].astype(str).str.startswith(RUBRIC_PREFIX)]
+    means = aspects.groupby(keys, sort=False, observed=True)[VALUE].mean().reset_index()
+    means.insert(len(keys), ITEM, RUBRIC_ITEM)
+    return means[[*keys, ITEM, VALUE]]
+
+
+def add_rubric_means(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add the per-response rubric score (:func:`rubric_scores`) as item ``"rubric"``.
+
+    Existing ``"rubric"`` rows are replaced; a frame without rubric aspects is returned unchanged
+    (as a copy).
 
     Parameters
     ----------
@@ -209,7 +293,8 @@ def add_rubric_means(frame: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        ``frame`` plus one ``"rubric"`` row per (pair_id, annotator, response) that has aspects.
+        ``frame`` plus one ``"rubric"`` row per (pair_id, annotator, response) that has aspects, with
+        the judgment-level columns carried over.
 
     Examples
     --------
@@ -222,16 +307,36 @@ def add_rubric_means(frame: pd.DataFrame) -> pd.DataFrame:
     [1.5]
     """
     base = frame[frame[ITEM] != RUBRIC_ITEM]
-    aspects = base[base[ITEM].str.startswith(RUBRIC_PREFIX)]
-    if aspects.empty:
-        return base.copy()
     keys = [PAIR_ID, ANNOTATOR, RESPONSE]
-    carry = [c for c in (*JUDGMENT_COLUMNS, *_OPTIONAL_JUDGMENT_COLUMNS) if c in aspects.columns]
-    agg: dict[str, tuple[str, str]] = {VALUE: (VALUE, "mean")}
-    agg.update({c: (c, "first") for c in carry})
-    means = aspects.groupby(keys, sort=False, observed=True).agg(**agg).reset_index()
-    means[ITEM] = RUBRIC_ITEM
+    means = rubric_scores(base, keys)
+    if means.empty:
+        return base.copy()
+    carry = [c for c in (*JUDGMENT_COLUMNS, *_OPTIONAL_JUDGMENT_COLUMNS) if c in base.columns]
+    if carry:
+        first = base.drop_duplicates(keys)[[*keys, *carry]]
+        means = means.merge(first, on=keys, how="left")
     return pd.concat([base, means[[c for c in base.columns if c in means.columns]]], ignore_index=True)
+
+
+def split_controls(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split a label frame into the main pairs and the control pairs (optional ``control`` column).
+
+    Returns
+    -------
+    tuple of pandas.DataFrame
+        ``(main, controls)``; without a ``control`` column every row is main.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"pair_id": ["p1", "c1"], "control": ["", "positive"]})
+    >>> [len(part) for part in split_controls(df)]
+    [1, 1]
+    """
+    if CONTROL not in frame.columns:
+        return frame, frame.iloc[:0]
+    is_control = frame[CONTROL].fillna("").astype(str) != ""
+    return frame[~is_control], frame[is_control]
 
 
 def _item_rows(frame: pd.DataFrame, item: str) -> pd.DataFrame:
@@ -241,6 +346,62 @@ def _item_rows(frame: pd.DataFrame, item: str) -> pd.DataFrame:
         rows = add_rubric_means(frame)
         rows = rows[rows[ITEM] == item]
     return rows
+
+
+def judgment_differences(frame: pd.DataFrame, item: str) -> pd.DataFrame:
+    """One chosen - rejected difference per judgment (pair_id, annotator) on one item.
+
+    Only judgments that scored both responses on ``item`` are kept.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A validated label frame.
+    item : str
+        A quality dimension, ``"rubric"`` (derived from the aspects if needed) or ``"rubric:<k>"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``pair_id, annotator, chosen, rejected, diff`` (plus ``side_chosen``,
+        ``chosen_chars``, ``rejected_chars`` and ``category`` when the frame has them), sorted by pair
+        and annotator.
+
+    Raises
+    ------
+    ValueError
+        If no row has ``item``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"pair_id": "p1", "annotator": ["a", "a", "b"],
+    ...     "response": ["chosen", "rejected", "chosen"], "item": "relevance", "value": [5, 4, 4],
+    ...     "preference": 0, "confidence": 2, "time_s": 9.0})
+    >>> judgment_differences(df, "relevance")[["annotator", "diff"]].to_dict("records")
+    [{'annotator': 'a', 'diff': 1.0}]
+    """
+    rows = _item_rows(frame, item)
+    if rows.empty:
+        raise ValueError(f"no scores for item '{item}'")
+    is_chosen = (rows[RESPONSE] == CHOSEN).to_numpy()
+    keys = [PAIR_ID, ANNOTATOR]
+    extra = [c for c in (SIDE_CHOSEN, CHOSEN_CHARS, REJECTED_CHARS, CATEGORY) if c in rows.columns]
+    chosen = rows.loc[is_chosen, [*keys, VALUE, *extra]].rename(columns={VALUE: CHOSEN})
+    rejected = rows.loc[~is_chosen, [*keys, VALUE]].rename(columns={VALUE: REJECTED})
+    out = chosen.merge(rejected, on=keys, how="inner").dropna(subset=[CHOSEN, REJECTED])
+    out["diff"] = (out[CHOSEN] - out[REJECTED]).astype(float)
+    out = out.sort_values(keys, kind="stable").reset_index(drop=True)
+    return out[[*keys, CHOSEN, REJECTED, "diff", *extra]]
+
+
+def pair_means_from_differences(differences: pd.DataFrame) -> pd.DataFrame:
+    """Per-pair means of :func:`judgment_differences` output (see :func:`pair_means`)."""
+    grouped = differences.groupby(PAIR_ID, sort=True)
+    out = grouped[[CHOSEN, REJECTED]].mean()
+    out["diff"] = out[CHOSEN] - out[REJECTED]
+    out["n_annotators"] = grouped.size().astype(int)
+    return out.reset_index()[[PAIR_ID, CHOSEN, REJECTED, "diff", "n_annotators"]]
 
 
 def pair_means(frame: pd.DataFrame, item: str) -> pd.DataFrame:
@@ -275,23 +436,62 @@ def pair_means(frame: pd.DataFrame, item: str) -> pd.DataFrame:
     >>> pair_means(df, "relevance").to_dict("records")
     [{'pair_id': 'p1', 'chosen': 4.5, 'rejected': 4.0, 'diff': 0.5, 'n_annotators': 2}]
     """
-    rows = _item_rows(frame, item)
-    if rows.empty:
-        raise ValueError(f"no scores for item '{item}'")
-    wide = rows.pivot_table(
-        index=[PAIR_ID, ANNOTATOR], columns=RESPONSE, values=VALUE, aggfunc="first", observed=True
+    return pair_means_from_differences(judgment_differences(frame, item))
+
+
+def pair_majority(votes: pd.DataFrame, *, pair_col: str = PAIR_ID) -> pd.DataFrame:
+    """Majority preference direction per pair (the one home of "majority").
+
+    Parameters
+    ----------
+    votes : pandas.DataFrame
+        One row per judgment (e.g. :func:`judgments`, or the label frame: with an ``annotator``
+        column each (pair, annotator) counts once), with ``pair_col`` and ``preference``
+        (positive = chosen preferred, 0 = tie).
+    pair_col : str, default "pair_id"
+        The column identifying a pair.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``pair_col, n_votes, n_chosen, n_rejected, n_tie, majority, agreement``:
+        ``majority`` is ``"chosen"``, ``"rejected"`` or ``"tie"`` when that direction has more than
+        half of the votes, else ``"none"``; ``agreement`` is the share of the most common direction.
+        Sorted by pair.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> j = pd.DataFrame({"pair_id": ["a", "a", "a", "b", "b"], "annotator": ["x", "y", "z", "x", "y"],
+    ...                   "preference": [1, 2, -1, 0, 1]})
+    >>> pair_majority(j)[["pair_id", "n_chosen", "majority"]].values.tolist()
+    [['a', 2, 'chosen'], ['b', 1, 'none']]
+    """
+    missing = [c for c in (pair_col, PREFERENCE) if c not in votes.columns]
+    if missing:
+        raise ValueError(f"pair_majority needs column(s): {', '.join(missing)}")
+    if ANNOTATOR in votes.columns:
+        votes = votes.drop_duplicates([pair_col, ANNOTATOR])
+    pref = np.sign(votes[PREFERENCE].to_numpy(dtype=float))
+    counts = pd.DataFrame(
+        {
+            pair_col: votes[pair_col].to_numpy(),
+            "n_chosen": pref > 0,
+            "n_rejected": pref < 0,
+            "n_tie": pref == 0,
+        }
     )
-    for resp in RESPONSES:
-        if resp not in wide.columns:
-            wide[resp] = np.nan
-    wide = wide[[CHOSEN, REJECTED]].dropna()
-    grouped = wide.groupby(level=PAIR_ID, sort=True)
-    out = grouped.mean()
-    out["diff"] = out[CHOSEN] - out[REJECTED]
-    out["n_annotators"] = grouped.size().astype(int)
-    out = out.reset_index()
-    out.columns.name = None
-    return out[[PAIR_ID, CHOSEN, REJECTED, "diff", "n_annotators"]]
+    out = counts.groupby(pair_col, sort=True).sum().astype(int)
+    out.insert(0, "n_votes", out.sum(axis=1))
+    top = out[["n_chosen", "n_rejected", "n_tie"]].max(axis=1)
+    half = out["n_votes"] / 2.0
+    out["majority"] = np.select(
+        [out["n_chosen"] > half, out["n_rejected"] > half, out["n_tie"] > half],
+        ["chosen", "rejected", "tie"],
+        default="none",
+    )
+    out["agreement"] = top / out["n_votes"]
+    return out.reset_index()
 
 
 def judgments(frame: pd.DataFrame) -> pd.DataFrame:
@@ -353,7 +553,9 @@ def read_labels(path: str | Path) -> pd.DataFrame:
     """
     path = Path(path)
     suffix = path.suffix.lower()
-    text_cols = dict.fromkeys((PAIR_ID, ANNOTATOR, RESPONSE, ITEM, CATEGORY, JUDGMENT_ID), str)
+    text_cols = dict.fromkeys(
+        (PAIR_ID, ANNOTATOR, RESPONSE, ITEM, CATEGORY, JUDGMENT_ID, CONTROL, ARM, SIDE_CHOSEN), str
+    )
     if suffix == ".csv":
         df = pd.read_csv(path, dtype=text_cols)
     elif suffix in (".jsonl", ".ndjson"):

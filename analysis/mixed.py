@@ -328,7 +328,9 @@ def _satterthwaite(model: _Crossed, sigma: np.ndarray, cov: np.ndarray) -> np.nd
         for i in range(len(free)):
             e = np.zeros(len(free))
             e[i] = steps[i]
-            grad[i] = (model.cov_beta(full(x0 + e))[k, k] - model.cov_beta(full(x0 - e))[k, k]) / (2 * steps[i])
+            grad[i] = (model.cov_beta(full(x0 + e))[k, k] - model.cov_beta(full(x0 - e))[k, k]) / (
+                2 * steps[i]
+            )
         denom = float(grad @ A @ grad)
         df[k] = 2.0 * cov[k, k] ** 2 / denom if denom > 0 else math.inf
     # never more than the residual df, never fewer than 1
@@ -378,7 +380,9 @@ class MixedResult:
         return out
 
 
-MODEL_NAME = "REML crossed random effects: d = chosen - rejected ~ 1 + (1 | pair) + (1 | annotator), Satterthwaite df"
+MODEL_NAME = (
+    "REML crossed random effects: d = chosen - rejected ~ 1 + (1 | pair) + (1 | annotator), Satterthwaite df"
+)
 
 
 def mixed_effect(
@@ -455,7 +459,9 @@ def mixed_effect(
         )
     if float(np.ptp(d)) == 0.0:
         messages.append("every difference is identical: no variance, the test is undefined")
-        tost = tost_from_estimate(float(d[0]), 0.0, max(n_pairs - 1, 1), -margin, margin, alpha, len(d), MODEL_NAME)
+        tost = tost_from_estimate(
+            float(d[0]), 0.0, max(n_pairs - 1, 1), -margin, margin, alpha, len(d), MODEL_NAME
+        )
         return _result(item, tost, data, math.nan, math.nan, 0.0, estimable, False, messages)
     fit = fit_crossed(d, np.ones((len(d), 1)), data[PAIR_ID].to_numpy(), data[ANNOTATOR].to_numpy())
     if "annotator" in fit.boundary and estimable:
@@ -469,7 +475,15 @@ def mixed_effect(
     se = math.sqrt(float(fit.cov_params[0, 0]))
     tost = tost_from_estimate(float(fit.params[0]), se, df, -margin, margin, alpha, len(d), MODEL_NAME)
     return _result(
-        item, tost, data, fit.pair_var, fit.annotator_var, fit.residual_var, estimable, fit.converged, messages
+        item,
+        tost,
+        data,
+        fit.pair_var,
+        fit.annotator_var,
+        fit.residual_var,
+        estimable,
+        fit.converged,
+        messages,
     )
 
 

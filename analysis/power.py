@@ -19,11 +19,22 @@ import numpy as np
 from scipy import integrate, stats
 
 from analysis.equivalence import tost_paired
+from analysis.simulation import BIAS_SD, NOISE, latent_quality, rate
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PowerResult", "achieved_power", "pairs_needed", "simulated_power", "tost_power"]
+__all__ = [
+    "DesignResult",
+    "PowerResult",
+    "achieved_power",
+    "design_power",
+    "pairs_needed",
+    "recommend_design",
+    "simulated_power",
+    "tost_power",
+    "variance_components",
+]
 
 
 @dataclass(frozen=True)
@@ -143,8 +154,8 @@ def simulated_power(
     margin: float,
     annotators: int = 3,
     quality_gap: float = 0.0,
-    noise: float = 0.6,
-    bias_sd: float = 0.25,
+    noise: float = NOISE,
+    bias_sd: float = BIAS_SD,
     alpha: float = 0.05,
     n_sim: int = 500,
     seed: int = 0,
@@ -157,18 +168,16 @@ def simulated_power(
 
     Examples
     --------
-    >>> 0.0 <= simulated_power(20, margin=0.5, n_sim=50) <= 1.0
-    True
+    >>> simulated_power(20, margin=0.5, n_sim=50)
+    0.98
     """
     rng = np.random.default_rng(seed)
     hits = 0
     for _ in range(n_sim):
-        latent = rng.normal(4.0, 0.45, size=(n_pairs, 1))
+        latent = latent_quality(rng.standard_normal(size=(n_pairs, 1)))
         bias = rng.normal(0.0, bias_sd, size=(1, annotators))
-        chosen = np.clip(
-            np.rint(latent + quality_gap + bias + rng.normal(0, noise, (n_pairs, annotators))), 1, 5
-        )
-        rejected = np.clip(np.rint(latent + bias + rng.normal(0, noise, (n_pairs, annotators))), 1, 5)
+        chosen = rate(latent + quality_gap + bias + rng.normal(0, noise, (n_pairs, annotators)), 1, 5)
+        rejected = rate(latent + bias + rng.normal(0, noise, (n_pairs, annotators)), 1, 5)
         diff = chosen.mean(axis=1) - rejected.mean(axis=1)
         if np.std(diff) == 0:
             hits += abs(float(diff.mean())) < margin
@@ -212,4 +221,217 @@ def achieved_power(
             else float("nan")
         )
         rows.append({"dimension": item, "n_pairs": int(len(diff)), "sd_diff": sd, "power": power})
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class DesignResult:
+    """A recommended design for the crossed-model equivalence test and its approximate power."""
+
+    n_pairs: int
+    per_pair: int
+    pool: int
+    power: float
+    se: float
+    df: float
+    margin: float
+    alpha: float
+    true_diff: float
+    pair_var: float
+    annotator_var: float
+    residual_var: float
+
+
+def design_power(
+    *,
+    n_pairs: int,
+    per_pair: int,
+    pool: int,
+    margin: float,
+    pair_var: float,
+    annotator_var: float,
+    residual_var: float,
+    alpha: float = 0.05,
+    true_diff: float = 0.0,
+) -> tuple[float, float, float]:
+    """Approximate power of the crossed-model TOST for a design, from variance components.
+
+    Parameters
+    ----------
+    n_pairs, per_pair, pool : int
+        Pairs, annotators per pair, annotators in the pool (each rates about
+        ``n_pairs * per_pair / pool`` pairs).
+    margin : float
+        Equivalence margin.
+    pair_var, annotator_var, residual_var : float
+        Variance components of the per-judgment chosen - rejected difference
+        (:func:`variance_components` on pilot data).
+    alpha : float, default 0.05
+        Level of each one-sided test.
+    true_diff : float, default 0
+        The true mean gap.
+
+    Returns
+    -------
+    tuple of float
+        ``(power, se, df)``: se and Satterthwaite df from
+        :func:`analysis.mixed.crossed_design_se`; power =
+        ``F((margin - d)/se - t) - F((-margin - d)/se + t)`` with F the t distribution on df and
+        t its 1 - alpha quantile (the estimate's sampling error; the error of the estimated se is
+        carried only by the df).
+
+    Examples
+    --------
+    >>> power, se, df = design_power(n_pairs=80, per_pair=3, pool=20, margin=0.5, pair_var=0.05,
+    ...                              annotator_var=0.04, residual_var=0.8)
+    >>> round(power, 3), round(se, 3)
+    (1.0, 0.077)
+    """
+    from analysis.mixed import crossed_design_se
+
+    _check(margin, 1.0, alpha)
+    se, df = crossed_design_se(
+        pair_var=pair_var,
+        annotator_var=annotator_var,
+        residual_var=residual_var,
+        n_pairs=n_pairs,
+        per_pair=per_pair,
+        pool=pool,
+    )
+    t_crit = float(stats.t.ppf(1 - alpha, df))
+    upper = float(stats.t.cdf((margin - true_diff) / se - t_crit, df))
+    lower = float(stats.t.cdf((-margin - true_diff) / se + t_crit, df))
+    return max(0.0, upper - lower), se, df
+
+
+def recommend_design(
+    *,
+    margin: float,
+    pair_var: float,
+    annotator_var: float,
+    residual_var: float,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    true_diff: float = 0.0,
+    per_pair: int = 3,
+    n_pairs: int | None = None,
+    max_pool: int = 500,
+    max_pairs: int = 100_000,
+) -> DesignResult:
+    """The smallest design that reaches `power` for the crossed-model equivalence test.
+
+    With ``n_pairs`` fixed (e.g. the study's own), the smallest annotator pool that reaches the
+    target; otherwise the smallest number of pairs for the smallest pool that can reach it (the
+    annotator term ``annotator_var / pool`` does not shrink with more pairs, so the pool is chosen
+    first, then the pairs).
+
+    Parameters
+    ----------
+    margin, pair_var, annotator_var, residual_var, alpha, true_diff
+        As in :func:`design_power`.
+    power : float, default 0.8
+        Target power.
+    per_pair : int, default 3
+        Annotators per pair (overlap).
+    n_pairs : int, optional
+        Keep this number of pairs and search the pool only.
+    max_pool, max_pairs : int
+        Search limits.
+
+    Returns
+    -------
+    DesignResult
+
+    Raises
+    ------
+    ValueError
+        If no design within the limits reaches the target.
+
+    Examples
+    --------
+    >>> rec = recommend_design(margin=0.5, pair_var=0.05, annotator_var=0.04, residual_var=0.8)
+    >>> rec.pool, rec.n_pairs, rec.per_pair
+    (4, 20, 3)
+    """
+    if not 0 < power < 1:
+        raise ValueError("power must be in (0, 1)")
+    if abs(true_diff) >= margin:
+        raise ValueError("the true difference must lie inside the margin for equivalence to be shown")
+    comps = {"pair_var": pair_var, "annotator_var": annotator_var, "residual_var": residual_var}
+
+    def at(n: int, m: int) -> tuple[float, float, float]:
+        return design_power(
+            n_pairs=n, per_pair=per_pair, pool=m, margin=margin, alpha=alpha, true_diff=true_diff, **comps
+        )
+
+    def result(n: int, m: int) -> DesignResult:
+        p, se, df = at(n, m)
+        return DesignResult(
+            n, per_pair, m, p, se, df, margin, alpha, true_diff, pair_var, annotator_var, residual_var
+        )
+
+    if n_pairs is not None:
+        for m in range(max(per_pair, 2), max_pool + 1):
+            if at(n_pairs, m)[0] >= power:
+                return result(n_pairs, m)
+        raise ValueError(f"no pool of up to {max_pool} annotators reaches power {power} with {n_pairs} pairs")
+    for m in range(max(per_pair, 2), max_pool + 1):
+        if at(max_pairs, m)[0] < power:
+            continue
+        lo, hi = 2, max_pairs
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if at(mid, m)[0] >= power:
+                hi = mid
+            else:
+                lo = mid + 1
+        return result(lo, m)
+    raise ValueError(
+        f"no design with up to {max_pool} annotators and {max_pairs} pairs reaches power {power}"
+    )
+
+
+def variance_components(frame: pd.DataFrame, *, quality_items: Sequence[str]) -> pd.DataFrame:
+    """Variance components of the per-judgment chosen - rejected difference, per quality dimension.
+
+    Pilot data for :func:`recommend_design`: the crossed REML fit
+    (:func:`analysis.mixed.fit_crossed`) of each dimension's differences.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dimension, n_pairs, n_annotators, per_pair, estimate, pair_var, annotator_var,
+        residual_var``.
+
+    Examples
+    --------
+    >>> from analysis.simulation import simulate_frame
+    >>> frame = simulate_frame(np.random.default_rng(0), n_pairs=40, rubric_aspects=0)
+    >>> vc = variance_components(frame, quality_items=["correctness"])
+    >>> int(vc.loc[0, "n_pairs"]), int(vc.loc[0, "n_annotators"])
+    (40, 3)
+    """
+    import pandas as pd
+
+    from analysis.frames import ANNOTATOR, PAIR_ID, judgment_differences
+    from analysis.mixed import fit_crossed
+
+    rows = []
+    for item in quality_items:
+        d = judgment_differences(frame, item)
+        fit = fit_crossed(
+            d["diff"].to_numpy(), np.ones((len(d), 1)), d[PAIR_ID].to_numpy(), d[ANNOTATOR].to_numpy()
+        )
+        rows.append(
+            {
+                "dimension": item,
+                "n_pairs": fit.n_pairs,
+                "n_annotators": fit.n_annotators,
+                "per_pair": float(len(d) / fit.n_pairs),
+                "estimate": float(fit.params[0]),
+                "pair_var": fit.pair_var,
+                "annotator_var": fit.annotator_var,
+                "residual_var": fit.residual_var,
+            }
+        )
     return pd.DataFrame(rows)

@@ -1,57 +1,125 @@
-"""The validation report: one computation, rendered as JSON, Markdown, a terminal summary or HTML.
+"""The validation report: one computation (this module); :mod:`analysis.render` turns it into text.
 
-The app's dashboard and ``annotator analyze`` both call :func:`build_report`, so they show the same
-numbers. Claims and their tests:
+The app's Validation page, ``annotator analyze --study S`` and ``annotator analyze --labels FILE``
+all call :func:`build_report`, so they show the same numbers. Control pairs (the frame's optional
+``control`` column) never enter the main analysis. Verdicts (each with a stable ``key``):
 
-1. *Equivalent on general quality*: per dimension, a paired TOST on per-pair mean differences
-   (chosen - rejected) against +-margin; all dimensions must pass (an intersection-union test, which
-   needs no multiplicity correction, Berger 1982). A Wilcoxon TOST and a mixed-effects model are
-   reported as robustness checks.
-2. *Different on rubric alignment*: a one-sided paired t test (and Wilcoxon) on per-pair rubric means,
-   Holm-adjusted together with the preference test.
-3. *Chosen is preferred*: the preference rate for chosen (ties excluded) with a Wilson CI and an exact
-   one-sided binomial test against 0.5.
-4. *Annotators are reliable*: Krippendorff's alpha per item with a unit-bootstrap CI, ICC, Fleiss'
-   kappa, Gwet's AC1 and percent agreement (reported; no pass/fail threshold is imposed).
+``sample_size``
+    At least ``min_pairs`` main pairs; no PASS below it.
+``equivalence``
+    *Equivalent on general quality*, generalizing over pairs and annotators: per dimension, a TOST
+    on the crossed random-effects model of the per-judgment chosen - rejected differences
+    (:mod:`analysis.mixed`, Satterthwaite df), all dimensions must pass (intersection-union, Berger
+    1982). The per-pair TOST is shown as "conditional on this panel of annotators".
+``rubric``
+    *Chosen follows the user's rubric better*: one-sided paired t test on per-pair rubric means.
+``preference``
+    *Annotators prefer chosen*: per-pair share of judgments preferring chosen (ties half), one-sided
+    t test over pairs; rubric and preference are Holm-adjusted together.
+``reliability``
+    *The quality ratings are reliable enough to support an equivalence claim* (assay sensitivity):
+    for every quality dimension the lower end of the 1 - 2*alpha pair-bootstrap interval of
+    Krippendorff's alpha lies above ``reliability_threshold`` (default 0.2: a floor that raters who
+    cannot tell responses apart fail, not a standard for a publishable coding scheme).
+``sensitivity``
+    *A known quality defect is detected*: on the positive-control pairs, the chosen - rejected
+    quality difference (mean over dimensions, per pair) is > 0, one-sided at alpha, with at least
+    ``min_control_pairs`` control pairs. Without positive controls it is "not assessed", which does
+    not block PASS unless ``require_positive_controls`` (reliability still guards against vacuous
+    equivalence).
+
+Status of a verdict: ``pass``, ``fail`` (the data contradict the claim), ``inconclusive`` (not shown)
+or ``not_assessed``. The overall result is PASS only when no verdict fails or is inconclusive; FAIL
+when any verdict fails; else INCONCLUSIVE, with the reasons.
 """
 
 from __future__ import annotations
 
-import html
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from analysis.agreement import agreement_table
 from analysis.diagnostics import annotator_diagnostics
 from analysis.frames import (
     ANNOTATOR,
     CATEGORY,
+    CHOSEN_CHARS,
+    CONTROL,
     PAIR_ID,
+    PREFERENCE,
     QUALITY_ITEMS,
+    REJECTED_CHARS,
     RUBRIC_ITEM,
+    SIDE_CHOSEN,
+    judgment_differences,
     judgments,
-    pair_means,
+    pair_majority,
+    split_controls,
     validate_frame,
 )
+from analysis.mixed import fit_crossed
+from analysis.power import recommend_design
 from analysis.validation import ValidationResult, validate_pairs
 
-__all__ = ["REPORT_SCHEMA", "Report", "Verdict", "build_report", "to_html", "to_json", "to_markdown"]
+__all__ = [
+    "OVERALL",
+    "STATUSES",
+    "VERDICT_KEYS",
+    "Report",
+    "Verdict",
+    "build_report",
+]
+
+#: Stable keys of the verdicts, in report order.
+VERDICT_KEYS: tuple[str, ...] = (
+    "sample_size",
+    "equivalence",
+    "rubric",
+    "preference",
+    "reliability",
+    "sensitivity",
+)
+STATUSES: tuple[str, ...] = ("pass", "fail", "inconclusive", "not_assessed")
+OVERALL: tuple[str, ...] = ("PASS", "INCONCLUSIVE", "FAIL")
+Status = Literal["pass", "fail", "inconclusive", "not_assessed"]
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """One claim, the test behind it, and whether the data support it."""
+    """One claim, the test behind it, and what the data say.
 
+    ``key`` is stable (one of :data:`VERDICT_KEYS`); ``status`` is pass, fail, inconclusive or
+    not_assessed; ``passed`` is ``status == "pass"``; ``detail`` gives the numbers and, when it did
+    not pass, the reason.
+    """
+
+    key: str
     claim: str
     test: str
-    passed: bool
+    status: Status
     detail: str
+
+    @property
+    def passed(self) -> bool:
+        """True when the claim is supported."""
+        return self.status == "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields plus ``passed``, JSON-ready."""
+        return {
+            "key": self.key,
+            "claim": self.claim,
+            "test": self.test,
+            "status": self.status,
+            "passed": self.passed,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True)
@@ -66,7 +134,20 @@ class Report:
     diagnostics: pd.DataFrame
     failed_pairs: pd.DataFrame
     verdicts: list[Verdict]
+    overall: str
+    overall_reason: str
+    bias: pd.DataFrame
+    categories: pd.DataFrame
+    controls: pd.DataFrame
+    design: pd.DataFrame
     pair_table: pd.DataFrame = field(repr=False)
+
+    def verdict(self, key: str) -> Verdict:
+        """The verdict with this key."""
+        for v in self.verdicts:
+            if v.key == key:
+                return v
+        raise KeyError(key)
 
 
 def build_report(
@@ -76,80 +157,483 @@ def build_report(
     quality_items: Sequence[str] = QUALITY_ITEMS,
     margin: float = 0.5,
     alpha: float = 0.05,
+    scale_min: float = 1,
+    scale_max: float = 5,
+    reliability_threshold: float = 0.2,
+    min_pairs: int = 20,
+    min_control_pairs: int = 5,
+    require_positive_controls: bool = False,
+    target_power: float = 0.8,
     n_boot: int = 1000,
+    bootstrap: Literal["pair", "unit"] = "pair",
     seed: int = 0,
-    mixed: bool = True,
     fast_seconds: float = 10.0,
+    extras: bool = True,
 ) -> Report:
     """Compute the whole validation report from a label frame.
 
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The long label frame (:mod:`analysis.frames`), from the database or any tool's file.
+    study : str
+        Name shown in the report.
+    quality_items : sequence of str
+        The quality dimensions that must be equivalent.
+    margin : float, default 0.5
+        Equivalence margin in scale points.
+    alpha : float, default 0.05
+        Level of every one-sided test; the matching intervals are 1 - 2*alpha.
+    scale_min, scale_max : float, default 1 and 5
+        The quality scale (for agreement statistics).
+    reliability_threshold : float, default 0.2
+        Krippendorff's alpha floor of the reliability verdict.
+    min_pairs : int, default 20
+        Fewer main pairs give no PASS.
+    min_control_pairs : int, default 5
+        Positive-control pairs needed for a sensitivity verdict.
+    require_positive_controls : bool, default False
+        Without positive controls the result cannot PASS.
+    target_power : float, default 0.8
+        Power used for the annotator-design recommendation and the rubric's minimum detectable effect.
+    n_boot : int, default 1000
+        Bootstrap resamples of the agreement intervals (the reliability verdict uses them; >= 1).
+    bootstrap : {"pair", "unit"}, default "pair"
+        Resampling unit of the agreement intervals (pair = cluster bootstrap).
+    seed : int, default 0
+        Bootstrap seed.
+    fast_seconds : float, default 10.0
+        A judgment faster than this counts as fast in the annotator diagnostics.
+    extras : bool, default True
+        Also compute the descriptive tables that no verdict uses (position and length bias, per
+        category effects, annotator diagnostics, failed pairs). The Monte Carlo benchmark passes
+        False; every verdict is computed the same way either way.
+
+    Returns
+    -------
+    Report
+
+    Raises
+    ------
+    ValueError
+        An invalid frame, a quality item without scores, fewer than 2 main pairs, or bad parameters.
+
     Examples
     --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(1)
-    >>> rows = [(f"p{i}", a, r, "correctness", float(rng.integers(4, 6)), 1, 2, 30.0)
-    ...         for i in range(12) for a in ("x", "y") for r in ("chosen", "rejected")]
-    >>> df = pd.DataFrame(rows, columns=["pair_id", "annotator", "response", "item", "value",
-    ...                                  "preference", "confidence", "time_s"])
-    >>> rep = build_report(df, study="demo", quality_items=["correctness"], n_boot=50, mixed=False)
-    >>> rep.summary["n_pairs"], rep.verdicts[0].test
-    (12, 'paired TOST (per-pair means), intersection-union over 1 dimension(s)')
+    >>> import numpy as np
+    >>> from analysis.simulation import simulate_frame
+    >>> frame = simulate_frame(np.random.default_rng(3), n_pairs=60, pool=12, positive_controls=8, noise=0.4)
+    >>> rep = build_report(frame, study="demo", n_boot=200)
+    >>> rep.overall, [v.key for v in rep.verdicts]
+    ('PASS', ['sample_size', 'equivalence', 'rubric', 'preference', 'reliability', 'sensitivity'])
     """
     frame = validate_frame(frame)
     quality_items = list(quality_items)
-    validation = validate_pairs(frame, quality_items=quality_items, margin=margin, alpha=alpha, mixed=mixed)
-    agreement = agreement_table(frame, quality_items=quality_items, n_boot=n_boot, seed=seed, confidence=0.95)
-    diagnostics = annotator_diagnostics(frame, quality_items=quality_items, fast_seconds=fast_seconds)
-    pair_table = _pair_table(frame, quality_items)
-    failed = _failed_pairs(pair_table, quality_items, margin)
+    if not isinstance(n_boot, int | np.integer) or n_boot < 1:
+        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
+    main, controls = split_controls(frame)
+    if main.empty:
+        raise ValueError("the frame has no main (non-control) pairs")
+    n_pairs = int(main[PAIR_ID].nunique())
+    if n_pairs < 2:
+        raise ValueError(f"the statistics need judgments on at least 2 pairs, got {n_pairs}")
+    validation = validate_pairs(main, quality_items=quality_items, margin=margin, alpha=alpha)
+    agreement = agreement_table(
+        main,
+        quality_items=quality_items,
+        n_boot=int(n_boot),
+        seed=seed,
+        confidence=1 - 2 * alpha,
+        scale_min=scale_min,
+        scale_max=scale_max,
+        bootstrap=bootstrap,
+    )
+    per_judgment = judgments(main)
+    design = _design(validation, margin=margin, alpha=alpha, power=target_power)
+    sensitivity_table = _positive_controls(controls, quality_items, alpha)
+    verdicts = [
+        _sample_size(n_pairs, min_pairs),
+        _equivalence(validation, design, quality_items, alpha),
+        _rubric(validation, alpha),
+        _preference(validation, alpha),
+        _reliability(agreement, quality_items, reliability_threshold, alpha),
+        _sensitivity(sensitivity_table, controls, min_control_pairs, require_positive_controls, alpha),
+    ]
+    overall, reason = _overall(verdicts)
+    if extras:
+        diagnostics = annotator_diagnostics(main, quality_items=quality_items, fast_seconds=fast_seconds)
+        pair_table = _pair_table(main, validation, per_judgment)
+        failed = _failed_pairs(pair_table, quality_items, margin)
+        bias = _bias(main, validation, per_judgment, alpha)
+        categories = _categories(validation, alpha)
+    else:
+        diagnostics = pair_table = failed = bias = categories = pd.DataFrame()
+    control_counts = (
+        controls.drop_duplicates([PAIR_ID])[CONTROL]
+        .value_counts()
+        .rename_axis("control")
+        .reset_index(name="n_pairs")
+        if not controls.empty
+        else pd.DataFrame({"control": [], "n_pairs": []})
+    )
     summary = {
-        "n_pairs": int(frame[PAIR_ID].nunique()),
-        "n_annotators": int(frame[ANNOTATOR].nunique()),
-        "n_judgments": int(len(judgments(frame))),
-        "n_scores": int(len(frame)),
+        "n_pairs": n_pairs,
+        "n_annotators": int(main[ANNOTATOR].nunique()),
+        "n_judgments": int(len(per_judgment)),
+        "n_scores": int(len(main)),
+        "n_control_pairs": int(controls[PAIR_ID].nunique()) if not controls.empty else 0,
         "n_failed_pairs": int(len(failed)),
+        "overall": overall,
+        "overall_reason": reason,
     }
     parameters = {
         "margin": margin,
         "alpha": alpha,
         "ci_level_tost": 1 - 2 * alpha,
         "quality_items": quality_items,
-        "n_boot": n_boot,
+        "scale_min": scale_min,
+        "scale_max": scale_max,
+        "reliability_threshold": reliability_threshold,
+        "min_pairs": min_pairs,
+        "min_control_pairs": min_control_pairs,
+        "require_positive_controls": require_positive_controls,
+        "target_power": target_power,
+        "n_boot": int(n_boot),
         "seed": seed,
-        "bootstrap": "percentile bootstrap over units",
-        "mixed_model": mixed,
+        "bootstrap": f"percentile bootstrap over {'pairs (cluster)' if bootstrap == 'pair' else 'units'}",
+        "agreement_ci_level": 1 - 2 * alpha,
         "fast_seconds": fast_seconds,
+        "ties": "a tie counts as half a preference for each response (per-pair share)",
     }
     return Report(
-        study,
-        parameters,
-        summary,
-        validation,
-        agreement,
-        diagnostics,
-        failed,
-        _verdicts(validation, quality_items, alpha),
-        pair_table,
+        study=study,
+        parameters=parameters,
+        summary=summary,
+        validation=validation,
+        agreement=agreement,
+        diagnostics=diagnostics,
+        failed_pairs=failed,
+        verdicts=verdicts,
+        overall=overall,
+        overall_reason=reason,
+        bias=bias,
+        categories=categories,
+        controls=pd.concat([control_counts, sensitivity_table], axis=1)
+        if not sensitivity_table.empty
+        else control_counts,
+        design=design,
+        pair_table=pair_table,
     )
 
 
-def _pair_table(frame: pd.DataFrame, quality_items: Sequence[str]) -> pd.DataFrame:
+# ------------------------------------------------------------------------------------------ verdicts
+
+
+def _sample_size(n_pairs: int, min_pairs: int) -> Verdict:
+    ok = n_pairs >= min_pairs
+    return Verdict(
+        "sample_size",
+        f"the study has at least {min_pairs} pairs",
+        "count of main (non-control) pairs with judgments",
+        "pass" if ok else "inconclusive",
+        f"{n_pairs} pairs"
+        + ("" if ok else f": at least {min_pairs} pairs are needed before any result can PASS"),
+    )
+
+
+def _design(validation: ValidationResult, *, margin: float, alpha: float, power: float) -> pd.DataFrame:
+    """Per dimension: variance components and the annotator pool the crossed TOST would need."""
+    rows = []
+    for row in validation.crossed.to_dict("records"):
+        n_pairs, n_obs = int(row["n_pairs"]), int(row["n_obs"])
+        per_pair = max(1, round(n_obs / max(n_pairs, 1)))
+        out = {
+            "dimension": row["dimension"],
+            "n_pairs": n_pairs,
+            "n_annotators": int(row["n_annotators"]),
+            "per_pair": per_pair,
+            "pair_var": row["pair_var"],
+            "annotator_var": row["annotator_var"],
+            "residual_var": row["residual_var"],
+            "pool_needed": math.nan,
+            "power_at_pool_needed": math.nan,
+        }
+        comps = [row["pair_var"], row["annotator_var"], row["residual_var"]]
+        if all(isinstance(v, float) and math.isfinite(v) for v in comps) and n_pairs >= 2:
+            try:
+                rec = recommend_design(
+                    margin=margin,
+                    pair_var=row["pair_var"],
+                    annotator_var=row["annotator_var"],
+                    residual_var=row["residual_var"],
+                    power=power,
+                    alpha=alpha,
+                    per_pair=per_pair,
+                    n_pairs=n_pairs,
+                    max_pool=1000,
+                )
+                out["pool_needed"], out["power_at_pool_needed"] = rec.pool, rec.power
+            except ValueError:
+                pass
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def _equivalence(
+    validation: ValidationResult, design: pd.DataFrame, quality_items: Sequence[str], alpha: float
+) -> Verdict:
+    crossed = validation.crossed
+    level = round(100 * (1 - 2 * alpha))
+    parts = [
+        f"{r['dimension']} {r['estimate']:+.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] df {r['df']:.1f}"
+        for r in crossed.to_dict("records")
+    ]
+    detail = f"crossed model, {level}% CI: " + "; ".join(parts) + f"; max p = {validation.iut.pvalue:.4g}"
+    test = (
+        "TOST on a crossed random-effects model (pair and annotator effects on the chosen - rejected "
+        f"difference, Satterthwaite df), intersection-union over {len(quality_items)} dimension(s)"
+    )
+    claim = "chosen and rejected are equivalent on general quality (for pairs and annotators in general)"
+    n_annotators = int(crossed["n_annotators"].max())
+    outside = crossed[(crossed["ci_low"] > crossed["high"]) | (crossed["ci_high"] < crossed["low"])]
+    panel = validation.iut_panel.equivalent
+    needed = design["pool_needed"].max() if not design.empty else math.nan
+    need_text = (
+        f"about {int(needed)} annotators (same pairs and overlap) would give {round(100 * 0.8)}% power "
+        "to generalize (from the estimated variance components)"
+        if isinstance(needed, float | int | np.floating) and math.isfinite(float(needed))
+        else "the number of annotators needed could not be estimated"
+    )
+    if not crossed["annotator_estimable"].all():
+        return Verdict(
+            "equivalence",
+            claim,
+            test,
+            "inconclusive",
+            detail + "; only one annotator: the annotator variance cannot be estimated, so no claim about "
+            f"annotators in general is possible; {need_text}",
+        )
+    if validation.iut.equivalent:
+        return Verdict("equivalence", claim, test, "pass", detail)
+    if not outside.empty:
+        return Verdict(
+            "equivalence",
+            claim,
+            test,
+            "fail",
+            detail + f"; the interval lies outside the margin for: {', '.join(outside['dimension'])}",
+        )
+    failing = ", ".join(crossed.loc[~crossed["equivalent"].astype(bool), "dimension"])
+    why = f"; not shown for: {failing}"
+    if panel:
+        why += (
+            f". Conditional on this panel of {n_annotators} annotators the per-pair TOST shows "
+            f"equivalence, but it does not generalize to annotators in general: {need_text}"
+        )
+    return Verdict("equivalence", claim, test, "inconclusive", detail + why)
+
+
+def _rubric(validation: ValidationResult, alpha: float) -> Verdict:
+    claim = "chosen follows the user's rubric better"
+    test = "one-sided paired t test on per-pair rubric means (Holm-adjusted with the preference test)"
+    if validation.superiority.empty:
+        return Verdict("rubric", claim, test, "not_assessed", "no rubric ratings in the data")
+    sup = validation.superiority.iloc[0]
+    level = round(100 * (1 - 2 * alpha))
+    detail = (
+        f"difference {sup['estimate']:.3f} [{sup['ci_low']:.3f}, {sup['ci_high']:.3f}] ({level}% CI), "
+        f"d_z = {sup['dz']:.2f}, Holm p = {sup['p_holm']:.4g}, n = {int(sup['n'])} pairs; minimum "
+        f"detectable effect at 80% power: {sup['mde']:.3f}"
+    )
+    if sup["p_holm"] < alpha:
+        return Verdict("rubric", claim, test, "pass", detail)
+    if sup["ci_high"] < 0:
+        return Verdict("rubric", claim, test, "fail", detail + "; rejected follows the rubric better")
+    return Verdict("rubric", claim, test, "inconclusive", detail + "; not shown")
+
+
+def _preference(validation: ValidationResult, alpha: float) -> Verdict:
+    pref = validation.preference.iloc[0]
+    claim = "annotators prefer chosen for this user"
+    test = f"pair level: {pref['method']} (Holm-adjusted with the rubric test)"
+    level = round(100 * (1 - 2 * alpha))
+    detail = (
+        f"mean per-pair share {pref['rate']:.3f} [{pref['ci_low']:.3f}, {pref['ci_high']:.3f}] ({level}% CI) "
+        f"over {int(pref['n_pairs'])} pairs ({int(pref['n_judgments'])} judgments, "
+        f"{int(pref['n_ties'])} ties "
+        f"counted half), Holm p = {pref['p_holm']:.4g}"
+    )
+    if pref["p_holm"] < alpha:
+        return Verdict("preference", claim, test, "pass", detail)
+    if pref["ci_high"] < 0.5:
+        return Verdict("preference", claim, test, "fail", detail + "; annotators prefer rejected")
+    return Verdict("preference", claim, test, "inconclusive", detail + "; not shown")
+
+
+def _reliability(
+    agreement: pd.DataFrame, quality_items: Sequence[str], threshold: float, alpha: float
+) -> Verdict:
+    level = round(100 * (1 - 2 * alpha))
+    claim = "the quality ratings are reliable enough to support an equivalence claim (assay sensitivity)"
+    test = (
+        f"Krippendorff's alpha (ordinal) per quality dimension: the lower end of its {level}% pair-bootstrap "
+        f"CI must exceed {threshold:g}"
+    )
+    rows = agreement[agreement["item"].isin(list(quality_items))]
+    parts, low_items, fail_items, missing = [], [], [], []
+    for row in rows.to_dict("records"):
+        a, lo, hi = (
+            row["krippendorff_alpha"],
+            row["krippendorff_alpha_ci_low"],
+            row["krippendorff_alpha_ci_high"],
+        )
+        if not (isinstance(lo, float) and math.isfinite(lo)):
+            missing.append(str(row["item"]))
+            parts.append(f"{row['item']} alpha n/a")
+            continue
+        parts.append(f"{row['item']} alpha {a:.3f} [{lo:.3f}, {hi:.3f}]")
+        if not lo > threshold:
+            low_items.append(str(row["item"]))
+        if hi < threshold:
+            fail_items.append(str(row["item"]))
+    detail = "; ".join(parts)
+    if missing:
+        return Verdict(
+            "reliability",
+            claim,
+            test,
+            "inconclusive",
+            detail + f"; alpha cannot be computed for {', '.join(missing)} (at least two ratings per "
+            "response and some variation are needed): an equivalence claim from unreplicated ratings "
+            "cannot be checked for vacuity",
+        )
+    if fail_items:
+        return Verdict(
+            "reliability",
+            claim,
+            test,
+            "fail",
+            detail + f"; raters barely agree on {', '.join(fail_items)} (whole CI below {threshold:g}): "
+            "equivalence from raters who cannot tell responses apart is vacuous",
+        )
+    if low_items:
+        return Verdict(
+            "reliability",
+            claim,
+            test,
+            "inconclusive",
+            detail + f"; reliability not shown for {', '.join(low_items)} (CI reaches below {threshold:g})",
+        )
+    return Verdict("reliability", claim, test, "pass", detail)
+
+
+def _positive_controls(controls: pd.DataFrame, quality_items: Sequence[str], alpha: float) -> pd.DataFrame:
+    """One row: the positive-control test (empty without positive controls)."""
+    if controls.empty:
+        return pd.DataFrame()
+    positive = controls[controls[CONTROL] == "positive"]
+    if positive.empty:
+        return pd.DataFrame()
+    per_item = []
+    for item in quality_items:
+        try:
+            d = judgment_differences(positive, item)
+        except ValueError:
+            continue
+        per_item.append(d.groupby(PAIR_ID)["diff"].mean().rename(item))
+    if not per_item:
+        return pd.DataFrame()
+    gaps = pd.concat(per_item, axis=1).mean(axis=1).dropna()
+    n = len(gaps)
+    mean = float(gaps.mean())
+    sd = float(gaps.std(ddof=1)) if n > 1 else math.nan
+    se = sd / math.sqrt(n) if n > 1 else math.nan
+    if n > 1 and se > 0:
+        t = mean / se
+        p = float(stats.t.sf(t, n - 1))
+        half = float(stats.t.ppf(1 - alpha, n - 1)) * se
+        low, high = mean - half, mean + half
+    else:
+        p, low, high = math.nan, math.nan, math.nan
+    return pd.DataFrame(
+        [{"positive_pairs": n, "gap": mean, "gap_ci_low": low, "gap_ci_high": high, "p_greater": p}]
+    )
+
+
+def _sensitivity(
+    table: pd.DataFrame, controls: pd.DataFrame, min_pairs: int, required: bool, alpha: float
+) -> Verdict:
+    claim = "annotators detect a known quality defect (positive controls)"
+    test = (
+        "one-sided t test over positive-control pairs: chosen (intact) - rejected (planted defect) quality, "
+        f"mean over dimensions, > 0; at least {min_pairs} control pairs"
+    )
+    if table.empty:
+        return Verdict(
+            "sensitivity",
+            claim,
+            test,
+            "inconclusive" if required else "not_assessed",
+            "no positive-control pairs in the data"
+            + (
+                " but the study requires them"
+                if required
+                else " (not required by the study; reliability still applies)"
+            ),
+        )
+    row = table.iloc[0]
+    n = int(row["positive_pairs"])
+    level = round(100 * (1 - 2 * alpha))
+    detail = (
+        f"gap {row['gap']:+.3f} [{row['gap_ci_low']:.3f}, {row['gap_ci_high']:.3f}] ({level}% CI) over {n} "
+        f"positive-control pairs, p = {row['p_greater']:.4g}"
+    )
+    if n < min_pairs:
+        return Verdict(
+            "sensitivity",
+            claim,
+            test,
+            "inconclusive",
+            detail + f"; too few control pairs ({n} of {min_pairs})",
+        )
+    if row["p_greater"] < alpha:
+        return Verdict("sensitivity", claim, test, "pass", detail)
+    if not row["gap"] > 0:
+        return Verdict("sensitivity", claim, test, "fail", detail + "; the planted defect is not seen at all")
+    return Verdict(
+        "sensitivity", claim, test, "inconclusive", detail + "; the planted defect is not detected"
+    )
+
+
+def _overall(verdicts: Sequence[Verdict]) -> tuple[str, str]:
+    failing = [v for v in verdicts if v.status == "fail"]
+    open_ = [v for v in verdicts if v.status == "inconclusive"]
+    if failing:
+        return "FAIL", "; ".join(f"{v.key}: failed" for v in failing) + (
+            "; " + "; ".join(f"{v.key}: inconclusive" for v in open_) if open_ else ""
+        )
+    if open_:
+        return "INCONCLUSIVE", "; ".join(f"{v.key}: not shown" for v in open_)
+    skipped = [v.key for v in verdicts if v.status == "not_assessed"]
+    return "PASS", "every verdict passed" + (f" ({', '.join(skipped)} not assessed)" if skipped else "")
+
+
+# ------------------------------------------------------------------------------------ descriptive
+
+
+def _pair_table(main: pd.DataFrame, validation: ValidationResult, per_judgment: pd.DataFrame) -> pd.DataFrame:
     """Per pair: chosen - rejected mean difference per item and rubric, and the majority preference."""
     table = None
-    items = list(quality_items)
-    if frame["item"].astype(str).str.startswith("rubric").any():
-        items.append(RUBRIC_ITEM)
-    for item in items:
-        means = pair_means(frame, item).set_index(PAIR_ID)[["diff"]].rename(columns={"diff": f"diff_{item}"})
-        table = means if table is None else table.join(means, how="outer")
-    if table is None:
-        raise ValueError("no quality items to report")
-    per_judgment = judgments(frame)
-    votes = (per_judgment["preference"] > 0).astype("float64").groupby(per_judgment[PAIR_ID])
-    table["share_prefer_chosen"] = votes.mean()  # vectorized: a per-group lambda took ~3 s on 20k pairs
+    for item, means in validation.pair_means.items():
+        col = means.set_index(PAIR_ID)[["diff"]].rename(columns={"diff": f"diff_{item}"})
+        table = col if table is None else table.join(col, how="outer")
+    assert table is not None  # validate_pairs needs at least one quality item
+    votes = (per_judgment[PREFERENCE] > 0).astype("float64").groupby(per_judgment[PAIR_ID])
+    table["share_prefer_chosen"] = votes.mean()
     table["n_judgments"] = votes.size()
-    if CATEGORY in frame.columns:
-        table["category"] = frame.groupby(PAIR_ID)[CATEGORY].first()
+    table["majority"] = pair_majority(per_judgment).set_index(PAIR_ID)["majority"]
+    if CATEGORY in main.columns:
+        table["category"] = main.groupby(PAIR_ID)[CATEGORY].first()
     return table.reset_index()
 
 
@@ -162,8 +646,7 @@ def _failed_pairs(table: pd.DataFrame, quality_items: Sequence[str], margin: flo
     def add(mask: pd.Series, text: str) -> None:
         reasons[mask] = reasons[mask].where(reasons[mask] == "", reasons[mask] + "; ") + text
 
-    # Means of a few integer ratings are exact fractions; round away float noise so that a gap of
-    # 0.9999999999999998 and one of 1.0 (the same ratings summed in another order) are judged alike.
+    # Means of a few integer ratings are exact fractions; round away float noise.
     for item in quality_items:
         diff = table[f"diff_{item}"].round(9)
         add(diff.abs() > 2 * margin, f"{item} gap beyond +-{2 * margin:g}")
@@ -174,458 +657,98 @@ def _failed_pairs(table: pd.DataFrame, quality_items: Sequence[str], margin: flo
     return failed[failed["reasons"] != ""].reset_index(drop=True)
 
 
-def _verdicts(validation: ValidationResult, quality_items: Sequence[str], alpha: float) -> list[Verdict]:
-    eq = validation.equivalence
-    failing = ", ".join(eq.loc[~eq["equivalent"], "dimension"]) or "none"
-    verdicts = [
-        Verdict(
-            "chosen and rejected are equivalent on general quality",
-            f"paired TOST (per-pair means), intersection-union over {len(quality_items)} dimension(s)",
-            bool(validation.iut.equivalent),
-            f"max p = {validation.iut.pvalue:.4g}; {validation.iut.n_equivalent}/{validation.iut.n_tests} "
-            f"dimensions inside the margin (not equivalent: {failing})",
-        )
-    ]
-    if not validation.superiority.empty:
-        sup = validation.superiority.iloc[0]
-        verdicts.append(
-            Verdict(
-                "chosen follows the user's rubric better",
-                "one-sided paired t test on per-pair rubric means (Holm-adjusted)",
-                bool(sup["p_holm"] < alpha),
-                f"difference {sup['estimate']:.3f} [{sup['ci_low']:.3f}, {sup['ci_high']:.3f}], "
-                f"d_z = {sup['dz']:.2f}, Holm p = {sup['p_holm']:.4g}",
+def _bias(
+    main: pd.DataFrame, validation: ValidationResult, per_judgment: pd.DataFrame, alpha: float
+) -> pd.DataFrame:
+    """Position and length bias: the rate of preferring side A, and side / length as covariates."""
+    rows: list[dict[str, Any]] = []
+    z = float(stats.norm.ppf(1 - alpha / 2))
+    level = 1 - alpha
+    if SIDE_CHOSEN in per_judgment.columns and per_judgment[SIDE_CHOSEN].notna().any():
+        j = per_judgment[(per_judgment[PREFERENCE] != 0) & per_judgment[SIDE_CHOSEN].notna()]
+        if len(j) >= 2:
+            prefers_a = ((j[PREFERENCE] > 0) == (j[SIDE_CHOSEN] == "A")).to_numpy(dtype=float)
+            rate = float(prefers_a.mean())
+            # cluster-robust (by pair) SE of a mean
+            resid = pd.Series(prefers_a - rate).groupby(j[PAIR_ID].to_numpy()).sum().to_numpy()
+            n = len(prefers_a)
+            g = len(resid)
+            se = math.sqrt(g / max(g - 1, 1) * float((resid**2).sum())) / n
+            rows.append(
+                {
+                    "bias": "position",
+                    "item": "preference",
+                    "term": "rate of preferring side A (non-tied judgments)",
+                    "estimate": rate,
+                    "se": se,
+                    "ci_low": rate - z * se,
+                    "ci_high": rate + z * se,
+                    "ci_level": level,
+                    "df": math.nan,
+                    "p_value": float(2 * stats.norm.sf(abs(rate - 0.5) / se)) if se > 0 else math.nan,
+                    "n": n,
+                }
             )
-        )
-    pref = validation.preference.iloc[0]
-    verdicts.append(
-        Verdict(
-            "annotators prefer chosen for this user",
-            "exact one-sided binomial test vs 0.5, ties excluded (Wilson CI)",
-            bool(pref["p_greater"] < alpha),
-            f"rate {pref['rate']:.3f} [{pref['ci_low']:.3f}, {pref['ci_high']:.3f}] over "
-            f"{int(pref['n_chosen'] + pref['n_rejected'])} non-tied judgments ({int(pref['n_ties'])} ties), "
-            f"p = {pref['p_greater']:.4g}",
-        )
-    )
-    return verdicts
-
-
-# --------------------------------------------------------------------------------------------- JSON
-
-
-def _clean(value: Any) -> Any:
-    """JSON-ready: NaN/inf become None, NumPy scalars become Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat()
-    return value
-
-
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    return [_clean(row) for row in df.to_dict(orient="records")]
-
-
-def to_json(report: Report) -> dict[str, Any]:
-    """Every number of the report as plain JSON data (see REPORT_SCHEMA)."""
-    v = report.validation
-    return _clean(
-        {
-            "study": report.study,
-            "parameters": report.parameters,
-            "summary": report.summary,
-            "verdicts": [vars(verdict) for verdict in report.verdicts],
-            "equivalence": _records(v.equivalence),
-            "intersection_union": v.iut.to_dict(),
-            "rubric_superiority": _records(v.superiority),
-            "preference": _records(v.preference)[0],
-            "holm": _records(v.holm),
-            "mixed_model": _records(v.mixed),
-            "agreement": _records(report.agreement),
-            "annotator_diagnostics": _records(report.diagnostics),
-            "failed_pairs": _records(report.failed_pairs),
-        }
-    )
-
-
-_NUMBER = {"type": ["number", "null"]}
-# The columns of the equivalence table shown in the Markdown and HTML reports.
-EQUIVALENCE_COLUMNS = [
-    "dimension",
-    "n_pairs",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "low",
-    "high",
-    "p_value",
-    "equivalent",
-    "wilcoxon_p_value",
-    "wilcoxon_equivalent",
-]
-REPORT_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object",
-    "required": [
-        "study",
-        "parameters",
-        "summary",
-        "verdicts",
-        "equivalence",
-        "intersection_union",
-        "rubric_superiority",
-        "preference",
-        "agreement",
-        "annotator_diagnostics",
-        "failed_pairs",
-    ],
-    "properties": {
-        "study": {"type": "string"},
-        "parameters": {
-            "type": "object",
-            "required": ["margin", "alpha", "quality_items", "n_boot", "seed"],
-        },
-        "summary": {"type": "object", "required": ["n_pairs", "n_annotators", "n_judgments"]},
-        "verdicts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["claim", "test", "passed", "detail"],
-                "properties": {"passed": {"type": "boolean"}, "claim": {"type": "string"}},
-            },
-        },
-        "equivalence": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "required": [
-                    "dimension",
-                    "estimate",
-                    "ci_low",
-                    "ci_high",
-                    "low",
-                    "high",
-                    "p_value",
-                    "equivalent",
-                ],
-                "properties": {
-                    "dimension": {"type": "string"},
-                    "estimate": _NUMBER,
-                    "ci_low": _NUMBER,
-                    "ci_high": _NUMBER,
-                    "low": {"type": "number"},
-                    "high": {"type": "number"},
-                    "p_value": _NUMBER,
-                    "equivalent": {"type": "boolean"},
-                },
-            },
-        },
-        "intersection_union": {"type": "object", "required": ["equivalent", "pvalue"]},
-        "rubric_superiority": {"type": "array"},
-        "preference": {"type": "object", "required": ["rate", "ci_low", "ci_high", "p_greater"]},
-        "agreement": {
-            "type": "array",
-            "items": {"type": "object", "required": ["item", "alpha", "alpha_ci_low", "alpha_ci_high"]},
-        },
-        "annotator_diagnostics": {"type": "array", "items": {"type": "object", "required": ["annotator"]}},
-        "failed_pairs": {"type": "array", "items": {"type": "object", "required": ["pair_id", "reasons"]}},
-    },
-}
-
-
-# ----------------------------------------------------------------------------------------- Markdown
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if isinstance(value, bool | np.bool_):
-        return "yes" if value else "no"
-    if isinstance(value, int | np.integer):
-        return str(value)
-    if isinstance(value, float | np.floating):
-        number = float(value)
-        if not math.isfinite(number):
-            return "n/a"
-        if number != 0 and abs(number) < 10**-digits:
-            return f"{number:.2g}"
-        return f"{number:.{digits}f}"
-    return str(value)
-
-
-def _md_table(df: pd.DataFrame, columns: Sequence[str]) -> str:
-    shown = [c for c in columns if c in df.columns]
-    lines = ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
-    for row in df.to_dict(orient="records"):
-        lines.append("| " + " | ".join(_fmt(row[c]).replace("|", "\\|") for c in shown) + " |")
-    return "\n".join(lines)
-
-
-def methods_paragraph(report: Report) -> str:
-    """A methods paragraph with every parameter, ready for a paper."""
-    p, s = report.parameters, report.summary
-    level = round(100 * (1 - 2 * p["alpha"]))
-    return (
-        f"{s['n_annotators']} annotators rated {s['n_pairs']} preference pairs "
-        f"({s['n_judgments']} judgments), "
-        "blind to which response was constructed to follow the user's rubric and with its side "
-        "counterbalanced. General quality (" + ", ".join(p["quality_items"]) + ") was rated 1-5 for each "
-        "response. For each dimension we tested equivalence of chosen and rejected with a paired two "
-        f"one-sided tests procedure (TOST; Schuirmann 1987) on per-pair mean differences with bounds "
-        f"+-{p['margin']:g} scale points at alpha = {p['alpha']:g} (equivalently, the {level}% CI inside the "
-        "bounds); the dimensions were combined as an intersection-union test, all of which must pass, "
-        "so no multiplicity correction applies (Berger 1982). A Wilcoxon signed-rank TOST and a linear "
-        "mixed model with pair random intercepts and annotator effects served as robustness checks. "
-        "Rubric alignment (mean of the 0-2 aspect ratings) was compared with a one-sided paired t test "
-        "(effect size d_z with a noncentral-t CI) and a Wilcoxon signed-rank test; the preference rate for "
-        "the chosen response (ties excluded) was tested with an exact binomial test against 0.5 with a "
-        "Wilson CI; these two superiority tests were Holm-adjusted. Inter-annotator agreement is "
-        "Krippendorff's alpha (ordinal for the 1-5 scales, interval for rubric means) with 95% percentile "
-        f"bootstrap CIs over units ({p['n_boot']} resamples, seed {p['seed']}), with ICC, Fleiss' kappa, "
-        "Gwet's AC1 and percent agreement. The per-pair tests treat the annotators as fixed: they are "
-        "conditional on this panel of annotators (with few annotators and ratings near the top of the "
-        "scale, their biases shift the observed gap, so a claim about annotators in general rests on the "
-        "mixed model with annotator random effects, fitted when there are at least 5 annotators)."
-    )
-
-
-def to_markdown(report: Report) -> str:
-    """The report as Markdown."""
-    v = report.validation
-    parts = [f"# Validation report: {report.study}", ""]
-    parts += [
-        f"- **{'PASS' if x.passed else 'FAIL'}**: {x.claim} ({x.test}); {x.detail}" for x in report.verdicts
-    ]
-    parts += ["", "## Equivalence on general quality (chosen - rejected)", ""]
-    parts.append(
-        _md_table(
-            v.equivalence,
-            EQUIVALENCE_COLUMNS,
-        )
-    )
-    if not v.mixed.empty:
-        parts += [
-            "",
-            "Mixed-effects check:",
-            "",
-            _md_table(v.mixed, ["item", "model", "estimate", "ci_low", "ci_high", "equivalent"]),
-        ]
-    if not v.superiority.empty:
-        parts += ["", "## Rubric alignment (one-sided superiority)", ""]
-        parts.append(
-            _md_table(
-                v.superiority,
-                [
-                    "dimension",
-                    "n",
-                    "estimate",
-                    "ci_low",
-                    "ci_high",
-                    "dz",
-                    "dz_ci_low",
-                    "dz_ci_high",
-                    "rank_biserial",
-                    "p_t",
-                    "p_wilcoxon",
-                    "p_holm",
-                ],
+    for item, d in validation.differences.items():
+        cols, names = [np.ones(len(d))], ["intercept"]
+        if SIDE_CHOSEN in d.columns and d[SIDE_CHOSEN].notna().all() and d[SIDE_CHOSEN].nunique() == 2:
+            side = np.where(d[SIDE_CHOSEN] == "A", 0.5, -0.5)
+            cols.append(side - side.mean())
+            names.append("side: chosen shown as A")
+        if CHOSEN_CHARS in d.columns and REJECTED_CHARS in d.columns:
+            length = ((d[CHOSEN_CHARS] - d[REJECTED_CHARS]) / 1000.0).to_numpy(dtype=float)
+            if np.isfinite(length).all() and np.ptp(length) > 0:
+                cols.append(length - length.mean())
+                names.append("length: chosen - rejected, per 1000 characters")
+        if len(cols) == 1 or float(np.ptp(d["diff"])) == 0:
+            continue
+        try:
+            fit = fit_crossed(
+                d["diff"].to_numpy(), np.column_stack(cols), d[PAIR_ID].to_numpy(), d[ANNOTATOR].to_numpy()
             )
-        )
-    parts += ["", "## Preference for chosen", ""]
-    parts.append(
-        _md_table(
-            v.preference,
-            [
-                "n",
-                "n_chosen",
-                "n_rejected",
-                "n_ties",
-                "rate",
-                "ci_low",
-                "ci_high",
-                "p_greater",
-                "rate_ties_half",
-            ],
-        )
-    )
-    parts += ["", "## Agreement", ""]
-    parts.append(_md_table(report.agreement, list(report.agreement.columns)))
-    parts += ["", "## Annotators", ""]
-    parts.append(_md_table(report.diagnostics, list(report.diagnostics.columns)))
-    parts += ["", f"## Pairs that fail validation ({len(report.failed_pairs)})", ""]
-    if report.failed_pairs.empty:
-        parts.append("None.")
-    else:
-        parts.append(_md_table(report.failed_pairs, ["pair_id", "reasons"]))
-    parts += ["", "## Methods", "", methods_paragraph(report), ""]
-    return "\n".join(parts)
-
-
-# --------------------------------------------------------------------------------------------- HTML
-
-
-def figures(report: Report) -> dict[str, Any]:
-    """The report's plotly figures: forest plot, distributions, rubric effect, preference, agreement."""
-    import plotly.graph_objects as go
-
-    v = report.validation
-    eq = v.equivalence
-    margin = report.parameters["margin"]
-    forest = go.Figure()
-    forest.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.6, line_width=0, layer="below")
-    forest.add_trace(
-        go.Scatter(
-            x=eq["estimate"],
-            y=eq["dimension"],
-            mode="markers",
-            marker={"size": 11, "color": "#3b5bdb"},
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": eq["ci_high"] - eq["estimate"],
-                "arrayminus": eq["estimate"] - eq["ci_low"],
-            },
-            name=f"{round(100 * (1 - 2 * report.parameters['alpha']))}% CI",
-        )
-    )
-    forest.add_vline(x=0, line_dash="dot")
-    forest.update_layout(
-        title="Chosen - rejected per quality dimension (band: equivalence margin)",
-        xaxis_title="difference (scale points)",
-        height=320,
-        showlegend=True,
-    )
-    pairs = report.pair_table
-    diff_columns = [c for c in pairs.columns if c.startswith("diff_")]
-    dist = go.Figure()
-    values = pairs[diff_columns].to_numpy(dtype=float)
-    finite = values[np.isfinite(values)]
-    edges = np.histogram_bin_edges(finite if finite.size else [0.0], bins=25)
-    for column in diff_columns:  # binned here: a figure of counts stays small for 100k pairs
-        column_values = pairs[column].to_numpy(dtype=float)
-        counts, _ = np.histogram(column_values[np.isfinite(column_values)], bins=edges)
-        dist.add_trace(
-            go.Bar(
-                x=(edges[:-1] + edges[1:]) / 2,
-                y=counts,
-                width=np.diff(edges),
-                name=column.removeprefix("diff_"),
-                opacity=0.6,
+        except (ValueError, np.linalg.LinAlgError):
+            continue
+        for k in range(1, len(names)):
+            est, se, df = float(fit.params[k]), math.sqrt(float(fit.cov_params[k, k])), float(fit.df[k])
+            t = float(stats.t.ppf(1 - alpha / 2, df))
+            rows.append(
+                {
+                    "bias": "position" if names[k].startswith("side") else "length",
+                    "item": item,
+                    "term": names[k],
+                    "estimate": est,
+                    "se": se,
+                    "ci_low": est - t * se,
+                    "ci_high": est + t * se,
+                    "ci_level": level,
+                    "df": df,
+                    "p_value": float(2 * stats.t.sf(abs(est) / se, df)) if se > 0 else math.nan,
+                    "n": fit.n_obs,
+                }
             )
-        )
-    dist.update_layout(
-        barmode="overlay",
-        title="Per-pair chosen - rejected differences",
-        height=340,
-        xaxis_title="difference",
-    )
-    pref = v.preference.iloc[0]
-    preference = go.Figure(
-        go.Bar(
-            x=["chosen", "tie", "rejected"],
-            y=[pref["n_chosen"], pref["n_ties"], pref["n_rejected"]],
-            marker_color=["#2f9e44", "#adb5bd", "#e03131"],
-        )
-    )
-    preference.update_layout(
-        title=f"Which response fits the user? (rate for chosen {pref['rate']:.2f})", height=320
-    )
-    ag = report.agreement
-    agreement = go.Figure(
-        go.Scatter(
-            x=ag["alpha"],
-            y=ag["item"],
-            mode="markers",
-            marker={"size": 11},
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": ag["alpha_ci_high"] - ag["alpha"],
-                "arrayminus": ag["alpha"] - ag["alpha_ci_low"],
-            },
-        )
-    )
-    agreement.add_vline(x=0.667, line_dash="dot", annotation_text="0.667")
-    agreement.add_vline(x=0.8, line_dash="dot", annotation_text="0.8")
-    agreement.update_layout(
-        title="Krippendorff's alpha with 95% bootstrap CI", height=320, xaxis_range=[-0.2, 1]
-    )
-    return {"forest": forest, "differences": dist, "preference": preference, "agreement": agreement}
+    return pd.DataFrame(rows)
 
 
-def _html_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
-    columns = [c for c in (columns or list(df.columns)) if c in df.columns]
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(row[c]))}</td>" for c in columns) + "</tr>"
-        for row in df.to_dict(orient="records")
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-
-
-def to_html(report: Report) -> str:
-    """A self-contained HTML report (plotly inlined once; opens offline, no external script)."""
-    figs = figures(report)
-    plots = []
-    for number, (name, fig) in enumerate(figs.items()):
-        plots.append(
-            fig.to_html(
-                full_html=False,
-                include_plotlyjs=number == 0,
-                div_id=f"fig-{name}",
-                config={"displaylogo": False},
+def _categories(validation: ValidationResult, alpha: float) -> pd.DataFrame:
+    """Per category and item: mean per-pair difference with its 1 - 2*alpha t interval (forest plot)."""
+    rows: list[dict[str, Any]] = []
+    for item, d in validation.differences.items():
+        if CATEGORY not in d.columns:
+            return pd.DataFrame()
+        per_pair = d.groupby(PAIR_ID).agg(diff=("diff", "mean"), category=(CATEGORY, "first"))
+        for category, g in per_pair.groupby("category", sort=True):
+            n = len(g)
+            mean = float(g["diff"].mean())
+            se = float(g["diff"].std(ddof=1)) / math.sqrt(n) if n > 1 else math.nan
+            half = float(stats.t.ppf(1 - alpha, n - 1)) * se if n > 1 else math.nan
+            rows.append(
+                {
+                    "category": str(category),
+                    "item": item,
+                    "n_pairs": n,
+                    "estimate": mean,
+                    "ci_low": mean - half,
+                    "ci_high": mean + half,
+                }
             )
-        )
-    v = report.validation
-    verdicts = "".join(
-        f"<li class='{'pass' if x.passed else 'fail'}'><b>{'PASS' if x.passed else 'FAIL'}</b> "
-        f"{html.escape(x.claim)} <span class='test'>({html.escape(x.test)})</span>"
-        f"<br>{html.escape(x.detail)}</li>"
-        for x in report.verdicts
-    )
-    s = report.summary
-    body = f"""
-<h1>Validation report: {html.escape(report.study)}</h1>
-<p class="summary">{s["n_pairs"]} pairs · {s["n_annotators"]} annotators · {s["n_judgments"]} judgments ·
-{s["n_failed_pairs"]} pairs fail validation</p>
-<ul class="verdicts">{verdicts}</ul>
-<h2>Equivalence on general quality</h2>{plots[0]}
-{
-        _html_table(
-            v.equivalence,
-            EQUIVALENCE_COLUMNS,
-        )
-    }
-<h3>Mixed-effects check</h3>{
-        _html_table(v.mixed, ["item", "model", "estimate", "ci_low", "ci_high", "equivalent", "warnings"])
-        if not v.mixed.empty
-        else "<p>Not run.</p>"
-    }
-<h2>Rating differences</h2>{plots[1]}
-<h2>Rubric alignment</h2>{
-        _html_table(v.superiority) if not v.superiority.empty else "<p>No rubric ratings.</p>"
-    }
-<h2>Preference</h2>{plots[2]}{_html_table(v.preference)}
-<h2>Agreement</h2>{plots[3]}{_html_table(report.agreement)}
-<h2>Annotators</h2>{_html_table(report.diagnostics)}
-<h2>Pairs that fail validation</h2>
-{_html_table(report.failed_pairs) if not report.failed_pairs.empty else "<p>None.</p>"}
-<h2>Methods</h2><p>{html.escape(methods_paragraph(report))}</p>
-<h2>Parameters</h2><pre>{html.escape(json.dumps(_clean(report.parameters), indent=2))}</pre>
-"""
-    style = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2rem auto;color:#1f2430;
-padding:0 1rem}
-table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0 1.5rem;display:block;overflow-x:auto}
-th,td{border:1px solid #dee2e6;padding:.25rem .5rem;text-align:right}th{background:#f3f5f9}
-td:first-child,th:first-child{text-align:left}.verdicts li{margin:.4rem 0}.pass b{color:#2f9e44}
-.fail b{color:#e03131}.test{color:#666;font-size:.9em}.summary{color:#555}"""
-    return (
-        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Validation report: "
-        f"{html.escape(report.study)}</title><style>{style}</style></head><body>{body}</body></html>"
-    )
+    return pd.DataFrame(rows)

@@ -75,7 +75,9 @@ def rate(value: Any, low: float, high: float) -> Any:
     return np.clip(np.rint(value), low, high)
 
 
-def _assignments(rng: np.random.Generator, n_pairs: int, per_pair: int, pool: int) -> tuple[np.ndarray, np.ndarray]:
+def _assignments(
+    rng: np.random.Generator, n_pairs: int, per_pair: int, pool: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(pair, annotator) of every judgment: each pair gets `per_pair` distinct annotators of the pool,
     balanced so that annotators rate about equally many pairs."""
     if pool == per_pair:
@@ -176,7 +178,9 @@ def simulate_frame(
     noise_a = noise * rng.uniform(*NOISE_SPREAD, pool)
     ann_gap = rng.normal(0.0, annotator_gap_sd, pool) if annotator_gap_sd > 0 else np.zeros(pool)
     is_control = np.arange(n_total) >= n_pairs
-    pair_ids = np.array([f"{prefix}{i:05d}" if i < n_pairs else f"ctl{i - n_pairs:04d}" for i in range(n_total)])
+    pair_ids = np.array(
+        [f"{prefix}{i:05d}" if i < n_pairs else f"ctl{i - n_pairs:04d}" for i in range(n_total)]
+    )
     columns: dict[str, Any] = {}
     values: dict[tuple[str, str], np.ndarray] = {}
     for item in items:
@@ -189,11 +193,17 @@ def simulate_frame(
         defect = np.where(is_control, control_defect, 0.0)
         chosen_latent = base[pair] + quality_gap + pgap[pair] + ann_gap[ann]
         rejected_latent = base[pair] - defect[pair]
-        values[(item, "chosen")] = rate(chosen_latent + bias[ann] + noise_a[ann] * rng.standard_normal(n), low, high)
-        values[(item, "rejected")] = rate(rejected_latent + bias[ann] + noise_a[ann] * rng.standard_normal(n), low, high)
+        values[(item, "chosen")] = rate(
+            chosen_latent + bias[ann] + noise_a[ann] * rng.standard_normal(n), low, high
+        )
+        values[(item, "rejected")] = rate(
+            rejected_latent + bias[ann] + noise_a[ann] * rng.standard_normal(n), low, high
+        )
     for k in range(rubric_aspects):
         base = latent_rubric(rng.standard_normal(n_total))[pair]
-        values[(f"rubric:{k}", "chosen")] = rate(base + rubric_gap + noise_a[ann] / 2 * rng.standard_normal(n), 0, 2)
+        values[(f"rubric:{k}", "chosen")] = rate(
+            base + rubric_gap + noise_a[ann] / 2 * rng.standard_normal(n), 0, 2
+        )
         values[(f"rubric:{k}", "rejected")] = rate(base + noise_a[ann] / 2 * rng.standard_normal(n), 0, 2)
     if preference_beta is None:
         pair_rate = np.full(n_total, preference_rate)

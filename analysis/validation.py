@@ -1,32 +1,47 @@
-"""One-call validation of chosen/rejected pairs: equivalence, superiority, preference, IUT verdict.
+"""One-call validation of chosen/rejected pairs: equivalence, superiority, preference, IUT verdicts.
 
-:func:`validate_pairs` runs, per quality dimension, the paired TOST on per-pair mean differences
-(chosen - rejected) and its Wilcoxon counterpart (plus, optionally, the mixed-model check); for rubric
-alignment a one-sided superiority test on per-pair rubric means; the preference rate for ``chosen``;
-and the intersection-union verdict over the dimensions. Results are flat DataFrames that the report
-turns into JSON.
+:func:`validate_pairs` runs, per quality dimension, the crossed random-effects TOST on the per-judgment
+differences (:func:`analysis.mixed.mixed_effect`: generalizes over pairs and annotators; the verdict),
+the paired TOST on per-pair mean differences and its Wilcoxon counterpart (conditional on this panel
+of annotators); for rubric alignment a one-sided superiority test on per-pair rubric means with the
+minimum detectable effect; the preference for ``chosen`` at the level of pairs; and the
+intersection-union verdicts over the dimensions. Each item's differences and per-pair means are
+computed once and kept for the report.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
+from scipy import stats
 
 from analysis.equivalence import (
     IutResult,
     holm,
     intersection_union,
+    preference_pairs,
     preference_rate,
     superiority_paired,
     tost_paired,
     wilcoxon_tost_paired,
 )
-from analysis.frames import ITEM, QUALITY_ITEMS, RUBRIC_ITEM, RUBRIC_PREFIX, judgments, pair_means
-from analysis.models import mixed_effect
+from analysis.frames import (
+    ITEM,
+    PAIR_ID,
+    PREFERENCE,
+    QUALITY_ITEMS,
+    RUBRIC_ITEM,
+    RUBRIC_PREFIX,
+    judgment_differences,
+    judgments,
+    pair_means_from_differences,
+)
+from analysis.mixed import mixed_effect
 
-__all__ = ["ValidationResult", "validate_pairs"]
+__all__ = ["ValidationResult", "minimum_detectable_effect", "validate_pairs"]
 
 
 @dataclass(frozen=True)
@@ -35,30 +50,67 @@ class ValidationResult:
 
     Attributes
     ----------
+    crossed : pandas.DataFrame
+        One row per dimension: the :class:`analysis.mixed.MixedResult` fields of the crossed
+        random-effects TOST (the equivalence verdict).
     equivalence : pandas.DataFrame
-        One row per dimension: ``dimension, n_pairs, estimate, ci_low, ci_high, low, high, p_lower,
-        p_upper, p_value, equivalent`` (paired TOST) and ``wilcoxon_estimate, wilcoxon_ci_low,
-        wilcoxon_ci_high, wilcoxon_p_value, wilcoxon_equivalent`` (rank-based TOST).
+        One row per dimension, conditional on this panel of annotators: ``dimension, n_pairs,
+        estimate, ci_low, ci_high, low, high, p_lower, p_upper, p_value, equivalent`` (paired TOST on
+        per-pair means) and ``wilcoxon_estimate, wilcoxon_ci_low, wilcoxon_ci_high, wilcoxon_p_value,
+        wilcoxon_equivalent`` (rank-based TOST).
     superiority : pandas.DataFrame
-        One row for ``rubric`` (empty when the frame has no rubric scores): the
-        :class:`analysis.equivalence.SuperiorityResult` fields plus ``dimension`` and ``p_holm``.
+        One row for ``rubric`` (empty without rubric scores): the
+        :class:`analysis.equivalence.SuperiorityResult` fields plus ``dimension``, ``p_holm`` and
+        ``mde`` (minimum detectable effect at 80% power for this many pairs and this SD).
     preference : pandas.DataFrame
-        One row: the :class:`analysis.equivalence.PreferenceRate` fields.
+        One row: the :class:`analysis.equivalence.PairPreference` fields (pair level) plus
+        ``p_holm``.
+    preference_judgments : pandas.DataFrame
+        One row: :class:`analysis.equivalence.PreferenceRate` over judgments (descriptive).
     holm : pandas.DataFrame
-        The superiority family (rubric t test, preference one-sided binomial test), Holm-adjusted.
-    mixed : pandas.DataFrame
-        One row per dimension from :func:`analysis.models.mixed_effect` (empty if not requested).
+        The superiority family (rubric t test, pair-level preference test), Holm-adjusted.
     iut : IutResult
-        All dimensions equivalent (paired TOST), combined p = max p; no multiplicity correction is
-        needed for an intersection-union test (Berger 1982).
+        All dimensions equivalent in the crossed model (the verdict; Berger 1982).
+    iut_panel : IutResult
+        All dimensions equivalent in the per-pair TOST (conditional on the panel).
+    differences : dict
+        Per item (quality dimensions and the rubric): :func:`analysis.frames.judgment_differences`.
+    pair_means : dict
+        Per item: :func:`analysis.frames.pair_means_from_differences`.
     """
 
+    crossed: pd.DataFrame
     equivalence: pd.DataFrame
     superiority: pd.DataFrame
     preference: pd.DataFrame
+    preference_judgments: pd.DataFrame
     holm: pd.DataFrame
-    mixed: pd.DataFrame
     iut: IutResult
+    iut_panel: IutResult
+    differences: dict[str, pd.DataFrame] = field(repr=False)
+    pair_means: dict[str, pd.DataFrame] = field(repr=False)
+
+    @property
+    def mixed(self) -> pd.DataFrame:
+        """The crossed-model table (old name)."""
+        return self.crossed
+
+
+def minimum_detectable_effect(n: int, sd: float, *, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest true mean difference a one-sided paired t test detects with `power`.
+
+    ``(t_{1-alpha, n-1} + t_{power, n-1}) * sd / sqrt(n)`` (the usual normal-theory approximation with
+    t quantiles).
+
+    Examples
+    --------
+    >>> round(minimum_detectable_effect(40, 1.0), 3)
+    0.401
+    """
+    if n < 2 or not sd >= 0:
+        return math.nan
+    df = n - 1
+    return float((stats.t.ppf(1 - alpha, df) + stats.t.ppf(power, df)) * sd / math.sqrt(n))
 
 
 def validate_pairs(
@@ -67,22 +119,19 @@ def validate_pairs(
     quality_items: Sequence[str] = QUALITY_ITEMS,
     margin: float = 0.5,
     alpha: float = 0.05,
-    mixed: bool = True,
 ) -> ValidationResult:
-    """Run the validation statistics on a label frame.
+    """Run the validation statistics on a label frame (main pairs only; controls removed first).
 
     Parameters
     ----------
     frame : pandas.DataFrame
-        A validated label frame (:func:`analysis.frames.validate_frame`).
+        A validated label frame (:func:`analysis.frames.validate_frame`) without control pairs.
     quality_items : sequence of str
         The dimensions that must be equivalent (default correctness, relevance, helpfulness).
     margin : float, default 0.5
         Symmetric equivalence margin in scale points.
     alpha : float, default 0.05
         Level of every one-sided test (TOST intervals are 1 - 2*alpha).
-    mixed : bool, default True
-        Also run the mixed-effects check per dimension.
 
     Returns
     -------
@@ -91,22 +140,14 @@ def validate_pairs(
     Raises
     ------
     ValueError
-        If a quality item has no scores, or the margin is not positive.
+        If a quality item has no scores, there are fewer than 2 pairs, or the margin is not positive.
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> rows = []
-    >>> for i in range(40):
-    ...     for a in ("a1", "a2", "a3"):
-    ...         pref = int(rng.integers(0, 3))
-    ...         for resp, rub in (("chosen", 2), ("rejected", 0)):
-    ...             rows.append((f"p{i}", a, resp, "correctness", float(rng.integers(4, 6)), pref))
-    ...             rows.append((f"p{i}", a, resp, "rubric:0", float(rub), pref))
-    >>> df = pd.DataFrame(rows, columns=["pair_id", "annotator", "response", "item", "value", "preference"])
-    >>> df = df.assign(confidence=2, time_s=20.0)
-    >>> res = validate_pairs(df, quality_items=["correctness"])
+    >>> import numpy as np
+    >>> from analysis.simulation import simulate_frame
+    >>> frame = simulate_frame(np.random.default_rng(0), n_pairs=60, per_pair=3, pool=12)
+    >>> res = validate_pairs(frame, quality_items=["correctness"])
     >>> bool(res.iut.equivalent), bool(res.superiority.loc[0, "superior"])
     (True, True)
     """
@@ -114,9 +155,13 @@ def validate_pairs(
     if not margin > 0:
         raise ValueError(f"margin must be positive, got {margin!r}")
     low, high = -margin, margin
-    eq_rows, mixed_rows, tosts = [], [], {}
+    eq_rows, crossed_rows, tosts, crossed = [], [], {}, {}
+    diffs: dict[str, pd.DataFrame] = {}
+    means: dict[str, pd.DataFrame] = {}
     for item in quality_items:
-        pm = pair_means(frame, item)
+        d = judgment_differences(frame, item)
+        pm = pair_means_from_differences(d)
+        diffs[item], means[item] = d, pm
         tost = tost_paired(pm["chosen"], pm["rejected"], low=low, high=high, alpha=alpha)
         wil = wilcoxon_tost_paired(pm["chosen"], pm["rejected"], low=low, high=high, alpha=alpha)
         tosts[item] = tost
@@ -140,29 +185,48 @@ def validate_pairs(
                 "wilcoxon_equivalent": wil.equivalent,
             }
         )
-        if mixed:
-            mixed_rows.append(mixed_effect(frame, item, margin=margin, alpha=alpha).to_dict())
+        res = mixed_effect(frame, item, margin=margin, alpha=alpha, differences=d)
+        crossed[item] = res
+        crossed_rows.append({"dimension": item, **res.to_dict()})
 
     items = frame[ITEM]
     has_rubric = bool((items == RUBRIC_ITEM).any() or items.str.startswith(RUBRIC_PREFIX).any())
     family: dict[str, float] = {}
     superiority = pd.DataFrame()
     if has_rubric:
-        rm = pair_means(frame, RUBRIC_ITEM)
+        d = judgment_differences(frame, RUBRIC_ITEM)
+        rm = pair_means_from_differences(d)
+        diffs[RUBRIC_ITEM], means[RUBRIC_ITEM] = d, rm
         sup = superiority_paired(rm["chosen"], rm["rejected"], alpha=alpha)
-        superiority = pd.DataFrame([{"dimension": RUBRIC_ITEM, **sup.to_dict()}])
-        family[RUBRIC_ITEM] = sup.p_t
-    pref = preference_rate(judgments(frame)["preference"], alpha=alpha)
-    if pref.p_greater == pref.p_greater:  # not NaN
-        family["preference"] = pref.p_greater
-    holm_table = holm(family, alpha=alpha)
+        sd = float(rm["diff"].std(ddof=1))
+        superiority = pd.DataFrame(
+            [
+                {
+                    "dimension": RUBRIC_ITEM,
+                    **sup.to_dict(),
+                    "mde": minimum_detectable_effect(sup.n, sd, alpha=alpha),
+                }
+            ]
+        )
+        p_rubric = sup.p_t if not math.isnan(sup.p_t) else sup.p_wilcoxon
+        family[RUBRIC_ITEM] = p_rubric
+    per_judgment = judgments(frame)
+    pref = preference_pairs(per_judgment[PAIR_ID], per_judgment[PREFERENCE], alpha=alpha)
+    family["preference"] = pref.p_greater
+    holm_table = holm(family, alpha=alpha).set_index("test")
     if not superiority.empty:
-        superiority["p_holm"] = holm_table.set_index("test").loc[RUBRIC_ITEM, "p_adjusted"]
+        superiority["p_holm"] = holm_table.loc[RUBRIC_ITEM, "p_adjusted"]
+    preference = pd.DataFrame([pref.to_dict()])
+    preference["p_holm"] = holm_table.loc["preference", "p_adjusted"]
     return ValidationResult(
+        crossed=pd.DataFrame(crossed_rows),
         equivalence=pd.DataFrame(eq_rows),
         superiority=superiority,
-        preference=pd.DataFrame([pref.to_dict()]),
-        holm=holm_table,
-        mixed=pd.DataFrame(mixed_rows),
-        iut=intersection_union(tosts),
+        preference=preference,
+        preference_judgments=pd.DataFrame([preference_rate(per_judgment[PREFERENCE], alpha=alpha).to_dict()]),
+        holm=holm_table.reset_index(),
+        iut=intersection_union(crossed),
+        iut_panel=intersection_union(tosts),
+        differences=diffs,
+        pair_means=means,
     )

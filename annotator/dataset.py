@@ -103,10 +103,10 @@ def _benchmark_table(tables: dict[str, Any]) -> pd.DataFrame:
 
 def _validation_text(session: Session, study: str, account: Account) -> tuple[str, str]:
     """The validation summary (verdicts) and the methods paragraph of the study's report."""
-    from annotator.reporting import study_report
+    from annotator.study_report import study_report
 
     try:
-        report = study_report(session, study=study, n_boot=200, mixed=False, account=account)
+        report = study_report(session, study=study, n_boot=200, account=account)
     except (UserError, ValueError, TypeError) as exc:  # too few judgments, or a report that cannot be built
         return f"No validation report: {exc}.", ""
     lines = [

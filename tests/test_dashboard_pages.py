@@ -77,7 +77,7 @@ def test_progress_page_counts_the_study(study_db: str, engine: Engine) -> None:
 
 def test_validation_page_shows_the_verdicts_of_analyze(study_db: str, engine: Engine) -> None:
     """The page calls the same report as `annotator analyze`: the same verdict lines appear."""
-    from annotator.reporting import study_report
+    from annotator.study_report import study_report
 
     with Session(engine) as session:
         report = study_report(session, study="sample", n_boot=1000, account=SYSTEM)

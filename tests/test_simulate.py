@@ -14,7 +14,7 @@ from analysis.report import Report
 from annotator import ingest
 from annotator.accounts import SYSTEM
 from annotator.demo import SAMPLE
-from annotator.reporting import study_report
+from annotator.study_report import study_report
 from annotator.simulate import SimulationSpec, SimulationSummary, simulate
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, User
@@ -58,7 +58,7 @@ def _scores(engine: Engine) -> list[tuple[str, str, str, str, float]]:
 
 def _report(engine: Engine) -> Report:
     with db.session_scope(engine) as session:
-        return study_report(session, study=STUDY, n_boot=50, mixed=False, account=SYSTEM)
+        return study_report(session, study=STUDY, n_boot=50, account=SYSTEM)
 
 
 def test_sample_has_enough_pairs_and_six_flawed_ones() -> None:

@@ -4,13 +4,14 @@ from typing import Any
 
 import streamlit as st
 
-from analysis.report import Report, figures
+from analysis.render import figures, status_word
+from analysis.report import Report
 from annotator import dashboard
 from annotator.accounts import Account
 from annotator.app.common import choose_study, engine, require, session
 from annotator.errors import UserError
-from annotator.reporting import study_report
 from annotator.store.db import session_scope
+from annotator.study_report import study_report
 
 SHOWN_FAILED = 500
 
@@ -73,11 +74,17 @@ if study is not None:
         icon=":material/refresh:",
         help="Re-read the study; the report is recomputed only when judgments changed",
     )
+    boxes = {"pass": st.success, "fail": st.error, "inconclusive": st.warning, "not_assessed": st.info}
+    overall_box = {"PASS": st.success, "FAIL": st.error}.get(report.overall, st.warning)
+    overall_box(f"**Overall: {report.overall}**  \n{report.overall_reason}")
     for verdict in report.verdicts:
-        box = st.success if verdict.passed else st.error
-        word = "PASS" if verdict.passed else "FAIL"
-        box(f"**{word}: {verdict.claim}** ({verdict.test})  \n{verdict.detail}")
+        boxes[verdict.status](
+            f"**{status_word(verdict)}: {verdict.claim}** ({verdict.test})  \n{verdict.detail}"
+        )
     st.plotly_chart(plots["forest"], width="stretch")
+    st.caption("Crossed random-effects model (the verdict: pairs and annotators in general)")
+    st.dataframe(report.validation.crossed, hide_index=True, width="stretch")
+    st.caption("Per-pair TOST, conditional on this panel of annotators")
     st.dataframe(report.validation.equivalence, hide_index=True, width="stretch")
     st.plotly_chart(plots["differences"], width="stretch")
     left, right = st.columns(2)
@@ -85,6 +92,7 @@ if study is not None:
         st.plotly_chart(plots["preference"], width="stretch")
     with right:
         st.plotly_chart(plots["agreement"], width="stretch")
+    st.plotly_chart(plots["categories"], width="stretch")
     st.subheader("Rubric alignment")
     st.dataframe(report.validation.superiority, hide_index=True, width="stretch")
     st.subheader("Agreement")

@@ -1,0 +1,649 @@
+"""The validation report rendered: JSON (with its schema), Markdown, self-contained HTML (plotly),
+plotly figures, the methods paragraph and the terminal summary. Nothing here computes a statistic;
+everything comes from :class:`analysis.report.Report`."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.report import Report, Verdict
+
+__all__ = [
+    "CROSSED_COLUMNS",
+    "EQUIVALENCE_COLUMNS",
+    "REPORT_SCHEMA",
+    "figures",
+    "methods_paragraph",
+    "status_word",
+    "to_html",
+    "to_json",
+    "to_markdown",
+    "to_terminal",
+]
+
+_WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_assessed": "NOT ASSESSED"}
+
+
+def status_word(verdict: Verdict) -> str:
+    """PASS, FAIL, INCONCLUSIVE or NOT ASSESSED."""
+    return _WORDS[verdict.status]
+
+
+# --------------------------------------------------------------------------------------------- JSON
+
+
+def _clean(value: Any) -> Any:
+    """JSON-ready: NaN/inf become None, NumPy scalars become Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    return value
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return [_clean(row) for row in df.to_dict(orient="records")]
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    """Every number of the report as plain JSON data (see :data:`REPORT_SCHEMA`).
+
+    The agreement coefficient is ``krippendorff_alpha``; ``parameters.alpha`` is the significance
+    level.
+    """
+    v = report.validation
+    return _clean(
+        {
+            "study": report.study,
+            "overall": report.overall,
+            "overall_reason": report.overall_reason,
+            "parameters": report.parameters,
+            "summary": report.summary,
+            "verdicts": [verdict.to_dict() for verdict in report.verdicts],
+            "equivalence_crossed": _records(v.crossed),
+            "equivalence": _records(v.equivalence),
+            "intersection_union": v.iut.to_dict(),
+            "intersection_union_panel": v.iut_panel.to_dict(),
+            "rubric_superiority": _records(v.superiority),
+            "preference": _records(v.preference)[0],
+            "preference_judgments": _records(v.preference_judgments)[0],
+            "holm": _records(v.holm),
+            "agreement": _records(report.agreement),
+            "annotator_design": _records(report.design),
+            "bias": _records(report.bias),
+            "categories": _records(report.categories),
+            "controls": _records(report.controls),
+            "annotator_diagnostics": _records(report.diagnostics),
+            "failed_pairs": _records(report.failed_pairs),
+            "methods": methods_paragraph(report),
+        }
+    )
+
+
+_NUMBER = {"type": ["number", "null"]}
+# The columns of the equivalence tables shown in the Markdown and HTML reports.
+CROSSED_COLUMNS = [
+    "dimension",
+    "n_pairs",
+    "n_annotators",
+    "estimate",
+    "se",
+    "df",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "equivalent",
+    "pair_var",
+    "annotator_var",
+    "residual_var",
+]
+EQUIVALENCE_COLUMNS = [
+    "dimension",
+    "n_pairs",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "low",
+    "high",
+    "p_value",
+    "equivalent",
+    "wilcoxon_p_value",
+    "wilcoxon_equivalent",
+]
+REPORT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": [
+        "study",
+        "overall",
+        "overall_reason",
+        "parameters",
+        "summary",
+        "verdicts",
+        "equivalence_crossed",
+        "equivalence",
+        "intersection_union",
+        "rubric_superiority",
+        "preference",
+        "agreement",
+        "annotator_diagnostics",
+        "failed_pairs",
+    ],
+    "properties": {
+        "study": {"type": "string"},
+        "overall": {"enum": ["PASS", "INCONCLUSIVE", "FAIL"]},
+        "overall_reason": {"type": "string"},
+        "parameters": {
+            "type": "object",
+            "required": [
+                "margin",
+                "alpha",
+                "quality_items",
+                "n_boot",
+                "seed",
+                "reliability_threshold",
+                "min_pairs",
+            ],
+        },
+        "summary": {"type": "object", "required": ["n_pairs", "n_annotators", "n_judgments"]},
+        "verdicts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["key", "claim", "test", "status", "passed", "detail"],
+                "properties": {
+                    "key": {
+                        "enum": [
+                            "sample_size",
+                            "equivalence",
+                            "rubric",
+                            "preference",
+                            "reliability",
+                            "sensitivity",
+                        ]
+                    },
+                    "status": {"enum": ["pass", "fail", "inconclusive", "not_assessed"]},
+                    "passed": {"type": "boolean"},
+                    "claim": {"type": "string"},
+                },
+            },
+        },
+        "equivalence_crossed": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": [
+                    "dimension",
+                    "estimate",
+                    "se",
+                    "df",
+                    "ci_low",
+                    "ci_high",
+                    "pvalue",
+                    "equivalent",
+                ],
+            },
+        },
+        "equivalence": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": [
+                    "dimension",
+                    "estimate",
+                    "ci_low",
+                    "ci_high",
+                    "low",
+                    "high",
+                    "p_value",
+                    "equivalent",
+                ],
+                "properties": {
+                    "dimension": {"type": "string"},
+                    "estimate": _NUMBER,
+                    "ci_low": _NUMBER,
+                    "ci_high": _NUMBER,
+                    "low": {"type": "number"},
+                    "high": {"type": "number"},
+                    "p_value": _NUMBER,
+                    "equivalent": {"type": "boolean"},
+                },
+            },
+        },
+        "intersection_union": {"type": "object", "required": ["equivalent", "pvalue"]},
+        "rubric_superiority": {"type": "array"},
+        "preference": {"type": "object", "required": ["rate", "ci_low", "ci_high", "p_greater", "n_pairs"]},
+        "agreement": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "item",
+                    "krippendorff_alpha",
+                    "krippendorff_alpha_ci_low",
+                    "krippendorff_alpha_ci_high",
+                    "ci_covers",
+                ],
+            },
+        },
+        "annotator_diagnostics": {"type": "array", "items": {"type": "object", "required": ["annotator"]}},
+        "failed_pairs": {"type": "array", "items": {"type": "object", "required": ["pair_id", "reasons"]}},
+    },
+}
+
+
+# ----------------------------------------------------------------------------------------- Markdown
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if isinstance(value, int | np.integer):
+        return str(value)
+    if isinstance(value, float | np.floating):
+        number = float(value)
+        if not math.isfinite(number):
+            return "n/a"
+        if number != 0 and abs(number) < 10**-digits:
+            return f"{number:.2g}"
+        return f"{number:.{digits}f}"
+    return str(value)
+
+
+def _md_table(df: pd.DataFrame, columns: Sequence[str]) -> str:
+    shown = [c for c in columns if c in df.columns]
+    lines = ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
+    for row in df.to_dict(orient="records"):
+        lines.append("| " + " | ".join(_fmt(row[c]).replace("|", "\\|") for c in shown) + " |")
+    return "\n".join(lines)
+
+
+def _crossed_table(report: Report) -> pd.DataFrame:
+    return report.validation.crossed.rename(columns={"pvalue": "p_value"})
+
+
+def methods_paragraph(report: Report) -> str:
+    """A methods paragraph stating exactly what was tested, with every parameter."""
+    p, s = report.parameters, report.summary
+    level = round(100 * (1 - 2 * p["alpha"]))
+    crossed = report.validation.crossed
+    dfs = ", ".join(f"{r['dimension']} {r['df']:.1f}" for r in crossed.to_dict("records"))
+    design = report.design
+    n_ann = s["n_annotators"]
+    weak = (
+        f" With {n_ann} annotators the annotator variance rests on {max(n_ann - 1, 0)} degree(s) of freedom, "
+        "so the generalization to other annotators is weak and the test conservative."
+        if n_ann < 6
+        else ""
+    )
+    if not design.empty and design["pool_needed"].notna().any():
+        weak += (
+            f" From the estimated variance components, about {int(design['pool_needed'].max())} annotators "
+            f"(with these {s['n_pairs']} pairs and this overlap) give "
+            f"{round(100 * p['target_power'])}% power."
+        )
+    return (
+        f"{n_ann} annotators rated {s['n_pairs']} preference pairs ({s['n_judgments']} judgments), blind to "
+        "which response was constructed to follow the user's rubric and with its side counterbalanced"
+        + (
+            f"; {s['n_control_pairs']} control pairs were analysed separately"
+            if s.get("n_control_pairs")
+            else ""
+        )
+        + ". General quality ("
+        + ", ".join(p["quality_items"])
+        + f") was rated {p['scale_min']:g}-{p['scale_max']:g} "
+        "for each response. For each dimension we fitted a linear mixed model to the per-judgment "
+        "differences (chosen - rejected) with crossed random effects of pair and of annotator on the "
+        "difference (REML), so that the mean difference refers to pairs and annotators in general, and "
+        "tested equivalence with two one-sided tests (TOST; Schuirmann 1987) against "
+        f"+-{p['margin']:g} scale "
+        f"points at alpha = {p['alpha']:g} using Satterthwaite degrees of freedom ({dfs}); equivalently, the "
+        f"{level}% CI lies inside the bounds. The dimensions were combined as an intersection-union "
+        "test, all of "
+        f"which must pass, so no multiplicity correction applies (Berger 1982).{weak} A paired TOST "
+        "on per-pair "
+        "mean differences and a Wilcoxon signed-rank TOST (Pratt's treatment of differences on the bound; "
+        "Hodges-Lehmann interval strictly inside the bounds) are reported as conditional on this panel of "
+        "annotators. Rubric alignment (mean of the 0-2 aspect ratings) was compared with a "
+        "one-sided paired t "
+        "test on per-pair means; the preference for the chosen response was tested at the level of pairs "
+        "(per-pair share of judgments preferring chosen, ties counted as half, one-sided t test "
+        "against 0.5); "
+        f"these two tests were Holm-adjusted; their CIs are {level}% to match the one-sided tests. Assay "
+        "sensitivity: the equivalence claim requires Krippendorff's alpha (ordinal) of every "
+        "quality dimension "
+        f"to exceed {p['reliability_threshold']:g} with the lower end of its {level}% percentile "
+        "bootstrap CI "
+        f"({p['bootstrap']}, {p['n_boot']} resamples, seed {p['seed']}), and, where positive-control pairs "
+        f"(a planted quality defect) exist, a detected quality gap on them (one-sided t test, at least "
+        f"{p['min_control_pairs']} control pairs). No result passes with fewer than {p['min_pairs']} pairs. "
+        "The overall result is PASS only when every verdict passes."
+    )
+
+
+def _verdict_line(verdict: Verdict) -> str:
+    return f"- **{status_word(verdict)}** ({verdict.key}): {verdict.claim} ({verdict.test}); {verdict.detail}"
+
+
+def to_markdown(report: Report) -> str:
+    """The report as Markdown."""
+    v = report.validation
+    level = round(100 * (1 - 2 * report.parameters["alpha"]))
+    parts = [
+        f"# Validation report: {report.study}",
+        "",
+        f"**Overall: {report.overall}** ({report.overall_reason})",
+        "",
+    ]
+    parts += [_verdict_line(x) for x in report.verdicts]
+    parts += ["", "## Equivalence on general quality (chosen - rejected)", ""]
+    parts += [
+        f"Crossed random-effects TOST (the verdict; generalizes over pairs and annotators, {level}% CI):",
+        "",
+        _md_table(_crossed_table(report), CROSSED_COLUMNS),
+        "",
+        "Per-pair TOST, conditional on this panel of annotators:",
+        "",
+        _md_table(v.equivalence, EQUIVALENCE_COLUMNS),
+    ]
+    if not report.design.empty:
+        parts += ["", "Annotators needed to generalize (variance components of the difference):", ""]
+        parts.append(_md_table(report.design, list(report.design.columns)))
+    if not v.superiority.empty:
+        parts += ["", "## Rubric alignment (one-sided superiority)", ""]
+        parts.append(
+            _md_table(
+                v.superiority,
+                [
+                    "dimension",
+                    "n",
+                    "estimate",
+                    "ci_low",
+                    "ci_high",
+                    "dz",
+                    "rank_biserial",
+                    "p_t",
+                    "p_wilcoxon",
+                    "p_holm",
+                    "mde",
+                ],
+            )
+        )
+    parts += ["", "## Preference for chosen (pair level; ties count half)", ""]
+    parts.append(
+        _md_table(
+            v.preference,
+            [
+                "n_pairs",
+                "n_judgments",
+                "n_chosen",
+                "n_rejected",
+                "n_ties",
+                "rate",
+                "ci_low",
+                "ci_high",
+                "p_greater",
+                "p_holm",
+                "method",
+            ],
+        )
+    )
+    parts += ["", "## Agreement", ""]
+    parts.append(_md_table(report.agreement, list(report.agreement.columns)))
+    if not report.controls.empty:
+        parts += ["", "## Control pairs", "", _md_table(report.controls, list(report.controls.columns))]
+    if not report.bias.empty:
+        parts += ["", "## Position and length bias", "", _md_table(report.bias, list(report.bias.columns))]
+    if not report.categories.empty:
+        parts += ["", "## By category", "", _md_table(report.categories, list(report.categories.columns))]
+    if not report.diagnostics.empty:
+        parts += ["", "## Annotators", "", _md_table(report.diagnostics, list(report.diagnostics.columns))]
+    parts += ["", f"## Pairs that fail validation ({len(report.failed_pairs)})", ""]
+    if report.failed_pairs.empty:
+        parts.append("None.")
+    else:
+        parts.append(_md_table(report.failed_pairs, ["pair_id", "reasons"]))
+    parts += ["", "## Methods", "", methods_paragraph(report), ""]
+    return "\n".join(parts)
+
+
+def to_terminal(report: Report) -> str:
+    """The terminal summary: the overall result, one line per verdict, the equivalence table."""
+    s = report.summary
+    lines = [
+        f"{report.study}: {s['n_pairs']} pairs, {s['n_annotators']} annotators, {s['n_judgments']} judgments",
+        f"OVERALL {report.overall}: {report.overall_reason}",
+    ]
+    for verdict in report.verdicts:
+        lines.append(f"{status_word(verdict)} {verdict.claim} ({verdict.test})")
+        lines.append(f"     {verdict.detail}")
+    level = round(100 * (1 - 2 * report.parameters["alpha"]))
+    lines.append("")
+    lines.append(f"Chosen - rejected, crossed model ({level}% CI) | per-pair TOST, conditional on this panel")
+    panel = report.validation.equivalence.set_index("dimension")
+    for row in report.validation.crossed.to_dict("records"):
+        pr = panel.loc[row["dimension"]]
+        lines.append(
+            f"  {row['dimension']:<14} {row['estimate']:+.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
+            f"df {row['df']:.1f} p {row['pvalue']:.4g} {'equivalent' if row['equivalent'] else 'not shown'}"
+            f" | {pr['estimate']:+.3f} [{pr['ci_low']:.3f}, {pr['ci_high']:.3f}] "
+            f"{'equivalent' if pr['equivalent'] else 'not shown'}"
+        )
+    lines.append("")
+    lines.append(f"Agreement (Krippendorff's alpha, {level}% bootstrap CI over pairs)")
+    for row in report.agreement.to_dict("records"):
+        lines.append(
+            f"  {row['item']:<14} {_fmt(row['krippendorff_alpha'])} "
+            f"[{_fmt(row['krippendorff_alpha_ci_low'])}, {_fmt(row['krippendorff_alpha_ci_high'])}] "
+            f"AC1 {_fmt(row['ac1'])} agreement {_fmt(row['percent_agreement'])} units {row['n_units']}"
+        )
+    lines.append(f"{len(report.failed_pairs)} pair(s) fail validation")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------- HTML
+
+
+def figures(report: Report) -> dict[str, Any]:
+    """The report's plotly figures: forest plot, differences, categories, preference, agreement."""
+    import plotly.graph_objects as go
+
+    v = report.validation
+    margin = report.parameters["margin"]
+    level = round(100 * (1 - 2 * report.parameters["alpha"]))
+    forest = go.Figure()
+    forest.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.6, line_width=0, layer="below")
+    for table, name, color, shift in (
+        (v.crossed, f"crossed model, {level}% CI (verdict)", "#3b5bdb", 0.12),
+        (v.equivalence, f"per-pair TOST, {level}% CI (this panel)", "#868e96", -0.12),
+    ):
+        forest.add_trace(
+            go.Scatter(
+                x=table["estimate"],
+                y=table["dimension"],
+                mode="markers",
+                marker={"size": 10, "color": color},
+                error_x={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": table["ci_high"] - table["estimate"],
+                    "arrayminus": table["estimate"] - table["ci_low"],
+                },
+                name=name,
+                offsetgroup=name,
+            )
+        )
+        _ = shift
+    forest.add_vline(x=0, line_dash="dot")
+    forest.update_layout(
+        title="Chosen - rejected per quality dimension (band: equivalence margin)",
+        xaxis_title="difference (scale points)",
+        height=340,
+        showlegend=True,
+        scattermode="group",
+    )
+    dist = go.Figure()
+    columns = list(v.pair_means)
+    values = [v.pair_means[c]["diff"].to_numpy(dtype=float) for c in columns]
+    finite = np.concatenate([x[np.isfinite(x)] for x in values]) if values else np.array([0.0])
+    edges = np.histogram_bin_edges(finite if finite.size else [0.0], bins=25)
+    for name, column_values in zip(columns, values, strict=True):  # binned: small for 100k pairs
+        counts, _ = np.histogram(column_values[np.isfinite(column_values)], bins=edges)
+        dist.add_trace(
+            go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges), name=name, opacity=0.6)
+        )
+    dist.update_layout(
+        barmode="overlay",
+        title="Per-pair chosen - rejected differences",
+        height=340,
+        xaxis_title="difference",
+    )
+    cat = report.categories
+    categories = go.Figure()
+    if not cat.empty:
+        for item, g in cat.groupby("item", sort=False):
+            categories.add_trace(
+                go.Scatter(
+                    x=g["estimate"],
+                    y=g["category"],
+                    mode="markers",
+                    name=str(item),
+                    error_x={
+                        "type": "data",
+                        "symmetric": False,
+                        "array": g["ci_high"] - g["estimate"],
+                        "arrayminus": g["estimate"] - g["ci_low"],
+                    },
+                )
+            )
+        categories.add_vrect(
+            x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.4, line_width=0, layer="below"
+        )
+    categories.update_layout(
+        title=f"By category: chosen - rejected per item ({level}% CI)",
+        height=max(320, 40 * max(1, cat["category"].nunique() if not cat.empty else 1)),
+        scattermode="group",
+    )
+    pref = v.preference.iloc[0]
+    preference = go.Figure(
+        go.Bar(
+            x=["chosen", "tie", "rejected"],
+            y=[pref["n_chosen"], pref["n_ties"], pref["n_rejected"]],
+            marker_color=["#2f9e44", "#adb5bd", "#e03131"],
+        )
+    )
+    preference.update_layout(
+        title=f"Which response fits the user? (mean per-pair share {pref['rate']:.2f})", height=320
+    )
+    ag = report.agreement
+    agreement = go.Figure(
+        go.Scatter(
+            x=ag["krippendorff_alpha"],
+            y=ag["item"],
+            mode="markers",
+            marker={"size": 11},
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": ag["krippendorff_alpha_ci_high"] - ag["krippendorff_alpha"],
+                "arrayminus": ag["krippendorff_alpha"] - ag["krippendorff_alpha_ci_low"],
+            },
+        )
+    )
+    threshold = report.parameters["reliability_threshold"]
+    agreement.add_vline(x=threshold, line_dash="dot", annotation_text=f"threshold {threshold:g}")
+    agreement.add_vline(x=0.667, line_dash="dot", annotation_text="0.667")
+    agreement.update_layout(
+        title=f"Krippendorff's alpha with {level}% bootstrap CI over pairs", height=320, xaxis_range=[-0.2, 1]
+    )
+    return {
+        "forest": forest,
+        "differences": dist,
+        "categories": categories,
+        "preference": preference,
+        "agreement": agreement,
+    }
+
+
+def _html_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
+    columns = [c for c in (columns or list(df.columns)) if c in df.columns]
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(row[c]))}</td>" for c in columns) + "</tr>"
+        for row in df.to_dict(orient="records")
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def to_html(report: Report) -> str:
+    """A self-contained HTML report (plotly inlined once; opens offline, no external script)."""
+    figs = figures(report)
+    plots = {
+        name: fig.to_html(
+            full_html=False, include_plotlyjs=number == 0, div_id=f"fig-{name}", config={"displaylogo": False}
+        )
+        for number, (name, fig) in enumerate(figs.items())
+    }
+    v = report.validation
+    verdicts = "".join(
+        f"<li class='{x.status}'><b>{status_word(x)}</b> {html.escape(x.claim)} "
+        f"<span class='test'>({html.escape(x.test)})</span><br>{html.escape(x.detail)}</li>"
+        for x in report.verdicts
+    )
+    s = report.summary
+
+    def table_or(df: pd.DataFrame, empty: str, columns: Sequence[str] | None = None) -> str:
+        return _html_table(df, columns) if not df.empty else f"<p>{empty}</p>"
+
+    body = f"""
+<h1>Validation report: {html.escape(report.study)}</h1>
+<p class="summary">{s["n_pairs"]} pairs · {s["n_annotators"]} annotators · {s["n_judgments"]} judgments ·
+{s["n_failed_pairs"]} pairs fail validation</p>
+<p class="overall {report.overall.lower()}"><b>Overall: {report.overall}</b>
+({html.escape(report.overall_reason)})</p>
+<ul class="verdicts">{verdicts}</ul>
+<h2>Equivalence on general quality</h2>{plots["forest"]}
+<h3>Crossed random-effects TOST (the verdict: pairs and annotators in general)</h3>
+{_html_table(_crossed_table(report), CROSSED_COLUMNS)}
+<h3>Per-pair TOST, conditional on this panel of annotators</h3>
+{_html_table(v.equivalence, EQUIVALENCE_COLUMNS)}
+<h3>Annotators needed to generalize</h3>{table_or(report.design, "Not estimated.")}
+<h2>Rating differences</h2>{plots["differences"]}
+<h2>By category</h2>{plots["categories"] if not report.categories.empty else "<p>No categories.</p>"}
+<h2>Rubric alignment</h2>{table_or(v.superiority, "No rubric ratings.")}
+<h2>Preference (pair level; ties count half)</h2>{plots["preference"]}{_html_table(v.preference)}
+<h2>Agreement</h2>{plots["agreement"]}{_html_table(report.agreement)}
+<h2>Control pairs</h2>{table_or(report.controls, "No control pairs.")}
+<h2>Position and length bias</h2>{table_or(report.bias, "No side or length information.")}
+<h2>Annotators</h2>{table_or(report.diagnostics, "Not computed.")}
+<h2>Pairs that fail validation</h2>{table_or(report.failed_pairs, "None.")}
+<h2>Methods</h2><p>{html.escape(methods_paragraph(report))}</p>
+<h2>Parameters</h2><pre>{html.escape(json.dumps(_clean(report.parameters), indent=2))}</pre>
+"""
+    style = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2rem auto;color:#1f2430;
+padding:0 1rem}
+table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0 1.5rem;display:block;overflow-x:auto}
+th,td{border:1px solid #dee2e6;padding:.25rem .5rem;text-align:right}th{background:#f3f5f9}
+td:first-child,th:first-child{text-align:left}.verdicts li{margin:.4rem 0}.pass b{color:#2f9e44}
+.fail b{color:#e03131}.inconclusive b{color:#e8590c}.not_assessed b{color:#868e96}
+.test{color:#666;font-size:.9em}.summary{color:#555}"""
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Validation report: "
+        f"{html.escape(report.study)}</title><style>{style}</style></head><body>{body}</body></html>"
+    )

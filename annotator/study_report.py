@@ -1,0 +1,166 @@
+"""Study reports as a service: the validation report and the power figures of a study.
+
+One path for the app's Validation page, ``annotator analyze --study S``, ``annotator analyze --labels
+FILE`` and ``annotator power --study S``: read the labels (database or file), take the study's
+analysis settings, call :func:`analysis.report.build_report` (or the power functions). Nothing here
+computes a statistic.
+"""
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+from sqlmodel import Session
+
+from analysis.report import Report, build_report
+from annotator.accounts import Account
+from annotator.errors import UserError
+from annotator.readers import label_frame
+from annotator.study import StudyConfig, load_config, study_config
+
+
+def study_report(
+    session: Session,
+    *,
+    study: str,
+    n_boot: int = 1000,
+    seed: int = 0,
+    categories: Sequence[str] | None = None,
+    annotators: Sequence[str] | None = None,
+    account: Account,
+) -> Report:
+    """Build the report from the study's current judgments with its own settings.
+
+    Only a researcher (or SYSTEM) may read the labels.
+    """
+    config = study_config(session, study)
+    frame = label_frame(session, study=study, account=account)
+    return report_from_frame(
+        frame,
+        study=study,
+        config=config,
+        n_boot=n_boot,
+        seed=seed,
+        categories=categories,
+        annotators=annotators,
+    )
+
+
+def labels_report(
+    path: Path,
+    *,
+    config_path: Path | None = None,
+    study: str | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Report:
+    """The report of a labels file (CSV, JSONL or Parquet in the long label format) without a database.
+
+    The settings come from `config_path` (a study TOML; default: the default study).
+    """
+    from analysis.frames import read_labels
+
+    config = load_config(config_path)
+    try:
+        frame = read_labels(path)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except (ValueError, OSError) as exc:
+        raise UserError(f"{path}: {exc}") from None
+    return report_from_frame(frame, study=study or Path(path).stem, config=config, n_boot=n_boot, seed=seed)
+
+
+def report_from_frame(
+    frame: pd.DataFrame,
+    *,
+    study: str,
+    config: StudyConfig,
+    n_boot: int = 1000,
+    seed: int = 0,
+    categories: Sequence[str] | None = None,
+    annotators: Sequence[str] | None = None,
+) -> Report:
+    """Filter a label frame (by category and annotator) and build the report, or explain why not."""
+    if categories:
+        frame = frame[frame["category"].isin(list(categories))]
+    if annotators:
+        frame = frame[frame["annotator"].isin(list(annotators))]
+    if frame.empty:
+        raise UserError(
+            f"study {study!r} has no judgments to analyse yet"
+            + (" with these filters" if categories or annotators else "")
+        )
+    if frame["pair_id"].nunique() < 2:
+        raise UserError(f"study {study!r} needs judgments on at least 2 pairs for the statistics")
+    settings = config.analysis
+    try:
+        return build_report(
+            frame,
+            study=study,
+            quality_items=config.dimension_names,
+            margin=settings.margin,
+            alpha=settings.alpha,
+            scale_min=config.quality.scale_min,
+            scale_max=config.quality.scale_max,
+            reliability_threshold=settings.reliability_threshold,
+            min_pairs=settings.min_pairs,
+            min_control_pairs=settings.min_control_pairs,
+            require_positive_controls=settings.require_positive_controls,
+            target_power=settings.target_power,
+            n_boot=n_boot,
+            seed=seed,
+        )
+    except ValueError as exc:
+        raise UserError(f"cannot analyse study {study!r}: {exc}") from None
+
+
+def study_power(session: Session, *, study: str, account: Account) -> tuple[StudyConfig, pd.DataFrame]:
+    """Per quality dimension of an existing study: its achieved power (per-pair TOST, conditional on
+    the panel), its variance components and the annotator pool the crossed-model TOST would need for
+    the study's target power with its pairs and overlap.
+
+    Returns
+    -------
+    tuple
+        The study's config and a table with columns ``dimension, n_pairs, sd_diff, power,
+        n_annotators, per_pair, estimate, pair_var, annotator_var, residual_var, pool_needed,
+        power_at_pool_needed``.
+    """
+    from analysis.frames import split_controls
+    from analysis.power import achieved_power, recommend_design, variance_components
+
+    config = study_config(session, study)
+    frame = label_frame(session, study=study, account=account)
+    if frame.empty:
+        raise UserError(f"study {study!r} has no judgments yet")
+    frame, _ = split_controls(frame)
+    if frame["pair_id"].nunique() < 2:
+        raise UserError(f"study {study!r} needs judgments on at least 2 pairs")
+    settings = config.analysis
+    items = config.dimension_names
+    try:
+        achieved = achieved_power(frame, quality_items=items, margin=settings.margin, alpha=settings.alpha)
+        components = variance_components(frame, quality_items=items)
+    except ValueError as exc:
+        raise UserError(f"cannot analyse study {study!r}: {exc}") from None
+    table = achieved.merge(components.drop(columns=["n_pairs"]), on="dimension")
+    needed, power_at = [], []
+    for row in table.itertuples():
+        try:
+            rec = recommend_design(
+                margin=settings.margin,
+                pair_var=float(row.pair_var),
+                annotator_var=float(row.annotator_var),
+                residual_var=float(row.residual_var),
+                power=settings.target_power,
+                alpha=settings.alpha,
+                per_pair=max(1, round(float(row.per_pair))),
+                n_pairs=int(row.n_pairs),
+                max_pool=1000,
+            )
+            needed.append(float(rec.pool))
+            power_at.append(rec.power)
+        except ValueError:
+            needed.append(float("nan"))
+            power_at.append(float("nan"))
+    return config, table.assign(pool_needed=needed, power_at_pool_needed=power_at)
