@@ -52,6 +52,7 @@ def annotator_progress(session: Session, *, study: str, account: Account) -> pd.
                 "assigned",
                 "done",
                 "skipped",
+                "flagged",
                 "open",
                 "items_per_hour",
                 "median_time_s",
@@ -64,12 +65,13 @@ def annotator_progress(session: Session, *, study: str, account: Account) -> pd.
             "active": grouped["active"].first(),
             "assigned": grouped.size(),
             "done": grouped["status"].apply(lambda s: int((s == "done").sum())),
+            "flagged": grouped["status"].apply(lambda s: int((s == "flagged").sum())),
             "skipped": grouped["skip_count"].apply(lambda s: int((s > 0).sum())),
             "median_time_s": grouped["time_s"].median(),
             "work_s": grouped["time_s"].sum(),
         }
     )
-    table["open"] = table["assigned"] - table["done"]
+    table["open"] = table["assigned"] - table["done"] - table["flagged"]
     hours = (table["work_s"] / 3600).where(table["work_s"] > 0)
     table["items_per_hour"] = table["done"] / hours
     return table.drop(columns="work_s").reset_index()
@@ -181,3 +183,24 @@ def filter_options(
         .distinct()
     ).all()
     return sorted(c for c in categories if c), sorted(names)
+
+
+def cumulative_judgments(timeline: pd.DataFrame) -> pd.DataFrame:
+    """Per annotator, the running count of judgments over time (from :func:`judgments_over_time`):
+    columns submitted_at, annotator, judgments."""
+    out = timeline.sort_values("submitted_at", kind="stable").assign(judgments=1)
+    out["judgments"] = out.groupby("annotator")["judgments"].cumsum()
+    return out.reset_index(drop=True)
+
+
+def study_summary(people: pd.DataFrame, pairs: pd.DataFrame, stalled: pd.DataFrame) -> dict[str, int]:
+    """The headline numbers of the Progress page: pairs, judgments done and assigned, complete pairs,
+    stalled and flagged items."""
+    return {
+        "pairs": len(pairs),
+        "done": int(people["done"].sum()) if len(people) else 0,
+        "assigned": int(people["assigned"].sum()) if len(people) else 0,
+        "complete": int((pairs["done"] >= pairs["assigned"]).sum()) if len(pairs) else 0,
+        "stalled": len(stalled),
+        "flagged": int(people["flagged"].sum()) if "flagged" in people and len(people) else 0,
+    }

@@ -371,7 +371,8 @@ def test_per_aspect_rubric_decisions_reach_the_adjudicated_export(tmp_path: Path
 def test_pair_detail_labels_rubric_scores_by_aspect_name(tmp_path: Path) -> None:
     engine = crafted(tmp_path)
     with db.session_scope(engine) as session:
-        detail = adjudicate.pair_detail(session, pair_id=pair_db_id(engine, "p1"), account=account(engine, "judge"))
+        judge = account(engine, "judge")
+        detail = adjudicate.pair_detail(session, pair_id=pair_db_id(engine, "p1"), account=judge)
     labels = dict(zip(detail.scores["item"], detail.scores["label"], strict=True))
     assert labels["rubric:0"].startswith("Aspect 1: ") and labels["rubric:0"] != "Aspect 1: "
     assert labels["correctness"] == "correctness"
@@ -392,6 +393,7 @@ def test_hidden_names_are_hidden_in_every_table_of_a_pair(tmp_path: Path) -> Non
 def test_final_defaults_are_the_medians_over_judgments(tmp_path: Path) -> None:
     engine = crafted(tmp_path)
     with db.session_scope(engine) as session:
-        detail = adjudicate.pair_detail(session, pair_id=pair_db_id(engine, "p4"), account=account(engine, "judge"))
+        judge = account(engine, "judge")
+        detail = adjudicate.pair_detail(session, pair_id=pair_db_id(engine, "p4"), account=judge)
     row = detail.defaults.set_index("item").loc["correctness"]
     assert (row["chosen"], row["rejected"]) == (5.0, 3.0)

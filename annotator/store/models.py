@@ -113,7 +113,7 @@ class Judgment(SQLModel, table=True):
     comment: str = Field(default="", sa_column=Column(Text, nullable=False))
     flag: bool = Field(default=False)
     flag_reason: str = Field(default="", sa_column=Column(Text, nullable=False))
-    opened_posts: list[int] | None = Field(default=None, sa_column=Column(JSON))  # profile posts opened (0005)
+    opened_posts: list[int] | None = Field(default=None, sa_column=Column(JSON))  # posts opened (0005)
     guideline_version: str = Field(default="", max_length=50)  # the guidelines it was made under (0006)
 
 

@@ -1,4 +1,5 @@
-"""Adjudicate: automatic resolution, the queue (lowest agreement first), and decisions on one pair."""
+"""Adjudicate: automatic resolution, the queue (lowest agreement first), and a decision on one pair
+with its whole context (question, narrative, rubric with reasons and evidence, profile)."""
 
 import streamlit as st
 
@@ -6,8 +7,95 @@ from annotator import adjudicate
 from annotator.app.common import choose_study, require, safe_md, session
 from annotator.errors import UserError
 
+PICK_KEY = "adjudicate_pick"
+NAMES_KEY = "adjudicate_names"
+DONE_KEY = "adjudicate_done"
+
+
+def show_context(pair: dict) -> None:
+    """The question, the user's narrative, rubric aspects (reason and evidence) and profile."""
+    st.markdown("### Question")
+    st.info(safe_md(pair.get("question", "")))
+    left, right = st.columns(2, gap="medium")
+    with left:
+        if pair.get("narrative"):
+            with st.expander("The user's own explanation", expanded=True):
+                st.markdown(safe_md(pair["narrative"]))
+        rubric = pair.get("rubric_aspects") or []
+        if rubric:
+            with st.expander(f"The user's rubric ({len(rubric)} aspects)", expanded=True):
+                for number, aspect in enumerate(rubric, start=1):
+                    line = f"{number}. **{safe_md(aspect.get('aspect', ''))}**"
+                    if aspect.get("reason"):
+                        line += f": {safe_md(aspect['reason'])}"
+                    if aspect.get("evidence"):
+                        line += f"  \n*Evidence:* “{safe_md(aspect['evidence'])}”"
+                    st.markdown(line)
+    with right:
+        profile = pair.get("profile") or []
+        if profile:
+            with st.expander(f"The user's past posts ({len(profile)})", expanded=False):
+                with st.container(height=360):
+                    for number, post in enumerate(profile, start=1):
+                        category = f" · {safe_md(post.get('category'))}" if post.get("category") else ""
+                        st.markdown(f"**Post {number}**{category}  \n{safe_md(post.get('text', ''))}")
+
+
+def decision_form(detail: adjudicate.PairDetail, pair_db_id: int, account: object) -> None:
+    """Final preference (nothing preselected), keep, final scores starting at the medians, a note."""
+    with st.form(f"decide_{pair_db_id}"):
+        preference = st.radio(
+            "Final preference",
+            adjudicate.PREFERENCES,
+            index=None,
+            horizontal=True,
+            key=f"decide_pref_{pair_db_id}",
+        )
+        keep = st.checkbox("Keep this pair in the benchmark", value=True, key=f"decide_keep_{pair_db_id}")
+        final: dict[str, dict[str, float]] = {"chosen": {}, "rejected": {}}
+        with st.expander("Final scores (change only where they should differ from the median)"):
+            for row in detail.defaults.itertuples(index=False):
+                left, right = st.columns(2)
+                for column, response in ((left, "chosen"), (right, "rejected")):
+                    median = float(getattr(row, response))
+                    value = column.number_input(
+                        f"{safe_md(row.label)} · {response}",
+                        value=median,
+                        step=0.5,
+                        key=f"decide_{pair_db_id}_{response}_{row.item}",
+                    )
+                    if value != median:
+                        final[response][str(row.item)] = float(value)
+        note = st.text_area("Note", key=f"decide_note_{pair_db_id}")
+        if not st.form_submit_button("Record decision", type="primary"):
+            return
+    if preference is None:
+        st.error("Choose the final preference first.")
+        return
+    try:
+        with session() as active:
+            adjudicate.decide(
+                active,
+                pair_id=pair_db_id,
+                account=account,  # type: ignore[arg-type]
+                preference=preference,
+                keep=keep,
+                scores={response: items for response, items in final.items() if items} or None,
+                note=note,
+            )
+    except UserError as exc:
+        st.error(str(exc))
+        return
+    st.session_state[DONE_KEY] = f"Decision recorded for {detail.pair['pair_id']}."
+    st.session_state.pop(PICK_KEY, None)  # the queue moves on to the next pair
+    st.rerun()
+
+
 account = require("adjudicator", "researcher")
 st.title("Adjudicate")
+done = st.session_state.pop(DONE_KEY, None)
+if done:
+    st.success(done, icon=":material/check:")
 study = choose_study("adjudicate_study")
 if study is not None:
     if st.button("Resolve the clear cases automatically", key="adjudicate_auto", icon=":material/auto_mode:"):
@@ -19,63 +107,35 @@ if study is not None:
     if waiting.empty:
         st.info("Nothing needs a person right now. Run the automatic resolution after new judgments arrive.")
         st.stop()
-    st.dataframe(waiting, hide_index=True, width="stretch")
-    show_names = st.toggle("Show annotator names", value=True, key="adjudicate_names")
+    with st.expander("The whole queue", expanded=False):
+        st.dataframe(waiting, hide_index=True, width="stretch")
+    show_names = st.toggle("Show annotator names", value=False, key=NAMES_KEY)
+    rows = list(waiting.itertuples(index=False))
     pick = st.selectbox(
         "Pair",
-        list(waiting.itertuples(index=False)),
+        rows,
         format_func=lambda r: f"{r.pair_id} · {r.reasons}",
-        key="adjudicate_pick",
+        key=PICK_KEY,
     )
     with session() as active:
-        detail = adjudicate.pair_detail(active, pair_id=int(pick.pair_db_id), account=account)
+        detail = adjudicate.pair_detail(
+            active, pair_id=int(pick.pair_db_id), account=account, hide_names=not show_names
+        )
     pair = detail.pair
-    st.markdown(f"#### {safe_md(pair['pair_id'] if 'pair_id' in pair else pick.pair_id)}")
-    st.info(safe_md(pair.get("question", "")))
+    st.markdown(f"## Pair {safe_md(pair['pair_id'])}")
+    show_context(pair)
     left, right = st.columns(2)
-    with left, st.container(border=True):
+    with left, st.container(border=True, height=360):
         st.markdown("**Chosen** (built to follow the rubric)")
         st.markdown(safe_md(pair.get("chosen", "")))
-    with right, st.container(border=True):
+    with right, st.container(border=True, height=360):
         st.markdown("**Rejected**")
         st.markdown(safe_md(pair.get("rejected", "")))
-    judgments = (
-        detail.judgments if show_names else detail.judgments.drop(columns=["annotator"], errors="ignore")
-    )
     st.subheader("Judgments")
-    st.dataframe(judgments, hide_index=True, width="stretch")
-    st.dataframe(detail.scores, hide_index=True, width="stretch")
+    st.dataframe(detail.judgments, hide_index=True, width="stretch")
+    st.subheader("Scores by item")
+    st.dataframe(detail.scores.drop(columns=["item"]), hide_index=True, width="stretch")
     if not detail.history.empty:
         st.subheader("History")
         st.dataframe(detail.history, hide_index=True, width="stretch")
-    with st.form(f"decide_{pick.pair_db_id}"):
-        preference = st.radio("Final preference", adjudicate.PREFERENCES, horizontal=True, key="decide_pref")
-        keep = st.checkbox("Keep this pair in the benchmark", value=True, key="decide_keep")
-        medians = detail.scores.groupby("item")[["chosen", "rejected"]].median()
-        final: dict[str, dict[str, float]] = {"chosen": {}, "rejected": {}}
-        with st.expander("Final scores (change only where they should differ from the median)"):
-            for item, row in medians.iterrows():
-                left, right = st.columns(2)
-                for column, response in ((left, "chosen"), (right, "rejected")):
-                    median = float(row[response])
-                    value = column.number_input(
-                        f"{item} · {response}", value=median, step=0.5, key=f"decide_{response}_{item}"
-                    )
-                    if value != median:
-                        final[response][str(item)] = float(value)
-        note = st.text_area("Note", key="decide_note")
-        if st.form_submit_button("Record decision", type="primary"):
-            try:
-                with session() as active:
-                    adjudicate.decide(
-                        active,
-                        pair_id=int(pick.pair_db_id),
-                        account=account,
-                        preference=preference,
-                        keep=keep,
-                        scores={response: items for response, items in final.items() if items} or None,
-                        note=note,
-                    )
-                st.success("Decision recorded.")
-            except UserError as exc:
-                st.error(str(exc))
+    decision_form(detail, int(pick.pair_db_id), account)

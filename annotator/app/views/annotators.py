@@ -1,12 +1,128 @@
-"""Annotators: diagnostics (agreement with the others, straight-lining, speed), deactivate, reassign."""
+"""Annotators: diagnostics (agreement with the others, straight-lining, speed) and account management:
+deactivate and reassign (each confirmed first), reactivate, reset a password (shown once), login links."""
+
+from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import streamlit as st
 
 from analysis.diagnostics import annotator_diagnostics
 from annotator import accounts, dashboard
+from annotator.accounts import Account
 from annotator.app.common import choose_study, require, session
-from annotator.errors import UserError
+from annotator.errors import AuthError, UserError
 from annotator.readers import label_frame
+
+RESULT_KEY = "annotators_result"  # (kind, text) shown once after an action
+
+
+def base_url() -> str:
+    """The app's own address as this browser reaches it (for login links)."""
+    try:
+        parts = urlsplit(str(st.context.url))
+        return f"{parts.scheme}://{parts.netloc}"
+    except Exception:  # no browser (AppTest)
+        return "http://localhost:8501"
+
+
+def run(action: Callable[[], str | None], success: str) -> None:
+    """Run an account action; its outcome is shown on the next run (after the dialog closes)."""
+    try:
+        secret = action()
+    except (UserError, AuthError) as exc:
+        st.session_state[RESULT_KEY] = ("error", str(exc))
+    else:
+        st.session_state[RESULT_KEY] = ("secret" if secret else "success", success + (secret or ""))
+    st.rerun()
+
+
+@st.dialog("Please confirm")
+def confirm(question: str, action: Callable[[], str | None], success: str, button: str) -> None:
+    """A confirmation dialog: nothing happens until the button in it is pressed."""
+    st.markdown(question)
+    left, right = st.columns(2)
+    if left.button(button, type="primary", key="annotators_confirm"):
+        run(action, success)
+    if right.button("Cancel", key="annotators_cancel"):
+        st.rerun()
+
+
+def manage(account: Account, study: str, names: list[str]) -> None:
+    """Actions on one account, the destructive ones behind a confirmation."""
+    name = st.selectbox("Account", names, key="annotators_name")
+    if name is None:
+        return
+    with session() as active:
+        user = accounts.get_user(active, name)
+        is_active = user.active
+
+    def set_active(value: bool) -> Callable[[], None]:
+        def act() -> None:
+            with session() as active:
+                accounts.set_active(active, username=name, active=value, account=account)
+
+        return act
+
+    def reassign() -> str:
+        with session() as active:
+            moved = dashboard.reassign_open(active, account=account, study=study, username=name)
+        return f" ({moved} item(s) moved)"
+
+    def reset() -> str:
+        with session() as active:
+            return accounts.reset_password(active, username=name, account=account)
+
+    def link() -> str:
+        with session() as active:
+            token = accounts.issue_login_token(active, username=name, account=account)
+        return f"{base_url()}/?token={token}"
+
+    st.caption(f"**{name}** is {'active' if is_active else 'deactivated'}.")
+    buttons = st.columns(4)
+    if is_active:
+        if buttons[0].button("Deactivate…", key="annotators_deactivate", icon=":material/block:"):
+            confirm(
+                f"Deactivate **{name}**? They are logged out at once and can no longer log in; "
+                "their labels are kept. You can reactivate the account later.",
+                set_active(False),
+                f"{name} is deactivated; their labels are kept.",
+                "Deactivate",
+            )
+    elif buttons[0].button("Reactivate", key="annotators_reactivate", icon=":material/check_circle:"):
+        run(set_active(True), f"{name} can log in again.")
+    if buttons[1].button("Reassign open items…", key="annotators_reassign", icon=":material/swap_horiz:"):
+        confirm(
+            f"Move every open item of **{name}** in study **{study}** to other annotators?",
+            reassign,
+            f"Open items of {name} reassigned",
+            "Reassign",
+        )
+    if buttons[2].button("Reset password…", key="annotators_reset", icon=":material/key:"):
+        confirm(
+            f"Give **{name}** a new generated password? Their current password stops working and "
+            "they are logged out. The new one is shown once.",
+            reset,
+            f"New password for {name} (shown once; pass it on privately): ",
+            "Reset password",
+        )
+    if buttons[3].button("Login link", key="annotators_link", icon=":material/link:"):
+        run(link, f"Single-use login link for {name} (valid 7 days, shown once): ")
+
+
+def show_result() -> None:
+    result = st.session_state.pop(RESULT_KEY, None)
+    if result is None:
+        return
+    kind, text = result
+    if kind == "error":
+        st.error(text)
+    elif kind == "secret":
+        label, secret = text.rsplit(": ", 1)
+        st.success(label + ":")
+        st.code(secret, language=None)
+    else:
+        st.success(text)
+
 
 account = require("researcher")
 st.title("Annotators")
@@ -15,6 +131,7 @@ if study is not None:
     with session() as active:
         frame = label_frame(active, study=study, account=account)
         progress = dashboard.annotator_progress(active, study=study, account=account)
+        everyone = [u.username for u in accounts.list_users(active, role="annotator")]
     if frame.empty:
         st.info("No judgments yet.")
     else:
@@ -24,21 +141,8 @@ if study is not None:
             "judgments with one value on every quality scale; share_fast: judgments under 10 s."
         )
     st.subheader("Manage")
+    show_result()
     names = list(progress["annotator"]) if not progress.empty else []
+    names += [name for name in everyone if name not in names]
     if names:
-        name = st.selectbox("Annotator", names, key="annotators_name")
-        left, right = st.columns(2)
-        if left.button("Deactivate account", key="annotators_deactivate"):
-            try:
-                with session() as active:
-                    accounts.set_active(active, username=name, active=False, account=account)
-                st.success(f"{name} can no longer log in; their labels are kept.")
-            except UserError as exc:
-                st.error(str(exc))
-        if right.button("Reassign open items", key="annotators_reassign"):
-            try:
-                with session() as active:
-                    moved = dashboard.reassign_open(active, account=account, study=study, username=name)
-                st.success(f"moved {moved} open item(s) from {name}")
-            except UserError as exc:
-                st.error(str(exc))
+        manage(account, study, names)

@@ -1,9 +1,9 @@
-"""Progress: per annotator and per pair, stalled items, and judgments over time."""
+"""Progress: per annotator and per pair, stalled and flagged items, and judgments over time."""
 
 import plotly.express as px
 import streamlit as st
 
-from annotator import dashboard
+from annotator import dashboard, workspace
 from annotator.app.common import choose_study, require, session
 
 account = require("researcher")
@@ -15,20 +15,27 @@ if study is not None:
         pairs = dashboard.pair_completion(active, study=study, account=account)
         stalled = dashboard.stalled_assignments(active, study=study, account=account)
         timeline = dashboard.judgments_over_time(active, study=study, account=account)
-    done, assigned = int(people["done"].sum()), int(people["assigned"].sum())
-    columns = st.columns(4)
-    columns[0].metric("Pairs", len(pairs))
-    columns[1].metric("Judgments done", f"{done} / {assigned}")
-    columns[2].metric("Pairs complete", int((pairs["done"] >= pairs["assigned"]).sum()) if len(pairs) else 0)
-    columns[3].metric("Stalled items", len(stalled))
+        flagged = workspace.flagged_items(active, study=study, account=account)
+    summary = dashboard.study_summary(people, pairs, stalled)
+    columns = st.columns(5)
+    columns[0].metric("Pairs", summary["pairs"])
+    columns[1].metric("Judgments done", f"{summary['done']} / {summary['assigned']}")
+    columns[2].metric("Pairs complete", summary["complete"])
+    columns[3].metric("Stalled items", summary["stalled"])
+    columns[4].metric("Flagged as broken", len(flagged))
+    if not flagged.empty:
+        st.subheader("Flagged by annotators (out of their queues)")
+        st.dataframe(flagged, hide_index=True, width="stretch")
     st.subheader("Annotators")
     st.dataframe(people, hide_index=True, width="stretch")
     if not timeline.empty:
-        timeline = timeline.sort_values("submitted_at").assign(judgments=1)
-        timeline["judgments"] = timeline.groupby("annotator")["judgments"].cumsum()
         st.plotly_chart(
             px.line(
-                timeline, x="submitted_at", y="judgments", color="annotator", title="Judgments over time"
+                dashboard.cumulative_judgments(timeline),
+                x="submitted_at",
+                y="judgments",
+                color="annotator",
+                title="Judgments over time",
             ),
             width="stretch",
         )
