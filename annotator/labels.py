@@ -8,6 +8,7 @@ from sqlalchemy import case, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from annotator.accounts import require_active
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guideline_version
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, id_of, utcnow
@@ -58,6 +59,7 @@ class Submission:
 
 
 def _own_assignment(session: Session, assignment_id: int, user_id: int) -> Assignment:
+    require_active(session, user_id)  # a deactivated annotator's open page is refused (issue 17)
     assignment = session.get(Assignment, assignment_id)
     if assignment is None or assignment.annotator_id != user_id:
         raise AuthError("this item is not in your queue")
@@ -72,6 +74,7 @@ def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignm
     most QUEUE_WINDOW rows, then one indexed `n_done` lookup each), on SQLite and PostgreSQL alike;
     queues are shuffled at assignment, so the window is a fair sample of the remaining pairs.
     """
+    require_active(session, user_id)
     window = (
         select(Assignment.id, Assignment.pair_id, Assignment.position)
         .where(

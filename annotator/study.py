@@ -2,6 +2,7 @@
 one place that looks a study up: :func:`get_study` by name, :func:`study_config` for its parsed config."""
 
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
@@ -59,6 +60,11 @@ class Quality(_Strict):
 class Rubric(_Strict):
     question: str = "How well does the response cover this aspect of what the user wants?"
     labels: list[str] = Field(min_length=RUBRIC_POINTS, max_length=RUBRIC_POINTS)
+    # Rubric verification (issue 15): per aspect, is it supported by what the user wrote? Saved as
+    # scores "support:<k>" (0 = no, 1 = partly, 2 = yes) on the judgment's `chosen` response.
+    verify_support: bool = False
+    support_question: str = "Is this aspect supported by what the user wrote (profile and narrative)?"
+    support_labels: list[str] = Field(default=["No", "Partly", "Yes"], min_length=3, max_length=3)
 
 
 class Preference(_Strict):
@@ -81,6 +87,127 @@ class Analysis(_Strict):
     margin: float = Field(default=0.5, gt=0)
     alpha: float = Field(default=0.05, gt=0, lt=0.5)
     overlap: int = Field(default=3, ge=1)
+    # The verdict thresholds of analysis.report.build_report (issue 12):
+    reliability_threshold: float = Field(default=0.2, ge=-1, lt=1)  # Krippendorff's alpha floor (CI low end)
+    min_pairs: int = Field(default=20, ge=2)  # no PASS with fewer main pairs
+    min_control_pairs: int = Field(default=5, ge=1)  # positive controls needed for a sensitivity verdict
+    require_positive_controls: bool = False  # True: no PASS without a sensitivity verdict
+    target_power: float = Field(default=0.8, gt=0, lt=1)  # for the annotators-needed advice
+
+
+class Controls(_Strict):
+    """Control pairs mixed into every queue (issue 14): gold, positive, swapped repeats, duplicates."""
+
+    rate: float = Field(default=0.0, ge=0, lt=1)  # share of each annotator's queue that is controls
+    min_gap: int = Field(default=5, ge=1)  # a swapped repeat comes at least this many items later
+    gold_tolerance: int = Field(default=1, ge=0)  # a gold quality score within this many points is right
+
+
+class Attention(_Strict):
+    """Attention flags per annotator: too fast (server-measured) and straight-lining."""
+
+    min_seconds: float = Field(default=10.0, ge=0)  # a judgment faster than this is too fast
+    max_fast_share: float = Field(default=0.5, ge=0, le=1)  # flagged above this share of fast ones
+    max_same_share: float = Field(default=0.9, ge=0, le=1)  # straight-lining: the same answers this often
+    min_judgments: int = Field(default=5, ge=1)  # no flag on fewer judgments
+
+
+class Exclusion(_Strict):
+    """The pre-registered exclusion rule: fixed with the study before data collection."""
+
+    rule: str = ""  # the rule in words, as it goes into the report
+    min_gold_accuracy: float | None = Field(default=None, ge=0, le=1)
+    min_self_consistency: float | None = Field(default=None, ge=0, le=1)
+    min_competence: float | None = Field(default=None, ge=0, le=1)
+    exclude_too_fast: bool = False
+    exclude_straight_lining: bool = False
+    min_checks: int = Field(default=3, ge=1)  # a gold/consistency figure on fewer checks does not exclude
+
+
+class TrainingItem(_Strict):
+    """One training question with its expected answer and the explanation shown after answering."""
+
+    question: str = Field(min_length=1)
+    options: list[str] = Field(min_length=2)
+    answer: int = Field(ge=0)  # index into options
+    explanation: str = ""
+
+    @model_validator(mode="after")
+    def _answer_is_an_option(self) -> Self:
+        if self.answer >= len(self.options):
+            raise ValueError(f"answer {self.answer} is not an index of the {len(self.options)} options")
+        return self
+
+
+class Training(_Strict):
+    """Qualification before the real queue: training with feedback, then a comprehension check."""
+
+    items: list[TrainingItem] = []  # with feedback after each answer
+    pass_threshold: float = Field(default=0.8, ge=0, le=1)  # share right to pass the training
+    comprehension: list[TrainingItem] = []  # no feedback; all must be right
+    comprehension_attempts: int = Field(default=2, ge=1)
+
+    @property
+    def required(self) -> bool:
+        return bool(self.items or self.comprehension)
+
+
+class Crowd(_Strict):
+    """Crowd-platform links (Prolific, MTurk, any platform that appends a worker id to a link)."""
+
+    platform: str = Field(default="", pattern=r"^(|prolific|mturk|generic)$")  # "" = no crowd entry
+    worker_param: str = ""  # the URL parameter with the worker id ("" = the platform's own)
+    places: int = Field(default=0, ge=0)  # at most this many accounts from links (0 = no link entry)
+    completion_code: str = ""
+    completion_url: str = ""  # where the finished screen sends the worker
+    session_minutes: int = Field(default=0, ge=0)  # time limit per session (0 = none)
+
+
+class DynamicOverlap(_Strict):
+    """Pairs whose judgments disagree get further annotators, up to a cap."""
+
+    max_overlap: int = Field(default=0, ge=0)  # 0 = off
+    max_spread: int = Field(default=2, ge=1, le=4)  # preferences further apart than this disagree
+
+
+class Arm(_Strict):
+    """One between-annotator condition (issue 15): what its annotators are shown (and so asked)."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=100)
+    description: str = ""
+    show_profile: bool = True
+    show_narrative: bool = True
+    show_rubric: bool = True  # False: no rubric aspects, so no rubric ratings or support questions
+
+
+class Arms(_Strict):
+    """Study arms: each annotator is randomized to one; pairs are balanced across them. None = no arms."""
+
+    conditions: list[Arm] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Self:
+        names = [arm.name for arm in self.conditions]
+        if len(set(names)) != len(names):
+            raise ValueError(f"arm names must be unique, got {names}")
+        if len(names) == 1:
+            raise ValueError("declare at least two arms (or none)")
+        return self
+
+    @property
+    def names(self) -> list[str]:
+        return [arm.name for arm in self.conditions]
+
+
+@dataclass(frozen=True)
+class ArmDisplay:
+    """What an annotator in one arm sees and is asked (the study's display settings and its arm's)."""
+
+    arm: str
+    show_profile: bool
+    show_narrative: bool
+    show_rubric: bool
+    ask_support: bool
 
 
 class StudyConfig(_Strict):
@@ -91,10 +218,33 @@ class StudyConfig(_Strict):
     preference: Preference
     display: Display = Display()
     analysis: Analysis = Analysis()
+    controls: Controls = Controls()
+    attention: Attention = Attention()
+    exclusion: Exclusion = Exclusion()
+    training: Training = Training()
+    crowd: Crowd = Crowd()
+    dynamic_overlap: DynamicOverlap = DynamicOverlap()
+    arms: Arms = Arms()
 
     @property
     def dimension_names(self) -> list[str]:
         return [d.name for d in self.quality.dimensions]
+
+    def display_for(self, arm: str = "") -> ArmDisplay:
+        """What an annotator in `arm` ("" = no arms) sees and is asked; an unknown arm is an error."""
+        display = self.display
+        conditions = {a.name: a for a in self.arms.conditions}
+        if arm and arm not in conditions:
+            raise UserError(f"unknown study arm {arm!r}; the study's arms: {', '.join(conditions) or 'none'}")
+        chosen = conditions.get(arm)
+        show_rubric = chosen.show_rubric if chosen is not None else True
+        return ArmDisplay(
+            arm=arm,
+            show_profile=display.show_profile and (chosen is None or chosen.show_profile),
+            show_narrative=display.show_narrative and (chosen is None or chosen.show_narrative),
+            show_rubric=show_rubric,
+            ask_support=self.rubric.verify_support and show_rubric,
+        )
 
 
 def parse_config(data: dict[str, Any], *, source: str = "study config") -> StudyConfig:

@@ -133,6 +133,7 @@ def test_the_item_view_has_no_pair_internals() -> None:
         "text_a",
         "text_b",
         "revisions",
+        "ask_support",
     }
     assert not any("chosen" in name or "rejected" in name or "pair" in name for name in names)
 
