@@ -1,0 +1,198 @@
+"""Sessions and deactivation (issue 17, points 2 and 3): revocable tokens, active re-checks, SYSTEM."""
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from annotator import accounts, export, labels, sessions
+from annotator.accounts import SYSTEM, Account
+from annotator.errors import AuthError
+from annotator.store import db
+from annotator.store.models import UserSession, id_of, utcnow
+from tests.factories import PASSWORD, make_study, make_user
+
+
+def _account(engine: Engine, name: str, role: str = "annotator") -> Account:
+    with db.session_scope(engine) as session:
+        return accounts.account_of(make_user(session, name, role=role))
+
+
+def _start(engine: Engine, account: Account) -> str:
+    with db.session_scope(engine) as session:
+        return sessions.start_session(session, account=account)
+
+
+def _resume(engine: Engine, token: str) -> Account:
+    with db.session_scope(engine) as session:
+        return sessions.resume_session(session, token)
+
+
+def _deactivate(engine: Engine, name: str) -> None:
+    with db.session_scope(engine) as session:
+        accounts.set_active(session, username=name, active=False, account=SYSTEM)
+
+
+def test_a_session_token_resumes_its_account(engine: Engine) -> None:
+    alice = _account(engine, "alice")
+    assert _resume(engine, _start(engine, alice)) == alice
+
+
+def test_only_the_sha256_of_a_session_token_is_stored(engine: Engine) -> None:
+    token = _start(engine, _account(engine, "alice"))
+    with Session(engine) as session:
+        stored = session.exec(select(UserSession.token_hash)).one()
+    assert token not in stored and stored == sessions.token_hash(token)
+
+
+@pytest.mark.parametrize("token", ["", "not-a-token", 42])
+def test_an_unknown_token_is_refused(engine: Engine, token: object) -> None:
+    with pytest.raises(AuthError, match="session has ended"):
+        _resume(engine, token)  # type: ignore[arg-type]
+
+
+def test_a_logged_out_session_is_refused(engine: Engine) -> None:
+    token = _start(engine, _account(engine, "alice"))
+    with db.session_scope(engine) as session:
+        sessions.end_session(session, token)
+    with pytest.raises(AuthError, match="session has ended"):
+        _resume(engine, token)
+
+
+def test_a_session_idle_too_long_expires(engine: Engine) -> None:
+    token = _start(engine, _account(engine, "alice"))
+    with engine.begin() as connection:
+        connection.execute(update(UserSession).values(expires_at=utcnow() - timedelta(seconds=1)))
+    with pytest.raises(AuthError, match="session has ended"):
+        _resume(engine, token)
+
+
+def test_use_slides_the_expiry_but_never_past_the_maximum_age(engine: Engine) -> None:
+    token = _start(engine, _account(engine, "alice"))
+    started = utcnow() - sessions.MAX_AGE + timedelta(hours=1)
+    with engine.begin() as connection:
+        connection.execute(
+            update(UserSession).values(
+                created_at=started, last_seen_at=started, expires_at=utcnow() + timedelta(hours=1)
+            )
+        )
+    _resume(engine, token)
+    with Session(engine) as session:
+        expires = session.exec(select(UserSession.expires_at)).one()
+    assert abs((expires - (started + sessions.MAX_AGE)).total_seconds()) < 2
+
+
+def test_deactivation_ends_every_session_of_the_user(engine: Engine) -> None:
+    alice = _account(engine, "alice")
+    tokens = [_start(engine, alice) for _ in range(3)]
+    bob_token = _start(engine, _account(engine, "bob"))
+    _deactivate(engine, "alice")
+    for token in tokens:
+        with pytest.raises(AuthError):
+            _resume(engine, token)
+    assert _resume(engine, bob_token).username == "bob"
+
+
+def test_end_all_sessions_counts_what_it_ended(engine: Engine) -> None:
+    alice = _account(engine, "alice")
+    for _ in range(2):
+        _start(engine, alice)
+    with db.session_scope(engine) as session:
+        assert sessions.end_all_sessions(session, user_id=alice.id) == 2
+    with db.session_scope(engine) as session:
+        assert sessions.end_all_sessions(session, user_id=alice.id) == 0
+
+
+def test_the_system_account_has_no_browser_session(engine: Engine) -> None:
+    with pytest.raises(AuthError, match="system account"), db.session_scope(engine) as session:
+        sessions.start_session(session, account=SYSTEM)
+
+
+def test_a_login_then_a_session_works_end_to_end(engine: Engine) -> None:
+    with db.session_scope(engine) as session:
+        accounts.add_user(session, username="carol", role="researcher", password=PASSWORD, account=SYSTEM)
+    with db.session_scope(engine) as session:
+        carol = accounts.authenticate(session, "carol", PASSWORD)
+    assert _resume(engine, _start(engine, carol)).role == "researcher"
+
+
+# ----------------------------------------------------- deactivation reaches open pages (point 2)
+
+
+def test_a_deactivated_annotator_cannot_submit_from_an_open_page(engine: Engine, tmp_path: Path) -> None:
+    make_study(engine, tmp_path, 2)
+    alice = _account(engine, "alice")
+    from annotator.assign import assign
+
+    with db.session_scope(engine) as session:
+        assign(session, study="s1", overlap=1, account=SYSTEM)
+    with db.session_scope(engine) as session:
+        study_id = labels.annotator_studies(session, user_id=alice.id)[0][0]
+        item = labels.next_assignment(session, user_id=alice.id, study_id=study_id)
+        assert item is not None
+        assignment_id = id_of(item)
+    _deactivate(engine, "alice")
+    with pytest.raises(AuthError, match="deactivated"), db.session_scope(engine) as session:
+        labels.show(session, assignment_id=assignment_id, user_id=alice.id)
+    with pytest.raises(AuthError, match="deactivated"), db.session_scope(engine) as session:
+        labels.next_assignment(session, user_id=alice.id, study_id=study_id)
+
+
+def test_a_deactivated_researchers_account_can_no_longer_export(engine: Engine, tmp_path: Path) -> None:
+    make_study(engine, tmp_path, 2)
+    rita = _account(engine, "rita", role="researcher")
+    with db.session_scope(engine) as session:
+        export.build(session, study="s1", kind="pairs", account=rita)
+    _deactivate(engine, "rita")
+    with pytest.raises(AuthError, match="deactivated"), db.session_scope(engine) as session:
+        export.export(session, study="s1", kind="pairs", fmt="jsonl", path=tmp_path / "p.jsonl", account=rita)
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+# ------------------------------------------------------------- authorization is explicit (point 3)
+
+
+def test_a_missing_account_is_an_error_not_trust(engine: Engine, tmp_path: Path) -> None:
+    make_study(engine, tmp_path, 1)
+    with pytest.raises(TypeError, match="account"), db.session_scope(engine) as session:
+        export.build(session, study="s1", kind="pairs")  # type: ignore[call-arg]
+
+
+def test_none_is_not_an_account(engine: Engine, tmp_path: Path) -> None:
+    make_study(engine, tmp_path, 1)
+    with pytest.raises(AuthError, match="no account"), db.session_scope(engine) as session:
+        export.build(session, study="s1", kind="pairs", account=None)  # type: ignore[arg-type]
+
+
+def test_a_copy_of_the_system_account_is_not_trusted(engine: Engine, tmp_path: Path) -> None:
+    """Only the SYSTEM object itself is trusted: an Account built with its fields (e.g. from a page's
+    state) is checked like any other, and no user has role "system" or id 0."""
+    make_study(engine, tmp_path, 1)
+    forged = Account(id=0, username="system", role="system")
+    with pytest.raises(AuthError), db.session_scope(engine) as session:
+        export.build(session, study="s1", kind="pairs", account=forged)
+
+
+def test_every_guarded_service_requires_an_account() -> None:
+    """No service function that checks a role still has `account: Account | None = None`."""
+    root = Path(accounts.__file__).parent
+    offenders = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if "account: Account | None" in path.read_text(encoding="utf-8")
+        and "app" not in path.relative_to(root).parts
+    ]
+    assert offenders == []
+
+
+def test_revoked_rows_stay_for_the_audit(engine: Engine) -> None:
+    token = _start(engine, _account(engine, "alice"))
+    _deactivate(engine, "alice")
+    with Session(engine) as session:
+        row = session.exec(
+            select(UserSession).where(col(UserSession.token_hash) == sessions.token_hash(token))
+        ).one()
+    assert row.revoked_at is not None
