@@ -612,6 +612,8 @@ def arm_comparison(
         boot = _two_way_boot(y, pair_codes, ann_codes, arm_codes, len(arm_names), n_boot=n_boot, rng=rng)
         for k, arm in enumerate(arm_names):
             part = data[arm_codes == k]
+            if part.empty:  # e.g. no rubric ratings in an arm that hides the rubric
+                continue
             reps = boot[:, k][np.isfinite(boot[:, k])]
             low, high = np.quantile(reps, [alpha / 2, 1 - alpha / 2]) if len(reps) else (math.nan, math.nan)
             per_rows.append(
@@ -629,6 +631,8 @@ def arm_comparison(
             if k == 0:
                 continue
             ref = data[arm_codes == 0]["y"]
+            if ref.empty:
+                continue
             deltas = boot[:, k] - boot[:, 0]
             deltas = deltas[np.isfinite(deltas)]
             dl, dh = np.quantile(deltas, [alpha / 2, 1 - alpha / 2]) if len(deltas) else (math.nan, math.nan)

@@ -3,9 +3,13 @@
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy.engine import Engine
+
 from annotator import accounts, assign, ingest
+from annotator.predictions import simulate_models
 from annotator.simulate import SimulationSpec, simulate
 from annotator.store import db
+from annotator.study import load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_DB = ROOT / "data" / "demo.db"
@@ -44,5 +48,34 @@ def build_demo(path: Path = DEMO_DB, *, rebuild: bool = False, seed: int = 7) ->
     with db.session_scope(engine) as session:
         pairs = assign.study_pair_ids(session, STUDY)[:QUEUE]
         assign.assign_pairs(session, study=STUDY, annotator="demo_annotator", pair_ids=pairs, seed=seed)
+    build_science_demo(engine, seed=seed)
     engine.dispose()
     return Demo(url, True, CREDENTIALS)
+
+
+ARMS_STUDY = "sample-arms"
+DEMO_MODELS = {"demo-strong-rm": 0.9, "demo-weak-rm": 0.6}
+
+
+def build_science_demo(engine: Engine, *, seed: int = 7) -> None:
+    """Benchmark science on first run (issue 15): two simulated reward models (one strong, one weak)
+    on the sample study, and a second study of the same pairs with two arms (profile only / rubric),
+    rubric verification, its own simulated annotators and the same two models."""
+    data = load_config().model_dump()
+    data["rubric"]["verify_support"] = True
+    data["arms"] = {
+        "conditions": [
+            {
+                "name": "profile_only",
+                "description": "What a reward model sees: profile and question, no rubric, no narrative",
+                "show_rubric": False,
+                "show_narrative": False,
+            },
+            {"name": "rubric", "description": "Everything: profile, narrative and the rubric"},
+        ]
+    }
+    ingest.import_file(engine, SAMPLE, study=ARMS_STUDY, config=parse_config(data), account=accounts.SYSTEM)
+    simulate(engine, study=ARMS_STUDY, spec=SimulationSpec(annotators=6, overlap=4, seed=seed, prefix="arm"))
+    with db.session_scope(engine) as session:
+        for study in (STUDY, ARMS_STUDY):
+            simulate_models(session, study=study, models=DEMO_MODELS, account=accounts.SYSTEM, seed=seed)

@@ -36,6 +36,7 @@ __all__ = [
     "prediction_frame",
     "save_predictions",
     "send_back",
+    "simulate_models",
 ]
 
 CHOICES = ("chosen", "rejected", "tie")
@@ -391,3 +392,43 @@ def send_back(
         )
     )
     return created
+
+
+def simulate_models(
+    session: Session, *, study: str, models: dict[str, float], account: Account, seed: int = 0
+) -> list[PredictionImport]:
+    """Simulated reward models (demo, tests): `models` maps a name to its accuracy on sound pairs.
+
+    Each model scores both responses; it prefers `chosen` with its accuracy, except on pairs whose
+    `construction_note` says the chosen response does not follow the rubric, where it mostly prefers
+    `rejected` (as the people do): so models fail where people disagree. Deterministic per seed.
+    """
+    import random
+
+    study_id = int(get_study(session, study).id or 0)
+    pairs = session.exec(
+        select(col(Pair.id), col(Pair.meta)).where(col(Pair.study_id) == study_id).order_by(col(Pair.id))
+    ).all()
+    summaries = []
+    for name, accuracy in models.items():
+        rng = random.Random(f"{seed}:{name}")
+        rows = []
+        for pair_id, meta in pairs:
+            flawed = "chosen_not_aligned" in str((meta or {}).get("construction_note", ""))
+            right = rng.random() < (0.2 if flawed else accuracy)
+            margin = abs(rng.gauss(1.0, 0.5)) + 0.01
+            base = rng.gauss(0.0, 1.0)
+            chosen, rejected = (base + margin, base) if right else (base, base + margin)
+            rows.append(
+                {
+                    "pair_id": int(pair_id or 0),
+                    "score_chosen": round(chosen, 4),
+                    "score_rejected": round(rejected, 4),
+                    "choice": "chosen" if right else "rejected",
+                    "confidence": None,
+                }
+            )
+        summaries.append(
+            save_predictions(session, study=study, model=name, rows=rows, account=account, source="simulated")
+        )
+    return summaries

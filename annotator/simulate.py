@@ -11,6 +11,7 @@ sample's photography-002 and fitness-002; a mere zero gap would hide the flaw by
 pair in six).
 """
 
+import dataclasses
 import math
 import random
 import secrets
@@ -24,7 +25,7 @@ from sqlmodel import Session, col, select
 from annotator import accounts, assign, labels
 from annotator.store.db import session_scope
 from annotator.store.models import Assignment, Pair, User, utcnow
-from annotator.study import get_study, parse_config
+from annotator.study import StudyConfig, get_study, parse_config
 
 FACTUAL_ERROR = "flawed:rejected_factual_error"
 NOT_ALIGNED = "flawed:chosen_not_aligned"
@@ -169,11 +170,12 @@ def simulate(
                     continue
                 assignment.shown_at = utcnow() - timedelta(seconds=seconds)
                 session.add(assignment)
+                submission = _to_ab(sides, assignment.chosen_side, f"sim-{study_row.id}-{assignment_id}")
                 labels.submit(
                     session,
                     assignment_id=assignment_id,
                     user_id=annotator_id,
-                    submission=_to_ab(sides, assignment.chosen_side, f"sim-{study_row.id}-{assignment_id}"),
+                    submission=fit_to_arm(config, assignment, submission),
                 )
                 judged += 1
         if progress is not None:
@@ -262,6 +264,30 @@ def _judgment(
     )
     seconds = rng.lognormvariate(math.log(75 * speed), 0.4)
     return SimJudgment(scores, preference, 3 if abs(draw) > 2 else 2), seconds
+
+
+def fit_to_arm(
+    config: StudyConfig, assignment: Assignment, submission: labels.Submission
+) -> labels.Submission:
+    """The form as filled in the assignment's study arm (issue 15): no rubric ratings where the arm
+    hides the rubric; rubric-support answers where the study asks them (per aspect a pair-level truth,
+    mostly "yes", kept by the annotator 80% of the time; deterministic)."""
+    display = config.display_for(assignment.arm)
+    scores = submission.scores
+    n_aspects = len({item for items in scores.values() for item in items if item.startswith("rubric:")})
+    if not display.show_rubric:
+        scores = {
+            side: {k: v for k, v in items.items() if not k.startswith("rubric:")}
+            for side, items in scores.items()
+        }
+    support: dict[str, float | None] = {}
+    if display.ask_support:
+        draw = random.Random(f"support:{assignment.id}")
+        for k in range(n_aspects):
+            pair_truth = random.Random(f"support:{assignment.pair_id}:{k}")
+            truth = pair_truth.choices([2, 1, 0], weights=[7, 2, 1])[0]
+            support[f"support:{k}"] = truth if draw.random() < 0.8 else draw.choice([0, 1, 2])
+    return dataclasses.replace(submission, scores=scores, support=support)
 
 
 def _to_ab(judgment: SimJudgment, chosen_side: str, submission_id: str) -> labels.Submission:

@@ -10,9 +10,9 @@ from sqlmodel import Session, col, func, select
 
 from annotator import accounts
 from annotator.accounts import SYSTEM
-from annotator.demo import CREDENTIALS, QUEUE, SAMPLE, build_demo
+from annotator.demo import CREDENTIALS, QUEUE, SAMPLE, STUDY, build_demo
 from annotator.store import db
-from annotator.store.models import Assignment, Judgment, Pair, User
+from annotator.store.models import Assignment, Judgment, Pair, Study, User
 from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
 
 SIM_USERS = ("sim_01", "sim_02", "sim_03")
@@ -34,10 +34,20 @@ def _counts(url: str) -> dict[str, int]:
     engine = db.make_engine(url)
     with Session(engine) as session:
         demo_id = session.exec(select(User.id).where(User.username == "demo_annotator")).one()
+        study_id = session.exec(select(Study.id).where(Study.name == STUDY)).one()  # not the arms study
         counts = {
-            "pairs": session.exec(select(func.count()).select_from(Pair)).one(),
-            "users": session.exec(select(func.count()).select_from(User)).one(),
-            "judgments": session.exec(select(func.count()).select_from(Judgment)).one(),
+            "pairs": session.exec(
+                select(func.count()).select_from(Pair).where(Pair.study_id == study_id)
+            ).one(),
+            "users": session.exec(
+                select(func.count()).select_from(User).where(~col(User.username).startswith("arm_"))
+            ).one(),
+            "judgments": session.exec(
+                select(func.count())
+                .select_from(Judgment)
+                .join(Assignment, col(Assignment.id) == col(Judgment.assignment_id))
+                .where(Assignment.study_id == study_id)
+            ).one(),
             "pending": session.exec(
                 select(func.count())
                 .select_from(Assignment)
