@@ -26,7 +26,7 @@ from annotator import accounts, ingest
 from annotator.accounts import SYSTEM, Account
 from annotator.server import command as server_command
 from annotator.store import db
-from annotator.store.models import Assignment, Judgment, Pair, Score, User
+from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User
 from tests.databases import fresh_db_url
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -277,3 +277,31 @@ def log_in(
     page.get_by_role("textbox", name="Password").fill(password)
     page.get_by_role("button", name="Log in").click()
     wait_idle(page, timeout_ms=timeout_ms)
+
+
+def add_study(app_db: AppDB, folder: Path, name: str, username: str, n_pairs: int = 2) -> list[int]:
+    """A second study called `name` whose pairs are all queued for `username`; returns the assignment ids."""
+    folder.mkdir(parents=True, exist_ok=True)
+    records = [
+        pair_record(100 + i, question=f"Other study question {i}: which bike should I buy?")
+        for i in range(n_pairs)
+    ]
+    path = folder / f"{name}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    ingest.import_file(app_db.engine, path, study=name, account=SYSTEM)
+    with db.session_scope(app_db.engine) as session:
+        study_id = int(session.exec(select(Study.id).where(Study.name == name)).one() or 0)
+        pair_ids = list(session.exec(select(Pair.id).where(Pair.study_id == study_id).order_by(Pair.id)))
+        rows = [
+            Assignment(
+                study_id=study_id,
+                pair_id=pair_id,
+                annotator_id=app_db.users[username],
+                chosen_side="AB"[k % 2],
+                position=k + 1,
+            )
+            for k, pair_id in enumerate(pair_ids)
+        ]
+        session.add_all(rows)
+        session.flush()
+        return [int(r.id or 0) for r in rows]

@@ -70,24 +70,25 @@ def fill(at: AppTest, answers: dict[str, Any], *, skip: tuple[str, ...] = ()) ->
     for side in ("A", "B"):
         for name, value in answers[side].items():
             if f"{side}_{name}" not in skip:
-                at.radio(key=f"{key}_{side}_{name}").set_value(value)
+                at.segmented_control(key=f"{key}_{side}_{name}").set_value(value)
     for name in ("preference", "confidence"):
         if name not in skip:
-            at.radio(key=f"{key}_{name}").set_value(answers[name])
+            at.segmented_control(key=f"{key}_{name}").set_value(answers[name])
     return key
 
 
 def submit(at: AppTest, answers: dict[str, Any] = ANSWERS, **kwargs: Any) -> int:
     """Fill and submit the form on screen; returns the assignment id that was on screen."""
     assignment_id, _ = item_key(at)
-    key = fill(at, answers, **kwargs)
-    at.button(key=f"{key}_submit").click().run()
+    fill(at, answers, **kwargs)
+    at.button(key="annotate_submit").click().run()
     assert not at.exception
     return assignment_id
 
 
 def progress_text(at: AppTest) -> str:
-    return str(at.progress[0].proto.text)
+    """ "1 of 3 done" (the progress bar's text without the study name)."""
+    return str(at.progress[0].proto.text).split(" · ")[1]
 
 
 def all_text(node: Any) -> str:
@@ -176,7 +177,7 @@ def test_a_fresh_server_opens_a_page_only_through_the_router(
     at.session_state["login_at"] = datetime.now(UTC)
     at.switch_page("views/progress.py").run()
     assert not at.exception
-    assert not at.title, "the progress page did not run"
+    assert [t.value for t in at.title] == ["Rate pairs"], "the progress page did not run"
     assert progress_text(at) == "0 of 3 done", "the annotator's default page ran instead"
     assert at.button(key="logout"), "the router's sidebar is there"
     at.switch_page("views/my_work.py").run()
@@ -239,7 +240,7 @@ def test_guidelines_acknowledgement_before_the_first_item(app_db: AppDB) -> None
         user.guidelines_ack_at = None
         session.add(user)
     at = app_as(app_db, "ann1")
-    assert not at.radio, "no item before the guidelines are acknowledged"
+    assert not at.segmented_control, "no item before the guidelines are acknowledged"
     at.button(key="ack_guidelines").click().run()
     assert not at.exception
     assert app_db.user("ann1").guidelines_ack_at is not None
@@ -261,7 +262,7 @@ def test_guidelines_page_records_the_acknowledgement(app_db: AppDB) -> None:
     assert not at.exception
     assert app_db.user("ann2").guidelines_ack_at is not None
     assert [e.user_id for e in ack_events(app_db)] == [app_db.users["ann2"]]
-    assert at.radio, "the acknowledgement leads to the first item"
+    assert at.segmented_control, "the acknowledgement leads to the first item"
 
 
 # ------------------------------------------------------------------------------------------- rating
@@ -309,20 +310,22 @@ def test_incomplete_form_saves_nothing_and_names_what_is_missing(app_db: AppDB) 
     assert progress_text(at) == "0 of 3 done"
     assert item_key(at)[0] == assignment_id, "the same item stays on screen"
     _, key = item_key(at)
-    assert at.radio(key=f"{key}_A_correctness").value == 5, "the answers given are kept"
+    assert at.segmented_control(key=f"{key}_A_correctness").value == 5, "the answers given are kept"
 
 
-def test_flag_without_a_reason_is_refused(app_db: AppDB) -> None:
+def test_a_broken_item_is_flagged_with_only_a_reason(app_db: AppDB) -> None:
     at = app_as(app_db, "ann1")
-    assignment_id, key = item_key(at)
-    at.checkbox(key=f"{key}_flag").check()
-    submit(at)
-    assert "a reason for the problem flag" in at.error[0].value
-    assert app_db.judgments(assignment_id) == []
-    at.text_input(key=f"{key}_flag_reason").input("the response is cut off")
-    at.button(key=f"{key}_submit").click().run()
-    [judgment] = app_db.judgments(assignment_id)
-    assert (judgment.flag, judgment.flag_reason) == (True, "the response is cut off")
+    assignment_id, _ = item_key(at)
+    at.button(key=f"flag_{assignment_id}").click().run()
+    assert "say what is wrong" in at.error[0].value
+    assert app_db.assignment(assignment_id).status == "pending"
+    at.text_input(key=f"flag_reason_{assignment_id}").input("the response is cut off")
+    at.button(key=f"flag_{assignment_id}").click().run()
+    assert not at.exception
+    flagged = app_db.assignment(assignment_id)
+    assert (flagged.status, flagged.flag_reason) == ("flagged", "the response is cut off")
+    assert app_db.judgments(assignment_id) == [], "no rating was needed"
+    assert item_key(at)[0] != assignment_id, "the item left the queue"
 
 
 def test_revision_through_my_work_keeps_the_history(app_db: AppDB) -> None:
@@ -335,12 +338,13 @@ def test_revision_through_my_work_keeps_the_history(app_db: AppDB) -> None:
     assert item_key(at) == (assignment_id, f"a{assignment_id}r1")
     at.switch_page("views/annotate.py")  # the app went there; AppTest would keep asking for My work
     _, key = item_key(at)
-    assert at.radio(key=f"{key}_A_correctness").value == 5, "the form starts from the current answers"
-    assert at.radio(key=f"{key}_preference").value == 1
+    answer = at.segmented_control(key=f"{key}_A_correctness").value
+    assert answer == 5, "the form starts from the current answers"
+    assert at.segmented_control(key=f"{key}_preference").value == 1
     assert any("revising" in w.value for w in at.warning)
-    at.radio(key=f"{key}_A_correctness").set_value(4)
-    at.radio(key=f"{key}_preference").set_value(2)
-    at.button(key=f"{key}_submit").click().run()
+    at.segmented_control(key=f"{key}_A_correctness").set_value(4)
+    at.segmented_control(key=f"{key}_preference").set_value(2)
+    at.button(key="annotate_submit").click().run()
     assert not at.exception
     assert progress_text(at) == "1 of 3 done", "a revision is not a new item"
 
@@ -381,7 +385,7 @@ def test_finished_screen_when_the_queue_is_empty(app_db: AppDB) -> None:
     at = app_as(app_db, "ann1")
     for _ in range(3):
         submit(at)
-    assert not at.radio
+    assert not at.segmented_control
     assert progress_text(at) == "3 of 3 done"
     assert any("All done" in s.value for s in at.success)
     at.run()

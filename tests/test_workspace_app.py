@@ -1,0 +1,112 @@
+"""The rating page's workspace in AppTest: drafts across a reload, study switch, timer, session tokens."""
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from annotator import sessions
+from annotator.store import db
+from tests.apphelpers import MAIN, PASSWORD, AppDB, add_study, build_app_db
+
+TIMEOUT = 30
+
+
+@pytest.fixture
+def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AppDB]:
+    built = build_app_db(tmp_path / "db", acknowledged=["ann1", "ann2"])
+    monkeypatch.setenv(db.ENV_VAR, built.url)
+    yield built
+    built.engine.dispose()
+
+
+def app_as(app_db: AppDB, username: str) -> AppTest:
+    at = AppTest.from_file(str(MAIN), default_timeout=TIMEOUT)
+    at.session_state["account"] = app_db.account(username)
+    at.session_state["login_at"] = datetime.now(UTC)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def on_screen(at: AppTest) -> tuple[int, str]:
+    item = at.session_state["annotate_item"]
+    return item.assignment_id, f"a{item.assignment_id}r{item.revisions}"
+
+
+def test_answers_are_kept_as_a_draft_and_come_back_after_a_reload(app_db: AppDB) -> None:
+    first = app_as(app_db, "ann1")
+    assignment_id, key = on_screen(first)
+    first.segmented_control(key=f"{key}_A_correctness").set_value(4).run()
+    first.segmented_control(key=f"{key}_preference").set_value(3).run()
+    assert not first.exception
+    reloaded = app_as(app_db, "ann1")  # a new browser session: what a reload gives
+    assert on_screen(reloaded) == (assignment_id, key)
+    assert reloaded.segmented_control(key=f"{key}_A_correctness").value == 4
+    assert reloaded.segmented_control(key=f"{key}_preference").value == 3
+
+
+def test_the_draft_is_gone_after_submitting(app_db: AppDB) -> None:
+    at = app_as(app_db, "ann1")
+    assignment_id, key = on_screen(at)
+    for side, value in (("A", 5), ("B", 2)):
+        for name in ("correctness", "relevance", "helpfulness", "rubric0", "rubric1"):
+            at.segmented_control(key=f"{key}_{side}_{name}").set_value(value if "rubric" not in name else 1)
+    at.segmented_control(key=f"{key}_preference").set_value(1)
+    at.segmented_control(key=f"{key}_confidence").set_value(2)
+    at.button(key="annotate_submit").click().run()
+    assert not at.exception
+    assert len(app_db.judgments(assignment_id)) == 1
+    assert on_screen(app_as(app_db, "ann1"))[0] != assignment_id, "a reload does not bring back a saved item"
+
+
+def test_switching_study_switches_the_item(app_db: AppDB, tmp_path: Path) -> None:
+    other = add_study(app_db, tmp_path / "other", "bikes", "ann1")
+    at = app_as(app_db, "ann1")
+    assert at.session_state["annotate_item"].study == "bikes"  # studies are listed by name
+    assert on_screen(at)[0] == other[0]
+    at.selectbox(key="annotate_study").set_value((app_db.study_id, "study1")).run()
+    assert not at.exception
+    item = at.session_state["annotate_item"]
+    assert item.study == "study1" and item.assignment_id not in other
+
+
+def test_time_on_the_item_and_the_shortcuts_are_shown(app_db: AppDB) -> None:
+    at = app_as(app_db, "ann1")
+    assert any("Time on this item" in str(h.proto.body) for h in at.html)
+    assert any("Ctrl+Enter" in c.value and "1-5" in c.value for c in at.caption)
+
+
+def test_one_h1_on_the_rating_page(app_db: AppDB) -> None:
+    at = app_as(app_db, "ann1")
+    assert [t.value for t in at.title] == ["Rate pairs"]
+
+
+def test_login_issues_a_session_token_and_ending_it_logs_out_at_once(app_db: AppDB) -> None:
+    at = AppTest.from_file(str(MAIN), default_timeout=TIMEOUT)
+    at.run()
+    at.text_input(key="login_username").input("ann1")
+    at.text_input(key="login_password").input(PASSWORD)
+    at.button(key="login_submit").click().run()
+    token = at.session_state["session_token"]
+    assert token and PASSWORD not in token
+    assert any(token in str(h.proto.body) for h in at.html), "the token goes into the cookie"
+    assert not any(PASSWORD in str(h.proto.body) for h in at.html)
+    with db.session_scope(app_db.engine) as session:
+        sessions.end_session(session, token)
+    at.run()
+    assert at.text_input(key="login_username"), "the ended session shows the login page"
+
+
+def test_logout_ends_the_session_on_the_server(app_db: AppDB) -> None:
+    at = AppTest.from_file(str(MAIN), default_timeout=TIMEOUT)
+    at.run()
+    at.text_input(key="login_username").input("ann1")
+    at.text_input(key="login_password").input(PASSWORD)
+    at.button(key="login_submit").click().run()
+    token = at.session_state["session_token"]
+    at.button(key="logout").click().run()
+    with db.session_scope(app_db.engine) as session, pytest.raises(Exception, match="ended"):
+        sessions.resume_session(session, token)

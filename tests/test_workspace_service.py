@@ -1,0 +1,128 @@
+"""The workspace services: drafts, resuming after a reload, flagging with a reason, BM25 profile search."""
+
+from pathlib import Path
+
+import pytest
+
+from annotator import labels, profile_search, workspace
+from annotator.errors import AuthError, LabelError
+from annotator.store import db
+from tests.apphelpers import AppDB, build_app_db
+
+
+@pytest.fixture
+def app_db(tmp_path: Path) -> AppDB:
+    built = build_app_db(tmp_path / "db", acknowledged=["ann1"])
+    return built
+
+
+def first(app_db: AppDB, username: str = "ann1") -> int:
+    return int(app_db.queue(username)[0].id or 0)
+
+
+def test_a_draft_is_kept_and_replaced(app_db: AppDB) -> None:
+    assignment = first(app_db)
+    user = app_db.users["ann1"]
+    with db.session_scope(app_db.engine) as session:
+        workspace.save_draft(session, assignment_id=assignment, user_id=user, answers={"A:correctness": 4})
+    with db.session_scope(app_db.engine) as session:
+        workspace.save_draft(
+            session,
+            assignment_id=assignment,
+            user_id=user,
+            answers={"A:correctness": 5, "comment": "x"},
+            opened_posts=[2, 0, 2],
+        )
+    with db.session_scope(app_db.engine) as session:
+        draft = workspace.load_draft(session, assignment_id=assignment, user_id=user)
+    assert draft is not None
+    assert draft.answers == {"A:correctness": 5, "comment": "x"}
+    assert draft.opened_posts == [0, 2]
+
+
+def test_another_annotator_cannot_read_or_write_a_draft(app_db: AppDB) -> None:
+    assignment = first(app_db)
+    with db.session_scope(app_db.engine) as session, pytest.raises(AuthError):
+        workspace.save_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"], answers={})
+    with db.session_scope(app_db.engine) as session, pytest.raises(AuthError):
+        workspace.load_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"])
+
+
+def test_the_item_with_the_newest_draft_is_resumed(app_db: AppDB) -> None:
+    queue = [int(a.id or 0) for a in app_db.queue("ann1")]
+    user = app_db.users["ann1"]
+    with db.session_scope(app_db.engine) as session:
+        assert workspace.resume_assignment(session, user_id=user, study_id=app_db.study_id) is None
+        workspace.save_draft(session, assignment_id=queue[2], user_id=user, answers={"preference": 1})
+    with db.session_scope(app_db.engine) as session:
+        assert workspace.resume_assignment(session, user_id=user, study_id=app_db.study_id) == queue[2]
+        workspace.clear_draft(session, assignment_id=queue[2], user_id=user)
+    with db.session_scope(app_db.engine) as session:
+        assert workspace.resume_assignment(session, user_id=user, study_id=app_db.study_id) is None
+
+
+def test_flag_needs_only_a_reason_and_leaves_the_queue(app_db: AppDB) -> None:
+    assignment = first(app_db)
+    user = app_db.users["ann1"]
+    with db.session_scope(app_db.engine) as session, pytest.raises(LabelError):
+        workspace.flag_item(session, assignment_id=assignment, user_id=user, reason="  ")
+    with db.session_scope(app_db.engine) as session:
+        workspace.flag_item(session, assignment_id=assignment, user_id=user, reason="text cut off")
+    with db.session_scope(app_db.engine) as session:
+        following = labels.next_assignment(session, user_id=user, study_id=app_db.study_id)
+        flagged = workspace.flagged_items(session, study="study1", account=app_db.account("res1"))
+        done = labels.progress(session, user_id=user, study_id=app_db.study_id)
+    assert following is not None and following.id != assignment
+    assert flagged["reason"].tolist() == ["text cut off"] and flagged["annotator"].tolist() == ["ann1"]
+    assert (done.flagged, done.done) == (1, 0)
+
+
+def test_an_annotator_cannot_list_flagged_items(app_db: AppDB) -> None:
+    with db.session_scope(app_db.engine) as session, pytest.raises(AuthError):
+        workspace.flagged_items(session, study="study1", account=app_db.account("ann1"))
+
+
+def test_opened_posts_are_saved_with_the_judgment(app_db: AppDB) -> None:
+    assignment = first(app_db)
+    user = app_db.users["ann1"]
+    scores = {
+        side: {"correctness": 3, "relevance": 3, "helpfulness": 3, "rubric:0": 1, "rubric:1": 1}
+        for side in "AB"
+    }
+    with db.session_scope(app_db.engine) as session:
+        labels.show(session, assignment_id=assignment, user_id=user)
+        labels.submit(
+            session,
+            assignment_id=assignment,
+            user_id=user,
+            submission=labels.Submission(
+                submission_id="s1", preference=2, scores=scores, confidence=2, opened_posts=(4, 1)
+            ),
+        )
+    [judgment] = app_db.judgments(assignment)
+    assert judgment.opened_posts == [1, 4]
+
+
+def test_show_gives_the_whole_profile_and_the_rubric_evidence(app_db: AppDB) -> None:
+    with db.session_scope(app_db.engine) as session:
+        item = labels.show(session, assignment_id=first(app_db), user_id=app_db.users["ann1"])
+    assert len(item.profile) == 3 and item.profile_shown == 10
+    assert item.rubric[0]["evidence"] == "post 0"
+    assert item.shown_at is not None
+
+
+def test_profile_posts_are_ranked_by_relevance_to_the_question() -> None:
+    posts = [
+        {"text": "I went cycling in the mountains"},
+        {"text": "Quick vegetarian dinner recipes for two"},
+        {"text": "A roast dinner for the family"},
+    ]
+    index = profile_search.build_index(posts)
+    assert profile_search.rank(index, "vegetarian dinners for two people")[0] == 1
+    assert profile_search.search(index, "cycling") == [0]
+    assert profile_search.search(index, "") == []
+
+
+def test_a_profile_without_words_ranks_in_its_own_order() -> None:
+    index = profile_search.build_index([{"text": ""}, {"text": "!!"}])
+    assert profile_search.rank(index, "anything") == [0, 1]
