@@ -2,6 +2,7 @@
 
 import functools
 import json
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -60,7 +61,9 @@ def user_errors(command: F) -> F:
             return command(*args, **kwargs)
         except UserError as exc:
             err.print(Text.assemble(("error:", "bold red"), f" {exc}"), highlight=False, soft_wrap=True)
-        except DatabaseError as exc:
+        except (DatabaseError, sqlite3.DatabaseError) as exc:
+            if isinstance(exc, sqlite3.DatabaseError):  # the raw driver (e.g. the backup API)
+                exc = DatabaseError(None, None, exc)
             err.print(
                 Text.assemble(("database error:", "bold red"), f" {db.describe_error(exc)}"),
                 highlight=False,
@@ -407,7 +410,9 @@ def serve(
 ) -> None:
     """Start the web app on the database."""
     url = absolute_url(db_url(database))
-    open_db(url)
+    engine = open_db(url)
+    db.check_integrity(engine)  # never start as if healthy on a damaged database
+    engine.dispose()
     out.print(f"serving {db.shown_url(url)} at http://{host}:{port}", highlight=False)
     raise typer.Exit(server.run(url, host=host, port=port))
 

@@ -1,7 +1,12 @@
-"""Starting the Streamlit app as a child process on a given database."""
+"""Starting the Streamlit app on a given database, with its security settings passed on the command line.
+
+The settings do not depend on `.streamlit/config.toml` (an installed wheel has none, and Streamlit's own
+default shows full tracebacks in the browser): :data:`FLAGS` holds every one that matters. `annotator
+serve` *becomes* the Streamlit server (exec): SIGTERM reaches the server itself, and no idle parent
+process keeps its memory.
+"""
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,8 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 FLAGS = (
     "--server.headless=true",
     "--server.enableXsrfProtection=true",
-    "--browser.gatherUsageStats=false",
+    "--server.enableCORS=true",
+    "--server.runOnSave=false",
     "--server.fileWatcherType=none",
+    "--server.maxUploadSize=200",
+    "--client.showErrorDetails=none",  # never a traceback (with SQL) in the browser
+    "--client.toolbarMode=minimal",
+    "--browser.gatherUsageStats=false",
+    "--global.developmentMode=false",
 )
 
 
@@ -31,11 +42,18 @@ def command(*, host: str, port: int) -> list[str]:
     ]
 
 
+def environment(url: str) -> dict[str, str]:
+    """The server's environment: the database URL, and no Streamlit setting that could weaken FLAGS."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("STREAMLIT_")}
+    return env | {ENV_VAR: url}
+
+
 def run(url: str, *, host: str, port: int) -> int:
-    """Run the app in the foreground until it stops; returns its exit code."""
-    env = os.environ | {ENV_VAR: url}
-    cwd = ROOT if (ROOT / ".streamlit" / "config.toml").is_file() else None
-    try:
-        return subprocess.call(command(host=host, port=port), env=env, cwd=cwd)
-    except KeyboardInterrupt:
-        return 0
+    """Replace this process by the Streamlit server (returns only if it cannot start)."""
+    if (ROOT / ".streamlit" / "config.toml").is_file():  # the theme, from a source checkout
+        os.chdir(ROOT)
+    argv = command(host=host, port=port)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(argv[0], argv, environment(url))
+    return 1  # pragma: no cover - execve does not return

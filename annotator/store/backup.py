@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DatabaseError
 
 from annotator.errors import UserError
 from annotator.store import db
@@ -61,6 +62,7 @@ def backup(engine: Engine, target: str | Path, *, force: bool = False) -> Backup
         raise UserError(f"the folder {target.parent} does not exist")
     temporary = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
+        os.close(os.open(temporary, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600))  # owner-only
         raw = engine.raw_connection()
         try:
             destination = sqlite3.connect(temporary)
@@ -77,6 +79,8 @@ def backup(engine: Engine, target: str | Path, *, force: bool = False) -> Backup
         os.replace(temporary, target)
     except OSError as exc:
         raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"cannot back up {database}: {db.describe_error(DatabaseError(None, None, exc))}") from None
     finally:
         temporary.unlink(missing_ok=True)
     summary = BackupSummary(target, target.stat().st_size, db.current_revision(engine) or "empty")

@@ -62,6 +62,18 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _private_file(path: Path) -> None:
+    """Create the SQLite file (and its folder) readable by its owner only; SQLite gives the WAL and
+    shared-memory files the same permissions as the database."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+    except OSError:
+        pass  # e.g. a read-only folder: SQLite reports it when the database is opened
+
+
 def make_engine(url: str | None = None) -> Engine:
     """An engine for `url`; on SQLite the folder is created and every connection gets WAL,
     foreign keys and a busy timeout."""
@@ -74,7 +86,7 @@ def make_engine(url: str | None = None) -> Engine:
         database = parsed.database
         uri_form = str(parsed.query.get("uri", "")).lower() in ("true", "1")  # file:...?mode=ro&uri=true
         if database and database != ":memory:" and not uri_form:
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            _private_file(Path(database).expanduser())
         connect_args = {"check_same_thread": False, "timeout": busy_timeout_ms() / 1000}
         engine = create_engine(url, connect_args=connect_args, json_serializer=json_serializer)
         event.listen(engine, "connect", _sqlite_pragmas)
@@ -170,6 +182,11 @@ def describe_error(exc: DatabaseError) -> str:
         )
     if "disk" in lowered and "full" in lowered or "no space" in lowered:
         return "the disk is full; free some space and run the command again (nothing partial was saved)"
+    if "malformed" in lowered or "not a database" in lowered or "corrupt" in lowered:
+        return (
+            "the database file is damaged (" + (text.splitlines()[0] if text else "corrupt") + "); stop the app and "
+            "restore the latest backup (annotator backup makes one)"
+        )
     if "unable to open" in lowered:
         return "cannot open the database file; check the path and its folder's permissions"
     return text.splitlines()[0] if text else type(exc).__name__
@@ -178,3 +195,26 @@ def describe_error(exc: DatabaseError) -> str:
 def shown_url(url: str) -> str:
     """A database URL fit for the terminal and logs: the password (PostgreSQL) as ***."""
     return make_url(url).render_as_string(hide_password=True)
+
+
+def integrity_problem(engine: Engine) -> str | None:
+    """None when a SQLite database passes `PRAGMA quick_check` (PostgreSQL: always None), else what failed."""
+    if engine.dialect.name != "sqlite":
+        return None
+    try:
+        with engine.connect() as connection:
+            rows = connection.exec_driver_sql("PRAGMA quick_check").fetchall()
+    except DatabaseError as exc:
+        return describe_error(exc)
+    found = [str(row[0]) for row in rows]
+    return None if found == ["ok"] else "; ".join(found[:3])
+
+
+def check_integrity(engine: Engine) -> None:
+    """Refuse a database that fails a quick integrity check (e.g. before `serve` starts on it)."""
+    problem = integrity_problem(engine)
+    if problem is not None:
+        raise UserError(
+            f"the database {shown_url(str(engine.url))} fails its integrity check ({problem}); restore the "
+            "latest backup"
+        )
