@@ -1,0 +1,84 @@
+"""The per-annotator quality-control service (annotator/quality.py) and `annotator quality`, on
+simulated crowds with careless annotators (`simulate --spammers`)."""
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+from typer.testing import CliRunner
+
+from annotator import controls
+from annotator.accounts import SYSTEM, Account
+from annotator.cli import app
+from annotator.errors import AuthError
+from annotator.quality import QualityResult, annotator_quality
+from annotator.simulate import SimulationSpec, simulate
+from annotator.store import db
+from tests.factories import make_user
+from tests.qchelpers import qc_study
+
+runner = CliRunner()
+RULE = "Exclude annotators whose MACE competence is below 0.4."
+SPEC = SimulationSpec(annotators=6, overlap=3, spammers=2, seed=3)
+
+
+def _crowd(engine: Engine, folder: Path) -> None:
+    """30 pairs, 6 simulated annotators of whom sim_05 and sim_06 are spammers, then swapped repeats."""
+    qc_study(
+        engine,
+        folder,
+        30,
+        exclusion={"rule": RULE, "min_competence": 0.4, "exclude_too_fast": True},
+        controls={"rate": 0.1},
+    )
+    simulate(engine, study="s1", spec=SPEC)
+    with db.session_scope(engine) as session:
+        controls.make_controls(session, study="s1", kind="swap", n=2, account=SYSTEM)
+        controls.make_controls(session, study="s1", kind="degrade", n=3, account=SYSTEM)
+    simulate(engine, study="s1", spec=SPEC)
+
+
+def _quality(engine: Engine) -> QualityResult:
+    with Session(engine) as session:
+        return annotator_quality(session, study="s1", account=SYSTEM)
+
+
+def test_spammers_have_the_lowest_competence(engine: Engine, tmp_path: Path) -> None:
+    _crowd(engine, tmp_path)
+    table = _quality(engine).table.sort_values("competence")
+    assert set(table["annotator"].iloc[:2]) == {"sim_05", "sim_06"}
+
+
+def test_the_rule_excludes_the_spammers_only(engine: Engine, tmp_path: Path) -> None:
+    _crowd(engine, tmp_path)
+    assert _quality(engine).excluded == ["sim_05", "sim_06"]
+
+
+def test_swapped_repeats_and_positive_controls_feed_the_table(engine: Engine, tmp_path: Path) -> None:
+    _crowd(engine, tmp_path)
+    table = _quality(engine).table.set_index("annotator")
+    assert (table["swap_checks"] == 2).all() and (table["gold_checks"] > 0).any()
+
+
+def test_the_rule_was_registered_before_the_first_judgment(engine: Engine, tmp_path: Path) -> None:
+    _crowd(engine, tmp_path)
+    summary = _quality(engine).summary()
+    assert summary["rule"] == RULE and summary["registered_before_data"] is True
+    assert summary["registered_at"] < summary["first_judgment_at"]
+
+
+def test_only_researchers_may_read_quality(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 2)
+    with db.session_scope(engine) as session:
+        user = make_user(session, "ann")
+        annotator = Account(id=int(user.id or 0), username="ann", role="annotator")
+    with Session(engine) as session, pytest.raises(AuthError):
+        annotator_quality(session, study="s1", account=annotator)
+
+
+def test_cli_quality_prints_the_table_and_the_rule(engine: Engine, db_url: str, tmp_path: Path) -> None:
+    _crowd(engine, tmp_path)
+    result = runner.invoke(app, ["quality", "--study", "s1", "--db", db_url])
+    assert result.exit_code == 0, result.output
+    assert "sim_05" in result.output and RULE in result.output and "Excluded: sim_05, sim_06" in result.output
