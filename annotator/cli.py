@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
@@ -350,15 +349,28 @@ def controls_make(
 @user_errors
 def quality(
     study: StudyOption,
+    drift: Annotated[str | None, typer.Option(help="Also agreement over time: per 'week' or 'block'")] = None,
+    block_size: Annotated[int, typer.Option(help="Judgments per block with --drift block")] = 100,
     database: DbOption = None,
 ) -> None:
     """Per-annotator quality control: gold accuracy, self-consistency, attention, competence, exclusion."""
-    from annotator.quality import annotator_quality
+    from annotator.quality import agreement_drift, annotator_quality
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
         result = annotator_quality(session, study=study, account=accounts.SYSTEM)
+        over_time = None
+        if drift is not None:
+            over_time = agreement_drift(
+                session, study=study, account=accounts.SYSTEM, by=drift, block_size=block_size
+            )
     out.print(result.to_text(), highlight=False)
+    if over_time is not None:
+        table, markers = over_time
+        out.print("Agreement over time (main pairs):", highlight=False)
+        out.print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"), highlight=False)
+        out.print("Guideline versions:", highlight=False)
+        out.print(markers.to_string(index=False), highlight=False)
 
 
 @app.command()

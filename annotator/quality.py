@@ -18,6 +18,7 @@ from sqlmodel import Session, col, select
 from analysis.competence import apply_exclusion, qc_table
 from annotator.accounts import Account, require_role
 from annotator.controls import MIXED_KINDS, swap_sources
+from annotator.errors import UserError
 from annotator.readers import label_frame
 from annotator.store.models import Assignment, Judgment, Pair, id_of
 from annotator.study import StudyConfig, get_study, parse_config
@@ -181,3 +182,20 @@ def annotator_quality(session: Session, *, study: str, account: Account, seed: i
         first_judgment_at=first,
         seed=seed,
     )
+
+
+def agreement_drift(
+    session: Session, *, study: str, account: Account, by: str = "week", block_size: int = 100
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Agreement over time on the main pairs and the guideline-version markers; researchers only."""
+    from analysis.drift import agreement_over_time, version_markers
+
+    require_role(session, account, "researcher")
+    config = parse_config(get_study(session, study).config, source=f"study {study!r}")
+    frame = label_frame(session, study=study, account=account)
+    if by not in ("week", "block"):
+        raise UserError(f"--by must be week or block, got {by!r}")
+    table = agreement_over_time(
+        frame, by=by, block_size=block_size, quality_items=tuple(config.dimension_names)  # type: ignore[arg-type]
+    )
+    return table, version_markers(frame)
