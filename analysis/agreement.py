@@ -422,7 +422,7 @@ def _cluster_ci(
     if labels.shape != (x.shape[1],):
         raise ValueError(f"clusters must have one label per unit ({x.shape[1]}), got shape {labels.shape}")
     keep = (~np.isnan(x)).sum(axis=0) >= 2
-    codes, uniq = pd.factorize(labels[keep])
+    codes, uniq = pd.factorize(labels[keep], sort=True)  # resamples do not depend on row order
     n_clusters = len(uniq)
     # units of each (cluster, group): a resample's group weights are cluster counts @ this matrix
     incidence = sp.csr_matrix(

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy import optimize
+from scipy import optimize, stats
 
 from analysis.equivalence import TostResult, tost_from_estimate
 from analysis.frames import ANNOTATOR, PAIR_ID, judgment_differences
@@ -473,6 +473,15 @@ def mixed_effect(
         df = float(max(n_pairs - 1, 1))
         messages.append("Satterthwaite df undefined; used pairs - 1")
     se = math.sqrt(float(fit.cov_params[0, 0]))
+    if estimable:
+        se_c, df_c = _conservative_se(fit)
+        t_reml = float(stats.t.ppf(1 - alpha, df)) * se
+        if float(stats.t.ppf(1 - alpha, df_c)) * se_c > t_reml:
+            se, df = se_c, df_c
+            messages.append(
+                "the moment-based interval (annotator and pair terms with their own df) is wider than the "
+                "REML-Satterthwaite one and is used"
+            )
     tost = tost_from_estimate(float(fit.params[0]), se, df, -margin, margin, alpha, len(d), MODEL_NAME)
     return _result(
         item,
@@ -485,6 +494,25 @@ def mixed_effect(
         fit.converged,
         messages,
     )
+
+
+def _conservative_se(fit: CrossedFit) -> tuple[float, float]:
+    """A moment-based SE of the mean gap and its df that stays honest when the annotator variance is
+    estimated near zero from few annotators.
+
+    ``V_A = (s2_annotator + s2 / m_a) / q`` (q annotators, m_a judgments each on average) and
+    ``V_P = (s2_pair + s2 / k) / n`` (n pairs, k judgments each): in a balanced crossed design these are
+    ``MS_annotator / N`` and ``MS_pair / N``, and ``V_A + V_P`` is the classical conservative
+    variance of the grand mean (it exceeds the true one by ``s2 / N``); df by Satterthwaite with q - 1
+    and n - 1 df. REML-Satterthwaite alone treats a zero annotator estimate from 3 annotators as
+    certain (df ~ pairs) and is anti-conservative when annotators differ a little.
+    """
+    q, n, n_obs = fit.n_annotators, fit.n_pairs, fit.n_obs
+    v_a = (fit.annotator_var + fit.residual_var / (n_obs / q)) / q
+    v_p = (fit.pair_var + fit.residual_var / (n_obs / n)) / n
+    denom = v_a**2 / max(q - 1, 1) + v_p**2 / max(n - 1, 1)
+    df = (v_a + v_p) ** 2 / denom if denom > 0 else float(max(n - 1, 1))
+    return math.sqrt(v_a + v_p), float(df)
 
 
 def _result(

@@ -539,26 +539,21 @@ def study_power(study: str, database: str | None) -> None:
         "dimension",
         "pairs",
         "SD of per-pair differences",
-        "power (this panel)",
-        "pair var",
-        "annotator var",
-        "residual var",
-        "annotators needed",
+        "power",
         title=f"Achieved power of {study} (margin +-{config.analysis.margin:g}, true difference 0)",
     )
+    components = Table(
+        "dimension", "pair var", "annotator var", "residual var", "annotators needed", title="Variance components"
+    )
     for row in power.itertuples():
+        table.add_row(row.dimension, str(row.n_pairs), f"{row.sd_diff:.3f}", f"{row.power:.3f}")
         needed = "n/a" if row.pool_needed != row.pool_needed else f"{int(row.pool_needed)}"
-        table.add_row(
-            row.dimension,
-            str(row.n_pairs),
-            f"{row.sd_diff:.3f}",
-            f"{row.power:.3f}",
-            f"{row.pair_var:.3f}",
-            f"{row.annotator_var:.3f}",
-            f"{row.residual_var:.3f}",
-            needed,
+        components.add_row(
+            row.dimension, f"{row.pair_var:.3f}", f"{row.annotator_var:.3f}", f"{row.residual_var:.3f}", needed
         )
     out.print(table)
+    out.print("power: the per-pair TOST, conditional on this panel of annotators", highlight=False)
+    out.print(components)
     out.print(
         f"annotators needed: the smallest pool that gives the crossed-model TOST (pairs and annotators in "
         f"general) power {config.analysis.target_power:g} with these pairs and overlap, from the estimated "

@@ -462,26 +462,28 @@ def test_agreement_table_columns_and_units() -> None:
     frame = _study_frame()
     table = agreement_table(frame, quality_items=["correctness", "helpfulness"], n_boot=200)
     assert list(table.columns) == [
-        "item", "level", "alpha", "alpha_ci_low", "alpha_ci_high", "icc_a1", "icc_ak", "fleiss_kappa",
-        "ac1", "percent_agreement", "n_units", "n_ratings",
+        "item", "level", "krippendorff_alpha", "krippendorff_alpha_ci_low", "krippendorff_alpha_ci_high",
+        "icc_a1", "icc_ak", "fleiss_kappa", "ac1", "percent_agreement", "n_units", "n_ratings", "ci_level",
+        "ci_covers",
     ]  # fmt: skip
     assert table["item"].tolist() == ["correctness", "helpfulness", "rubric", "preference"]
     assert table["level"].tolist() == ["ordinal", "ordinal", "interval", "ordinal"]
     assert table["n_units"].tolist() == [120, 120, 120, 60]  # (pair, response) units; one unit per pair
     assert table["n_ratings"].tolist() == [360, 360, 360, 180]
     for row in table.itertuples():
-        assert row.alpha_ci_low <= row.alpha <= row.alpha_ci_high
+        assert row.krippendorff_alpha_ci_low <= row.krippendorff_alpha <= row.krippendorff_alpha_ci_high
 
 
 def test_agreement_table_values_match_functions() -> None:
     frame = _study_frame(1)
-    table = agreement_table(frame, quality_items=["correctness"], n_boot=100, seed=4).set_index("item")
+    table = agreement_table(frame, quality_items=["correctness"], n_boot=100, seed=4, bootstrap="unit")
+    table = table.set_index("item")
     sub = frame[frame["item"] == "correctness"]
     wide = sub.pivot_table(index="annotator", columns=["pair_id", "response"], values="value").to_numpy()
-    assert table.at["correctness", "alpha"] == pytest.approx(
+    assert table.at["correctness", "krippendorff_alpha"] == pytest.approx(
         krippendorff_alpha(wide, level="ordinal", value_domain=range(1, 6)), abs=1e-12
     )
-    assert table.at["correctness", "alpha_ci_low"] == pytest.approx(
+    assert table.at["correctness", "krippendorff_alpha_ci_low"] == pytest.approx(
         alpha_ci(wide, level="ordinal", n_boot=100, seed=4, value_domain=range(1, 6))[0], abs=1e-12
     )
     assert table.at["correctness", "fleiss_kappa"] == pytest.approx(
@@ -496,11 +498,11 @@ def test_agreement_table_values_match_functions() -> None:
     mean = (
         rubric.groupby(["annotator", "pair_id", "response"])["value"].mean().unstack(["pair_id", "response"])
     )
-    assert table.at["rubric", "alpha"] == pytest.approx(
+    assert table.at["rubric", "krippendorff_alpha"] == pytest.approx(
         krippendorff_alpha(mean.to_numpy(), level="interval"), abs=1e-12
     )
     pref = frame.groupby(["annotator", "pair_id"])["preference"].first().unstack("pair_id").to_numpy()
-    assert table.at["preference", "alpha"] == pytest.approx(
+    assert table.at["preference", "krippendorff_alpha"] == pytest.approx(
         krippendorff_alpha(pref, level="ordinal", value_domain=range(-2, 3)), abs=1e-12
     )
 
@@ -520,7 +522,7 @@ def test_agreement_table_fleiss_nan_when_raters_differ() -> None:
     drop = (frame["annotator"] == "ann2") & frame["pair_id"].isin(["p0", "p1"])
     table = agreement_table(frame[~drop], quality_items=["correctness"], n_boot=50).set_index("item")
     assert np.isnan(table.at["correctness", "fleiss_kappa"])
-    assert np.isfinite(table.at["correctness", "alpha"])
+    assert np.isfinite(table.at["correctness", "krippendorff_alpha"])
 
 
 def test_agreement_table_errors() -> None:
@@ -531,3 +533,44 @@ def test_agreement_table_errors() -> None:
         agreement_table(frame, quality_items=["clarity"])
     with pytest.raises(ValueError, match=re.escape("correctness: an annotator has more than one value")):
         agreement_table(pd.concat([frame, frame.head(1)]), quality_items=["correctness"])
+
+
+def test_pair_bootstrap_resamples_whole_pairs() -> None:
+    """The cluster (pair) bootstrap equals a plain loop that resamples pairs and keeps both units."""
+    frame = _study_frame(5, pairs=30)
+    sub = frame[frame["item"] == "correctness"]
+    wide = sub.pivot_table(index="annotator", columns=["pair_id", "response"], values="value")
+    x = wide.to_numpy()
+    pairs = np.asarray(wide.columns.get_level_values("pair_id"))
+    table = agreement_table(frame, quality_items=["correctness"], n_boot=300, seed=9).set_index("item")
+    assert table.at["correctness", "krippendorff_alpha_ci_low"] == pytest.approx(
+        alpha_ci(x, level="ordinal", n_boot=300, seed=9, value_domain=range(1, 6), clusters=pairs)[0],
+        abs=1e-12,
+    )
+    assert "pairs resampled" in table.at["correctness", "ci_covers"]
+    # the same resampling scheme written as a loop over krippendorff_alpha
+    uniq = np.unique(pairs)
+    rng = np.random.default_rng(0)
+    loop = []
+    for _ in range(1500):
+        drawn = rng.choice(uniq, len(uniq))
+        cols = np.concatenate([np.flatnonzero(pairs == p) for p in drawn])
+        loop.append(krippendorff_alpha(x[:, cols], level="ordinal", value_domain=range(1, 6)))
+    low, high = alpha_ci(x, level="ordinal", n_boot=1500, seed=1, value_domain=range(1, 6), clusters=pairs)
+    assert low == pytest.approx(np.quantile(loop, 0.025), abs=0.03)
+    assert high == pytest.approx(np.quantile(loop, 0.975), abs=0.03)
+
+
+def test_agreement_table_on_a_one_to_seven_scale() -> None:
+    """The scale comes from the caller: 1-7 ratings give a finite alpha (a fixed 1..5 domain raised)."""
+    frame = _study_frame(6)
+    quality = ~frame["item"].str.startswith("rubric:")
+    frame.loc[quality, "value"] = frame.loc[quality, "value"] + 2  # now 3..7
+    table = agreement_table(frame, quality_items=["correctness"], n_boot=50, scale_min=1, scale_max=7)
+    sub = frame[frame["item"] == "correctness"]
+    wide = sub.pivot_table(index="annotator", columns=["pair_id", "response"], values="value").to_numpy()
+    assert table.set_index("item").at["correctness", "krippendorff_alpha"] == pytest.approx(
+        krippendorff_alpha(wide, level="ordinal", value_domain=range(1, 8)), abs=1e-12
+    )
+    with pytest.raises(ValueError, match=re.escape("data contains values outside value_domain: [6.0, 7.0]")):
+        krippendorff_alpha(wide, level="ordinal", value_domain=range(1, 6))

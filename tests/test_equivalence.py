@@ -32,13 +32,15 @@ from statsmodels.stats.weightstats import ttost_ind, ttost_paired
 from analysis.equivalence import (
     holm,
     intersection_union,
-    pair_majority,
+    preference_pairs,
     preference_rate,
+    tost_from_estimate,
     superiority_paired,
     tost_ind,
     tost_paired,
     wilcoxon_tost_paired,
 )
+from analysis.frames import pair_majority
 from analysis.validation import validate_pairs
 
 SLEEP_1 = np.array([0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0])
@@ -191,6 +193,9 @@ def test_equivalent_iff_ci_inside_bounds(data: st.DataObject, bounds: tuple[floa
         tost_ind(x, y, low=bounds[0], high=bounds[1]),
         tost_ind(x, y, low=bounds[0], high=bounds[1], equal_var=True),
     ):
+        if res.se == 0:  # no variation: undefined, never declared equivalent
+            assert math.isnan(res.pvalue) and not res.equivalent
+            continue
         if _clear_of_bounds(res):
             assert res.equivalent == (res.low < res.ci_low and res.ci_high < res.high)
         assert res.pvalue == max(res.p_lower, res.p_upper)
@@ -205,6 +210,9 @@ def test_swapping_x_and_y_mirrors_the_result(data: st.DataObject, bounds: tuple[
     for fn in (tost_paired, tost_ind):
         a = fn(x, y, low=low, high=high)
         b = fn(y, x, low=-high, high=-low)
+        if a.se == 0:
+            assert math.isnan(a.pvalue) and math.isnan(b.pvalue)
+            continue
         assert b.estimate == pytest.approx(-a.estimate, abs=1e-9)
         assert (b.ci_low, b.ci_high) == pytest.approx((-a.ci_high, -a.ci_low), abs=1e-9)
         assert (b.p_lower, b.p_upper) == pytest.approx((a.p_upper, a.p_lower), abs=1e-9)
@@ -244,9 +252,26 @@ def test_dz_bounds_are_scaled_by_sd_of_differences() -> None:
         tost_paired(SLEEP_1, SLEEP_2, low=-0.5, high=0.5, bounds="d")  # type: ignore[arg-type]
 
 
-def test_zero_variance_is_handled() -> None:
+def test_zero_variance_gives_no_p_of_zero() -> None:
+    """Identical differences: the t statistic is undefined; p is NaN and nothing is declared."""
     res = tost_paired([3, 4, 5], [3, 4, 5], low=-0.5, high=0.5)
-    assert res.se == 0 and res.equivalent and res.pvalue == 0.0
+    assert res.se == 0 and not res.equivalent and math.isnan(res.pvalue)
+    assert "zero variance" in res.method
+
+
+def test_tost_from_estimate_is_the_one_tost() -> None:
+    """The paired TOST is tost_from_estimate on mean, sd / sqrt(n), n - 1 (one home of the arithmetic)."""
+    d = SLEEP_1 - SLEEP_2
+    direct = tost_from_estimate(
+        float(d.mean()), float(d.std(ddof=1)) / math.sqrt(10), 9, -0.5, 0.5, 0.05, 10, "paired t TOST"
+    )
+    assert direct == tost_paired(SLEEP_1, SLEEP_2, low=-0.5, high=0.5)
+
+
+def test_superiority_with_zero_variance_uses_the_rank_test() -> None:
+    res = superiority_paired([2.0] * 12, [1.0] * 12)
+    assert math.isnan(res.p_t)
+    assert res.p_wilcoxon < 0.05 and res.superior
 
 
 # --------------------------------------------------------------------------- Wilcoxon TOST
@@ -257,8 +282,12 @@ def test_wilcoxon_tost_is_two_shifted_signed_rank_tests() -> None:
     x, y = rng.integers(1, 6, 60).astype(float), rng.integers(1, 6, 60).astype(float)
     res = wilcoxon_tost_paired(x, y, low=-0.7, high=0.6)
     d = x - y
-    assert res.p_lower == pytest.approx(stats.wilcoxon(d + 0.7, alternative="greater").pvalue)
-    assert res.p_upper == pytest.approx(stats.wilcoxon(d - 0.6, alternative="less").pvalue)
+    assert res.p_lower == pytest.approx(
+        stats.wilcoxon(d + 0.7, alternative="greater", zero_method="pratt").pvalue
+    )
+    assert res.p_upper == pytest.approx(
+        stats.wilcoxon(d - 0.6, alternative="less", zero_method="pratt").pvalue
+    )
     assert res.pvalue == max(res.p_lower, res.p_upper)
 
 
@@ -345,6 +374,37 @@ def test_preference_rate_all_ties() -> None:
     assert math.isnan(res.rate) and res.rate_ties_half == 0.5
 
 
+def test_preference_pairs_is_a_t_test_of_per_pair_shares() -> None:
+    pairs = ["a"] * 3 + ["b"] * 3 + ["c"] * 2 + ["d"] * 3
+    prefs = [2, 1, -1, 0, 1, 1, -1, -2, 1, 1, 0]
+    res = preference_pairs(pairs, prefs)
+    shares = np.array([2 / 3, (0.5 + 2) / 3, 0.0, 2.5 / 3])
+    ref = stats.ttest_1samp(shares, 0.5, alternative="greater")
+    assert res.rate == pytest.approx(shares.mean())
+    assert res.p_greater == pytest.approx(ref.pvalue)
+    half = stats.t.ppf(0.95, 3) * shares.std(ddof=1) / 2
+    assert (res.ci_low, res.ci_high) == pytest.approx((shares.mean() - half, shares.mean() + half))
+    assert (res.n_pairs, res.n_chosen, res.n_rejected, res.n_ties) == (4, 6, 3, 2)
+
+
+def test_preference_pairs_counts_a_pair_once() -> None:
+    """Three judgments of one pair are one piece of evidence: the pooled binomial test over judgments
+    is far more confident than the pair-level test on the same data."""
+    pairs = [p for p in "abcdefgh" for _ in range(3)]
+    prefs = [1, 1, 1] * 5 + [-1, -1, -1] * 3
+    pooled = preference_rate(prefs)
+    by_pair = preference_pairs(pairs, prefs)
+    assert by_pair.p_greater > pooled.p_greater
+    assert by_pair.p_greater == pytest.approx(
+        stats.ttest_1samp([1.0] * 5 + [0.0] * 3, 0.5, alternative="greater").pvalue
+    )
+
+
+def test_preference_pairs_all_unanimous_uses_the_sign_test() -> None:
+    res = preference_pairs(list("abcdef"), [1] * 6)
+    assert res.p_greater == pytest.approx(0.5**6) and "sign test" in res.method
+
+
 def test_pair_majority() -> None:
     j = pd.DataFrame(
         {
@@ -399,24 +459,34 @@ def _simulated_frame(n_pairs: int, seed: int, shift: float = 0.0) -> pd.DataFram
     return df.assign(confidence=2, time_s=30.0)
 
 
+def test_wilcoxon_tost_counts_differences_on_the_bound() -> None:
+    """Issue 12: twenty differences exactly on the bound and six zeros estimate the bound itself; the
+    old test (differences at the bound dropped) called that equivalent."""
+    res = wilcoxon_tost_paired(np.array([0.5] * 20 + [0.0] * 6), np.zeros(26), low=-0.5, high=0.5)
+    assert res.estimate == 0.5
+    assert not res.equivalent
+    assert res.ci_high >= 0.5
+
+
 def test_validate_pairs_flat_tables() -> None:
     res = validate_pairs(_simulated_frame(80, 0))
     eq = res.equivalence
     assert eq["dimension"].tolist() == ["correctness", "relevance", "helpfulness"]
     for col in ("estimate", "ci_low", "ci_high", "low", "high", "p_value", "equivalent"):
         assert col in eq.columns
-    assert eq["equivalent"].all() and res.iut.equivalent
-    assert res.iut.pvalue == eq["p_value"].max()
+    assert eq["equivalent"].all() and res.iut_panel.equivalent
+    assert res.iut_panel.pvalue == eq["p_value"].max()
+    assert res.iut.pvalue == res.crossed["pvalue"].max()
     assert bool(res.superiority.loc[0, "superior"]) and res.superiority.loc[0, "p_holm"] < 0.05
     assert res.preference.loc[0, "rate"] > 0.5
-    assert len(res.mixed) == 3 and res.mixed["equivalent"].all()
+    assert len(res.crossed) == 3 and res.crossed["equivalent"].all() and res.iut.equivalent
     assert set(res.holm["test"]) == {"rubric", "preference"}
 
 
 def test_validate_pairs_detects_a_real_difference() -> None:
-    res = validate_pairs(_simulated_frame(60, 1, shift=1.0), mixed=False)
+    res = validate_pairs(_simulated_frame(60, 1, shift=1.0))
     assert not res.equivalence["equivalent"].any() and not res.iut.equivalent
-    assert res.mixed.empty
+    assert not res.crossed["equivalent"].any() and not res.iut_panel.equivalent
 
 
 # --------------------------------------------------------------------------- calibration

@@ -1,123 +1,199 @@
-"""Tests for analysis.models: the REML kernel against statsmodels MixedLM, recovery of a known effect,
-and degenerate inputs that must give warnings instead of exceptions."""
+"""Tests for analysis.mixed: the crossed random-effects REML fit against statsmodels MixedLM and
+against the hand-worked ANOVA answer of a balanced design, and the equivalence test built on it."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
-from analysis.models import fit_random_intercept, mixed_effect
+
+from analysis.frames import validate_frame
+from analysis.mixed import crossed_design_se, fit_crossed, mixed_effect
+from analysis.simulation import simulate_frame
 
 
-def _frame(
-    n_pairs: int, n_annotators: int, effect: float, seed: int, *, rounded: bool = False
-) -> pd.DataFrame:
+def _pool_design(seed: int, n_pairs: int = 40, pool: int = 8, per_pair: int = 3) -> tuple[np.ndarray, ...]:
+    """Unbalanced: a pool of annotators, each pair rated by `per_pair` of them."""
     rng = np.random.default_rng(seed)
-    pair = np.repeat(np.arange(n_pairs), n_annotators * 2)
-    ann = np.tile(np.repeat(np.arange(n_annotators), 2), n_pairs)
-    chosen = np.tile([1.0, 0.0], n_pairs * n_annotators)
-    value = (
-        3.5
-        + rng.normal(0, 0.5, n_pairs)[pair]
-        + rng.normal(0, 0.3, n_annotators)[ann]
-        + effect * chosen
-        + rng.normal(0, 0.6, len(pair))
+    pair = np.repeat(np.arange(n_pairs), per_pair)
+    ann = np.concatenate([rng.choice(pool, per_pair, replace=False) for _ in range(n_pairs)])
+    d = (
+        0.2
+        + rng.normal(0, 0.3, pool)[ann]
+        + rng.normal(0, 0.4, n_pairs)[pair]
+        + rng.normal(0, 0.8, len(pair))
     )
-    if rounded:
-        value = np.clip(np.rint(value), 1, 5)
-    return pd.DataFrame(
-        {
-            "pair_id": [f"p{i}" for i in pair],
-            "annotator": [f"a{a}" for a in ann],
-            "response": np.where(chosen == 1, "chosen", "rejected"),
-            "item": "correctness",
-            "value": value,
-            "preference": 0,
-            "confidence": 2.0,
-            "time_s": 10.0,
-        }
+    return d, pair, ann
+
+
+def _statsmodels_fit(d: np.ndarray, pair: np.ndarray, ann: np.ndarray) -> tuple[object, dict[str, float]]:
+    data = pd.DataFrame({"d": d, "pair": pair, "ann": ann, "g": 1})
+    model = sm.MixedLM.from_formula(
+        "d ~ 1",
+        data=data,
+        groups="g",
+        re_formula="0",
+        vc_formula={"pair": "0 + C(pair)", "ann": "0 + C(ann)"},
     )
+    fit = model.fit(reml=True, method=["bfgs"], gtol=1e-12)
+    return fit, dict(zip(model.exog_vc.names, np.asarray(fit.vcomp, dtype=float), strict=True))
 
 
-def test_kernel_matches_statsmodels_mixedlm() -> None:
-    """Same data, same model (REML, random intercept per group, unbalanced groups)."""
-    df = _frame(150, 3, 0.2, seed=0)
-    df = df.sample(frac=0.85, random_state=1).sort_values(["pair_id"])
-    X = np.column_stack(
-        [np.ones(len(df)), df["response"].eq("chosen"), df["annotator"].eq("a1"), df["annotator"].eq("a2")]
-    ).astype(float)
-    y, groups = df["value"].to_numpy(), df["pair_id"].to_numpy()
-    ours = fit_random_intercept(y, X, groups)
-    ref = sm.MixedLM(y, X, groups=groups).fit(reml=True)
-    np.testing.assert_allclose(ours.params, ref.fe_params, rtol=1e-6)
-    np.testing.assert_allclose(np.sqrt(np.diag(ours.cov_params)), ref.bse_fe, rtol=1e-3)
-    assert ours.pair_var == pytest.approx(float(np.asarray(ref.cov_re)[0, 0]), rel=1e-4)
-    assert ours.residual_var == pytest.approx(ref.scale, rel=1e-5)
-    assert ours.reml_loglik == pytest.approx(ref.llf, rel=1e-8)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_crossed_fit_matches_statsmodels_to_1e_6(seed: int) -> None:
+    """Same data, same model: REML with crossed random intercepts (statsmodels: one group, vc_formula)."""
+    d, pair, ann = _pool_design(seed)
+    ours = fit_crossed(d, np.ones((len(d), 1)), pair, ann)
+    ref, vc = _statsmodels_fit(d, pair, ann)
+    assert ours.reml_loglik == pytest.approx(ref.llf, rel=1e-9)
+    assert float(ours.params[0]) == pytest.approx(float(ref.fe_params.iloc[0]), rel=1e-6, abs=1e-7)
+    assert ours.pair_var == pytest.approx(vc["pair"], rel=1e-6, abs=1e-7)
+    assert ours.annotator_var == pytest.approx(vc["ann"], rel=1e-6, abs=1e-7)
+    assert ours.residual_var == pytest.approx(ref.scale, rel=1e-6)
 
 
-def test_recovers_known_effect_with_few_annotators() -> None:
-    res = mixed_effect(_frame(400, 3, 0.3, seed=2), "correctness", margin=0.5)
-    assert res.model.startswith("MixedLM (REML): value ~ is_chosen + C(annotator)")
-    assert abs(res.estimate - 0.3) < 4 * res.se
-    assert res.ci_low < res.estimate < res.ci_high
-    assert res.pair_var == pytest.approx(0.25, rel=0.3)
-    assert res.converged and res.warnings == []
-    assert res.equivalent  # 0.3 is inside +-0.5 and the interval is narrow
+def test_crossed_standard_error_is_the_gls_one() -> None:
+    """The SE is sqrt((X' V^-1 X)^-1) with V built densely from the fitted variance components."""
+    d, pair, ann = _pool_design(2)
+    fit = fit_crossed(d, np.ones((len(d), 1)), pair, ann)
+    zp = (pair[:, None] == np.unique(pair)[None, :]).astype(float)
+    za = (ann[:, None] == np.unique(ann)[None, :]).astype(float)
+    v = fit.pair_var * zp @ zp.T + fit.annotator_var * za @ za.T + fit.residual_var * np.eye(len(d))
+    x = np.ones((len(d), 1))
+    cov = np.linalg.inv(x.T @ np.linalg.solve(v, x))
+    assert math.sqrt(float(fit.cov_params[0, 0])) == pytest.approx(math.sqrt(float(cov[0, 0])), rel=1e-9)
+    gls = float((x.T @ np.linalg.solve(v, d))[0] * cov[0, 0])
+    assert float(fit.params[0]) == pytest.approx(gls, rel=1e-9)
 
 
-def test_recovers_known_effect_with_crossed_random_effects() -> None:
-    res = mixed_effect(_frame(60, 6, 0.8, seed=3), "correctness", margin=0.5)
-    assert "crossed random intercepts" in res.model
-    assert abs(res.estimate - 0.8) < 4 * res.se
-    assert not res.equivalent
+def test_balanced_design_equals_the_hand_worked_anova_answer() -> None:
+    """Balanced crossed design (n pairs x k annotators): with positive ANOVA estimates REML equals the
+    ANOVA estimators (Searle, Casella & McCulloch 1992, Variance Components, sec. 4.7), the variance of
+    the grand mean is (MS_P + MS_A - MS_E) / (n k) and Satterthwaite's (1946) df for that linear
+    combination of mean squares is (MS_P + MS_A - MS_E)^2 / (MS_P^2/(n-1) + MS_A^2/(k-1) +
+    MS_E^2/((n-1)(k-1))); the same df lmerTest reports (Kuznetsova et al. 2017)."""
+    rng = np.random.default_rng(3)
+    n, k = 30, 4
+    pair, ann = np.repeat(np.arange(n), k), np.tile(np.arange(k), n)
+    d = 0.2 + rng.normal(0, 0.5, k)[ann] + rng.normal(0, 0.5, n)[pair] + rng.normal(0, 0.6, n * k)
+    y = d.reshape(n, k)
+    grand = y.mean()
+    ms_p = k * ((y.mean(1) - grand) ** 2).sum() / (n - 1)
+    ms_a = n * ((y.mean(0) - grand) ** 2).sum() / (k - 1)
+    resid = y - y.mean(1, keepdims=True) - y.mean(0, keepdims=True) + grand
+    ms_e = (resid**2).sum() / ((n - 1) * (k - 1))
+    var = (ms_p + ms_a - ms_e) / (n * k)
+    df = (ms_p + ms_a - ms_e) ** 2 / (ms_p**2 / (n - 1) + ms_a**2 / (k - 1) + ms_e**2 / ((n - 1) * (k - 1)))
+    fit = fit_crossed(d, np.ones((n * k, 1)), pair, ann)
+    assert float(fit.params[0]) == pytest.approx(grand, rel=1e-9)
+    assert float(fit.cov_params[0, 0]) == pytest.approx(var, rel=1e-5)
+    assert fit.pair_var == pytest.approx((ms_p - ms_e) / k, rel=1e-5)
+    assert fit.annotator_var == pytest.approx((ms_a - ms_e) / n, rel=1e-5)
+    assert fit.residual_var == pytest.approx(ms_e, rel=1e-5)
+    assert float(fit.df[0]) == pytest.approx(df, rel=1e-4)
+
+
+def test_a_small_panel_gives_few_degrees_of_freedom() -> None:
+    """3 annotators who differ in the gap they see: the df are about 2, not pairs - 1."""
+    frame = validate_frame(
+        simulate_frame(
+            np.random.default_rng(5),
+            n_pairs=200,
+            items=("correctness",),
+            rubric_aspects=0,
+            annotator_gap_sd=0.5,
+        )
+    )
+    res = mixed_effect(frame, "correctness", margin=0.5)
+    assert res.df < 5
     assert res.annotator_var > 0
+    assert res.n_annotators == 3 and res.annotator_estimable
 
 
-def test_many_annotators_large_data_uses_demeaned_fast_fit() -> None:
-    res = mixed_effect(_frame(400, 6, 0.1, seed=4), "correctness", margin=0.5)
-    assert "annotator-demeaned" in res.model
-    assert abs(res.estimate - 0.1) < 4 * res.se
+def test_conservative_interval_is_the_classical_mean_square_one() -> None:
+    """In a balanced design the moment-based variance is (MS_P + MS_A) / (n k)."""
+    from analysis.mixed import _conservative_se
+
+    rng = np.random.default_rng(3)
+    n, k = 30, 4
+    pair, ann = np.repeat(np.arange(n), k), np.tile(np.arange(k), n)
+    d = 0.2 + rng.normal(0, 0.5, k)[ann] + rng.normal(0, 0.5, n)[pair] + rng.normal(0, 0.6, n * k)
+    y = d.reshape(n, k)
+    ms_p = k * ((y.mean(1) - y.mean()) ** 2).sum() / (n - 1)
+    ms_a = n * ((y.mean(0) - y.mean()) ** 2).sum() / (k - 1)
+    se, df = _conservative_se(fit_crossed(d, np.ones((n * k, 1)), pair, ann))
+    assert se**2 == pytest.approx((ms_p + ms_a) / (n * k), rel=1e-5)
+    assert df == pytest.approx((ms_p + ms_a) ** 2 / (ms_p**2 / (n - 1) + ms_a**2 / (k - 1)), rel=1e-4)
 
 
-def test_all_identical_values_warn_instead_of_crash() -> None:
-    df = _frame(20, 3, 0.0, seed=5).assign(value=4.0)
-    res = mixed_effect(df, "correctness", margin=0.5)
-    assert not res.converged
-    assert res.model.startswith("OLS")
-    assert any("all values are identical" in w for w in res.warnings)
+def test_recovers_a_known_gap_in_a_pool_design() -> None:
+    frame = validate_frame(
+        simulate_frame(
+            np.random.default_rng(2),
+            n_pairs=300,
+            pool=20,
+            items=("correctness",),
+            rubric_aspects=0,
+            quality_gap=0.3,
+        )
+    )
+    res = mixed_effect(frame, "correctness", margin=0.5)
+    assert abs(res.estimate - 0.28) < 4 * res.se  # rounding and clipping shrink a latent 0.3 a little
+    assert res.ci_low < res.estimate < res.ci_high
+    assert res.n_annotators == 20
 
 
-def test_single_annotator_warns() -> None:
-    res = mixed_effect(_frame(50, 1, 0.2, seed=6), "correctness", margin=0.5)
+def test_one_pair_raises() -> None:
+    frame = validate_frame(simulate_frame(np.random.default_rng(0), n_pairs=1, rubric_aspects=0))
+    with pytest.raises(ValueError, match=re.escape("the crossed model needs at least 2 pairs")):
+        mixed_effect(frame, "correctness", margin=0.5)
+
+
+def test_identical_values_give_no_p_of_zero() -> None:
+    """Two pairs rated once, all 4s: the test is undefined, never p = 0 and PASS."""
+    frame = validate_frame(simulate_frame(np.random.default_rng(0), n_pairs=2, per_pair=1, rubric_aspects=0))
+    frame["value"] = 4.0
+    res = mixed_effect(frame, "correctness", margin=0.5)
+    assert math.isnan(res.pvalue) and not res.equivalent
+    assert any("no variance" in w for w in res.warnings)
+
+
+def test_single_annotator_is_flagged() -> None:
+    frame = validate_frame(simulate_frame(np.random.default_rng(6), n_pairs=50, per_pair=1, rubric_aspects=0))
+    res = mixed_effect(frame, "correctness", margin=0.5)
+    assert not res.annotator_estimable
     assert any("only 1 annotator" in w for w in res.warnings)
     assert np.isfinite(res.estimate) and np.isfinite(res.se)
 
 
-def test_singular_fit_is_reported() -> None:
-    df = _frame(80, 3, 0.0, seed=7)
-    rng = np.random.default_rng(0)
-    df["value"] = rng.normal(3, 1, len(df))  # no pair effect at all
-    res = mixed_effect(df, "correctness", margin=0.5)
-    if res.pair_var == 0:
-        assert any("singular fit" in w for w in res.warnings)
-    assert np.isfinite(res.ci_low)
-
-
 def test_bad_margin() -> None:
+    frame = validate_frame(simulate_frame(np.random.default_rng(0), n_pairs=5, rubric_aspects=0))
     with pytest.raises(ValueError, match=re.escape("margin must be a positive number, got -0.5")):
-        mixed_effect(_frame(5, 2, 0, seed=0), "correctness", margin=-0.5)
+        mixed_effect(frame, "correctness", margin=-0.5)
 
 
 def test_unknown_item() -> None:
+    frame = validate_frame(simulate_frame(np.random.default_rng(0), n_pairs=5, rubric_aspects=0))
     with pytest.raises(ValueError, match=re.escape("no scores for item 'style'")):
-        mixed_effect(_frame(5, 2, 0, seed=0), "style", margin=0.5)
+        mixed_effect(frame, "style", margin=0.5)
 
 
 def test_to_dict_is_flat() -> None:
-    out = mixed_effect(_frame(20, 1, 0.2, seed=6), "correctness", margin=0.5).to_dict()
+    frame = validate_frame(simulate_frame(np.random.default_rng(0), n_pairs=20, rubric_aspects=0))
+    out = mixed_effect(frame, "correctness", margin=0.5).to_dict()
     assert isinstance(out["warnings"], str)
     assert all(not isinstance(v, list | dict | np.ndarray) for v in out.values())
+
+
+def test_design_se_of_a_balanced_design() -> None:
+    """var = s2_a / pool + s2_p / n + s2 / (n k): 0.04 / 4 + 0.1 / 50 + 0.8 / 200 = 0.016."""
+    se, df = crossed_design_se(
+        pair_var=0.1, annotator_var=0.04, residual_var=0.8, n_pairs=50, per_pair=4, pool=4
+    )
+    assert se == pytest.approx(math.sqrt(0.016))
+    # Satterthwaite: 0.016^2 / (0.01^2 / 3 + 0.006^2 / 49)
+    assert df == pytest.approx(0.016**2 / (0.01**2 / 3 + 0.006**2 / 49))
