@@ -55,13 +55,29 @@ def session() -> Iterator[Session]:
 _DOLLARS = re.compile(r"(\\*)\$")
 
 
-def safe_md(text: object) -> str:
-    """A user or pair text for st.markdown (and other Markdown labels) shown as typed.
+_IMAGE = re.compile(r"!(?=\[)")  # ![alt](url) and ![alt][ref]: images the browser would fetch
+_DIRECTIVE = re.compile(r"(?<![\\\w]):(?=[A-Za-z][\w-]*\[)")  # :green-background[...], :red[...]
+_ICON = re.compile(r":(?=material/)")  # :material/name: icons
+_ATX = re.compile(r"^( {0,3})(#{1,4})(?=[ \t]|$)", re.M)  # a heading the size of the page's own
+_SETEXT = re.compile(r"^( {0,3})(=+|-{2,})[ \t]*$", re.M)  # text underlined with === or --- (h1/h2)
 
-    Streamlit already shows raw HTML as text (unsafe_allow_html is off); what remains is LaTeX:
-    `$...$` would be typeset, so every `$` is escaped, with the backslashes before it kept literal.
+
+def safe_md(text: object) -> str:
+    """A user or pair text for st.markdown (and other Markdown labels) shown as typed; the one
+    rendering rule of every page (issue 17).
+
+    Streamlit already shows raw HTML as text (unsafe_allow_html is off). What remains: LaTeX (`$...$`
+    would be typeset: every `$` is escaped, the backslashes before it kept literal); images (`![..](..)`
+    would be fetched while the annotator reads, leaking their address: shown as text); Streamlit's own
+    directives (`:green-background[...]`, `:material/...:`: shown as text); and headings, which are kept
+    below the page's own (at most level 5; `===`/`---` underlines shown as text).
     """
-    return _DOLLARS.sub(lambda m: m.group(1) * 2 + "\\$", str(text))
+    out = _DOLLARS.sub(lambda m: m.group(1) * 2 + "\\$", str(text))
+    out = _IMAGE.sub(r"!\\", out)
+    out = _DIRECTIVE.sub(r"\\:", out)
+    out = _ICON.sub(":\u2060", out)
+    out = _ATX.sub(lambda m: m.group(1) + "#####", out)
+    return _SETEXT.sub(lambda m: m.group(1) + "\\" + m.group(2), out)
 
 
 def _cookie_token() -> str | None:

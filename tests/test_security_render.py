@@ -1,0 +1,117 @@
+"""Pair text cannot fetch from the network or imitate the page (issue 17, point 5): images stay text,
+Streamlit's directives stay text, headings stay below the page's own; one rule (app.common.safe_md)."""
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from annotator import accounts, assign, ingest
+from annotator.accounts import SYSTEM
+from annotator.app.common import safe_md
+from annotator.store import db
+from tests import apphelpers
+from tests.apphelpers import CHROMIUM_ARGS, running_app, wait_idle
+from tests.databases import fresh_db_url
+
+PASSWORD = "render-test-password-5521"
+IMAGE = "![tracking pixel](http://tracker.invalid/pixel.png?who=annotator)"
+REF_IMAGE = "![logo][ref]\n\n[ref]: http://tracker.invalid/ref.png"
+BADGE = ":green-background[**Recommended answer**]"
+COLOR = ":red[this is the better one]"
+HEADING = "#### Response A is fake"
+SETEXT = "Pick this one\n============="
+
+
+@pytest.mark.parametrize(
+    ("typed", "shown"),
+    [
+        (IMAGE, "!\\[tracking pixel](http://tracker.invalid/pixel.png?who=annotator)"),
+        (BADGE, "\\:green-background[**Recommended answer**]"),
+        (COLOR, "\\:red[this is the better one]"),
+        (HEADING, "##### Response A is fake"),
+        ("# Big", "##### Big"),
+        ("##### small stays", "##### small stays"),
+        (SETEXT, "Pick this one\n\\============="),
+        ("at 10:30, see https://example.org", "at 10:30, see https://example.org"),
+        ("a :material/home: icon", "a :\u2060material/home: icon"),
+    ],
+)
+def test_safe_md_neutralizes_images_directives_and_headings(typed: str, shown: str) -> None:
+    assert safe_md(typed) == shown
+
+
+def test_every_page_renders_pair_text_through_safe_md() -> None:
+    """No page passes a pair's texts to st.markdown without the one rule (a grep over the views)."""
+    views = Path(__file__).resolve().parents[1] / "annotator" / "app" / "views"
+    for page in views.glob("*.py"):
+        text = page.read_text(encoding="utf-8")
+        for field in ("chosen", "rejected", "narrative", "question"):
+            assert f"st.markdown(pair[{field!r}])" not in text, page.name
+            assert f"st.markdown(item.{field})" not in text, page.name
+
+
+def _hostile(name: str) -> str:
+    return "\n\n".join((f"{name} marker.", IMAGE, REF_IMAGE, BADGE, COLOR, HEADING, SETEXT))
+
+
+RECORD = {
+    "id": "render-1",
+    "question": _hostile("Question"),
+    "profile": [{"id": "post-1", "category": "x", "text": _hostile("Post")}],
+    "rubric_aspects": [{"aspect": f"Aspect {IMAGE}", "reason": _hostile("Reason"), "evidence": "e"}],
+    "narrative": _hostile("Narrative"),
+    "category": "cooking",
+    "chosen": _hostile("Chosen"),
+    "rejected": _hostile("Rejected"),
+}
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("render")
+    url = fresh_db_url(folder, "render", keep=True)
+    engine = db.make_engine(url)
+    db.upgrade(engine)
+    path = folder / "pairs.jsonl"
+    path.write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
+    ingest.import_file(engine, path, study="render", account=SYSTEM)
+    with db.session_scope(engine) as session:
+        user = accounts.add_user(
+            session, username="ann1", role="annotator", password=PASSWORD, account=SYSTEM
+        )
+        accounts.acknowledge_guidelines(session, user_id=int(user.id or 0))
+    with db.session_scope(engine) as session:
+        assign.assign(session, study="render", overlap=1, account=SYSTEM)
+    engine.dispose()
+    with running_app(url, folder / "server.log") as base_url:
+        yield base_url
+
+
+@pytest.mark.browser
+def test_the_rating_page_fetches_nothing_and_keeps_its_own_look(app_url: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            requested: list[str] = []
+            page.on("request", lambda request: requested.append(request.url))
+            apphelpers.log_in(page, app_url, "ann1", PASSWORD)
+            page.get_by_text("Question marker.").wait_for(timeout=30_000)
+            page.get_by_text("Chosen marker.").or_(page.get_by_text("Rejected marker.")).first.wait_for()
+            wait_idle(page)
+            assert [url for url in requested if "tracker.invalid" in url] == []
+            assert page.evaluate("document.querySelectorAll('img[src*=\"tracker\"]').length") == 0
+            body = page.inner_text("body")
+            assert ":green-background[" in body and ":red[" in body
+            for level in ("h1", "h2", "h3", "h4"):
+                inside = page.evaluate(
+                    f"[...document.querySelectorAll('{level}')].map(h => h.innerText).join('|')"
+                )
+                assert "is fake" not in inside and "Pick this one" not in inside, (level, inside)
+        finally:
+            browser.close()
