@@ -4,14 +4,14 @@ import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from sqlalchemy import func, insert
-from sqlmodel import Session, select
+from sqlalchemy import case, func, insert
+from sqlmodel import Session, col, select
 
 from annotator.accounts import Account, require_role
 from annotator.controls import mix_controls
 from annotator.errors import UserError
-from annotator.store.models import Assignment, Event, Pair, User
-from annotator.study import get_study, study_config
+from annotator.store.models import Assignment, Event, Judgment, Pair, User
+from annotator.study import StudyConfig, get_study, study_config
 
 
 @dataclass(frozen=True)
@@ -255,3 +255,62 @@ def annotator_arms(session: Session, *, study_id: int, user_ids: list[int], seed
     for uid in user_ids:
         out[uid] = known[uid]
     return out
+
+
+def extend_overlap(session: Session, *, pair_id: int, config: StudyConfig) -> int:
+    """Dynamic overlap: give a main pair whose finished judgments disagree one more annotator.
+
+    Under the study's `[dynamic_overlap]` rule, when every assignment of the pair is finished, two of
+    its preferences lie more than `max_spread` points apart, and the pair has fewer than
+    `max_overlap` annotators, the active annotator of the study with the fewest pending items who is
+    not on the pair yet gets it at the front of their queue, on the side seen less often. Returns the
+    number of assignments added (0 or 1); called after each submit.
+    """
+    rule = config.dynamic_overlap
+    if rule.max_overlap <= 0:
+        return 0
+    pair = session.get(Pair, pair_id)
+    if pair is None or pair.control != "":
+        return 0
+    rows = session.exec(
+        select(Assignment.annotator_id, Assignment.status, Assignment.chosen_side, Judgment.preference)
+        .join(Judgment, col(Judgment.id) == col(Assignment.current_judgment_id), isouter=True)
+        .where(Assignment.pair_id == pair_id)
+    ).all()
+    if len(rows) >= rule.max_overlap or any(status == "pending" for _, status, _, _ in rows):
+        return 0
+    preferences = [int(p) for _, _, _, p in rows if p is not None]
+    spread = max(preferences) - min(preferences) if len(preferences) >= 2 else 0
+    if spread <= rule.max_spread:
+        return 0
+    on_pair = {annotator_id for annotator_id, _, _, _ in rows}
+    pending = func.sum(case((col(Assignment.status) == "pending", 1), else_=0))
+    candidates = session.exec(
+        select(Assignment.annotator_id, pending, func.min(Assignment.position))
+        .join(User, col(User.id) == col(Assignment.annotator_id))
+        .where(Assignment.study_id == pair.study_id, User.role == "annotator")
+        .where(User.active == True)  # noqa: E712
+        .group_by(col(Assignment.annotator_id))
+    ).all()
+    free = sorted((int(n or 0), uid, int(first or 0)) for uid, n, first in candidates if uid not in on_pair)
+    if not free:
+        return 0
+    _, annotator_id, first_position = free[0]
+    sides = Counter(side for _, _, side, _ in rows)
+    side = "A" if sides["A"] <= sides["B"] else "B"
+    session.add(
+        Assignment(
+            study_id=pair.study_id,
+            pair_id=pair_id,
+            annotator_id=annotator_id,
+            chosen_side=side,
+            position=first_position - 1,
+        )
+    )
+    session.add(
+        Event(
+            action="extend_overlap",
+            detail={"pair": pair_id, "annotator": annotator_id, "spread": spread},
+        )
+    )
+    return 1

@@ -9,6 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from annotator.accounts import require_active
+from annotator.assign import extend_overlap
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guideline_version
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, id_of, utcnow
@@ -285,6 +286,9 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
         Event(user_id=user_id, action="submit", detail={"judgment": judgment.id, "revision": revision})
     )
     session.flush()
+    if config.dynamic_overlap.max_overlap > 0:  # disagreeing pairs get another annotator (issue 14)
+        extend_overlap(session, pair_id=int(pair.id or 0), config=config)
+        session.flush()
     return judgment
 
 
