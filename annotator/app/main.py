@@ -8,6 +8,16 @@ from annotator.app.common import FAVICON, PAGES, current_account, log_out, sync_
 st.set_page_config(page_title="Pair Studio", page_icon=str(FAVICON), layout="wide")
 
 
+# Captions in a colour with enough contrast (WCAG AA) in the light and the dark theme alike.
+ACCESSIBLE_CSS = """<style>
+[data-testid="stCaptionContainer"] { opacity: 1; }
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * { color: #4a5160; }
+@media (prefers-color-scheme: dark) {
+  [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * { color: #c3c7d2; }
+}
+</style>"""
+
+
 def page(file: str, title: str, icon: str, *, default: bool = False) -> st.Page:
     """A page from a file in views/ (AppTest's switch_page needs file pages)."""
     return st.Page(str(PAGES / file), title=title, icon=f":material/{icon}:", default=default)
@@ -45,11 +55,13 @@ account = current_account()
 if account is None:
     navigation = st.navigation([page("login.py", "Log in", "login", default=True)])
 else:
-    navigation = st.navigation(role_pages(account.role))
+    # One flat list: Streamlit draws section headers inside the nav's <ul>, which screen readers reject.
+    navigation = st.navigation([p for pages in role_pages(account.role).values() for p in pages])
     with st.sidebar:
         st.caption(f"Signed in as **{account.username}** · {account.role}")
         if st.button("Log out", key="logout", icon=":material/logout:"):
             log_out()
             st.rerun()
 sync_cookie()
+st.html(ACCESSIBLE_CSS)
 navigation.run()

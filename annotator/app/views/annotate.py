@@ -41,7 +41,9 @@ SUBMIT_BUTTON = "annotate_submit"
 OPENED_KEY = "annotate_opened_posts"
 INDEX_KEY = "annotate_profile_index"
 OPTION_CHARS = 9  # scale labels are cut to their first words on the buttons (full text in the help)
-PANE_HEIGHT = 300  # px: each response scrolls inside its own pane
+PANE_HEIGHT = 300  # px: the most a response pane takes; a longer response scrolls inside it
+PANE_MIN = 110
+LINE_PX, CHARS_PER_LINE = 25, 62  # a rough line height and width of a pane at 1440 px
 MATCHES_SHOWN = 20
 
 
@@ -356,13 +358,20 @@ def ask_rubric(item: ItemView, config: StudyConfig, question: Question) -> None:
         ask(item, config, question)
 
 
+def pane_height(*texts: str) -> int:
+    """One height for both panes (so their questions line up): the longer text's, within bounds."""
+    lines = max(sum(len(line) // CHARS_PER_LINE + 1 for line in text.splitlines() or [""]) for text in texts)
+    return max(PANE_MIN, min(PANE_HEIGHT, lines * LINE_PX + 40))
+
+
 def show_responses(item: ItemView, config: StudyConfig, questions: list[Question]) -> None:
     """Responses A and B side by side, each in a scrollable pane with its own questions under it."""
+    height = pane_height(item.text_a, item.text_b)
     columns = st.columns(2, gap="medium")
     for column, side, text in zip(columns, ("A", "B"), (item.text_a, item.text_b), strict=True):
         with column:
             st.markdown(f"### Response {side} :gray[({len(text.split())} words)]")
-            with st.container(height=PANE_HEIGHT, border=True, key=f"pane_{side}"):
+            with st.container(height=height, border=True, key=f"pane_{side}"):
                 st.markdown(safe_md(text))
             first_aspect = True
             for question in questions:

@@ -26,7 +26,7 @@ def token_login() -> None:
 def password_login() -> None:
     """The login form."""
     st.title("Pair Studio")
-    st.caption("Rate pairs of responses for how well they fit one person.")
+    st.markdown("Rate pairs of responses for how well they fit one person.")
     if st.session_state.pop("expired", False):
         st.info("Your session expired; please log in again.")
     with st.form("login", border=True, width=420):
