@@ -305,3 +305,43 @@ def add_study(app_db: AppDB, folder: Path, name: str, username: str, n_pairs: in
         session.add_all(rows)
         session.flush()
         return [int(r.id or 0) for r in rows]
+
+
+# ------------------------------------------------------------------------------------------ rating page
+
+#: Answers on the rating page by key press: widget key suffix -> the digit pressed on it.
+KEY_ANSWERS: dict[str, str] = {
+    "A_correctness": "5",
+    "A_relevance": "4",
+    "A_helpfulness": "4",
+    "A_rubric0": "2",
+    "A_rubric1": "1",
+    "B_correctness": "2",
+    "B_relevance": "3",
+    "B_helpfulness": "1",
+    "B_rubric0": "0",
+    "B_rubric1": "1",
+    "preference": "2",
+    "confidence": "3",
+}
+
+
+def item_prefix(page: Any) -> str:
+    """The widget-key prefix of the item on the rating page ("a12r0")."""
+    found = page.locator("[class*='st-key-a'][class*='_A_correctness']").first.get_attribute("class")
+    return next(c for c in found.split() if c.startswith("st-key-a")).removeprefix("st-key-").split("_")[0]
+
+
+def press_answer(page: Any, prefix: str, name: str, digit: str) -> None:
+    """Focus the first button of one question and press a number key (as an annotator would)."""
+    page.locator(f".st-key-{prefix}_{name} [data-testid='stButtonGroup'] button").first.focus()
+    page.keyboard.press(digit)
+
+
+def answer_by_keys(page: Any, answers: dict[str, str] | None = None) -> str:
+    """Answer every question of the item on screen with number keys; returns the item's prefix."""
+    prefix = item_prefix(page)
+    for name, digit in (answers or KEY_ANSWERS).items():
+        press_answer(page, prefix, name, digit)
+        wait_idle(page)
+    return prefix
