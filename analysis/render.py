@@ -89,6 +89,10 @@ def to_json(report: Report) -> dict[str, Any]:
             "annotator_diagnostics": _records(report.diagnostics),
             "failed_pairs": _records(report.failed_pairs),
             "methods": methods_paragraph(report),
+            "benchmark": None
+            if report.benchmark is None
+            else {"pairs_used": report.benchmark.pairs_used}
+            | {name: _records(df) for name, df in report.benchmark.tables().items()},
         }
     )
 
@@ -419,8 +423,53 @@ def to_markdown(report: Report) -> str:
         parts.append("None.")
     else:
         parts.append(_md_table(report.failed_pairs, ["pair_id", "reasons"]))
+    for title, note, table in benchmark_sections(report):
+        parts += ["", f"## {title}", "", note, "", _md_table(table, list(table.columns))]
     parts += ["", "## Methods", "", methods_paragraph(report), ""]
     return "\n".join(parts)
+
+
+def benchmark_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
+    """The benchmark-science tables to show (title, one-line note, table), in order; none without
+    model predictions, study arms or rubric-support answers (issue 15)."""
+    science = report.benchmark
+    if science is None:
+        return []
+    where = f"on the {science.pairs_used}"
+    notes = {
+        "accuracy": (
+            "Models and the human ceiling",
+            f"Accuracy = share of pairs on which the judge prefers chosen (a tie counts as not), {where}; "
+            "95% Wilson CI (a bootstrap over pairs for the pooled judgments). The human majority, the "
+            "adjudicated preference and each annotator (on the pairs they rated) are the human ceiling.",
+        ),
+        "kappa": ("Models vs the human majority (Cohen's kappa)", "Pairs without a majority are left out."),
+        "tests": (
+            "Model vs human and model vs model",
+            "McNemar's test on the pairs both judged; 95% paired-bootstrap CI of the accuracy difference.",
+        ),
+        "disagreements": (
+            "Pairs where models and people disagree",
+            "A model's choice differs from the human majority (or the people have none): candidates "
+            "for more annotation.",
+        ),
+        "arms": (
+            "Study arms",
+            "Per arm: accuracy (share of judgments preferring chosen) and chosen - rejected rating "
+            "differences; 95% CIs resample pairs and, within each arm, annotators.",
+        ),
+        "arm_differences": ("Arm differences", "Each arm minus the first arm, with 95% bootstrap CIs."),
+        "support_summary": (
+            "Rubric verification",
+            "Is each rubric aspect supported by what the user wrote (0 no, 1 partly, 2 yes)? Support = "
+            "mean answer / 2; Krippendorff's alpha (ordinal) over pair x aspect units.",
+        ),
+        "support_pairs": (
+            "Rubric support per pair",
+            "Flagged: an aspect whose majority says no, or a mean support below 0.5.",
+        ),
+    }
+    return [(*notes[name], table) for name, table in science.tables().items() if not table.empty]
 
 
 def to_terminal(report: Report) -> str:
@@ -454,6 +503,19 @@ def to_terminal(report: Report) -> str:
             f"AC1 {_fmt(row['ac1'])} agreement {_fmt(row['percent_agreement'])} units {row['n_units']}"
         )
     lines.append(f"{len(report.failed_pairs)} pair(s) fail validation")
+    science = report.benchmark
+    if science is not None and not science.accuracy.empty:
+        lines.append("")
+        lines.append(f"Models and the human ceiling ({science.pairs_used}; prefers chosen, 95% CI)")
+        overall = science.accuracy[
+            (science.accuracy["category"] == "(all)") & (science.accuracy["kind"] != "annotator")
+        ]
+        for row in overall.to_dict("records"):
+            lines.append(
+                f"  {str(row['source']):<24} {_fmt(row['accuracy'])} [{_fmt(row['ci_low'])}, "
+                f"{_fmt(row['ci_high'])}] on {row['n_pairs']} pairs"
+            )
+        lines.append(f"{len(science.disagreements)} pair(s) where a model and the human majority disagree")
     return "\n".join(lines)
 
 
@@ -611,6 +673,10 @@ def to_html(report: Report) -> str:
     def table_or(df: pd.DataFrame, empty: str, columns: Sequence[str] | None = None) -> str:
         return _html_table(df, columns) if not df.empty else f"<p>{empty}</p>"
 
+    science = "".join(  # models, arms and rubric support (issue 15)
+        f"<h2>{html.escape(title)}</h2><p>{html.escape(note)}</p>{_html_table(table)}"
+        for title, note, table in benchmark_sections(report)
+    )
     body = f"""
 <h1>Validation report: {html.escape(report.study)}</h1>
 <p class="summary">{s["n_pairs"]} pairs · {s["n_annotators"]} annotators · {s["n_judgments"]} judgments ·
@@ -633,6 +699,7 @@ def to_html(report: Report) -> str:
 <h2>Position and length bias</h2>{table_or(report.bias, "No side or length information.")}
 <h2>Annotators</h2>{table_or(report.diagnostics, "Not computed.")}
 <h2>Pairs that fail validation</h2>{table_or(report.failed_pairs, "None.")}
+{science}
 <h2>Methods</h2><p>{html.escape(methods_paragraph(report))}</p>
 <h2>Parameters</h2><pre>{html.escape(json.dumps(_clean(report.parameters), indent=2))}</pre>
 """

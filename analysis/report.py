@@ -45,6 +45,7 @@ import pandas as pd
 from scipy import stats
 
 from analysis.agreement import agreement_table
+from analysis.benchmark import BenchmarkTables, benchmark_tables
 from analysis.diagnostics import annotator_diagnostics
 from analysis.frames import (
     ANNOTATOR,
@@ -141,6 +142,7 @@ class Report:
     controls: pd.DataFrame
     design: pd.DataFrame
     pair_table: pd.DataFrame = field(repr=False)
+    benchmark: BenchmarkTables | None = field(default=None, repr=False)  # models, arms, rubric support
 
     def verdict(self, key: str) -> Verdict:
         """The verdict with this key."""
@@ -169,6 +171,8 @@ def build_report(
     seed: int = 0,
     fast_seconds: float = 10.0,
     extras: bool = True,
+    predictions: pd.DataFrame | None = None,
+    final: pd.DataFrame | None = None,
 ) -> Report:
     """Compute the whole validation report from a label frame.
 
@@ -208,6 +212,12 @@ def build_report(
         Also compute the descriptive tables that no verdict uses (position and length bias, per
         category effects, annotator diagnostics, failed pairs). The Monte Carlo benchmark passes
         False; every verdict is computed the same way either way.
+    predictions : pandas.DataFrame, optional
+        Reward-model predictions (``pair_id, model, choice``) for the benchmark section
+        (:func:`analysis.benchmark.benchmark_tables`: model vs human accuracy, kappa, McNemar, the
+        disagreement queue); study arms and rubric-support answers in `frame` are reported there too.
+    final : pandas.DataFrame, optional
+        The final labels (``pair_id, preference, keep``): models and people are compared on the kept pairs.
 
     Returns
     -------
@@ -323,6 +333,17 @@ def build_report(
         else control_counts,
         design=design,
         pair_table=pair_table,
+        benchmark=benchmark_tables(
+            main,
+            predictions=predictions,
+            final=final,
+            quality_items=quality_items,
+            n_boot=int(n_boot),
+            seed=seed,
+            alpha=alpha,
+        )
+        if extras
+        else None,
     )
 
 
@@ -401,7 +422,7 @@ def _equivalence(
     need_text = (
         f"about {int(needed)} annotators (same pairs and overlap) would give {round(100 * 0.8)}% power "
         "to generalize (from the estimated variance components)"
-        if isinstance(needed, float | int | np.floating) and math.isfinite(float(needed))
+        if pd.notna(needed) and math.isfinite(float(needed))
         else "the number of annotators needed could not be estimated"
     )
     if not crossed["annotator_estimable"].all():
@@ -427,7 +448,7 @@ def _equivalence(
     why = f"; not shown for: {failing}"
     if panel:
         why += (
-            f". Conditional on this panel of {n_annotators} annotators the per-pair TOST shows "
+            f"; conditional on this panel of {n_annotators} annotators the per-pair TOST shows "
             f"equivalence, but it does not generalize to annotators in general: {need_text}"
         )
     return Verdict("equivalence", claim, test, "inconclusive", detail + why)

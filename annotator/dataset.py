@@ -107,22 +107,13 @@ def _validation_text(session: Session, study: str, account: Account) -> tuple[st
 
     try:
         report = study_report(session, study=study, n_boot=200, account=account)
-    except (UserError, ValueError, TypeError) as exc:  # too few judgments, or a report that cannot be built
+    except (UserError, ValueError) as exc:  # too few judgments for the statistics
         return f"No validation report: {exc}.", ""
-    lines = [
-        f"- **{'PASS' if v.passed else 'NOT SHOWN'}** {v.claim} ({v.test}): {v.detail}"
-        for v in report.verdicts
-    ]
-    methods = ""
-    for module in ("analysis.render", "analysis.report"):
-        try:
-            paragraph = getattr(__import__(module, fromlist=["methods_paragraph"]), "methods_paragraph", None)
-        except ImportError:
-            continue
-        if paragraph is not None:
-            methods = str(paragraph(report))
-            break
-    return "\n".join(lines), methods
+    from analysis.render import methods_paragraph
+
+    lines = [f"**Overall: {report.overall}** ({report.overall_reason})", ""]
+    lines += [f"- **{v.status.upper()}** {v.claim} ({v.test}): {v.detail}" for v in report.verdicts]
+    return "\n".join(lines), methods_paragraph(report)
 
 
 def _md_cell(value: Any) -> str:

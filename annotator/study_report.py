@@ -35,6 +35,11 @@ def study_report(
     """
     config = study_config(session, study)
     frame = label_frame(session, study=study, account=account)
+    from annotator.adjudicate import final_labels
+    from annotator.predictions import prediction_frame
+
+    predictions = prediction_frame(session, study=study, account=account)  # issue 15: models vs people
+    final = final_labels(session, study=study) if not predictions.empty else None
     return report_from_frame(
         frame,
         study=study,
@@ -43,6 +48,8 @@ def study_report(
         seed=seed,
         categories=categories,
         annotators=annotators,
+        predictions=predictions,
+        final=final,
     )
 
 
@@ -79,8 +86,12 @@ def report_from_frame(
     seed: int = 0,
     categories: Sequence[str] | None = None,
     annotators: Sequence[str] | None = None,
+    predictions: pd.DataFrame | None = None,
+    final: pd.DataFrame | None = None,
 ) -> Report:
-    """Filter a label frame (by category and annotator) and build the report, or explain why not."""
+    """Filter a label frame (by category and annotator) and build the report, or explain why not.
+
+    `predictions` and `final` (model predictions, final labels) feed the benchmark section."""
     if categories:
         frame = frame[frame["category"].isin(list(categories))]
     if annotators:
@@ -109,6 +120,8 @@ def report_from_frame(
             target_power=settings.target_power,
             n_boot=n_boot,
             seed=seed,
+            predictions=predictions,
+            final=final,
         )
     except ValueError as exc:
         raise UserError(f"cannot analyse study {study!r}: {exc}") from None
