@@ -74,9 +74,10 @@ def form_prefix(app_db: AppDB, username: str, position: int) -> str:
 
 
 def rate(page: Page, prefix: str, answers: dict[str, int]) -> None:
-    """Click the radio option with index `answers[key]` of every radio group of the form."""
+    """Click the option with index `answers[key]` of every question of the form."""
     for key, index in answers.items():
-        page.locator(f".st-key-{prefix}_{key} [data-testid='stRadioOption']").nth(index).click()
+        page.locator(f".st-key-{prefix}_{key} button[aria-checked]").nth(index).click()
+        settle(page)
 
 
 #: Option indexes: quality 1-5 -> 0-4, rubric 0-2 -> 0-2, preference 0-4, confidence 1-3 -> 0-2.
@@ -114,7 +115,7 @@ def test_log_in_acknowledge_and_rate_two_items(live: tuple[str, AppDB], tab: Pag
     expect(tab.get_by_text(f"0 of {N_ITEMS} done")).to_be_visible()
 
     first = form_prefix(app_db, "ann1", 0)
-    expect(tab.locator(f".st-key-{first}_submit")).to_be_visible()
+    expect(tab.locator(".st-key-annotate_submit")).to_be_visible()
     SCREENSHOTS.mkdir(exist_ok=True)
     tab.screenshot(path=str(SCREENSHOTS / "annotate.png"), full_page=True)
     rate(tab, first, ANSWERS)
@@ -122,21 +123,23 @@ def test_log_in_acknowledge_and_rate_two_items(live: tuple[str, AppDB], tab: Pag
     expect(tab.get_by_text("Past post 1: I like quick vegetarian food.")).to_have_count(0)
     tab.locator("[data-testid='stExpander'] summary", has_text="The user's past posts").click()
     settle(tab)
+    tab.locator("[data-testid='stExpander'] summary", has_text="Post 2 · cooking").click()
+    settle(tab)
     expect(tab.get_by_text("Past post 1: I like quick vegetarian food.")).to_be_visible()
-    expect(tab.locator(f"[class*='st-key-{first}_'] input[type='radio']:checked")).to_have_count(len(ANSWERS))
-    # A focused radio swallows Enter (Streamlit's radio stops the keydown), so click on plain text first.
-    tab.get_by_text("Which response better fits this user?").first.click()
+    expect(tab.locator(f"[class*='st-key-{first}_'] button[aria-checked=true]")).to_have_count(len(ANSWERS))
+    # Ctrl+Enter submits even while an answer button has the focus.
+    tab.locator(f".st-key-{first}_confidence button[aria-checked=true]").focus()
     tab.keyboard.press("Control+Enter")
     expect(tab.get_by_text(f"1 of {N_ITEMS} done")).to_be_visible()
     settle(tab)
 
     second = form_prefix(app_db, "ann1", 1)
-    expect(tab.locator(f".st-key-{second}_submit")).to_be_visible()
+    expect(tab.locator(f".st-key-{second}_A_correctness")).to_be_visible()
     rate(tab, second, ANSWERS | {"preference": 4})
-    tab.locator(f".st-key-{second}_submit button").click()
+    tab.locator(".st-key-annotate_submit button").click()
     expect(tab.get_by_text(f"2 of {N_ITEMS} done")).to_be_visible()
     settle(tab)
-    expect(tab.locator(f".st-key-{form_prefix(app_db, 'ann1', 2)}_submit")).to_be_visible()
+    expect(tab.locator(f".st-key-{form_prefix(app_db, 'ann1', 2)}_A_correctness")).to_be_visible()
 
     one, two = judgments_of(app_db, "ann1")
     queue = app_db.queue("ann1")
@@ -146,6 +149,7 @@ def test_log_in_acknowledge_and_rate_two_items(live: tuple[str, AppDB], tab: Pag
     assert app_db.scores(int(one.id or 0))[("chosen", "correctness")] == 5
     assert app_db.scores(int(two.id or 0))[("chosen", "correctness")] == 2
     assert app_db.scores(int(two.id or 0))[("rejected", "rubric:0")] == 2
+    assert one.opened_posts == [1], "the post the annotator opened is recorded with the judgment"
 
 
 def test_html_in_a_response_is_shown_as_inert_text(live: tuple[str, AppDB], tab: Page) -> None:
