@@ -263,7 +263,7 @@ def build_report(
     sensitivity_table = _positive_controls(controls, quality_items, alpha)
     verdicts = [
         _sample_size(n_pairs, min_pairs),
-        _equivalence(validation, design, quality_items, alpha),
+        _equivalence(validation, design, quality_items, alpha, target_power),
         _rubric(validation, alpha),
         _preference(validation, alpha),
         _reliability(agreement, quality_items, reliability_threshold, alpha),
@@ -401,7 +401,11 @@ def _design(validation: ValidationResult, *, margin: float, alpha: float, power:
 
 
 def _equivalence(
-    validation: ValidationResult, design: pd.DataFrame, quality_items: Sequence[str], alpha: float
+    validation: ValidationResult,
+    design: pd.DataFrame,
+    quality_items: Sequence[str],
+    alpha: float,
+    power: float,
 ) -> Verdict:
     crossed = validation.crossed
     level = round(100 * (1 - 2 * alpha))
@@ -420,7 +424,7 @@ def _equivalence(
     panel = validation.iut_panel.equivalent
     needed = design["pool_needed"].max() if not design.empty else math.nan
     need_text = (
-        f"about {int(needed)} annotators (same pairs and overlap) would give {round(100 * 0.8)}% power "
+        f"about {int(needed)} annotators (same pairs and overlap) would give {round(100 * power)}% power "
         "to generalize (from the estimated variance components)"
         if pd.notna(needed) and math.isfinite(float(needed))
         else "the number of annotators needed could not be estimated"

@@ -1,5 +1,6 @@
-"""The validation report: JSON against its schema, self-contained HTML, Markdown verdicts, the same
-numbers as analysis.validation, and the `annotator analyze` and `annotator power` commands."""
+"""The validation report: verdicts and the overall result (issue 12), JSON against its schema,
+self-contained HTML, Markdown verdicts, the same numbers as analysis.validation, and the `annotator
+analyze` (database and --labels) and `annotator power` commands."""
 
 import html
 import json
@@ -8,22 +9,26 @@ import re
 from pathlib import Path
 
 import jsonschema
+import numpy as np
+import pandas as pd
 import plotly.offline
 import pytest
 from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
-from analysis.report import REPORT_SCHEMA, Report, methods_paragraph, to_html, to_json, to_markdown
+from analysis.render import REPORT_SCHEMA, methods_paragraph, to_html, to_json, to_markdown, to_terminal
+from analysis.report import VERDICT_KEYS, Report, build_report
+from analysis.simulation import simulate_frame
 from analysis.validation import validate_pairs
 from annotator import ingest
 from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.demo import SAMPLE
 from annotator.readers import label_frame
-from annotator.reporting import study_report
 from annotator.simulate import SimulationSpec, simulate
 from annotator.store import db
 from annotator.study import get_study, parse_config
+from annotator.study_report import study_report
 from tests.databases import fresh_db_url
 
 STUDY = "sample"
@@ -69,12 +74,12 @@ def test_json_numbers_equal_validate_pairs(study: tuple[str, Engine, Report]) ->
     with db.session_scope(engine) as session:
         frame = label_frame(session, study=STUDY, account=SYSTEM)
         config = parse_config(get_study(session, STUDY).config)
+    frame = frame[frame["control"] == ""]  # controls never enter the main analysis
     direct = validate_pairs(
         frame,
         quality_items=config.dimension_names,
         margin=config.analysis.margin,
         alpha=config.analysis.alpha,
-        mixed=False,
     )
     data = to_json(report)
     for got, want in zip(data["equivalence"], direct.equivalence.to_dict("records"), strict=True):
@@ -89,6 +94,9 @@ def test_json_numbers_equal_validate_pairs(study: tuple[str, Engine, Report]) ->
     for key in ("rate", "ci_low", "ci_high", "p_greater"):
         assert math.isclose(pref[key], float(want_pref[key]), rel_tol=1e-12, abs_tol=1e-300), key
     assert data["intersection_union"]["equivalent"] == bool(direct.iut.equivalent)
+    for got, want in zip(data["equivalence_crossed"], direct.crossed.to_dict("records"), strict=True):
+        for key in ("estimate", "se", "df", "ci_low", "ci_high"):
+            assert math.isclose(got[key], want[key], rel_tol=1e-9), key
 
 
 def test_html_is_self_contained(study: tuple[str, Engine, Report]) -> None:
@@ -111,10 +119,14 @@ def test_html_is_self_contained(study: tuple[str, Engine, Report]) -> None:
 def test_markdown_has_one_line_per_verdict(study: tuple[str, Engine, Report]) -> None:
     _, _, report = study
     text = to_markdown(report)
-    lines = [line for line in text.splitlines() if re.match(r"- \*\*(PASS|FAIL)\*\*: ", line)]
-    assert len(lines) == len(report.verdicts) == 3
+    words = "PASS|FAIL|INCONCLUSIVE|NOT ASSESSED"
+    lines = [line for line in text.splitlines() if re.match(rf"- \*\*({words})\*\* \(", line)]
+    assert len(lines) == len(report.verdicts) == len(VERDICT_KEYS)
     for line, verdict in zip(lines, report.verdicts, strict=True):
-        assert line.startswith(f"- **{'PASS' if verdict.passed else 'FAIL'}**: {verdict.claim}")
+        assert line.startswith(
+            f"- **{verdict.status.replace('_', ' ').upper()}** ({verdict.key}): {verdict.claim}"
+        )
+    assert f"**Overall: {report.overall}**" in text
     assert methods_paragraph(report) in text
 
 
@@ -141,8 +153,9 @@ def test_cli_analyze_writes_three_files(tmp_path: Path, study: tuple[str, Engine
     )
     assert result.exit_code == 0, result.output
     assert all(path.stat().st_size > 0 for path in paths.values())
-    marks = re.findall(r"^(PASS|FAIL) ", result.output, flags=re.MULTILINE)
-    assert marks == ["PASS" if v.passed else "FAIL" for v in report.verdicts]
+    marks = re.findall(r"^(PASS|FAIL|INCONCLUSIVE|NOT ASSESSED) ", result.output, flags=re.MULTILINE)
+    assert marks == [v.status.replace("_", " ").upper() for v in report.verdicts]
+    assert f"OVERALL {report.overall}" in result.output
     data = json.loads(paths["json"].read_text(encoding="utf-8"))
     jsonschema.validate(data, REPORT_SCHEMA)
     expected = to_json(report)
@@ -179,4 +192,128 @@ def test_cli_power_prints_pairs() -> None:
     assert result.exit_code == 0, result.output
     found = re.search(r"(\d+) pairs with 3 annotators", result.output)
     assert found is not None, result.output
-    assert 2 <= int(found.group(1)) <= 36
+    # per-pair SD 1 / sqrt(3); the exact TOST power (tost_power) first reaches 0.8 at 13 pairs
+    assert int(found.group(1)) == 13
+    assert "from a pool of" in result.output
+
+
+# ------------------------------------------------------------------------------------------ verdicts
+
+
+def _frame(seed: int, **kwargs: object) -> pd.DataFrame:
+    return simulate_frame(np.random.default_rng(seed), **kwargs)  # type: ignore[arg-type]
+
+
+def test_reliable_study_passes_with_every_verdict_keyed() -> None:
+    frame = _frame(3, n_pairs=60, pool=12, positive_controls=8, noise=0.4)
+    rep = build_report(frame, study="ok", n_boot=200)
+    assert [v.key for v in rep.verdicts] == list(VERDICT_KEYS)
+    assert rep.overall == "PASS", rep.overall_reason
+    assert all(v.status == "pass" for v in rep.verdicts)
+    assert rep.summary["n_control_pairs"] == 8 and rep.summary["n_pairs"] == 60
+
+
+def test_pure_noise_ratings_do_not_pass() -> None:
+    """Issue 12: uniform 1-5 quality ratings were "equivalent"; reliability now fails them."""
+    rep = build_report(_frame(1, n_pairs=60, pure_noise=True), study="noise", n_boot=200)
+    assert rep.verdict("reliability").status == "fail"
+    assert rep.overall == "FAIL"
+    assert "reliability: failed" in rep.overall_reason
+
+
+def test_two_pairs_rated_once_all_fours_is_not_a_pass() -> None:
+    """Issue 12: p = 0 and PASS from zero variance; now too few pairs and an undefined test."""
+    frame = _frame(0, n_pairs=2, per_pair=1, items=("correctness",), rubric_aspects=0)
+    frame["value"] = 4.0
+    rep = build_report(frame, study="tiny", quality_items=["correctness"], n_boot=50)
+    assert rep.overall != "PASS"
+    assert rep.verdict("sample_size").status == "inconclusive"
+    assert "at least 20 pairs are needed" in rep.verdict("sample_size").detail
+    crossed = rep.validation.crossed.iloc[0]
+    assert math.isnan(crossed["pvalue"]) and not crossed["equivalent"]
+
+
+def test_a_single_annotator_cannot_generalize() -> None:
+    frame = _frame(4, n_pairs=60, per_pair=1, noise=0.4)
+    rep = build_report(frame, study="one", n_boot=100)
+    eq = rep.verdict("equivalence")
+    assert eq.status == "inconclusive"
+    assert "only one annotator" in eq.detail
+    assert rep.overall == "INCONCLUSIVE"
+
+
+def test_panel_equivalence_that_does_not_generalize_says_how_many_annotators() -> None:
+    """Three annotators who disagree on the gap: the per-pair TOST passes for this panel, the crossed
+    test does not, and the verdict names the pool that would be needed."""
+    frame = _frame(7, n_pairs=150, annotator_gap_sd=0.35, noise=0.4, items=("correctness",))
+    rep = build_report(frame, study="panel", quality_items=["correctness"], n_boot=100)
+    assert rep.validation.iut_panel.equivalent and not rep.validation.iut.equivalent
+    eq = rep.verdict("equivalence")
+    assert eq.status == "inconclusive"
+    assert "conditional on this panel of 3 annotators" in eq.detail
+    assert re.search(r"about \d+ annotators", eq.detail)
+
+
+def test_positive_controls_required_but_missing_blocks_pass() -> None:
+    frame = _frame(3, n_pairs=60, pool=12, noise=0.4)
+    assert build_report(frame, study="x", n_boot=100).verdict("sensitivity").status == "not_assessed"
+    rep = build_report(frame, study="x", n_boot=100, require_positive_controls=True)
+    assert rep.verdict("sensitivity").status == "inconclusive" and rep.overall == "INCONCLUSIVE"
+
+
+def test_positive_controls_that_are_not_seen_fail() -> None:
+    frame = _frame(3, n_pairs=60, pool=12, positive_controls=10, control_defect=0.0, noise=0.4)
+    rep = build_report(frame, study="x", n_boot=100)
+    assert rep.verdict("sensitivity").status in ("fail", "inconclusive")
+    assert rep.overall != "PASS"
+    few = build_report(_frame(3, n_pairs=60, pool=12, positive_controls=3, noise=0.4), study="x", n_boot=100)
+    assert "too few control pairs (3 of 5)" in few.verdict("sensitivity").detail
+
+
+def test_controls_never_enter_the_main_analysis() -> None:
+    frame = _frame(5, n_pairs=40, positive_controls=10, noise=0.4)
+    with_controls = build_report(frame, study="x", n_boot=50)
+    without = build_report(frame[frame["control"] == ""], study="x", n_boot=50)
+    pd.testing.assert_frame_equal(with_controls.validation.crossed, without.validation.crossed)
+    assert with_controls.summary["n_pairs"] == 40
+
+
+def test_bias_and_category_tables() -> None:
+    frame = _frame(6, n_pairs=60, pool=10, noise=0.4)
+    frame["category"] = np.where(frame["pair_id"].str[-1].isin(list("01234")), "cooking", "travel")
+    rep = build_report(frame, study="x", n_boot=50)
+    terms = set(rep.bias["term"])
+    assert "rate of preferring side A (non-tied judgments)" in terms
+    assert "side: chosen shown as A" in terms and "length: chosen - rejected, per 1000 characters" in terms
+    assert set(rep.categories["category"]) == {"cooking", "travel"}
+    assert {"correctness", "rubric"} <= set(rep.categories["item"])
+    assert "mde" in rep.validation.superiority.columns
+
+
+def test_renderings_of_a_frame_report() -> None:
+    rep = build_report(_frame(3, n_pairs=40, noise=0.4), study="x", n_boot=50)
+    data = to_json(rep)
+    jsonschema.validate(data, REPORT_SCHEMA)
+    json.dumps(data, allow_nan=False)
+    assert "krippendorff_alpha" in data["agreement"][0] and "alpha" not in data["agreement"][0]
+    assert data["parameters"]["alpha"] == 0.05  # the significance level
+    assert [v["key"] for v in data["verdicts"]] == list(VERDICT_KEYS)
+    terminal = to_terminal(rep)
+    assert f"OVERALL {rep.overall}" in terminal and "conditional on this panel" in terminal
+
+
+def test_cli_analyze_labels_file_without_a_database(tmp_path: Path) -> None:
+    """Labels from any tool: the long label format as CSV gives the same report as the frame."""
+    frame = _frame(3, n_pairs=30, noise=0.4)
+    path = tmp_path / "labels.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "report.json"
+    result = runner.invoke(app, ["analyze", "--labels", str(path), "--json", str(out), "--n-boot", "50"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    jsonschema.validate(data, REPORT_SCHEMA)
+    direct = to_json(build_report(frame, study="labels", n_boot=50))
+    assert data["equivalence_crossed"] == direct["equivalence_crossed"]
+    assert data["verdicts"] == direct["verdicts"]
+    both = runner.invoke(app, ["analyze"])
+    assert both.exit_code == 1 and "either --study S" in _one_clear_line(both.output)
