@@ -125,22 +125,48 @@ def test_adjudicator_resolves_and_decides(study_db: str, engine: Engine) -> None
     assert automatic > 0
     queue = at.selectbox(key="adjudicate_pick")
     assert queue.options, "the sample's flawed pairs need a person"
-    at.radio(key="decide_pref").set_value("rejected")
-    at.checkbox(key="decide_keep").uncheck()
-    at.text_area(key="decide_note").input("rejected fits better")
+    pair = queue.value.pair_db_id
+    at.radio(key=f"decide_pref_{pair}").set_value("rejected")
+    at.checkbox(key=f"decide_keep_{pair}").uncheck()
+    at.text_area(key=f"decide_note_{pair}").input("rejected fits better")
     submit = next(b for b in at.button if b.key and b.key.startswith("FormSubmitter:decide_"))
     submit.click().run()
     assert not at.exception
     with Session(engine) as session:
         human = session.exec(select(Adjudication).where(Adjudication.method == "adjudicated")).one()
     assert (human.preference, human.keep, human.note) == ("rejected", False, "rejected fits better")
+    assert at.selectbox(key="adjudicate_pick").value.pair_db_id != pair, "the queue moved on"
+
+
+def test_a_decision_needs_a_chosen_final_preference(study_db: str, engine: Engine) -> None:
+    at = _page("adjudicate.py", _account(engine, "judge"))
+    at.button(key="adjudicate_auto").click().run()
+    pair = at.selectbox(key="adjudicate_pick").value.pair_db_id
+    assert at.radio(key=f"decide_pref_{pair}").value is None, "nothing is preselected"
+    submit = next(b for b in at.button if b.key and b.key.startswith("FormSubmitter:decide_"))
+    submit.click().run()
+    assert any("final preference" in e.value for e in at.error)
+    with Session(engine) as session:
+        assert session.exec(select(Adjudication).where(Adjudication.method == "adjudicated")).first() is None
+
+
+def test_hidden_names_are_hidden_in_the_score_table_too(study_db: str, engine: Engine) -> None:
+    at = _page("adjudicate.py", _account(engine, "judge"))
+    at.button(key="adjudicate_auto").click().run()
+    assert at.toggle(key="adjudicate_names").value is False
+    judgments, scores = at.dataframe[1].value, at.dataframe[2].value
+    assert set(judgments["annotator"]) == set(scores["annotator"])
+    assert all(name.startswith("Annotator ") for name in scores["annotator"])
+    assert any(label.startswith("Aspect 1: ") for label in scores["label"])
 
 
 def test_adjudicator_sets_a_final_score(study_db: str, engine: Engine) -> None:
     """Final scores are recorded only where the adjudicator changed them from the median."""
     at = _page("adjudicate.py", _account(engine, "judge"))
     at.button(key="adjudicate_auto").click().run()
-    at.number_input(key="decide_rejected_correctness").set_value(1.0)
+    pair = at.selectbox(key="adjudicate_pick").value.pair_db_id
+    at.radio(key=f"decide_pref_{pair}").set_value("chosen")
+    at.number_input(key=f"decide_{pair}_rejected_correctness").set_value(1.0)
     submit = next(b for b in at.button if b.key and b.key.startswith("FormSubmitter:decide_"))
     submit.click().run()
     assert not at.exception
@@ -167,9 +193,11 @@ def test_one_adjudication_in_the_browser(study_db: str, engine: Engine, tmp_path
         page.get_by_role("button", name="Resolve the clear cases automatically").click()
         wait_idle(page, timeout_ms=60_000)
         page.get_by_text("Chosen (built to follow the rubric)").wait_for()
+        page.get_by_text("The user's rubric").wait_for()  # the whole context is there
+        page.get_by_role("radio", name="tie").check(force=True)
         page.get_by_role("button", name="Record decision").click()
         wait_idle(page, timeout_ms=60_000)
-        page.get_by_text("Decision recorded.").wait_for()
+        page.get_by_text("Decision recorded for").wait_for()
         browser.close()
     with Session(engine) as session:
         decided = session.exec(
