@@ -186,7 +186,15 @@ def study_pair_ids(session: Session, study: str) -> list[int]:
     ]
 
 
-def assign_pairs(session: Session, *, study: str, annotator: str, pair_ids: list[int], seed: int = 0) -> int:
+def assign_pairs(
+    session: Session,
+    *,
+    study: str,
+    annotator: str,
+    pair_ids: list[int],
+    seed: int = 0,
+    arm: str | None = None,
+) -> int:
     """Put chosen pairs in one annotator's queue (skipping those already there), sides balanced per pair."""
     study_row = get_study(session, study)
     user = next((u for u in _annotators(session, [annotator])), None)
@@ -202,7 +210,11 @@ def assign_pairs(session: Session, *, study: str, annotator: str, pair_ids: list
     for pair_id, _, side, _ in existing:
         sides[pair_id][side] += 1
     position = max((p for _, uid, _, p in existing if uid == user.id), default=0)
-    arm = annotator_arms(session, study_id=int(study_row.id or 0), user_ids=[int(user.id or 0)], seed=seed)
+    arms = (  # the annotator's study arm: given (by a caller that balanced arms), kept, or drawn
+        {int(user.id or 0): arm}
+        if arm is not None
+        else annotator_arms(session, study_id=int(study_row.id or 0), user_ids=[int(user.id or 0)], seed=seed)
+    )
     rng = random.Random(seed)
     todo = [pair_id for pair_id in pair_ids if pair_id not in mine]
     rng.shuffle(todo)
@@ -217,7 +229,7 @@ def assign_pairs(session: Session, *, study: str, annotator: str, pair_ids: list
                 "annotator_id": user.id,
                 "chosen_side": side,
                 "position": position + offset,
-                "arm": arm[int(user.id or 0)],
+                "arm": arms[int(user.id or 0)],
             }
         )
     if rows:

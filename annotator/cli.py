@@ -116,6 +116,9 @@ def import_(
     replace: Annotated[
         bool, typer.Option(help="Update records whose content changed under the same id")
     ] = False,
+    strict: Annotated[
+        bool, typer.Option(help="Refuse texts with bidirectional controls or zero-width characters")
+    ] = False,
     database: DbOption = None,
 ) -> None:
     """Import pair records into a study (created on first import); all or nothing."""
@@ -131,7 +134,12 @@ def import_(
             replace=replace,
             progress=lambda n: bar.advance(task, n),
             account=accounts.SYSTEM,
+            strict=strict,
         )
+    for warning in summary.warnings[:20]:
+        err.print(f"warning: {file}: {warning}", highlight=False)
+    if len(summary.warnings) > 20:
+        err.print(f"warning: ... and {len(summary.warnings) - 20} more", highlight=False)
     out.print(str(summary), highlight=False)
 
 
@@ -158,6 +166,41 @@ def models_import(
             progress=lambda n: bar.advance(task, n),
         )
     out.print(str(summary), highlight=False)
+
+
+@models_app.command("queue")
+@user_errors
+def models_queue(
+    study: StudyOption,
+    send_back: Annotated[
+        int, typer.Option("--send-back", help="Give every listed pair to this many more annotators")
+    ] = 0,
+    validated_only: Annotated[bool, typer.Option(help="Only pairs whose adjudication says keep")] = False,
+    database: DbOption = None,
+) -> None:
+    """The pairs where a model and the human majority disagree; optionally send them back."""
+    from annotator.predictions import disagreement_queue, send_back_disagreements
+
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        if send_back > 0:
+            queue, created = send_back_disagreements(
+                session, study=study, extra=send_back, validated_only=validated_only, account=accounts.SYSTEM
+            )
+        else:
+            queue = disagreement_queue(
+                session, study=study, validated_only=validated_only, account=accounts.SYSTEM
+            )
+            created = 0
+    for row in queue.to_dict("records"):
+        out.print(
+            f"{row['pair_id']}  majority {row['majority']} ({row['human_agreement']:.2f} of "
+            f"{row['n_judgments']})  disagree: {row['models_disagree']}",
+            highlight=False,
+        )
+    out.print(f"{len(queue)} pair(s) where a model and the human majority disagree", highlight=False)
+    if send_back > 0:
+        out.print(f"sent back: {created} new assignment(s)", highlight=False)
 
 
 def _progress() -> Progress:

@@ -8,6 +8,7 @@ is named by line (or row) and field, and nothing is written when there is any.
 """
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ __all__ = [
     "prediction_frame",
     "save_predictions",
     "send_back",
+    "send_back_disagreements",
     "simulate_models",
 ]
 
@@ -341,9 +343,10 @@ def send_back(
     session: Session, *, study: str, pair_ids: list[str], extra: int = 1, account: Account, seed: int = 0
 ) -> int:
     """Raise the overlap of the given pairs (external ids) by `extra` annotators each: every pair goes
-    into the queues of the `extra` least-loaded active annotators who do not have it yet (in a study
-    with arms, the pairs' new judgments stay balanced over the arms by :func:`assign.assign_pairs`).
-    Returns the number of new assignments. Researchers only."""
+    into the queues of the `extra` active annotators who do not have it yet, from the study arm the
+    pair has fewest annotators in (a study without arms has one), least-loaded first; sides and
+    queue positions as :func:`assign.assign_pairs` gives them. Returns the number of new
+    assignments. Researchers only."""
     require_role(session, account, "researcher")
     if extra < 1:
         raise UserError("extra must be at least 1")
@@ -372,18 +375,25 @@ def send_back(
         if int(uid) in load:
             load[int(uid)] += 1
     name_of = {int(uid or 0): name for uid, name in annotators}
+    arm_of = assign.annotator_arms(session, study_id=study_id, user_ids=list(load), seed=seed)
     plan: dict[int, list[int]] = {}
     for external_id in dict.fromkeys(pair_ids):
         pair_db_id = known[external_id]
-        free = sorted(
-            (uid for uid in load if uid not in on_pair.get(pair_db_id, set())), key=lambda u: (load[u], u)
-        )
-        for uid in free[:extra]:
+        on = on_pair.setdefault(pair_db_id, set())
+        for _ in range(extra):
+            per_arm = Counter(arm_of[uid] for uid in on if uid in arm_of)
+            free = [uid for uid in load if uid not in on]
+            if not free:
+                break
+            uid = min(free, key=lambda u: (per_arm[arm_of[u]], load[u], u))
             plan.setdefault(uid, []).append(pair_db_id)
             load[uid] += 1
+            on.add(uid)
     created = 0
     for uid, ids in plan.items():
-        created += assign.assign_pairs(session, study=study, annotator=name_of[uid], pair_ids=ids, seed=seed)
+        created += assign.assign_pairs(
+            session, study=study, annotator=name_of[uid], pair_ids=ids, seed=seed, arm=arm_of[uid]
+        )
     session.add(
         Event(
             user_id=account.id or None,
@@ -432,3 +442,28 @@ def simulate_models(
             save_predictions(session, study=study, model=name, rows=rows, account=account, source="simulated")
         )
     return summaries
+
+
+def send_back_disagreements(
+    session: Session,
+    *,
+    study: str,
+    account: Account,
+    extra: int = 1,
+    validated_only: bool = False,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, int]:
+    """The model-vs-people disagreement queue (:func:`disagreement_queue`), every pair of it sent back
+    for `extra` more judgments (:func:`send_back`); returns the queue and the new assignments."""
+    queue = disagreement_queue(session, study=study, account=account, validated_only=validated_only)
+    if queue.empty:
+        return queue, 0
+    created = send_back(
+        session,
+        study=study,
+        pair_ids=[str(p) for p in queue["pair_id"]],
+        extra=extra,
+        account=account,
+        seed=seed,
+    )
+    return queue, created

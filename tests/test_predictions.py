@@ -173,3 +173,32 @@ def test_cli_models_import_error_is_one_clear_message(env_db: str, engine: Engin
     assert result.exit_code == 1
     assert "line 1, field id: no pair 'pair-9'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_disagreement_queue_lists_pairs_where_a_model_differs_from_people(
+    engine: Engine, tmp_path: Path
+) -> None:
+    from tests.sciencehelpers import add_models, simulated_study
+
+    simulated_study(engine, tmp_path, 10)
+    add_models(engine, tmp_path, 10)
+    with Session(engine) as session:
+        queue = predictions.disagreement_queue(session, study="s1", account=SYSTEM)
+        frame = predictions.prediction_frame(session, study="s1", account=SYSTEM)
+    weak_wrong = set(frame.loc[(frame["model"] == "weak") & (frame["choice"] != "chosen"), "pair_id"])
+    assert not queue.empty and queue["pair_db_id"].notna().all()
+    assert weak_wrong & set(queue["pair_id"])
+
+
+def test_cli_models_queue_sends_the_pairs_back(env_db: str, engine: Engine, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from annotator.cli import app
+    from tests.sciencehelpers import add_models, simulated_study
+
+    simulated_study(engine, tmp_path, 8)
+    add_models(engine, tmp_path, 8)
+    make_annotators(engine, 2, prefix="extra")
+    result = CliRunner().invoke(app, ["models", "queue", "--study", "s1", "--send-back", "1"])
+    assert result.exit_code == 0, result.output
+    assert "sent back:" in result.output and "Traceback" not in result.output
