@@ -110,3 +110,19 @@ def test_logout_ends_the_session_on_the_server(app_db: AppDB) -> None:
     at.button(key="logout").click().run()
     with db.session_scope(app_db.engine) as session, pytest.raises(Exception, match="ended"):
         sessions.resume_session(session, token)
+
+
+def test_my_work_says_submitted_once_after_a_first_submission(app_db: AppDB) -> None:
+    at = app_as(app_db, "ann1")
+    _, key = on_screen(at)
+    for side in ("A", "B"):
+        for name in ("correctness", "relevance", "helpfulness"):
+            at.segmented_control(key=f"{key}_{side}_{name}").set_value(3)
+        for name in ("rubric0", "rubric1"):
+            at.segmented_control(key=f"{key}_{side}_{name}").set_value(1)
+    at.segmented_control(key=f"{key}_preference").set_value(2)
+    at.segmented_control(key=f"{key}_confidence").set_value(2)
+    at.button(key="annotate_submit").click().run()
+    at.switch_page("views/my_work.py").run()
+    captions = " ".join(c.value for c in at.caption)
+    assert "submitted once" in captions and "revision(s)" not in captions

@@ -31,7 +31,9 @@ with st.form("import_form"):
                     )
                     st.success(str(summary))
                 except UserError as exc:
-                    st.error(str(exc).replace(str(path), upload.name))
+                    # Plain text with its line breaks (one line per problem), never Markdown.
+                    st.error("The file was not imported:", icon=":material/error:")
+                    st.code(str(exc).replace(str(path), upload.name), language=None, wrap_lines=True)
 
 st.subheader("Assign")
 with st.form("assign_form"):
