@@ -170,3 +170,84 @@ def test_read_labels_unsupported_type(tmp_path: Path) -> None:
         ValueError, match=re.escape("unsupported labels file type '.xlsx': use .csv, .jsonl or .parquet")
     ):
         read_labels(tmp_path / "labels.xlsx")
+
+
+# ------------------------------------------------------------------------------ optional columns
+
+
+def _with_optional() -> pd.DataFrame:
+    df = _frame()
+    df["control"] = np.where(df["pair_id"] == "p2", "positive", "")
+    df["arm"] = "profile"
+    df["side_chosen"] = np.where(df["annotator"] == "a", "A", "B")
+    df["chosen_chars"] = 800.0
+    df["rejected_chars"] = 650.0
+    return df
+
+
+def test_optional_columns_are_validated_and_kept() -> None:
+    out = validate_frame(_with_optional())
+    assert set(out["control"]) == {"", "positive"}
+    bad = _with_optional().assign(control="sometimes")
+    with pytest.raises(
+        ValueError, match=re.escape("column 'control' must be empty or one of gold, positive")
+    ):
+        validate_frame(bad)
+    with pytest.raises(ValueError, match=re.escape("column 'side_chosen' must be 'A' or 'B', got: 'C'")):
+        validate_frame(_with_optional().assign(side_chosen="C"))
+    missing = _with_optional()
+    missing["control"] = None  # a tool that leaves it empty: main pairs
+    assert (validate_frame(missing)["control"] == "").all()
+
+
+def test_split_controls_keeps_controls_out_of_the_main_frame() -> None:
+    main, controls = frames.split_controls(validate_frame(_with_optional()))
+    assert set(main["pair_id"]) == {"p1"} and set(controls["pair_id"]) == {"p2"}
+    all_main, none = frames.split_controls(validate_frame(_frame()))
+    assert len(all_main) == len(_frame()) and none.empty
+
+
+def test_rubric_scores_is_the_one_mean_over_aspects() -> None:
+    rows = pd.DataFrame(
+        {
+            "judgment_id": [1, 1, 1, 2, 2],
+            "response": "rejected",
+            "item": ["rubric:0", "rubric:1", "relevance", "rubric:0", "rubric:2"],
+            "value": [2.0, 0.0, 5.0, 1.0, 1.0],
+        }
+    )
+    out = frames.rubric_scores(rows, ["judgment_id", "response"])
+    assert out.to_dict("records") == [
+        {"judgment_id": 1, "response": "rejected", "item": "rubric", "value": 1.0},
+        {"judgment_id": 2, "response": "rejected", "item": "rubric", "value": 1.0},
+    ]
+
+
+def test_judgment_differences_one_row_per_judgment() -> None:
+    out = frames.judgment_differences(validate_frame(_with_optional()), "correctness")
+    assert out[["pair_id", "annotator", "diff"]].values.tolist() == [
+        ["p1", "a", 1.0],
+        ["p1", "b", 1.0],
+        ["p2", "a", 1.0],
+    ]
+    assert {"side_chosen", "chosen_chars", "rejected_chars"} <= set(out.columns)
+    pd.testing.assert_frame_equal(
+        frames.pair_means_from_differences(out), pair_means(validate_frame(_frame()), "correctness")
+    )
+
+
+def test_pair_majority_is_the_one_majority() -> None:
+    votes = pd.DataFrame({"pair_db_id": [7, 7, 7, 8, 8, 9], "preference": [2, 1, -1, 0, -1, -2]})
+    out = frames.pair_majority(votes, pair_col="pair_db_id").set_index("pair_db_id")
+    assert out["majority"].to_dict() == {7: "chosen", 8: "none", 9: "rejected"}
+    assert out.loc[7, "agreement"] == pytest.approx(2 / 3)
+    assert out.loc[7, ["n_votes", "n_chosen", "n_rejected", "n_tie"]].tolist() == [3, 2, 1, 0]
+
+
+def test_read_labels_keeps_optional_text_columns(tmp_path: Path) -> None:
+    df = _with_optional()
+    path = tmp_path / "labels.csv"
+    df.to_csv(path, index=False)
+    back = read_labels(path)
+    assert back["control"].tolist() == df["control"].tolist()
+    assert back["side_chosen"].tolist() == df["side_chosen"].tolist()

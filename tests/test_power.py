@@ -7,7 +7,14 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from analysis.equivalence import tost_paired
-from analysis.power import pairs_needed, simulated_power, tost_power
+from analysis.power import (
+    design_power,
+    pairs_needed,
+    recommend_design,
+    simulated_power,
+    tost_power,
+    variance_components,
+)
 from annotator.accounts import SYSTEM
 
 
@@ -44,6 +51,78 @@ def test_more_annotators_need_fewer_pairs() -> None:
 
 def test_power_at_the_margin_is_at_most_alpha() -> None:
     assert tost_power(200, margin=0.5, sd=1.0, true_diff=0.5) <= 0.05 + 1e-9
+
+
+def test_pairs_needed_exact_answer() -> None:
+    """SD 1 per judgment, 3 annotators: per-pair SD 1/sqrt(3); 13 pairs reach 0.8 (12 do not)."""
+    result = pairs_needed(margin=0.5, sd=1.0, annotators=3)
+    assert result.n_pairs == 13
+    assert tost_power(12, margin=0.5, sd=1 / np.sqrt(3)) < 0.8 <= result.power
+
+
+def test_simulated_power_is_deterministic_for_a_seed() -> None:
+    assert simulated_power(20, margin=0.5, n_sim=50) == 0.98
+    assert simulated_power(20, margin=0.5, n_sim=50, seed=1) == simulated_power(
+        20, margin=0.5, n_sim=50, seed=1
+    )
+
+
+def test_design_power_matches_a_simulation_of_the_crossed_test() -> None:
+    """The planning formula against the crossed-model TOST on simulated normal data (pool design)."""
+    from analysis.mixed import fit_crossed
+
+    comps = {"pair_var": 0.05, "annotator_var": 0.04, "residual_var": 0.6}
+    power, _, _ = design_power(n_pairs=30, per_pair=3, pool=6, margin=0.3, **comps)
+    rng = np.random.default_rng(0)
+    hits, n_sim = 0, 300
+    from scipy import stats
+
+    for _ in range(n_sim):
+        pair = np.repeat(np.arange(30), 3)
+        ann = np.concatenate([rng.choice(6, 3, replace=False) for _ in range(30)])
+        d = (
+            rng.normal(0, np.sqrt(0.04), 6)[ann]
+            + rng.normal(0, np.sqrt(0.05), 30)[pair]
+            + rng.normal(0, np.sqrt(0.6), 90)
+        )
+        fit = fit_crossed(d, np.ones((90, 1)), pair, ann)
+        half = stats.t.ppf(0.95, fit.df[0]) * np.sqrt(fit.cov_params[0, 0])
+        hits += bool(-0.3 < fit.params[0] - half and fit.params[0] + half < 0.3)
+    assert abs(hits / n_sim - power) < 0.12
+
+
+def test_recommend_design_needs_more_annotators_when_they_differ() -> None:
+    calm = recommend_design(margin=0.5, pair_var=0.05, annotator_var=0.0, residual_var=0.8, n_pairs=60)
+    varied = recommend_design(margin=0.5, pair_var=0.05, annotator_var=0.1, residual_var=0.8, n_pairs=60)
+    assert varied.pool > calm.pool and varied.power >= 0.8
+    smaller = design_power(
+        n_pairs=60,
+        per_pair=3,
+        pool=varied.pool - 1,
+        margin=0.5,
+        pair_var=0.05,
+        annotator_var=0.1,
+        residual_var=0.8,
+    )
+    assert smaller[0] < 0.8
+    with pytest.raises(ValueError, match=re.escape("the true difference must lie inside the margin")):
+        recommend_design(margin=0.5, pair_var=0.0, annotator_var=0.0, residual_var=1.0, true_diff=0.5)
+
+
+def test_variance_components_from_pilot_data() -> None:
+    from analysis.simulation import simulate_frame
+
+    frame = simulate_frame(
+        np.random.default_rng(1),
+        n_pairs=200,
+        pool=20,
+        annotator_gap_sd=0.4,
+        rubric_aspects=0,
+        items=("correctness",),
+    )
+    vc = variance_components(frame, quality_items=["correctness"]).iloc[0]
+    assert vc["annotator_var"] == pytest.approx(0.16 * 0.7, rel=0.6)  # rounding shrinks the latent SD
+    assert vc["per_pair"] == 3.0 and vc["n_annotators"] == 20
 
 
 def test_simulated_power_rises_with_pairs_and_falls_with_a_gap() -> None:
