@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -131,7 +131,8 @@ def model_outcomes(
     rows = _restrict(predictions, pairs)
     category = rows[CATEGORY].astype(str) if CATEGORY in rows.columns else None
     if category is None and categories is not None:
-        category = rows[PAIR_ID].astype(str).map(categories).fillna("")
+        mapped = rows[PAIR_ID].astype(str).map(categories).astype(object)
+        category = mapped.where(mapped.notna(), "")
     out = pd.DataFrame(
         {
             "source": rows["model"].astype(str).to_numpy(),
@@ -786,7 +787,8 @@ class BenchmarkTables:
     (all main pairs when nothing is validated yet: ``pairs_used`` says which); ``kappa``:
     :func:`kappa_table`; ``tests``: :func:`paired_comparisons`; ``disagreements``: :func:`disagreements`;
     ``arms`` / ``arm_differences``: :func:`arm_comparison`; ``support_pairs``: :func:`support_by_pair`;
-    ``support_summary``: :func:`support_agreement` as one row plus the number of flagged pairs.
+    ``support_summary``: :func:`support_agreement` as one row plus the number of flagged pairs;
+    ``support_aspects``: :func:`support_by_aspect` (one row per pair and rubric aspect).
     """
 
     pairs_used: str
@@ -798,6 +800,7 @@ class BenchmarkTables:
     arm_differences: pd.DataFrame
     support_pairs: pd.DataFrame
     support_summary: pd.DataFrame
+    support_aspects: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def empty(self) -> bool:
@@ -807,7 +810,7 @@ class BenchmarkTables:
     def tables(self) -> dict[str, pd.DataFrame]:
         """The tables by name, in report order."""
         names = ("accuracy", "kappa", "tests", "disagreements", "arms", "arm_differences", "support_summary",
-                 "support_pairs")  # fmt: skip
+                 "support_pairs", "support_aspects")  # fmt: skip
         return {name: getattr(self, name) for name in names}
 
 
@@ -849,6 +852,7 @@ def benchmark_tables(
         main, quality_items=quality_items, n_boot=n_boot, seed=seed, alpha=alpha
     )
     support_pairs = support_by_pair(main)
+    support_aspects = support_by_aspect(main)
     if support_pairs.empty:
         support_summary = empty
     else:
@@ -865,4 +869,5 @@ def benchmark_tables(
         arm_differences=arm_differences,
         support_pairs=support_pairs,
         support_summary=support_summary,
+        support_aspects=support_aspects,
     )

@@ -465,11 +465,13 @@ def benchmark_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
             "mean answer / 2; Krippendorff's alpha (ordinal) over pair x aspect units.",
         ),
         "support_pairs": (
-            "Rubric support per pair",
-            "Flagged: an aspect whose majority says no, or a mean support below 0.5.",
+            "Pairs whose rubric is not supported",
+            "Flagged: an aspect whose majority says no, or a mean support below 0.5 (every pair's and "
+            "every aspect's support rate is in the JSON report).",
         ),
     }
-    return [(*notes[name], table) for name, table in science.tables().items() if not table.empty]
+    shown = science.tables() | {"support_pairs": science.support_pairs[science.support_pairs["flagged"]]}
+    return [(*notes[name], table) for name, table in shown.items() if name in notes and not table.empty]
 
 
 def to_terminal(report: Report) -> str:

@@ -241,3 +241,30 @@ def test_the_accuracy_interval_covers_the_truth_at_least_93_percent() -> None:
         row = bm.accuracy_table(outcome, by_category=False).iloc[0]
         hits += row["ci_low"] <= 0.85 <= row["ci_high"]
     assert hits / reps >= 0.93 and not math.isnan(hits)
+
+
+def _report(with_models: bool) -> object:
+    from analysis.report import build_report
+    from analysis.simulation import simulate_frame
+
+    frame = simulate_frame(np.random.default_rng(3), n_pairs=30, pool=6, noise=0.4)
+    pairs = sorted(frame["pair_id"].astype(str).unique())
+    predictions = _predictions({"rm": dict.fromkeys(pairs, "chosen")}) if with_models else None
+    return build_report(frame, study="s", n_boot=50, predictions=predictions)
+
+
+def test_the_report_has_the_benchmark_section_with_predictions() -> None:
+    from analysis.render import to_json, to_markdown
+
+    report = _report(True)
+    markdown = to_markdown(report)  # type: ignore[arg-type]
+    assert "## Models and the human ceiling" in markdown and "| rm | model | (all) |" in markdown
+    assert to_json(report)["benchmark"]["accuracy"][0]["source"] == "rm"  # type: ignore[arg-type]
+
+
+def test_the_report_has_no_benchmark_section_without_predictions_arms_or_support() -> None:
+    from analysis.render import benchmark_sections, to_html
+
+    report = _report(False)
+    assert benchmark_sections(report) == []  # type: ignore[arg-type]
+    assert "human ceiling" not in to_html(report)  # type: ignore[arg-type]
