@@ -236,8 +236,27 @@ def _jsonl_bytes(data: pd.DataFrame | Sequence[dict[str, Any]]) -> bytes:
         records = data.astype(object).where(data.notna(), None).to_dict("records")
     else:
         records = list(data)
-    lines = (json.dumps(record, ensure_ascii=False, default=_json_default) for record in records)
+    lines = (_strict_json(record) for record in records)
     return "".join(line + "\n" for line in lines).encode("utf-8")
+
+
+def _strict_json(value: Any) -> str:
+    """Strict JSON (no NaN or Infinity, which JSON does not have: they become null)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_json_default, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(value), ensure_ascii=False, default=_json_default, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every NaN or infinite float replaced by None (nested lists and mappings too)."""
+    if isinstance(value, float | np.floating):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _arrow_table(records: Sequence[dict[str, Any]]) -> Any:
@@ -401,7 +420,12 @@ def export(
     require_role(session, account, "researcher")
     _check_format(fmt)
     data = build(
-        session, study=study, kind=kind, pseudonymize=pseudonymize, validated_only=validated_only, account=account
+        session,
+        study=study,
+        kind=kind,
+        pseudonymize=pseudonymize,
+        validated_only=validated_only,
+        account=account,
     )
     rows = write_frame(data, path, fmt)
     record_export(

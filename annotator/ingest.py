@@ -13,6 +13,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from annotator import textguard
 from annotator.accounts import Account, require_role
 from annotator.errors import IngestError, UserError
 from annotator.store.db import RawJSON, json_serializer
@@ -36,6 +37,7 @@ class ImportSummary:
     imported: int
     unchanged: int
     replaced: int
+    warnings: tuple[str, ...] = ()  # bidirectional controls, zero-width characters (line, field)
 
     @property
     def total(self) -> int:
@@ -92,9 +94,12 @@ def _read_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
                     f"{path}: line {number} is not UTF-8 text (byte {exc.start}: {exc.reason})"
                 ) from None
             try:
-                record = json.loads(line)
+                record = textguard.loads(line)
             except json.JSONDecodeError as exc:
                 bad.append(f"line {number}: not valid JSON: {exc.msg} (column {exc.colno})")
+                continue
+            except ValueError as exc:
+                bad.append(f"line {number}: not valid JSON: {exc}")
                 continue
             yield f"line {number}", record
     if empty:
@@ -105,11 +110,13 @@ def _read_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
 
 def _read_json(path: Path, text: str) -> Iterator[tuple[str, Any]]:
     try:
-        data = json.loads(text)
+        data = textguard.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(
             f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
+    except ValueError as exc:
+        raise UserError(f"{path}: not valid JSON: {exc}") from None
     if isinstance(data, dict) and isinstance(data.get("data"), list):
         data = data["data"]
     if not isinstance(data, list):
@@ -131,9 +138,11 @@ def _read_csv(path: Path, text: str) -> Iterator[tuple[str, Any]]:
             cell = record.get(field)
             if isinstance(cell, str) and cell.strip():
                 try:
-                    record[field] = json.loads(cell)
+                    record[field] = textguard.loads(cell)
                 except json.JSONDecodeError as exc:
                     bad.append(f"row {number}, field {field}: not valid JSON: {exc.msg}")
+                except ValueError as exc:
+                    bad.append(f"row {number}, field {field}: not valid JSON: {exc}")
             elif isinstance(cell, str) and field in LIST_FIELDS:
                 record[field] = []
         if len(bad) == n_bad:  # a row with an undecodable cell is reported once, not validated too
@@ -203,8 +212,10 @@ def _entries(
     return clean
 
 
-def validate_record(record: Any) -> tuple[dict[str, Any], list[str]]:
-    """Normalise one record to the Pair columns; returns (row, problems), problems naming fields."""
+def validate_record(record: Any, *, warnings: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Normalise one record to the Pair columns; returns (row, problems), problems naming fields.
+
+    Bidirectional controls and zero-width characters are not problems but are added to `warnings`."""
     if not isinstance(record, dict):
         return {}, [f"expected an object, got {type(record).__name__}"]
     problems: list[str] = []
@@ -218,7 +229,7 @@ def validate_record(record: Any) -> tuple[dict[str, Any], list[str]]:
     question = _text(record, "prompt" if plain else "question", problems)
     chosen = _text(record, "chosen", problems)
     rejected = _text(record, "rejected", problems)
-    if chosen.strip() and chosen.strip() == rejected.strip():
+    if chosen.strip() and _same_text(chosen, rejected):
         problems.append("field rejected: identical to chosen")
     profile = _entries(record, "profile", ("text",), problems)
     rubric = _entries(record, "rubric_aspects", ("aspect",), problems)
@@ -256,8 +267,41 @@ def validate_record(record: Any) -> tuple[dict[str, Any], list[str]]:
                     f"{bad or f'field {field!r}'}: contains an invalid character (half of a UTF-16 "
                     "surrogate pair, e.g. a JSON escape \\ud800 without its partner)"
                 )
+    problems.extend(_engine_neutral_problems(record, external_id, category, plain_texts))
+    if warnings is not None and any(map(textguard.has_invisible, plain_texts)):
+        for field, value in record.items():
+            warnings.extend(textguard.invisible_characters(value, f"field {field}"))
     row.update({key: RawJSON(text) for key, text in texts.items()})
     return row, problems
+
+
+def _same_text(chosen: str, rejected: str) -> bool:
+    """Whether two responses are the same text, ignoring outer spaces and invisible characters."""
+    if chosen.strip() == rejected.strip():
+        return True
+    return textguard.strip_invisible(chosen).strip() == textguard.strip_invisible(rejected).strip()
+
+
+def _engine_neutral_problems(
+    record: dict[str, Any], external_id: str, category: str, texts: tuple[str, ...]
+) -> list[str]:
+    """What PostgreSQL would refuse and SQLite would store (NUL, over-long ids and texts, NaN), named by
+    field and checked the same way on both engines. Fast on clean records: one pass per text, and the
+    record is walked only when one of them hits."""
+    problems = []
+    if len(external_id) > textguard.MAX_ID:
+        problems.append(f"field id: {len(external_id)} characters; at most {textguard.MAX_ID}")
+    if len(category) > textguard.MAX_CATEGORY:
+        problems.append(f"field category: {len(category)} characters; at most {textguard.MAX_CATEGORY}")
+    limit = textguard.max_text_chars()
+    suspicious = any(
+        "\x00" in text or "\\u0000" in text or len(text) > limit or "NaN" in text or "Infinity" in text
+        for text in texts
+    )
+    if suspicious:
+        for field, value in record.items():
+            problems.extend(textguard.value_problems(value, f"field {field}", limit=limit))
+    return problems
 
 
 FILE_CONTROLS = ("gold", "positive", "training")
@@ -362,8 +406,12 @@ def storable(row: dict[str, Any]) -> dict[str, Any]:
     return stored
 
 
-def load_pairs(path: str | Path, *, progress: Progress | None = None) -> list[dict[str, Any]]:
-    """Read and validate a whole pair file; raise IngestError listing up to 20 problems."""
+def load_pairs(
+    path: str | Path, *, progress: Progress | None = None, warnings: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Read and validate a whole pair file; raise IngestError listing up to 20 problems.
+
+    Texts with bidirectional controls or zero-width characters are added to `warnings` (where, field)."""
     path = Path(path)
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
@@ -372,7 +420,10 @@ def load_pairs(path: str | Path, *, progress: Progress | None = None) -> list[di
     records = read_records(path)
     try:
         for where, record in records:
-            row, found = validate_record(record)
+            noticed: list[str] = []
+            row, found = validate_record(record, warnings=noticed)
+            if warnings is not None:
+                warnings.extend(f"{where}, {w}" for w in noticed)
             external_id = row.get("external_id")
             if external_id and external_id in first_seen:
                 found.append(f"field id: duplicate id {external_id!r} (first at {first_seen[external_id]})")
@@ -408,8 +459,7 @@ def ensure_study(connection: Any, name: str, config: StudyConfig | None) -> int:
                 "at its first import"
             )
         return int(found.id)
-    if not name.strip():
-        raise UserError("the study name is empty")
+    textguard.check_study_name(name)
     config = config or load_config()
     result = connection.execute(insert(Study).values(name=name, config=config.model_dump()))
     return int(result.inserted_primary_key[0])
@@ -425,6 +475,7 @@ def import_file(
     progress: Progress | None = None,
     user_id: int | None = None,
     account: Account,
+    strict: bool = False,
 ) -> ImportSummary:
     """Import a pair file into `study` in one transaction; nothing is written if anything is wrong.
 
@@ -435,9 +486,13 @@ def import_file(
     """
     with Session(engine) as check:
         require_role(check, account, "researcher")
+    textguard.check_study_name(study)
     if account.id:
         user_id = account.id
-    rows = [storable(row) for row in load_pairs(path, progress=progress)]
+    warnings: list[str] = []
+    rows = [storable(row) for row in load_pairs(path, progress=progress, warnings=warnings)]
+    if strict and warnings:
+        raise IngestError(str(path), [f"{w} (--strict)" for w in warnings[:MAX_PROBLEMS]], len(warnings))
     if getattr(engine.dialect, "_json_serializer", None) is not json_serializer:  # not from make_engine
         rows = [row | {key: json.loads(row[key]) for key in JSON_FIELDS} for row in rows]
     with engine.begin() as connection:
@@ -472,7 +527,7 @@ def import_file(
             connection.execute(insert(Pair), new_rows)
         for (pair_id, _, _), row in changed:
             connection.execute(update(Pair).where(Pair.id == pair_id).values(**row))
-        summary = ImportSummary(study, len(new_rows), unchanged, len(changed))
+        summary = ImportSummary(study, len(new_rows), unchanged, len(changed), tuple(warnings))
         connection.execute(
             insert(Event).values(
                 user_id=user_id,

@@ -1,0 +1,165 @@
+"""Checks on imported text that both database engines must agree on (issue 17, points 5, 7 and 10).
+
+SQLite stores almost anything; PostgreSQL refuses NUL bytes, over-long values and NaN in JSON with a
+message naming no line or field. The importer checks these itself, the same way on both engines, and
+parses JSON strictly (no NaN/Infinity, no nesting deeper than :data:`MAX_DEPTH`, no integer longer
+than Python converts). Bidirectional overrides and zero-width characters, which can make a text read
+differently from what it is, are reported as warnings (refused with ``--strict``).
+"""
+
+import json
+import math
+import os
+import re
+from typing import Any
+
+from annotator.errors import UserError
+
+MAX_ID = 500  # Pair.external_id
+MAX_CATEGORY = 200  # Pair.category
+MAX_STUDY_NAME = 200  # Study.name
+MAX_TEXT_ENV = "ANNOTATOR_MAX_TEXT_CHARS"
+MAX_TEXT_DEFAULT = 1_000_000  # characters per text: far above any real response (a novel is ~500k)
+MAX_DEPTH = 64  # nesting of JSON objects and lists in one record
+
+INVISIBLE = {
+    "\u202a": "LEFT-TO-RIGHT EMBEDDING",
+    "\u202b": "RIGHT-TO-LEFT EMBEDDING",
+    "\u202c": "POP DIRECTIONAL FORMATTING",
+    "\u202d": "LEFT-TO-RIGHT OVERRIDE",
+    "\u202e": "RIGHT-TO-LEFT OVERRIDE",
+    "\u2066": "LEFT-TO-RIGHT ISOLATE",
+    "\u2067": "RIGHT-TO-LEFT ISOLATE",
+    "\u2068": "FIRST STRONG ISOLATE",
+    "\u2069": "POP DIRECTIONAL ISOLATE",
+    "\u200e": "LEFT-TO-RIGHT MARK",
+    "\u200f": "RIGHT-TO-LEFT MARK",
+    "\u061c": "ARABIC LETTER MARK",
+    "\u200b": "ZERO WIDTH SPACE",
+    "\u200c": "ZERO WIDTH NON-JOINER",
+    "\u200d": "ZERO WIDTH JOINER",
+    "\u2060": "WORD JOINER",
+    "\ufeff": "ZERO WIDTH NO-BREAK SPACE",
+}
+_INVISIBLE = re.compile("[" + "".join(INVISIBLE) + "]")
+
+
+def max_text_chars() -> int:
+    """The longest text accepted in one field: $ANNOTATOR_MAX_TEXT_CHARS, else 1,000,000."""
+    raw = os.environ.get(MAX_TEXT_ENV, "").strip()
+    if not raw:
+        return MAX_TEXT_DEFAULT
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UserError(f"${MAX_TEXT_ENV} must be a positive whole number of characters, not {raw!r}")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON (use null or a number)")
+
+
+def loads(text: str) -> Any:
+    """Strict JSON: NaN/Infinity refused; too deep nesting and too long integers are a ValueError
+    with a readable message instead of a RecursionError or a traceback."""
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        message = str(exc)
+        if "integer string conversion" in message or "digits" in message:
+            raise ValueError("an integer with too many digits (over 4300)") from None
+        raise
+    depth = _depth(value)
+    if depth > MAX_DEPTH:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of lists and objects, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            items: Any = item.values()
+        elif isinstance(item, list):
+            items = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if level > MAX_DEPTH:
+            return level
+        stack.extend((child, level + 1) for child in items)
+    return deepest
+
+
+def value_problems(value: Any, where: str, *, limit: int) -> list[str]:
+    """NUL characters, texts over `limit` characters, NaN/Infinity and too deep nesting in `value`."""
+    problems: list[str] = []
+    stack: list[tuple[Any, str, int]] = [(value, where, 1)]
+    while stack and len(problems) < 5:
+        item, path, level = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                problems.append(f"{path}: contains a NUL character")
+            if len(item) > limit:
+                problems.append(
+                    f"{path}: {len(item):,} characters, over the limit of {limit:,} (${MAX_TEXT_ENV})"
+                )
+        elif isinstance(item, float) and not math.isfinite(item):
+            problems.append(f"{path}: {item} is not a number JSON allows (use null)")
+        elif isinstance(item, dict | list):
+            if level > MAX_DEPTH:
+                problems.append(f"{path}: nested more than {MAX_DEPTH} levels deep")
+                continue
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in pairs:
+                if isinstance(key, str) and "\x00" in key:
+                    problems.append(f"{path}: a key contains a NUL character")
+                child_path = f"{path}.{key}" if isinstance(item, dict) else f"{path}[{key}]"
+                stack.append((child, child_path, level + 1))
+    return problems
+
+
+def invisible_characters(value: Any, where: str) -> list[str]:
+    """Warnings naming the bidirectional controls and zero-width characters in `value`'s texts."""
+    found: list[str] = []
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            hits = sorted({INVISIBLE[c] for c in _INVISIBLE.findall(item)})
+            if hits:
+                found.append(f"{path}: contains {', '.join(hits)} (the text may read differently than it is)")
+        elif isinstance(item, dict):
+            stack.extend((child, f"{path}.{key}") for key, child in item.items())
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
+    return found
+
+
+def strip_invisible(text: str) -> str:
+    """`text` without bidirectional controls and zero-width characters (for comparing texts)."""
+    return _INVISIBLE.sub("", text)
+
+
+def check_study_name(name: str) -> None:
+    """Refuse a study name that is empty, too long or holds a NUL or control character."""
+    if not name.strip():
+        raise UserError("the study name is empty")
+    if len(name) > MAX_STUDY_NAME:
+        raise UserError(f"the study name has {len(name)} characters; at most {MAX_STUDY_NAME}")
+    if any(ord(c) < 32 or c == "\x7f" for c in name):
+        raise UserError("the study name contains a control character (e.g. NUL or a newline)")
+
+
+def has_invisible(text: str) -> bool:
+    """Whether `text` holds a bidirectional control or a zero-width character (one regex pass)."""
+    return _INVISIBLE.search(text) is not None
