@@ -108,14 +108,14 @@ def test_demo_annotator_rates_one_item_in_the_browser(tmp_path: Path) -> None:
         log_in(page, base_url, "demo_annotator", CREDENTIALS["demo_annotator"][1])
         page.get_by_role("button", name="I have read the guidelines: start rating").click()
         wait_idle(page)
-        form = page.locator("[data-testid='stForm']").filter(has_text="Submit and next")
-        groups = form.locator("[role='radiogroup']")
+        groups = page.locator("[data-testid='stButtonGroup']")
         groups.first.wait_for()
         n_groups = groups.count()
         assert n_groups >= 3 * 2 + 2  # quality for A and B, preference, confidence (+ rubric)
         for i in range(n_groups):
-            options = groups.nth(i).locator("label")
+            options = groups.nth(i).locator("button[aria-checked]")
             options.nth(min(1, options.count() - 1)).click()
+            wait_idle(page)
         page.get_by_role("button", name="Submit and next").click()
         wait_idle(page)
         deadline = time.monotonic() + 15

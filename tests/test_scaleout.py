@@ -59,13 +59,13 @@ def servers(study_url: str, tmp_path: Path) -> Iterator[list[str]]:
 
 
 def _rating_form(page: Any) -> Any:
-    form = page.locator("[data-testid='stForm']").filter(has_text="Submit and next")
-    groups = form.locator("[role='radiogroup']")
+    groups = page.locator("[data-testid='stButtonGroup']")
     groups.first.wait_for()
     for i in range(groups.count()):
-        options = groups.nth(i).locator("label")
+        options = groups.nth(i).locator("button[aria-checked]")
         options.nth(min(1, options.count() - 1)).click()
-    return form
+        wait_idle(page)
+    return page
 
 
 def test_two_servers_share_one_postgres_database(study_url: str, servers: list[str]) -> None:

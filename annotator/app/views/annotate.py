@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from annotator import accounts, labels, profile_search, workspace
+from annotator import accounts, crowd, labels, profile_search, training, workspace
 from annotator.accounts import Account
 from annotator.app.common import (
     ITEM_KEY,
@@ -271,7 +271,7 @@ def show_context(item: ItemView, config: StudyConfig) -> None:
     st.info(safe_md(item.question), icon=":material/help:")
     left, right = st.columns(2, gap="medium")
     if item.narrative:
-        with left.expander("The user's own explanation", expanded=False, icon=":material/person:"):
+        with left.expander("The user's own explanation", expanded=True, icon=":material/person:"):
             st.markdown(safe_md(item.narrative))
     if item.rubric and config.display.rubric_for_preference and not config.display.rubric_for_ratings:
         with left.expander("What this user cares about (rubric)", expanded=False):
@@ -609,6 +609,20 @@ def page_script(item: ItemView) -> None:
     st.html(body, unsafe_allow_javascript=True)
 
 
+def show_completion(completion: crowd.Completion) -> None:
+    """The crowd worker's completion code, and a redirect to the platform's completion URL."""
+    if completion.code:
+        st.markdown("Your completion code:")
+        st.code(completion.code, language=None)
+    if completion.url.startswith("https://"):
+        st.link_button("Return to the platform", completion.url, type="primary")
+        st.html(
+            "<script>setTimeout(() => window.top.location.assign("
+            f"{json.dumps(completion.url).replace('</', '<' + chr(92) + '/')}), 5000);</script>",
+            unsafe_allow_javascript=True,
+        )
+
+
 def main() -> None:
     account = require("annotator")
     message = st.session_state.pop(SAVED_KEY, None)
@@ -634,7 +648,16 @@ def main() -> None:
         return
     study_id, study_name = study
     with session() as active:
+        qualification = training.status(active, account=account, study_id=study_id)
         done = labels.progress(active, user_id=account.id, study_id=study_id)
+        left = crowd.time_left(active, account=account, study_id=study_id)
+    if not qualification.qualified:  # issue 14: training and comprehension before the real queue
+        st.info("Please complete the training first; your items open once you pass it.")
+        st.page_link("views/training.py", label="Go to training", icon=":material/school:")
+        return
+    if left is not None and left.total_seconds() <= 0:
+        st.warning("The time for this study is over. Thank you for taking part.")
+        return
     finished = done.done + done.flagged
     with top[1]:
         st.progress(
@@ -648,6 +671,11 @@ def main() -> None:
             f"All done: nothing is left in your queue ({done.total} items). Thank you!",
             icon=":material/celebration:",
         )
+        with session() as active:
+            finished_crowd = crowd.completion(active, account=account, study_id=study_id)
+        if finished_crowd is not None:  # a crowd worker: the completion code, back to the platform
+            show_completion(finished_crowd)
+            return
         st.page_link("views/my_work.py", label="Review or revise your work", icon=":material/history:")
         return
     item, config = loaded
