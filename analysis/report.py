@@ -52,6 +52,7 @@ from analysis.frames import (
     CATEGORY,
     CHOSEN_CHARS,
     CONTROL,
+    ITEM,
     PAIR_ID,
     PREFERENCE,
     QUALITY_ITEMS,
@@ -210,8 +211,9 @@ def build_report(
         A judgment faster than this counts as fast in the annotator diagnostics.
     extras : bool, default True
         Also compute the descriptive tables that no verdict uses (position and length bias, per
-        category effects, annotator diagnostics, failed pairs). The Monte Carlo benchmark passes
-        False; every verdict is computed the same way either way.
+        category effects, annotator diagnostics, failed pairs, agreement of the rubric and the
+        preference). The Monte Carlo benchmark passes False; every verdict is computed the same way
+        either way.
     predictions : pandas.DataFrame, optional
         Reward-model predictions (``pair_id, model, choice``) for the benchmark section
         (:func:`analysis.benchmark.benchmark_tables`: model vs human accuracy, kappa, McNemar, the
@@ -248,8 +250,11 @@ def build_report(
     if n_pairs < 2:
         raise ValueError(f"the statistics need judgments on at least 2 pairs, got {n_pairs}")
     validation = validate_pairs(main, quality_items=quality_items, margin=margin, alpha=alpha)
+    # without extras only the quality items (the reliability verdict); rubric and preference rows are
+    # descriptive
+    agreement_rows = main if extras else main[main[ITEM].isin(quality_items)]
     agreement = agreement_table(
-        main,
+        agreement_rows,
         quality_items=quality_items,
         n_boot=int(n_boot),
         seed=seed,

@@ -153,6 +153,8 @@ def one_chunk(args: tuple[Row, float, int, int]) -> list[dict[str, Any]]:
             preference_beta=row.preference_beta,
             lengths=False,
         )
+        # the per-response rubric score given directly (item "rubric", a documented input form)
+        frame["item"] = frame["item"].replace("rubric:0", "rubric")
         rep = build_report(
             frame, study=row.name, quality_items=[ITEM], margin=MARGIN, alpha=ALPHA, n_boot=200, extras=False
         )
