@@ -161,6 +161,7 @@ class Crowd(_Strict):
     completion_code: str = ""
     completion_url: str = ""  # where the finished screen sends the worker
     session_minutes: int = Field(default=0, ge=0)  # time limit per session (0 = none)
+    items: int = Field(default=20, ge=1)  # pairs given to each worker from a link
 
 
 class DynamicOverlap(_Strict):

@@ -31,6 +31,7 @@ def role_pages(role: str) -> dict[str, list[st.Page]]:
             "Annotate": [
                 page("annotate.py", "Rate pairs", "rate_review", default=True),
                 page("my_work.py", "My work", "history"),
+                page("training.py", "Training", "school"),
                 guidelines,
             ]
         }

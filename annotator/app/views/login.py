@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from annotator import accounts
+from annotator import accounts, crowd
 from annotator.app.common import log_in, session
-from annotator.errors import AuthError
+from annotator.errors import AuthError, UserError
 
 
 def token_login() -> None:
@@ -52,5 +52,27 @@ def password_login() -> None:
     st.rerun()
 
 
+def crowd_login() -> None:
+    """Enter from a crowd platform's study link (?study=S&PROLIFIC_PID=...): no password (issue 14).
+
+    The link's parameters are removed from the address at once (the worker id never stays on a
+    page); the account is created or resumed by annotator.crowd and logged in like any other.
+    """
+    if "study" not in st.query_params:
+        return
+    params = {key: st.query_params.get(key) or "" for key in st.query_params.keys()}
+    st.query_params.clear()
+    try:
+        with session() as active:
+            account = crowd.enter(active, study=params["study"], params=params)
+    except (AuthError, UserError) as exc:
+        st.title("Pair Studio")
+        st.error(str(exc))
+        st.stop()
+    log_in(account)
+    st.rerun()
+
+
+crowd_login()
 token_login()
 password_login()

@@ -1,0 +1,125 @@
+"""Training: practice items with feedback, then the comprehension check; the real queue opens after."""
+
+import streamlit as st
+
+from annotator import labels, training
+from annotator.accounts import Account
+from annotator.app.common import require, safe_md, session
+from annotator.errors import UserError
+from annotator.study import study_config
+
+FEEDBACK_KEY = "training_feedback"
+
+
+def practice(account: Account, study_id: int, state: training.TrainingStatus) -> None:
+    """One training item at a time; after an answer, the expected answer and its explanation."""
+    with session() as active:
+        config = study_config(active, study_id).training
+    feedback = st.session_state.get(FEEDBACK_KEY)
+    if feedback is not None:
+        if feedback.correct:
+            st.success("Right.", icon=":material/check:")
+        else:
+            st.error(f"Not quite. The expected answer: {feedback.expected}", icon=":material/close:")
+        if feedback.explanation:
+            st.info(safe_md(feedback.explanation))
+        if feedback.attempt_done:
+            st.markdown(
+                "Training passed."
+                if feedback.attempt_passed
+                else "Not passed yet: let's go through it again."
+            )
+        if st.button("Next", type="primary", key="training_next"):
+            del st.session_state[FEEDBACK_KEY]
+            st.rerun()
+        return
+    item = config.items[state.answered]
+    st.caption(f"Practice item {state.answered + 1} of {state.items} · attempt {state.attempt}")
+    st.markdown(safe_md(item.question))
+    choice = st.radio(
+        "Your answer",
+        range(len(item.options)),
+        format_func=lambda i: item.options[i],
+        index=None,
+        key=f"training_choice_{state.attempt}_{state.answered}",
+    )
+    if st.button("Check my answer", type="primary", key="training_check", disabled=choice is None):
+        try:
+            with session() as active:
+                st.session_state[FEEDBACK_KEY] = training.answer_training(
+                    active, account=account, study_id=study_id, choice=int(choice or 0)
+                )
+        except UserError as exc:
+            st.error(str(exc))
+            return
+        st.rerun()
+
+
+def comprehension(account: Account, study_id: int, state: training.TrainingStatus) -> None:
+    """The comprehension check: every question at once, no feedback, a limited number of attempts."""
+    with session() as active:
+        questions = study_config(active, study_id).training.comprehension
+    left = state.comprehension_attempts - state.comprehension_attempts_used
+    st.subheader("Comprehension check")
+    st.caption(f"Answer every question. Attempts left: {left}.")
+    with st.form(f"comprehension_{state.comprehension_attempts_used}"):
+        choices = [
+            st.radio(
+                safe_md(q.question),
+                range(len(q.options)),
+                format_func=lambda i, q=q: q.options[i],
+                index=None,
+                key=f"comprehension_{state.comprehension_attempts_used}_{k}",
+            )
+            for k, q in enumerate(questions)
+        ]
+        submitted = st.form_submit_button("Submit", type="primary")
+    if not submitted:
+        return
+    try:
+        with session() as active:
+            result = training.submit_comprehension(
+                active, account=account, study_id=study_id, choices=choices
+            )
+    except UserError as exc:
+        st.error(str(exc))
+        return
+    if result.passed:
+        st.rerun()
+    st.error(
+        "Not all answers were right. "
+        + (
+            f"You have {result.attempts_left} more attempt(s)."
+            if result.attempts_left
+            else "No attempts are left."
+        )
+    )
+
+
+def main() -> None:
+    account = require("annotator")
+    st.title("Training")
+    with session() as active:
+        studies = labels.annotator_studies(active, user_id=account.id)
+    if not studies:
+        st.info("You have no study yet.")
+        return
+    study_id, name = studies[0]
+    with session() as active:
+        state = training.status(active, account=account, study_id=study_id)
+    if not state.required or state.qualified:
+        st.success("You are qualified: your items are open.", icon=":material/verified:")
+        st.page_link("views/annotate.py", label="Start rating", icon=":material/rate_review:")
+        return
+    if state.comprehension_failed:
+        st.error(
+            "The comprehension check was not passed; the study cannot continue. Thank you for your time."
+        )
+        return
+    if not state.training_passed or st.session_state.get(FEEDBACK_KEY) is not None:
+        practice(account, study_id, state)
+    else:
+        comprehension(account, study_id, state)
+
+
+main()

@@ -1,0 +1,140 @@
+"""Crowd-platform links (annotator/crowd.py): pseudonymous accounts from a worker id, resume, places,
+time limit, completion code; and the Prolific flow in headless chromium."""
+
+import shutil
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from annotator import accounts, crowd
+from annotator.errors import AuthError, UserError
+from annotator.store import db
+from annotator.store.models import Assignment, CrowdLink, User
+from tests.apphelpers import CHROMIUM_ARGS, IDLE, answer_by_keys, running_app
+from tests.databases import fresh_db_url
+from tests.qchelpers import qc_study
+
+PID = "5f9a1b2c3d4e5f6a7b8c9d0e"
+PROLIFIC = {"platform": "prolific", "places": 2, "completion_code": "C1A2B3", "items": 3}
+URL = "https://app.prolific.com/submissions/complete?cc=C1A2B3"
+
+
+def _params(pid: str = PID) -> dict[str, str]:
+    return {"study": "s1", "PROLIFIC_PID": pid, "STUDY_ID": "st123", "SESSION_ID": "se456"}
+
+
+def _enter(engine: Engine, params: dict[str, str]) -> accounts.Account:
+    with db.session_scope(engine) as session:
+        return crowd.enter(session, study="s1", params=params)
+
+
+def test_a_link_creates_a_pseudonymous_annotator_with_work(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 5, crowd=PROLIFIC)
+    account = _enter(engine, _params())
+    with Session(engine) as session:
+        user = session.exec(select(User).where(User.id == account.id)).one()
+        link = session.exec(select(CrowdLink)).one()
+        items = session.exec(select(Assignment).where(Assignment.annotator_id == account.id)).all()
+    assert account.role == "annotator" and PID not in user.username and PID not in link.worker_hash
+    assert (len(items), link.platform_study, link.platform_session) == (3, "st123", "se456")
+
+
+def test_the_same_link_resumes_the_same_account(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 5, crowd=PROLIFIC)
+    assert _enter(engine, _params()) == _enter(engine, _params())
+
+
+def test_a_crowd_account_cannot_log_in_with_a_password(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 5, crowd=PROLIFIC)
+    account = _enter(engine, _params())
+    with db.session_scope(engine) as session, pytest.raises(AuthError):
+        accounts.authenticate(session, account.username, crowd.NO_PASSWORD)
+
+
+def test_links_cannot_mint_more_accounts_than_places(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 5, crowd=PROLIFIC)
+    _enter(engine, _params("worker1"))
+    _enter(engine, _params("worker2"))
+    with pytest.raises(UserError, match="all places in this study are taken"):
+        _enter(engine, _params("worker3"))
+
+
+def test_a_study_without_crowd_links_refuses_them(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 5)
+    with pytest.raises(UserError, match="does not take participants from a crowd platform"):
+        _enter(engine, _params())
+
+
+def test_a_malformed_worker_id_is_refused(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 5, crowd=PROLIFIC)
+    with pytest.raises(UserError, match="PROLIFIC_PID is not valid"):
+        _enter(engine, _params("<script>"))
+
+
+def test_mturk_links_use_the_worker_id_parameter(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 5, crowd=PROLIFIC | {"platform": "mturk"})
+    account = _enter(engine, {"study": "s1", "workerId": "A1B2C3", "assignmentId": "x", "hitId": "h"})
+    assert account.username.startswith("mt-")
+
+
+def test_the_time_limit_closes_a_resumed_session(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 5, crowd=PROLIFIC | {"session_minutes": 30})
+    _enter(engine, _params())
+    with db.session_scope(engine) as session:
+        link = session.exec(select(CrowdLink)).one()
+        link.started_at = link.started_at - timedelta(minutes=31)
+        session.add(link)
+    with pytest.raises(AuthError, match="time for this study is over"):
+        _enter(engine, _params())
+
+
+def test_completion_comes_when_the_queue_is_done(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 5, crowd=PROLIFIC | {"completion_url": URL})
+    account = _enter(engine, _params())
+    with db.session_scope(engine) as session:
+        assert crowd.completion(session, account=account, study_id=1) is None
+        for item in session.exec(select(Assignment).where(Assignment.annotator_id == account.id)):
+            item.status = "done"
+            session.add(item)
+    with db.session_scope(engine) as session:
+        assert crowd.completion(session, account=account, study_id=1) == crowd.Completion("C1A2B3", URL)
+
+
+@pytest.fixture(scope="module")
+def prolific_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A live server over a study that takes Prolific links (one item per worker, no redirect URL)."""
+    folder = tmp_path_factory.mktemp("crowd")
+    url = fresh_db_url(folder, "crowd", keep=True)
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    qc_study(engine, folder, 1, crowd=PROLIFIC | {"items": 1})
+    engine.dispose()
+    with running_app(url, folder / "server.log") as base_url:
+        yield base_url
+
+
+@pytest.mark.browser
+def test_prolific_link_to_completion_code_in_the_browser(prolific_app: str) -> None:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        page: Page = browser.new_context(viewport={"width": 1400, "height": 2600}).new_page()
+        page.set_default_timeout(30_000)
+        query = "&".join(f"{k}={v}" for k, v in _params().items())
+        page.goto(f"{prolific_app}/?{query}")
+        page.locator(IDLE).wait_for(state="attached")
+        expect(page.get_by_text("Please read the guidelines once")).to_be_visible()
+        assert PID not in page.url and PID not in page.content()
+        page.locator(".st-key-ack_guidelines button").click()
+        page.locator(IDLE).wait_for(state="attached")
+        expect(page.locator("[class*='st-key-a'][class*='_A_correctness']").first).to_be_visible()
+        answer_by_keys(page)
+        page.locator(".st-key-annotate_submit button").click()
+        expect(page.get_by_text("Your completion code:")).to_be_visible()
+        expect(page.get_by_text("C1A2B3")).to_be_visible()
+        assert PID not in page.content()
+        browser.close()
