@@ -1,0 +1,147 @@
+"""Qualification (annotator/training.py): training with feedback and a pass threshold, a comprehension
+check with a limited number of attempts, and the Training page (AppTest)."""
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from streamlit.testing.v1 import AppTest
+
+from annotator import training
+from annotator.accounts import SYSTEM, Account
+from annotator.assign import assign
+from annotator.errors import ConfigError, UserError
+from annotator.store import db
+from annotator.study import Training, parse_config
+from tests.factories import make_annotators
+from tests.qchelpers import qc_config, qc_study
+
+ITEM = {
+    "question": "Which fits the user better?",
+    "options": ["A", "B", "Tie"],
+    "answer": 1,
+    "explanation": "B uses the profile.",
+}
+CHECK = {"question": "What does a tie mean?", "options": ["Equal fit", "Both bad"], "answer": 0}
+TRAINING = {
+    "items": [ITEM, ITEM | {"answer": 0}],
+    "pass_threshold": 1.0,
+    "comprehension": [CHECK],
+    "comprehension_attempts": 2,
+}
+MAIN = Path(__file__).resolve().parents[1] / "annotator" / "app" / "main.py"
+
+
+def _setup(engine: Engine, folder: Path, **training_config: object) -> Account:
+    qc_study(engine, folder, 2, training=TRAINING | training_config)
+    (user_id,) = make_annotators(engine, 1)
+    with db.session_scope(engine) as session:
+        assign(session, study="s1", overlap=1, account=SYSTEM)
+    return Account(id=user_id, username="ann00", role="annotator")
+
+
+def _status(engine: Engine, account: Account) -> training.TrainingStatus:
+    with db.session_scope(engine) as session:
+        return training.status(session, account=account, study_id=1)
+
+
+def _answer(engine: Engine, account: Account, choice: int) -> training.Feedback:
+    with db.session_scope(engine) as session:
+        return training.answer_training(session, account=account, study_id=1, choice=choice)
+
+
+def _comprehend(engine: Engine, account: Account, choice: int) -> training.ComprehensionResult:
+    with db.session_scope(engine) as session:
+        return training.submit_comprehension(session, account=account, study_id=1, choices=[choice])
+
+
+def test_a_training_item_gives_the_expected_answer_and_its_explanation(
+    engine: Engine, tmp_path: Path
+) -> None:
+    account = _setup(engine, tmp_path)
+    feedback = _answer(engine, account, 0)
+    assert (feedback.correct, feedback.expected, feedback.explanation) == (False, "B", "B uses the profile.")
+
+
+def test_training_below_the_threshold_starts_a_new_attempt(engine: Engine, tmp_path: Path) -> None:
+    account = _setup(engine, tmp_path)
+    _answer(engine, account, 0)
+    last = _answer(engine, account, 0)
+    state = _status(engine, account)
+    assert (last.attempt_done, last.attempt_passed, state.attempt, state.training_passed) == (
+        True,
+        False,
+        2,
+        False,
+    )
+
+
+def test_training_and_comprehension_passed_qualify(engine: Engine, tmp_path: Path) -> None:
+    account = _setup(engine, tmp_path)
+    _answer(engine, account, 1)
+    _answer(engine, account, 0)
+    assert _status(engine, account).training_passed and not _status(engine, account).qualified
+    assert _comprehend(engine, account, 0).passed
+    assert _status(engine, account).qualified
+
+
+def test_the_comprehension_check_allows_the_configured_attempts(engine: Engine, tmp_path: Path) -> None:
+    account = _setup(engine, tmp_path)
+    assert _comprehend(engine, account, 1).attempts_left == 1
+    assert _comprehend(engine, account, 1).attempts_left == 0
+    assert _status(engine, account).comprehension_failed
+    with pytest.raises(UserError, match="no attempts left"):
+        _comprehend(engine, account, 0)
+
+
+def test_a_study_without_training_needs_no_qualification(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 2)
+    (user_id,) = make_annotators(engine, 1)
+    assert _status(engine, Account(id=user_id, username="ann00", role="annotator")).qualified
+
+
+def test_a_training_answer_must_be_an_index_into_the_options() -> None:
+    with pytest.raises(ConfigError, match="training.items.0: answer 5 is not an index of the 3 options"):
+        parse_config(qc_config().model_dump() | {"training": {"items": [ITEM | {"answer": 5}]}})
+
+
+def test_training_config_defaults_require_nothing() -> None:
+    assert not Training().required
+
+
+def _app(db_url: str, monkeypatch: pytest.MonkeyPatch, account: Account) -> AppTest:
+    monkeypatch.setenv("ANNOTATOR_DB_URL", db_url)
+    at = AppTest.from_file(str(MAIN), default_timeout=30)
+    at.session_state["account"] = account
+    from datetime import UTC, datetime
+
+    at.session_state["login_at"] = datetime.now(UTC)
+    return at
+
+
+def test_the_rating_page_sends_an_unqualified_annotator_to_training(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    account = _setup(engine, tmp_path)
+    with db.session_scope(engine) as session:
+        from annotator import accounts
+
+        accounts.acknowledge_guidelines(session, user_id=account.id)
+    at = _app(db_url, monkeypatch, account).run()
+    assert not at.exception
+    assert any("complete the training first" in info.value for info in at.info)
+    assert not at.segmented_control
+
+
+def test_the_training_page_shows_feedback_after_an_answer(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    account = _setup(engine, tmp_path)
+    at = _app(db_url, monkeypatch, account).run()
+    at.switch_page("views/training.py").run()
+    assert not at.exception
+    at.radio(key="training_choice_1_0").set_value(0).run()
+    at.button(key="training_check").click().run()
+    assert not at.exception
+    assert any("The expected answer: B" in error.value for error in at.error)
+    assert any("B uses the profile." in info.value for info in at.info)
