@@ -1,11 +1,13 @@
 """The per-annotator quality-control service (annotator/quality.py) and `annotator quality`, on
 simulated crowds with careless annotators (`simulate --spammers`)."""
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
+from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from annotator import controls
@@ -20,6 +22,7 @@ from tests.qchelpers import qc_study
 
 runner = CliRunner()
 RULE = "Exclude annotators whose MACE competence is below 0.4."
+MAIN = Path(__file__).resolve().parents[1] / "annotator" / "app" / "main.py"
 SPEC = SimulationSpec(annotators=6, overlap=3, spammers=2, seed=3)
 
 
@@ -82,3 +85,22 @@ def test_cli_quality_prints_the_table_and_the_rule(engine: Engine, db_url: str, 
     result = runner.invoke(app, ["quality", "--study", "s1", "--db", db_url])
     assert result.exit_code == 0, result.output
     assert "sim_05" in result.output and RULE in result.output and "Excluded: sim_05, sim_06" in result.output
+
+
+def test_the_annotators_page_shows_competence_and_exclusion(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _crowd(engine, tmp_path)
+    with db.session_scope(engine) as session:
+        user = make_user(session, "res", role="researcher")
+        researcher = Account(id=int(user.id or 0), username="res", role="researcher")
+    monkeypatch.setenv("ANNOTATOR_DB_URL", db_url)
+    at = AppTest.from_file(str(MAIN), default_timeout=60)
+    at.session_state["account"] = researcher
+    at.session_state["login_at"] = datetime.now(UTC)
+    at.run()
+    at.switch_page("views/annotators.py").run()
+    assert not at.exception
+    assert "Quality control" in [h.value for h in at.subheader]
+    table = next(frame.value for frame in at.dataframe if "competence" in frame.value.columns)
+    assert table.set_index("annotator")["excluded"].to_dict()["sim_05"]

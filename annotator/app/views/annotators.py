@@ -7,9 +7,9 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from analysis.diagnostics import annotator_diagnostics
-from annotator import accounts, dashboard
+from annotator import accounts, dashboard, quality
 from annotator.accounts import Account
-from annotator.app.common import choose_study, require, session
+from annotator.app.common import choose_study, require, safe_md, session
 from annotator.errors import AuthError, UserError
 from annotator.readers import label_frame
 
@@ -124,6 +124,47 @@ def show_result() -> None:
         st.success(text)
 
 
+QC_SHOWN = [
+    "annotator",
+    "judgments",
+    "gold_accuracy",
+    "gold_checks",
+    "self_consistency",
+    "swap_checks",
+    "fast_share",
+    "too_fast",
+    "straight_lining",
+    "competence",
+    "competence_preference",
+    "ds_ordinal",
+    "ds_preference",
+    "excluded",
+    "reasons",
+]
+
+
+def show_quality(account: Account, study: str) -> None:
+    """Quality control (issue 14): controls, attention, competence (crowd-kit) and the exclusion rule."""
+    st.subheader("Quality control")
+    with st.spinner("Fitting the competence models..."), session() as active:
+        result = quality.annotator_quality(active, study=study, account=account)
+    if result.table.empty:
+        st.info("No judgments yet.")
+        return
+    st.dataframe(result.table[QC_SHOWN], hide_index=True, width="stretch")
+    summary = result.summary()
+    when = summary["registered_at"] or "never"
+    timing = "before the first judgment" if summary["registered_before_data"] else "after data began"
+    st.caption(
+        "gold_accuracy: share of control checks answered as expected (gold, positive, duplicate pairs); "
+        "self_consistency: agreement with one's own earlier answers on swapped repeats (1 = identical); "
+        "competence: MACE on the quality and rubric ratings (crowd-kit; competence_preference on the "
+        "preference; ds_*: Dawid-Skene). "
+        f"Exclusion rule, registered {when} ({timing}): {safe_md(summary['rule'])} "
+        f"Excluded: {', '.join(result.excluded) or 'nobody'}."
+    )
+
+
 account = require("researcher")
 st.title("Annotators")
 study = choose_study("annotators_study")
@@ -140,6 +181,7 @@ if study is not None:
             "loo_spearman: agreement with the mean of the other annotators; straightlining: share of "
             "judgments with one value on every quality scale; share_fast: judgments under 10 s."
         )
+        show_quality(account, study)
     st.subheader("Manage")
     show_result()
     names = list(progress["annotator"]) if not progress.empty else []
