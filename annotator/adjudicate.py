@@ -872,12 +872,17 @@ def final_labels(session: Session, *, study: str, pseudonymize: bool = False) ->
                 if f"{response}_{item}" in frame.columns:
                     frame.iat[position, frame.columns.get_loc(f"{response}_{item}")] = value
     frame["n_judgments"] = out["n_judgments"]
-    adjudicator = decided["adjudicator"].where(decided["adjudicator"].notna(), None)
-    if pseudonymize:
-        adjudicator = adjudicator.map(lambda name: None if name is None else readers.pseudonym(study, name))
-    frame["adjudicator"] = pd.Series(
-        [name if isinstance(name, str) else None for name in adjudicator], index=frame.index, dtype=object
+    adjudicator = pd.Series(
+        [name if isinstance(name, str) else None for name in decided["adjudicator"]], index=frame.index, dtype=object
     )
+    if pseudonymize:  # no real name in any column: the rule ("decided by NAME") too (issue 17)
+        codes = readers.pseudonymize_names(adjudicator, readers.study_secret(session, study_row))
+        frame["rule"] = [
+            rule.replace(name, code) if isinstance(name, str) and isinstance(rule, str) else rule
+            for rule, name, code in zip(frame["rule"], adjudicator, codes, strict=True)
+        ]
+        adjudicator = codes
+    frame["adjudicator"] = adjudicator
     frame["note"] = decided["note"].where(has, "")
     frame["decided_at"] = decided["created_at"]
     current = _judgment_ids(judgments)

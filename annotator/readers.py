@@ -5,6 +5,8 @@ with a few set-based queries and no per-row ORM loads.
 """
 
 import hashlib
+import hmac
+import secrets
 from typing import Any
 
 import numpy as np
@@ -13,7 +15,7 @@ from sqlalchemy import Select, func, select
 from sqlmodel import Session, col
 
 from annotator.accounts import Account, require_role
-from annotator.store.models import Assignment, Judgment, Pair, Score, User
+from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User
 from annotator.study import get_study
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "label_frame",
     "pseudonym",
     "pseudonymize_names",
+    "study_secret",
 ]
 
 #: The columns of :func:`label_frame`, in order (the first eight are the analysis contract).
@@ -174,21 +177,31 @@ def current_scores(session: Session, *, study_id: int, pair_db_id: int | None = 
     )
 
 
-def pseudonym(study: str, username: str) -> str:
-    """A stable code for an annotator within a study: "R" + 8 hex digits of sha256(study, username).
+def study_secret(session: Session, study: Study) -> bytes:
+    """The study's pseudonym secret (`Study.pseudonym_key`), created on first use; never exported."""
+    if not study.pseudonym_key:
+        study.pseudonym_key = secrets.token_hex(32)
+        session.add(study)
+        session.flush()
+    return str(study.pseudonym_key).encode()
 
-    The same study and name always give the same code; the name cannot be read back from it without
-    the list of names.
 
-    >>> pseudonym("s1", "alice") == pseudonym("s1", "alice") != pseudonym("s2", "alice")
+def pseudonym(secret: bytes, username: str) -> str:
+    """A stable code for an annotator within a study: "R" + 10 hex digits of HMAC-SHA256(secret, name).
+
+    The same study (secret) and name always give the same code; without the study's secret the code
+    cannot be recomputed from a list of usernames.
+
+    >>> pseudonym(b"k1", "alice") == pseudonym(b"k1", "alice") != pseudonym(b"k2", "alice")
     True
     """
-    return "R" + hashlib.sha256(f"{study}\x00{username}".encode()).hexdigest()[:8]
+    return "R" + hmac.new(secret, username.encode("utf-8"), hashlib.sha256).hexdigest()[:10]
 
 
-def pseudonymize_names(names: pd.Series, study: str) -> pd.Series:
-    codes = {name: pseudonym(study, name) for name in names.dropna().unique()}
-    return names.map(codes).astype(object)
+def pseudonymize_names(names: pd.Series, secret: bytes) -> pd.Series:
+    """Each name replaced by its pseudonym; a missing name (None/NaN) stays None, never gets a code."""
+    codes = {name: pseudonym(secret, name) for name in names.dropna().unique() if isinstance(name, str)}
+    return pd.Series([codes.get(name) if isinstance(name, str) else None for name in names], index=names.index, dtype=object)
 
 
 def label_frame(
@@ -215,7 +228,7 @@ def label_frame(
     judgments = current_judgments(session, study_id=study_id)
     scores = current_scores(session, study_id=study_id)
     if pseudonymize:
-        judgments["annotator"] = pseudonymize_names(judgments["annotator"], study)
+        judgments["annotator"] = pseudonymize_names(judgments["annotator"], study_secret(session, study_row))
         judgments = judgments.sort_values(["pair_id", "annotator"], kind="stable").reset_index(drop=True)
     order = pd.Series(np.arange(len(judgments)), index=judgments["judgment_id"].to_numpy())
     rank = order.reindex(scores["judgment_id"].to_numpy(), fill_value=-1).to_numpy()

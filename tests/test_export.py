@@ -136,13 +136,15 @@ def test_pseudonymize_is_stable_and_hides_names(tmp_path: Path) -> None:
     names = frame(engine)
     assert first["annotator"].tolist() == again["annotator"].tolist()
     codes = set(first["annotator"])
-    assert len(codes) == 3 and all(c.startswith("R") and len(c) == 9 for c in codes)
+    assert len(codes) == 3 and all(c.startswith("R") and len(c) == 11 for c in codes)
     assert not codes & set(ANNOTATORS)
     text = first.to_csv()
     assert not any(name in text for name in ANNOTATORS)
     mapping = dict(zip(names["judgment_id"], names["annotator"], strict=True))
-    assert {readers.pseudonym(STUDY, mapping[j]) for j in first["judgment_id"]} == codes
-    assert readers.pseudonym("other", "ann1") != readers.pseudonym(STUDY, "ann1")
+    with Session(engine) as session:
+        secret = readers.study_secret(session, session.exec(select(Study).where(Study.name == STUDY)).one())
+    assert {readers.pseudonym(secret, mapping[j]) for j in first["judgment_id"]} == codes
+    assert readers.pseudonym(b"another study's secret", "ann1") != readers.pseudonym(secret, "ann1")
 
 
 def test_unknown_study_is_a_clear_error(tmp_path: Path) -> None:
