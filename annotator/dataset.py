@@ -6,6 +6,7 @@ The folder loads with ``datasets.load_dataset(DIR)`` (the validated pairs, the d
 ``configs`` list names each config's Parquet file. Annotators appear only as stable pseudonyms.
 """
 
+import hashlib
 import math
 import os
 import shutil
@@ -55,8 +56,11 @@ class DatasetSummary:
         return text + (f"; pushed to {self.url}" if self.url else "")
 
 
-def _file(config: str) -> str:
-    return f"{config}/{SPLIT}-00000-of-00001.parquet"
+def _file(config: str, payload: bytes) -> str:
+    """The Parquet file of a config, named after its content (as the Hub names converted files):
+    `datasets` caches a local folder by its name and the card's paths, so a re-export with other
+    content under the same folder name must change the paths, or load_dataset returns the old rows."""
+    return f"{config}/{SPLIT}-00000-of-00001-{hashlib.sha256(payload).hexdigest()[:16]}.parquet"
 
 
 def _arrow_safe(frame: pd.DataFrame) -> pd.DataFrame:
@@ -131,8 +135,10 @@ def dataset_card(
     methods: str,
     benchmark: pd.DataFrame,
     n_pairs_total: int,
+    files: dict[str, str],
 ) -> str:
-    """The README.md of the dataset: YAML metadata (license, configs), then the summary and methods."""
+    """The README.md of the dataset: YAML metadata (license, configs: `files` maps each config with
+    rows to its Parquet path), then the summary and methods."""
     configs = [name for name in CONFIGS if rows.get(name)]
     yaml = ["---", f"license: {license_id}", "language:", "- en", f"pretty_name: {study} (validated pairs)"]
     yaml += ["task_categories:", "- text-classification", "tags:", "- preference", "- reward-modeling"]
@@ -144,7 +150,7 @@ def dataset_card(
     ]
     yaml.append("configs:")
     for name in configs:
-        yaml += [f"- config_name: {name}", "  data_files:", f"  - split: {SPLIT}", f"    path: {_file(name)}"]
+        yaml += [f"- config_name: {name}", "  data_files:", f"  - split: {SPLIT}", f"    path: {files[name]}"]
         if name == configs[0]:
             yaml.append("  default: true")
     yaml.append("---")
@@ -234,6 +240,12 @@ def export_dataset(
             "run `annotator adjudicate --study S --auto` first"
         )
     rows = {name: len(tables[name]) for name in CONFIGS}
+    payloads = {
+        name: export.to_bytes(_arrow_safe(data) if isinstance(data, pd.DataFrame) else data, "parquet")
+        for name, data in tables.items()
+        if rows[name]
+    }
+    files = {name: _file(name, payload) for name, payload in payloads.items()}
     validation, methods = _validation_text(session, study, account)
     card = dataset_card(
         study=study,
@@ -243,6 +255,7 @@ def export_dataset(
         methods=methods,
         benchmark=_benchmark_table(tables),
         n_pairs_total=_count_pairs(session, study),
+        files=files,
     )
     parent = out.resolve().parent
     try:
@@ -251,15 +264,9 @@ def export_dataset(
     except OSError as exc:
         raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
     try:
-        for name in CONFIGS:
-            if not rows[name]:
-                continue
-            target = staging / _file(name)
+        for name, payload in payloads.items():
+            target = staging / files[name]
             target.parent.mkdir(parents=True)
-            data = tables[name]
-            payload = export.to_bytes(
-                _arrow_safe(data) if isinstance(data, pd.DataFrame) else data, "parquet"
-            )
             target.write_bytes(payload)
         (staging / "README.md").write_text(card, encoding="utf-8")
         if out.exists():

@@ -43,9 +43,9 @@ def test_every_config_loads(folder: Path, config: str) -> None:
 def test_labels_are_pseudonymized_and_limited_to_the_validated_pairs(folder: Path) -> None:
     import pandas as pd
 
-    labels = pd.read_parquet(folder / "labels" / "test-00000-of-00001.parquet")
-    pairs = pd.read_parquet(folder / "pairs" / "test-00000-of-00001.parquet")
-    assert labels["annotator"].str.match(r"^R[0-9a-f]{8}$").all()
+    labels = pd.read_parquet(next((folder / "labels").glob("*.parquet")))
+    pairs = pd.read_parquet(next((folder / "pairs").glob("*.parquet")))
+    assert labels["annotator"].str.match(r"^R[0-9a-f]{8,}$").all()
     assert set(labels["pair_id"]) <= set(pairs["id"])
 
 
@@ -128,3 +128,24 @@ def test_cli_export_dataset_push_without_token_is_one_line(
     assert result.exit_code == 1
     assert "no Hugging Face token is configured" in result.output and "Traceback" not in result.output
     assert (out / "README.md").is_file()
+
+
+def test_a_new_export_under_the_same_folder_name_loads_its_own_rows(engine: Engine, tmp_path: Path) -> None:
+    import datasets
+
+    from annotator import predictions
+    from tests.factories import write_jsonl
+
+    simulated_study(engine, tmp_path, 12)
+    add_models(engine, tmp_path, 12)
+    counts = []
+    for place in ("first", "second"):
+        out = tmp_path / place / "ds"  # the same folder name: datasets' cache must not mix them up
+        with db.session_scope(engine) as session:
+            dataset.export_dataset(session, study="s1", out=out, account=SYSTEM)
+        counts.append(datasets.load_dataset(str(out), "predictions")["test"].num_rows)
+        path = write_jsonl(
+            tmp_path / "third.jsonl", [{"id": f"pair-{i}", "choice": "chosen"} for i in range(12)]
+        )
+        predictions.import_predictions(engine, path, study="s1", model="third", account=SYSTEM)
+    assert counts[1] > counts[0]
