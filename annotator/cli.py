@@ -785,7 +785,7 @@ def backup_(
     """Copy the SQLite database consistently while annotators work (PostgreSQL: explains pg_dump)."""
     from annotator.store import backup as backups
 
-    summary = backups.backup(db.make_engine(db_url(database)), file, force=force)
+    summary = backups.backup(db_url(database), file, force=force)
     out.print(str(summary), highlight=False)
 
 

@@ -201,7 +201,8 @@ def pseudonym(secret: bytes, username: str) -> str:
 def pseudonymize_names(names: pd.Series, secret: bytes) -> pd.Series:
     """Each name replaced by its pseudonym; a missing name (None/NaN) stays None, never gets a code."""
     codes = {name: pseudonym(secret, name) for name in names.dropna().unique() if isinstance(name, str)}
-    return pd.Series([codes.get(name) if isinstance(name, str) else None for name in names], index=names.index, dtype=object)
+    coded = [codes.get(name) if isinstance(name, str) else None for name in names]
+    return pd.Series(coded, index=names.index, dtype=object)
 
 
 def label_frame(

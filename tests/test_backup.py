@@ -153,9 +153,9 @@ def test_backup_into_a_missing_folder_is_one_line(engine: Engine, tmp_path: Path
 
 
 def test_postgresql_gets_a_pg_dump_hint_without_the_password() -> None:
-    """No server is needed: the refusal comes before any connection."""
-    engine = db.make_engine("postgresql+psycopg://me:secret@db.example:5432/study")
+    """No server and no driver (psycopg is only in the `postgres` extra) are needed: the refusal comes
+    from the URL, before any connection."""
     with pytest.raises(UserError, match="pg_dump") as caught:
-        backup(engine, "copy.db")
+        backup("postgresql+psycopg://me:secret@db.example:5432/study", "copy.db")
     assert "secret" not in str(caught.value) and "db.example:5432/study" in str(caught.value)
     assert not Path("copy.db").exists()

@@ -15,8 +15,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DatabaseError
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import ArgumentError, DatabaseError
 
 from annotator.errors import UserError
 from annotator.store import db
@@ -33,17 +33,27 @@ class BackupSummary:
         return f"backed up to {self.path} ({self.bytes / 1e6:.1f} MB, schema {self.schema})"
 
 
-def pg_dump_hint(engine: Engine) -> str:
-    """The one-line advice for a database that is not SQLite."""
-    url = engine.url.set(drivername=engine.url.get_backend_name()).render_as_string(hide_password=True)
+def pg_dump_hint(engine: Engine | URL) -> str:
+    """The one-line advice for a database that is not SQLite (from its URL: no driver is needed)."""
+    parsed = engine if isinstance(engine, URL) else engine.url
+    url = parsed.set(drivername=parsed.get_backend_name()).render_as_string(hide_password=True)
     return (
-        f"`annotator backup` copies SQLite files; for {engine.url.get_backend_name()} use its own tool, "
+        f"`annotator backup` copies SQLite files; for {parsed.get_backend_name()} use its own tool, "
         f"e.g. pg_dump --format=custom --file FILE '{url}' (restore with pg_restore)"
     )
 
 
-def backup(engine: Engine, target: str | Path, *, force: bool = False) -> BackupSummary:
-    """Copy the SQLite database behind `engine` to `target` consistently; record an Event "backup"."""
+def backup(engine: Engine | str, target: str | Path, *, force: bool = False) -> BackupSummary:
+    """Copy the SQLite database behind `engine` (or a URL) to `target` consistently; record an Event
+    "backup". For another engine, the pg_dump advice (before any connection or driver import)."""
+    if isinstance(engine, str):
+        try:
+            parsed = make_url(engine)
+        except ArgumentError:
+            raise UserError(f"not a database URL: {engine!r}") from None
+        if parsed.get_backend_name() != "sqlite":
+            raise UserError(pg_dump_hint(parsed))
+        engine = db.make_engine(engine)
     if engine.dialect.name != "sqlite":
         raise UserError(pg_dump_hint(engine))
     database = engine.url.database
