@@ -1,9 +1,9 @@
 """Benchmark: the full validation statistics on 20,000 pairs x 3 annotators, 3 quality dimensions.
 
 Runs ``validate_frame`` and ``validate_pairs`` (paired TOST, Wilcoxon TOST, rubric superiority,
-pair-level preference, Holm, intersection-union and the crossed random-effects TOST per dimension) on a synthetic
-label frame of 20,000 pairs x 3 annotators x 2 responses x (3 quality items + 3 rubric aspects) =
-720,000 rows, and prints wall time per stage and the peak resident memory (``ru_maxrss``).
+pair-level preference, Holm, intersection-union and the crossed random-effects TOST per dimension)
+on a synthetic label frame of 20,000 pairs x 3 annotators x 2 responses x (3 quality items +
+3 rubric aspects) = 720,000 rows, and prints wall time per stage and the peak resident memory (``ru_maxrss``).
 
 Usage: ``python benchmarks/bench_equivalence.py [--pairs N] [--annotators K]``. Goal: <= 15 s.
 """
@@ -81,9 +81,7 @@ def main() -> None:
     print(f"pairs={args.pairs} annotators={args.annotators} rows={len(frame):,}")
     print(f"generate synthetic frame : {t1 - t0:6.2f} s (not part of the goal)")
     print(f"validate_frame           : {t2 - t1:6.2f} s")
-    print(
-        f"validate_pairs (3 dims)  : {t3 - t2:6.2f} s  (crossed TOST, per-pair TOST, Wilcoxon, rubric, preference)"
-    )
+    print(f"validate_pairs (3 dims)  : {t3 - t2:6.2f} s  (crossed + per-pair TOST, Wilcoxon, rubric, pref.)")
     print(f"one more mixed_effect    : {t4 - t3:6.2f} s  [{one.model}]")
     print(f"total statistics         : {t3 - t1:6.2f} s  (goal <= 15 s)")
     print(f"peak RSS                 : {peak_mb:6.0f} MB")
