@@ -58,7 +58,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-VIEWPORT = {"width": 1400, "height": 2600}  # as bench_submit.py
+VIEWPORT = {"width": 1440, "height": 900}  # as bench_submit.py: a laptop screen
 USERNAME = "bench"
 PASSWORD = "bench-password-1234"
 WARMUP = 3
@@ -146,7 +146,7 @@ def install_probe(page: Any, is_complete_js: str) -> str:
     if name not in names:
         script = _register_js(name, is_complete_js)
         page.add_init_script(script=script)
-        page.evaluate(script)
+        page.evaluate(f"() => {{\n{script}\n}}")  # the current document (a function: not called with arg)
         names.add(name)
     return name
 
@@ -395,7 +395,9 @@ def answer(page: Any, k: int) -> str:
     return instance_id
 
 
-def potato_latencies(n_pairs: int, n_items: int, *, warmup: int = WARMUP) -> list[float]:
+def potato_latencies(
+    n_pairs: int, n_items: int, *, warmup: int = WARMUP, viewport: dict[str, int] | None = None
+) -> list[float]:
     """Milliseconds from the click on Potato's Next to the next item drawn, for `n_items` items after
     `warmup` untimed ones, on a fresh Potato project of `n_pairs` pairs (server and browser started
     here and stopped at the end)."""
@@ -411,7 +413,7 @@ def potato_latencies(n_pairs: int, n_items: int, *, warmup: int = WARMUP) -> lis
         write_project(folder, n_pairs)
         with running_potato(folder, folder / "server.log") as base_url, sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport=VIEWPORT)
+            page = browser.new_page(viewport=viewport or VIEWPORT)
             page.set_default_timeout(60_000)
             register(page, base_url)
             next_button = page.locator("#next-btn")
