@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -23,6 +24,7 @@ import pandas as pd
 
 __all__ = [
     "QC_COLUMNS",
+    "QualitySection",
     "annotator_competence",
     "apply_exclusion",
     "attention",
@@ -442,3 +444,21 @@ def apply_exclusion(
     out["reasons"] = reasons
     out["excluded"] = out["reasons"] != ""
     return out
+
+
+@dataclass(frozen=True)
+class QualitySection:
+    """The report's annotator quality-control section (issue 14).
+
+    ``table``: :func:`qc_table` with ``excluded`` and ``reasons``; ``exclusion``: the pre-registered
+    rule (``rule``, ``criteria``, ``registered_at``, ``first_judgment_at``, ``registered_before_data``,
+    ``excluded``); ``verdicts``: one row per verdict key with its status on all annotators
+    (``status_all``) and without the excluded ones (``status_without_excluded``), overall included.
+    """
+
+    table: pd.DataFrame = field(repr=False)
+    exclusion: dict[str, Any]
+    verdicts: pd.DataFrame = field(repr=False)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {"annotators": self.table, "verdicts": self.verdicts}

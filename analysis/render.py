@@ -89,6 +89,10 @@ def to_json(report: Report) -> dict[str, Any]:
             "annotator_diagnostics": _records(report.diagnostics),
             "failed_pairs": _records(report.failed_pairs),
             "methods": methods_paragraph(report),
+            "quality": None
+            if report.quality is None
+            else {"exclusion": report.quality.exclusion}
+            | {name: _records(df) for name, df in report.quality.tables().items()},
             "benchmark": None
             if report.benchmark is None
             else {"pairs_used": report.benchmark.pairs_used}
@@ -423,7 +427,7 @@ def to_markdown(report: Report) -> str:
         parts.append("None.")
     else:
         parts.append(_md_table(report.failed_pairs, ["pair_id", "reasons"]))
-    for title, note, table in benchmark_sections(report):
+    for title, note, table in [*benchmark_sections(report), *quality_sections(report)]:
         parts += ["", f"## {title}", "", note, "", _md_table(table, list(table.columns))]
     parts += ["", "## Methods", "", methods_paragraph(report), ""]
     return "\n".join(parts)
@@ -474,6 +478,53 @@ def benchmark_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
     return [(*notes[name], table) for name, table in shown.items() if name in notes and not table.empty]
 
 
+def quality_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
+    """The annotator quality-control tables (title, note, table); none when the report has no QC
+    section (issue 14: controls, attention, competence, the pre-registered exclusion rule)."""
+    qc = report.quality
+    if qc is None or qc.table.empty:
+        return []
+    rule = qc.exclusion
+    timing = "before the first judgment" if rule.get("registered_before_data") else "AFTER data came in"
+    excluded = ", ".join(rule.get("excluded") or []) or "nobody"
+    columns = [
+        "annotator",
+        "judgments",
+        "gold_checks",
+        "gold_accuracy",
+        "swap_checks",
+        "self_consistency",
+        "fast_share",
+        "too_fast",
+        "same_share",
+        "straight_lining",
+        "competence",
+        "competence_preference",
+        "ds_ordinal",
+        "ds_preference",
+        "excluded",
+        "reasons",
+    ]
+    return [
+        (
+            "Annotator quality control",
+            "Control pairs never enter the main analysis; they measure the annotators. gold_accuracy: share "
+            "of control checks answered as known (gold answers, the planted defect rated worse, a duplicate "
+            "seen as a tie); self_consistency: 1 - mean absolute difference to one's own earlier answers on "
+            "swapped repeats (1 = identical); too_fast / straight_lining: attention flags; competence: MACE "
+            "on the quality and rubric ratings (crowd-kit; ds_*: Dawid-Skene). "
+            f"Pre-registered exclusion rule (written {rule.get('registered_at') or 'never'}, {timing}): "
+            f"{rule.get('rule')}. Excluded: {excluded}.",
+            qc.table[[c for c in columns if c in qc.table.columns]],
+        ),
+        (
+            "Verdicts with and without the excluded annotators",
+            "The same analysis run twice: on every annotator, and without the annotators the rule excludes.",
+            qc.verdicts,
+        ),
+    ]
+
+
 def to_terminal(report: Report) -> str:
     """The terminal summary: the overall result, one line per verdict, the equivalence table."""
     s = report.summary
@@ -518,6 +569,16 @@ def to_terminal(report: Report) -> str:
                 f"{_fmt(row['ci_high'])}] on {row['n_pairs']} pairs"
             )
         lines.append(f"{len(science.disagreements)} pair(s) where a model and the human majority disagree")
+    if report.quality is not None and not report.quality.table.empty:
+        excluded = report.quality.exclusion.get("excluded") or []
+        lines.append("")
+        n_annotators = len(report.quality.table)
+        lines.append(f"Quality control: {len(excluded)} of {n_annotators} annotators excluded by the rule")
+        for row in report.quality.verdicts.to_dict("records"):
+            lines.append(
+                f"  {row['key']:<14} all: {row['status_all']:<13} "
+                f"without excluded: {row['status_without_excluded']}"
+            )
     return "\n".join(lines)
 
 
@@ -677,7 +738,7 @@ def to_html(report: Report) -> str:
 
     science = "".join(  # models, arms and rubric support (issue 15)
         f"<h2>{html.escape(title)}</h2><p>{html.escape(note)}</p>{_html_table(table)}"
-        for title, note, table in benchmark_sections(report)
+        for title, note, table in [*benchmark_sections(report), *quality_sections(report)]
     )
     body = f"""
 <h1>Validation report: {html.escape(report.study)}</h1>

@@ -46,6 +46,7 @@ from scipy import stats
 
 from analysis.agreement import agreement_table
 from analysis.benchmark import BenchmarkTables, benchmark_tables
+from analysis.competence import QualitySection
 from analysis.diagnostics import annotator_diagnostics
 from analysis.frames import (
     ANNOTATOR,
@@ -144,6 +145,7 @@ class Report:
     design: pd.DataFrame
     pair_table: pd.DataFrame = field(repr=False)
     benchmark: BenchmarkTables | None = field(default=None, repr=False)  # models, arms, rubric support
+    quality: QualitySection | None = field(default=None, repr=False)  # annotator QC, exclusion (issue 14)
 
     def verdict(self, key: str) -> Verdict:
         """The verdict with this key."""

@@ -7,6 +7,8 @@ import (ingest refuses another config later), so the rule's registration time is
 was not registered before data collection.
 """
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -15,7 +17,8 @@ import pandas as pd
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from analysis.competence import apply_exclusion, qc_table
+from analysis.competence import QualitySection, apply_exclusion, qc_table
+from analysis.report import Report
 from annotator.accounts import Account, require_role
 from annotator.controls import MIXED_KINDS, swap_sources
 from annotator.errors import UserError
@@ -196,6 +199,67 @@ def agreement_drift(
     if by not in ("week", "block"):
         raise UserError(f"--by must be week or block, got {by!r}")
     table = agreement_over_time(
-        frame, by=by, block_size=block_size, quality_items=tuple(config.dimension_names)  # type: ignore[arg-type]
+        frame,
+        by="week" if by == "week" else "block",
+        block_size=block_size,
+        quality_items=tuple(config.dimension_names),
     )
     return table, version_markers(frame)
+
+
+def attach_quality(
+    session: Session,
+    *,
+    study: str,
+    report: Report,
+    frame: pd.DataFrame,
+    account: Account,
+    build: Callable[[pd.DataFrame], Report],
+    seed: int = 0,
+) -> Report:
+    """The report with its annotator quality-control section, when the study has controls or an
+    exclusion rule (otherwise unchanged).
+
+    `build` makes a report from a label frame with the same settings as `report`; it is run again on
+    the frame without the excluded annotators, so the verdicts are shown with and without them.
+    """
+    require_role(session, account, "researcher")
+    study_row = get_study(session, study)
+    config = parse_config(study_row.config, source=f"study {study!r}")
+    rule = config.exclusion
+    has_controls = "control" in frame.columns and bool((frame["control"].fillna("") != "").any())
+    has_rule = bool(rule.rule.strip()) or any(
+        v not in (None, False) for v in rule.model_dump(exclude={"rule", "min_checks"}).values()
+    )
+    if frame.empty or not (has_controls or has_rule):
+        return report
+    study_id = id_of(study_row)
+    first = session.exec(
+        select(func.min(Judgment.submitted_at))
+        .join(Assignment, col(Assignment.id) == col(Judgment.assignment_id))
+        .where(Assignment.study_id == study_id)
+    ).one()
+    result = quality_from_frame(
+        frame,
+        config,
+        study=study,
+        expected=control_expectations(session, study_id=study_id),
+        sources=swap_sources(session, study_id=study_id),
+        registered_at=study_row.created_at,
+        first_judgment_at=first,
+        seed=seed,
+    )
+    without: Report | None = report
+    if result.excluded:
+        try:
+            without = build(frame[~frame["annotator"].isin(result.excluded)])
+        except UserError:
+            without = None  # too little is left to analyse
+    rows: list[tuple[str, str, str]] = []
+    for verdict in report.verdicts:
+        other = without.verdict(verdict.key).status if without is not None else "not computed"
+        rows.append((verdict.key, verdict.status, other))
+    rows.append(("overall", report.overall, without.overall if without is not None else "not computed"))
+    verdicts = pd.DataFrame(rows, columns=["key", "status_all", "status_without_excluded"])
+    section = QualitySection(table=result.table, exclusion=result.summary(), verdicts=verdicts)
+    return dataclasses.replace(report, quality=section)

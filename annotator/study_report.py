@@ -40,7 +40,7 @@ def study_report(
 
     predictions = prediction_frame(session, study=study, account=account)  # issue 15: models vs people
     final = final_labels(session, study=study) if not predictions.empty else None
-    return report_from_frame(
+    report = report_from_frame(
         frame,
         study=study,
         config=config,
@@ -50,6 +50,22 @@ def study_report(
         annotators=annotators,
         predictions=predictions,
         final=final,
+    )
+    from annotator.quality import attach_quality  # issue 14: annotator QC, verdicts without the excluded
+
+    def rebuild(kept: pd.DataFrame) -> Report:
+        return report_from_frame(
+            kept,
+            study=study,
+            config=config,
+            n_boot=n_boot,
+            seed=seed,
+            categories=categories,
+            annotators=annotators,
+        )
+
+    return attach_quality(
+        session, study=study, report=report, frame=frame, account=account, build=rebuild, seed=seed
     )
 
 

@@ -10,6 +10,7 @@ from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
+from analysis.render import to_json, to_markdown
 from annotator import controls
 from annotator.accounts import SYSTEM, Account
 from annotator.cli import app
@@ -17,6 +18,7 @@ from annotator.errors import AuthError
 from annotator.quality import QualityResult, annotator_quality
 from annotator.simulate import SimulationSpec, simulate
 from annotator.store import db
+from annotator.study_report import study_report
 from tests.factories import make_user
 from tests.qchelpers import qc_study
 
@@ -104,3 +106,18 @@ def test_the_annotators_page_shows_competence_and_exclusion(
     assert "Quality control" in [h.value for h in at.subheader]
     table = next(frame.value for frame in at.dataframe if "competence" in frame.value.columns)
     assert table.set_index("annotator")["excluded"].to_dict()["sim_05"]
+
+
+def test_the_report_shows_qc_and_the_verdicts_with_and_without_the_excluded(
+    engine: Engine, tmp_path: Path
+) -> None:
+    _crowd(engine, tmp_path)
+    with Session(engine) as session:
+        report = study_report(session, study="s1", n_boot=50, account=SYSTEM)
+    assert report.quality is not None
+    verdicts = report.quality.verdicts.set_index("key")
+    assert "overall" in verdicts.index and set(verdicts.columns) == {"status_all", "status_without_excluded"}
+    markdown = to_markdown(report)
+    assert "## Annotator quality control" in markdown and RULE in markdown
+    assert "## Verdicts with and without the excluded annotators" in markdown
+    assert to_json(report)["quality"]["exclusion"]["excluded"] == ["sim_05", "sim_06"]
