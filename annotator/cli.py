@@ -433,6 +433,8 @@ def simulate(
     database: DbOption = None,
 ) -> None:
     """Simulate annotators with a known truth (through the real assignment and submit code)."""
+    if not 0 <= spammers <= annotators:
+        raise UserError(f"--spammers must be between 0 and --annotators ({annotators}), got {spammers}")
     engine = open_db(database)
     spec = SimulationSpec(
         annotators=annotators,
@@ -444,8 +446,6 @@ def simulate(
         seed=seed,
         spammers=spammers,
     )
-    if not 0 <= spammers <= annotators:
-        raise UserError(f"--spammers must be between 0 and --annotators ({annotators}), got {spammers}")
     if overlap > annotators:
         raise UserError(f"--overlap {overlap} needs at least as many --annotators (got {annotators})")
     with _progress() as bar:

@@ -1,10 +1,20 @@
 """Agreement over time with guideline-version markers (analysis/drift.py)."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from analysis.drift import DRIFT_COLUMNS, agreement_over_time, version_markers
+from annotator.accounts import SYSTEM
+from annotator.assign import assign
+from annotator.readers import label_frame
+from annotator.store import db
+from tests.factories import make_annotators
+from tests.qchelpers import answer_all, qc_study
 
 
 def _frame(weeks: int = 2, pairs_per_week: int = 6, noisy_week: int | None = None) -> pd.DataFrame:
@@ -84,3 +94,19 @@ def test_version_markers_give_the_first_use_of_each_version() -> None:
 def test_drift_needs_submission_times() -> None:
     with pytest.raises(ValueError, match="no 'submitted_at' column"):
         agreement_over_time(_frame().drop(columns=["submitted_at"]))
+
+
+def test_every_judgment_records_the_guidelines_version(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    guidelines = tmp_path / "guidelines.md"
+    guidelines.write_text("# Guidelines\nVersion: 2.1\n\nRate carefully.", encoding="utf-8")
+    monkeypatch.setenv("ANNOTATOR_GUIDELINES", str(guidelines))
+    qc_study(engine, tmp_path, 2)
+    make_annotators(engine, 1)
+    with db.session_scope(engine) as session:
+        assign(session, study="s1", overlap=1, account=SYSTEM)
+    answer_all(engine, "ann00")
+    with Session(engine) as session:
+        frame = label_frame(session, study="s1", account=SYSTEM)
+    assert set(frame["guideline_version"]) == {"2.1"}

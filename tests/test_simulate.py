@@ -143,3 +143,49 @@ def test_flawed_pairs_fail_validation(tmp_path: Path, seed: int) -> None:
     engine, _ = _simulated(tmp_path, seed=seed)
     failed = set(_report(engine).failed_pairs["pair_id"])
     assert set(FLAWED) <= failed, set(FLAWED) - failed
+
+
+def _times(engine: Engine) -> dict[str, list[float]]:
+    query = (
+        select(User.username, Judgment.time_on_task_s)
+        .join(Assignment, col(Assignment.annotator_id) == col(User.id))
+        .join(Judgment, col(Judgment.assignment_id) == col(Assignment.id))
+    )
+    times: dict[str, list[float]] = {}
+    with Session(engine) as session:
+        for name, seconds in session.exec(query):
+            times.setdefault(name, []).append(seconds)
+    return times
+
+
+def test_spammers_are_the_last_annotators_and_answer_fast(tmp_path: Path) -> None:
+    engine, _ = _simulated(tmp_path, annotators=4, overlap=3, spammers=1, seed=1)
+    median = {name: statistics.median(seconds) for name, seconds in _times(engine).items()}
+    assert median["sim_04"] < 15 < min(median["sim_01"], median["sim_02"], median["sim_03"])
+
+
+def test_spammers_answer_at_random(tmp_path: Path) -> None:
+    engine, _ = _simulated(tmp_path, annotators=4, overlap=3, spammers=1, seed=1)
+    by_name: dict[str, list[int]] = {}
+    query = (
+        select(User.username, Judgment.preference)
+        .join(Assignment, col(Assignment.annotator_id) == col(User.id))
+        .join(Judgment, col(Judgment.assignment_id) == col(Assignment.id))
+    )
+    with Session(engine) as session:
+        for name, preference in session.exec(query):
+            by_name.setdefault(name, []).append(preference)
+    careful = statistics.mean(by_name["sim_01"])  # chosen follows the rubric: mostly preferred
+    careless = statistics.mean(by_name["sim_04"])
+    assert careful > 0.5 and abs(careless) < 0.5
+
+
+def test_cli_simulate_refuses_more_spammers_than_annotators(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from annotator.cli import app
+
+    result = CliRunner().invoke(
+        app, ["simulate", "--study", STUDY, "--annotators", "2", "--overlap", "2", "--spammers", "3"]
+    )
+    assert result.exit_code == 1 and "--spammers must be between 0 and --annotators (2)" in result.output
