@@ -3,7 +3,7 @@
 import streamlit as st
 
 from annotator import accounts, crowd
-from annotator.app.common import log_in, session
+from annotator.app.common import SESSION_COOKIE, log_in, session
 from annotator.errors import AuthError, UserError
 
 
@@ -21,6 +21,27 @@ def token_login() -> None:
         return
     log_in(account)
     st.rerun()
+
+
+def _client() -> str | None:
+    """The browser's address for the per-client login throttle; None behind a local proxy (where every
+    browser would share the proxy's address) or in tests."""
+    try:
+        address = st.context.ip_address
+    except Exception:
+        return None
+    if not address or address in ("127.0.0.1", "::1", "localhost"):
+        return None
+    return str(address)
+
+
+def _known_session() -> str | None:
+    """This browser's earlier session token (cookie), which lets its user past a name's lockout."""
+    try:
+        token = st.context.cookies.get(SESSION_COOKIE)
+    except Exception:
+        return None
+    return str(token) if token else None
 
 
 def password_login() -> None:
@@ -44,7 +65,9 @@ def password_login() -> None:
         return
     try:
         with session() as active:
-            account = accounts.authenticate(active, username.strip(), password)
+            account = accounts.authenticate(
+                active, username.strip(), password, client=_client(), known_session=_known_session()
+            )
     except AuthError as exc:
         st.error(str(exc))
         return
