@@ -39,7 +39,7 @@ def practice(account: Account, study_id: int, state: training.TrainingStatus) ->
     choice = st.radio(
         "Your answer",
         range(len(item.options)),
-        format_func=lambda i: item.options[i],
+        format_func=item.options.__getitem__,
         index=None,
         key=f"training_choice_{state.attempt}_{state.answered}",
     )
@@ -67,7 +67,7 @@ def comprehension(account: Account, study_id: int, state: training.TrainingStatu
             st.radio(
                 safe_md(q.question),
                 range(len(q.options)),
-                format_func=lambda i, q=q: q.options[i],
+                format_func=q.options.__getitem__,
                 index=None,
                 key=f"comprehension_{state.comprehension_attempts_used}_{k}",
             )
