@@ -15,7 +15,7 @@ from sqlalchemy import Select, func, select
 from sqlmodel import Session, col
 
 from annotator.accounts import Account, require_role
-from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User
+from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User, id_of
 from annotator.study import get_study
 
 __all__ = [
@@ -225,7 +225,7 @@ def label_frame(
     """
     require_role(session, account, "researcher")
     study_row = get_study(session, study)
-    study_id = int(study_row.id or 0)
+    study_id = id_of(study_row)
     judgments = current_judgments(session, study_id=study_id)
     scores = current_scores(session, study_id=study_id)
     if pseudonymize:

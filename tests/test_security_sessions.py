@@ -196,3 +196,25 @@ def test_revoked_rows_stay_for_the_audit(engine: Engine) -> None:
             select(UserSession).where(col(UserSession.token_hash) == sessions.token_hash(token))
         ).one()
     assert row.revoked_at is not None
+
+
+# ------------------------------------------------------------------------- the page (point 2, AppTest)
+
+
+def test_deactivation_ends_the_open_page_at_its_next_run(env_db: str, engine: Engine) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    with db.session_scope(engine) as session:
+        accounts.add_user(session, username="rita", role="researcher", password=PASSWORD, account=SYSTEM)
+    main = Path(__file__).resolve().parents[1] / "annotator" / "app" / "main.py"
+    at = AppTest.from_file(str(main), default_timeout=30)
+    at.run()
+    at.text_input(key="login_username").input("rita")
+    at.text_input(key="login_password").input(PASSWORD)
+    at.button(key="login_submit").click().run()
+    assert not at.exception
+    assert at.session_state["account"].username == "rita"
+    _deactivate(engine, "rita")
+    at.run()
+    assert not at.exception
+    assert "account" not in at.session_state or at.session_state["account"] is None
