@@ -202,3 +202,29 @@ def test_cli_models_queue_sends_the_pairs_back(env_db: str, engine: Engine, tmp_
     result = CliRunner().invoke(app, ["models", "queue", "--study", "s1", "--send-back", "1"])
     assert result.exit_code == 0, result.output
     assert "sent back:" in result.output and "Traceback" not in result.output
+
+
+def test_the_validation_page_shows_models_and_the_human_ceiling(
+    env_db: str, engine: Engine, tmp_path: Path
+) -> None:
+    from datetime import UTC, datetime
+
+    from streamlit.testing.v1 import AppTest
+
+    from annotator.accounts import Account
+    from tests.apphelpers import MAIN
+    from tests.factories import make_user
+    from tests.sciencehelpers import add_models, simulated_study
+
+    simulated_study(engine, tmp_path, 10)
+    add_models(engine, tmp_path, 10)
+    with db.session_scope(engine) as session:
+        boss = make_user(session, "boss", role="researcher")
+        account = Account(id=int(boss.id or 0), username="boss", role="researcher")
+    at = AppTest.from_file(str(MAIN), default_timeout=120)
+    at.session_state["account"] = account
+    at.session_state["login_at"] = datetime.now(UTC)
+    at.run()
+    at.switch_page("views/validation.py").run()
+    assert not at.exception
+    assert "Models and the human ceiling" in [h.value for h in at.subheader]
