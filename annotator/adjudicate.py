@@ -230,7 +230,7 @@ def _config(study: Study) -> StudyConfig:
 def _pairs(session: Session, study_id: int, pair_db_id: int | None = None) -> pd.DataFrame:
     query: Select = select(
         col(Pair.id).label("pair_db_id"), col(Pair.external_id).label("pair_id"), col(Pair.category)
-    ).where(col(Pair.study_id) == study_id)
+    ).where(col(Pair.study_id) == study_id, col(Pair.control) == "")  # controls are never adjudicated
     if pair_db_id is not None:
         query = query.where(col(Pair.id) == pair_db_id)
     rows = session.connection().execute(query.order_by(col(Pair.external_id))).all()
@@ -245,6 +245,7 @@ def _evaluation(
     study_id = int(study.id or 0)
     config = _config(study)
     judgments = readers.current_judgments(session, study_id=study_id, pair_db_id=pair_db_id)
+    judgments = judgments[judgments["control"] == ""].reset_index(drop=True)  # controls: issue 14
     evaluation = evaluate(
         _pairs(session, study_id, pair_db_id),
         judgments,
@@ -657,7 +658,8 @@ def pair_detail(session: Session, *, pair_id: int, account: Account, hide_names:
     ).reset_index(drop=True)
     labels = item_labels(list(side_by_side["item"].astype(str).unique()), pair.rubric)
     side_by_side.insert(1, "label", side_by_side["item"].astype(str).map(labels))
-    defaults = _final_defaults(long, labels, config.dimension_names)
+    rated = long[~long["item"].astype(str).str.startswith("support:")]  # rubric support: about the pair
+    defaults = _final_defaults(rated, labels, config.dimension_names)
     history = _adjudications(session, study_id, pair_id).drop(columns=["pair_db_id", "adjudicator_id"])
     return PairDetail(
         study=study.name,

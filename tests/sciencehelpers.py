@@ -2,6 +2,7 @@
 
 import random
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
@@ -10,6 +11,10 @@ from annotator.accounts import SYSTEM
 from annotator.simulate import SimulationSpec, simulate
 from annotator.store import db
 from tests.factories import make_study, write_jsonl
+
+if TYPE_CHECKING:
+    from annotator.study import StudyConfig
+    from tests.apphelpers import AppDB
 
 
 def simulated_study(
@@ -37,3 +42,35 @@ def add_models(engine: Engine, folder: Path, n_pairs: int, *, study: str = "s1",
     for name, records in (("strong", strong), ("weak", weak)):
         path = write_jsonl(folder / f"{study}-{name}.jsonl", records)
         predictions.import_predictions(engine, path, study=study, model=name, account=SYSTEM)
+
+
+def arm_app_study(
+    app_db: "AppDB", folder: Path, *, config: "StudyConfig", arm: str, username: str = "ann1"
+) -> None:
+    """A study "arms" with the given config whose pairs are all queued for `username` in study arm `arm`."""
+    import json
+
+    from sqlmodel import select
+
+    from annotator import ingest
+    from annotator.store.models import Assignment, Pair, Study
+    from tests.apphelpers import pair_record
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "arms.jsonl"
+    path.write_text("".join(json.dumps(pair_record(200 + i)) + "\n" for i in range(2)), encoding="utf-8")
+    ingest.import_file(app_db.engine, path, study="arms", config=config, account=SYSTEM)
+    with db.session_scope(app_db.engine) as session:
+        study_id = int(session.exec(select(Study.id).where(Study.name == "arms")).one() or 0)
+        pair_ids = list(session.exec(select(Pair.id).where(Pair.study_id == study_id).order_by(Pair.id)))
+        session.add_all(
+            Assignment(
+                study_id=study_id,
+                pair_id=pair_id,
+                annotator_id=app_db.users[username],
+                chosen_side="AB"[k % 2],
+                position=k + 1,
+                arm=arm,
+            )
+            for k, pair_id in enumerate(pair_ids)
+        )

@@ -238,3 +238,73 @@ def test_arm_comparison_finds_a_real_difference() -> None:
 def test_arm_comparison_without_arms_is_empty() -> None:
     per_arm, diff = arm_comparison(_arm_frame(0.9, 0.9).drop(columns=["arm"]), quality_items=["correctness"])
     assert per_arm.empty and diff.empty
+
+
+# ------------------------------------------------------------------------------------ the rating page
+
+
+def _page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: StudyConfig, arm: str) -> Any:
+    from datetime import UTC, datetime
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apphelpers import MAIN, build_app_db
+    from tests.sciencehelpers import arm_app_study
+
+    app_db = build_app_db(tmp_path / "app", queues={}, acknowledged=["ann1"])
+    monkeypatch.setenv(db.ENV_VAR, app_db.url)
+    arm_app_study(app_db, tmp_path / "arms", config=config, arm=arm)
+    at = AppTest.from_file(str(MAIN), default_timeout=60)
+    at.session_state["account"] = app_db.account("ann1")
+    at.session_state["login_at"] = datetime.now(UTC)
+    at.run()
+    assert not at.exception
+    return at, app_db
+
+
+def _keys(at: Any) -> list[str]:
+    return [str(w.key) for w in at.segmented_control]
+
+
+def test_the_rating_page_asks_no_rubric_in_the_profile_only_arm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at, app_db = _page(tmp_path, monkeypatch, _config(arms=ARMS), "profile_only")
+    keys = _keys(at)
+    assert keys and not any("rubric" in key or "support" in key for key in keys)
+    app_db.engine.dispose()
+
+
+def test_the_rating_page_asks_and_saves_rubric_support(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rubric = load_config().rubric.model_dump() | {"verify_support": True}
+    at, app_db = _page(tmp_path, monkeypatch, _config(rubric=rubric), "")
+    keys = _keys(at)
+    assert len([key for key in keys if key.endswith(("_support_0", "_support_1"))]) == 2
+    for key in keys:  # rubric and support 2, quality 4, preference "A better", confidence 3
+        last = key.rsplit("_", 1)[-1]
+        value = {"preference": 1, "confidence": 3}.get(last, 2 if "rubric" in key or "support" in key else 4)
+        at.segmented_control(key=key).set_value(value)
+    at.button(key="annotate_submit").click().run()
+    assert not at.exception
+    with Session(app_db.engine) as session:
+        frame = label_frame(session, study="arms", account=SYSTEM)
+    assert sorted(frame.loc[frame["item"].str.startswith("support:"), "item"]) == ["support:0", "support:1"]
+    app_db.engine.dispose()
+
+
+def test_support_answers_are_not_final_scores_to_adjudicate(engine: Engine, tmp_path: Path) -> None:
+    from annotator import adjudicate
+
+    assignment_id, user_id = _support_study(engine, tmp_path)
+    form = make_form("x", 1)
+    form = labels.Submission(**{**form.__dict__, "support": {"support:0": 2, "support:1": 1}})
+    with db.session_scope(engine) as session:
+        labels.show(session, assignment_id=assignment_id, user_id=user_id)
+        labels.submit(session, assignment_id=assignment_id, user_id=user_id, submission=form)
+        pair_id = session.get(Assignment, assignment_id).pair_id  # type: ignore[union-attr]
+    with Session(engine) as session:
+        detail = adjudicate.pair_detail(session, pair_id=pair_id, account=SYSTEM)
+    assert not detail.defaults["item"].astype(str).str.startswith("support:").any()
+    assert detail.defaults["rejected"].notna().all()
