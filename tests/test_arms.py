@@ -16,7 +16,7 @@ from annotator.accounts import SYSTEM
 from annotator.errors import ConfigError, LabelError, UserError
 from annotator.readers import label_frame
 from annotator.store import db
-from annotator.store.models import Assignment, User
+from annotator.store.models import Assignment, Pair, User
 from annotator.study import StudyConfig, load_config, parse_config
 from tests.factories import DIMENSIONS, make_annotators, make_form, make_study
 
@@ -308,3 +308,18 @@ def test_support_answers_are_not_final_scores_to_adjudicate(engine: Engine, tmp_
         detail = adjudicate.pair_detail(session, pair_id=pair_id, account=SYSTEM)
     assert not detail.defaults["item"].astype(str).str.startswith("support:").any()
     assert detail.defaults["rejected"].notna().all()
+
+
+def test_the_pairs_export_keeps_the_rubric_support(engine: Engine, tmp_path: Path) -> None:
+    assignment_id, user_id = _support_study(engine, tmp_path)
+    form = make_form("x", 1)
+    form = labels.Submission(**{**form.__dict__, "support": {"support:0": 0, "support:1": 2}})
+    with db.session_scope(engine) as session:
+        labels.show(session, assignment_id=assignment_id, user_id=user_id)
+        labels.submit(session, assignment_id=assignment_id, user_id=user_id, submission=form)
+        pair_id = session.get(Assignment, assignment_id).pair_id  # type: ignore[union-attr]
+    with Session(engine) as session:
+        records = export.pairs_records(session, study="s1")
+        external = session.get(Pair, pair_id).external_id  # type: ignore[union-attr]
+    by_id = {record["id"]: record["validation"] for record in records}
+    assert by_id[external]["rubric_support"] == [0.0, 2.0]
