@@ -110,7 +110,7 @@ def _validation_text(session: Session, study: str, account: Account) -> tuple[st
     from annotator.study_report import study_report
 
     try:
-        report = study_report(session, study=study, n_boot=200, account=account)
+        report = study_report(session, study=study, n_boot=200, account=account, extras=False)
     except (UserError, ValueError) as exc:  # too few judgments for the statistics
         return f"No validation report: {exc}.", ""
     from analysis.render import methods_paragraph

@@ -28,6 +28,7 @@ def study_report(
     categories: Sequence[str] | None = None,
     annotators: Sequence[str] | None = None,
     account: Account,
+    extras: bool = True,
 ) -> Report:
     """Build the report from the study's current judgments with its own settings.
 
@@ -39,7 +40,7 @@ def study_report(
     from annotator.predictions import prediction_frame
 
     predictions = prediction_frame(session, study=study, account=account)  # issue 15: models vs people
-    final = final_labels(session, study=study) if not predictions.empty else None
+    final = final_labels(session, study=study) if extras and not predictions.empty else None
     report = report_from_frame(
         frame,
         study=study,
@@ -50,6 +51,7 @@ def study_report(
         annotators=annotators,
         predictions=predictions,
         final=final,
+        extras=extras,
     )
     from annotator.quality import attach_quality  # issue 14: annotator QC, verdicts without the excluded
 
@@ -104,10 +106,12 @@ def report_from_frame(
     annotators: Sequence[str] | None = None,
     predictions: pd.DataFrame | None = None,
     final: pd.DataFrame | None = None,
+    extras: bool = True,
 ) -> Report:
     """Filter a label frame (by category and annotator) and build the report, or explain why not.
 
-    `predictions` and `final` (model predictions, final labels) feed the benchmark section."""
+    `predictions` and `final` (model predictions, final labels) feed the benchmark section; without
+    `extras` only the verdicts are computed (no descriptive tables, no benchmark section)."""
     if categories:
         frame = frame[frame["category"].isin(list(categories))]
     if annotators:
@@ -138,6 +142,7 @@ def report_from_frame(
             seed=seed,
             predictions=predictions,
             final=final,
+            extras=extras,
         )
     except ValueError as exc:
         raise UserError(f"cannot analyse study {study!r}: {exc}") from None
