@@ -19,7 +19,6 @@ like any other login. :func:`completion` gives the finished screen its completio
 import hashlib
 import hmac
 import re
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -31,6 +30,7 @@ from annotator.accounts import Account
 from annotator.assign import assign_pairs
 from annotator.controls import mix_controls
 from annotator.errors import AuthError, UserError
+from annotator.readers import study_secret
 from annotator.store.models import Assignment, CrowdLink, Event, Pair, Study, User, id_of, utcnow
 from annotator.study import get_study, parse_config
 
@@ -51,14 +51,6 @@ class Completion:
 
     code: str
     url: str
-
-
-def _secret(session: Session, study: Study) -> bytes:
-    if not study.pseudonym_key:
-        study.pseudonym_key = secrets.token_hex(32)
-        session.add(study)
-        session.flush()
-    return str(study.pseudonym_key).encode()
 
 
 def _parameter(params: Mapping[str, str], name: str, *, required: bool) -> str:
@@ -90,7 +82,9 @@ def enter(session: Session, *, study: str, params: Mapping[str, str]) -> Account
     platform_study = _parameter(params, STUDY_PARAMS[config.platform], required=False)
     platform_session = _parameter(params, SESSION_PARAMS[config.platform], required=False)
     study_id = id_of(study_row)
-    digest = hmac.new(_secret(session, study_row), f"{config.platform}\x00{worker}".encode(), hashlib.sha256)
+    digest = hmac.new(
+        study_secret(session, study_row), f"{config.platform}\x00{worker}".encode(), hashlib.sha256
+    )
     worker_hash = digest.hexdigest()
     link = session.exec(
         select(CrowdLink).where(CrowdLink.study_id == study_id, CrowdLink.worker_hash == worker_hash)

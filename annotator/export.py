@@ -111,7 +111,7 @@ def pairs_records(session: Session, *, study: str, validated_only: bool = False)
             col(Pair.rejected),
             col(Pair.meta).label("meta"),
         )
-        .where(col(Pair.study_id) == study_row.id)
+        .where(col(Pair.study_id) == study_row.id, col(Pair.control) == "")  # never control pairs
         .order_by(col(Pair.id))
     )
     records = []
