@@ -573,7 +573,7 @@ KEYS_JS = """
     for (const option of group.querySelectorAll('button')) {
       if (option.innerText.trim().split(/\\s/)[0] === e.key) {
         e.preventDefault();
-        option.click();
+        if (option.getAttribute('aria-checked') !== 'true') option.click();  // a key never unselects
         option.focus();
         return;
       }
