@@ -424,16 +424,31 @@ def _cluster_ci(
     keep = (~np.isnan(x)).sum(axis=0) >= 2
     codes, uniq = pd.factorize(labels[keep], sort=True)  # resamples do not depend on row order
     n_clusters = len(uniq)
-    # units of each (cluster, group): a resample's group weights are cluster counts @ this matrix
-    incidence = sp.csr_matrix(
-        (np.ones(len(codes)), (codes, units.group)), shape=(n_clusters, units.sizes.size)
+    n_groups = units.sizes.size
+    # Clusters whose units fall in the same groups contribute identically (as units do): group the
+    # clusters by that signature, draw multinomial counts over the signatures, and turn them into
+    # unit-group weights through `per_signature` (signatures x groups).
+    order = np.lexsort((units.group, codes))
+    c_sorted, g_sorted = codes[order], units.group[order]
+    rank = np.arange(len(order)) - np.searchsorted(c_sorted, c_sorted)
+    width = int(rank.max()) + 1
+    padded = np.full((n_clusters, width), -1, dtype=np.int64)
+    padded[c_sorted, rank] = g_sorted
+    signatures, signature_of, sizes = np.unique(padded, axis=0, return_inverse=True, return_counts=True)
+    signature_of = signature_of.ravel()
+    present = signatures >= 0
+    rows = np.repeat(np.arange(len(signatures)), present.sum(axis=1))
+    # groups x signatures, sparse: scipy's sparse product is single-threaded C (no BLAS spinning)
+    per_signature = sp.csr_matrix(
+        (np.ones(len(rows)), (signatures[present], rows)), shape=(n_groups, len(signatures))
     )
-    chunk = int(max(1, min(n_boot, _BOOT_CELLS // max(n_clusters, units.sizes.size, 1))))
+    probs = sizes / n_clusters
+    chunk = int(max(1, min(n_boot, _BOOT_CELLS // max(len(signatures), n_groups, 1))))
     out = np.empty(n_boot)
     for start in range(0, n_boot, chunk):
         b = min(chunk, n_boot - start)
-        counts = rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=b).astype(np.float64)
-        out[start : start + b] = kernel.alpha(np.asarray(incidence.T @ counts.T).T)
+        counts = rng.multinomial(n_clusters, probs, size=b).astype(np.float64)
+        out[start : start + b] = kernel.alpha(np.asarray(per_signature @ counts.T).T)
     out = out[np.isfinite(out)]
     if out.size == 0:
         return (float("nan"), float("nan"))
@@ -934,7 +949,7 @@ def _wide_units(
     """Ratings (annotators x units) and the pair of each unit."""
     unit_code, units = pd.factorize(pd.MultiIndex.from_frame(long[unit_cols]))
     x = _wide(long, unit_cols, what)
-    pairs = np.asarray([unit[0] for unit in units]).astype(str)
+    pairs = np.asarray(units.get_level_values(0)).astype(str)
     return x, pairs
 
 

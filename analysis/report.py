@@ -734,9 +734,18 @@ def _bias(
                 names.append("length: chosen - rejected, per 1000 characters")
         if len(cols) == 1 or float(np.ptp(d["diff"])) == 0:
             continue
+        start = None
+        crossed = validation.crossed[validation.crossed["dimension"] == item]
+        if not crossed.empty and crossed.iloc[0]["residual_var"] > 0:
+            row = crossed.iloc[0]
+            start = (row["pair_var"] / row["residual_var"], row["annotator_var"] / row["residual_var"])
         try:
             fit = fit_crossed(
-                d["diff"].to_numpy(), np.column_stack(cols), d[PAIR_ID].to_numpy(), d[ANNOTATOR].to_numpy()
+                d["diff"].to_numpy(),
+                np.column_stack(cols),
+                d[PAIR_ID].to_numpy(),
+                d[ANNOTATOR].to_numpy(),
+                start=start,
             )
         except (ValueError, np.linalg.LinAlgError):
             continue
