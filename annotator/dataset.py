@@ -19,7 +19,7 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from annotator import adjudicate, export
+from annotator import export
 from annotator.accounts import Account, require_role
 from annotator.errors import UserError
 from annotator.predictions import prediction_frame
@@ -82,11 +82,11 @@ def _arrow_safe(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _tables(session: Session, study: str, account: Account) -> dict[str, Any]:
-    pairs = export.pairs_records(session, study=study, validated_only=True)
+    final = export.adjudicated_frame(session, study=study, pseudonymize=True)  # read once, used twice
+    pairs = export.pairs_records(session, study=study, validated_only=True, final=final)
     kept = {record["id"] for record in pairs}
     labels = label_frame(session, study=study, pseudonymize=True, account=account)
     labels = labels[labels["pair_id"].isin(kept)].reset_index(drop=True)
-    final = adjudicate.final_labels(session, study=study, pseudonymize=True)
     final = final[final["pair_id"].isin(kept)].reset_index(drop=True)
     predictions = prediction_frame(session, study=study, account=account)
     predictions = predictions[predictions["pair_id"].isin(kept)].reset_index(drop=True)

@@ -88,17 +88,21 @@ def _plain(pair: dict[str, Any]) -> bool:
     return not pair["rubric"] and not pair["profile"]
 
 
-def pairs_records(session: Session, *, study: str, validated_only: bool = False) -> list[dict[str, Any]]:
+def pairs_records(
+    session: Session, *, study: str, validated_only: bool = False, final: pd.DataFrame | None = None
+) -> list[dict[str, Any]]:
     """The pairs of `study` as Personalized RewardBench records, each with a `validation` object.
 
     A record has id, question, profile, rubric_aspects, narrative, category, chosen, rejected, then the
     stored metadata keys, then ``validation``: {method, preference, keep, agreement, n_judgments}.
     Pairs imported from a plain prompt/chosen/rejected file are written back that way (``prompt``, no
     profile or rubric), so every record re-imports with :func:`annotator.ingest.import_file`.
-    `validated_only` keeps only the pairs whose latest adjudication says keep.
+    `validated_only` keeps only the pairs whose latest adjudication says keep. `final`: the study's
+    :func:`adjudicated_frame` when the caller has it already (it is read otherwise).
     """
     study_row = get_study(session, study)
-    final = adjudicated_frame(session, study=study).set_index("pair_id").to_dict("index")
+    final_frame = final if final is not None else adjudicated_frame(session, study=study)
+    labels = final_frame.set_index("pair_id").to_dict("index")
     query = (
         select(
             col(Pair.external_id),
@@ -116,11 +120,11 @@ def pairs_records(session: Session, *, study: str, validated_only: bool = False)
     )
     records = []
     support = sorted(
-        (name for name in next(iter(final.values()), {}) if name.startswith("support_")),
+        (name for name in next(iter(labels.values()), {}) if name.startswith("support_")),
         key=lambda name: int(name.removeprefix("support_")),
     )
     for row in session.connection().execute(query).mappings():
-        label = final[row["external_id"]]
+        label = labels[row["external_id"]]
         keep = None if _missing(label["keep"]) else bool(label["keep"])
         if validated_only and keep is not True:
             continue
