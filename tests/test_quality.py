@@ -106,6 +106,7 @@ def test_the_annotators_page_shows_competence_and_exclusion(
     assert "Quality control" in [h.value for h in at.subheader]
     table = next(frame.value for frame in at.dataframe if "competence" in frame.value.columns)
     assert table.set_index("annotator")["excluded"].to_dict()["sim_05"]
+    assert any("alpha_preference" in frame.value.columns for frame in at.dataframe)  # drift
 
 
 def test_the_report_shows_qc_and_the_verdicts_with_and_without_the_excluded(

@@ -163,6 +163,14 @@ def show_quality(account: Account, study: str) -> None:
         f"Exclusion rule, registered {when} ({timing}): {safe_md(summary['rule'])} "
         f"Excluded: {', '.join(result.excluded) or 'nobody'}."
     )
+    with st.expander("Agreement over time (drift)"):
+        by = st.radio("Per", ["week", "block"], horizontal=True, key="annotators_drift_by")
+        with session() as active:
+            drift, markers = quality.agreement_drift(active, study=study, account=account, by=by)
+        st.dataframe(drift, hide_index=True, width="stretch")
+        st.caption("Krippendorff's alpha (ordinal) on the pairs completed in each period.")
+        st.dataframe(markers, hide_index=True, width="stretch")
+        st.caption("Guideline versions: when each was first and last used.")
 
 
 account = require("researcher")
