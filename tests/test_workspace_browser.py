@@ -37,14 +37,19 @@ N_POSTS = 25
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]]:
-    """A server over a fresh database: six pairs whose profiles hold N_POSTS posts (one about kayaks)."""
+    """A server over a fresh database: six pairs with long responses and narratives (their panes
+    scroll) whose profiles hold N_POSTS posts (one about kayaks)."""
     folder = tmp_path_factory.mktemp("workspace")
     posts = [
         {"id": f"q{k}", "category": "cooking", "text": f"Post {k}: quick vegetarian food again."}
         for k in range(N_POSTS)
     ]
     posts[17] = {"id": "q17", "category": "sport", "text": "I paddle my kayak every weekend."}
-    records = [pair_record(i, profile=posts) for i in range(6)]
+    long_text = "Cook a batch of lentils on Sunday and keep them for three dinners. " * 30
+    records = [
+        pair_record(i, profile=posts, chosen=f"Plan {i}. {long_text}", narrative="I cook after work. " * 40)
+        for i in range(6)
+    ]
     app_db = build_app_db(
         folder / "db",
         records=records,

@@ -271,7 +271,10 @@ def show_context(item: ItemView, config: StudyConfig) -> None:
     st.info(safe_md(item.question), icon=":material/help:")
     left, right = st.columns(2, gap="medium")
     if item.narrative:
-        with left.expander("The user's own explanation", expanded=True, icon=":material/person:"):
+        with (
+            left.expander("The user's own explanation", expanded=True, icon=":material/person:"),
+            st.container(key="narrative"),
+        ):
             st.markdown(safe_md(item.narrative))
     if item.rubric and config.display.rubric_for_preference and not config.display.rubric_for_ratings:
         with left.expander("What this user cares about (rubric)", expanded=False):
@@ -546,6 +549,16 @@ KEYS_JS = """
   }
   clearInterval(window.__psTimer);
   const tick = () => {
+    // Scrolling panes take the keyboard focus (arrows scroll them) and say what they hold.
+    for (const [key, name] of [['pane_A', 'Response A'], ['pane_B', 'Response B'],
+                               ['narrative', "The user's own explanation"]]) {
+      const pane = doc.querySelector('.st-key-' + key);
+      if (pane && !pane.hasAttribute('tabindex')) {
+        pane.setAttribute('tabindex', '0');
+        pane.setAttribute('role', 'region');
+        pane.setAttribute('aria-label', name);
+      }
+    }
     const el = doc.getElementById('ps-timer');
     if (!el) return;
     const s = Math.max(0, Math.round((Date.now() - start) / 1000));
@@ -592,6 +605,7 @@ COMPACT_CSS = """
 [data-testid="stMainBlockContainer"] h3 { font-size: 1.05rem; padding: 0.1rem 0; }
 [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p { margin-bottom: 0.2rem; }
 .ps-timer { font-size: 0.9rem; }
+.st-key-narrative { max-height: 8.5em; overflow-y: auto; }
 </style>
 """
 
