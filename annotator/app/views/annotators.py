@@ -14,6 +14,7 @@ from annotator.errors import AuthError, UserError
 from annotator.readers import label_frame
 
 RESULT_KEY = "annotators_result"  # (kind, text) shown once after an action
+PENDING_KEY = "annotators_pending"  # (action, username) waiting for its confirmation
 
 
 def base_url() -> str:
@@ -36,14 +37,20 @@ def run(action: Callable[[], str | None], success: str) -> None:
     st.rerun()
 
 
-@st.dialog("Please confirm")
+def _forget_pending() -> None:
+    st.session_state.pop(PENDING_KEY, None)
+
+
+@st.dialog("Please confirm", on_dismiss=_forget_pending)
 def confirm(question: str, action: Callable[[], str | None], success: str, button: str) -> None:
     """A confirmation dialog: nothing happens until the button in it is pressed."""
     st.markdown(question)
     left, right = st.columns(2)
     if left.button(button, type="primary", key="annotators_confirm"):
+        _forget_pending()
         run(action, success)
     if right.button("Cancel", key="annotators_cancel"):
+        _forget_pending()
         st.rerun()
 
 
@@ -77,36 +84,44 @@ def manage(account: Account, study: str, names: list[str]) -> None:
             token = accounts.issue_login_token(active, username=name, account=account)
         return f"{base_url()}/?token={token}"
 
-    st.caption(f"**{name}** is {'active' if is_active else 'deactivated'}.")
-    buttons = st.columns(4)
-    if is_active:
-        if buttons[0].button("Deactivate…", key="annotators_deactivate", icon=":material/block:"):
-            confirm(
-                f"Deactivate **{name}**? They are logged out at once and can no longer log in; "
-                "their labels are kept. You can reactivate the account later.",
-                set_active(False),
-                f"{name} is deactivated; their labels are kept.",
-                "Deactivate",
-            )
-    elif buttons[0].button("Reactivate", key="annotators_reactivate", icon=":material/check_circle:"):
-        run(set_active(True), f"{name} can log in again.")
-    if buttons[1].button("Reassign open items…", key="annotators_reassign", icon=":material/swap_horiz:"):
-        confirm(
+    confirmed: dict[str, tuple[str, Callable[[], str | None], str, str]] = {
+        "deactivate": (
+            f"Deactivate **{name}**? They are logged out at once and can no longer log in; "
+            "their labels are kept. You can reactivate the account later.",
+            set_active(False),
+            f"{name} is deactivated; their labels are kept.",
+            "Deactivate",
+        ),
+        "reassign": (
             f"Move every open item of **{name}** in study **{study}** to other annotators?",
             reassign,
             f"Open items of {name} reassigned",
             "Reassign",
-        )
-    if buttons[2].button("Reset password…", key="annotators_reset", icon=":material/key:"):
-        confirm(
+        ),
+        "reset": (
             f"Give **{name}** a new generated password? Their current password stops working and "
             "they are logged out. The new one is shown once.",
             reset,
             f"New password for {name} (shown once; pass it on privately): ",
             "Reset password",
-        )
+        ),
+    }
+    st.caption(f"**{name}** is {'active' if is_active else 'deactivated'}.")
+    buttons = st.columns(4)
+    if is_active:
+        if buttons[0].button("Deactivate…", key="annotators_deactivate", icon=":material/block:"):
+            st.session_state[PENDING_KEY] = ("deactivate", name)
+    elif buttons[0].button("Reactivate", key="annotators_reactivate", icon=":material/check_circle:"):
+        run(set_active(True), f"{name} can log in again.")
+    if buttons[1].button("Reassign open items…", key="annotators_reassign", icon=":material/swap_horiz:"):
+        st.session_state[PENDING_KEY] = ("reassign", name)
+    if buttons[2].button("Reset password…", key="annotators_reset", icon=":material/key:"):
+        st.session_state[PENDING_KEY] = ("reset", name)
     if buttons[3].button("Login link", key="annotators_link", icon=":material/link:"):
         run(link, f"Single-use login link for {name} (valid 7 days, shown once): ")
+    pending = st.session_state.get(PENDING_KEY)
+    if pending is not None and pending[1] == name and pending[0] in confirmed:
+        confirm(*confirmed[pending[0]])
 
 
 def show_result() -> None:
