@@ -514,7 +514,7 @@ def quality_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
             "swapped repeats (1 = identical); too_fast / straight_lining: attention flags; competence: MACE "
             "on the quality and rubric ratings (crowd-kit; ds_*: Dawid-Skene). "
             f"Pre-registered exclusion rule (written {rule.get('registered_at') or 'never'}, {timing}): "
-            f"{rule.get('rule')}. Excluded: {excluded}.",
+            f"{str(rule.get('rule')).rstrip('.')}. Excluded: {excluded}.",
             qc.table[[c for c in columns if c in qc.table.columns]],
         ),
         (
