@@ -23,7 +23,7 @@ from annotator.errors import UserError
 from annotator.simulate import SimulationSpec
 from annotator.simulate import simulate as run_simulation
 from annotator.store import db
-from annotator.study import load_config, study_config
+from annotator.study import load_config
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     from analysis.report import Report
@@ -569,6 +569,31 @@ def power(
         f"{design.pool} reach power {design.power:.3f}",
         highlight=False,
     )
+    designs = Table(
+        "overlap", "pairs", "pool", "judgments", "power", title="Designs by overlap (crossed model)"
+    )
+    for overlap in range(1, 6):
+        try:
+            option = recommend_design(
+                margin=margin,
+                pair_var=pair_sd**2,
+                annotator_var=annotator_sd**2,
+                residual_var=sd**2,
+                power=target,
+                alpha=alpha,
+                true_diff=true_diff,
+                per_pair=overlap,
+            )
+        except ValueError:
+            continue
+        designs.add_row(
+            str(overlap),
+            str(option.n_pairs),
+            str(option.pool),
+            str(option.n_pairs * overlap),
+            f"{option.power:.3f}",
+        )
+    out.print(designs)
 
 
 def study_power(study: str, database: str | None) -> None:
@@ -586,13 +611,22 @@ def study_power(study: str, database: str | None) -> None:
         title=f"Achieved power of {study} (margin +-{config.analysis.margin:g}, true difference 0)",
     )
     components = Table(
-        "dimension", "pair var", "annotator var", "residual var", "annotators needed", title="Variance components"
+        "dimension",
+        "pair var",
+        "annotator var",
+        "residual var",
+        "annotators needed",
+        title="Variance components",
     )
     for row in power.itertuples():
         table.add_row(row.dimension, str(row.n_pairs), f"{row.sd_diff:.3f}", f"{row.power:.3f}")
         needed = "n/a" if row.pool_needed != row.pool_needed else f"{int(row.pool_needed)}"
         components.add_row(
-            row.dimension, f"{row.pair_var:.3f}", f"{row.annotator_var:.3f}", f"{row.residual_var:.3f}", needed
+            row.dimension,
+            f"{row.pair_var:.3f}",
+            f"{row.annotator_var:.3f}",
+            f"{row.residual_var:.3f}",
+            needed,
         )
     out.print(table)
     out.print("power: the per-pair TOST, conditional on this panel of annotators", highlight=False)
