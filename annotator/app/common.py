@@ -200,7 +200,7 @@ def require(*roles: str) -> Account:
     if account is None:
         st.error("Please log in first.")
         st.stop()
-    if account.role not in roles:
+    if account.role not in roles or account.role == "system":  # SYSTEM is for the CLI, never a page
         st.error(f"This page is not available to the {account.role} role.")
         st.stop()
     return account
