@@ -153,7 +153,9 @@ def test_only_the_hash_of_a_token_is_stored(engine: Engine) -> None:
 def test_an_expired_login_token_is_refused(engine: Engine) -> None:
     _add(engine)
     with db.session_scope(engine) as session:
-        token = accounts.issue_login_token(session, username="alice", valid_for=timedelta(seconds=-1), account=SYSTEM)
+        token = accounts.issue_login_token(
+            session, username="alice", valid_for=timedelta(seconds=-1), account=SYSTEM
+        )
     with pytest.raises(AuthError, match="expired"), db.session_scope(engine) as session:
         accounts.redeem_login_token(session, token)
 

@@ -114,10 +114,12 @@ def test_the_server_passes_its_security_settings_itself(tmp_path: Path) -> None:
     """Whatever the working directory (an installed wheel has no .streamlit/config.toml), Streamlit
     reads the settings from the flags: no error details in the browser, XSRF protection on."""
     flags = dict(flag.removeprefix("--").split("=", 1) for flag in server.FLAGS)
+    options = {key.replace(".", "_"): value for key, value in flags.items()}
     code = (
-        "import sys; from streamlit import config; from streamlit.web import bootstrap;"
-        f"bootstrap.load_config_options(flag_options={{k.replace('.', '_'): v for k, v in {flags!r}.items()}});"
-        "print(config.get_option('client.showErrorDetails'), config.get_option('server.enableXsrfProtection'))"
+        "from streamlit import config; from streamlit.web import bootstrap;"
+        f"bootstrap.load_config_options(flag_options={options!r});"
+        "print(config.get_option('client.showErrorDetails'),"
+        " config.get_option('server.enableXsrfProtection'))"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")}
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)

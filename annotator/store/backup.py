@@ -90,7 +90,9 @@ def backup(engine: Engine | str, target: str | Path, *, force: bool = False) -> 
     except OSError as exc:
         raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None
     except sqlite3.DatabaseError as exc:
-        raise UserError(f"cannot back up {database}: {db.describe_error(DatabaseError(None, None, exc))}") from None
+        raise UserError(
+            f"cannot back up {database}: {db.describe_error(DatabaseError(None, None, exc))}"
+        ) from None
     finally:
         temporary.unlink(missing_ok=True)
     summary = BackupSummary(target, target.stat().st_size, db.current_revision(engine) or "empty")

@@ -184,7 +184,9 @@ def describe_error(exc: DatabaseError) -> str:
         return "the disk is full; free some space and run the command again (nothing partial was saved)"
     if "malformed" in lowered or "not a database" in lowered or "corrupt" in lowered:
         return (
-            "the database file is damaged (" + (text.splitlines()[0] if text else "corrupt") + "); stop the app and "
+            "the database file is damaged ("
+            + (text.splitlines()[0] if text else "corrupt")
+            + "); stop the app and "
             "restore the latest backup (annotator backup makes one)"
         )
     if "unable to open" in lowered:
