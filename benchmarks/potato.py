@@ -178,7 +178,9 @@ def measure_in_page(
             return float(ms)
         except Exception as error:  # a navigation destroyed the context mid-poll: poll the new document
             if time.monotonic() >= deadline or "Timeout" in type(error).__name__:
-                raise
+                state = page.evaluate("() => window.__pairProbe ? window.__pairProbe.state() : null")
+                message = f"the next item was not complete within {timeout_ms:.0f} ms (probe: {state})"
+                raise RuntimeError(message) from error
             page.wait_for_timeout(20)
 
 
