@@ -114,9 +114,13 @@ def _dummy_hash() -> str:
 
 @cache
 def common_passwords() -> frozenset[str]:
-    """The most common passwords (lower case), refused for new passwords."""
+    """The most common passwords (lower case), refused for new passwords: zxcvbn's list of the 30,000
+    most frequent ones in public breaches, plus a few of this tool's own (annotator/common_passwords.txt)."""
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+
+    breached = {word.lower() for word in FREQUENCY_LISTS["passwords"]}
     text = resources.files("annotator").joinpath("common_passwords.txt").read_text(encoding="utf-8")
-    return frozenset(
+    return frozenset(breached) | frozenset(
         line.strip().lower() for line in text.splitlines() if line.strip() and not line.startswith("#")
     )
 

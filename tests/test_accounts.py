@@ -293,7 +293,7 @@ def test_an_old_scrypt_hash_still_logs_in_and_is_upgraded(engine: Engine) -> Non
     assert _login(engine, "alice", PASSWORD).username == "alice"
 
 
-@pytest.mark.parametrize("password", ["password123", "Qwertyuiop", "iloveyou1"])
+@pytest.mark.parametrize("password", ["password123", "Qwertyuiop", "iloveyou1", "corvette", "Q1W2E3R4T5"])
 def test_a_common_password_is_refused(engine: Engine, password: str) -> None:
     with pytest.raises(UserError, match="most common"):
         _add(engine, password=password)
