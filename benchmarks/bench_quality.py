@@ -184,6 +184,8 @@ def flags(table: pd.DataFrame) -> dict[str, set[str]]:
         "competence": competence,
         "any": every,
         "two_of_three": two,
+        "competence_or_consistency": competence | consistency,
+        "competence_and_any_control": competence & (gold | consistency),
     }
 
 
