@@ -14,6 +14,7 @@ from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guideline_version
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, id_of, utcnow
 from annotator.study import StudyConfig, parse_config, study_config
+from annotator.training import qualified
 
 SIDES = ("A", "B")
 SUPPORT_PREFIX = "support:"  # rubric-support answers (issue 15); = analysis.benchmark.SUPPORT_PREFIX
@@ -112,10 +113,12 @@ def show(session: Session, *, assignment_id: int, user_id: int, resume: bool = F
     study = session.get(Study, assignment.study_id)
     if pair is None or study is None:
         raise UserError("this item no longer exists")
+    config = parse_config(study.config)
+    if config.training.required and not qualified(session, user_id=user_id, study_id=study.id or 0):
+        raise AuthError("please complete the training first; your items open once you pass it")
     if not resume or assignment.shown_at is None:
         assignment.shown_at = utcnow()
     session.add(assignment)
-    config = parse_config(study.config)
     texts = (pair.chosen, pair.rejected) if assignment.chosen_side == "A" else (pair.rejected, pair.chosen)
     display = config.display
     arm = config.display_for(assignment.arm)  # the annotator's study arm may hide parts (issue 15)

@@ -16,7 +16,7 @@ from sqlmodel import Session, select
 
 from annotator.accounts import Account, require_role
 from annotator.errors import UserError
-from annotator.store.models import Event, Study, TrainingAnswer
+from annotator.store.models import Event, Study, TrainingAnswer, User
 from annotator.study import Training, parse_config
 
 __all__ = [
@@ -136,6 +136,15 @@ def status(session: Session, *, account: Account, study_id: int) -> TrainingStat
         comprehension_attempts=config.comprehension_attempts,
         comprehension_passed=passed,
     )
+
+
+def qualified(session: Session, *, user_id: int, study_id: int) -> bool:
+    """Whether a user may open the study's real queue (labels.show checks it on every item)."""
+    user = session.get(User, user_id)
+    if user is None:
+        return False
+    account = Account(id=user_id, username=user.username, role="annotator")
+    return status(session, account=account, study_id=study_id).qualified if user.role == "annotator" else True
 
 
 def answer_training(session: Session, *, account: Account, study_id: int, choice: int) -> Feedback:

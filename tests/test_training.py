@@ -7,10 +7,10 @@ import pytest
 from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
 
-from annotator import training
+from annotator import labels, training
 from annotator.accounts import SYSTEM, Account
 from annotator.assign import assign
-from annotator.errors import ConfigError, UserError
+from annotator.errors import AuthError, ConfigError, UserError
 from annotator.store import db
 from annotator.study import Training, parse_config
 from tests.factories import make_annotators
@@ -145,3 +145,17 @@ def test_the_training_page_shows_feedback_after_an_answer(
     assert not at.exception
     assert any("The expected answer: B" in error.value for error in at.error)
     assert any("B uses the profile." in info.value for info in at.info)
+
+
+def test_the_service_serves_no_item_before_qualification(engine: Engine, tmp_path: Path) -> None:
+    account = _setup(engine, tmp_path)
+    with db.session_scope(engine) as session:
+        item = labels.next_assignment(session, user_id=account.id, study_id=1)
+        assert item is not None
+        with pytest.raises(AuthError, match="complete the training first"):
+            labels.show(session, assignment_id=int(item.id or 0), user_id=account.id)
+    _answer(engine, account, 1)
+    _answer(engine, account, 0)
+    _comprehend(engine, account, 0)
+    with db.session_scope(engine) as session:
+        assert labels.show(session, assignment_id=int(item.id or 0), user_id=account.id).text_a
