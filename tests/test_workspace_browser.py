@@ -238,10 +238,36 @@ def test_no_serious_accessibility_violation(
         tab.goto(base_url)
     else:
         log_in(tab, base_url, username, PASSWORD)
+        tab.get_by_role("button", name="Log out").wait_for()
         if path:
             tab.goto(f"{base_url}/{path}")
     wait_idle(tab)
     tab.locator("h1").first.wait_for()
+    if username is not None:
+        tab.get_by_role("button", name="Log out").wait_for()  # still logged in: the page asked for
     tab.wait_for_timeout(1500)
     assert tab.locator("h1").count() == 1
     assert serious(tab) == []
+
+
+def test_deactivation_is_confirmed_in_a_dialog_first(live: tuple[str, AppDB], tab: Page) -> None:
+    base_url, app_db = live
+    log_in(tab, base_url, "res1", PASSWORD)
+    tab.get_by_role("heading", name="Progress").wait_for()
+    tab.goto(f"{base_url}/annotators")
+    wait_idle(tab)
+    tab.get_by_role("heading", name="Annotators").wait_for()
+    tab.get_by_role("combobox", name="Account").click()
+    tab.get_by_role("option", name="gone1").click()
+    wait_idle(tab)
+    tab.get_by_role("button", name="Reactivate").click()
+    wait_idle(tab)
+    assert app_db.user("gone1").active
+    tab.get_by_role("button", name="Deactivate…").click()
+    dialog = tab.get_by_role("dialog")
+    dialog.wait_for()
+    assert app_db.user("gone1").active, "nothing happens before the confirmation"
+    dialog.get_by_role("button", name="Deactivate").click()
+    wait_idle(tab)
+    tab.get_by_text("gone1 is deactivated; their labels are kept.").wait_for()
+    assert not app_db.user("gone1").active
