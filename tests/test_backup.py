@@ -159,3 +159,25 @@ def test_postgresql_gets_a_pg_dump_hint_without_the_password() -> None:
         backup("postgresql+psycopg://me:secret@db.example:5432/study", "copy.db")
     assert "secret" not in str(caught.value) and "db.example:5432/study" in str(caught.value)
     assert not Path("copy.db").exists()
+
+
+def test_the_pg_dump_hint_needs_no_postgresql_driver(tmp_path: Path) -> None:
+    """With psycopg not importable (a fresh `pip install -e ".[test]"`: it is only in the postgres
+    extra), `annotator backup` on a PostgreSQL URL still gives the pg_dump advice, not a driver error."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('psycopg', 'psycopg2', 'psycopg_binary'):\n"
+        "            raise ModuleNotFoundError(name, name=name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from annotator.cli import main\n"
+        "sys.argv = ['annotator', '--db', 'postgresql+psycopg://me:secret@db.example/study', 'backup', 'x.db']\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "pg_dump" in done.stderr and "secret" not in done.stderr and "Traceback" not in done.stderr
