@@ -175,7 +175,8 @@ def test_the_pg_dump_hint_needs_no_postgresql_driver(tmp_path: Path) -> None:
         "            raise ModuleNotFoundError(name, name=name)\n"
         "sys.meta_path.insert(0, Block())\n"
         "from annotator.cli import main\n"
-        "sys.argv = ['annotator', '--db', 'postgresql+psycopg://me:secret@db.example/study', 'backup', 'x.db']\n"
+        "url = 'postgresql+psycopg://me:secret@db.example/study'\n"
+        "sys.argv = ['annotator', '--db', url, 'backup', 'x.db']\n"
         "main()\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
