@@ -156,7 +156,11 @@ def require_role(session: Session, account: Account, *roles: str) -> None:
         raise AuthError("no account given: this call needs a logged-in user")
     if account.role not in roles:
         raise AuthError(f"{account.username} ({account.role}) may not do this; it needs {' or '.join(roles)}")
-    require_active(session, account.id)
+    row = session.exec(select(User.active, User.role).where(User.id == account.id)).first()
+    if row is None or not row[0]:
+        raise AuthError(DEACTIVATED if row is not None else "unknown account; please log in again")
+    if row[1] != account.role:
+        raise AuthError("this account's role has changed; please log in again")
 
 
 def require_active(session: Session, user_id: int) -> None:

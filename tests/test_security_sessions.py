@@ -10,7 +10,7 @@ from sqlmodel import Session, col, select
 
 from annotator import accounts, export, labels, sessions
 from annotator.accounts import SYSTEM, Account
-from annotator.errors import AuthError
+from annotator.errors import AuthError, UserError
 from annotator.store import db
 from annotator.store.models import UserSession, id_of, utcnow
 from tests.factories import PASSWORD, make_study, make_user
@@ -218,3 +218,17 @@ def test_deactivation_ends_the_open_page_at_its_next_run(env_db: str, engine: En
     at.run()
     assert not at.exception
     assert "account" not in at.session_state or at.session_state["account"] is None
+
+
+def test_an_account_whose_role_differs_from_the_database_is_refused(engine: Engine, tmp_path: Path) -> None:
+    make_study(engine, tmp_path, 1)
+    ann = _account(engine, "ann")
+    promoted = Account(id=ann.id, username=ann.username, role="researcher")
+    with pytest.raises(AuthError, match="role has changed"), db.session_scope(engine) as session:
+        export.build(session, study="s1", kind="pairs", account=promoted)
+
+
+def test_a_researcher_cannot_deactivate_themselves(engine: Engine) -> None:
+    rita = _account(engine, "rita", role="researcher")
+    with pytest.raises(UserError, match="your own account"), db.session_scope(engine) as session:
+        accounts.set_active(session, username="rita", active=False, account=rita)
