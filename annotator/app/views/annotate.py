@@ -29,7 +29,7 @@ from annotator.app.common import (
 )
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guidelines_text
-from annotator.labels import ItemView, Submission
+from annotator.labels import SUPPORT_PREFIX, ItemView, Submission
 from annotator.study import StudyConfig
 
 SUBMIT_KEYS = "Ctrl+Enter"
@@ -120,6 +120,17 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
                     aspect=aspect if show_reasons else {"aspect": aspect["aspect"]},
                 )
             )
+    if item.ask_support:  # rubric verification (issue 15): about the pair, asked once per aspect
+        for k, aspect in enumerate(item.rubric):
+            questions.append(
+                Question(
+                    name=f"{SUPPORT_PREFIX}{k}",
+                    label=f"Aspect {k + 1} ({safe_md(aspect['aspect'])}): supported by what the user wrote?",
+                    options=[0, 1, 2],
+                    option_labels=dict(enumerate(config.rubric.support_labels)),
+                    help=config.rubric.support_question,
+                )
+            )
     questions.append(
         Question(
             name="preference",
@@ -175,6 +186,7 @@ def _answers_from(submission: Submission | None) -> dict[str, Any]:
     answers.update(
         preference=submission.preference, confidence=submission.confidence, comment=submission.comment
     )
+    answers.update(submission.support)  # rubric support answers, "support:<k>" (issue 15)
     return answers
 
 
@@ -421,13 +433,17 @@ def form_answers(item: ItemView, config: StudyConfig, submission_id: str) -> Sub
     """The submission built from the widgets' session state."""
     answers = current_answers(item, config)
     scores: dict[str, dict[str, float | None]] = {"A": {}, "B": {}}
+    support: dict[str, float | None] = {}
     for question in item_questions(item, config):
         if question.side:
             scores[question.side][question.name.split(":", 1)[1]] = answers.get(question.name)
+        elif question.name.startswith(SUPPORT_PREFIX):
+            support[question.name] = answers.get(question.name)
     return Submission(
         submission_id=submission_id,
         preference=answers.get("preference"),
         scores=scores,
+        support=support,
         confidence=answers.get("confidence"),
         comment=answers.get("comment", ""),
         opened_posts=tuple(sorted(st.session_state.get(OPENED_KEY, set()))),
