@@ -170,12 +170,12 @@ def simulate(
                     continue
                 assignment.shown_at = utcnow() - timedelta(seconds=seconds)
                 session.add(assignment)
-                submission = _to_ab(sides, assignment.chosen_side, f"sim-{study_row.id}-{assignment_id}")
+                form = _to_ab(sides, assignment.chosen_side, f"sim-{study_row.id}-{assignment_id}")
                 labels.submit(
                     session,
                     assignment_id=assignment_id,
                     user_id=annotator_id,
-                    submission=fit_to_arm(config, assignment, submission),
+                    submission=fit_to_arm(config, assignment, form),
                 )
                 judged += 1
         if progress is not None:
