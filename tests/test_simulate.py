@@ -122,7 +122,9 @@ def test_no_quality_gap_is_equivalent_and_rubric_superior(tmp_path: Path) -> Non
     assert report.summary["n_pairs"] >= 36
     eq = report.validation.equivalence
     assert eq["equivalent"].all(), eq[["dimension", "estimate", "ci_low", "ci_high"]]
-    assert bool(report.validation.iut.equivalent)
+    # the per-pair TOST (conditional on this panel of 3 simulated annotators); the crossed-model
+    # verdict, which generalizes to annotators in general, is rightly weak with 3 annotators
+    assert bool(report.validation.iut_panel.equivalent)
     superiority = report.validation.superiority.iloc[0]
     assert superiority["estimate"] > 0
     assert superiority["p_holm"] < report.parameters["alpha"]
