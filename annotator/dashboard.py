@@ -8,7 +8,17 @@ from sqlmodel import Session, col, select
 
 from annotator.accounts import Account, require_role
 from annotator.errors import UserError
-from annotator.store.models import Assignment, Event, Judgment, Pair, Study, User, utcnow
+from annotator.store.models import (
+    Adjudication,
+    Assignment,
+    Event,
+    Judgment,
+    ModelPrediction,
+    Pair,
+    Study,
+    User,
+    utcnow,
+)
 from annotator.study import get_study
 
 
@@ -23,15 +33,19 @@ def study_names(session: Session) -> list[str]:
     return list(session.exec(select(Study.name).order_by(Study.name)))
 
 
-def data_version(session: Session, study: str, *, account: Account) -> tuple[int, int]:
-    """Changes whenever a judgment is saved (judgments are append-only: count and newest id), for caching.
+def data_version(session: Session, study: str, *, account: Account) -> tuple[int, int, int, int]:
+    """Changes whenever a judgment is saved (judgments are append-only: count and newest id), a decision
+    is recorded or model predictions are imported (newest ids: the report's benchmark section compares
+    models with people on the validated pairs), for caching.
 
-    Read from the whole judgment table (cheap: no join), so a judgment in another study also counts
-    as a change; that only costs a recomputation.
+    Read from whole tables (cheap: no join), so a change in another study also counts as a change;
+    that only costs a recomputation.
     """
     _researchers_study(session, study, account)
     count, newest = session.exec(select(func.count(col(Judgment.id)), func.max(Judgment.id))).one()
-    return int(count or 0), int(newest or 0)
+    decided = session.exec(select(func.max(Adjudication.id))).one()
+    predicted = session.exec(select(func.max(ModelPrediction.id))).one()
+    return int(count or 0), int(newest or 0), int(decided or 0), int(predicted or 0)
 
 
 def annotator_progress(session: Session, *, study: str, account: Account) -> pd.DataFrame:

@@ -20,7 +20,7 @@ SHOWN_FAILED = 500
 def cached_report(
     url: str,
     study: str,
-    version: tuple[int, int],
+    version: tuple[int, ...],
     categories: tuple[str, ...],
     annotators: tuple[str, ...],
     _account: Account,
@@ -40,7 +40,7 @@ def cached_report(
 
 @st.cache_data(max_entries=32)
 def cached_filter_options(
-    url: str, study: str, version: tuple[int, int], _account: Account
+    url: str, study: str, version: tuple[int, ...], _account: Account
 ) -> tuple[list[str], list[str]]:
     """The categories and annotators to filter by, for one data version."""
     with session() as active:
@@ -72,7 +72,7 @@ if study is not None:
         "Refresh",
         key="validation_refresh",
         icon=":material/refresh:",
-        help="Re-read the study; the report is recomputed only when judgments changed",
+        help="Re-read the study; the report is recomputed only when judgments, decisions or models changed",
     )
     boxes = {"pass": st.success, "fail": st.error, "inconclusive": st.warning, "not_assessed": st.info}
     overall_box = {"PASS": st.success, "FAIL": st.error}.get(report.overall, st.warning)
