@@ -134,6 +134,8 @@ def test_the_item_view_has_no_pair_internals() -> None:
         "text_b",
         "revisions",
         "ask_support",
+        "profile_shown",
+        "shown_at",
     }
     assert not any("chosen" in name or "rejected" in name or "pair" in name for name in names)
 
@@ -157,7 +159,7 @@ def test_the_responses_appear_only_as_a_and_b(setup: Setup, side: str) -> None:
             assert pair.chosen not in str(value) and pair.rejected not in str(value)
     assert "chosen" not in str(view) and "rejected" not in str(view)
     assert {a["aspect"] for a in view["rubric"]} == {a["aspect"] for a in pair.rubric}
-    assert all(set(a) == {"aspect", "reason"} for a in view["rubric"])  # no evidence
+    assert all(set(a) == {"aspect", "reason", "evidence"} for a in view["rubric"])  # shown beside the rating
 
 
 def test_show_refuses_another_annotators_item(setup: Setup) -> None:
