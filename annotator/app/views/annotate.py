@@ -43,6 +43,7 @@ INDEX_KEY = "annotate_profile_index"
 OPTION_CHARS = 9  # scale labels are cut to their first words on the buttons (full text in the help)
 PANE_HEIGHT = 300  # px: the most a response pane takes; a longer response scrolls inside it
 PANE_MIN = 110
+NARRATIVE_HEIGHT = 140
 LINE_PX, CHARS_PER_LINE = 25, 62  # a rough line height and width of a pane at 1440 px
 MATCHES_SHOWN = 20
 
@@ -285,7 +286,7 @@ def show_context(item: ItemView, config: StudyConfig) -> None:
     if item.narrative:
         with (
             left.expander("The user's own explanation", expanded=True, icon=":material/person:"),
-            st.container(key="narrative"),
+            st.container(height=text_height(item.narrative, NARRATIVE_HEIGHT), border=False, key="narrative"),
         ):
             st.markdown(safe_md(item.narrative))
     if item.rubric and config.display.rubric_for_preference and not config.display.rubric_for_ratings:
@@ -373,10 +374,15 @@ def ask_rubric(item: ItemView, config: StudyConfig, question: Question) -> None:
         ask(item, config, question)
 
 
+def text_height(text: str, most: int, least: int = 60) -> int:
+    """The height (px) a text needs in a half-width pane, within bounds (a longer text scrolls)."""
+    lines = sum(len(line) // CHARS_PER_LINE + 1 for line in text.splitlines() or [""])
+    return max(least, min(most, lines * LINE_PX + 40))
+
+
 def pane_height(*texts: str) -> int:
     """One height for both panes (so their questions line up): the longer text's, within bounds."""
-    lines = max(sum(len(line) // CHARS_PER_LINE + 1 for line in text.splitlines() or [""]) for text in texts)
-    return max(PANE_MIN, min(PANE_HEIGHT, lines * LINE_PX + 40))
+    return max(text_height(text, PANE_HEIGHT, PANE_MIN) for text in texts)
 
 
 def show_responses(item: ItemView, config: StudyConfig, questions: list[Question]) -> None:
@@ -621,7 +627,9 @@ COMPACT_CSS = """
 [data-testid="stMainBlockContainer"] h3 { font-size: 1.05rem; padding: 0.1rem 0; }
 [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p { margin-bottom: 0.2rem; }
 .ps-timer { font-size: 0.9rem; }
-.st-key-narrative { max-height: 8.5em; overflow-y: auto; }
+@media (max-width: 640px) {
+  [data-testid="stButtonGroup"] > div { flex-wrap: wrap; row-gap: 0.25rem; }
+}
 </style>
 """
 
