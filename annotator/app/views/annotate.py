@@ -41,9 +41,9 @@ SUBMIT_BUTTON = "annotate_submit"
 OPENED_KEY = "annotate_opened_posts"
 INDEX_KEY = "annotate_profile_index"
 OPTION_CHARS = 9  # scale labels are cut to their first words on the buttons (full text in the help)
-PANE_HEIGHT = 300  # px: the most a response pane takes; a longer response scrolls inside it
+PANE_HEIGHT = 250  # px: the most a response pane takes; a longer response scrolls inside it
 PANE_MIN = 110
-NARRATIVE_HEIGHT = 140
+NARRATIVE_HEIGHT = 110
 LINE_PX, CHARS_PER_LINE = 25, 62  # a rough line height and width of a pane at 1440 px
 MATCHES_SHOWN = 20
 
@@ -113,7 +113,7 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
             questions.append(
                 Question(
                     name=f"{side}:rubric:{k}",
-                    label=f"Response {side} · aspect {k + 1}: {safe_md(aspect['aspect'])}",
+                    label=f"Response {side} · aspect {k + 1}",  # the aspect's name is beside it
                     options=[0, 1, 2],
                     option_labels={v: str(v) for v in (0, 1, 2)},
                     side=side,
@@ -362,7 +362,7 @@ def ask(item: ItemView, config: StudyConfig, question: Question) -> None:
 def ask_rubric(item: ItemView, config: StudyConfig, question: Question) -> None:
     """A rubric row: the aspect, its reason and its evidence quote beside the 0/1/2 choice."""
     aspect = question.aspect
-    text, choice = st.columns([5, 4], gap="small", vertical_alignment="center")
+    text, choice = st.columns([2, 1], gap="small", vertical_alignment="center")
     with text:
         line = f"**{safe_md(aspect.get('aspect', ''))}**"
         if aspect.get("reason"):
@@ -621,7 +621,7 @@ KEYS_JS = """
 
 COMPACT_CSS = """
 <style>
-[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; padding-bottom: 3rem; }
+[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; padding-bottom: 1rem; }
 [data-testid="stMainBlockContainer"] h1 { font-size: 1.5rem; padding: 0.2rem 0; }
 [data-testid="stMainBlockContainer"] h2 { font-size: 1.15rem; padding: 0.1rem 0; }
 [data-testid="stMainBlockContainer"] h3 { font-size: 1.05rem; padding: 0.1rem 0; }
