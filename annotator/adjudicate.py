@@ -21,7 +21,7 @@ from analysis.frames import rubric_scores
 from annotator import readers
 from annotator.accounts import Account, require_role
 from annotator.errors import UserError
-from annotator.store.models import Adjudication, Event, Pair, Study, User, utcnow
+from annotator.store.models import Adjudication, Event, Method, Pair, Study, User, id_of, utcnow
 from annotator.study import StudyConfig, get_study, parse_config
 
 __all__ = [
@@ -47,8 +47,8 @@ RULES: dict[str, str] = {
     "flagged": "an annotator flagged the item as broken",
 }
 MIN_JUDGMENTS = 2
-AUTO_METHODS = ("unanimous", "majority")
-HUMAN_METHOD = "adjudicated"
+AUTO_METHODS: tuple[Method, ...] = ("unanimous", "majority")
+HUMAN_METHOD: Method = "adjudicated"
 UNRESOLVED = "unresolved"
 PREFERENCES = ("chosen", "rejected", "tie")
 PREFERENCE_LABELS = {
@@ -242,7 +242,7 @@ def _evaluation(
     session: Session, study: Study, pair_db_id: int | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The evaluation of a study's pairs (or one pair) and the current judgments it was built on."""
-    study_id = int(study.id or 0)
+    study_id = id_of(study)
     config = _config(study)
     judgments = readers.current_judgments(session, study_id=study_id, pair_db_id=pair_db_id)
     judgments = judgments[judgments["control"] == ""].reset_index(drop=True)  # controls: issue 14
@@ -403,7 +403,7 @@ def auto_resolve(session: Session, *, study: str, account: Account) -> AutoSumma
     require_role(session, account, "adjudicator", "researcher")
     study_row = get_study(session, study)
     evaluation, judgments = _evaluation(session, study_row)
-    adjudications = _adjudications(session, int(study_row.id or 0))
+    adjudications = _adjudications(session, id_of(study_row))
     state = _decision_state(evaluation, adjudications).to_dict("index")
     latest = adjudications.groupby("pair_db_id").tail(1).set_index("pair_db_id").to_dict("index")
     ids = _judgment_ids(judgments)
@@ -525,7 +525,7 @@ def queue(session: Session, *, study: str, account: Account) -> pd.DataFrame:
     require_role(session, account, "adjudicator", "researcher")
     study_row = get_study(session, study)
     evaluation, _ = _evaluation(session, study_row)
-    state = _decision_state(evaluation, _adjudications(session, int(study_row.id or 0)))
+    state = _decision_state(evaluation, _adjudications(session, id_of(study_row)))
     reopened = state["reopened"].to_numpy()
     waiting = (evaluation["status"] == "needs_person").to_numpy() & (
         ~state["has_human"].to_numpy() | reopened
@@ -605,7 +605,7 @@ def pair_detail(session: Session, *, pair_id: int, account: Account, hide_names:
     """
     require_role(session, account, "adjudicator", "researcher")
     pair, study = _pair_and_study(session, pair_id)
-    study_id = int(study.id or 0)
+    study_id = id_of(study)
     config = _config(study)
     evaluated, judgments = _evaluation(session, study, pair_id)
     evaluation = evaluated.iloc[0]
@@ -812,7 +812,7 @@ def _decided_rubric(
     decided = {r: items for r, items in decided.items() if items}
     if not decided:
         return {}
-    scores = readers.current_scores(session, study_id=int(study.id or 0), pair_db_id=pair_db_id)
+    scores = readers.current_scores(session, study_id=id_of(study), pair_db_id=pair_db_id)
     aspects = scores[scores["item"].astype(str).str.startswith("rubric:")]
     medians = aspects.groupby(["response", "item"], observed=True)["value"].median()
     out = {}
@@ -832,7 +832,7 @@ def final_labels(session: Session, *, study: str, pseudonymize: bool = False) ->
     """
     study_row = get_study(session, study)
     evaluation, judgments = _evaluation(session, study_row)
-    adjudications = _adjudications(session, int(study_row.id or 0))
+    adjudications = _adjudications(session, id_of(study_row))
     latest = adjudications.groupby("pair_db_id").tail(1).set_index("pair_db_id")
     score_columns = [c for c in evaluation.columns if c.startswith(("chosen_", "rejected_"))]
     out = evaluation.set_index("pair_db_id")

@@ -10,7 +10,7 @@ from sqlmodel import Session, col, select
 from annotator.accounts import Account, require_role
 from annotator.controls import mix_controls
 from annotator.errors import UserError
-from annotator.store.models import Assignment, Event, Judgment, Pair, User
+from annotator.store.models import PENDING, Assignment, Event, Judgment, Pair, User, id_of
 from annotator.study import StudyConfig, get_study, study_config
 
 
@@ -74,10 +74,10 @@ def assign(
             f"overlap {overlap} needs at least {overlap} active annotators; found {len(users)} ({names})"
         )
     rng = random.Random(seed)
-    user_ids = [int(user.id or 0) for user in users]
+    user_ids = [id_of(user) for user in users]
     pair_ids = list(  # control pairs are mixed in by controls.mix_controls, never given an overlap
         session.exec(
-            select(Pair.id).where(Pair.study_id == study_row.id, Pair.control == "").order_by(Pair.id)
+            select(col(Pair.id)).where(Pair.study_id == study_row.id, Pair.control == "").order_by(col(Pair.id))
         )
     )
     main_ids = set(pair_ids)
@@ -99,13 +99,13 @@ def assign(
         load[annotator_id] += 1
         balance[annotator_id] += 1 if side == "A" else -1
     tiebreak = {uid: rng.random() for uid in user_ids}
-    arm_of = annotator_arms(session, study_id=int(study_row.id or 0), user_ids=user_ids, seed=seed)
+    arm_of = annotator_arms(session, study_id=id_of(study_row), user_ids=user_ids, seed=seed)
     pair_arms: dict[int, Counter[str]] = defaultdict(Counter)  # per pair: slots per arm (balanced)
     for pair_id, annotator_id, _ in existing:
         if annotator_id in arm_of and pair_id in on_pair and annotator_id in on_pair[pair_id]:
             pair_arms[pair_id][arm_of[annotator_id]] += 1
     new: dict[int, list[tuple[int, str]]] = defaultdict(list)
-    order = list(pair_ids)
+    order = [int(pair_id) for pair_id in pair_ids if pair_id is not None]
     rng.shuffle(order)
     for pair_id in order:
         picked: list[int] = []
@@ -139,9 +139,9 @@ def assign(
     rows = []
     last = dict(
         session.exec(
-            select(Assignment.annotator_id, func.max(Assignment.position))
+            select(col(Assignment.annotator_id), func.max(Assignment.position))
             .where(Assignment.study_id == study_row.id)
-            .group_by(Assignment.annotator_id)
+            .group_by(col(Assignment.annotator_id))
         ).all()
     )
     for uid, items in new.items():
@@ -182,7 +182,7 @@ def study_pair_ids(session: Session, study: str) -> list[int]:
     study_row = get_study(session, study)
     return [
         int(i or 0)
-        for i in session.exec(select(Pair.id).where(Pair.study_id == study_row.id).order_by(Pair.id))
+        for i in session.exec(select(col(Pair.id)).where(Pair.study_id == study_row.id).order_by(col(Pair.id)))
     ]
 
 
@@ -211,9 +211,9 @@ def assign_pairs(
         sides[pair_id][side] += 1
     position = max((p for _, uid, _, p in existing if uid == user.id), default=0)
     arms = (  # the annotator's study arm: given (by a caller that balanced arms), kept, or drawn
-        {int(user.id or 0): arm}
+        {id_of(user): arm}
         if arm is not None
-        else annotator_arms(session, study_id=int(study_row.id or 0), user_ids=[int(user.id or 0)], seed=seed)
+        else annotator_arms(session, study_id=id_of(study_row), user_ids=[id_of(user)], seed=seed)
     )
     rng = random.Random(seed)
     todo = [pair_id for pair_id in pair_ids if pair_id not in mine]
@@ -229,7 +229,7 @@ def assign_pairs(
                 "annotator_id": user.id,
                 "chosen_side": side,
                 "position": position + offset,
-                "arm": arms[int(user.id or 0)],
+                "arm": arms[id_of(user)],
             }
         )
     if rows:
@@ -289,14 +289,14 @@ def extend_overlap(session: Session, *, pair_id: int, config: StudyConfig) -> in
         .join(Judgment, col(Judgment.id) == col(Assignment.current_judgment_id), isouter=True)
         .where(Assignment.pair_id == pair_id)
     ).all()
-    if len(rows) >= rule.max_overlap or any(status == "pending" for _, status, _, _ in rows):
+    if len(rows) >= rule.max_overlap or any(status == PENDING for _, status, _, _ in rows):
         return 0
     preferences = [int(p) for _, _, _, p in rows if p is not None]
     spread = max(preferences) - min(preferences) if len(preferences) >= 2 else 0
     if spread <= rule.max_spread:
         return 0
     on_pair = {annotator_id for annotator_id, _, _, _ in rows}
-    pending = func.sum(case((col(Assignment.status) == "pending", 1), else_=0))
+    pending = func.sum(case((col(Assignment.status) == PENDING, 1), else_=0))
     candidates = session.exec(
         select(Assignment.annotator_id, pending, func.min(Assignment.position))
         .join(User, col(User.id) == col(Assignment.annotator_id))

@@ -30,7 +30,7 @@ from sqlmodel import Session, col, select
 
 from annotator.accounts import Account, require_role
 from annotator.errors import UserError
-from annotator.store.models import Assignment, Event, Pair, User, id_of
+from annotator.store.models import DONE, PENDING, Assignment, Event, Pair, User, id_of
 from annotator.study import get_study, parse_config
 
 __all__ = [
@@ -277,7 +277,7 @@ def _make_swaps(
         done = sorted(
             pid
             for pid, (_, status) in mine.items()
-            if status == "done" and pid in by_id and (pid not in copies or copies[pid].id not in mine)
+            if status == DONE and pid in by_id and (pid not in copies or copies[pid].id not in mine)
         )
         rng.shuffle(done)
         for source_id in done[: max(0, n - have)]:
@@ -316,7 +316,7 @@ def _insert_mixed(
         )
     ).all():
         last[annotator_id] = max(last.get(annotator_id, 0), position)
-        if status == "pending":
+        if status == PENDING:
             pending[annotator_id].append(position)
     rows = []
     for annotator_id, pair_id, side in plan:

@@ -31,7 +31,7 @@ from annotator.assign import assign_pairs
 from annotator.controls import mix_controls
 from annotator.errors import AuthError, UserError
 from annotator.readers import study_secret
-from annotator.store.models import Assignment, CrowdLink, Event, Pair, Study, User, id_of, utcnow
+from annotator.store.models import PENDING, Assignment, CrowdLink, Event, Pair, Study, User, id_of, utcnow
 from annotator.study import get_study, parse_config
 
 __all__ = ["WORKER_PARAMS", "Completion", "completion", "enter", "time_left"]
@@ -173,7 +173,7 @@ def completion(session: Session, *, account: Account, study_id: int) -> Completi
         .where(
             Assignment.annotator_id == account.id,
             Assignment.study_id == study_id,
-            Assignment.status == "pending",
+            Assignment.status == PENDING,
         )
     ).one()
     if int(pending):

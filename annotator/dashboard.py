@@ -4,11 +4,13 @@ from datetime import timedelta
 
 import pandas as pd
 from sqlalchemy import func
+from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
 from annotator.accounts import Account, require_role
 from annotator.errors import UserError
 from annotator.store.models import (
+    PENDING,
     Adjudication,
     Assignment,
     Event,
@@ -17,6 +19,7 @@ from annotator.store.models import (
     Pair,
     Study,
     User,
+    id_of,
     utcnow,
 )
 from annotator.study import get_study
@@ -51,11 +54,17 @@ def data_version(session: Session, study: str, *, account: Account) -> tuple[int
 def annotator_progress(session: Session, *, study: str, account: Account) -> pd.DataFrame:
     """Per annotator: assigned, done, skipped, open, items per hour of work, median time on task."""
     study_id = _researchers_study(session, study, account).id
-    rows = session.exec(
-        select(User.username, User.active, Assignment.status, Assignment.skip_count, Judgment.time_on_task_s)
+    rows = session.execute(
+        sql_select(
+            col(User.username),
+            col(User.active),
+            col(Assignment.status),
+            col(Assignment.skip_count),
+            col(Judgment.time_on_task_s),
+        )
         .join(User, col(User.id) == Assignment.annotator_id)
         .outerjoin(Judgment, col(Judgment.id) == Assignment.current_judgment_id)
-        .where(Assignment.study_id == study_id)
+        .where(col(Assignment.study_id) == study_id)
     ).all()
     frame = pd.DataFrame(rows, columns=["annotator", "active", "status", "skip_count", "time_s"])
     if frame.empty:
@@ -114,7 +123,7 @@ def stalled_assignments(
         .join(User, col(User.id) == Assignment.annotator_id)
         .join(Pair, col(Pair.id) == Assignment.pair_id)
         .where(
-            Assignment.study_id == study_id, Assignment.status == "pending", col(Assignment.shown_at) < cutoff
+            Assignment.study_id == study_id, Assignment.status == PENDING, col(Assignment.shown_at) < cutoff
         )
     ).all()
     return pd.DataFrame(rows, columns=["annotator", "pair_id", "shown_at"])
@@ -149,7 +158,7 @@ def reassign_open(session: Session, *, account: Account, study: str, username: s
             select(Assignment).where(
                 Assignment.study_id == study_row.id,
                 Assignment.annotator_id == source.id,
-                Assignment.status == "pending",
+                Assignment.status == PENDING,
             )
         )
     )
@@ -169,12 +178,12 @@ def reassign_open(session: Session, *, account: Account, study: str, username: s
         last = session.exec(
             select(func.max(Assignment.position)).where(Assignment.annotator_id == target.id)
         ).one()
-        item.annotator_id = int(target.id or 0)
+        item.annotator_id = id_of(target)
         item.position = int(last or 0) + 1
         item.shown_at = None
         session.add(item)
-        taken.add((item.pair_id, target.id))
-        load[target.id] += 1
+        taken.add((item.pair_id, id_of(target)))
+        load[id_of(target)] += 1
         moved += 1
     session.add(
         Event(

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from annotator import textguard
 from annotator.accounts import Account, require_role
@@ -450,7 +450,7 @@ def load_pairs(
 
 def ensure_study(connection: Any, name: str, config: StudyConfig | None) -> int:
     """The id of study `name`, creating it with `config` (or the default) on first import."""
-    found = connection.execute(select(Study.id, Study.config).where(Study.name == name)).first()
+    found = connection.execute(select(col(Study.id), col(Study.config)).where(col(Study.name) == name)).first()
     if found is not None:
         if config is not None and config.model_dump() != found.config:
             raise UserError(
@@ -499,8 +499,8 @@ def import_file(
         existing = {
             r.external_id: (r.id, r.content_hash, r.n_done)
             for r in connection.execute(
-                select(Pair.external_id, Pair.id, Pair.content_hash, Pair.n_done).where(
-                    Pair.study_id == study_id
+                select(col(Pair.external_id), col(Pair.id), col(Pair.content_hash), col(Pair.n_done)).where(
+                    col(Pair.study_id) == study_id
                 )
             )
         }

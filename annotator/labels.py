@@ -12,7 +12,19 @@ from annotator.accounts import require_active
 from annotator.assign import extend_overlap
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guideline_version
-from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, id_of, utcnow
+from annotator.store.models import (
+    DONE,
+    FLAGGED,
+    PENDING,
+    Assignment,
+    Event,
+    Judgment,
+    Pair,
+    Score,
+    Study,
+    id_of,
+    utcnow,
+)
 from annotator.study import StudyConfig, parse_config, study_config
 from annotator.training import qualified
 
@@ -82,7 +94,7 @@ def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignm
         .where(
             Assignment.annotator_id == user_id,
             Assignment.study_id == study_id,
-            Assignment.status == "pending",
+            Assignment.status == PENDING,
         )
         .order_by(col(Assignment.position))
         .limit(QUEUE_WINDOW)
@@ -114,7 +126,7 @@ def show(session: Session, *, assignment_id: int, user_id: int, resume: bool = F
     if pair is None or study is None:
         raise UserError("this item no longer exists")
     config = parse_config(study.config)
-    if config.training.required and not qualified(session, user_id=user_id, study_id=study.id or 0):
+    if config.training.required and not qualified(session, user_id=user_id, study_id=id_of(study)):
         raise AuthError("please complete the training first; your items open once you pass it")
     if not resume or assignment.shown_at is None:
         assignment.shown_at = utcnow()
@@ -123,7 +135,7 @@ def show(session: Session, *, assignment_id: int, user_id: int, resume: bool = F
     display = config.display
     arm = config.display_for(assignment.arm)  # the annotator's study arm may hide parts (issue 15)
     return ItemView(
-        assignment_id=int(assignment.id or 0),
+        assignment_id=id_of(assignment),
         study=study.name,
         question=pair.question,
         narrative=pair.narrative if arm.show_narrative else "",
@@ -218,7 +230,7 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     problems = missing_answers(config, n_aspects, submission, ask_support=arm.ask_support)
     if problems:
         raise LabelError("Please answer: " + "; ".join(problems))
-    _lock_assignment(session, int(assignment.id or 0))
+    _lock_assignment(session, id_of(assignment))
     earlier = _saved(session, submission.submission_id)  # saved by another process while we waited
     if earlier is not None:
         _own_assignment(session, earlier.assignment_id, user_id)
@@ -241,7 +253,7 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
         + 1
     )
     judgment = Judgment(
-        assignment_id=int(assignment.id or 0),
+        assignment_id=id_of(assignment),
         revision=revision,
         submission_id=submission.submission_id,
         submitted_at=now,
@@ -268,15 +280,15 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     for side, items in submission.scores.items():
         response = "chosen" if (side == "A") == chosen_is_a else "rejected"
         for item, value in items.items():
-            session.add(Score(judgment_id=judgment.id, response=response, item=item, value=float(value or 0)))
+            session.add(Score(judgment_id=id_of(judgment), response=response, item=item, value=float(value or 0)))
     for item, value in submission.support.items():  # about the pair: stored on the `chosen` response
         session.add(Score(judgment_id=id_of(judgment), response="chosen", item=item, value=float(value or 0)))
-    first = status != "done"
+    first = status != DONE
     session.execute(
         update(Assignment)
         .where(col(Assignment.id) == assignment.id)
         .values(
-            status="done",
+            status=DONE,
             completed_at=now,
             current_judgment_id=judgment.id,
             revisions=revision,
@@ -290,7 +302,7 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     )
     session.flush()
     if config.dynamic_overlap.max_overlap > 0:  # disagreeing pairs get another annotator (issue 14)
-        extend_overlap(session, pair_id=int(pair.id or 0), config=config)
+        extend_overlap(session, pair_id=id_of(pair), config=config)
         session.flush()
     return judgment
 
@@ -353,9 +365,9 @@ def progress(session: Session, *, user_id: int, study_id: int) -> Progress:
         .where(Assignment.annotator_id == user_id, Assignment.study_id == study_id)
         .group_by(Assignment.status)
     ).all()
-    done = sum(n for status, n, _ in rows if status == "done")
-    skipped = sum(int(s or 0) for status, _, s in rows if status == "pending")
-    flagged = sum(n for status, n, _ in rows if status == "flagged")
+    done = sum(n for status, n, _ in rows if status == DONE)
+    skipped = sum(int(s or 0) for status, _, s in rows if status == PENDING)
+    flagged = sum(n for status, n, _ in rows if status == FLAGGED)
     return Progress(done=done, total=sum(n for _, n, _ in rows), skipped=skipped, flagged=flagged)
 
 
@@ -365,7 +377,7 @@ def finished_items(session: Session, *, user_id: int, study_id: int) -> list[dic
         select(Assignment, Pair.question)
         .join(Pair, col(Pair.id) == Assignment.pair_id)
         .where(
-            Assignment.annotator_id == user_id, Assignment.study_id == study_id, Assignment.status == "done"
+            Assignment.annotator_id == user_id, Assignment.study_id == study_id, Assignment.status == DONE
         )
         .order_by(col(Assignment.completed_at).desc())
     ).all()

@@ -24,7 +24,7 @@ from annotator import assign
 from annotator.accounts import Account, require_role
 from annotator.errors import IngestError, UserError
 from annotator.ingest import MAX_PROBLEMS, read_records
-from annotator.store.models import Assignment, Event, ModelPrediction, Pair, User
+from annotator.store.models import Assignment, Event, ModelPrediction, Pair, User, id_of
 from annotator.study import get_study
 
 __all__ = [
@@ -217,7 +217,7 @@ def save_predictions(
     require_role(session, account, "researcher")
     model = _check_model(model)
     study_row = get_study(session, study)
-    study_id = int(study_row.id or 0)
+    study_id = id_of(study_row)
     old = session.exec(
         select(col(ModelPrediction.id)).where(
             col(ModelPrediction.study_id) == study_id, col(ModelPrediction.model) == model
@@ -274,7 +274,7 @@ def import_predictions(
     _check_model(model)
     with Session(engine, expire_on_commit=False) as session:
         require_role(session, account, "researcher")
-        known = _known_pairs(session, int(get_study(session, study).id or 0))
+        known = _known_pairs(session, id_of(get_study(session, study)))
     rows = load_predictions(path, known, progress=progress)
     with Session(engine, expire_on_commit=False) as session:
         summary = save_predictions(
@@ -334,7 +334,7 @@ def disagreement_queue(
     final = adjudicate.final_labels(session, study=study)
     pairs = validated_pair_ids(final) if validated_only else None
     queue = disagreements(frame, predictions, final=final, pairs=pairs)
-    ids = _known_pairs(session, int(get_study(session, study).id or 0))
+    ids = _known_pairs(session, id_of(get_study(session, study)))
     queue.insert(0, "pair_db_id", queue["pair_id"].map(ids).astype("Int64"))
     return queue
 
@@ -351,7 +351,7 @@ def send_back(
     if extra < 1:
         raise UserError("extra must be at least 1")
     study_row = get_study(session, study)
-    study_id = int(study_row.id or 0)
+    study_id = id_of(study_row)
     known = _known_pairs(session, study_id)
     unknown = [p for p in pair_ids if p not in known]
     if unknown:
@@ -415,7 +415,7 @@ def simulate_models(
     """
     import random
 
-    study_id = int(get_study(session, study).id or 0)
+    study_id = id_of(get_study(session, study))
     pairs = session.exec(
         select(col(Pair.id), col(Pair.meta)).where(col(Pair.study_id) == study_id).order_by(col(Pair.id))
     ).all()

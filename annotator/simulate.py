@@ -24,7 +24,7 @@ from sqlmodel import Session, col, select
 
 from annotator import accounts, assign, labels
 from annotator.store.db import session_scope
-from annotator.store.models import Assignment, Pair, User, utcnow
+from annotator.store.models import DONE, Assignment, Pair, User, id_of, utcnow
 from annotator.study import StudyConfig, get_study, parse_config
 
 FACTUAL_ERROR = "flawed:rejected_factual_error"
@@ -109,7 +109,7 @@ def simulate(
     annotator_bias = {name: rng.gauss(0, spec.bias_sd) for name in names}
     annotator_noise = {name: spec.noise * rng.uniform(0.7, 1.3) for name in names}
     annotator_speed = {name: rng.uniform(0.6, 1.6) for name in names}
-    user_ids = [int(users[name].id or 0) for name in names]
+    user_ids = [id_of(users[name]) for name in names]
     with Session(engine) as session:
         rows = session.exec(
             select(Assignment.id, Assignment.pair_id, Assignment.annotator_id, Assignment.status)
@@ -125,7 +125,7 @@ def simulate(
             for p in session.exec(select(Pair).where(Pair.study_id == study_row.id, Pair.control != ""))
         }
     spammers = set(names[len(names) - spec.spammers :]) if spec.spammers > 0 else set()
-    by_id = {int(users[name].id or 0): name for name in names}
+    by_id = {id_of(users[name]): name for name in names}
     latents: dict[int, dict[str, float]] = {}
     judged = 0
     pending = []
@@ -146,7 +146,7 @@ def simulate(
             submission, seconds = spam_judgment(
                 rng, config.dimension_names, n_aspects, config.quality.scale_min, config.quality.scale_max
             )
-            if status != "done":
+            if status != DONE:
                 pending.append((assignment_id, annotator_id, submission, seconds))
             continue
         submission, seconds = _judgment(
@@ -160,20 +160,20 @@ def simulate(
             config.quality.scale_min,
             config.quality.scale_max,
         )
-        if status != "done":
+        if status != DONE:
             pending.append((assignment_id, annotator_id, submission, seconds))
     for start in range(0, len(pending), BATCH):
         with session_scope(engine) as session:
             for assignment_id, annotator_id, sides, seconds in pending[start : start + BATCH]:
                 assignment = session.get(Assignment, assignment_id)
-                if assignment is None or assignment.status == "done":
+                if assignment is None or assignment.status == DONE:
                     continue
                 assignment.shown_at = utcnow() - timedelta(seconds=seconds)
                 session.add(assignment)
                 form = _to_ab(sides, assignment.chosen_side, f"sim-{study_row.id}-{assignment_id}")
                 labels.submit(
                     session,
-                    assignment_id=assignment_id,
+                    assignment_id=id_of(assignment),
                     user_id=annotator_id,
                     submission=fit_to_arm(config, assignment, form),
                 )

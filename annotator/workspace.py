@@ -10,7 +10,7 @@ from sqlmodel import Session, col, select
 
 from annotator.accounts import Account, require_role
 from annotator.errors import AuthError, LabelError, UserError
-from annotator.store.models import Assignment, Draft, Event, Pair, User, utcnow
+from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Draft, Event, Pair, User, utcnow
 from annotator.study import get_study
 
 #: The longest draft answer kept (a comment); longer text is cut, the draft is never refused.
@@ -97,7 +97,7 @@ def resume_assignment(session: Session, *, user_id: int, study_id: int) -> int |
         .where(
             Draft.user_id == user_id,
             Assignment.study_id == study_id,
-            col(Assignment.status).in_(("pending", "done")),
+            col(Assignment.status).in_((PENDING, DONE)),
         )
         .order_by(col(Draft.updated_at).desc())
         .limit(1)
@@ -112,9 +112,9 @@ def flag_item(session: Session, *, assignment_id: int, user_id: int, reason: str
     if not reason:
         raise LabelError("Please say what is wrong with the item")
     assignment = _own(session, assignment_id, user_id)
-    if assignment.status == "done":
+    if assignment.status == DONE:
         raise UserError("this item is already submitted; use the comment of a revision instead")
-    assignment.status = "flagged"
+    assignment.status = FLAGGED
     assignment.flag_reason = reason[:MAX_TEXT]
     assignment.shown_at = None
     assignment.completed_at = utcnow()
@@ -136,7 +136,7 @@ def flagged_items(session: Session, *, study: str, account: Account) -> pd.DataF
         select(Pair.external_id, User.username, Assignment.flag_reason, Assignment.completed_at)
         .join(Pair, col(Pair.id) == Assignment.pair_id)
         .join(User, col(User.id) == Assignment.annotator_id)
-        .where(Assignment.study_id == study_row.id, Assignment.status == "flagged")
+        .where(Assignment.study_id == study_row.id, Assignment.status == FLAGGED)
         .order_by(col(Pair.external_id))
     ).all()
     return pd.DataFrame([tuple(r) for r in rows], columns=FLAGGED_COLUMNS)

@@ -26,7 +26,7 @@ from annotator import accounts, ingest
 from annotator.accounts import SYSTEM, Account
 from annotator.server import command as server_command
 from annotator.store import db
-from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User
+from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User, id_of
 from tests.databases import fresh_db_url
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,7 +181,7 @@ def build_app_db(
                 user.guidelines_ack_at = user.created_at
             session.add(user)
             session.flush()
-            users[name] = int(user.id or 0)
+            users[name] = id_of(user)
         rows = [
             {
                 "study_id": study_id,
@@ -304,7 +304,7 @@ def add_study(app_db: AppDB, folder: Path, name: str, username: str, n_pairs: in
         ]
         session.add_all(rows)
         session.flush()
-        return [int(r.id or 0) for r in rows]
+        return [id_of(r) for r in rows]
 
 
 # ------------------------------------------------------------------------------------------ rating page

@@ -15,7 +15,7 @@ from sqlmodel import Session, func, select
 from annotator import accounts, ingest, labels
 from annotator.accounts import SYSTEM
 from annotator.store import db
-from annotator.store.models import Event, Pair, Study, User
+from annotator.store.models import Event, Pair, Study, User, id_of
 
 PASSWORD = "correct-horse-battery"
 DIMENSIONS = ("correctness", "relevance", "helpfulness")  # the default study's quality dimensions
@@ -125,7 +125,7 @@ def make_user(
 def make_annotators(engine: Engine, n: int, *, prefix: str = "ann") -> list[int]:
     """`n` active annotators named ann00, ann01, ...; returns their ids."""
     with db.session_scope(engine) as session:
-        return [int(make_user(session, f"{prefix}{k:02d}").id or 0) for k in range(n)]
+        return [id_of(make_user(session, f"{prefix}{k:02d}")) for k in range(n)]
 
 
 def make_study(

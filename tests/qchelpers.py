@@ -9,7 +9,7 @@ from sqlmodel import Session, select
 from annotator import ingest, labels
 from annotator.accounts import SYSTEM
 from annotator.store import db
-from annotator.store.models import Assignment, Pair, User
+from annotator.store.models import Assignment, Pair, User, id_of
 from annotator.study import StudyConfig, load_config, parse_config
 from tests.factories import make_form, make_records, write_jsonl
 
@@ -41,16 +41,16 @@ def answer_all(engine: Engine, username: str, *, study_id: int = 1, k: int = 0) 
     done = 0
     with db.session_scope(engine) as session:
         user = session.exec(select(User).where(User.username == username)).one()
-        user_id = int(user.id or 0)
+        user_id = id_of(user)
     while True:
         with db.session_scope(engine) as session:
             item = labels.next_assignment(session, user_id=user_id, study_id=study_id)
             if item is None:
                 return done
-            labels.show(session, assignment_id=int(item.id or 0), user_id=user_id)
+            labels.show(session, assignment_id=id_of(item), user_id=user_id)
             labels.submit(
                 session,
-                assignment_id=int(item.id or 0),
+                assignment_id=id_of(item),
                 user_id=user_id,
                 submission=make_form(f"{username}-{item.id}", k),
             )

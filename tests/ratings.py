@@ -11,7 +11,7 @@ from sqlmodel import Session, select
 from annotator import accounts, assign, ingest, labels
 from annotator.accounts import SYSTEM
 from annotator.store import db
-from annotator.store.models import Assignment, Pair
+from annotator.store.models import Assignment, Pair, id_of
 from tests.databases import fresh_db_url
 
 STUDY = "s1"
@@ -68,7 +68,7 @@ def build_study(
 def account(engine: Engine, username: str) -> accounts.Account:
     with Session(engine) as session:
         user = accounts.get_user(session, username)
-        return accounts.Account(id=int(user.id or 0), username=user.username, role=user.role)
+        return accounts.Account(id=id_of(user), username=user.username, role=user.role)
 
 
 def rate(
@@ -98,7 +98,7 @@ def rate(
         found = session.exec(
             select(Assignment).join(Pair).where(Pair.external_id == pair, Assignment.annotator_id == user.id)
         ).one()
-        labels.show(session, assignment_id=int(found.id or 0), user_id=int(user.id or 0))
+        labels.show(session, assignment_id=id_of(found), user_id=id_of(user))
         chosen_is_a = found.chosen_side == "A"
         index = 2 - preference if chosen_is_a else 2 + preference
         scores = {
@@ -116,9 +116,9 @@ def rate(
             flag_reason=flag_reason,
         )
         judgment = labels.submit(
-            session, assignment_id=int(found.id or 0), user_id=int(user.id or 0), submission=submission
+            session, assignment_id=id_of(found), user_id=id_of(user), submission=submission
         )
-        return int(judgment.id or 0)
+        return id_of(judgment)
 
 
 def rate_all(engine: Engine, pair: str, preferences: list[int], **kwargs: Any) -> list[int]:

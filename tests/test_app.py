@@ -11,7 +11,7 @@ from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
 from annotator.store import db
-from annotator.store.models import Event, Judgment
+from annotator.store.models import Event, Judgment, id_of
 from tests.apphelpers import MAIN, PASSWORD, AppDB, build_app_db
 
 TIMEOUT = 30
@@ -285,15 +285,15 @@ def test_submissions_map_a_and_b_to_chosen_and_rejected(app_db: AppDB) -> None:
         (queue[0], expected_a, expected_b, 1),  # chosen shown as A, "A better": chosen better
         (queue[1], expected_b, expected_a, -1),  # chosen shown as B, "A better": rejected better
     ):
-        [judgment] = app_db.judgments(int(assignment.id or 0))
+        [judgment] = app_db.judgments(id_of(assignment))
         assert judgment.preference == preference
         assert judgment.confidence == 3
         assert judgment.revision == 1
-        scores = app_db.scores(int(judgment.id or 0))
+        scores = app_db.scores(id_of(judgment))
         assert scores == {("chosen", k): v for k, v in chosen.items()} | {
             ("rejected", k): v for k, v in rejected.items()
         }
-        saved = app_db.assignment(int(assignment.id or 0))
+        saved = app_db.assignment(id_of(assignment))
         assert (saved.status, saved.revisions, saved.current_judgment_id) == ("done", 1, judgment.id)
         assert app_db.pair(assignment.pair_id).n_done == 1
 
@@ -353,14 +353,14 @@ def test_revision_through_my_work_keeps_the_history(app_db: AppDB) -> None:
     assert (first.preference, second.preference) == (1, 0)
     saved = app_db.assignment(assignment_id)
     assert (saved.revisions, saved.current_judgment_id) == (2, second.id)
-    assert app_db.scores(int(first.id or 0))[("chosen", "correctness")] == 5
-    assert app_db.scores(int(second.id or 0))[("chosen", "correctness")] == 4
+    assert app_db.scores(id_of(first))[("chosen", "correctness")] == 5
+    assert app_db.scores(id_of(second))[("chosen", "correctness")] == 4
     assert app_db.pair(saved.pair_id).n_done == 1
     assert item_key(at)[0] != assignment_id, "after the revision the next item comes"
 
 
 def test_skip_with_a_reason_moves_the_item_to_the_end(app_db: AppDB) -> None:
-    queue = [int(a.id or 0) for a in app_db.queue("ann1")]
+    queue = [id_of(a) for a in app_db.queue("ann1")]
     at = app_as(app_db, "ann1")
     assert item_key(at)[0] == queue[0]
     at.button(key=f"skip_{queue[0]}").click().run()

@@ -16,7 +16,7 @@ from annotator.accounts import SYSTEM
 from annotator.errors import ConfigError, LabelError, UserError
 from annotator.readers import label_frame
 from annotator.store import db
-from annotator.store.models import Assignment, Pair, User
+from annotator.store.models import Assignment, Pair, User, id_of
 from annotator.study import StudyConfig, load_config, parse_config
 from tests.factories import DIMENSIONS, make_annotators, make_form, make_study
 
@@ -172,7 +172,7 @@ def _support_study(engine: Engine, tmp_path: Path) -> tuple[int, int]:
     with Session(engine) as session:
         user = session.exec(select(User).where(User.username == "ann00")).one()
         first = session.exec(select(Assignment.id).where(Assignment.annotator_id == user.id)).first()
-    return int(first or 0), int(user.id or 0)
+    return int(first or 0), id_of(user)
 
 
 def test_rubric_verification_asks_every_aspect(engine: Engine, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from annotator.cli import app
 from annotator.errors import UserError
 from annotator.store import db
 from annotator.store.backup import backup
-from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, User
+from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, User, id_of
 from tests.concurrency import SCORES_PER_JUDGMENT, Step, make_small_study, worker
 from tests.factories import make_form
 
@@ -121,7 +121,7 @@ def test_a_restored_backup_works(
         pending = labels.next_assignment(session, user_id=user_id, study_id=1)
         assert pending is not None and pending.id not in queue[:4]
         labels.submit(
-            session, assignment_id=int(pending.id or 0), user_id=user_id, submission=make_form("new", 1)
+            session, assignment_id=id_of(pending), user_id=user_id, submission=make_form("new", 1)
         )
     with Session(restored) as session:
         assert labels.progress(session, user_id=user_id, study_id=1).done == 5

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 from sqlmodel import select
 
-from annotator.store.models import Judgment
+from annotator.store.models import Judgment, id_of
 from tests.apphelpers import CHROMIUM_ARGS, IDLE, PASSWORD, AppDB, build_app_db, pair_record, running_app
 
 pytestmark = pytest.mark.browser
@@ -146,9 +146,9 @@ def test_log_in_acknowledge_and_rate_two_items(live: tuple[str, AppDB], tab: Pag
     assert [one.assignment_id, two.assignment_id] == [queue[0].id, queue[1].id]
     # ann1 sees chosen on A for the first item and on B for the second; A was rated higher both times.
     assert (one.preference, two.preference) == (2, 2)
-    assert app_db.scores(int(one.id or 0))[("chosen", "correctness")] == 5
-    assert app_db.scores(int(two.id or 0))[("chosen", "correctness")] == 2
-    assert app_db.scores(int(two.id or 0))[("rejected", "rubric:0")] == 2
+    assert app_db.scores(id_of(one))[("chosen", "correctness")] == 5
+    assert app_db.scores(id_of(two))[("chosen", "correctness")] == 2
+    assert app_db.scores(id_of(two))[("rejected", "rubric:0")] == 2
     assert one.opened_posts == [1], "the post the annotator opened is recorded with the judgment"
 
 

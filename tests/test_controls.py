@@ -17,7 +17,7 @@ from annotator.cli import app
 from annotator.errors import IngestError
 from annotator.readers import label_frame
 from annotator.store import db
-from annotator.store.models import Assignment, Pair, User
+from annotator.store.models import Assignment, Pair, User, id_of
 from tests.factories import make_annotators, make_record
 from tests.qchelpers import answer_all, qc_study, queue_of
 
@@ -131,8 +131,8 @@ def test_a_swap_repeat_looks_like_its_original_with_sides_exchanged(engine: Engi
     original = next(a for a, pair in queue if pair.id == copy.control_of)
     with db.session_scope(engine) as session:
         user_id = repeat.annotator_id
-        shown_repeat = asdict(labels.show(session, assignment_id=int(repeat.id or 0), user_id=user_id))
-        shown_original = asdict(labels.show(session, assignment_id=int(original.id or 0), user_id=user_id))
+        shown_repeat = asdict(labels.show(session, assignment_id=id_of(repeat), user_id=user_id))
+        shown_original = asdict(labels.show(session, assignment_id=id_of(original), user_id=user_id))
     for view in (shown_repeat, shown_original):
         for per_item in ("assignment_id", "revisions", "shown_at"):  # differ between any two items
             view.pop(per_item, None)
@@ -152,7 +152,7 @@ def test_next_assignment_serves_a_control_placed_before_the_main_pairs(
         session.add(gold)
     with Session(engine) as session:
         user = session.exec(select(User)).one()
-        served = labels.next_assignment(session, user_id=int(user.id or 0), study_id=1)
+        served = labels.next_assignment(session, user_id=id_of(user), study_id=1)
         assert served is not None and served.id == gold.id
 
 

@@ -14,7 +14,7 @@ from annotator import accounts, ingest
 from annotator.accounts import SYSTEM, Account
 from annotator.simulate import SimulationSpec, simulate
 from annotator.store import db
-from annotator.store.models import Adjudication, User
+from annotator.store.models import Adjudication, User, id_of
 from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +44,7 @@ def study_db(env_db: str, engine: Engine) -> Iterator[str]:
 def _account(engine: Engine, username: str) -> Account:
     with Session(engine) as session:
         user = session.exec(select(User).where(User.username == username)).one()
-        return Account(id=int(user.id or 0), username=user.username, role=user.role)
+        return Account(id=id_of(user), username=user.username, role=user.role)
 
 
 def _app(account: Account) -> AppTest:

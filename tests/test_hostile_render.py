@@ -18,7 +18,7 @@ from sqlmodel import Session, select
 from annotator import accounts, adjudicate, assign, ingest, labels
 from annotator.accounts import SYSTEM
 from annotator.store import db
-from annotator.store.models import Assignment, Event, User
+from annotator.store.models import Assignment, Event, User, id_of
 from tests import apphelpers
 from tests.apphelpers import CHROMIUM_ARGS, running_app, wait_idle
 from tests.databases import fresh_db_url
@@ -74,7 +74,7 @@ def _build(folder: Path) -> tuple[str, Engine, dict[str, int]]:
     with db.session_scope(engine) as session:
         for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("boss", "researcher")):
             user = accounts.add_user(session, username=name, role=role, password=PASSWORD, account=SYSTEM)
-            users[name] = int(user.id or 0)
+            users[name] = id_of(user)
             if role == "annotator":
                 accounts.acknowledge_guidelines(session, user_id=users[name])
     with db.session_scope(engine) as session:
@@ -153,7 +153,7 @@ def test_the_annotator_page_shows_hostile_texts_as_text(chrome: object, server: 
     with Session(server.engine) as session:
         done = session.exec(select(Assignment).where(Assignment.annotator_id == server.users["ann1"])).one()
         judgment = labels.current_answers(
-            session, assignment_id=int(done.id or 0), user_id=server.users["ann1"]
+            session, assignment_id=id_of(done), user_id=server.users["ann1"]
         )
     assert judgment is not None
     assert judgment.comment == COMMENT
@@ -166,11 +166,11 @@ def test_the_adjudication_view_shows_hostile_texts_as_text(chrome: object, serve
             mine = session.exec(select(Assignment).where(Assignment.annotator_id == server.users[name])).one()
             if mine.status == "done":
                 continue
-            labels.show(session, assignment_id=int(mine.id or 0), user_id=server.users[name])
+            labels.show(session, assignment_id=id_of(mine), user_id=server.users[name])
             scores = {"correctness": 3, "relevance": 3, "helpfulness": 3, "rubric:0": 1}
             labels.submit(
                 session,
-                assignment_id=int(mine.id or 0),
+                assignment_id=id_of(mine),
                 user_id=server.users[name],
                 submission=labels.Submission(
                     submission_id=f"{name}-hostile",

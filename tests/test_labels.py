@@ -16,7 +16,7 @@ from annotator.accounts import SYSTEM
 from annotator.assign import assign
 from annotator.errors import AuthError, LabelError
 from annotator.store import db
-from annotator.store.models import Assignment, Judgment, Pair, Score
+from annotator.store.models import Assignment, Judgment, Pair, Score, id_of
 from tests.factories import make_annotators, make_study
 
 DIMENSIONS = ("correctness", "relevance", "helpfulness")
@@ -43,7 +43,7 @@ def setup(engine: Engine, tmp_path: Path) -> Iterator[Setup]:
         found = session.exec(
             select(Assignment).where(Assignment.annotator_id == annotator).order_by(Assignment.position)
         ).all()
-        yield Setup(engine, found[0].study_id, annotator, other, [int(a.id or 0) for a in found])
+        yield Setup(engine, found[0].study_id, annotator, other, [id_of(a) for a in found])
 
 
 def _set_side(engine: Engine, assignment_id: int, side: str) -> None:
@@ -314,7 +314,7 @@ def test_a_submission_id_of_another_annotator_is_refused(setup: Setup) -> None:
         assert theirs is not None
         with pytest.raises(AuthError):
             labels.submit(
-                session, assignment_id=int(theirs.id or 0), user_id=setup.other, submission=_form("mine")
+                session, assignment_id=id_of(theirs), user_id=setup.other, submission=_form("mine")
             )
 
 
@@ -335,7 +335,7 @@ def test_skip_moves_an_item_behind_the_others(setup: Setup) -> None:
             found = labels.next_assignment(session, user_id=setup.annotator, study_id=setup.study_id)
             assert found is not None
             order.append(found.id)
-        _submit(setup, _form(f"s{index}"), setup.queue.index(int(found.id or 0)))
+        _submit(setup, _form(f"s{index}"), setup.queue.index(id_of(found)))
     assert order == [setup.queue[1], setup.queue[2], setup.queue[0]]
 
 

@@ -11,7 +11,7 @@ from annotator import predictions
 from annotator.accounts import SYSTEM
 from annotator.errors import IngestError, UserError
 from annotator.store import db
-from annotator.store.models import Assignment, ModelPrediction
+from annotator.store.models import Assignment, ModelPrediction, id_of
 from tests.factories import make_annotators, make_study, write_csv, write_jsonl, write_parquet_table
 
 
@@ -220,7 +220,7 @@ def test_the_validation_page_shows_models_and_the_human_ceiling(
     add_models(engine, tmp_path, 10)
     with db.session_scope(engine) as session:
         boss = make_user(session, "boss", role="researcher")
-        account = Account(id=int(boss.id or 0), username="boss", role="researcher")
+        account = Account(id=id_of(boss), username="boss", role="researcher")
     at = AppTest.from_file(str(MAIN), default_timeout=120)
     at.session_state["account"] = account
     at.session_state["login_at"] = datetime.now(UTC)

@@ -18,6 +18,7 @@ from annotator.errors import AuthError
 from annotator.quality import QualityResult, annotator_quality
 from annotator.simulate import SimulationSpec, simulate
 from annotator.store import db
+from annotator.store.models import id_of
 from annotator.study_report import study_report
 from tests.factories import make_user
 from tests.qchelpers import qc_study
@@ -77,7 +78,7 @@ def test_only_researchers_may_read_quality(engine: Engine, tmp_path: Path) -> No
     qc_study(engine, tmp_path, 2)
     with db.session_scope(engine) as session:
         user = make_user(session, "ann")
-        annotator = Account(id=int(user.id or 0), username="ann", role="annotator")
+        annotator = Account(id=id_of(user), username="ann", role="annotator")
     with Session(engine) as session, pytest.raises(AuthError):
         annotator_quality(session, study="s1", account=annotator)
 
@@ -95,7 +96,7 @@ def test_the_annotators_page_shows_competence_and_exclusion(
     _crowd(engine, tmp_path)
     with db.session_scope(engine) as session:
         user = make_user(session, "res", role="researcher")
-        researcher = Account(id=int(user.id or 0), username="res", role="researcher")
+        researcher = Account(id=id_of(user), username="res", role="researcher")
     monkeypatch.setenv("ANNOTATOR_DB_URL", db_url)
     at = AppTest.from_file(str(MAIN), default_timeout=60)
     at.session_state["account"] = researcher

@@ -20,7 +20,7 @@ from annotator import accounts, adjudicate, assign, dashboard, export, ingest, l
 from annotator.accounts import SYSTEM, Account
 from annotator.errors import AuthError
 from annotator.store import db
-from annotator.store.models import Adjudication, Assignment, Event, Judgment, User
+from annotator.store.models import Adjudication, Assignment, Event, Judgment, User, id_of
 from tests.factories import PASSWORD, make_record, make_user, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ def world(engine: Engine, tmp_path: Path) -> Iterator[World]:
             ("boss", "researcher"),
         ):
             user = make_user(session, name, role=role)
-            found[name] = Account(id=int(user.id or 0), username=name, role=role)
+            found[name] = Account(id=id_of(user), username=name, role=role)
     with db.session_scope(engine) as session:
         assign.assign(session, study=STUDY, overlap=2, seed=0, account=SYSTEM)
     queues: dict[str, list[int]] = {}
@@ -314,7 +314,7 @@ def _one_event(engine: Engine) -> int:
         event = Event(action="test", detail={"n": 1})
         session.add(event)
         session.flush()
-        return int(event.id or 0)
+        return id_of(event)
 
 
 def test_events_can_be_inserted(engine: Engine) -> None:

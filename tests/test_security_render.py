@@ -12,6 +12,7 @@ from annotator import accounts, assign, ingest
 from annotator.accounts import SYSTEM
 from annotator.app.common import safe_md
 from annotator.store import db
+from annotator.store.models import id_of
 from tests import apphelpers
 from tests.apphelpers import CHROMIUM_ARGS, running_app, wait_idle
 from tests.databases import fresh_db_url
@@ -82,7 +83,7 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         user = accounts.add_user(
             session, username="ann1", role="annotator", password=PASSWORD, account=SYSTEM
         )
-        accounts.acknowledge_guidelines(session, user_id=int(user.id or 0))
+        accounts.acknowledge_guidelines(session, user_id=id_of(user))
     with db.session_scope(engine) as session:
         assign.assign(session, study="render", overlap=1, account=SYSTEM)
     engine.dispose()

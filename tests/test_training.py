@@ -12,6 +12,7 @@ from annotator.accounts import SYSTEM, Account
 from annotator.assign import assign
 from annotator.errors import AuthError, ConfigError, UserError
 from annotator.store import db
+from annotator.store.models import id_of
 from annotator.study import Training, parse_config
 from tests.factories import make_annotators
 from tests.qchelpers import qc_config, qc_study
@@ -153,9 +154,9 @@ def test_the_service_serves_no_item_before_qualification(engine: Engine, tmp_pat
         item = labels.next_assignment(session, user_id=account.id, study_id=1)
         assert item is not None
         with pytest.raises(AuthError, match="complete the training first"):
-            labels.show(session, assignment_id=int(item.id or 0), user_id=account.id)
+            labels.show(session, assignment_id=id_of(item), user_id=account.id)
     _answer(engine, account, 1)
     _answer(engine, account, 0)
     _comprehend(engine, account, 0)
     with db.session_scope(engine) as session:
-        assert labels.show(session, assignment_id=int(item.id or 0), user_id=account.id).text_a
+        assert labels.show(session, assignment_id=id_of(item), user_id=account.id).text_a

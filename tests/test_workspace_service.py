@@ -7,6 +7,7 @@ import pytest
 from annotator import labels, profile_search, workspace
 from annotator.errors import AuthError, LabelError
 from annotator.store import db
+from annotator.store.models import id_of
 from tests.apphelpers import AppDB, build_app_db
 
 
@@ -17,7 +18,7 @@ def app_db(tmp_path: Path) -> AppDB:
 
 
 def first(app_db: AppDB, username: str = "ann1") -> int:
-    return int(app_db.queue(username)[0].id or 0)
+    return id_of(app_db.queue(username)[0])
 
 
 def test_a_draft_is_kept_and_replaced(app_db: AppDB) -> None:
@@ -49,7 +50,7 @@ def test_another_annotator_cannot_read_or_write_a_draft(app_db: AppDB) -> None:
 
 
 def test_the_item_with_the_newest_draft_is_resumed(app_db: AppDB) -> None:
-    queue = [int(a.id or 0) for a in app_db.queue("ann1")]
+    queue = [id_of(a) for a in app_db.queue("ann1")]
     user = app_db.users["ann1"]
     with db.session_scope(app_db.engine) as session:
         assert workspace.resume_assignment(session, user_id=user, study_id=app_db.study_id) is None

@@ -1,13 +1,22 @@
 """Every database table of the project, and nothing else."""
 
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 Role = Literal["annotator", "adjudicator", "researcher"]
 ROLES: tuple[Role, ...] = ("annotator", "adjudicator", "researcher")
+#: Where an item stands in an annotator's queue (Assignment.status).
+Status = Literal["pending", "done", "flagged"]
+PENDING: Final[Status] = "pending"
+DONE: Final[Status] = "done"
+FLAGGED: Final[Status] = "flagged"
+#: How a pair's final label was reached (Adjudication.method).
+Method = Literal["unanimous", "majority", "adjudicated"]
+#: The side a response is shown on.
+Side = Literal["A", "B"]
 
 
 class _HasId(Protocol):
@@ -87,7 +96,7 @@ class Assignment(SQLModel, table=True):
     annotator_id: int = Field(foreign_key="user.id")
     chosen_side: str = Field(max_length=1)
     position: int
-    status: str = Field(default="pending", max_length=20)
+    status: str = Field(default=PENDING, max_length=20)  # a Status
     skip_count: int = Field(default=0)
     skip_reason: str | None = Field(default=None, sa_column=Column(Text))
     shown_at: datetime | None = None

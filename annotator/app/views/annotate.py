@@ -30,6 +30,7 @@ from annotator.app.common import (
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guidelines_text
 from annotator.labels import SUPPORT_PREFIX, ItemView, Submission
+from annotator.store.models import id_of
 from annotator.study import StudyConfig
 
 SUBMIT_KEYS = "Ctrl+Enter"
@@ -226,7 +227,7 @@ def load_item(account: Account, study_id: int, study_name: str) -> tuple[ItemVie
             assignment = labels.next_assignment(active, user_id=account.id, study_id=study_id)
             if assignment is None:
                 return None
-            resumed_id = int(assignment.id or 0)
+            resumed_id = id_of(assignment)
         else:
             resumed_id = resumed
             if prefill is None:
