@@ -231,12 +231,12 @@ def test_the_validation_page_shows_models_and_the_human_ceiling(
 
 
 def test_importing_predictions_changes_the_data_version(engine: Engine, tmp_path: Path) -> None:
-    from annotator import dashboard
+    from annotator import study_progress
 
     _study(engine, tmp_path)
     with Session(engine) as session:
-        before = dashboard.data_version(session, "s1", account=SYSTEM)
+        before = study_progress.data_version(session, "s1", account=SYSTEM)
     path = write_jsonl(tmp_path / "m.jsonl", [{"id": "pair-0", "choice": "chosen"}])
     predictions.import_predictions(engine, path, study="s1", model="m", account=SYSTEM)
     with Session(engine) as session:
-        assert dashboard.data_version(session, "s1", account=SYSTEM) != before
+        assert study_progress.data_version(session, "s1", account=SYSTEM) != before

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 from sqlmodel import Session, func, select
 
-from annotator import accounts, adjudicate, assign, dashboard, export, ingest, labels, readers
+from annotator import accounts, adjudicate, assign, export, ingest, labels, readers, study_progress
 from annotator.accounts import SYSTEM, Account
 from annotator.errors import AuthError
 from annotator.store import db
@@ -131,15 +131,15 @@ RESEARCHER_CALLS: dict[str, Call] = {
     "export.export": lambda w, s, a: export.export(
         s, study=STUDY, kind="labels", fmt="csv", path=w.folder / "out.csv", account=a
     ),
-    "dashboard.reassign_open": lambda w, s, a: dashboard.reassign_open(
+    "study_progress.reassign_open": lambda w, s, a: study_progress.reassign_open(
         s, account=a, study=STUDY, username="ann2"
     ),
-    "dashboard.data_version": lambda w, s, a: dashboard.data_version(s, STUDY, account=a),
-    "dashboard.annotator_progress": lambda w, s, a: dashboard.annotator_progress(s, study=STUDY, account=a),
-    "dashboard.pair_completion": lambda w, s, a: dashboard.pair_completion(s, study=STUDY, account=a),
-    "dashboard.stalled_assignments": lambda w, s, a: dashboard.stalled_assignments(s, study=STUDY, account=a),
-    "dashboard.judgments_over_time": lambda w, s, a: dashboard.judgments_over_time(s, study=STUDY, account=a),
-    "dashboard.filter_options": lambda w, s, a: dashboard.filter_options(s, study=STUDY, account=a),
+    "study_progress.data_version": lambda w, s, a: study_progress.data_version(s, STUDY, account=a),
+    "study_progress.annotator_progress": lambda w, s, a: study_progress.annotator_progress(s, study=STUDY, account=a),
+    "study_progress.pair_completion": lambda w, s, a: study_progress.pair_completion(s, study=STUDY, account=a),
+    "study_progress.stalled_assignments": lambda w, s, a: study_progress.stalled_assignments(s, study=STUDY, account=a),
+    "study_progress.judgments_over_time": lambda w, s, a: study_progress.judgments_over_time(s, study=STUDY, account=a),
+    "study_progress.filter_options": lambda w, s, a: study_progress.filter_options(s, study=STUDY, account=a),
 }
 ADJUDICATOR_CALLS: dict[str, Call] = {
     "adjudicate.queue": lambda w, s, a: adjudicate.queue(s, study=STUDY, account=a),

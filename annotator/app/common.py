@@ -208,7 +208,7 @@ def require(*roles: str) -> Account:
 
 def choose_study(key: str = "study") -> str | None:
     """A study picker for researchers and adjudicators (None, with a hint, when there is no study)."""
-    from annotator.dashboard import study_names
+    from annotator.study_progress import study_names
 
     with session() as active:
         names = study_names(active)

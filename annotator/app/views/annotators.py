@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from analysis.diagnostics import annotator_diagnostics
-from annotator import accounts, dashboard, quality
+from annotator import accounts, quality, study_progress
 from annotator.accounts import Account
 from annotator.app.common import choose_study, require, safe_md, session
 from annotator.errors import AuthError, UserError
@@ -72,7 +72,7 @@ def manage(account: Account, study: str, names: list[str]) -> None:
 
     def reassign() -> str:
         with session() as active:
-            moved = dashboard.reassign_open(active, account=account, study=study, username=name)
+            moved = study_progress.reassign_open(active, account=account, study=study, username=name)
         return f" ({moved} item(s) moved)"
 
     def reset() -> str:
@@ -194,7 +194,7 @@ study = choose_study("annotators_study")
 if study is not None:
     with session() as active:
         frame = label_frame(active, study=study, account=account)
-        progress = dashboard.annotator_progress(active, study=study, account=account)
+        progress = study_progress.annotator_progress(active, study=study, account=account)
         everyone = [u.username for u in accounts.list_users(active, role="annotator")]
     if frame.empty:
         st.info("No judgments yet.")

@@ -3,7 +3,7 @@
 import plotly.express as px
 import streamlit as st
 
-from annotator import dashboard, workspace
+from annotator import study_progress, workspace
 from annotator.app.common import choose_study, require, session
 
 account = require("researcher")
@@ -11,12 +11,12 @@ st.title("Progress")
 study = choose_study("progress_study")
 if study is not None:
     with session() as active:
-        people = dashboard.annotator_progress(active, study=study, account=account)
-        pairs = dashboard.pair_completion(active, study=study, account=account)
-        stalled = dashboard.stalled_assignments(active, study=study, account=account)
-        timeline = dashboard.judgments_over_time(active, study=study, account=account)
+        people = study_progress.annotator_progress(active, study=study, account=account)
+        pairs = study_progress.pair_completion(active, study=study, account=account)
+        stalled = study_progress.stalled_assignments(active, study=study, account=account)
+        timeline = study_progress.judgments_over_time(active, study=study, account=account)
         flagged = workspace.flagged_items(active, study=study, account=account)
-    summary = dashboard.study_summary(people, pairs, stalled)
+    summary = study_progress.study_summary(people, pairs, stalled)
     columns = st.columns(5)
     columns[0].metric("Pairs", summary["pairs"])
     columns[1].metric("Judgments done", f"{summary['done']} / {summary['assigned']}")
@@ -31,7 +31,7 @@ if study is not None:
     if not timeline.empty:
         st.plotly_chart(
             px.line(
-                dashboard.cumulative_judgments(timeline),
+                study_progress.cumulative_judgments(timeline),
                 x="submitted_at",
                 y="judgments",
                 color="annotator",

@@ -6,7 +6,7 @@ import streamlit as st
 
 from analysis.render import benchmark_sections, figures, status_word
 from analysis.report import Report
-from annotator import dashboard
+from annotator import study_progress
 from annotator.accounts import Account
 from annotator.app.common import choose_study, engine, require, session
 from annotator.errors import UserError
@@ -44,7 +44,7 @@ def cached_filter_options(
 ) -> tuple[list[str], list[str]]:
     """The categories and annotators to filter by, for one data version."""
     with session() as active:
-        return dashboard.filter_options(active, study=study, account=_account)
+        return study_progress.filter_options(active, study=study, account=_account)
 
 
 account = require("researcher")
@@ -52,7 +52,7 @@ st.title("Validation")
 study = choose_study("validation_study")
 if study is not None:
     with session() as active:
-        version = dashboard.data_version(active, study, account=account)
+        version = study_progress.data_version(active, study, account=account)
     url = str(engine().url)
     categories, annotators = cached_filter_options(url, study, version, account)
     left, right = st.columns(2)

@@ -1,4 +1,5 @@
-"""Numbers for the researcher pages: study list, progress per annotator and pair, reassignment."""
+"""Study progress for the researcher pages (a service): study list, progress per annotator and pair,
+stalled items, judgments over time, the data version that keys the Validation cache, reassignment."""
 
 from datetime import timedelta
 
