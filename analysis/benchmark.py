@@ -29,9 +29,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.proportion import proportion_confint
 
 from analysis.agreement import alpha_ci, cohen_kappa, krippendorff_alpha
+from analysis.equivalence import wilson_interval
 from analysis.frames import (
     ANNOTATOR,
     ARM,
@@ -231,13 +231,6 @@ def outcomes(
 # ------------------------------------------------------------------------------------------ accuracy
 
 
-def _wilson(count: float, n: int, alpha: float) -> tuple[float, float]:
-    if n == 0:
-        return math.nan, math.nan
-    low, high = proportion_confint(count, n, alpha=alpha, method="wilson")
-    return float(low), float(high)
-
-
 def _cluster_boot_ci(
     correct: np.ndarray, clusters: np.ndarray, *, n_boot: int, seed: int, alpha: float
 ) -> tuple[float, float]:
@@ -285,7 +278,7 @@ def accuracy_table(
             n_pairs = int(part[PAIR_ID].nunique())
             hits = float(correct.sum())
             if n_pairs == n:
-                low, high = _wilson(hits, n, alpha)
+                low, high = wilson_interval(hits, n, alpha)
                 method = "wilson"
             else:
                 low, high = _cluster_boot_ci(

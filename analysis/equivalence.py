@@ -22,6 +22,7 @@ from scipy import optimize, stats
 from statsmodels.stats.proportion import proportion_confint
 
 __all__ = [
+    "wilson_interval",
     "IutResult",
     "PreferenceRate",
     "SuperiorityResult",
@@ -673,7 +674,12 @@ def _preferences(preferences: Any) -> np.ndarray:
     return arr
 
 
-def _wilson(count: float, nobs: int, alpha: float) -> tuple[float, float]:
+def wilson_interval(count: float, nobs: int, alpha: float) -> tuple[float, float]:
+    """The two-sided 1 - alpha Wilson interval of a proportion ``count / nobs`` (NaN when nobs is 0).
+
+    >>> [round(x, 4) for x in wilson_interval(8, 10, 0.05)]
+    [0.4902, 0.9433]
+    """
     if nobs == 0:
         return math.nan, math.nan
     low, high = proportion_confint(count, nobs, alpha=alpha, method="wilson")
@@ -720,9 +726,9 @@ def preference_rate(preferences: Any, *, alpha: float = 0.05) -> PreferenceRate:
         rate = n_chosen / decided
     else:
         p_two = p_greater = rate = math.nan
-    ci_low, ci_high = _wilson(n_chosen, decided, alpha)
+    ci_low, ci_high = wilson_interval(n_chosen, decided, alpha)
     half_count = n_chosen + 0.5 * n_ties
-    half_low, half_high = _wilson(half_count, n, alpha)
+    half_low, half_high = wilson_interval(half_count, n, alpha)
     return PreferenceRate(
         n=n,
         n_chosen=n_chosen,
