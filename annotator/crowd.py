@@ -34,7 +34,7 @@ from annotator.readers import study_secret
 from annotator.store.models import PENDING, Assignment, CrowdLink, Event, Pair, Study, User, id_of, utcnow
 from annotator.study import get_study, parse_config
 
-__all__ = ["WORKER_PARAMS", "Completion", "completion", "enter", "time_left"]
+__all__ = ["TIME_OVER", "WORKER_PARAMS", "Completion", "check_time", "completion", "enter", "time_left"]
 
 #: The URL parameter holding the worker id on each platform.
 WORKER_PARAMS = {"prolific": "PROLIFIC_PID", "mturk": "workerId", "generic": "worker_id"}
@@ -43,6 +43,7 @@ STUDY_PARAMS = {"prolific": "STUDY_ID", "mturk": "hitId", "generic": "study_id"}
 SESSION_PARAMS = {"prolific": "SESSION_ID", "mturk": "assignmentId", "generic": "session_id"}
 _ID = re.compile(r"^[A-Za-z0-9_\-]{1,100}$")
 NO_PASSWORD = "!crowd-link: no password login"
+TIME_OVER = "the time for this study is over; thank you for taking part"
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def enter(session: Session, *, study: str, params: Mapping[str, str]) -> Account
         if config.session_minutes and utcnow() - _utc(link.started_at) > timedelta(
             minutes=config.session_minutes
         ):
-            raise AuthError("the time for this study is over; thank you for taking part")
+            raise AuthError(TIME_OVER)
         session.add(Event(user_id=user.id, action="crowd_resume", detail={"study": study}))
         return Account(id=id_of(user), username=user.username, role="annotator")
     taken = session.exec(
@@ -159,6 +160,20 @@ def time_left(session: Session, *, account: Account, study_id: int) -> timedelta
     if not minutes:
         return None
     return max(timedelta(0), _utc(link.started_at) + timedelta(minutes=minutes) - utcnow())
+
+
+def check_time(session: Session, *, user_id: int, study_id: int, session_minutes: int) -> None:
+    """Raise AuthError when a crowd worker's session time in the study is over (labels.submit calls it).
+
+    `session_minutes` is the study's `[crowd] session_minutes` (0 = no limit: nothing is read).
+    """
+    if not session_minutes:
+        return
+    started = session.exec(
+        select(CrowdLink.started_at).where(CrowdLink.user_id == user_id, CrowdLink.study_id == study_id)
+    ).first()
+    if started is not None and utcnow() - _utc(started) > timedelta(minutes=session_minutes):
+        raise AuthError("the time for this study is over, so this answer was not saved; thank you for taking part")
 
 
 def completion(session: Session, *, account: Account, study_id: int) -> Completion | None:

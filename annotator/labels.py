@@ -8,6 +8,7 @@ from sqlalchemy import case, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from annotator import crowd
 from annotator.accounts import require_active
 from annotator.assign import extend_overlap
 from annotator.errors import AuthError, LabelError, UserError
@@ -225,6 +226,9 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     if pair is None:
         raise UserError("this item no longer exists")
     config = study_config(session, assignment.study_id)
+    crowd.check_time(  # a crowd worker's session limit holds on submit too, not only on the page
+        session, user_id=user_id, study_id=assignment.study_id, session_minutes=config.crowd.session_minutes
+    )
     arm = config.display_for(assignment.arm)  # an arm without the rubric asks no rubric questions
     n_aspects = len(pair.rubric) if arm.show_rubric else 0
     problems = missing_answers(config, n_aspects, submission, ask_support=arm.ask_support)

@@ -11,12 +11,13 @@ from playwright.sync_api import Page, expect, sync_playwright
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotator import accounts, crowd
+from annotator import accounts, crowd, labels
 from annotator.errors import AuthError, UserError
 from annotator.store import db
-from annotator.store.models import Assignment, CrowdLink, User
+from annotator.store.models import Assignment, CrowdLink, Judgment, User, id_of
 from tests.apphelpers import CHROMIUM_ARGS, IDLE, answer_by_keys, running_app
 from tests.databases import fresh_db_url
+from tests.factories import make_form
 from tests.qchelpers import qc_study
 
 PID = "5f9a1b2c3d4e5f6a7b8c9d0e"
@@ -91,6 +92,34 @@ def test_the_time_limit_closes_a_resumed_session(engine: Engine, tmp_path: Path)
         session.add(link)
     with pytest.raises(AuthError, match="time for this study is over"):
         _enter(engine, _params())
+
+
+def test_the_time_limit_refuses_a_submit_after_it(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 5, crowd=PROLIFIC | {"session_minutes": 30})
+    account = _enter(engine, _params())
+    with db.session_scope(engine) as session:
+        item = labels.next_assignment(session, user_id=account.id, study_id=1)
+        assert item is not None
+        labels.show(session, assignment_id=id_of(item), user_id=account.id)
+        link = session.exec(select(CrowdLink)).one()
+        link.started_at = link.started_at - timedelta(minutes=31)
+        session.add(link)
+    with db.session_scope(engine) as session, pytest.raises(AuthError, match="time for this study is over"):
+        labels.submit(session, assignment_id=id_of(item), user_id=account.id, submission=make_form("late", 0))
+    with Session(engine) as session:
+        assert session.exec(select(Judgment)).all() == []
+
+
+def test_a_submit_within_the_time_limit_is_saved(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 5, crowd=PROLIFIC | {"session_minutes": 30})
+    account = _enter(engine, _params())
+    with db.session_scope(engine) as session:
+        item = labels.next_assignment(session, user_id=account.id, study_id=1)
+        assert item is not None
+        labels.show(session, assignment_id=id_of(item), user_id=account.id)
+        labels.submit(session, assignment_id=id_of(item), user_id=account.id, submission=make_form("in-time", 0))
+    with Session(engine) as session:
+        assert len(session.exec(select(Judgment)).all()) == 1
 
 
 def test_completion_comes_when_the_queue_is_done(engine: Engine, tmp_path: Path) -> None:
