@@ -4,7 +4,7 @@ one place that looks a study up: :func:`get_study` by name, :func:`study_config`
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sqlmodel import Session, select
@@ -81,6 +81,8 @@ class Display(_Strict):
     show_narrative: bool = True
     rubric_for_preference: bool = True
     rubric_for_ratings: bool = True
+    # The pages of this study: "system" follows the browser's light/dark setting; "light" or "dark" fix it.
+    theme: Literal["system", "light", "dark"] = "system"
 
 
 class Analysis(_Strict):
@@ -88,7 +90,7 @@ class Analysis(_Strict):
     alpha: float = Field(default=0.05, gt=0, lt=0.5)
     overlap: int = Field(default=3, ge=1)
     # The verdict thresholds of analysis.report.build_report (issue 12):
-    reliability_threshold: float = Field(default=0.2, ge=-1, lt=1)  # Krippendorff's alpha floor (CI low end)
+    reliability_threshold: float = Field(default=0.15, ge=-1, lt=1)  # Krippendorff's alpha floor (CI low end)
     min_pairs: int = Field(default=20, ge=2)  # no PASS with fewer main pairs
     min_control_pairs: int = Field(default=5, ge=1)  # positive controls needed for a sensitivity verdict
     require_positive_controls: bool = False  # True: no PASS without a sensitivity verdict
