@@ -27,7 +27,7 @@ from annotator.store.models import (
     utcnow,
 )
 from annotator.study import StudyConfig, parse_config, study_config
-from annotator.training import qualified
+from annotator.training import needs_training, qualified
 
 SIDES = ("A", "B")
 SUPPORT_PREFIX = "support:"  # rubric-support answers (issue 15); = analysis.benchmark.SUPPORT_PREFIX
@@ -127,7 +127,9 @@ def show(session: Session, *, assignment_id: int, user_id: int, resume: bool = F
     if pair is None or study is None:
         raise UserError("this item no longer exists")
     config = parse_config(study.config)
-    if config.training.required and not qualified(session, user_id=user_id, study_id=id_of(study)):
+    if needs_training(session, study_id=id_of(study), config=config.training) and not qualified(
+        session, user_id=user_id, study_id=id_of(study)
+    ):
         raise AuthError("please complete the training first; your items open once you pass it")
     if not resume or assignment.shown_at is None:
         assignment.shown_at = utcnow()

@@ -11,10 +11,31 @@ from annotator.study import study_config
 FEEDBACK_KEY = "training_feedback"
 
 
+def show_pair(pair: training.PracticePair) -> None:
+    """A training pair: the user's question, profile and rubric, then responses A and B (plain text)."""
+    st.markdown("**The user's question**")
+    st.markdown(safe_md(pair.question))
+    if pair.narrative:
+        st.caption(safe_md(pair.narrative))
+    if pair.profile:
+        with st.expander(f"The user's past posts ({len(pair.profile)})"):
+            for post in pair.profile:
+                st.markdown(safe_md(post.get("text", "")))
+    if pair.rubric:
+        st.markdown("**What this user cares about**")
+        for aspect in pair.rubric:
+            st.markdown(safe_md(f"- {aspect.get('aspect', '')}"))
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Response A**")
+        st.markdown(safe_md(pair.response_a))
+    with right:
+        st.markdown("**Response B**")
+        st.markdown(safe_md(pair.response_b))
+
+
 def practice(account: Account, study_id: int, state: training.TrainingStatus) -> None:
     """One training item at a time; after an answer, the expected answer and its explanation."""
-    with session() as active:
-        config = study_config(active, study_id).training
     feedback = st.session_state.get(FEEDBACK_KEY)
     if feedback is not None:
         if feedback.correct:
@@ -33,9 +54,13 @@ def practice(account: Account, study_id: int, state: training.TrainingStatus) ->
             del st.session_state[FEEDBACK_KEY]
             st.rerun()
         return
-    item = config.items[state.answered]
+    with session() as active:
+        item = training.practice_items(active, account=account, study_id=study_id)[state.answered]
     st.caption(f"Practice item {state.answered + 1} of {state.items} · attempt {state.attempt}")
-    st.markdown(safe_md(item.question))
+    if item.pair is not None:
+        show_pair(item.pair)
+    else:
+        st.markdown(safe_md(item.question))
     choice = st.radio(
         "Your answer",
         range(len(item.options)),
