@@ -1,6 +1,6 @@
 """Synthetic annotators with a known truth, saving through the real assignment and submit code.
 
-Model: every pair has a latent quality per dimension (shared by both responses) and a latent
+Model: the latent rating model of analysis/simulation.py (one home): every pair has a latent quality per dimension (shared by both responses) and a latent
 rubric alignment per aspect for `rejected`; `chosen` gets +quality_gap on quality and +rubric_gap on
 rubric alignment. Each annotator has a bias (N(0, bias_sd)) and a noise level (noise x U(0.7, 1.3));
 scores are rounded and clipped to their scale. The preference follows the observed rubric difference
@@ -22,6 +22,7 @@ from datetime import timedelta
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from analysis.simulation import BIAS_SD, NOISE, latent_quality, latent_rubric, rate
 from annotator import accounts, assign, labels
 from annotator.store.db import session_scope
 from annotator.store.models import DONE, Assignment, Pair, User, id_of, utcnow
@@ -40,8 +41,8 @@ class SimulationSpec:
     overlap: int = 3
     quality_gap: float = 0.0
     rubric_gap: float = 1.0
-    noise: float = 0.6
-    bias_sd: float = 0.25
+    noise: float = NOISE
+    bias_sd: float = BIAS_SD
     seed: int = 0
     prefix: str = "sim"
     spammers: int = 0  # the last `spammers` annotators answer at random and fast (careless workers)
@@ -67,7 +68,7 @@ class SimJudgment:
 
 
 def _clip_round(value: float, low: int, high: int) -> int:
-    return int(min(high, max(low, round(value))))
+    return int(rate(value, low, high))
 
 
 def simulated_users(session: Session, spec: SimulationSpec) -> list[str]:
@@ -188,13 +189,13 @@ def _pair_latent(
 ) -> dict[str, float]:
     latent: dict[str, float] = {}
     for name in dimensions:
-        base = rng.gauss(4.0, 0.45)
+        base = latent_quality(rng.gauss(0, 1))
         flaw = 2.0 if note == FACTUAL_ERROR and name == "correctness" else 0.0
         latent[f"rejected:{name}"] = base - flaw
         latent[f"chosen:{name}"] = base + spec.quality_gap
     rubric_gap = -spec.rubric_gap if note == NOT_ALIGNED else spec.rubric_gap
     for k in range(n_aspects):
-        base = rng.gauss(0.5, 0.3)
+        base = latent_rubric(rng.gauss(0, 1))
         latent[f"rejected:rubric:{k}"] = base
         latent[f"chosen:rubric:{k}"] = base + rubric_gap
     return latent
