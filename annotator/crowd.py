@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -34,7 +35,7 @@ from annotator.readers import study_secret
 from annotator.store.models import PENDING, Assignment, CrowdLink, Event, Pair, Study, User, id_of, utcnow
 from annotator.study import get_study, parse_config
 
-__all__ = ["TIME_OVER", "WORKER_PARAMS", "Completion", "check_time", "completion", "enter", "time_left"]
+__all__ = ["TIME_OVER", "WORKER_PARAMS", "Completion", "check_time", "completion", "enter", "may_redirect", "time_left"]
 
 #: The URL parameter holding the worker id on each platform.
 WORKER_PARAMS = {"prolific": "PROLIFIC_PID", "mturk": "workerId", "generic": "worker_id"}
@@ -174,6 +175,19 @@ def check_time(session: Session, *, user_id: int, study_id: int, session_minutes
     ).first()
     if started is not None and utcnow() - _utc(started) > timedelta(minutes=session_minutes):
         raise AuthError("the time for this study is over, so this answer was not saved; thank you for taking part")
+
+
+def may_redirect(url: str) -> bool:
+    """Whether the finished screen may send the browser to `url`: any https address, or plain http
+    only to this machine (127.0.0.1 / localhost, for a local trial run); never another scheme."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return False
+    if parts.scheme == "https":
+        return bool(host)
+    return parts.scheme == "http" and host in ("127.0.0.1", "localhost", "::1")
 
 
 def completion(session: Session, *, account: Account, study_id: int) -> Completion | None:

@@ -15,6 +15,7 @@ from annotator import accounts, crowd, labels
 from annotator.errors import AuthError, UserError
 from annotator.store import db
 from annotator.store.models import Assignment, CrowdLink, Judgment, User, id_of
+from annotator.study import get_study
 from tests.apphelpers import CHROMIUM_ARGS, IDLE, answer_by_keys, running_app
 from tests.databases import fresh_db_url
 from tests.factories import make_form
@@ -167,3 +168,69 @@ def test_prolific_link_to_completion_code_in_the_browser(prolific_app: str) -> N
         expect(page.get_by_text("C1A2B3")).to_be_visible()
         assert PID not in page.content()
         browser.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        (URL, True),
+        ("http://127.0.0.1:8501/?done=1", True),
+        ("http://localhost:8501/done", True),
+        ("http://example.org/done", False),
+        ("http://localhost.example.org/done", False),
+        ("javascript:alert(1)", False),
+        ("", False),
+    ],
+)
+def test_the_finished_screen_redirects_only_to_https_or_this_machine(url: str, allowed: bool) -> None:
+    assert crowd.may_redirect(url) is allowed
+
+
+@pytest.fixture(scope="module")
+def prolific_redirect_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A live server over a Prolific study whose completion URL is a path of the same server."""
+    folder = tmp_path_factory.mktemp("crowd-redirect")
+    url = fresh_db_url(folder, "crowd_redirect", keep=True)
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    qc_study(engine, folder, 1, crowd=PROLIFIC | {"items": 1})
+    with running_app(url, folder / "server.log") as base_url:
+        with db.session_scope(engine) as session:  # the port is known only now; read on every page run
+            study = get_study(session, "s1")
+            config = dict(study.config)
+            config["crowd"] = dict(config["crowd"]) | {"completion_url": f"{base_url}{DONE_PATH}"}
+            study.config = config
+            session.add(study)
+        engine.dispose()
+        yield base_url
+
+
+DONE_PATH = "/_stcore/health?done=1"
+
+
+@pytest.mark.browser
+def test_the_finished_screen_sends_the_browser_to_the_completion_url(prolific_redirect_app: str) -> None:
+    base = prolific_redirect_app
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        try:
+            page: Page = browser.new_context(viewport={"width": 1400, "height": 2600}).new_page()
+            page.set_default_timeout(30_000)
+            requested: list[str] = []
+            page.on("request", lambda request: requested.append(request.url))
+            query = "&".join(f"{k}={v}" for k, v in _params().items())
+            page.goto(f"{base}/?{query}")
+            page.locator(IDLE).wait_for(state="attached")
+            page.locator(".st-key-ack_guidelines button").click()
+            page.locator(IDLE).wait_for(state="attached")
+            expect(page.locator("[class*='st-key-a'][class*='_A_correctness']").first).to_be_visible()
+            answer_by_keys(page)
+            page.locator(".st-key-annotate_submit button").click()
+            expect(page.get_by_text("C1A2B3")).to_be_visible()
+            page.wait_for_url(f"{base}{DONE_PATH}", timeout=30_000)
+            assert page.url == f"{base}{DONE_PATH}"
+            others = [u for u in requested if not u.startswith((base, "data:", "blob:", "about:"))]
+            assert others == []
+        finally:
+            browser.close()
+

@@ -653,7 +653,7 @@ def show_completion(completion: crowd.Completion) -> None:
     if completion.code:
         st.markdown("Your completion code:")
         st.code(completion.code, language=None)
-    if completion.url.startswith("https://"):
+    if crowd.may_redirect(completion.url):  # https, or http to this machine (a local trial)
         st.link_button("Return to the platform", completion.url, type="primary")
         st.html(
             "<script>setTimeout(() => window.top.location.assign("
