@@ -17,7 +17,7 @@ import pandas as pd
 from sqlalchemy import Select, insert, select
 from sqlmodel import Session, col
 
-from analysis.frames import rubric_scores
+from analysis.frames import pair_majority, rubric_scores
 from annotator import readers
 from annotator.accounts import Account, require_role
 from annotator.errors import UserError
@@ -140,37 +140,23 @@ def evaluate(
     """
     out = pairs[["pair_db_id", "pair_id", "category"]].reset_index(drop=True).copy()
     index = pd.Index(out["pair_db_id"].to_numpy(), name="pair_db_id")
-    direction = np.sign(judgments["preference"].to_numpy())
     votes = (
-        pd.DataFrame(
-            {
-                "pair_db_id": judgments["pair_db_id"].to_numpy(),
-                "n_judgments": 1,
-                "n_chosen": direction > 0,
-                "n_rejected": direction < 0,
-                "n_tie": direction == 0,
-                "n_flags": judgments["flag"].to_numpy(dtype=bool),
-            }
-        )
-        .groupby("pair_db_id")
-        .sum()
-        .reindex(index, fill_value=0)
-        .astype("int64")
+        pair_majority(judgments[["pair_db_id", "preference"]], pair_col="pair_db_id")
+        .set_index("pair_db_id")
+        .reindex(index)
     )
-    for name in votes.columns:
-        out[name] = votes[name].to_numpy()
+    out["n_judgments"] = votes["n_votes"].fillna(0).astype("int64").to_numpy()
+    for name in ("n_chosen", "n_rejected", "n_tie"):
+        out[name] = votes[name].fillna(0).astype("int64").to_numpy()
+    flags = judgments.groupby("pair_db_id")["flag"].sum().reindex(index, fill_value=0)
+    out["n_flags"] = flags.astype("int64").to_numpy()
     last = judgments.groupby("pair_db_id")["submitted_at"].max().reindex(index)
     n = out["n_judgments"].to_numpy()
     counts = out[["n_chosen", "n_rejected", "n_tie"]].to_numpy()
-    top = counts.max(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out["agreement"] = np.where(n > 0, top / np.maximum(n, 1), np.nan)
+    top = counts.max(axis=1) if len(out) else np.zeros(0, dtype="int64")
+    out["agreement"] = votes["agreement"].to_numpy(dtype=float)
     has_majority = top * 2 > n
-    winner = counts.argmax(axis=1) if len(out) else np.array([], dtype=int)
-    decided = has_majority & (n > 0)
-    out["majority"] = _objects(
-        [PREFERENCES[w] if ok else None for w, ok in zip(winner, decided, strict=True)]
-    )
+    out["majority"] = _objects([m if m in PREFERENCES else None for m in votes["majority"].to_numpy(dtype=object)])
     out["last_submitted_at"] = last.to_numpy()
 
     medians = _medians(judgments, scores, dimensions).reindex(index)
