@@ -35,7 +35,16 @@ from annotator.readers import study_secret
 from annotator.store.models import PENDING, Assignment, CrowdLink, Event, Pair, Study, User, id_of, utcnow
 from annotator.study import get_study, parse_config
 
-__all__ = ["TIME_OVER", "WORKER_PARAMS", "Completion", "check_time", "completion", "enter", "may_redirect", "time_left"]
+__all__ = [
+    "TIME_OVER",
+    "WORKER_PARAMS",
+    "Completion",
+    "check_time",
+    "completion",
+    "enter",
+    "may_redirect",
+    "time_left",
+]
 
 #: The URL parameter holding the worker id on each platform.
 WORKER_PARAMS = {"prolific": "PROLIFIC_PID", "mturk": "workerId", "generic": "worker_id"}
@@ -174,7 +183,9 @@ def check_time(session: Session, *, user_id: int, study_id: int, session_minutes
         select(CrowdLink.started_at).where(CrowdLink.user_id == user_id, CrowdLink.study_id == study_id)
     ).first()
     if started is not None and utcnow() - _utc(started) > timedelta(minutes=session_minutes):
-        raise AuthError("the time for this study is over, so this answer was not saved; thank you for taking part")
+        raise AuthError(
+            "the time for this study is over, so this answer was not saved; thank you for taking part"
+        )
 
 
 def may_redirect(url: str) -> bool:

@@ -118,7 +118,8 @@ def test_a_submit_within_the_time_limit_is_saved(engine: Engine, tmp_path: Path)
         item = labels.next_assignment(session, user_id=account.id, study_id=1)
         assert item is not None
         labels.show(session, assignment_id=id_of(item), user_id=account.id)
-        labels.submit(session, assignment_id=id_of(item), user_id=account.id, submission=make_form("in-time", 0))
+        form = make_form("in-time", 0)
+        labels.submit(session, assignment_id=id_of(item), user_id=account.id, submission=form)
     with Session(engine) as session:
         assert len(session.exec(select(Judgment)).all()) == 1
 
