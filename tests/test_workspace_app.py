@@ -1,5 +1,6 @@
 """The rating page's workspace in AppTest: drafts across a reload, study switch, timer, session tokens."""
 
+import tomllib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -8,7 +9,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from annotator import sessions
+from annotator.errors import ConfigError
 from annotator.store import db
+from annotator.store.models import Study
+from annotator.study import DEFAULT_CONFIG, parse_config
 from tests.apphelpers import MAIN, PASSWORD, AppDB, add_study, build_app_db
 
 TIMEOUT = 30
@@ -126,3 +130,19 @@ def test_my_work_says_submitted_once_after_a_first_submission(app_db: AppDB) -> 
     at.switch_page("views/my_work.py").run()
     captions = " ".join(c.value for c in at.caption)
     assert "submitted once" in captions and "revision(s)" not in captions
+
+
+def test_a_study_that_sets_a_theme_draws_it_and_the_default_follows_the_system(app_db: AppDB) -> None:
+    assert not any(":root { color-scheme" in str(h.proto.body) for h in app_as(app_db, "ann1").html)
+    with db.session_scope(app_db.engine) as session:
+        study = session.get(Study, app_db.study_id)
+        assert study is not None
+        study.config = {**study.config, "display": {**study.config.get("display", {}), "theme": "dark"}}
+    assert any(":root { color-scheme: dark" in str(h.proto.body) for h in app_as(app_db, "ann1").html)
+
+
+def test_an_unknown_theme_is_refused_naming_the_key() -> None:
+    data = tomllib.loads(DEFAULT_CONFIG.read_text(encoding="utf-8"))
+    data["display"]["theme"] = "purple"
+    with pytest.raises(ConfigError, match="theme"):
+        parse_config(data)

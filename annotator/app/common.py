@@ -215,4 +215,8 @@ def choose_study(key: str = "study") -> str | None:
     if not names:
         st.info("No study yet: import pairs on the Data page (or with `annotator import`).")
         return None
-    return st.selectbox("Study", names, key=key)
+    name = st.selectbox("Study", names, key=key)
+    from annotator.app.theme import apply_theme  # here: theme imports this module
+
+    apply_theme(name)  # the study's [display] theme
+    return name

@@ -27,6 +27,7 @@ from annotator.app.common import (
     safe_md,
     session,
 )
+from annotator.app.theme import apply_theme
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guidelines_text
 from annotator.labels import SUPPORT_PREFIX, ItemView, Submission
@@ -559,6 +560,7 @@ KEYS_JS = """
   const doc = document;
   if (window.__psItem !== __ITEM__) {
     window.__psItem = __ITEM__;
+    delete doc.body.dataset.psReady;  // the submit button waits until this item's form is all there
     const top = () => {
       for (const el of [doc.scrollingElement, doc.querySelector('[data-testid="stMain"]'),
                         doc.querySelector('[data-testid="stAppScrollToBottomContainer"]')]) {
@@ -571,6 +573,18 @@ KEYS_JS = """
     setTimeout(top, 120);
   }
   clearInterval(window.__psTimer);
+  clearInterval(window.__psReadyTimer);
+  const need = __NEED__;
+  const ready = () => {
+    if (doc.body.dataset.psReady === __ITEM__) return true;
+    const complete = doc.querySelector('.st-key-__SUBMIT__ button') && need.every(
+      (key) => doc.querySelector('.st-key-' + key + ' [data-testid="stButtonGroup"] button'));
+    if (complete) doc.body.dataset.psReady = __ITEM__;
+    return Boolean(complete);
+  };
+  if (!ready()) window.__psReadyTimer = setInterval(() => {
+    if (ready()) clearInterval(window.__psReadyTimer);
+  }, 40);
   const tick = () => {
     // Scrolling panes take the keyboard focus (arrows scroll them) and say what they hold.
     for (const [key, name] of [['pane_A', 'Response A'], ['pane_B', 'Response B'],
@@ -592,9 +606,16 @@ KEYS_JS = """
   if (window.__psKeys) return;
   window.__psKeys = true;
   doc.addEventListener('keydown', (e) => {
+    const early = !doc.body.dataset.psReady;  // the form is not all there yet: no submit
+    if (early && (e.key === 'Enter' || e.key === ' ') && e.target && e.target.closest
+        && e.target.closest('.st-key-__SUBMIT__')) {
+      e.preventDefault();
+      e.stopPropagation();
+      return;
+    }
     if ((e.ctrlKey || e.metaKey) && e.key === 'Enter') {
       const button = doc.querySelector('.st-key-__SUBMIT__ button');
-      if (button && !button.disabled) {
+      if (button && !button.disabled && !early) {
         e.preventDefault();
         e.stopPropagation();
         button.click();
@@ -628,6 +649,8 @@ COMPACT_CSS = """
 [data-testid="stMainBlockContainer"] h3 { font-size: 1.05rem; padding: 0.1rem 0; }
 [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p { margin-bottom: 0.2rem; }
 .ps-timer { font-size: 0.9rem; }
+/* The submit button takes no click until the page script has seen the whole form (see KEYS_JS). */
+body:not([data-ps-ready]) .st-key-annotate_submit button { pointer-events: none; opacity: 0.55; }
 @media (max-width: 640px) {
   [data-testid="stButtonGroup"] > div { flex-wrap: wrap; row-gap: 0.25rem; }
 }
@@ -635,8 +658,10 @@ COMPACT_CSS = """
 """
 
 
-def page_script(item: ItemView) -> None:
-    """The timer, scroll-to-top for a new item, number keys and Ctrl+Enter (one small script)."""
+def page_script(item: ItemView, config: StudyConfig) -> None:
+    """The timer, scroll-to-top for a new item, number keys and Ctrl+Enter (one small script); the
+    submit button takes input only once every question of the item is drawn in the browser."""
+    need = [widget_key(item, question) for question in item_questions(item, config)]
     start = item.shown_at or datetime.now(UTC)
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)
@@ -644,6 +669,7 @@ def page_script(item: ItemView) -> None:
         KEYS_JS.replace("__START__", str(int(start.timestamp() * 1000)))
         .replace("__ITEM__", json.dumps(f"{form_key(item)}"))
         .replace("__SUBMIT__", SUBMIT_BUTTON)
+        .replace("__NEED__", json.dumps(need))
     )
     st.html(body, unsafe_allow_javascript=True)
 
@@ -686,6 +712,7 @@ def main() -> None:
         st.info("You have no items yet. Your researcher will assign some.")
         return
     study_id, study_name = study
+    apply_theme(study_id)  # the study's [display] theme
     with session() as active:
         qualification = training.status(active, account=account, study_id=study_id)
         done = labels.progress(active, user_id=account.id, study_id=study_id)
@@ -719,7 +746,7 @@ def main() -> None:
         return
     item, config = loaded
     with top[2]:
-        page_script(item)
+        page_script(item, config)
     if item.revisions:
         st.warning(
             "You are revising an item you already submitted "

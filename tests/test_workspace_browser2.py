@@ -1,0 +1,302 @@
+"""The workspace in headless Debian chromium, for what the AppTests cannot show: the study's theme,
+switching study, flagging, hidden names, My work's wording, account actions, import errors, and a
+submit button that waits for the whole form. One server for the module."""
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm.attributes import flag_modified
+from sqlmodel import select
+
+from annotator import labels, workspace
+from annotator.store import db
+from annotator.store.models import Study, User, id_of
+from tests.apphelpers import (
+    CHROMIUM_ARGS,
+    KEY_ANSWERS,
+    PASSWORD,
+    AppDB,
+    add_study,
+    build_app_db,
+    item_prefix,
+    log_in,
+    running_app,
+    wait_idle,
+)
+from tests.ratings import rate
+
+CHROMIUM = shutil.which("chromium")
+if CHROMIUM is None:
+    pytest.skip("Debian's chromium is not installed (CI installs it)", allow_module_level=True)
+
+from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+
+pytestmark = pytest.mark.browser
+VIEWPORT = {"width": 1440, "height": 900}
+OTHER = "alpine"  # ann2's second study, listed first (by name), with a light theme
+
+
+def set_theme(app_db: AppDB, study: str, theme: str) -> None:
+    with db.session_scope(app_db.engine) as session:
+        row = session.exec(select(Study).where(Study.name == study)).one()
+        row.config = {**row.config, "display": {**row.config.get("display", {}), "theme": theme}}
+        flag_modified(row, "config")
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]]:
+    """study1 (dark theme): ann1 and ann2 have its 5 pairs, both already judged the last one (in
+    disagreement, so it waits for an adjudicator); ann2 also has the light-themed study OTHER."""
+    folder = tmp_path_factory.mktemp("workspace2")
+    app_db = build_app_db(
+        folder / "db", n_pairs=5, queues={"ann1": "ABABA", "ann2": "BABAB"}, acknowledged=["ann1", "ann2"]
+    )
+    add_study(app_db, folder / "other", OTHER, "ann2")
+    set_theme(app_db, "study1", "dark")
+    set_theme(app_db, OTHER, "light")
+    rate(app_db.engine, "ann1", "EXT-00004-zq", preference=2)
+    rate(app_db.engine, "ann2", "EXT-00004-zq", preference=-2)
+    app_db.engine.dispose()
+    with running_app(app_db.url, folder / "server.log") as base_url:
+        yield base_url, app_db
+
+
+@pytest.fixture(scope="module")
+def chrome() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def tab(chrome: Browser) -> Iterator[Page]:
+    context = chrome.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
+def new_tab(chrome: Browser, **options: str) -> Page:
+    page = chrome.new_context(viewport=VIEWPORT, **options).new_page()  # type: ignore[arg-type]
+    page.set_default_timeout(30_000)
+    return page
+
+
+def rating_page(page: Page, base_url: str, username: str) -> str:
+    """Log in and wait until the rating form is drawn; returns the item's widget-key prefix."""
+    log_in(page, base_url, username, PASSWORD)
+    page.locator("[class*='_confidence'] [data-testid='stButtonGroup'] button").first.wait_for()
+    wait_idle(page)
+    return item_prefix(page)
+
+
+def brightness(page: Page) -> int:
+    """The sum of the red, green and blue of the app's background (0 black ... 765 white)."""
+    colour = page.evaluate("() => getComputedStyle(document.querySelector('.stApp')).backgroundColor")
+    return sum(int(v) for v in colour.removeprefix("rgb(").rstrip(")").split(",")[:3])
+
+
+def text(page: Page) -> str:
+    return str(page.evaluate("() => document.body.innerText"))
+
+
+def assignment_of(prefix: str) -> int:
+    return int(prefix[1:].split("r")[0])
+
+
+# ------------------------------------------------------------------------------------------ theme
+
+
+def test_a_dark_study_is_dark_on_a_light_system(live: tuple[str, AppDB], chrome: Browser) -> None:
+    page = new_tab(chrome, color_scheme="light")
+    rating_page(page, live[0], "ann1")
+    assert brightness(page) < 3 * 80
+    page.context.close()
+
+
+def test_a_light_study_is_light_on_a_dark_system(live: tuple[str, AppDB], chrome: Browser) -> None:
+    page = new_tab(chrome, color_scheme="dark")
+    rating_page(page, live[0], "ann2")  # OTHER comes first
+    assert OTHER in text(page)
+    assert brightness(page) > 3 * 200
+    page.context.close()
+
+
+# ------------------------------------------------------------------------------------------ rating page
+
+
+def test_switching_study_switches_the_item(live: tuple[str, AppDB], tab: Page) -> None:
+    base_url, app_db = live
+    first = rating_page(tab, base_url, "ann2")
+    assert "Other study question" in text(tab)
+    tab.get_by_role("combobox", name="Study").click()
+    tab.get_by_role("option", name="study1").click()
+    tab.locator(f".st-key-{first}_A_correctness").wait_for(state="detached")
+    wait_idle(tab)
+    second = item_prefix(tab)
+    assert app_db.assignment(assignment_of(second)).study_id == app_db.study_id
+    assert "Other study question" not in text(tab)
+
+
+def test_an_item_flagged_with_only_a_reason_leaves_the_queue(live: tuple[str, AppDB], tab: Page) -> None:
+    base_url, app_db = live
+    prefix = rating_page(tab, base_url, "ann1")
+    tab.get_by_text("Report a broken item").click()
+    tab.get_by_role("textbox", name="What is wrong with it").fill("The responses are cut off.")
+    tab.get_by_role("button", name="Flag as broken").click()
+    tab.locator(f".st-key-{prefix}_A_correctness").wait_for(state="detached")
+    wait_idle(tab)
+    assert app_db.assignment(assignment_of(prefix)).status == "flagged"
+    assert item_prefix(tab) != prefix
+    assert app_db.judgments(assignment_of(prefix)) == [], "no rating was needed"
+
+
+def test_submit_right_after_login_waits_for_the_whole_form(live: tuple[str, AppDB], tab: Page) -> None:
+    base_url, app_db = live
+    user_id = app_db.users["ann1"]
+    with db.session_scope(app_db.engine) as session:
+        found = labels.next_assignment(session, user_id=user_id, study_id=app_db.study_id)
+        assert found is not None
+        assignment_id = id_of(found)
+        answers = {
+            name.replace("_", ":").replace("rubric", "rubric:"): int(digit)
+            for name, digit in KEY_ANSWERS.items()
+        }
+        answers["preference"] -= 1  # keys 1-5 choose preference 0-4
+        workspace.save_draft(
+            session, assignment_id=assignment_id, user_id=user_id, answers=answers, opened_posts=[]
+        )
+    tab.goto(base_url)
+    wait_idle(tab)
+    tab.get_by_role("textbox", name="Username").fill("ann1")
+    tab.get_by_role("textbox", name="Password").fill(PASSWORD)
+    tab.get_by_role("button", name="Log in").click()
+    tab.get_by_role("button", name="Submit and next").click()  # as soon as it is there
+    wait_idle(tab)
+    tab.wait_for_timeout(500)
+    wait_idle(tab)
+    saved = app_db.judgments(assignment_id)
+    assert len(saved) == 1
+    assert saved[0].confidence == answers["confidence"]
+    assert len(app_db.scores(id_of(saved[0]))) == 10, "every score of the draft"
+    assert tab.locator("[data-testid='stAlertContentError']").count() == 0
+
+
+# ------------------------------------------------------------------------------------------ other pages
+
+
+def test_my_work_says_submitted_once(live: tuple[str, AppDB], tab: Page) -> None:
+    log_in(tab, live[0], "ann2", PASSWORD)
+    tab.get_by_role("link", name="My work").click()
+    wait_idle(tab)
+    tab.get_by_role("heading", name="My work").wait_for()
+    tab.get_by_text("submitted once").first.wait_for()
+    assert "revision" not in text(tab)
+
+
+def test_annotator_names_are_hidden_on_the_adjudicate_page(live: tuple[str, AppDB], tab: Page) -> None:
+    log_in(tab, live[0], "adj1", PASSWORD)
+    tab.get_by_role("combobox", name="Study").click()
+    tab.get_by_role("option", name="study1").click()
+    tab.get_by_role("heading", name="Judgments").wait_for()
+    wait_idle(tab)
+    tab.wait_for_timeout(1000)  # the tables draw their cells
+    assert not tab.get_by_role("switch", name="Show annotator names").is_checked()
+    page_text = text(tab) + str(tab.evaluate("() => document.body.innerHTML"))
+    assert "ann1" not in page_text and "ann2" not in page_text
+
+
+def annotators_page(page: Page, base_url: str, name: str) -> None:
+    """The researcher's Annotators page with account `name` chosen."""
+    log_in(page, base_url, "res1", PASSWORD)
+    page.get_by_role("heading", name="Progress").wait_for()
+    page.goto(f"{base_url}/annotators")
+    wait_idle(page)
+    page.get_by_role("heading", name="Annotators").wait_for()
+    page.get_by_role("combobox", name="Account").click()
+    page.get_by_role("option", name=name).click()
+    wait_idle(page)
+
+
+def make_active(app_db: AppDB, username: str) -> None:
+    with db.session_scope(app_db.engine) as session:
+        user = session.get(User, app_db.users[username])
+        assert user is not None
+        user.active = True
+
+
+def test_reactivate_from_the_annotators_page(live: tuple[str, AppDB], tab: Page) -> None:
+    base_url, app_db = live
+    annotators_page(tab, base_url, "gone1")
+    if app_db.user("gone1").active:
+        pytest.fail("gone1 starts deactivated")
+    tab.get_by_role("button", name="Reactivate").click()
+    tab.get_by_text("gone1 can log in again.").wait_for()
+    assert app_db.user("gone1").active
+
+
+def test_a_reset_password_is_shown_once_and_works(
+    live: tuple[str, AppDB], tab: Page, chrome: Browser
+) -> None:
+    base_url, app_db = live
+    make_active(app_db, "gone1")
+    annotators_page(tab, base_url, "gone1")
+    tab.get_by_role("button", name="Reset password…").click()
+    tab.get_by_role("dialog").get_by_role("button", name="Reset password").click()
+    code = tab.locator("[data-testid='stCode'] code").first
+    code.wait_for()
+    new_password = code.inner_text().strip()
+    assert new_password and new_password != PASSWORD
+    tab.get_by_role("combobox", name="Account").click()  # any next run: the secret is gone
+    tab.get_by_role("option", name="ann1").click()
+    wait_idle(tab)
+    assert new_password not in text(tab)
+    other = new_tab(chrome)
+    log_in(other, base_url, "gone1", new_password)
+    other.get_by_role("button", name="Log out").wait_for()
+    other.context.close()
+
+
+def test_a_login_link_logs_in_once(live: tuple[str, AppDB], tab: Page, chrome: Browser) -> None:
+    base_url, app_db = live
+    make_active(app_db, "gone1")
+    annotators_page(tab, base_url, "gone1")
+    tab.get_by_role("button", name="Login link").click()
+    code = tab.locator("[data-testid='stCode'] code").first
+    code.wait_for()
+    link = code.inner_text().strip()
+    assert "?token=" in link
+    first = new_tab(chrome)
+    first.goto(link)
+    first.get_by_role("button", name="Log out").wait_for()
+    assert "token=" not in first.url
+    first.context.close()
+    second = new_tab(chrome)
+    second.goto(link)
+    wait_idle(second)
+    second.locator("[data-testid='stAlertContentError']").wait_for()
+    assert second.get_by_role("button", name="Log out").count() == 0
+    second.context.close()
+
+
+def test_import_errors_keep_their_line_breaks(live: tuple[str, AppDB], tab: Page, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x1"}\n{"id": "x2"}\n', encoding="utf-8")
+    log_in(tab, live[0], "res1", PASSWORD)
+    tab.get_by_role("heading", name="Progress").wait_for()
+    tab.goto(f"{live[0]}/data")
+    wait_idle(tab)
+    tab.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(bad))
+    wait_idle(tab)
+    tab.get_by_role("textbox", name="Study").first.fill("broken")
+    tab.get_by_role("button", name="Import").first.click()
+    code = tab.locator("[data-testid='stCode'] code").first
+    code.wait_for()
+    lines = [line for line in code.inner_text().splitlines() if line.strip()]
+    assert len(lines) >= 2, lines
+    assert any("line 1" in line for line in lines) and any("line 2" in line for line in lines)
+
