@@ -148,3 +148,20 @@ def test_the_training_page_shows_a_training_pair_and_its_feedback(
     assert not at.exception
     assert any(item.options[item.answer] in error.value for error in at.error)
     assert any(EXPLAIN in info.value for info in at.info)
+
+
+def test_the_training_page_shows_training_pair_text_as_plain_text(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hostile = "![pixel](http://tracker.invalid/p.png) :green-background[**Recommended**]"
+    account = _setup(engine, tmp_path, [_training_pair(0, chosen=hostile, rejected=hostile + " Shorter.")])
+    monkeypatch.setenv("ANNOTATOR_DB_URL", db_url)
+    at = AppTest.from_file(str(MAIN), default_timeout=30)
+    at.session_state["account"] = account
+    at.session_state["login_at"] = datetime.now(UTC)
+    at.run()
+    at.switch_page("views/training.py").run()
+    assert not at.exception
+    shown = [m.value for m in at.markdown if "tracker.invalid" in m.value]
+    assert len(shown) == 2
+    assert all("!\\[pixel]" in text and "\\:green-background[" in text for text in shown)
