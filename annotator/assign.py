@@ -46,7 +46,7 @@ def assign(
     session: Session,
     *,
     study: str,
-    overlap: int,
+    overlap: int | None = None,
     annotators: list[str] | None = None,
     seed: int = 0,
     overlap_among_named: bool = False,
@@ -54,7 +54,7 @@ def assign(
 ) -> AssignSummary:
     """Give every pair of `study` to `overlap` distinct annotators; idempotent, deterministic per seed.
 
-    Existing assignments are kept; only what is missing is added (new pairs, new annotators, a raised
+    Without an `overlap`, the study's configured one is used. Existing assignments are kept; only what is missing is added (new pairs, new annotators, a raised
     overlap). Each new slot goes to the least-loaded annotator not yet on the pair (ties broken at
     random), so on a first run loads differ by at most one. With `overlap_among_named`, only the named
     annotators' assignments count toward the overlap (a separate panel, e.g. simulated annotators).
@@ -64,6 +64,8 @@ def assign(
     app), only a researcher may assign.
     """
     require_role(session, account, "researcher")
+    if overlap is None:
+        overlap = study_overlap(session, study)
     if overlap < 1:
         raise UserError("overlap must be at least 1")
     study_row = get_study(session, study)

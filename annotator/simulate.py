@@ -24,6 +24,7 @@ from sqlmodel import Session, col, select
 
 from analysis.simulation import BIAS_SD, NOISE, latent_quality, latent_rubric, rate
 from annotator import accounts, assign, labels
+from annotator.errors import UserError
 from annotator.store.db import session_scope
 from annotator.store.models import DONE, Assignment, Pair, User, id_of, utcnow
 from annotator.study import StudyConfig, get_study, parse_config
@@ -46,6 +47,16 @@ class SimulationSpec:
     seed: int = 0
     prefix: str = "sim"
     spammers: int = 0  # the last `spammers` annotators answer at random and fast (careless workers)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.spammers <= self.annotators:
+            raise UserError(
+                f"--spammers must be between 0 and --annotators ({self.annotators}), got {self.spammers}"
+            )
+        if self.overlap > self.annotators:
+            raise UserError(
+                f"--overlap {self.overlap} needs at least as many --annotators (got {self.annotators})"
+            )
 
 
 @dataclass(frozen=True)
