@@ -1,0 +1,1 @@
+"""Validating personalized preference pairs: pure statistics on DataFrames (no database, no Streamlit)."""

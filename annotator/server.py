@@ -7,8 +7,15 @@ process keeps its memory.
 """
 
 import os
+import socket
+import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from annotator.store.db import ENV_VAR
 
@@ -26,6 +33,18 @@ FLAGS = (
     "--browser.gatherUsageStats=false",
     "--global.developmentMode=false",
 )
+#: Flags for a scripted headless Chromium (browser tests, benchmarks): no sandbox as root, and no
+#: background connections to other hosts.
+BROWSER_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+#: The page is idle (Streamlit has finished the run the last action started) when this matches.
+IDLE_SELECTOR = "[data-test-script-state='notRunning']"
 
 
 def command(*, host: str, port: int) -> list[str]:
@@ -57,3 +76,55 @@ def run(url: str, *, host: str, port: int) -> int:
     sys.stderr.flush()
     os.execve(argv[0], argv, environment(url))
     return 1  # pragma: no cover - execve does not return
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_healthy(base_url: str, process: subprocess.Popen[bytes], log: Path, *, timeout: float = 60) -> None:
+    """Poll /_stcore/health until the server answers; fail with its output if it dies or hangs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the app exited with {process.returncode}:\n{log.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the app did not become healthy in {timeout} s:\n{log.read_text(errors='replace')}")
+
+
+@contextmanager
+def background(url: str, log: Path) -> Iterator[str]:
+    """Run the app in a child process on database `url` and a free local port, its output to `log`;
+    yields its base URL and stops it afterwards (for browser tests and benchmarks)."""
+    port = free_port()
+    env = os.environ | {ENV_VAR: url, "PYTHONUNBUFFERED": "1"}
+    handle: IO[bytes]
+    with log.open("wb") as handle:
+        process = subprocess.Popen(
+            command(host="127.0.0.1", port=port),
+            cwd=ROOT,
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        base_url = f"http://127.0.0.1:{port}"
+        try:
+            wait_healthy(base_url, process, log)
+            yield base_url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -1,7 +1,8 @@
 """Synthetic annotators with a known truth, saving through the real assignment and submit code.
 
-Model: the latent rating model of analysis/simulation.py (one home): every pair has a latent quality per dimension (shared by both responses) and a latent
-rubric alignment per aspect for `rejected`; `chosen` gets +quality_gap on quality and +rubric_gap on
+Model: the latent rating model of analysis/simulation.py (its one home): every pair has a latent
+quality per dimension (shared by both responses) and a latent rubric alignment per aspect for
+`rejected`; `chosen` gets +quality_gap on quality and +rubric_gap on
 rubric alignment. Each annotator has a bias (N(0, bias_sd)) and a noise level (noise x U(0.7, 1.3));
 scores are rounded and clipped to their scale. The preference follows the observed rubric difference
 through a logistic choice, with ties near zero. Pairs flagged in their `construction_note` carry the
@@ -15,7 +16,7 @@ import dataclasses
 import math
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -312,4 +313,21 @@ def _to_ab(judgment: SimJudgment, chosen_side: str, submission_id: str) -> label
         preference=2 - preference_ab,
         scores={"A": judgment.scores[first], "B": judgment.scores[second]},
         confidence=judgment.confidence,
+    )
+
+
+def complete_form(
+    submission_id: str, k: int, *, dimensions: Sequence[str], n_aspects: int = 2
+) -> labels.Submission:
+    """A complete A/B form whose answers depend on `k` (so revisions differ): for load and
+    concurrency runs that need many valid submissions without a latent model."""
+    value = 1 + k % 5
+    return labels.Submission(
+        submission_id=submission_id,
+        preference=k % 5,
+        scores={
+            "A": dict.fromkeys(dimensions, value) | {f"rubric:{a}": k % 3 for a in range(n_aspects)},
+            "B": dict.fromkeys(dimensions, 6 - value) | {f"rubric:{a}": (k + a) % 3 for a in range(n_aspects)},
+        },
+        confidence=1 + k % 3,
     )

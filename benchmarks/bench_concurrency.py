@@ -49,9 +49,12 @@ from annotator.accounts import (
     hash_password,  # noqa: E402
 )
 from annotator.assign import assign  # noqa: E402
+from annotator.simulate import complete_form
 from annotator.store import db  # noqa: E402
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, User  # noqa: E402
-from tests.factories import DIMENSIONS, make_form  # noqa: E402
+from annotator.study import load_config
+
+DIMENSIONS = tuple(load_config().dimension_names)
 
 N_ASPECTS = 3
 SCORES_PER_JUDGMENT = 2 * (len(DIMENSIONS) + N_ASPECTS)
@@ -76,7 +79,7 @@ def worker(url: str, steps: list[Step], barrier: Any, results: Any) -> None:
                         session,
                         assignment_id=assignment_id,
                         user_id=user_id,
-                        submission=make_form(submission_id, k, n_aspects=N_ASPECTS),
+                        submission=complete_form(submission_id, k, dimensions=DIMENSIONS, n_aspects=N_ASPECTS),
                     )
                 break
             except OperationalError as exc:  # the busy timeout ran out: the annotator presses submit again

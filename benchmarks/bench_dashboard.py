@@ -24,8 +24,10 @@ from bench_analyze import build  # noqa: E402
 
 from annotator import accounts  # noqa: E402
 from annotator.accounts import SYSTEM
+from annotator.server import BROWSER_ARGS as CHROMIUM_ARGS  # noqa: E402
+from annotator.server import IDLE_SELECTOR as IDLE  # noqa: E402
+from annotator.server import background as running_app  # noqa: E402
 from annotator.store import db  # noqa: E402
-from tests.apphelpers import CHROMIUM_ARGS, IDLE, running_app  # noqa: E402
 
 
 def wait_idle(page: Page, timeout_ms: float = 300_000) -> None:

@@ -7,16 +7,10 @@ benchmarks/bench_dashboard.py.
 
 import functools
 import json
-import os
-import socket
-import subprocess
-import time
-import urllib.request
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sqlalchemy import insert
 from sqlalchemy.engine import Engine
@@ -24,7 +18,7 @@ from sqlmodel import Session, select
 
 from annotator import accounts, ingest
 from annotator.accounts import SYSTEM, Account
-from annotator.server import command as server_command
+from annotator.server import BROWSER_ARGS, IDLE_SELECTOR, background
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User, id_of
 from tests.databases import fresh_db_url
@@ -41,15 +35,9 @@ USERS: dict[str, tuple[str, bool]] = {
     "res1": ("researcher", True),
     "gone1": ("annotator", False),
 }
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-IDLE = "[data-test-script-state='notRunning']"
+CHROMIUM_ARGS = list(BROWSER_ARGS)
+IDLE = IDLE_SELECTOR
+running_app = background  # run the app on a database and a free port (annotator.server)
 
 
 @functools.cache
@@ -199,62 +187,6 @@ def build_app_db(
         if rows:
             session.execute(insert(Assignment), rows)
     return AppDB(url=url, engine=engine, study_id=study_id, users=users)
-
-
-# ------------------------------------------------------------------------------------------ live server
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_healthy(base_url: str, process: subprocess.Popen[bytes], log: Path, *, timeout: float = 60) -> None:
-    """Poll /_stcore/health until the server answers "ok"; fail with its output if it dies or hangs."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(
-                f"the app exited with {process.returncode}:\n{log.read_text(errors='replace')}"
-            )
-        try:
-            with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"the app did not become healthy in {timeout} s:\n{log.read_text(errors='replace')}")
-
-
-@contextmanager
-def running_app(url: str, log: Path) -> Iterator[str]:
-    """Run the app (as `annotator serve` does) on database `url` and a free port; yields its base URL."""
-    port = free_port()
-    env = os.environ | {db.ENV_VAR: url, "PYTHONUNBUFFERED": "1"}
-    handle: IO[bytes]
-    with log.open("wb") as handle:
-        process = subprocess.Popen(
-            server_command(host="127.0.0.1", port=port),
-            cwd=ROOT,
-            env=env,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        base_url = f"http://127.0.0.1:{port}"
-        try:
-            wait_healthy(base_url, process, log)
-            yield base_url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
 
 
 # ------------------------------------------------------------------------------------------ browser

@@ -14,6 +14,7 @@ from sqlmodel import Session, func, select
 
 from annotator import accounts, ingest, labels
 from annotator.accounts import SYSTEM
+from annotator.simulate import complete_form
 from annotator.store import db
 from annotator.store.models import Event, Pair, Study, User, id_of
 
@@ -168,17 +169,7 @@ def temp_engine() -> Iterator[Engine]:
 
 def make_form(submission_id: str, k: int, *, n_aspects: int = 2) -> labels.Submission:
     """A complete form for the default study whose answers depend on `k` (so revisions differ)."""
-    value = 1 + k % 5
-    return labels.Submission(
-        submission_id=submission_id,
-        preference=k % 5,
-        scores={
-            "A": dict.fromkeys(DIMENSIONS, value) | {f"rubric:{a}": k % 3 for a in range(n_aspects)},
-            "B": dict.fromkeys(DIMENSIONS, 6 - value)
-            | {f"rubric:{a}": (k + a) % 3 for a in range(n_aspects)},
-        },
-        confidence=1 + k % 3,
-    )
+    return complete_form(submission_id, k, dimensions=DIMENSIONS, n_aspects=n_aspects)
 
 
 def write_parquet_table(path: Path, columns: dict[str, list[Any]]) -> Path:

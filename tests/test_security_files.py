@@ -15,8 +15,8 @@ from typer.testing import CliRunner, Result
 
 from annotator import server
 from annotator.cli import app
+from annotator.server import free_port
 from annotator.store import db
-from tests.apphelpers import free_port
 from tests.factories import make_study
 
 runner = CliRunner()
