@@ -31,10 +31,11 @@ CHROMIUM = shutil.which("chromium")
 if CHROMIUM is None:
     pytest.skip("Debian's chromium is not installed (CI installs it)", allow_module_level=True)
 
-from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, Route, sync_playwright  # noqa: E402
 
 pytestmark = pytest.mark.browser
 VIEWPORT = {"width": 1440, "height": 900}
+BUTTON_GROUP_JS = "**/static/js/ButtonGroup.*.js"  # Streamlit's script of st.segmented_control
 OTHER = "alpine"  # ann2's second study, listed first (by name), with a light theme
 
 
@@ -155,27 +156,58 @@ def test_an_item_flagged_with_only_a_reason_leaves_the_queue(live: tuple[str, Ap
     assert app_db.judgments(assignment_of(prefix)) == [], "no rating was needed"
 
 
-def test_submit_right_after_login_waits_for_the_whole_form(live: tuple[str, AppDB], tab: Page) -> None:
-    base_url, app_db = live
-    user_id = app_db.users["ann1"]
+def full_draft(app_db: AppDB, username: str) -> tuple[int, dict[str, int]]:
+    """A draft answering every question of `username`'s next item in study1: (assignment, answers)."""
+    user_id = app_db.users[username]
     with db.session_scope(app_db.engine) as session:
         found = labels.next_assignment(session, user_id=user_id, study_id=app_db.study_id)
         assert found is not None
-        assignment_id = id_of(found)
         answers = {
             name.replace("_", ":").replace("rubric", "rubric:"): int(digit)
             for name, digit in KEY_ANSWERS.items()
         }
         answers["preference"] -= 1  # keys 1-5 choose preference 0-4
         workspace.save_draft(
-            session, assignment_id=assignment_id, user_id=user_id, answers=answers, opened_posts=[]
+            session, assignment_id=id_of(found), user_id=user_id, answers=answers, opened_posts=[]
         )
-    tab.goto(base_url)
-    wait_idle(tab)
-    tab.get_by_role("textbox", name="Username").fill("ann1")
-    tab.get_by_role("textbox", name="Password").fill(PASSWORD)
-    tab.get_by_role("button", name="Log in").click()
-    tab.get_by_role("button", name="Submit and next").click()  # as soon as it is there
+        return id_of(found), answers
+
+
+def log_in_holding_the_answer_buttons(page: Page, base_url: str, username: str) -> list[Route]:
+    """Log in while Streamlit's script of the answer buttons is held back (they stay placeholders,
+    as under load); returns the held requests once the submit button is on the page."""
+    page.goto(base_url)
+    wait_idle(page)
+    page.get_by_role("textbox", name="Username").fill(username)
+    page.get_by_role("textbox", name="Password").fill(PASSWORD)
+    held: list[Route] = []
+    page.route(BUTTON_GROUP_JS, lambda route: held.append(route))
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("button", name="Submit and next").wait_for(state="attached")
+    page.wait_for_timeout(300)
+    assert held, "the answer buttons are placeholders"
+    return held
+
+
+def release(page: Page, held: list[Route]) -> None:
+    for route in held:
+        route.continue_()
+    page.unroute(BUTTON_GROUP_JS)
+
+
+def test_submit_right_after_login_waits_for_the_whole_form(live: tuple[str, AppDB], tab: Page) -> None:
+    base_url, app_db = live
+    assignment_id, answers = full_draft(app_db, "ann1")
+    held = log_in_holding_the_answer_buttons(tab, base_url, "ann1")
+    submit = tab.get_by_role("button", name="Submit and next")
+    early = tab.evaluate(  # one snapshot: the questions drawn so far, and can the button be clicked?
+        "() => ({questions: document.querySelectorAll('[data-testid=stButtonGroup]').length,"
+        " clickable: getComputedStyle(document.querySelector('.st-key-annotate_submit button'))"
+        ".pointerEvents !== 'none'})"
+    )
+    assert early["questions"] >= len(KEY_ANSWERS) or not early["clickable"], early
+    release(tab, held)
+    submit.click()  # as soon as it takes a click
     wait_idle(tab)
     tab.wait_for_timeout(500)
     wait_idle(tab)
@@ -184,6 +216,18 @@ def test_submit_right_after_login_waits_for_the_whole_form(live: tuple[str, AppD
     assert saved[0].confidence == answers["confidence"]
     assert len(app_db.scores(id_of(saved[0]))) == 10, "every score of the draft"
     assert tab.locator("[data-testid='stAlertContentError']").count() == 0
+
+
+def test_ctrl_enter_before_the_form_is_there_submits_nothing(live: tuple[str, AppDB], tab: Page) -> None:
+    base_url, app_db = live
+    assignment_id, _ = full_draft(app_db, "ann1")
+    held = log_in_holding_the_answer_buttons(tab, base_url, "ann1")
+    tab.keyboard.press("Control+Enter")
+    tab.wait_for_timeout(700)
+    assert app_db.judgments(assignment_id) == []
+    release(tab, held)
+    tab.locator("[class*='_confidence'] [data-testid='stButtonGroup'] button").first.wait_for()
+    assert app_db.judgments(assignment_id) == []
 
 
 # ------------------------------------------------------------------------------------------ other pages
