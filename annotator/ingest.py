@@ -405,32 +405,33 @@ def storable(row: dict[str, Any]) -> dict[str, Any]:
     return stored
 
 
-def load_pairs(
-    path: str | Path, *, progress: Progress | None = None, warnings: list[str] | None = None
-) -> list[dict[str, Any]]:
-    """Read and validate a whole pair file; raise IngestError listing up to 20 problems.
+RecordCheck = Callable[[dict[str, Any], str], tuple[dict[str, Any], list[str]]]
 
-    Texts with bidirectional controls or zero-width characters are added to `warnings` (where, field)."""
+
+def collect_records(
+    path: str | Path, check: RecordCheck, *, what: str, progress: Progress | None = None
+) -> list[dict[str, Any]]:
+    """Read every record of a file through `check(record, where) -> (row, problems)`; refuse a
+    repeated ``external_id``. All or nothing: raise IngestError listing up to 20 problems (each with
+    its line or row and field), or UserError when the file holds no `what` records."""
     path = Path(path)
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
     n_problems = 0
     first_seen: dict[str, str] = {}
-    records = read_records(path)
     try:
-        for where, record in records:
-            noticed: list[str] = []
-            row, found = validate_record(record, warnings=noticed)
-            if warnings is not None:
-                warnings.extend(f"{where}, {w}" for w in noticed)
+        for where, record in read_records(path):
+            row, found = check(record, where)
             external_id = row.get("external_id")
             if external_id and external_id in first_seen:
-                found.append(f"field id: duplicate id {external_id!r} (first at {first_seen[external_id]})")
+                found.append(
+                    f"field id: duplicate id {external_id[:80]!r} (first at {first_seen[external_id]})"
+                )
             elif external_id:
                 first_seen[external_id] = where
             if found:
                 n_problems += len(found)
-                problems.extend(f"{where}, {p}" for p in found[: MAX_PROBLEMS - len(problems)])
+                problems.extend(f"{where}, {p}" for p in found[: max(0, MAX_PROBLEMS - len(problems))])
             else:
                 rows.append(row)
             if progress is not None:
@@ -441,8 +442,25 @@ def load_pairs(
     if problems:
         raise IngestError(str(path), problems, n_problems)
     if not rows:
-        raise UserError(f"{path}: no pair records found")
+        raise UserError(f"{path}: no {what} records found")
     return rows
+
+
+def load_pairs(
+    path: str | Path, *, progress: Progress | None = None, warnings: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Read and validate a whole pair file; raise IngestError listing up to 20 problems.
+
+    Texts with bidirectional controls or zero-width characters are added to `warnings` (where, field)."""
+
+    def check(record: dict[str, Any], where: str) -> tuple[dict[str, Any], list[str]]:
+        noticed: list[str] = []
+        row, found = validate_record(record, warnings=noticed)
+        if warnings is not None:
+            warnings.extend(f"{where}, {w}" for w in noticed)
+        return row, found
+
+    return collect_records(path, check, what="pair", progress=progress)
 
 
 # -------------------------------------------------------------------------------------------- importing

@@ -22,8 +22,8 @@ from sqlmodel import Session, col, select
 
 from annotator import assign
 from annotator.accounts import Account, require_role
-from annotator.errors import IngestError, UserError
-from annotator.ingest import MAX_PROBLEMS, read_records
+from annotator.errors import UserError
+from annotator.ingest import collect_records
 from annotator.store.models import Assignment, Event, ModelPrediction, Pair, User, id_of
 from annotator.study import get_study
 
@@ -159,36 +159,9 @@ def load_predictions(
 
     Raises IngestError listing up to 20 problems, each with its line (or row) and field.
     """
-    path = Path(path)
-    rows: list[dict[str, Any]] = []
-    problems: list[str] = []
-    n_problems = 0
-    first_seen: dict[str, str] = {}
-    try:
-        for where, record in read_records(path):
-            row, found = _prediction(record, known)
-            external_id = row.get("external_id")
-            if external_id and external_id in first_seen:
-                found.append(
-                    f"field id: duplicate pair {external_id[:80]!r} (first at {first_seen[external_id]})"
-                )
-            elif external_id:
-                first_seen[external_id] = where
-            if found:
-                n_problems += len(found)
-                problems.extend(f"{where}, {p}" for p in found[: max(0, MAX_PROBLEMS - len(problems))])
-            else:
-                rows.append(row)
-            if progress is not None:
-                progress(1)
-    except IngestError as exc:
-        merged = (problems + exc.problems)[:MAX_PROBLEMS]
-        raise IngestError(str(path), merged, n_problems + exc.total) from None
-    if problems:
-        raise IngestError(str(path), problems, n_problems)
-    if not rows:
-        raise UserError(f"{path}: no prediction records found")
-    return rows
+    return collect_records(
+        path, lambda record, _where: _prediction(record, known), what="prediction", progress=progress
+    )
 
 
 # ------------------------------------------------------------------------------------------- writing

@@ -85,7 +85,7 @@ def test_every_problem_is_named_by_line_and_field_and_nothing_is_written(
     assert "line 3, field score_chosen: expected a number" in text
     assert "line 4, field choice: expected one of chosen, rejected, tie" in text
     assert "line 5, field confidence: must be between 0 and 1" in text
-    assert "line 6, field id: duplicate pair 'pair-0' (first at line 1)" in text
+    assert "line 6, field id: duplicate id 'pair-0' (first at line 1)" in text
     assert _count(engine) == 0
 
 
