@@ -36,6 +36,17 @@ _CSS = """<style>
 }
 .stApp [data-testid="stExpander"] summary, .stApp [data-baseweb="popover"] li { background-color: __BG__; }
 .stApp [data-testid="stDataFrame"], .stApp code { background-color: __BG2__; color: __TEXT__; }
+.stApp [data-testid="stAlertContainer"] { background-color: rgba(28, 131, 225, 0.16); }
+.stApp [data-testid="stAlertContainer"]:has([data-testid="stAlertContentSuccess"]) {
+  background-color: rgba(33, 195, 84, 0.16);
+}
+.stApp [data-testid="stAlertContainer"]:has([data-testid="stAlertContentWarning"]) {
+  background-color: rgba(255, 189, 69, 0.2);
+}
+.stApp [data-testid="stAlertContainer"]:has([data-testid="stAlertContentError"]) {
+  background-color: rgba(255, 43, 43, 0.16);
+}
+.stApp [data-testid="stAlertContainer"] * { color: __TEXT__; }
 </style>"""
 
 
