@@ -19,7 +19,7 @@ all call :func:`build_report`, so they show the same numbers. Control pairs (the
 ``reliability``
     *The quality ratings are reliable enough to support an equivalence claim* (assay sensitivity):
     for every quality dimension the lower end of the 1 - 2*alpha pair-bootstrap interval of
-    Krippendorff's alpha lies above ``reliability_threshold`` (default 0.15: a floor that raters who
+    Krippendorff's alpha lies above ``reliability_threshold`` (default 0.1: a floor that raters who
     cannot tell responses apart fail, not a standard for a publishable coding scheme).
 ``sensitivity``
     *A known quality defect is detected*: on the positive-control pairs, the chosen - rejected
@@ -164,7 +164,7 @@ def build_report(
     alpha: float = 0.05,
     scale_min: float = 1,
     scale_max: float = 5,
-    reliability_threshold: float = 0.15,
+    reliability_threshold: float = 0.1,
     min_pairs: int = 20,
     min_control_pairs: int = 5,
     require_positive_controls: bool = False,
@@ -193,7 +193,7 @@ def build_report(
         Level of every one-sided test; the matching intervals are 1 - 2*alpha.
     scale_min, scale_max : float, default 1 and 5
         The quality scale (for agreement statistics).
-    reliability_threshold : float, default 0.15
+    reliability_threshold : float, default 0.1
         Krippendorff's alpha floor of the reliability verdict.
     min_pairs : int, default 20
         Fewer main pairs give no PASS.

@@ -90,7 +90,7 @@ class Analysis(_Strict):
     alpha: float = Field(default=0.05, gt=0, lt=0.5)
     overlap: int = Field(default=3, ge=1)
     # The verdict thresholds of analysis.report.build_report (issue 12):
-    reliability_threshold: float = Field(default=0.15, ge=-1, lt=1)  # Krippendorff's alpha floor (CI low end)
+    reliability_threshold: float = Field(default=0.1, ge=-1, lt=1)  # Krippendorff's alpha floor (CI low end)
     min_pairs: int = Field(default=20, ge=2)  # no PASS with fewer main pairs
     min_control_pairs: int = Field(default=5, ge=1)  # positive controls needed for a sensitivity verdict
     require_positive_controls: bool = False  # True: no PASS without a sensitivity verdict
