@@ -156,7 +156,9 @@ def evaluate(
     top = counts.max(axis=1) if len(out) else np.zeros(0, dtype="int64")
     out["agreement"] = votes["agreement"].to_numpy(dtype=float)
     has_majority = top * 2 > n
-    out["majority"] = _objects([m if m in PREFERENCES else None for m in votes["majority"].to_numpy(dtype=object)])
+    out["majority"] = _objects(
+        [m if m in PREFERENCES else None for m in votes["majority"].to_numpy(dtype=object)]
+    )
     out["last_submitted_at"] = last.to_numpy()
 
     medians = _medians(judgments, scores, dimensions).reindex(index)
@@ -861,7 +863,9 @@ def final_labels(session: Session, *, study: str, pseudonymize: bool = False) ->
                     frame.iat[position, frame.columns.get_loc(f"{response}_{item}")] = value
     frame["n_judgments"] = out["n_judgments"]
     adjudicator = pd.Series(
-        [name if isinstance(name, str) else None for name in decided["adjudicator"]], index=frame.index, dtype=object
+        [name if isinstance(name, str) else None for name in decided["adjudicator"]],
+        index=frame.index,
+        dtype=object,
     )
     if pseudonymize:  # no real name in any column: the rule ("decided by NAME") too (issue 17)
         codes = readers.pseudonymize_names(adjudicator, readers.study_secret(session, study_row))

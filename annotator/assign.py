@@ -54,14 +54,14 @@ def assign(
 ) -> AssignSummary:
     """Give every pair of `study` to `overlap` distinct annotators; idempotent, deterministic per seed.
 
-    Without an `overlap`, the study's configured one is used. Existing assignments are kept; only what is missing is added (new pairs, new annotators, a raised
-    overlap). Each new slot goes to the least-loaded annotator not yet on the pair (ties broken at
-    random), so on a first run loads differ by at most one. With `overlap_among_named`, only the named
-    annotators' assignments count toward the overlap (a separate panel, e.g. simulated annotators).
-    The sides of `chosen` keep every pair within one of even, and the A slots go to the annotators who
-    have seen `chosen` on B most, so on a first run each annotator's A and B counts differ by at most
-    two (tested). New items are appended to each queue in shuffled order. With an `account` (the
-    app), only a researcher may assign.
+    Without an `overlap`, the study's configured one is used. Existing assignments are kept; only what is
+    missing is added (new pairs, new annotators, a raised overlap). Each new slot goes to the least-loaded
+    annotator not yet on the pair (ties broken at random), so on a first run loads differ by at most one.
+    With `overlap_among_named`, only the named annotators' assignments count toward the overlap (a
+    separate panel, e.g. simulated annotators). The sides of `chosen` keep every pair within one of even,
+    and the A slots go to the annotators who have seen `chosen` on B most, so on a first run each
+    annotator's A and B counts differ by at most two (tested). New items are appended to each queue in
+    shuffled order. With an `account` (the app), only a researcher may assign.
     """
     require_role(session, account, "researcher")
     if overlap is None:
@@ -79,7 +79,9 @@ def assign(
     user_ids = [id_of(user) for user in users]
     pair_ids = list(  # control pairs are mixed in by controls.mix_controls, never given an overlap
         session.exec(
-            select(col(Pair.id)).where(Pair.study_id == study_row.id, Pair.control == "").order_by(col(Pair.id))
+            select(col(Pair.id))
+            .where(Pair.study_id == study_row.id, Pair.control == "")
+            .order_by(col(Pair.id))
         )
     )
     main_ids = set(pair_ids)
@@ -184,7 +186,9 @@ def study_pair_ids(session: Session, study: str) -> list[int]:
     study_row = get_study(session, study)
     return [
         int(i or 0)
-        for i in session.exec(select(col(Pair.id)).where(Pair.study_id == study_row.id).order_by(col(Pair.id)))
+        for i in session.exec(
+            select(col(Pair.id)).where(Pair.study_id == study_row.id).order_by(col(Pair.id))
+        )
     ]
 
 

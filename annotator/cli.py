@@ -323,7 +323,9 @@ def users_unlock(name: str, database: DbOption = None) -> None:
 @user_errors
 def users_link(
     name: str,
-    base_url: Annotated[str, typer.Option(help="The app's address as users reach it")] = "http://localhost:8501",
+    base_url: Annotated[
+        str, typer.Option(help="The app's address as users reach it")
+    ] = "http://localhost:8501",
     days: Annotated[float, typer.Option(help="Days the link stays valid")] = 7.0,
     database: DbOption = None,
 ) -> None:
@@ -379,7 +381,12 @@ def controls_make(
     engine = open_db(database)
     with db.session_scope(engine) as session:
         summary = make_controls(
-            session, study=study, kind=kind, n=n, seed=seed, account=accounts.SYSTEM  # type: ignore[arg-type]
+            session,
+            study=study,
+            kind=kind,  # type: ignore[arg-type]  # the service refuses an unknown kind in one line
+            n=n,
+            seed=seed,
+            account=accounts.SYSTEM,
         )
     out.print(str(summary), highlight=False)
 

@@ -44,7 +44,9 @@ def build_demo(path: Path = DEMO_DB, *, rebuild: bool = False, seed: int = 7) ->
     simulate(engine, study=STUDY, spec=SimulationSpec(annotators=3, overlap=3, seed=seed))
     with db.session_scope(engine) as session:
         for username, (role, password) in CREDENTIALS.items():
-            accounts.add_user(session, username=username, role=role, password=password, account=accounts.SYSTEM)
+            accounts.add_user(
+                session, username=username, role=role, password=password, account=accounts.SYSTEM
+            )
     with db.session_scope(engine) as session:
         pairs = assign.study_pair_ids(session, STUDY)[:QUEUE]
         assign.assign_pairs(session, study=STUDY, annotator="demo_annotator", pair_ids=pairs, seed=seed)

@@ -468,7 +468,9 @@ def load_pairs(
 
 def ensure_study(connection: Any, name: str, config: StudyConfig | None) -> int:
     """The id of study `name`, creating it with `config` (or the default) on first import."""
-    found = connection.execute(select(col(Study.id), col(Study.config)).where(col(Study.name) == name)).first()
+    found = connection.execute(
+        select(col(Study.id), col(Study.config)).where(col(Study.name) == name)
+    ).first()
     if found is not None:
         if config is not None and config.model_dump() != found.config:
             raise UserError(

@@ -286,7 +286,9 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     for side, items in submission.scores.items():
         response = "chosen" if (side == "A") == chosen_is_a else "rejected"
         for item, value in items.items():
-            session.add(Score(judgment_id=id_of(judgment), response=response, item=item, value=float(value or 0)))
+            session.add(
+                Score(judgment_id=id_of(judgment), response=response, item=item, value=float(value or 0))
+            )
     for item, value in submission.support.items():  # about the pair: stored on the `chosen` response
         session.add(Score(judgment_id=id_of(judgment), response="chosen", item=item, value=float(value or 0)))
     first = status != DONE
@@ -382,9 +384,7 @@ def finished_items(session: Session, *, user_id: int, study_id: int) -> list[dic
     rows = session.exec(
         select(Assignment, Pair.question)
         .join(Pair, col(Pair.id) == Assignment.pair_id)
-        .where(
-            Assignment.annotator_id == user_id, Assignment.study_id == study_id, Assignment.status == DONE
-        )
+        .where(Assignment.annotator_id == user_id, Assignment.study_id == study_id, Assignment.status == DONE)
         .order_by(col(Assignment.completed_at).desc())
     ).all()
     return [

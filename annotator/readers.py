@@ -75,6 +75,7 @@ _JUDGMENT_COLUMNS = (
     "arm",
 )
 
+
 def _fetch(session: Session, query: Select) -> list[tuple[Any, ...]]:
     """The rows of a read-only query, fetched with the database driver's own cursor.
 

@@ -90,7 +90,9 @@ def wait_healthy(base_url: str, process: subprocess.Popen[bytes], log: Path, *, 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"the app exited with {process.returncode}:\n{log.read_text(errors='replace')}")
+            raise RuntimeError(
+                f"the app exited with {process.returncode}:\n{log.read_text(errors='replace')}"
+            )
         try:
             with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=2) as response:
                 if response.status == 200:

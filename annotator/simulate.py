@@ -90,7 +90,11 @@ def simulated_users(session: Session, spec: SimulationSpec) -> list[str]:
     for name in names:
         if name not in existing:
             accounts.add_user(
-                session, username=name, role="annotator", password=secrets.token_urlsafe(16), account=accounts.SYSTEM
+                session,
+                username=name,
+                role="annotator",
+                password=secrets.token_urlsafe(16),
+                account=accounts.SYSTEM,
             )
     session.flush()
     return names
@@ -322,12 +326,14 @@ def complete_form(
     """A complete A/B form whose answers depend on `k` (so revisions differ): for load and
     concurrency runs that need many valid submissions without a latent model."""
     value = 1 + k % 5
+    a_side: dict[str, float | None] = {name: float(value) for name in dimensions}
+    b_side: dict[str, float | None] = {name: float(6 - value) for name in dimensions}
+    for aspect in range(n_aspects):
+        a_side[f"rubric:{aspect}"] = float(k % 3)
+        b_side[f"rubric:{aspect}"] = float((k + aspect) % 3)
     return labels.Submission(
         submission_id=submission_id,
         preference=k % 5,
-        scores={
-            "A": dict.fromkeys(dimensions, value) | {f"rubric:{a}": k % 3 for a in range(n_aspects)},
-            "B": dict.fromkeys(dimensions, 6 - value) | {f"rubric:{a}": (k + a) % 3 for a in range(n_aspects)},
-        },
+        scores={"A": a_side, "B": b_side},
         confidence=1 + k % 3,
     )

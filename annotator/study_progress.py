@@ -194,9 +194,7 @@ def reassign_open(session: Session, *, account: Account, study: str, username: s
     return moved
 
 
-def filter_options(
-    session: Session, *, study: str, account: Account
-) -> tuple[list[str], list[str]]:
+def filter_options(session: Session, *, study: str, account: Account) -> tuple[list[str], list[str]]:
     """The categories of a study's pairs and the annotators with items in it, for the report filters."""
     study_id = _researchers_study(session, study, account).id
     categories = session.exec(select(Pair.category).where(Pair.study_id == study_id).distinct()).all()

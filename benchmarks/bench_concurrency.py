@@ -79,7 +79,9 @@ def worker(url: str, steps: list[Step], barrier: Any, results: Any) -> None:
                         session,
                         assignment_id=assignment_id,
                         user_id=user_id,
-                        submission=complete_form(submission_id, k, dimensions=DIMENSIONS, n_aspects=N_ASPECTS),
+                        submission=complete_form(
+                            submission_id, k, dimensions=DIMENSIONS, n_aspects=N_ASPECTS
+                        ),
                     )
                 break
             except OperationalError as exc:  # the busy timeout ran out: the annotator presses submit again

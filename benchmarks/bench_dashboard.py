@@ -80,7 +80,9 @@ def main() -> None:
             f"built {counts['pairs']:,} pairs, {counts['judgments']:,} judgments, {counts['scores']:,} scores"
         )
         with db.session_scope(db.make_engine(url)) as session:
-            accounts.add_user(session, username="boss", role="researcher", password="bench-password", account=SYSTEM)
+            accounts.add_user(
+                session, username="boss", role="researcher", password="bench-password", account=SYSTEM
+            )
         with running_app(url, Path(tmp) / "server.log") as base_url, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1200})

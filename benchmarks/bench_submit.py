@@ -50,6 +50,7 @@ def password_hash() -> str:
     """One hash of PASSWORD for every benchmark account (Argon2id is slow on purpose)."""
     return hash_password(PASSWORD)
 
+
 GOAL_P95_MS = 400
 GOAL_RATIO = 1.2
 WARMUP = 3

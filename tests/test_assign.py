@@ -45,7 +45,9 @@ def _study(n_pairs: int, n_annotators: int) -> Iterator[Engine]:
 
 def _assign(engine: Engine, overlap: int, seed: int = 0, **kwargs: object) -> int:
     with db.session_scope(engine) as session:
-        return assign(session, study="s1", overlap=overlap, seed=seed, **({"account": SYSTEM} | kwargs)).created  # type: ignore[arg-type]
+        return assign(
+            session, study="s1", overlap=overlap, seed=seed, **({"account": SYSTEM} | kwargs)
+        ).created  # type: ignore[arg-type]
 
 
 def _rows(engine: Engine) -> set[Row]:

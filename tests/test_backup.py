@@ -120,9 +120,7 @@ def test_a_restored_backup_works(
     with db.session_scope(restored) as session:
         pending = labels.next_assignment(session, user_id=user_id, study_id=1)
         assert pending is not None and pending.id not in queue[:4]
-        labels.submit(
-            session, assignment_id=id_of(pending), user_id=user_id, submission=make_form("new", 1)
-        )
+        labels.submit(session, assignment_id=id_of(pending), user_id=user_id, submission=make_form("new", 1))
     with Session(restored) as session:
         assert labels.progress(session, user_id=user_id, study_id=1).done == 5
     restored.dispose()

@@ -42,9 +42,7 @@ def _usernames(url: str) -> list[str]:
 def test_db_as_a_global_option(db_url: str) -> None:
     result = runner.invoke(app, ["--db", db_url, "init"])
     assert result.exit_code == 0, result.output
-    assert (
-        invoke(["--db", db_url, "users", "add", "alice", "--password", PASSWORD]).exit_code == 0
-    )
+    assert invoke(["--db", db_url, "users", "add", "alice", "--password", PASSWORD]).exit_code == 0
     assert _usernames(db_url) == ["alice"]
 
 

@@ -234,4 +234,3 @@ def test_the_finished_screen_sends_the_browser_to_the_completion_url(prolific_re
             assert others == []
         finally:
             browser.close()
-

@@ -36,8 +36,12 @@ def study_db(env_db: str, engine: Engine) -> Iterator[str]:
     ingest.import_file(engine, SAMPLE, study="sample", account=SYSTEM)
     simulate(engine, study="sample", spec=SimulationSpec(seed=3))
     with db.session_scope(engine) as session:
-        accounts.add_user(session, username="boss", role="researcher", password="boss-password", account=SYSTEM)
-        accounts.add_user(session, username="judge", role="adjudicator", password="judge-password", account=SYSTEM)
+        accounts.add_user(
+            session, username="boss", role="researcher", password="boss-password", account=SYSTEM
+        )
+        accounts.add_user(
+            session, username="judge", role="adjudicator", password="judge-password", account=SYSTEM
+        )
     yield env_db
 
 

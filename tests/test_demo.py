@@ -86,7 +86,9 @@ def test_demo_is_kept_without_rebuild(tmp_path: Path) -> None:
     demo = build_demo(path, rebuild=True)
     engine = db.make_engine(demo.url)
     with db.session_scope(engine) as session:
-        accounts.add_user(session, username="marker", role="annotator", password="marker-password", account=SYSTEM)
+        accounts.add_user(
+            session, username="marker", role="annotator", password="marker-password", account=SYSTEM
+        )
     engine.dispose()
     before = _counts(demo.url)
     kept = build_demo(path)
@@ -97,6 +99,7 @@ def test_demo_is_kept_without_rebuild(tmp_path: Path) -> None:
 @pytest.mark.browser
 def test_demo_annotator_rates_one_item_in_the_browser(tmp_path: Path) -> None:
     from playwright import sync_api as playwright
+
     demo = build_demo(tmp_path / "demo.db", rebuild=True)
     engine = db.make_engine(demo.url)
     assert _judgments_by(engine, "demo_annotator") == 0

@@ -195,10 +195,22 @@ def test_the_audit_record_of_an_export_keeps_its_options(tmp_path: Path) -> None
     rate_all(engine, "p0", [1, 1, 1])
     with db.session_scope(engine) as session:
         export.export(
-            session, study=STUDY, kind="labels", fmt="csv", path=tmp_path / "l.csv", pseudonymize=True, account=SYSTEM
+            session,
+            study=STUDY,
+            kind="labels",
+            fmt="csv",
+            path=tmp_path / "l.csv",
+            pseudonymize=True,
+            account=SYSTEM,
         )
         export.export(
-            session, study=STUDY, kind="pairs", fmt="jsonl", path=tmp_path / "p.jsonl", validated_only=True, account=SYSTEM
+            session,
+            study=STUDY,
+            kind="pairs",
+            fmt="jsonl",
+            path=tmp_path / "p.jsonl",
+            validated_only=True,
+            account=SYSTEM,
         )
     with Session(engine) as session:
         events = session.exec(select(Event).where(Event.action == "export").order_by(Event.id)).all()

@@ -152,9 +152,7 @@ def test_the_annotator_page_shows_hostile_texts_as_text(chrome: object, server: 
     assert_inert(page, [])
     with Session(server.engine) as session:
         done = session.exec(select(Assignment).where(Assignment.annotator_id == server.users["ann1"])).one()
-        judgment = labels.current_answers(
-            session, assignment_id=id_of(done), user_id=server.users["ann1"]
-        )
+        judgment = labels.current_answers(session, assignment_id=id_of(done), user_id=server.users["ann1"])
     assert judgment is not None
     assert judgment.comment == COMMENT
     page.close()  # type: ignore[attr-defined]

@@ -103,7 +103,9 @@ def test_an_engine_not_made_by_make_engine_stores_json_once(
     db_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     plain = create_engine(db_url)
-    ingest.import_file(plain, write_jsonl(tmp_path / "p.jsonl", make_records(1, n_posts=2)), study="s1", account=SYSTEM)
+    ingest.import_file(
+        plain, write_jsonl(tmp_path / "p.jsonl", make_records(1, n_posts=2)), study="s1", account=SYSTEM
+    )
     plain.dispose()
     pair = _pairs(engine)["pair-0"]
     assert pair.profile == make_record(0, n_posts=2)["profile"] and pair.meta == {}
@@ -305,7 +307,9 @@ def test_reimporting_the_same_file_is_a_no_op(engine: Engine, tmp_path: Path) ->
 
 def test_new_records_are_added_next_to_unchanged_ones(engine: Engine, tmp_path: Path) -> None:
     make_study(engine, tmp_path, 3)
-    summary = ingest.import_file(engine, write_jsonl(tmp_path / "more.jsonl", make_records(5)), study="s1", account=SYSTEM)
+    summary = ingest.import_file(
+        engine, write_jsonl(tmp_path / "more.jsonl", make_records(5)), study="s1", account=SYSTEM
+    )
     assert (summary.imported, summary.unchanged) == (2, 3)
 
 
@@ -315,7 +319,9 @@ def test_a_changed_record_is_refused_without_replace(engine: Engine, tmp_path: P
     records = [*make_records(2), make_record(7)]
     records[0]["chosen"] = "A rewritten chosen response."
     with pytest.raises(UserError, match=r"1 record\(s\) changed under an existing id \('pair-0'\)"):
-        ingest.import_file(engine, write_jsonl(tmp_path / "changed.jsonl", records), study="s1", account=SYSTEM)
+        ingest.import_file(
+            engine, write_jsonl(tmp_path / "changed.jsonl", records), study="s1", account=SYSTEM
+        )
     assert counts(engine) == before
     assert _pairs(engine)["pair-0"].chosen == make_record(0)["chosen"]
 

@@ -313,9 +313,7 @@ def test_a_submission_id_of_another_annotator_is_refused(setup: Setup) -> None:
         theirs = labels.next_assignment(session, user_id=setup.other, study_id=setup.study_id)
         assert theirs is not None
         with pytest.raises(AuthError):
-            labels.submit(
-                session, assignment_id=id_of(theirs), user_id=setup.other, submission=_form("mine")
-            )
+            labels.submit(session, assignment_id=id_of(theirs), user_id=setup.other, submission=_form("mine"))
 
 
 def test_a_flag_with_a_reason_is_saved(setup: Setup) -> None:

@@ -39,7 +39,9 @@ def study_url(tmp_path: Path) -> str:
     """A PostgreSQL database with four pairs, both annotators on every pair."""
     url = fresh_db_url(tmp_path, migrated=True)
     engine = db.make_engine(url)
-    ingest.import_file(engine, write_jsonl(tmp_path / "pairs.jsonl", make_records(4)), study="s1", account=SYSTEM)
+    ingest.import_file(
+        engine, write_jsonl(tmp_path / "pairs.jsonl", make_records(4)), study="s1", account=SYSTEM
+    )
     with db.session_scope(engine) as session:
         for username, password in ANNOTATORS.items():
             accounts.add_user(session, username=username, role="annotator", password=password, account=SYSTEM)
@@ -70,6 +72,7 @@ def _rating_form(page: Any) -> Any:
 
 def test_two_servers_share_one_postgres_database(study_url: str, servers: list[str]) -> None:
     from playwright import sync_api as playwright
+
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
         pages = []

@@ -46,7 +46,10 @@ class World:
 def world(engine: Engine, tmp_path: Path) -> Iterator[World]:
     """Three pairs rated by nobody yet; ann1 and ann2 each have all three; an adjudicator and a researcher."""
     ingest.import_file(
-        engine, write_jsonl(tmp_path / "pairs.jsonl", [make_record(i) for i in range(3)]), study=STUDY, account=SYSTEM
+        engine,
+        write_jsonl(tmp_path / "pairs.jsonl", [make_record(i) for i in range(3)]),
+        study=STUDY,
+        account=SYSTEM,
     )
     found: dict[str, Account] = {}
     with db.session_scope(engine) as session:
@@ -135,10 +138,18 @@ RESEARCHER_CALLS: dict[str, Call] = {
         s, account=a, study=STUDY, username="ann2"
     ),
     "study_progress.data_version": lambda w, s, a: study_progress.data_version(s, STUDY, account=a),
-    "study_progress.annotator_progress": lambda w, s, a: study_progress.annotator_progress(s, study=STUDY, account=a),
-    "study_progress.pair_completion": lambda w, s, a: study_progress.pair_completion(s, study=STUDY, account=a),
-    "study_progress.stalled_assignments": lambda w, s, a: study_progress.stalled_assignments(s, study=STUDY, account=a),
-    "study_progress.judgments_over_time": lambda w, s, a: study_progress.judgments_over_time(s, study=STUDY, account=a),
+    "study_progress.annotator_progress": lambda w, s, a: study_progress.annotator_progress(
+        s, study=STUDY, account=a
+    ),
+    "study_progress.pair_completion": lambda w, s, a: study_progress.pair_completion(
+        s, study=STUDY, account=a
+    ),
+    "study_progress.stalled_assignments": lambda w, s, a: study_progress.stalled_assignments(
+        s, study=STUDY, account=a
+    ),
+    "study_progress.judgments_over_time": lambda w, s, a: study_progress.judgments_over_time(
+        s, study=STUDY, account=a
+    ),
     "study_progress.filter_options": lambda w, s, a: study_progress.filter_options(s, study=STUDY, account=a),
 }
 ADJUDICATOR_CALLS: dict[str, Call] = {
@@ -460,7 +471,9 @@ def test_a_login_link_works_once(app_env: World) -> None:
 
 def test_an_expired_login_link_is_refused(app_env: World) -> None:
     with db.session_scope(app_env.engine) as session:
-        token = accounts.issue_login_token(session, username="ann1", valid_for=timedelta(seconds=-1), account=SYSTEM)
+        token = accounts.issue_login_token(
+            session, username="ann1", valid_for=timedelta(seconds=-1), account=SYSTEM
+        )
     at = _app()
     at.query_params["token"] = token
     at.run()

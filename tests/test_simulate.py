@@ -14,10 +14,10 @@ from analysis.report import Report
 from annotator import ingest
 from annotator.accounts import SYSTEM
 from annotator.demo import SAMPLE
-from annotator.study_report import study_report
 from annotator.simulate import SimulationSpec, SimulationSummary, simulate
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, User
+from annotator.study_report import study_report
 from tests.databases import fresh_db_url
 
 STUDY = "sample"

@@ -34,9 +34,7 @@ def _training_pair(i: int, preference: int = 1, **overrides: Any) -> dict[str, A
     )
 
 
-def _setup(
-    engine: Engine, folder: Path, pairs: list[dict[str, Any]], **training_config: object
-) -> Account:
+def _setup(engine: Engine, folder: Path, pairs: list[dict[str, Any]], **training_config: object) -> Account:
     qc_study(engine, folder, 2, extra=pairs, training=training_config)
     (user_id,) = make_annotators(engine, 1)
     with db.session_scope(engine) as session:
@@ -91,9 +89,7 @@ def test_a_training_pair_answer_gets_the_expected_answer_and_explanation(
     )
 
 
-def test_a_tie_expected_on_a_training_pair_is_the_both_equally_option(
-    engine: Engine, tmp_path: Path
-) -> None:
+def test_a_tie_expected_on_a_training_pair_is_the_both_equally_option(engine: Engine, tmp_path: Path) -> None:
     account = _setup(engine, tmp_path, [_training_pair(0, preference=0)])
     (item,) = _items(engine, account)
     assert item.options[item.answer] == training.PAIR_OPTIONS[2]

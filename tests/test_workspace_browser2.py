@@ -343,4 +343,3 @@ def test_import_errors_keep_their_line_breaks(live: tuple[str, AppDB], tab: Page
     lines = [line for line in code.inner_text().splitlines() if line.strip()]
     assert len(lines) >= 2, lines
     assert any("line 1" in line for line in lines) and any("line 2" in line for line in lines)
-

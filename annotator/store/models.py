@@ -65,7 +65,9 @@ class Pair(SQLModel, table=True):
     is_gold: bool = Field(default=False)
     n_done: int = Field(default=0)
     control: str = Field(default="", max_length=20)  # "" or gold|positive|swap|duplicate|training (0006)
-    control_of: int | None = Field(default=None, foreign_key="pair.id")  # the pair a control derives from (0006)
+    control_of: int | None = Field(
+        default=None, foreign_key="pair.id"
+    )  # the pair a control derives from (0006)
     created_at: datetime = Field(default_factory=utcnow)
 
 

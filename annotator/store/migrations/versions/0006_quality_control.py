@@ -23,14 +23,19 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table("pair", schema=None) as batch_op:
         batch_op.add_column(
-            sa.Column("control", sqlmodel.sql.sqltypes.AutoString(length=20), nullable=False, server_default="")
+            sa.Column(
+                "control", sqlmodel.sql.sqltypes.AutoString(length=20), nullable=False, server_default=""
+            )
         )
         batch_op.add_column(sa.Column("control_of", sa.Integer(), nullable=True))
         batch_op.create_foreign_key("fk_pair_control_of_pair", "pair", ["control_of"], ["id"])
     with op.batch_alter_table("judgment", schema=None) as batch_op:
         batch_op.add_column(
             sa.Column(
-                "guideline_version", sqlmodel.sql.sqltypes.AutoString(length=50), nullable=False, server_default=""
+                "guideline_version",
+                sqlmodel.sql.sqltypes.AutoString(length=50),
+                nullable=False,
+                server_default="",
             )
         )
 
