@@ -11,7 +11,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from annotator.accounts import Account
+from annotator.app.theme import apply_theme
+from annotator.errors import UserError
 from annotator.store import db
+from annotator.study import study_config
 
 # Not "pages/": that name would switch on Streamlit's legacy multipage mode, bypassing the router.
 PAGES = Path(__file__).parent / "views"
@@ -216,7 +219,15 @@ def choose_study(key: str = "study") -> str | None:
         st.info("No study yet: import pairs on the Data page (or with `annotator import`).")
         return None
     name = st.selectbox("Study", names, key=key)
-    from annotator.app.theme import apply_theme  # here: theme imports this module
-
-    apply_theme(name)  # the study's [display] theme
+    apply_study_theme(name)
     return name
+
+
+def apply_study_theme(study: str | int) -> None:
+    """Draw the theme the study's [display] section sets ("system": nothing; unknown study: nothing)."""
+    try:
+        with session() as active:
+            theme = study_config(active, study).display.theme
+    except UserError:
+        return
+    apply_theme(theme)

@@ -9,10 +9,6 @@ pages that belong to a study (the rating page, and every page with a study picke
 
 import streamlit as st
 
-from annotator import study as studies
-from annotator.app.common import session
-from annotator.errors import UserError
-
 #: Streamlit's own palette of its light and dark themes: background, secondary background, text,
 #: muted text (captions), borders.
 PALETTES: dict[str, dict[str, str]] = {
@@ -61,19 +57,8 @@ def theme_css(theme: str) -> str:
     return css
 
 
-def study_theme(study: str | int) -> str:
-    """The theme a study sets ("system" when the study is unknown)."""
-    try:
-        with session() as active:
-            return studies.study_config(active, study).display.theme
-    except UserError:
-        return "system"
-
-
-def apply_theme(study: str | int | None) -> None:
-    """Draw the study's fixed theme on this page (nothing for "system" or no study)."""
-    if study is None:
-        return
-    css = theme_css(study_theme(study))
+def apply_theme(theme: str) -> None:
+    """Draw a fixed theme on this page (nothing for "system")."""
+    css = theme_css(theme)
     if css:
         st.html(css)

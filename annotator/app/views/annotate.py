@@ -22,12 +22,12 @@ from annotator.app.common import (
     PREFILL_KEY,
     REOPEN_KEY,
     SUBMISSION_KEY,
+    apply_study_theme,
     current_account,
     require,
     safe_md,
     session,
 )
-from annotator.app.theme import apply_theme
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guidelines_text
 from annotator.labels import SUPPORT_PREFIX, ItemView, Submission
@@ -712,7 +712,7 @@ def main() -> None:
         st.info("You have no items yet. Your researcher will assign some.")
         return
     study_id, study_name = study
-    apply_theme(study_id)  # the study's [display] theme
+    apply_study_theme(study_id)  # the study's [display] theme
     with session() as active:
         qualification = training.status(active, account=account, study_id=study_id)
         done = labels.progress(active, user_id=account.id, study_id=study_id)
