@@ -742,8 +742,18 @@ def support_agreement(frame: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0)
     with a unit-bootstrap 95% CI, the overall support rate with a bootstrap CI over pairs, and the
     share of units where all annotators gave the same answer."""
     rows = _support_rows(frame)
-    keys = ["alpha", "alpha_ci_low", "alpha_ci_high", "percent_agreement", "support", "support_ci_low",
-            "support_ci_high", "n_units", "n_pairs", "n_answers"]  # fmt: skip
+    keys = [
+        "krippendorff_alpha",
+        "krippendorff_alpha_ci_low",
+        "krippendorff_alpha_ci_high",
+        "percent_agreement",
+        "support",
+        "support_ci_low",
+        "support_ci_high",
+        "n_units",
+        "n_pairs",
+        "n_answers",
+    ]
     result = dict.fromkeys(keys, math.nan)
     if rows.empty:
         return result | {"n_units": 0, "n_pairs": 0, "n_answers": 0}
@@ -754,9 +764,10 @@ def support_agreement(frame: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0)
     result.update(n_units=int(data.shape[1]), n_pairs=int(rows[PAIR_ID].nunique()), n_answers=len(rows))
     if pairable.sum() >= 2:
         try:
-            result["alpha"] = float(krippendorff_alpha(data[:, pairable], level="ordinal"))
+            result["krippendorff_alpha"] = float(krippendorff_alpha(data[:, pairable], level="ordinal"))
             low, high = alpha_ci(data[:, pairable], level="ordinal", n_boot=n_boot, seed=seed)
-            result["alpha_ci_low"], result["alpha_ci_high"] = float(low), float(high)
+            result["krippendorff_alpha_ci_low"] = float(low)
+            result["krippendorff_alpha_ci_high"] = float(high)
         except ValueError:
             pass
         same = [len(set(col[~np.isnan(col)])) == 1 for col in data[:, pairable].T]

@@ -210,7 +210,7 @@ def test_a_pair_with_an_unsupported_aspect_is_flagged() -> None:
 def test_support_agreement_is_one_when_all_agree() -> None:
     frame = _support_frame({("p1", 0): [2, 2], ("p1", 1): [0, 0], ("p2", 0): [1, 1], ("p2", 1): [2, 2]})
     result = bm.support_agreement(frame, n_boot=50)
-    assert (result["alpha"], result["percent_agreement"], result["n_units"]) == (1.0, 1.0, 4)
+    assert (result["krippendorff_alpha"], result["percent_agreement"], result["n_units"]) == (1.0, 1.0, 4)
 
 
 def test_support_values_outside_the_scale_are_refused() -> None:
