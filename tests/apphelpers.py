@@ -7,7 +7,8 @@ benchmarks/bench_dashboard.py.
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotator import accounts, ingest
+from annotator import accounts, assign, ingest
 from annotator.accounts import SYSTEM, Account
 from annotator.server import BROWSER_ARGS, IDLE_SELECTOR, background
 from annotator.store import db
@@ -36,6 +37,7 @@ USERS: dict[str, tuple[str, bool]] = {
     "gone1": ("annotator", False),
 }
 CHROMIUM_ARGS = list(BROWSER_ARGS)
+VIEWPORT = {"width": 1440, "height": 900}  # the window browser tests and benchmarks look at
 IDLE = IDLE_SELECTOR
 running_app = background  # run the app on a database and a free port (annotator.server)
 
@@ -277,3 +279,25 @@ def answer_by_keys(page: Any, answers: dict[str, str] | None = None) -> str:
         press_answer(page, prefix, name, digit)
         wait_idle(page)
     return prefix
+
+
+@contextmanager
+def one_pair_app(folder: Path, record: dict[str, Any], *, password: str) -> Iterator[str]:
+    """The app on a fresh database holding one pair (study "render") assigned to annotator "ann1"
+    (guidelines acknowledged, `password`); yields its base URL."""
+    url = fresh_db_url(folder, "db", keep=True)
+    engine = db.make_engine(url)
+    db.upgrade(engine)
+    path = folder / "pairs.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    ingest.import_file(engine, path, study="render", account=SYSTEM)
+    with db.session_scope(engine) as session:
+        user = accounts.add_user(
+            session, username="ann1", role="annotator", password=password, account=SYSTEM
+        )
+        accounts.acknowledge_guidelines(session, user_id=id_of(user))
+    with db.session_scope(engine) as session:
+        assign.assign(session, study="render", overlap=1, account=SYSTEM)
+    engine.dispose()
+    with running_app(url, folder / "server.log") as base_url:
+        yield base_url

@@ -11,11 +11,14 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from sqlalchemy.engine import Engine
 
+from annotator.server import BROWSER_ARGS
 from annotator.store import db
+from tests.apphelpers import VIEWPORT
 from tests.databases import (
     POSTGRES_ENV,
     close_postgres,
@@ -23,6 +26,9 @@ from tests.databases import (
     fresh_db_url,
     postgres_admin_url,
 )
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -77,3 +83,26 @@ def env_db(db_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> str:
     """A migrated database whose URL is in $ANNOTATOR_DB_URL (for CLI calls without --db)."""
     monkeypatch.setenv(db.ENV_VAR, db_url)
     return db_url
+
+
+@pytest.fixture(scope="module")
+def chrome() -> "Iterator[Browser]":
+    """Debian's headless chromium, one per test module (browser tests)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=shutil.which("chromium"), args=list(BROWSER_ARGS)
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def tab(chrome: "Browser") -> "Iterator[Page]":
+    """A fresh browser context (no cookies, its own Streamlit session) at 1440x900."""
+    context = chrome.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()

@@ -1,17 +1,16 @@
 """The annotator workspace in headless Debian chromium (Playwright) against a live server."""
 
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 from sqlmodel import select
 
 from annotator.store.models import Judgment, id_of
-from tests.apphelpers import CHROMIUM_ARGS, IDLE, PASSWORD, AppDB, build_app_db, pair_record, running_app
+from tests.apphelpers import IDLE, PASSWORD, AppDB, build_app_db, pair_record, running_app
 
 pytestmark = pytest.mark.browser
 SCRIPT = "<script>window.__xss=1</script>"
@@ -33,14 +32,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]
     app_db.engine.dispose()
     with running_app(app_db.url, folder / "server.log") as base_url:
         yield base_url, app_db
-
-
-@pytest.fixture(scope="module")
-def chrome() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ or the pair's texts."""
 
 import json
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from annotator.accounts import SYSTEM
 from annotator.store import db
 from annotator.store.models import Assignment, Event, User, id_of
 from tests import apphelpers
-from tests.apphelpers import CHROMIUM_ARGS, running_app, wait_idle
+from tests.apphelpers import running_app, wait_idle
 from tests.databases import fresh_db_url
 
 pytestmark = pytest.mark.browser
@@ -92,16 +91,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             yield Server(base_url, engine, log, users)
     finally:
         engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def chrome() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def log_in(chrome: object, server: Server, username: str) -> object:

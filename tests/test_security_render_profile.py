@@ -3,20 +3,14 @@
 past post (opened in the posts expander) and inside a rubric aspect's reason and evidence quote render
 as text, headings stay below the page's own, and no request leaves for another host."""
 
-import json
 import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from annotator import accounts, assign, ingest
-from annotator.accounts import SYSTEM
-from annotator.store import db
-from annotator.store.models import id_of
 from tests import apphelpers
-from tests.apphelpers import CHROMIUM_ARGS, running_app, wait_idle
-from tests.databases import fresh_db_url
+from tests.apphelpers import CHROMIUM_ARGS, one_pair_app, wait_idle
 
 PASSWORD = "render-profile-password-7731"
 IMAGE = "![tracking pixel](http://tracker.invalid/pixel.png?who=annotator)"
@@ -44,22 +38,7 @@ RECORD = {
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("render-profile")
-    url = fresh_db_url(folder, "render_profile", keep=True)
-    engine = db.make_engine(url)
-    db.upgrade(engine)
-    path = folder / "pairs.jsonl"
-    path.write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
-    ingest.import_file(engine, path, study="render", account=SYSTEM)
-    with db.session_scope(engine) as session:
-        user = accounts.add_user(
-            session, username="ann1", role="annotator", password=PASSWORD, account=SYSTEM
-        )
-        accounts.acknowledge_guidelines(session, user_id=id_of(user))
-    with db.session_scope(engine) as session:
-        assign.assign(session, study="render", overlap=1, account=SYSTEM)
-    engine.dispose()
-    with running_app(url, folder / "server.log") as base_url:
+    with one_pair_app(tmp_path_factory.mktemp("render-profile"), RECORD, password=PASSWORD) as base_url:
         yield base_url
 
 

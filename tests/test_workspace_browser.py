@@ -1,17 +1,18 @@
 """The rating page in headless Debian chromium at 1440x900: layout, keys, reload, offline, accessibility."""
 
-import shutil
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, Page
 
 from annotator import workspace
 from annotator.store import db
 from tests.apphelpers import (
-    CHROMIUM_ARGS,
     PASSWORD,
+    VIEWPORT,
     AppDB,
     answer_by_keys,
     build_app_db,
@@ -23,15 +24,7 @@ from tests.apphelpers import (
     wait_idle,
 )
 
-CHROMIUM = shutil.which("chromium")
-if CHROMIUM is None:
-    pytest.skip("Debian's chromium is not installed (CI installs it)", allow_module_level=True)
-
-from axe_playwright_python.sync_playwright import Axe  # noqa: E402
-from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
-
 pytestmark = pytest.mark.browser
-VIEWPORT = {"width": 1440, "height": 900}
 N_POSTS = 25
 
 
@@ -59,23 +52,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]
     app_db.engine.dispose()
     with running_app(app_db.url, folder / "server.log") as base_url:
         yield base_url, app_db
-
-
-@pytest.fixture(scope="module")
-def chrome() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def tab(chrome: Browser) -> Iterator[Page]:
-    context = chrome.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    yield page
-    context.close()
 
 
 def rating_page(page: Page, base_url: str, username: str) -> str:

@@ -2,11 +2,11 @@
 switching study, flagging, hidden names, My work's wording, account actions, import errors, and a
 submit button that waits for the whole form. One server for the module."""
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Page, Route
 from sqlalchemy.orm.attributes import flag_modified
 from sqlmodel import select
 
@@ -14,9 +14,9 @@ from annotator import labels, workspace
 from annotator.store import db
 from annotator.store.models import Study, User, id_of
 from tests.apphelpers import (
-    CHROMIUM_ARGS,
     KEY_ANSWERS,
     PASSWORD,
+    VIEWPORT,
     AppDB,
     add_study,
     build_app_db,
@@ -27,14 +27,7 @@ from tests.apphelpers import (
 )
 from tests.ratings import rate
 
-CHROMIUM = shutil.which("chromium")
-if CHROMIUM is None:
-    pytest.skip("Debian's chromium is not installed (CI installs it)", allow_module_level=True)
-
-from playwright.sync_api import Browser, Page, Route, sync_playwright  # noqa: E402
-
 pytestmark = pytest.mark.browser
-VIEWPORT = {"width": 1440, "height": 900}
 BUTTON_GROUP_JS = "**/static/js/ButtonGroup.*.js"  # Streamlit's script of st.segmented_control
 OTHER = "alpine"  # ann2's second study, listed first (by name), with a light theme
 
@@ -62,23 +55,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]
     app_db.engine.dispose()
     with running_app(app_db.url, folder / "server.log") as base_url:
         yield base_url, app_db
-
-
-@pytest.fixture(scope="module")
-def chrome() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def tab(chrome: Browser) -> Iterator[Page]:
-    context = chrome.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    yield page
-    context.close()
 
 
 def new_tab(chrome: Browser, **options: str) -> Page:
