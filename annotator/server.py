@@ -31,6 +31,7 @@ FLAGS = (
     "--client.showErrorDetails=none",  # never a traceback (with SQL) in the browser
     "--client.toolbarMode=minimal",
     "--browser.gatherUsageStats=false",
+    "--runner.postScriptGC=false",
     "--global.developmentMode=false",
 )
 #: Flags for a scripted headless Chromium (browser tests, benchmarks): no sandbox as root, and no

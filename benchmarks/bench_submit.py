@@ -206,32 +206,44 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-#: The next item is drawn: a new item prefix, the question, both responses and every question of the
-#: form visible (`arg`: [old prefix, number of questions]), the submit button enabled, nothing stale.
-NEXT_COMPLETE = """([old, questions]) => {
+#: The next item is drawn: the page marks another item (`arg`: [old item tag, number of questions, old
+#: question text, old response A]), the question and both responses are the new ones and visible, every
+#: question of the form is visible and unanswered (the form's widgets are the same elements on every
+#: item: their values are reset), nothing is stale, and the submit button is enabled and takes input.
+NEXT_COMPLETE = """([old, questions, oldQuestion, oldPane]) => {
   const shown = (el) => !!el && el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true })
     && el.getClientRects().length > 0;
+  const tag = document.body.dataset.psItem;
+  if (!tag || tag === old || document.body.dataset.psReady !== tag) return false;
   if (document.querySelector("[data-stale='true']")) return false;
-  const groups = [...document.querySelectorAll("[class*='st-key-a'] [data-testid='stButtonGroup']")];
+  const groups = [...document.querySelectorAll("[class*='st-key-q_'] [data-testid='stButtonGroup']")];
   if (groups.length !== questions) return false;
   for (const g of groups) {
-    const box = g.closest("[class*='st-key-a']");
-    if (box.className.includes(`st-key-${old}_`) || !shown(g) || !g.querySelector("button")) return false;
+    if (!shown(g) || !g.querySelector("button")) return false;
+    if (g.querySelector("button[aria-checked='true']")) return false;
   }
   const question = document.querySelector("[data-testid='stAlertContentInfo']");
-  if (!shown(question) || !question.textContent.trim()) return false;
+  if (!shown(question) || !question.textContent.trim() || question.textContent === oldQuestion) return false;
   for (const side of ["A", "B"]) {
     const pane = document.querySelector(`.st-key-pane_${side}`);
     if (!shown(pane) || !pane.textContent.trim()) return false;
+    if (side === "A" && pane.textContent === oldPane) return false;
   }
   const submit = document.querySelector(".st-key-annotate_submit button");
-  return shown(submit) && !submit.disabled;
+  return shown(submit) && !submit.disabled && getComputedStyle(submit).pointerEvents !== "none";
 }"""
+FORM = "q"  # the rating form's widget-key prefix (annotate.FORM_PREFIX)
 
 
-def item_prefix(page: Any) -> str:
-    found = page.locator("[class*='st-key-a'][class*='_helpfulness']").first.get_attribute("class") or ""
-    return next(c for c in found.split() if c.startswith("st-key-a")).removeprefix("st-key-").split("_")[0]
+def on_screen(page: Any) -> list[str]:
+    """The item on screen: its tag ("a12r0"), its question and response A (to tell the next one)."""
+    return list(
+        page.evaluate(
+            """() => [document.body.dataset.psItem,
+                     document.querySelector("[data-testid='stAlertContentInfo']").textContent,
+                     document.querySelector(".st-key-pane_A").textContent]"""
+        )
+    )
 
 
 def settle(page: Any) -> None:
@@ -239,12 +251,12 @@ def settle(page: Any) -> None:
     page.locator(IDLE).wait_for(state="attached")
 
 
-def answer(page: Any, prefix: str, form: dict[str, str]) -> None:
+def answer(page: Any, form: dict[str, str]) -> None:
     """Answer every question with its number key (focus on the question, then the key)."""
     for key, digit in form.items():
-        page.locator(f".st-key-{prefix}_{key} [data-testid='stButtonGroup'] button").first.focus()
+        page.locator(f".st-key-{FORM}_{key} [data-testid='stButtonGroup'] button").first.focus()
         page.keyboard.press(digit)
-        page.locator(f".st-key-{prefix}_{key} button[aria-checked=true]").wait_for()
+        page.locator(f".st-key-{FORM}_{key} button[aria-checked=true]").wait_for()
         settle(page)
 
 
@@ -297,29 +309,30 @@ def measure(url: str, log: Path, *, n: int, form: dict[str, str], reloads: int) 
         out["scrolls"] = scroll_actions(page, form)
         for k in range(WARMUP + n):
             settle(page)
-            prefix = item_prefix(page)
-            answer(page, prefix, form)
+            tag, question, pane = on_screen(page)
+            answer(page, form)
             ms = measure_in_page(
                 page,
                 lambda: page.locator(".st-key-annotate_submit button").click(),
                 NEXT_COMPLETE,
-                [prefix, len(form)],
+                [tag, len(form), question, pane],
             )
             if k >= WARMUP:
                 out["submit"].append(ms)
         for _ in range(reloads):
             settle(page)
-            prefix = item_prefix(page)
+            tag = on_screen(page)[0]
             key = next(iter(form))
-            page.locator(f".st-key-{prefix}_{key} [data-testid='stButtonGroup'] button").first.focus()
+            page.locator(f".st-key-{FORM}_{key} [data-testid='stButtonGroup'] button").first.focus()
             page.keyboard.press(form[key])
-            page.locator(f".st-key-{prefix}_{key} button[aria-checked=true]").wait_for()
+            page.locator(f".st-key-{FORM}_{key} button[aria-checked=true]").wait_for()
             page.wait_for_timeout(400)  # the answer reaches the server (the draft is saved on its rerun)
             settle(page)
             started = time.perf_counter()
             page.reload()
-            page.locator(f".st-key-{prefix}_{key} button[aria-checked=true]").wait_for()
+            page.locator(f".st-key-{FORM}_{key} button[aria-checked=true]").wait_for()
             page.locator(".st-key-annotate_submit button").wait_for()
+            assert on_screen(page)[0] == tag, "the reload brought back another item"
             out["reload"].append((time.perf_counter() - started) * 1000)
         browser.close()
     return out

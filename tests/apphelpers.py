@@ -260,25 +260,50 @@ KEY_ANSWERS: dict[str, str] = {
 }
 
 
-def item_prefix(page: Any) -> str:
-    """The widget-key prefix of the item on the rating page ("a12r0")."""
-    found = page.locator("[class*='st-key-a'][class*='_A_correctness']").first.get_attribute("class")
-    return next(c for c in found.split() if c.startswith("st-key-a")).removeprefix("st-key-").split("_")[0]
+#: The rating form's widget-key prefix (annotate.FORM_PREFIX): the keys are the same on every item.
+FORM = "q"
 
 
-def press_answer(page: Any, prefix: str, name: str, digit: str) -> None:
+def item_tag(page: Any) -> str:
+    """The item on the rating page ("a12r0": assignment 12, revision 0), as its page script marks it."""
+    return str(page.locator("body[data-ps-item]").get_attribute("data-ps-item"))
+
+
+def assignment_of(tag: str) -> int:
+    """The assignment id of an item tag ("a12r0" -> 12)."""
+    return int(tag[1:].split("r")[0])
+
+
+def wait_next_item(page: Any, old: str) -> str:
+    """Wait until the rating page shows another item than `old` and is idle; returns its tag."""
+    page.wait_for_function("(old) => document.body.dataset.psItem !== old", arg=old)
+    wait_idle(page)
+    return item_tag(page)
+
+
+def press_answer(page: Any, name: str, digit: str) -> None:
     """Focus the first button of one question and press a number key (as an annotator would)."""
-    page.locator(f".st-key-{prefix}_{name} [data-testid='stButtonGroup'] button").first.focus()
+    page.locator(f".st-key-{FORM}_{name} [data-testid='stButtonGroup'] button").first.focus()
     page.keyboard.press(digit)
 
 
+def selected(page: Any, name: str) -> list[str]:
+    """The texts of the selected options of one question."""
+    return list(
+        page.evaluate(
+            f"() => [...document.querySelectorAll('.st-key-{FORM}_{name} button[aria-checked=true]')]"
+            ".map(b => b.innerText.trim())"
+        )
+    )
+
+
 def answer_by_keys(page: Any, answers: dict[str, str] | None = None) -> str:
-    """Answer every question of the item on screen with number keys; returns the item's prefix."""
-    prefix = item_prefix(page)
+    """Answer every question of the item on screen with number keys; returns the item's tag."""
+    tag = item_tag(page)
     for name, digit in (answers or KEY_ANSWERS).items():
-        press_answer(page, prefix, name, digit)
+        press_answer(page, name, digit)
         wait_idle(page)
-    return prefix
+    return tag
 
 
 @contextmanager

@@ -10,7 +10,7 @@ from playwright.sync_api import Browser, Page, expect
 from sqlmodel import select
 
 from annotator.store.models import Judgment, id_of
-from tests.apphelpers import IDLE, PASSWORD, AppDB, build_app_db, pair_record, running_app
+from tests.apphelpers import FORM, IDLE, PASSWORD, AppDB, build_app_db, pair_record, running_app
 
 pytestmark = pytest.mark.browser
 SCRIPT = "<script>window.__xss=1</script>"
@@ -59,15 +59,22 @@ def log_in(page: Page, base_url: str, username: str) -> None:
     settle(page)
 
 
-def form_prefix(app_db: AppDB, username: str, position: int) -> str:
+def item_at(app_db: AppDB, username: str, position: int) -> str:
+    """The tag the rating page gives the item at `position` of the user's queue ("a12r0")."""
     assignment = app_db.queue(username)[position]
     return f"a{assignment.id}r0"
 
 
-def rate(page: Page, prefix: str, answers: dict[str, int]) -> None:
+def expect_item(page: Page, tag: str) -> None:
+    """The rating page shows the item `tag` (its page script marks the body)."""
+    expect(page.locator(f"body[data-ps-item='{tag}']")).to_have_count(1)
+    expect(page.locator(f".st-key-{FORM}_A_correctness")).to_be_visible()
+
+
+def rate(page: Page, answers: dict[str, int]) -> None:
     """Click the option with index `answers[key]` of every question of the form."""
     for key, index in answers.items():
-        page.locator(f".st-key-{prefix}_{key} button[aria-checked]").nth(index).click()
+        page.locator(f".st-key-{FORM}_{key} button[aria-checked]").nth(index).click()
         settle(page)
 
 
@@ -105,11 +112,11 @@ def test_log_in_acknowledge_and_rate_two_items(live: tuple[str, AppDB], tab: Pag
     assert app_db.user("ann1").guidelines_ack_at is not None
     expect(tab.get_by_text(f"0 of {N_ITEMS} done")).to_be_visible()
 
-    first = form_prefix(app_db, "ann1", 0)
+    expect_item(tab, item_at(app_db, "ann1", 0))
     expect(tab.locator(".st-key-annotate_submit")).to_be_visible()
     SCREENSHOTS.mkdir(exist_ok=True)
     tab.screenshot(path=str(SCREENSHOTS / "annotate.png"), full_page=True)
-    rate(tab, first, ANSWERS)
+    rate(tab, ANSWERS)
     # The past posts are drawn only when opened (a rerun); the answers given so far must survive it.
     expect(tab.get_by_text("Past post 1: I like quick vegetarian food.")).to_have_count(0)
     tab.locator("[data-testid='stExpander'] summary", has_text="The user's past posts").click()
@@ -117,20 +124,20 @@ def test_log_in_acknowledge_and_rate_two_items(live: tuple[str, AppDB], tab: Pag
     tab.locator("[data-testid='stExpander'] summary", has_text="Post 2 · cooking").click()
     settle(tab)
     expect(tab.get_by_text("Past post 1: I like quick vegetarian food.")).to_be_visible()
-    expect(tab.locator(f"[class*='st-key-{first}_'] button[aria-checked=true]")).to_have_count(len(ANSWERS))
+    expect(tab.locator(f"[class*='st-key-{FORM}_'] button[aria-checked=true]")).to_have_count(len(ANSWERS))
     # Ctrl+Enter submits even while an answer button has the focus.
-    tab.locator(f".st-key-{first}_confidence button[aria-checked=true]").focus()
+    tab.locator(f".st-key-{FORM}_confidence button[aria-checked=true]").focus()
     tab.keyboard.press("Control+Enter")
     expect(tab.get_by_text(f"1 of {N_ITEMS} done")).to_be_visible()
     settle(tab)
 
-    second = form_prefix(app_db, "ann1", 1)
-    expect(tab.locator(f".st-key-{second}_A_correctness")).to_be_visible()
-    rate(tab, second, ANSWERS | {"preference": 4})
+    expect_item(tab, item_at(app_db, "ann1", 1))
+    expect(tab.locator(f"[class*='st-key-{FORM}_'] button[aria-checked=true]")).to_have_count(0)
+    rate(tab, ANSWERS | {"preference": 4})
     tab.locator(".st-key-annotate_submit button").click()
     expect(tab.get_by_text(f"2 of {N_ITEMS} done")).to_be_visible()
     settle(tab)
-    expect(tab.locator(f".st-key-{form_prefix(app_db, 'ann1', 2)}_A_correctness")).to_be_visible()
+    expect_item(tab, item_at(app_db, "ann1", 2))
 
     one, two = judgments_of(app_db, "ann1")
     queue = app_db.queue("ann1")

@@ -36,8 +36,8 @@ def app_as(app_db: AppDB, username: str) -> AppTest:
 
 
 def on_screen(at: AppTest) -> tuple[int, str]:
-    item = at.session_state["annotate_item"]
-    return item.assignment_id, f"a{item.assignment_id}r{item.revisions}"
+    """The assignment on screen and the prefix of the form's widget keys (the same on every item)."""
+    return at.session_state["annotate_item"].assignment_id, "q"
 
 
 def test_answers_are_kept_as_a_draft_and_come_back_after_a_reload(app_db: AppDB) -> None:

@@ -11,17 +11,21 @@ from playwright.sync_api import Browser, Page
 from annotator import workspace
 from annotator.store import db
 from tests.apphelpers import (
+    FORM,
     PASSWORD,
     VIEWPORT,
     AppDB,
     answer_by_keys,
+    assignment_of,
     build_app_db,
-    item_prefix,
+    item_tag,
     log_in,
     pair_record,
     press_answer,
     running_app,
+    selected,
     wait_idle,
+    wait_next_item,
 )
 
 pytestmark = pytest.mark.browser
@@ -55,25 +59,17 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]
 
 
 def rating_page(page: Page, base_url: str, username: str) -> str:
-    """Log in and wait until the rating form is drawn; returns the item's widget-key prefix."""
+    """Log in and wait until the rating form is drawn; returns the item's tag ("a12r0")."""
     log_in(page, base_url, username, PASSWORD)
     page.locator("[class*='_confidence'] [data-testid='stButtonGroup'] button").first.wait_for()
     wait_idle(page)
-    return item_prefix(page)
+    return item_tag(page)
 
 
 def main_scroll(page: Page) -> dict[str, float]:
     return page.evaluate(
         "() => { const m = document.querySelector('[data-testid=stMain]');"
         " return {top: m.scrollTop, height: m.scrollHeight}; }"
-    )
-
-
-def selected(page: Page, prefix: str, name: str) -> list[str]:
-    """The texts of the selected options of one question."""
-    return page.evaluate(
-        f"() => [...document.querySelectorAll('.st-key-{prefix}_{name} button[aria-checked=true]')]"
-        ".map(b => b.innerText.trim())"
     )
 
 
@@ -86,14 +82,14 @@ def test_the_default_rating_page_is_at_most_twice_the_viewport_high(
 
 def test_number_keys_answer_the_focused_question_and_keep_a_draft(live: tuple[str, AppDB], tab: Page) -> None:
     base_url, app_db = live
-    prefix = rating_page(tab, base_url, "ann2")
-    press_answer(tab, prefix, "A_correctness", "4")
+    tag = rating_page(tab, base_url, "ann2")
+    press_answer(tab, "A_correctness", "4")
     wait_idle(tab)
-    press_answer(tab, prefix, "B_rubric0", "2")
+    press_answer(tab, "B_rubric0", "2")
     wait_idle(tab)
-    assert selected(tab, prefix, "A_correctness") == ["4 Correct"]
-    assert selected(tab, prefix, "B_rubric0") == ["2"]
-    assignment = int(prefix[1:].split("r")[0])
+    assert selected(tab, "A_correctness") == ["4 Correct"]
+    assert selected(tab, "B_rubric0") == ["2"]
+    assignment = assignment_of(tag)
     with db.session_scope(app_db.engine) as session:
         draft = workspace.load_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"])
     assert draft is not None and draft.answers["A:correctness"] == 4 and draft.answers["B:rubric:0"] == 2
@@ -108,25 +104,25 @@ def test_ctrl_enter_from_a_focused_answer_submits_and_the_next_item_starts_at_th
     tab.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 100000)")
     assert main_scroll(tab)["top"] > 0
     tab.keyboard.press("Control+Enter")
-    tab.locator(f".st-key-{first}_A_correctness").wait_for(state="detached")
-    wait_idle(tab)
+    wait_next_item(tab, first)
     tab.wait_for_timeout(300)
-    assert item_prefix(tab) != first
+    assert selected(tab, "A_correctness") == [], "the next item's form starts empty"
     assert main_scroll(tab)["top"] == 0
     heading = tab.get_by_role("heading", name="Question").bounding_box()
     assert heading is not None and 0 <= heading["y"] < VIEWPORT["height"]
-    assert len(app_db.judgments(int(first[1:].split("r")[0]))) == 1
+    assert len(app_db.judgments(assignment_of(first))) == 1
 
 
 def test_a_reload_keeps_the_login_and_the_draft(live: tuple[str, AppDB], tab: Page) -> None:
-    prefix = rating_page(tab, live[0], "ann2")
-    press_answer(tab, prefix, "A_relevance", "2")
+    tag = rating_page(tab, live[0], "ann2")
+    press_answer(tab, "A_relevance", "2")
     wait_idle(tab)
     started = time.perf_counter()
     tab.reload()
-    tab.locator(f".st-key-{prefix}_A_relevance button[aria-checked=true]").wait_for()
+    tab.locator(f".st-key-{FORM}_A_relevance button[aria-checked=true]").wait_for()
     seconds = time.perf_counter() - started
-    assert selected(tab, prefix, "A_relevance")[0].startswith("2 ")
+    assert item_tag(tab) == tag
+    assert selected(tab, "A_relevance")[0].startswith("2 ")
     assert tab.get_by_role("button", name="Log out").is_visible()
     assert seconds <= 2.0
 

@@ -19,11 +19,13 @@ from tests.apphelpers import (
     VIEWPORT,
     AppDB,
     add_study,
+    assignment_of,
     build_app_db,
-    item_prefix,
+    item_tag,
     log_in,
     running_app,
     wait_idle,
+    wait_next_item,
 )
 from tests.ratings import rate
 
@@ -64,11 +66,11 @@ def new_tab(chrome: Browser, **options: str) -> Page:
 
 
 def rating_page(page: Page, base_url: str, username: str) -> str:
-    """Log in and wait until the rating form is drawn; returns the item's widget-key prefix."""
+    """Log in and wait until the rating form is drawn; returns the item's tag ("a12r0")."""
     log_in(page, base_url, username, PASSWORD)
     page.locator("[class*='_confidence'] [data-testid='stButtonGroup'] button").first.wait_for()
     wait_idle(page)
-    return item_prefix(page)
+    return item_tag(page)
 
 
 def brightness(page: Page) -> int:
@@ -79,10 +81,6 @@ def brightness(page: Page) -> int:
 
 def text(page: Page) -> str:
     return str(page.evaluate("() => document.body.innerText"))
-
-
-def assignment_of(prefix: str) -> int:
-    return int(prefix[1:].split("r")[0])
 
 
 # ------------------------------------------------------------------------------------------ theme
@@ -112,24 +110,20 @@ def test_switching_study_switches_the_item(live: tuple[str, AppDB], tab: Page) -
     assert "Other study question" in text(tab)
     tab.get_by_role("combobox", name="Study").click()
     tab.get_by_role("option", name="study1").click()
-    tab.locator(f".st-key-{first}_A_correctness").wait_for(state="detached")
-    wait_idle(tab)
-    second = item_prefix(tab)
+    second = wait_next_item(tab, first)
     assert app_db.assignment(assignment_of(second)).study_id == app_db.study_id
     assert "Other study question" not in text(tab)
 
 
 def test_an_item_flagged_with_only_a_reason_leaves_the_queue(live: tuple[str, AppDB], tab: Page) -> None:
     base_url, app_db = live
-    prefix = rating_page(tab, base_url, "ann1")
-    tab.get_by_text("Report a broken item").click()
-    tab.get_by_role("textbox", name="What is wrong with it").fill("The responses are cut off.")
+    tag = rating_page(tab, base_url, "ann1")
+    tab.get_by_text("Skip this item or report it as broken").click()
+    tab.get_by_role("textbox", name="Why?").fill("The responses are cut off.")
     tab.get_by_role("button", name="Flag as broken").click()
-    tab.locator(f".st-key-{prefix}_A_correctness").wait_for(state="detached")
-    wait_idle(tab)
-    assert app_db.assignment(assignment_of(prefix)).status == "flagged"
-    assert item_prefix(tab) != prefix
-    assert app_db.judgments(assignment_of(prefix)) == [], "no rating was needed"
+    wait_next_item(tab, tag)
+    assert app_db.assignment(assignment_of(tag)).status == "flagged"
+    assert app_db.judgments(assignment_of(tag)) == [], "no rating was needed"
 
 
 def full_draft(app_db: AppDB, username: str) -> tuple[int, dict[str, int]]:

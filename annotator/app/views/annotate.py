@@ -42,6 +42,8 @@ STUDY_KEY = "annotate_study"
 SUBMIT_BUTTON = "annotate_submit"
 OPENED_KEY = "annotate_opened_posts"
 INDEX_KEY = "annotate_profile_index"
+REASON_KEY = "item_reason"  # why the item is skipped or flagged
+FORM_PREFIX = "q"  # the rating form's widget keys: the same for every item (values reset per item)
 OPTION_CHARS = 9  # scale labels are cut to their first words on the buttons (full text in the help)
 PANE_HEIGHT = 250  # px: the most a response pane takes; a longer response scrolls inside it
 PANE_MIN = 110
@@ -91,6 +93,18 @@ def legend(values: list[int], texts: list[str]) -> str:
     return " · ".join(f"{v} = {_unnumbered(v, t)}" for v, t in zip(values, texts, strict=True))
 
 
+def rubric_label(side: str, aspect: dict[str, str]) -> str:
+    """A rubric question's label, read beside its 0/1/2 choice: the response, the aspect, its reason and
+    its evidence quote, as plain text (it is also the question's accessible name)."""
+    flat = {key: " ".join(str(aspect.get(key) or "").split()) for key in ("aspect", "reason", "evidence")}
+    label = f"Response {side} · {flat['aspect']}"
+    if flat["reason"]:
+        label += f": {flat['reason']}"
+    if flat["evidence"]:
+        label += f" · Evidence: “{flat['evidence']}”"
+    return safe_md(label)
+
+
 def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
     """Every question of the item, built from the study config and the item's display settings:
     per response its quality dimensions then its rubric aspects, then the preference and confidence.
@@ -115,7 +129,7 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
             questions.append(
                 Question(
                     name=f"{side}:rubric:{k}",
-                    label=f"Response {side} · aspect {k + 1}",  # the aspect's name is beside it
+                    label=rubric_label(side, aspect if show_reasons else {"aspect": aspect["aspect"]}),
                     options=[0, 1, 2],
                     option_labels={v: str(v) for v in (0, 1, 2)},
                     side=side,
@@ -156,13 +170,20 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
     return questions
 
 
-def form_key(item: ItemView) -> str:
-    """The prefix of the form's widget keys: a new one per item and per revision."""
+def item_tag(item: ItemView) -> str:
+    """The item on screen, per revision ("a12r0"): the page script knows a new item by it, and the
+    profile's expanders are keyed by it (so that they open closed on every item)."""
     return f"a{item.assignment_id}r{item.revisions}"
 
 
-def widget_key(item: ItemView, question: Question) -> str:
-    return f"{form_key(item)}_{question.widget}"
+def widget_key(question: Question) -> str:
+    """A question's widget key. It is the same on every item, so that Streamlit updates the form in
+    place rather than drawing it anew (a new key per item took a third of the time to the next item);
+    `start_item` sets every value for the new item."""
+    return f"{FORM_PREFIX}_{question.widget}"
+
+
+COMMENT_KEY = f"{FORM_PREFIX}_comment"
 
 
 # ------------------------------------------------------------------------------------------ loading
@@ -201,10 +222,11 @@ def start_item(item: ItemView, config: StudyConfig, answers: dict[str, Any], ope
     state[OPENED_KEY] = set(opened)
     for question in item_questions(item, config):
         value = answers.get(question.name)
-        if value is not None and int(value) in question.options:
-            state[widget_key(item, question)] = int(value)
-    if answers.get("comment"):
-        state[f"{form_key(item)}_comment"] = str(answers["comment"])
+        state[widget_key(question)] = (
+            None if value is None or int(value) not in question.options else int(value)
+        )
+    state[COMMENT_KEY] = str(answers.get("comment") or "")
+    state[REASON_KEY] = ""
 
 
 def load_item(account: Account, study_id: int, study_name: str) -> tuple[ItemView, StudyConfig] | None:
@@ -215,7 +237,11 @@ def load_item(account: Account, study_id: int, study_name: str) -> tuple[ItemVie
         item = None
     with session() as active:
         config = labels.study_config(active, study_id)
-        if item is not None:
+        if item is not None and COMMENT_KEY in st.session_state:
+            return item, config
+        if item is not None:  # the annotator was on another page: the form's values are gone, the draft not
+            draft = workspace.load_draft(active, assignment_id=item.assignment_id, user_id=account.id)
+            start_item(item, config, draft.answers if draft else {}, draft.opened_posts if draft else [])
             return item, config
         prefill: Submission | None = st.session_state.pop(PREFILL_KEY, None)
         reopen = st.session_state.pop(REOPEN_KEY, None)
@@ -246,8 +272,8 @@ def load_item(account: Account, study_id: int, study_name: str) -> tuple[ItemVie
 def current_answers(item: ItemView, config: StudyConfig) -> dict[str, Any]:
     """The answers given so far, read from the widgets' session state, as draft answers."""
     state = st.session_state
-    answers: dict[str, Any] = {q.name: state.get(widget_key(item, q)) for q in item_questions(item, config)}
-    answers["comment"] = state.get(f"{form_key(item)}_comment") or ""
+    answers: dict[str, Any] = {q.name: state.get(widget_key(q)) for q in item_questions(item, config)}
+    answers["comment"] = state.get(COMMENT_KEY) or ""
     return {name: value for name, value in answers.items() if value not in (None, "")}
 
 
@@ -307,7 +333,7 @@ def show_profile(item: ItemView, config: StudyConfig) -> None:
     posts = st.expander(
         f"The user's past posts (showing {shown} of {total})",
         expanded=False,
-        key=f"profile_{form_key(item)}",
+        key=f"profile_{item_tag(item)}",
         on_change="rerun",
         icon=":material/forum:",
     )
@@ -322,7 +348,7 @@ def show_profile(item: ItemView, config: StudyConfig) -> None:
     with posts:
         query = st.text_input(
             "Search all posts",
-            key=f"{form_key(item)}_profile_q",
+            key=f"{item_tag(item)}_profile_q",
             placeholder="words to look for in the user's posts",
             type="search",
         )
@@ -341,7 +367,7 @@ def show_profile(item: ItemView, config: StudyConfig) -> None:
             with st.expander(
                 title,
                 expanded=False,
-                key=f"{form_key(item)}_post{number}",
+                key=f"{item_tag(item)}_post{number}",
                 on_change=post_opened,
                 args=(item, config, number),
             ):
@@ -354,26 +380,12 @@ def ask(item: ItemView, config: StudyConfig, question: Question) -> None:
         question.label,
         question.options,
         format_func=question.option_labels.__getitem__,
-        key=widget_key(item, question),
+        key=widget_key(question),
         help=question.help,
+        width="stretch" if question.aspect else "content",
         on_change=keep_draft,
         args=(item, config),
     )
-
-
-def ask_rubric(item: ItemView, config: StudyConfig, question: Question) -> None:
-    """A rubric row: the aspect, its reason and its evidence quote beside the 0/1/2 choice."""
-    aspect = question.aspect
-    text, choice = st.columns([2, 1], gap="small", vertical_alignment="center")
-    with text:
-        line = f"**{safe_md(aspect.get('aspect', ''))}**"
-        if aspect.get("reason"):
-            line += f": {safe_md(aspect['reason'])}"
-        if aspect.get("evidence"):
-            line += f"  \n*Evidence:* “{safe_md(aspect['evidence'])}”"
-        st.markdown(line)
-    with choice:
-        ask(item, config, question)
 
 
 def text_height(text: str, most: int, least: int = 60) -> int:
@@ -403,10 +415,7 @@ def show_responses(item: ItemView, config: StudyConfig, questions: list[Question
                 if question.aspect and first_aspect:
                     st.caption(f"**Rubric fit** · {safe_md(legend([0, 1, 2], list(config.rubric.labels)))}")
                     first_aspect = False
-                if question.aspect:
-                    ask_rubric(item, config, question)
-                else:
-                    ask(item, config, question)
+                ask(item, config, question)
 
 
 def show_decision(item: ItemView, config: StudyConfig, questions: list[Question]) -> None:
@@ -419,7 +428,7 @@ def show_decision(item: ItemView, config: StudyConfig, questions: list[Question]
                 ask(item, config, question)
     right.text_area(
         "Comment (optional)",
-        key=f"{form_key(item)}_comment",
+        key=COMMENT_KEY,
         height=68,
         on_change=keep_draft,
         args=(item, config),
@@ -483,7 +492,6 @@ def save(item: ItemView, config: StudyConfig, submission_id: str) -> None:
         st.session_state[ERROR_KEY] = str(exc)
         return
     _next_item()
-    st.session_state[SAVED_KEY] = "Saved."
 
 
 def _act(action: Callable[[], None], message: str) -> None:
@@ -496,10 +504,14 @@ def _act(action: Callable[[], None], message: str) -> None:
     st.session_state[SAVED_KEY] = message
 
 
+def _reason() -> str:
+    return str(st.session_state.get(REASON_KEY) or "")
+
+
 def skip_item(item: ItemView) -> None:
     """The skip button's callback: the item moves to the end of the queue (a reason is needed)."""
     account = current_account()
-    reason = st.session_state.get(f"skip_reason_{item.assignment_id}") or ""
+    reason = _reason()
 
     def run() -> None:
         if account is None:
@@ -514,7 +526,7 @@ def skip_item(item: ItemView) -> None:
 def flag_item(item: ItemView) -> None:
     """The flag button's callback: only a reason is needed; the item leaves the queue."""
     account = current_account()
-    reason = st.session_state.get(f"flag_reason_{item.assignment_id}") or ""
+    reason = _reason()
 
     def run() -> None:
         if account is None:
@@ -526,30 +538,22 @@ def flag_item(item: ItemView) -> None:
 
 
 def side_actions(item: ItemView) -> None:
-    """Skip with a reason, or flag the item as broken with a reason (no rating needed)."""
-    left, right = st.columns(2, gap="medium")
-    with left.expander("Skip this item", icon=":material/skip_next:"):
-        st.text_input("Why are you skipping it?", key=f"skip_reason_{item.assignment_id}")
-        st.button(
-            "Skip",
-            icon=":material/skip_next:",
-            shortcut=SKIP_KEYS,
-            key=f"skip_{item.assignment_id}",
-            on_click=skip_item,
-            args=(item,),
-        )
-    with right.expander("Report a broken item", icon=":material/flag:"):
+    """Skip the item, or flag it as broken, with a reason (no rating needed): one expander."""
+    with st.expander("Skip this item or report it as broken", icon=":material/flag:"):
         st.text_input(
-            "What is wrong with it (broken text, offensive content, impossible to judge)?",
-            key=f"flag_reason_{item.assignment_id}",
+            "Why? (needed to skip, or to report a broken text, offensive content, an impossible item)",
+            key=REASON_KEY,
         )
-        st.button(
-            "Flag as broken",
-            icon=":material/flag:",
-            key=f"flag_{item.assignment_id}",
-            on_click=flag_item,
-            args=(item,),
-        )
+        with st.container(horizontal=True, gap="small"):
+            st.button(
+                "Skip",
+                icon=":material/skip_next:",
+                shortcut=SKIP_KEYS,
+                key="skip",
+                on_click=skip_item,
+                args=(item,),
+            )
+            st.button("Flag as broken", icon=":material/flag:", key="flag", on_click=flag_item, args=(item,))
 
 
 KEYS_JS = """
@@ -560,6 +564,7 @@ KEYS_JS = """
   const doc = document;
   if (window.__psItem !== __ITEM__) {
     window.__psItem = __ITEM__;
+    doc.body.dataset.psItem = __ITEM__;  // the item on screen, for scripts that drive the page
     delete doc.body.dataset.psReady;  // the submit button waits until this item's form is all there
     const top = () => {
       for (const el of [doc.scrollingElement, doc.querySelector('[data-testid="stMain"]'),
@@ -573,7 +578,7 @@ KEYS_JS = """
     setTimeout(top, 120);
   }
   clearInterval(window.__psTimer);
-  clearInterval(window.__psReadyTimer);
+  if (window.__psReadyWatch) window.__psReadyWatch.disconnect();
   const need = __NEED__;
   const ready = () => {
     if (doc.body.dataset.psReady === __ITEM__) return true;
@@ -582,9 +587,12 @@ KEYS_JS = """
     if (complete) doc.body.dataset.psReady = __ITEM__;
     return Boolean(complete);
   };
-  if (!ready()) window.__psReadyTimer = setInterval(() => {
-    if (ready()) clearInterval(window.__psReadyTimer);
-  }, 40);
+  if (!ready()) {  // watch the page being drawn: ready as soon as the last question is there
+    window.__psReadyWatch = new MutationObserver(() => {
+      if (ready()) window.__psReadyWatch.disconnect();
+    });
+    window.__psReadyWatch.observe(doc.body, { childList: true, subtree: true });
+  }
   const tick = () => {
     // Scrolling panes take the keyboard focus (arrows scroll them) and say what they hold.
     for (const [key, name] of [['pane_A', 'Response A'], ['pane_B', 'Response B'],
@@ -651,6 +659,12 @@ COMPACT_CSS = """
 .ps-timer { font-size: 0.9rem; }
 /* The submit button takes no click until the page script has seen the whole form (see KEYS_JS). */
 body:not([data-ps-ready]) .st-key-annotate_submit button { pointer-events: none; opacity: 0.55; }
+/* A rubric row: the aspect, its reason and evidence (the label) beside the 0/1/2 choice. */
+[class*="st-key-q_"][class*="_rubric"] [data-testid="stButtonGroup"] {
+  display: flex; flex-direction: row; align-items: center; gap: 0.75rem; }
+[class*="st-key-q_"][class*="_rubric"] [data-testid="stWidgetLabel"] { flex: 1 1 auto; min-width: 0;
+  margin-bottom: 0; }
+[class*="st-key-q_"][class*="_rubric"] [role="radiogroup"] { flex: 0 0 auto; width: auto; }
 @media (max-width: 640px) {
   [data-testid="stButtonGroup"] > div { flex-wrap: wrap; row-gap: 0.25rem; }
 }
@@ -661,13 +675,13 @@ body:not([data-ps-ready]) .st-key-annotate_submit button { pointer-events: none;
 def page_script(item: ItemView, config: StudyConfig) -> None:
     """The timer, scroll-to-top for a new item, number keys and Ctrl+Enter (one small script); the
     submit button takes input only once every question of the item is drawn in the browser."""
-    need = [widget_key(item, question) for question in item_questions(item, config)]
+    need = [widget_key(question) for question in item_questions(item, config)]
     start = item.shown_at or datetime.now(UTC)
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)
     body = (
         KEYS_JS.replace("__START__", str(int(start.timestamp() * 1000)))
-        .replace("__ITEM__", json.dumps(f"{form_key(item)}"))
+        .replace("__ITEM__", json.dumps(item_tag(item)))
         .replace("__SUBMIT__", SUBMIT_BUTTON)
         .replace("__NEED__", json.dumps(need))
     )
@@ -688,23 +702,16 @@ def show_completion(completion: crowd.Completion) -> None:
         )
 
 
-def main() -> None:
-    account = require("annotator")
+@st.fragment
+def workspace_area() -> None:
+    """Everything about the item: a submit, a skip, a flag or an answer reruns only this part of the
+    page (Streamlit fragment), not the navigation, the sidebar and the page's own checks."""
+    account = current_account()
+    if account is None or account.role != "annotator":  # logged out or deactivated meanwhile
+        st.rerun(scope="app")
     message = st.session_state.pop(SAVED_KEY, None)
-    if message:
+    if message:  # a skip or a flag (a submit needs none: the next item and the progress bar say it)
         st.toast(message, icon=":material/check:")
-    st.html(COMPACT_CSS)
-    st.title("Rate pairs")
-    with session() as active:
-        acknowledged = accounts.has_acknowledged(active, user_id=account.id)
-    if not acknowledged:
-        st.warning("Please read the guidelines once before your first item.", icon=":material/menu_book:")
-        st.markdown(safe_md(guidelines_text()))
-        if st.button("I have read the guidelines: start rating", type="primary", key="ack_guidelines"):
-            with session() as active:
-                accounts.acknowledge_guidelines(active, user_id=account.id)
-            st.rerun()
-        return
     top = st.columns([2, 3, 2], vertical_alignment="center")
     with top[0]:
         study = choose_study(account)
@@ -762,6 +769,23 @@ def main() -> None:
         f"question, **arrows** move within it · **{SUBMIT_KEYS}** submit from anywhere · "
         f"**{SKIP_KEYS}** skip (after giving a reason). Your answers are kept as a draft as you give them."
     )
+
+
+def main() -> None:
+    account = require("annotator")
+    st.html(COMPACT_CSS)
+    st.title("Rate pairs")
+    with session() as active:
+        acknowledged = accounts.has_acknowledged(active, user_id=account.id)
+    if not acknowledged:
+        st.warning("Please read the guidelines once before your first item.", icon=":material/menu_book:")
+        st.markdown(safe_md(guidelines_text()))
+        if st.button("I have read the guidelines: start rating", type="primary", key="ack_guidelines"):
+            with session() as active:
+                accounts.acknowledge_guidelines(active, user_id=account.id)
+            st.rerun()
+        return
+    workspace_area()
 
 
 main()
