@@ -49,6 +49,7 @@ class Pair(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("study_id", "external_id"),
         Index("ix_pair_id_n_done", "id", "n_done"),  # the queue order reads n_done from here (0003)
+        Index("ix_pair_study_id_control", "study_id", "control"),  # training and control counts (0008)
     )
     id: int | None = Field(default=None, primary_key=True)
     study_id: int = Field(foreign_key="study.id", index=True)
