@@ -197,7 +197,7 @@ def choose_study(account: Account) -> tuple[int, str] | None:
         return None
     if len(studies) == 1:
         return studies[0]
-    return st.selectbox("Study", studies, format_func=lambda s: s[1], key=STUDY_KEY)
+    return st.selectbox("Study", studies, format_func=lambda s: s[1], key=STUDY_KEY, width=280)
 
 
 def _answers_from(submission: Submission | None) -> dict[str, Any]:
@@ -665,9 +665,10 @@ body:not([data-ps-ready]) .st-key-annotate_submit button { pointer-events: none;
 [class*="st-key-q_"][class*="_rubric"] [data-testid="stWidgetLabel"] { flex: 1 1 auto; min-width: 0;
   margin-bottom: 0; }
 [class*="st-key-q_"][class*="_rubric"] [role="radiogroup"] { flex: 0 0 auto; width: auto; }
-@media (max-width: 640px) {
-  [data-testid="stButtonGroup"] > div { flex-wrap: wrap; row-gap: 0.25rem; }
-}
+[class*="st-key-q_"][class*="_rubric"] button { padding-left: 0.9rem; padding-right: 0.9rem; }
+/* Five options fit a half-width column at 1440 px; a narrower one wraps them rather than cut them. */
+[data-testid="stButtonGroup"] [role="radiogroup"] { flex-wrap: wrap; row-gap: 0.25rem; }
+[data-testid="stButtonGroup"] button { padding-left: 0.6rem; padding-right: 0.6rem; }
 </style>
 """
 
@@ -712,8 +713,8 @@ def workspace_area() -> None:
     message = st.session_state.pop(SAVED_KEY, None)
     if message:  # a skip or a flag (a submit needs none: the next item and the progress bar say it)
         st.toast(message, icon=":material/check:")
-    top = st.columns([2, 3, 2], vertical_alignment="center")
-    with top[0]:
+    top = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+    with top:
         study = choose_study(account)
     if study is None:
         st.info("You have no items yet. Your researcher will assign some.")
@@ -732,7 +733,7 @@ def workspace_area() -> None:
         st.warning("The time for this study is over. Thank you for taking part.")
         return
     finished = done.done + done.flagged
-    with top[1]:
+    with top:
         st.progress(
             finished / done.total if done.total else 1.0,
             text=f"Study **{safe_md(study_name)}** · {done.done} of {done.total} done"
@@ -752,7 +753,7 @@ def workspace_area() -> None:
         st.page_link("views/my_work.py", label="Review or revise your work", icon=":material/history:")
         return
     item, config = loaded
-    with top[2]:
+    with top:
         page_script(item, config)
     if item.revisions:
         st.warning(
