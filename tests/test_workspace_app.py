@@ -66,6 +66,48 @@ def test_the_draft_is_gone_after_submitting(app_db: AppDB) -> None:
     assert on_screen(app_as(app_db, "ann1"))[0] != assignment_id, "a reload does not bring back a saved item"
 
 
+def test_the_next_item_starts_with_an_empty_form(app_db: AppDB) -> None:
+    """The form's widget keys are the same on every item: the answers of the last one must not stay."""
+    at = app_as(app_db, "ann1")
+    first, key = on_screen(at)
+    for side in ("A", "B"):
+        for name in ("correctness", "relevance", "helpfulness", "rubric0", "rubric1"):
+            at.segmented_control(key=f"{key}_{side}_{name}").set_value(3 if "rubric" not in name else 2)
+    at.segmented_control(key=f"{key}_preference").set_value(0)
+    at.segmented_control(key=f"{key}_confidence").set_value(3)
+    at.text_area(key=f"{key}_comment").input("first item only")
+    at.button(key="annotate_submit").click().run()
+    assert not at.exception
+    assert on_screen(at)[0] != first
+    assert [w.value for w in at.segmented_control] == [None] * len(at.segmented_control)
+    assert at.text_area(key=f"{key}_comment").value == ""
+
+
+def test_answers_come_back_after_another_page(app_db: AppDB) -> None:
+    """Leaving the rating page drops its widgets' values; the draft brings them back."""
+    at = app_as(app_db, "ann1")
+    assignment_id, key = on_screen(at)
+    at.segmented_control(key=f"{key}_B_relevance").set_value(2).run()
+    at.switch_page("views/my_work.py").run()
+    assert not at.exception
+    at.switch_page("views/annotate.py").run()
+    assert not at.exception
+    assert on_screen(at)[0] == assignment_id
+    assert at.segmented_control(key=f"{key}_B_relevance").value == 2
+
+
+def test_a_rubric_question_is_labelled_with_its_aspect_reason_and_evidence(app_db: AppDB) -> None:
+    """The label sits beside the 0/1/2 choice and is the question's accessible name."""
+    at = app_as(app_db, "ann1")
+    _, key = on_screen(at)
+    item = at.session_state["annotate_item"]
+    aspect = item.rubric[0]
+    label = at.segmented_control(key=f"{key}_B_rubric0").label
+    assert label.startswith("Response B · ")
+    for part in (aspect["aspect"], aspect["reason"], aspect["evidence"]):
+        assert part and part in label
+
+
 def test_switching_study_switches_the_item(app_db: AppDB, tmp_path: Path) -> None:
     other = add_study(app_db, tmp_path / "other", "bikes", "ann1")
     at = app_as(app_db, "ann1")
