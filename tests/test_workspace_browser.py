@@ -80,6 +80,24 @@ def test_the_default_rating_page_is_at_most_twice_the_viewport_high(
     assert main_scroll(tab)["height"] <= 2 * VIEWPORT["height"]
 
 
+def test_a_rubric_row_shows_its_aspect_beside_the_choice(live: tuple[str, AppDB], tab: Page) -> None:
+    rating_page(tab, live[0], "ann2")
+    boxes = tab.evaluate(
+        """() => {
+          const row = document.querySelector(".st-key-q_A_rubric0");
+          const box = (selector) => {
+            const r = row.querySelector(selector).getBoundingClientRect();
+            return [r.left, r.right, r.top, r.bottom];
+          };
+          return [box("[data-testid=stWidgetLabel]"), box("[role=radiogroup]")];
+        }"""
+    )
+    (label_left, label_right, label_top, label_bottom), (choice_left, _, choice_top, choice_bottom) = boxes
+    assert label_right <= choice_left, "the label is to the left of the 0/1/2 choice"
+    assert choice_top < label_bottom and label_top < choice_bottom, "on the same row"
+    assert label_right - label_left > 200, "the label has room for the reason and the evidence"
+
+
 def test_number_keys_answer_the_focused_question_and_keep_a_draft(live: tuple[str, AppDB], tab: Page) -> None:
     base_url, app_db = live
     tag = rating_page(tab, base_url, "ann2")
