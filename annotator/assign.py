@@ -42,6 +42,35 @@ def _annotators(session: Session, names: list[str] | None) -> list[User]:
     return [by_name[name] for name in dict.fromkeys(names)]
 
 
+def _even_out_sides(new: dict[int, list[tuple[int, str]]], balance: Counter[int]) -> None:
+    """Swap the sides of two new slots on one pair (A <-> B) while the balance (times `chosen` on A
+    minus times on B) of the annotator with it on A exceeds that of the one with it on B by more than
+    two. A pair's sides stay as they are; every swap lowers the sum of the squared balances, so this
+    ends. (The greedy choice alone left an annotator three off even: 34 pairs, 8 annotators, overlap 2,
+    seed 63, found by the property test.)"""
+    slots: dict[int, dict[int, str]] = defaultdict(dict)  # pair -> annotator -> side of `chosen`
+    for uid, items in new.items():
+        for pair_id, side in items:
+            slots[pair_id][uid] = side
+    swapped = True
+    while swapped:
+        swapped = False
+        for on_pair in slots.values():
+            for a in [uid for uid, side in on_pair.items() if side == "A"]:
+                b = min(
+                    (uid for uid, side in on_pair.items() if side == "B"),
+                    key=balance.__getitem__,
+                    default=None,
+                )
+                if b is not None and balance[a] - balance[b] > 2:
+                    on_pair[a], on_pair[b] = "B", "A"
+                    balance[a] -= 2
+                    balance[b] += 2
+                    swapped = True
+    for uid, items in new.items():
+        new[uid] = [(pair_id, slots[pair_id][uid]) for pair_id, _ in items]
+
+
 def assign(
     session: Session,
     *,
@@ -140,6 +169,7 @@ def assign(
             sides[side] += 1
             balance[uid] += 1 if side == "A" else -1
             new[uid].append((pair_id, side))
+    _even_out_sides(new, balance)
     rows = []
     last = dict(
         session.exec(

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
@@ -105,6 +105,7 @@ def test_every_pair_gets_exactly_k_distinct_annotators(size: tuple[int, int, int
 
 @PROPERTY
 @given(sizes)
+@example((34, 8, 2, 63))  # the greedy side choice alone left an annotator three off even here
 def test_loads_and_sides_are_balanced(size: tuple[int, int, int, int]) -> None:
     n_pairs, n_annotators, overlap, seed = size
     with _study(n_pairs, n_annotators) as engine:
