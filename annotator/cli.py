@@ -42,7 +42,7 @@ models_app = typer.Typer(help="Reward-model predictions on a study's pairs.", no
 app.add_typer(models_app, name="models")
 # never break a printed URL, path or password across lines; user data is never read as Rich markup
 out = Console(soft_wrap=True, markup=False)
-err = Console(stderr=True, markup=False)
+err = Console(stderr=True, markup=False, soft_wrap=True)  # one line per message, never wrapped
 F = TypeVar("F", bound=Callable[..., Any])
 DbOption = Annotated[
     str | None,

@@ -180,6 +180,17 @@ def test_the_cli_prints_the_warnings_and_strict_refuses(env_db: str, tmp_path: P
     assert "warning:" in lenient.stderr and "line 1, field narrative" in lenient.stderr
 
 
+def test_a_warning_is_one_line_however_long_the_path(env_db: str, tmp_path: Path) -> None:
+    """Rich wrapped stderr at 80 columns: with a long path the warning broke inside its own words."""
+    folder = tmp_path / ("deep-" * 20)
+    folder.mkdir()
+    path = write_jsonl(folder / "p.jsonl", [make_record(0, narrative="x\u2066y\u2069")])
+    result = runner.invoke(app, ["import", str(path), "--study", "s1"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"warning: {path}: line 1, field narrative: contains")
+
+
 # ------------------------------------------------------------------- Rich markup (point 8)
 
 
