@@ -26,6 +26,7 @@ from tests.factories import make_records, write_jsonl
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.postgres,
     pytest.mark.skipif(
         postgres_admin_url() is None, reason=f"needs PostgreSQL: set ${POSTGRES_ENV} to an admin URL"
     ),
