@@ -8,7 +8,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page
 
-from annotator import workspace
+from annotator import sessions, workspace
 from annotator.store import db
 from tests.apphelpers import (
     FORM,
@@ -159,6 +159,18 @@ def test_logout_ends_the_session_and_a_reload_shows_the_login(live: tuple[str, A
     tab.reload()
     wait_idle(tab)
     assert tab.get_by_role("textbox", name="Username").is_visible()
+
+
+def test_a_session_ended_elsewhere_logs_out_at_the_next_answer(live: tuple[str, AppDB], tab: Page) -> None:
+    """An answer reruns only the item area (a fragment); it still checks the session first."""
+    base_url, app_db = live
+    rating_page(tab, base_url, "ann2")
+    token = {c["name"]: c["value"] for c in tab.context.cookies()}["pair_studio_session"]
+    with db.session_scope(app_db.engine) as session:
+        sessions.end_session(session, token)
+    press_answer(tab, "A_correctness", "3")
+    tab.get_by_role("textbox", name="Username").wait_for()
+    assert not tab.locator(f".st-key-{FORM}_A_correctness").count()
 
 
 def test_every_question_names_the_response_it_is_about(live: tuple[str, AppDB], tab: Page) -> None:
