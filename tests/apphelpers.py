@@ -10,12 +10,14 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
+from streamlit.testing.v1 import AppTest
 
 from annotator import accounts, assign, ingest
 from annotator.accounts import SYSTEM, Account
@@ -239,6 +241,27 @@ def add_study(app_db: AppDB, folder: Path, name: str, username: str, n_pairs: in
         session.add_all(rows)
         session.flush()
         return [id_of(r) for r in rows]
+
+
+def app_for(account: Account | None, *, timeout: float = 30) -> AppTest:
+    """The app from its entry file (AppTest), logged in as `account` (None: logged out), after one run."""
+    at = AppTest.from_file(str(MAIN), default_timeout=timeout)
+    if account is not None:
+        at.session_state["account"] = account
+        at.session_state["login_at"] = datetime.now(UTC)
+    return at.run()
+
+
+def annotators_page(page: Any, base_url: str, name: str) -> None:
+    """The researcher's Annotators page in the browser, as res1, with account `name` chosen."""
+    log_in(page, base_url, "res1", PASSWORD)
+    page.get_by_role("heading", name="Progress").wait_for()
+    page.goto(f"{base_url}/annotators")
+    wait_idle(page)
+    page.get_by_role("heading", name="Annotators").wait_for()
+    page.get_by_role("combobox", name="Account").click()
+    page.get_by_role("option", name=name).click()
+    wait_idle(page)
 
 
 # ------------------------------------------------------------------------------------------ rating page

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from annotator.store import db
 from annotator.store.models import Event, Judgment, id_of
-from tests.apphelpers import MAIN, PASSWORD, AppDB, build_app_db
+from tests.apphelpers import MAIN, PASSWORD, AppDB, app_for, build_app_db
 
 TIMEOUT = 30
 #: The pages each role must at least have (the router may register more; all of them are opened).
@@ -41,11 +41,7 @@ def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AppDB]:
 
 def app_as(app_db: AppDB, username: str | None) -> AppTest:
     """The app from its entry file, logged in as `username` (None: logged out), after one run."""
-    at = AppTest.from_file(str(MAIN), default_timeout=TIMEOUT)
-    if username is not None:
-        at.session_state["account"] = app_db.account(username)
-        at.session_state["login_at"] = datetime.now(UTC)
-    at.run()
+    at = app_for(None if username is None else app_db.account(username), timeout=TIMEOUT)
     assert not at.exception
     return at
 

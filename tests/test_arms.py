@@ -244,20 +244,14 @@ def test_arm_comparison_without_arms_is_empty() -> None:
 
 
 def _page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: StudyConfig, arm: str) -> Any:
-    from datetime import UTC, datetime
 
-    from streamlit.testing.v1 import AppTest
-
-    from tests.apphelpers import MAIN, build_app_db
+    from tests.apphelpers import app_for, build_app_db
     from tests.sciencehelpers import arm_app_study
 
     app_db = build_app_db(tmp_path / "app", queues={}, acknowledged=["ann1"])
     monkeypatch.setenv(db.ENV_VAR, app_db.url)
     arm_app_study(app_db, tmp_path / "arms", config=config, arm=arm)
-    at = AppTest.from_file(str(MAIN), default_timeout=60)
-    at.session_state["account"] = app_db.account("ann1")
-    at.session_state["login_at"] = datetime.now(UTC)
-    at.run()
+    at = app_for(app_db.account("ann1"), timeout=60)
     assert not at.exception
     return at, app_db
 

@@ -15,7 +15,7 @@ from annotator.accounts import SYSTEM, Account
 from annotator.simulate import SimulationSpec, simulate
 from annotator.store import db
 from annotator.store.models import Adjudication, User, id_of
-from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
+from tests.apphelpers import CHROMIUM_ARGS, app_for, log_in, running_app, wait_idle
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = str(ROOT / "annotator" / "app" / "main.py")
@@ -52,10 +52,7 @@ def _account(engine: Engine, username: str) -> Account:
 
 
 def _app(account: Account) -> AppTest:
-    at = AppTest.from_file(MAIN, default_timeout=120)
-    at.session_state["account"] = account
-    at.session_state["login_at"] = datetime.now(UTC)
-    return at.run()
+    return app_for(account, timeout=120)
 
 
 def _texts(at: AppTest) -> str:

@@ -207,12 +207,9 @@ def test_cli_models_queue_sends_the_pairs_back(env_db: str, engine: Engine, tmp_
 def test_the_validation_page_shows_models_and_the_human_ceiling(
     env_db: str, engine: Engine, tmp_path: Path
 ) -> None:
-    from datetime import UTC, datetime
-
-    from streamlit.testing.v1 import AppTest
 
     from annotator.accounts import Account
-    from tests.apphelpers import MAIN
+    from tests.apphelpers import app_for
     from tests.factories import make_user
     from tests.sciencehelpers import add_models, simulated_study
 
@@ -221,10 +218,7 @@ def test_the_validation_page_shows_models_and_the_human_ceiling(
     with db.session_scope(engine) as session:
         boss = make_user(session, "boss", role="researcher")
         account = Account(id=id_of(boss), username="boss", role="researcher")
-    at = AppTest.from_file(str(MAIN), default_timeout=120)
-    at.session_state["account"] = account
-    at.session_state["login_at"] = datetime.now(UTC)
-    at.run()
+    at = app_for(account, timeout=120)
     at.switch_page("views/validation.py").run()
     assert not at.exception
     assert "Models and the human ceiling" in [h.value for h in at.subheader]

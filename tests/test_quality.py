@@ -1,13 +1,11 @@
 """The per-annotator quality-control service (annotator/quality.py) and `annotator quality`, on
 simulated crowds with careless annotators (`simulate --spammers`)."""
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
-from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from analysis.render import to_json, to_markdown
@@ -20,12 +18,12 @@ from annotator.simulate import SimulationSpec, simulate
 from annotator.store import db
 from annotator.store.models import id_of
 from annotator.study_report import study_report
+from tests.apphelpers import app_for
 from tests.factories import make_user
 from tests.qchelpers import qc_study
 
 runner = CliRunner()
 RULE = "Exclude annotators whose MACE competence is below 0.4."
-MAIN = Path(__file__).resolve().parents[1] / "annotator" / "app" / "main.py"
 SPEC = SimulationSpec(annotators=6, overlap=3, spammers=2, seed=3)
 
 
@@ -98,10 +96,7 @@ def test_the_annotators_page_shows_competence_and_exclusion(
         user = make_user(session, "res", role="researcher")
         researcher = Account(id=id_of(user), username="res", role="researcher")
     monkeypatch.setenv("ANNOTATOR_DB_URL", db_url)
-    at = AppTest.from_file(str(MAIN), default_timeout=60)
-    at.session_state["account"] = researcher
-    at.session_state["login_at"] = datetime.now(UTC)
-    at.run()
+    at = app_for(researcher, timeout=60)
     at.switch_page("views/annotators.py").run()
     assert not at.exception
     assert "Quality control" in [h.value for h in at.subheader]

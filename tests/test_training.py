@@ -14,6 +14,7 @@ from annotator.errors import AuthError, ConfigError, UserError
 from annotator.store import db
 from annotator.store.models import id_of
 from annotator.study import Training, parse_config
+from tests.apphelpers import app_for
 from tests.factories import make_annotators
 from tests.qchelpers import qc_config, qc_study
 
@@ -30,7 +31,6 @@ TRAINING = {
     "comprehension": [CHECK],
     "comprehension_attempts": 2,
 }
-MAIN = Path(__file__).resolve().parents[1] / "annotator" / "app" / "main.py"
 
 
 def _setup(engine: Engine, folder: Path, **training_config: object) -> Account:
@@ -112,12 +112,7 @@ def test_training_config_defaults_require_nothing() -> None:
 
 def _app(db_url: str, monkeypatch: pytest.MonkeyPatch, account: Account) -> AppTest:
     monkeypatch.setenv("ANNOTATOR_DB_URL", db_url)
-    at = AppTest.from_file(str(MAIN), default_timeout=30)
-    at.session_state["account"] = account
-    from datetime import UTC, datetime
-
-    at.session_state["login_at"] = datetime.now(UTC)
-    return at
+    return app_for(account)
 
 
 def test_the_rating_page_sends_an_unqualified_annotator_to_training(
@@ -128,7 +123,7 @@ def test_the_rating_page_sends_an_unqualified_annotator_to_training(
         from annotator import accounts
 
         accounts.acknowledge_guidelines(session, user_id=account.id)
-    at = _app(db_url, monkeypatch, account).run()
+    at = _app(db_url, monkeypatch, account)
     assert not at.exception
     assert any("complete the training first" in info.value for info in at.info)
     assert not at.segmented_control
@@ -138,7 +133,7 @@ def test_the_training_page_shows_feedback_after_an_answer(
     engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     account = _setup(engine, tmp_path)
-    at = _app(db_url, monkeypatch, account).run()
+    at = _app(db_url, monkeypatch, account)
     at.switch_page("views/training.py").run()
     assert not at.exception
     at.radio(key="training_choice_1_0").set_value(0).run()

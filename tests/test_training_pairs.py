@@ -2,14 +2,12 @@
 are practice items with feedback after the study.toml questions, count toward the pass threshold,
 open the real queue only once passed, and never enter it; the Training page shows them (AppTest)."""
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
-from streamlit.testing.v1 import AppTest
 
 from annotator import labels, training
 from annotator.accounts import SYSTEM, Account
@@ -17,12 +15,12 @@ from annotator.assign import assign
 from annotator.errors import AuthError
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, id_of
+from tests.apphelpers import app_for
 from tests.factories import make_annotators, make_record
 from tests.qchelpers import qc_study
 
 QUESTION = {"question": "Which fits the user better?", "options": ["A", "B"], "answer": 1}
 EXPLAIN = "The chosen plan is for two people, as the profile says."
-MAIN = Path(__file__).resolve().parents[1] / "annotator" / "app" / "main.py"
 
 
 def _training_pair(i: int, preference: int = 1, **overrides: Any) -> dict[str, Any]:
@@ -131,10 +129,7 @@ def test_the_training_page_shows_a_training_pair_and_its_feedback(
     account = _setup(engine, tmp_path, [_training_pair(0)])
     (item,) = _items(engine, account)
     monkeypatch.setenv("ANNOTATOR_DB_URL", db_url)
-    at = AppTest.from_file(str(MAIN), default_timeout=30)
-    at.session_state["account"] = account
-    at.session_state["login_at"] = datetime.now(UTC)
-    at.run()
+    at = app_for(account)
     at.switch_page("views/training.py").run()
     assert not at.exception
     shown = " ".join(m.value for m in at.markdown)
@@ -152,10 +147,7 @@ def test_the_training_page_shows_training_pair_text_as_plain_text(
     hostile = "![pixel](http://tracker.invalid/p.png) :green-background[**Recommended**]"
     account = _setup(engine, tmp_path, [_training_pair(0, chosen=hostile, rejected=hostile + " Shorter.")])
     monkeypatch.setenv("ANNOTATOR_DB_URL", db_url)
-    at = AppTest.from_file(str(MAIN), default_timeout=30)
-    at.session_state["account"] = account
-    at.session_state["login_at"] = datetime.now(UTC)
-    at.run()
+    at = app_for(account)
     at.switch_page("views/training.py").run()
     assert not at.exception
     shown = [m.value for m in at.markdown if "tracker.invalid" in m.value]

@@ -2,7 +2,6 @@
 
 import tomllib
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from annotator.errors import ConfigError
 from annotator.store import db
 from annotator.store.models import Study
 from annotator.study import DEFAULT_CONFIG, parse_config
-from tests.apphelpers import MAIN, PASSWORD, AppDB, add_study, build_app_db
+from tests.apphelpers import MAIN, PASSWORD, AppDB, add_study, app_for, build_app_db
 
 TIMEOUT = 30
 
@@ -27,10 +26,7 @@ def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AppDB]:
 
 
 def app_as(app_db: AppDB, username: str) -> AppTest:
-    at = AppTest.from_file(str(MAIN), default_timeout=TIMEOUT)
-    at.session_state["account"] = app_db.account(username)
-    at.session_state["login_at"] = datetime.now(UTC)
-    at.run()
+    at = app_for(app_db.account(username), timeout=TIMEOUT)
     assert not at.exception
     return at
 

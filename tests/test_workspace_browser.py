@@ -15,6 +15,7 @@ from tests.apphelpers import (
     PASSWORD,
     VIEWPORT,
     AppDB,
+    annotators_page,
     answer_by_keys,
     assignment_of,
     build_app_db,
@@ -254,14 +255,7 @@ def test_no_serious_accessibility_violation(
 
 def test_deactivation_is_confirmed_in_a_dialog_first(live: tuple[str, AppDB], tab: Page) -> None:
     base_url, app_db = live
-    log_in(tab, base_url, "res1", PASSWORD)
-    tab.get_by_role("heading", name="Progress").wait_for()
-    tab.goto(f"{base_url}/annotators")
-    wait_idle(tab)
-    tab.get_by_role("heading", name="Annotators").wait_for()
-    tab.get_by_role("combobox", name="Account").click()
-    tab.get_by_role("option", name="gone1").click()
-    wait_idle(tab)
+    annotators_page(tab, base_url, "gone1")
     tab.get_by_role("button", name="Reactivate").click()
     wait_idle(tab)
     assert app_db.user("gone1").active

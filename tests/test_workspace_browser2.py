@@ -19,6 +19,7 @@ from tests.apphelpers import (
     VIEWPORT,
     AppDB,
     add_study,
+    annotators_page,
     assignment_of,
     build_app_db,
     item_tag,
@@ -222,18 +223,6 @@ def test_annotator_names_are_hidden_on_the_adjudicate_page(live: tuple[str, AppD
     assert not tab.get_by_role("switch", name="Show annotator names").is_checked()
     page_text = text(tab) + str(tab.evaluate("() => document.body.innerHTML"))
     assert "ann1" not in page_text and "ann2" not in page_text
-
-
-def annotators_page(page: Page, base_url: str, name: str) -> None:
-    """The researcher's Annotators page with account `name` chosen."""
-    log_in(page, base_url, "res1", PASSWORD)
-    page.get_by_role("heading", name="Progress").wait_for()
-    page.goto(f"{base_url}/annotators")
-    wait_idle(page)
-    page.get_by_role("heading", name="Annotators").wait_for()
-    page.get_by_role("combobox", name="Account").click()
-    page.get_by_role("option", name=name).click()
-    wait_idle(page)
 
 
 def make_active(app_db: AppDB, username: str) -> None:
