@@ -19,7 +19,6 @@ import argparse
 import functools
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -40,7 +39,7 @@ from annotator.server import background as running_app  # noqa: E402
 from annotator.store import db  # noqa: E402
 from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User  # noqa: E402
 from annotator.study import load_config  # noqa: E402
-from benchmarks.potato import measure_in_page, potato_latencies  # noqa: E402
+from benchmarks.potato import VIEWPORT, WARMUP, WORDS, measure_in_page, percentile, potato_latencies  # noqa: E402
 
 PASSWORD = "bench-submit-password"
 
@@ -53,10 +52,7 @@ def password_hash() -> str:
 
 GOAL_P95_MS = 400
 GOAL_RATIO = 1.2
-WARMUP = 3
 CROWD = 30
-WORDS = "quick vegetarian dinner plan budget time oven pan fresh herbs weekly shopping list".split()
-VIEWPORT = {"width": 1440, "height": 900}
 FULL_FORM = {  # widget key suffix -> number key pressed on it
     "A_correctness": "5",
     "A_relevance": "4",
@@ -200,10 +196,6 @@ def build(engine: Engine, n_pairs: int, *, queue: int, seed: int = 0, matched: b
         ]
         for start in range(0, len(scores), 50_000):
             connection.execute(insert(Score), scores[start : start + 50_000])
-
-
-def percentile(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
 #: The next item is drawn: the page marks another item (`arg`: [old item tag, number of questions, old

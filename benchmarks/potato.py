@@ -47,17 +47,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script from the repository root
+
+from annotator.server import BROWSER_ARGS  # noqa: E402
+
 POTATO_VERSION = "2.12.1"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pairstudio-bench"
 WHEELS = Path("/tmp/potato_dl")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+CHROMIUM_ARGS = list(BROWSER_ARGS)  # no sandbox as root, no background connections
 VIEWPORT = {"width": 1440, "height": 900}  # as bench_submit.py: a laptop screen
 USERNAME = "bench"
 PASSWORD = "bench-password-1234"
