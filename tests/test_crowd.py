@@ -1,13 +1,12 @@
 """Crowd-platform links (annotator/crowd.py): pseudonymous accounts from a worker id, resume, places,
 time limit, completion code; and the Prolific flow in headless chromium."""
 
-import shutil
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
@@ -16,7 +15,7 @@ from annotator.errors import AuthError, UserError
 from annotator.store import db
 from annotator.store.models import Assignment, CrowdLink, Judgment, User, id_of
 from annotator.study import get_study
-from tests.apphelpers import CHROMIUM_ARGS, IDLE, answer_by_keys, running_app
+from tests.apphelpers import IDLE, answer_by_keys, running_app
 from tests.databases import fresh_db_url
 from tests.factories import make_form
 from tests.qchelpers import qc_study
@@ -136,39 +135,51 @@ def test_completion_comes_when_the_queue_is_done(engine: Engine, tmp_path: Path)
         assert crowd.completion(session, account=account, study_id=1) == crowd.Completion("C1A2B3", URL)
 
 
+def _prolific_db(folder: Path, name: str) -> tuple[str, Engine]:
+    """A database whose study s1 takes Prolific links (one item per worker): its URL and an engine."""
+    url = fresh_db_url(folder, name, keep=True)
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    qc_study(engine, folder, 1, crowd=PROLIFIC | {"items": 1})
+    return url, engine
+
+
+def _open_link(page: Page, base_url: str) -> None:
+    """Follow the study link as a Prolific worker would (a tall page: the whole form in view)."""
+    page.set_viewport_size({"width": 1400, "height": 2600})
+    query = "&".join(f"{k}={v}" for k, v in _params().items())
+    page.goto(f"{base_url}/?{query}")
+    page.locator(IDLE).wait_for(state="attached")
+
+
+def _rate_the_item(page: Page) -> None:
+    """Acknowledge the guidelines, answer every question by keys and submit."""
+    page.locator(".st-key-ack_guidelines button").click()
+    page.locator(IDLE).wait_for(state="attached")
+    expect(page.locator("[class*='st-key-q_A_correctness']").first).to_be_visible()
+    answer_by_keys(page)
+    page.locator(".st-key-annotate_submit button").click()
+
+
 @pytest.fixture(scope="module")
 def prolific_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A live server over a study that takes Prolific links (one item per worker, no redirect URL)."""
     folder = tmp_path_factory.mktemp("crowd")
-    url = fresh_db_url(folder, "crowd", keep=True)
-    db.upgrade(url)
-    engine = db.make_engine(url)
-    qc_study(engine, folder, 1, crowd=PROLIFIC | {"items": 1})
+    url, engine = _prolific_db(folder, "crowd")
     engine.dispose()
     with running_app(url, folder / "server.log") as base_url:
         yield base_url
 
 
 @pytest.mark.browser
-def test_prolific_link_to_completion_code_in_the_browser(prolific_app: str) -> None:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
-        page: Page = browser.new_context(viewport={"width": 1400, "height": 2600}).new_page()
-        page.set_default_timeout(30_000)
-        query = "&".join(f"{k}={v}" for k, v in _params().items())
-        page.goto(f"{prolific_app}/?{query}")
-        page.locator(IDLE).wait_for(state="attached")
-        expect(page.get_by_text("Please read the guidelines once")).to_be_visible()
-        assert PID not in page.url and PID not in page.content()
-        page.locator(".st-key-ack_guidelines button").click()
-        page.locator(IDLE).wait_for(state="attached")
-        expect(page.locator("[class*='st-key-q_A_correctness']").first).to_be_visible()
-        answer_by_keys(page)
-        page.locator(".st-key-annotate_submit button").click()
-        expect(page.get_by_text("Your completion code:")).to_be_visible()
-        expect(page.get_by_text("C1A2B3")).to_be_visible()
-        assert PID not in page.content()
-        browser.close()
+def test_prolific_link_to_completion_code_in_the_browser(prolific_app: str, tab: Page) -> None:
+    _open_link(tab, prolific_app)
+    expect(tab.get_by_text("Please read the guidelines once")).to_be_visible()
+    assert PID not in tab.url and PID not in tab.content()
+    _rate_the_item(tab)
+    expect(tab.get_by_text("Your completion code:")).to_be_visible()
+    expect(tab.get_by_text("C1A2B3")).to_be_visible()
+    assert PID not in tab.content()
 
 
 @pytest.mark.parametrize(
@@ -191,10 +202,7 @@ def test_the_finished_screen_redirects_only_to_https_or_this_machine(url: str, a
 def prolific_redirect_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A live server over a Prolific study whose completion URL is a path of the same server."""
     folder = tmp_path_factory.mktemp("crowd-redirect")
-    url = fresh_db_url(folder, "crowd_redirect", keep=True)
-    db.upgrade(url)
-    engine = db.make_engine(url)
-    qc_study(engine, folder, 1, crowd=PROLIFIC | {"items": 1})
+    url, engine = _prolific_db(folder, "crowd_redirect")
     with running_app(url, folder / "server.log") as base_url:
         with db.session_scope(engine) as session:  # the port is known only now; read on every page run
             study = get_study(session, "s1")
@@ -210,27 +218,16 @@ DONE_PATH = "/_stcore/health?done=1"
 
 
 @pytest.mark.browser
-def test_the_finished_screen_sends_the_browser_to_the_completion_url(prolific_redirect_app: str) -> None:
+def test_the_finished_screen_sends_the_browser_to_the_completion_url(
+    prolific_redirect_app: str, tab: Page
+) -> None:
     base = prolific_redirect_app
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
-        try:
-            page: Page = browser.new_context(viewport={"width": 1400, "height": 2600}).new_page()
-            page.set_default_timeout(30_000)
-            requested: list[str] = []
-            page.on("request", lambda request: requested.append(request.url))
-            query = "&".join(f"{k}={v}" for k, v in _params().items())
-            page.goto(f"{base}/?{query}")
-            page.locator(IDLE).wait_for(state="attached")
-            page.locator(".st-key-ack_guidelines button").click()
-            page.locator(IDLE).wait_for(state="attached")
-            expect(page.locator("[class*='st-key-q_A_correctness']").first).to_be_visible()
-            answer_by_keys(page)
-            page.locator(".st-key-annotate_submit button").click()
-            expect(page.get_by_text("C1A2B3")).to_be_visible()
-            page.wait_for_url(f"{base}{DONE_PATH}", timeout=30_000)
-            assert page.url == f"{base}{DONE_PATH}"
-            others = [u for u in requested if not u.startswith((base, "data:", "blob:", "about:"))]
-            assert others == []
-        finally:
-            browser.close()
+    requested: list[str] = []
+    tab.on("request", lambda request: requested.append(request.url))
+    _open_link(tab, base)
+    _rate_the_item(tab)
+    expect(tab.get_by_text("C1A2B3")).to_be_visible()
+    tab.wait_for_url(f"{base}{DONE_PATH}", timeout=30_000)
+    assert tab.url == f"{base}{DONE_PATH}"
+    others = [u for u in requested if not u.startswith((base, "data:", "blob:", "about:"))]
+    assert others == []
