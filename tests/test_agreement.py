@@ -16,8 +16,6 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats import inter_rater
 
 from analysis.agreement import (
-    _AlphaKernel,
-    _prepare_alpha,
     agreement_table,
     alpha_ci,
     cohen_kappa,
@@ -29,6 +27,7 @@ from analysis.agreement import (
     krippendorff_alpha,
     percent_agreement,
 )
+from analysis.agreement.alpha import _AlphaKernel, _prepare_alpha
 
 nan = np.nan
 LEVELS = ["nominal", "ordinal", "interval", "ratio"]
