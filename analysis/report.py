@@ -45,7 +45,6 @@ import pandas as pd
 from scipy import stats
 
 from analysis.agreement import agreement_table
-from analysis.benchmark import BenchmarkTables, benchmark_tables
 from analysis.competence import QualitySection
 from analysis.diagnostics import annotator_diagnostics
 from analysis.frames import (
@@ -68,6 +67,7 @@ from analysis.frames import (
 )
 from analysis.mixed import fit_crossed
 from analysis.power import recommend_design
+from analysis.science import BenchmarkTables, benchmark_tables
 from analysis.validation import ValidationResult, validate_pairs
 
 __all__ = [
@@ -218,7 +218,7 @@ def build_report(
         either way.
     predictions : pandas.DataFrame, optional
         Reward-model predictions (``pair_id, model, choice``) for the benchmark section
-        (:func:`analysis.benchmark.benchmark_tables`: model vs human accuracy, kappa, McNemar, the
+        (:func:`analysis.science.benchmark_tables`: model vs human accuracy, kappa, McNemar, the
         disagreement queue); study arms and rubric-support answers in `frame` are reported there too.
     final : pandas.DataFrame, optional
         The final labels (``pair_id, preference, keep``): models and people are compared on the kept pairs.

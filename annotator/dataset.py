@@ -95,7 +95,7 @@ def _tables(session: Session, study: str, account: Account) -> dict[str, Any]:
 
 def _benchmark_table(tables: dict[str, Any]) -> pd.DataFrame:
     """Model and human accuracy on the validated pairs (overall), for the card."""
-    from analysis.benchmark import accuracy_table, human_outcomes, model_outcomes
+    from analysis.science import accuracy_table, human_outcomes, model_outcomes
 
     labels, final, predictions = tables["labels"], tables["adjudicated"], tables["predictions"]
     if labels.empty:

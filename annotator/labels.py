@@ -30,7 +30,7 @@ from annotator.study import StudyConfig, parse_config, study_config
 from annotator.training import needs_training, qualified
 
 SIDES = ("A", "B")
-SUPPORT_PREFIX = "support:"  # rubric-support answers (issue 15); = analysis.benchmark.SUPPORT_PREFIX
+SUPPORT_PREFIX = "support:"  # rubric-support answers (issue 15); = analysis.science.SUPPORT_PREFIX
 QUEUE_WINDOW = 256  # how far ahead next_assignment looks for the pair with the fewest judgments
 
 

@@ -295,9 +295,9 @@ def disagreement_queue(
     session: Session, *, study: str, account: Account, validated_only: bool = False
 ) -> pd.DataFrame:
     """The pairs where a model's choice differs from the human majority (see
-    :func:`analysis.benchmark.disagreements`), with the pair's database id (``pair_db_id``) to send back.
+    :func:`analysis.science.disagreements`), with the pair's database id (``pair_db_id``) to send back.
     Control pairs never appear. Researchers only."""
-    from analysis.benchmark import disagreements, validated_pair_ids
+    from analysis.science import disagreements, validated_pair_ids
     from annotator import adjudicate
     from annotator.readers import label_frame
 

@@ -3,7 +3,7 @@
 Run: python benchmarks/bench_science.py [--pairs 20000] [--annotators 3] [--reps 2000] [--skip-scale]
 
 1. Coverage: for each (pairs n, true accuracy p), `reps` simulated models answer n pairs right with
-   probability p; `analysis.benchmark.accuracy_table` (Wilson, nominal 95%) gives each one's interval
+   probability p; `analysis.science.accuracy_table` (Wilson, nominal 95%) gives each one's interval
    and the share that covers p is printed (goal: >= 93% everywhere). The same for the paired-bootstrap
    CI of a model-minus-model accuracy difference (`paired_comparisons`, 500 reps per cell).
 2. Scale: a complete study of `--pairs` pairs (bulk-inserted as in bench_analyze.py), auto-resolved
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.benchmark import accuracy_table, paired_comparisons
+from analysis.science import accuracy_table, paired_comparisons
 
 STUDY = "bench"  # the study bench_analyze.build creates
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from analysis.benchmark import arm_comparison
+from analysis.science import arm_comparison
 from annotator import assign, export, labels
 from annotator.accounts import SYSTEM
 from annotator.errors import ConfigError, LabelError, UserError

@@ -1,4 +1,4 @@
-"""analysis/benchmark.py: model vs human accuracy, ceilings, kappa, McNemar, disagreements, support."""
+"""analysis/science/: model vs human accuracy, ceilings, kappa, McNemar, disagreements, support."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import benchmark as bm
+from analysis import science as bm
 
 
 def _frame(prefs: dict[str, list[int]], *, control: dict[str, str] | None = None) -> pd.DataFrame:
