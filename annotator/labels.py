@@ -11,6 +11,7 @@ from sqlmodel import Session, col, select
 from annotator import crowd
 from annotator.accounts import require_active
 from annotator.assign import extend_overlap
+from annotator.blinding import preference_index, response_of, side_of, side_texts, signed_preference
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guideline_version
 from annotator.store.models import (
@@ -134,7 +135,7 @@ def show(session: Session, *, assignment_id: int, user_id: int, resume: bool = F
     if not resume or assignment.shown_at is None:
         assignment.shown_at = utcnow()
     session.add(assignment)
-    texts = (pair.chosen, pair.rejected) if assignment.chosen_side == "A" else (pair.rejected, pair.chosen)
+    texts = side_texts(assignment.chosen_side, chosen=pair.chosen, rejected=pair.rejected)
     display = config.display
     arm = config.display_for(assignment.arm)  # the annotator's study arm may hide parts (issue 15)
     return ItemView(
@@ -246,8 +247,6 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     shown = assignment.shown_at or now
     if shown.tzinfo is None:
         shown = shown.replace(tzinfo=now.tzinfo)
-    chosen_is_a = assignment.chosen_side == "A"
-    preference_ab = 2 - int(submission.preference or 0)  # +2 = A much better
     revision = (
         int(
             session.exec(
@@ -264,7 +263,7 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
         submission_id=submission.submission_id,
         submitted_at=now,
         time_on_task_s=max(0.0, (now - shown).total_seconds()),
-        preference=preference_ab if chosen_is_a else -preference_ab,
+        preference=signed_preference(int(submission.preference or 0), chosen_side=assignment.chosen_side),
         confidence=submission.confidence,
         comment=submission.comment.strip(),
         flag=submission.flag,
@@ -284,7 +283,7 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
             return same
         raise UserError("this item was just saved from another window; reload to see it") from None
     for side, items in submission.scores.items():
-        response = "chosen" if (side == "A") == chosen_is_a else "rejected"
+        response = response_of(side, chosen_side=assignment.chosen_side)
         for item, value in items.items():
             session.add(
                 Score(judgment_id=id_of(judgment), response=response, item=item, value=float(value or 0))
@@ -406,19 +405,16 @@ def current_answers(session: Session, *, assignment_id: int, user_id: int) -> Su
     judgment = session.get(Judgment, assignment.current_judgment_id)
     if judgment is None:
         return None
-    chosen_is_a = assignment.chosen_side == "A"
     scores: dict[str, dict[str, float | None]] = {"A": {}, "B": {}}
     support: dict[str, float | None] = {}
     for score in session.exec(select(Score).where(Score.judgment_id == judgment.id)):
         if score.item.startswith(SUPPORT_PREFIX):
             support[score.item] = score.value
             continue
-        side = "A" if (score.response == "chosen") == chosen_is_a else "B"
-        scores[side][score.item] = score.value
-    preference_ab = judgment.preference if chosen_is_a else -judgment.preference
+        scores[side_of(score.response, chosen_side=assignment.chosen_side)][score.item] = score.value
     return Submission(
         submission_id="",
-        preference=2 - preference_ab,
+        preference=preference_index(judgment.preference, chosen_side=assignment.chosen_side),
         scores=scores,
         confidence=judgment.confidence,
         comment=judgment.comment,

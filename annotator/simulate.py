@@ -24,7 +24,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from analysis.simulation import BIAS_SD, NOISE, latent_quality, latent_rubric, rate
+from analysis.vocabulary import SIDES
 from annotator import accounts, assign, labels
+from annotator.blinding import preference_index, response_of
 from annotator.errors import UserError
 from annotator.store.db import session_scope
 from annotator.store.models import DONE, Assignment, Pair, User, id_of, utcnow
@@ -309,13 +311,10 @@ def fit_to_arm(
 
 def _to_ab(judgment: SimJudgment, chosen_side: str, submission_id: str) -> labels.Submission:
     """Express a chosen/rejected judgment in the annotator's A/B terms."""
-    chosen_is_a = chosen_side == "A"
-    preference_ab = judgment.preference if chosen_is_a else -judgment.preference
-    first, second = ("chosen", "rejected") if chosen_is_a else ("rejected", "chosen")
     return labels.Submission(
         submission_id=submission_id,
-        preference=2 - preference_ab,
-        scores={"A": judgment.scores[first], "B": judgment.scores[second]},
+        preference=preference_index(judgment.preference, chosen_side=chosen_side),
+        scores={side: judgment.scores[response_of(side, chosen_side=chosen_side)] for side in SIDES},
         confidence=judgment.confidence,
     )
 
