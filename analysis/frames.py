@@ -48,6 +48,31 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.vocabulary import (
+    ANNOTATOR,
+    ARM,
+    CATEGORY,
+    CHOSEN,
+    CHOSEN_CHARS,
+    CONFIDENCE,
+    CONTROL,
+    CONTROL_KINDS,
+    ITEM,
+    JUDGMENT_ID,
+    PAIR_ID,
+    PREFERENCE,
+    QUALITY_ITEMS,
+    REJECTED,
+    REJECTED_CHARS,
+    RESPONSE,
+    RESPONSES,
+    RUBRIC_ITEM,
+    RUBRIC_PREFIX,
+    SIDE_CHOSEN,
+    TIME_S,
+    VALUE,
+)
+
 __all__ = [
     "ANNOTATOR",
     "ARM",
@@ -83,35 +108,6 @@ __all__ = [
     "split_controls",
     "validate_frame",
 ]
-
-PAIR_ID = "pair_id"
-CONTROL = "control"
-ARM = "arm"
-SIDE_CHOSEN = "side_chosen"
-CHOSEN_CHARS = "chosen_chars"
-REJECTED_CHARS = "rejected_chars"
-#: Allowed values of the optional ``control`` column ("" = a main pair).
-CONTROL_KINDS: tuple[str, ...] = ("", "gold", "positive", "swap", "duplicate", "training")
-ANNOTATOR = "annotator"
-RESPONSE = "response"
-ITEM = "item"
-VALUE = "value"
-PREFERENCE = "preference"
-CONFIDENCE = "confidence"
-TIME_S = "time_s"
-CATEGORY = "category"
-JUDGMENT_ID = "judgment_id"
-
-CHOSEN = "chosen"
-REJECTED = "rejected"
-RESPONSES = (CHOSEN, REJECTED)
-
-#: The general-quality dimensions of the default study (scale 1-5).
-QUALITY_ITEMS: tuple[str, ...] = ("correctness", "relevance", "helpfulness")
-#: The item holding the per-response rubric score (mean over the ``rubric:<k>`` aspects).
-RUBRIC_ITEM = "rubric"
-#: Prefix of a rubric-aspect item: ``rubric:0``, ``rubric:1``, ...
-RUBRIC_PREFIX = "rubric:"
 
 REQUIRED_COLUMNS: tuple[str, ...] = (
     PAIR_ID,

@@ -69,6 +69,7 @@ from analysis.mixed import fit_crossed
 from analysis.power import recommend_design
 from analysis.science import BenchmarkTables, benchmark_tables
 from analysis.validation import ValidationResult, validate_pairs
+from analysis.vocabulary import DEFAULT_MARGIN
 
 __all__ = [
     "OVERALL",
@@ -160,7 +161,7 @@ def build_report(
     *,
     study: str,
     quality_items: Sequence[str] = QUALITY_ITEMS,
-    margin: float = 0.5,
+    margin: float = DEFAULT_MARGIN,
     alpha: float = 0.05,
     scale_min: float = 1,
     scale_max: float = 5,

@@ -9,13 +9,11 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sqlmodel import Session, select
 
+from analysis.vocabulary import CONFIDENCE_POINTS, DEFAULT_MARGIN, PREFERENCE_POINTS, RUBRIC_POINTS
 from annotator.errors import ConfigError, UserError
 from annotator.store.models import Study
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "data" / "study.toml"
-PREFERENCE_POINTS = 5
-CONFIDENCE_POINTS = 3
-RUBRIC_POINTS = 3
 
 
 class _Strict(BaseModel):
@@ -86,7 +84,7 @@ class Display(_Strict):
 
 
 class Analysis(_Strict):
-    margin: float = Field(default=0.5, gt=0)
+    margin: float = Field(default=DEFAULT_MARGIN, gt=0)
     alpha: float = Field(default=0.05, gt=0, lt=0.5)
     overlap: int = Field(default=3, ge=1)
     # The verdict thresholds of analysis.report.build_report (issue 12):
