@@ -10,11 +10,9 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 from importlib import resources
-from typing import Literal
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
@@ -25,6 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col, select
 
+from annotator.authorization import DEACTIVATED, SYSTEM, Account, require_active, require_role
 from annotator.errors import AuthError, UserError
 from annotator.store.models import ROLES, Event, LoginThrottle, Role, User, UserSession, id_of, utcnow
 
@@ -35,25 +34,9 @@ MIN_PASSWORD = 8
 MAX_PASSWORD = 1000
 BAD_LOGIN = "wrong username or password"
 THROTTLED = "too many failed attempts; try again in {wait} s"
-DEACTIVATED = "this account is deactivated; ask the study's researcher"
 FREE_ATTEMPTS = 5  # failed logins per user name (known or not) and per client before waiting
 FIRST_WAIT_S = 2  # then the wait doubles with every further failure ...
 MAX_LOCKOUT_S = 300  # ... up to five minutes, so an outsider can never lock a user out for hours
-
-SystemRole = Literal["system"]
-
-
-@dataclass(frozen=True)
-class Account:
-    """What the UI may keep about a logged-in user (no password hash)."""
-
-    id: int
-    username: str
-    role: Role | SystemRole
-
-
-# The trusted caller of the CLI and scripts: never stored, never loadable, accepted only as this object.
-SYSTEM = Account(id=0, username="system", role="system")
 
 
 def _utf8(password: str) -> bytes:
@@ -142,32 +125,6 @@ def check_new_password(password: str, *, username: str) -> None:
 def generate_password() -> str:
     """A strong random password (about 96 bits)."""
     return secrets.token_urlsafe(12)
-
-
-def require_role(session: Session, account: Account, *roles: str) -> None:
-    """Refuse a service call from an account without one of `roles`, or no longer active.
-
-    :data:`SYSTEM` (the object itself) may do anything; any other account is re-read from the database
-    (one indexed read), so a deactivated user's open browser is refused at its next call.
-    """
-    if account is SYSTEM:
-        return
-    if not isinstance(account, Account):
-        raise AuthError("no account given: this call needs a logged-in user")
-    if account.role not in roles:
-        raise AuthError(f"{account.username} ({account.role}) may not do this; it needs {' or '.join(roles)}")
-    row = session.exec(select(User.active, User.role).where(User.id == account.id)).first()
-    if row is None or not row[0]:
-        raise AuthError(DEACTIVATED if row is not None else "unknown account; please log in again")
-    if row[1] != account.role:
-        raise AuthError("this account's role has changed; please log in again")
-
-
-def require_active(session: Session, user_id: int) -> None:
-    """Refuse a call for a user who is unknown or deactivated (one indexed read)."""
-    active = session.exec(select(User.active).where(User.id == user_id)).first()
-    if not active:
-        raise AuthError(DEACTIVATED if active is not None else "unknown account; please log in again")
 
 
 def _by_name(username: str) -> ColumnElement[bool]:

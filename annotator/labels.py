@@ -11,6 +11,7 @@ from sqlmodel import Session, col, select
 from annotator import crowd
 from annotator.accounts import require_active
 from annotator.assign import extend_overlap
+from annotator.authorization import own_assignment
 from annotator.blinding import preference_index, response_of, side_of, side_texts, signed_preference
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.guidelines import guideline_version
@@ -74,14 +75,6 @@ class Submission:
     support: dict[str, float | None] = field(default_factory=dict)
 
 
-def _own_assignment(session: Session, assignment_id: int, user_id: int) -> Assignment:
-    require_active(session, user_id)  # a deactivated annotator's open page is refused (issue 17)
-    assignment = session.get(Assignment, assignment_id)
-    if assignment is None or assignment.annotator_id != user_id:
-        raise AuthError("this item is not in your queue")
-    return assignment
-
-
 def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignment | None:
     """The annotator's next pending item: among the next QUEUE_WINDOW items of the queue (in queue
     order), the one whose pair has the fewest completed judgments.
@@ -122,7 +115,7 @@ def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignm
 def show(session: Session, *, assignment_id: int, user_id: int, resume: bool = False) -> ItemView:
     """The blinded view of an item; starts its server-side clock for time on task (`resume`: keep a
     clock that is already running, as after a reload)."""
-    assignment = _own_assignment(session, assignment_id, user_id)
+    assignment = own_assignment(session, assignment_id, user_id)
     pair = session.get(Pair, assignment.pair_id)
     study = session.get(Study, assignment.study_id)
     if pair is None or study is None:
@@ -222,9 +215,9 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     """
     earlier = _saved(session, submission.submission_id)
     if earlier is not None:
-        _own_assignment(session, earlier.assignment_id, user_id)
+        own_assignment(session, earlier.assignment_id, user_id)
         return earlier
-    assignment = _own_assignment(session, assignment_id, user_id)
+    assignment = own_assignment(session, assignment_id, user_id)
     pair = session.get(Pair, assignment.pair_id)
     if pair is None:
         raise UserError("this item no longer exists")
@@ -240,7 +233,7 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     _lock_assignment(session, id_of(assignment))
     earlier = _saved(session, submission.submission_id)  # saved by another process while we waited
     if earlier is not None:
-        _own_assignment(session, earlier.assignment_id, user_id)
+        own_assignment(session, earlier.assignment_id, user_id)
         return earlier
     status = session.exec(select(Assignment.status).where(col(Assignment.id) == assignment.id)).one()
     now = utcnow()
@@ -341,7 +334,7 @@ def skip(session: Session, *, assignment_id: int, user_id: int, reason: str) -> 
     """Move an item to the end of the annotator's queue, with a reason."""
     if not reason.strip():
         raise LabelError("Please give a reason for skipping")
-    assignment = _own_assignment(session, assignment_id, user_id)
+    assignment = own_assignment(session, assignment_id, user_id)
     last = session.exec(
         select(func.max(Assignment.position)).where(
             Assignment.annotator_id == user_id, Assignment.study_id == assignment.study_id
@@ -399,7 +392,7 @@ def finished_items(session: Session, *, user_id: int, study_id: int) -> list[dic
 
 def current_answers(session: Session, *, assignment_id: int, user_id: int) -> Submission | None:
     """The current judgment of an item in the annotator's A/B terms, to prefill a revision."""
-    assignment = _own_assignment(session, assignment_id, user_id)
+    assignment = own_assignment(session, assignment_id, user_id)
     if assignment.current_judgment_id is None:
         return None
     judgment = session.get(Judgment, assignment.current_judgment_id)

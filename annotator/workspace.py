@@ -9,7 +9,8 @@ import pandas as pd
 from sqlmodel import Session, col, select
 
 from annotator.accounts import Account, require_role
-from annotator.errors import AuthError, LabelError, UserError
+from annotator.authorization import own_assignment
+from annotator.errors import LabelError, UserError
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Draft, Event, Pair, User, utcnow
 from annotator.study import get_study
 
@@ -25,13 +26,6 @@ class DraftView:
     answers: dict[str, Any]
     opened_posts: list[int]
     updated_at: datetime
-
-
-def _own(session: Session, assignment_id: int, user_id: int) -> Assignment:
-    assignment = session.get(Assignment, assignment_id)
-    if assignment is None or assignment.annotator_id != user_id:
-        raise AuthError("this item is not in your queue")
-    return assignment
 
 
 def _clean(answers: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +48,7 @@ def save_draft(
     opened_posts: list[int] | None = None,
 ) -> None:
     """Keep the answers given so far on an item (replacing the earlier draft); one short write."""
-    _own(session, assignment_id, user_id)
+    own_assignment(session, assignment_id, user_id)
     draft = session.exec(select(Draft).where(Draft.assignment_id == assignment_id)).first()
     opened = sorted({int(k) for k in (opened_posts or [])})
     if draft is None:
@@ -68,7 +62,7 @@ def save_draft(
 
 def load_draft(session: Session, *, assignment_id: int, user_id: int) -> DraftView | None:
     """The draft of an item, or None."""
-    _own(session, assignment_id, user_id)
+    own_assignment(session, assignment_id, user_id)
     draft = session.exec(select(Draft).where(Draft.assignment_id == assignment_id)).first()
     if draft is None:
         return None
@@ -82,7 +76,7 @@ def load_draft(session: Session, *, assignment_id: int, user_id: int) -> DraftVi
 
 def clear_draft(session: Session, *, assignment_id: int, user_id: int) -> None:
     """Forget the draft of an item (after it was submitted, skipped or flagged)."""
-    _own(session, assignment_id, user_id)
+    own_assignment(session, assignment_id, user_id)
     draft = session.exec(select(Draft).where(Draft.assignment_id == assignment_id)).first()
     if draft is not None:
         session.delete(draft)
@@ -111,7 +105,7 @@ def flag_item(session: Session, *, assignment_id: int, user_id: int, reason: str
     reason = reason.strip()
     if not reason:
         raise LabelError("Please say what is wrong with the item")
-    assignment = _own(session, assignment_id, user_id)
+    assignment = own_assignment(session, assignment_id, user_id)
     if assignment.status == DONE:
         raise UserError("this item is already submitted; use the comment of a revision instead")
     assignment.status = FLAGGED

@@ -7,7 +7,7 @@ import pytest
 from annotator import labels, profile_search, workspace
 from annotator.errors import AuthError, LabelError
 from annotator.store import db
-from annotator.store.models import id_of
+from annotator.store.models import User, id_of
 from tests.apphelpers import AppDB, build_app_db
 
 
@@ -47,6 +47,20 @@ def test_another_annotator_cannot_read_or_write_a_draft(app_db: AppDB) -> None:
         workspace.save_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"], answers={})
     with db.session_scope(app_db.engine) as session, pytest.raises(AuthError):
         workspace.load_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"])
+
+
+def test_a_deactivated_annotator_can_neither_save_a_draft_nor_flag(app_db: AppDB) -> None:
+    """Drafts and flags pass the same ownership check as submits, active check included."""
+    assignment = first(app_db)
+    with db.session_scope(app_db.engine) as session:
+        user = session.get(User, app_db.users["ann1"])
+        assert user is not None
+        user.active = False
+        session.add(user)
+    with db.session_scope(app_db.engine) as session, pytest.raises(AuthError, match="deactivated"):
+        workspace.save_draft(session, assignment_id=assignment, user_id=app_db.users["ann1"], answers={})
+    with db.session_scope(app_db.engine) as session, pytest.raises(AuthError, match="deactivated"):
+        workspace.flag_item(session, assignment_id=assignment, user_id=app_db.users["ann1"], reason="broken")
 
 
 def test_the_item_with_the_newest_draft_is_resumed(app_db: AppDB) -> None:

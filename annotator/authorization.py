@@ -1,0 +1,65 @@
+"""Authorization, the one home: who is calling (:class:`Account`, the trusted :data:`SYSTEM`), whether
+the caller's role may do a thing (:func:`require_role`), whether the user is still active
+(:func:`require_active`), and whether an item belongs to the caller (:func:`own_assignment`)."""
+
+from dataclasses import dataclass
+from typing import Literal
+
+from sqlmodel import Session, select
+
+from annotator.errors import AuthError
+from annotator.store.models import Assignment, Role, User
+
+DEACTIVATED = "this account is deactivated; ask the study's researcher"
+NOT_YOURS = "this item is not in your queue"
+
+SystemRole = Literal["system"]
+
+
+@dataclass(frozen=True)
+class Account:
+    """What the UI may keep about a logged-in user (no password hash)."""
+
+    id: int
+    username: str
+    role: Role | SystemRole
+
+
+# The trusted caller of the CLI and scripts: never stored, never loadable, accepted only as this object.
+SYSTEM = Account(id=0, username="system", role="system")
+
+
+def require_role(session: Session, account: Account, *roles: str) -> None:
+    """Refuse a service call from an account without one of `roles`, or no longer active.
+
+    :data:`SYSTEM` (the object itself) may do anything; any other account is re-read from the database
+    (one indexed read), so a deactivated user's open browser is refused at its next call.
+    """
+    if account is SYSTEM:
+        return
+    if not isinstance(account, Account):
+        raise AuthError("no account given: this call needs a logged-in user")
+    if account.role not in roles:
+        raise AuthError(f"{account.username} ({account.role}) may not do this; it needs {' or '.join(roles)}")
+    row = session.exec(select(User.active, User.role).where(User.id == account.id)).first()
+    if row is None or not row[0]:
+        raise AuthError(DEACTIVATED if row is not None else "unknown account; please log in again")
+    if row[1] != account.role:
+        raise AuthError("this account's role has changed; please log in again")
+
+
+def require_active(session: Session, user_id: int) -> None:
+    """Refuse a call for a user who is unknown or deactivated (one indexed read)."""
+    active = session.exec(select(User.active).where(User.id == user_id)).first()
+    if not active:
+        raise AuthError(DEACTIVATED if active is not None else "unknown account; please log in again")
+
+
+def own_assignment(session: Session, assignment_id: int, user_id: int) -> Assignment:
+    """The assignment, if it belongs to this active user; else an AuthError (a deactivated
+    annotator's open page is refused at its next call)."""
+    require_active(session, user_id)
+    assignment = session.get(Assignment, assignment_id)
+    if assignment is None or assignment.annotator_id != user_id:
+        raise AuthError(NOT_YOURS)
+    return assignment
