@@ -165,6 +165,7 @@ def test_the_same_seed_gives_the_same_assignments() -> None:
         with _study(20, 5) as engine:
             _assign(engine, 3, seed=42)
             results.append(_rows(engine))
+    assert len(results[0]) == 20 * 3  # every pair got its three annotators
     assert results[0] == results[1]
 
 

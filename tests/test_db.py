@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
@@ -52,8 +53,16 @@ def test_the_migrated_schema_matches_the_models(db_url: str) -> None:
 
 
 def test_upgrade_keeps_existing_data(engine: Engine, tmp_path: Path) -> None:
+    """A database one schema revision behind, holding a study, is upgraded to head with its rows."""
     make_study(engine, tmp_path, 3)
-    assert db.upgrade(engine) == db.head_revision()
+    config = db._alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "-1")
+    behind = db.current_revision(engine)
+    assert behind is not None and behind != db.head_revision()
+    assert db.upgrade(engine) == behind
+    assert db.current_revision(engine) == db.head_revision()
     with Session(engine) as session:
         assert len(session.exec(select(Pair)).all()) == 3
         assert session.exec(select(Study.name)).all() == ["s1"]

@@ -197,10 +197,21 @@ def test_the_adjudication_view_shows_hostile_texts_as_text(chrome: object, serve
     page.close()  # type: ignore[attr-defined]
 
 
-def test_the_server_output_has_no_password_or_pair_text(server: Server) -> None:
-    """Runs after the login + submit flows above (same server)."""
-    with Session(server.engine) as session:
-        assert session.exec(select(User)).first() is not None
+def test_the_server_output_has_no_password_or_pair_text(chrome: object, server: Server) -> None:
+    """A login of its own (the password crosses the server) and the pair's texts on the page, then the
+    server's output holds neither (whatever the other tests did before)."""
+    with db.session_scope(server.engine) as session:
+        if session.exec(select(User).where(User.username == "ann3")).first() is None:
+            user = accounts.add_user(
+                session, username="ann3", role="annotator", password=PASSWORD, account=SYSTEM
+            )
+            accounts.acknowledge_guidelines(session, user_id=id_of(user))
+    with db.session_scope(server.engine) as session:
+        assign.assign(session, study=STUDY, overlap=3, account=SYSTEM)
+    page = log_in(chrome, server, "ann3")
+    page.get_by_text("Question marker.").wait_for(timeout=30_000)  # type: ignore[attr-defined]
+    page.close()  # type: ignore[attr-defined]
     output = server.log.read_text(errors="replace")
+    assert output.strip(), "the server wrote nothing: the check would be empty"
     for secret in (PASSWORD, "Chosen marker", "Rejected marker", "Question marker", "Comment ", "Flag "):
         assert secret not in output

@@ -1,8 +1,8 @@
 """Serving blinded items and saving judgments (annotator.labels)."""
 
 import dataclasses
-import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -251,11 +251,15 @@ def test_a_new_submission_adds_a_revision_and_keeps_the_first(setup: Setup) -> N
     assert _pair(setup.engine, setup.queue[0]).n_done == 1
 
 
-def test_time_on_task_is_measured_on_the_server(setup: Setup) -> None:
+def test_time_on_task_is_measured_on_the_server(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From the server's clock when the item was shown to its clock at the submit (the browser's
+    times are never used)."""
+    shown = labels.utcnow()
+    monkeypatch.setattr(labels, "utcnow", lambda: shown)
     _show(setup)
-    time.sleep(0.3)
+    monkeypatch.setattr(labels, "utcnow", lambda: shown + timedelta(seconds=42.5))
     judgment = _submit(setup, _form())
-    assert 0.3 <= judgment.time_on_task_s < 30
+    assert judgment.time_on_task_s == pytest.approx(42.5)
 
 
 def test_an_incomplete_form_names_what_is_missing(setup: Setup) -> None:
