@@ -448,7 +448,7 @@ def apply_exclusion(
 
 @dataclass(frozen=True)
 class QualitySection:
-    """The report's annotator quality-control section (issue 14).
+    """The report's annotator quality-control section.
 
     ``table``: :func:`qc_table` with ``excluded`` and ``reasons``; ``exclusion``: the pre-registered
     rule (``rule``, ``criteria``, ``registered_at``, ``first_judgment_at``, ``registered_before_data``,

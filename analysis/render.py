@@ -435,7 +435,7 @@ def to_markdown(report: Report) -> str:
 
 def benchmark_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
     """The benchmark-science tables to show (title, one-line note, table), in order; none without
-    model predictions, study arms or rubric-support answers (issue 15)."""
+    model predictions, study arms or rubric-support answers."""
     science = report.benchmark
     if science is None:
         return []
@@ -480,7 +480,7 @@ def benchmark_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
 
 def quality_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
     """The annotator quality-control tables (title, note, table); none when the report has no QC
-    section (issue 14: controls, attention, competence, the pre-registered exclusion rule)."""
+    section (controls, attention, competence, the pre-registered exclusion rule)."""
     qc = report.quality
     if qc is None or qc.table.empty:
         return []
@@ -736,7 +736,7 @@ def to_html(report: Report) -> str:
     def table_or(df: pd.DataFrame, empty: str, columns: Sequence[str] | None = None) -> str:
         return _html_table(df, columns) if not df.empty else f"<p>{empty}</p>"
 
-    science = "".join(  # models, arms and rubric support (issue 15)
+    science = "".join(  # models, arms and rubric support
         f"<h2>{html.escape(title)}</h2><p>{html.escape(note)}</p>{_html_table(table)}"
         for title, note, table in [*benchmark_sections(report), *quality_sections(report)]
     )

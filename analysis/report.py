@@ -146,7 +146,7 @@ class Report:
     design: pd.DataFrame
     pair_table: pd.DataFrame = field(repr=False)
     benchmark: BenchmarkTables | None = field(default=None, repr=False)  # models, arms, rubric support
-    quality: QualitySection | None = field(default=None, repr=False)  # annotator QC, exclusion (issue 14)
+    quality: QualitySection | None = field(default=None, repr=False)  # annotator QC, exclusion
 
     def verdict(self, key: str) -> Verdict:
         """The verdict with this key."""

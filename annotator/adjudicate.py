@@ -233,7 +233,7 @@ def _evaluation(
     study_id = id_of(study)
     config = _config(study)
     judgments = readers.current_judgments(session, study_id=study_id, pair_db_id=pair_db_id)
-    judgments = judgments[judgments["control"] == ""].reset_index(drop=True)  # controls: issue 14
+    judgments = judgments[judgments["control"] == ""].reset_index(drop=True)  # controls never count
     evaluation = evaluate(
         _pairs(session, study_id, pair_db_id),
         judgments,
@@ -867,7 +867,7 @@ def final_labels(session: Session, *, study: str, pseudonymize: bool = False) ->
         index=frame.index,
         dtype=object,
     )
-    if pseudonymize:  # no real name in any column: the rule ("decided by NAME") too (issue 17)
+    if pseudonymize:  # no real name in any column: the rule ("decided by NAME") too
         codes = readers.pseudonymize_names(adjudicator, readers.study_secret(session, study_row))
         frame["rule"] = [
             rule.replace(name, code) if isinstance(name, str) and isinstance(rule, str) else rule

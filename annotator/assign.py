@@ -274,7 +274,7 @@ def assign_pairs(
 
 
 def annotator_arms(session: Session, *, study_id: int, user_ids: list[int], seed: int = 0) -> dict[int, str]:
-    """The study arm of each annotator ("" for all in a study without arms), issue 15.
+    """The study arm of each annotator ("" for all in a study without arms).
 
     An annotator keeps the arm of their earlier assignments in the study; the others are randomized
     (deterministically per seed) so that the arms' sizes stay within one of each other.

@@ -60,7 +60,7 @@ DEMO_MODELS = {"demo-strong-rm": 0.9, "demo-weak-rm": 0.6}
 
 
 def build_science_demo(engine: Engine, *, seed: int = 7) -> None:
-    """Benchmark science on first run (issue 15): two simulated reward models (one strong, one weak)
+    """Benchmark science on first run: two simulated reward models (one strong, one weak)
     on the sample study, and a second study of the same pairs with two arms (profile only / rubric),
     rubric verification, its own simulated annotators and the same two models."""
     data = load_config().model_dump()

@@ -62,7 +62,7 @@ def adjudicated_frame(session: Session, *, study: str, pseudonymize: bool = Fals
     "unresolved" and its rule says why (not enough judgments, a rule that needs a person, or not yet
     auto-resolved: run ``annotator adjudicate --study S --auto``).
 
-    With rubric verification (issue 15), ``support_<k>`` is the median answer on rubric aspect k
+    With rubric verification, ``support_<k>`` is the median answer on rubric aspect k
     (0 = not supported by what the user wrote, 1 = partly, 2 = yes).
     """
     return _support_columns(adjudicate.final_labels(session, study=study, pseudonymize=pseudonymize))

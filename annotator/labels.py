@@ -32,7 +32,7 @@ from annotator.study import StudyConfig, parse_config, study_config
 from annotator.training import needs_training, qualified
 
 SIDES = ("A", "B")
-SUPPORT_PREFIX = "support:"  # rubric-support answers (issue 15); = analysis.science.SUPPORT_PREFIX
+SUPPORT_PREFIX = "support:"  # rubric-support answers; = analysis.science.SUPPORT_PREFIX
 QUEUE_WINDOW = 256  # how far ahead next_assignment looks for the pair with the fewest judgments
 
 
@@ -51,7 +51,7 @@ class ItemView:
     revisions: int
     profile_shown: int = 10  # how many posts the study shows at first (`profile` holds them all)
     shown_at: datetime | None = None  # when the item's clock started (server time, UTC)
-    ask_support: bool = False  # ask, per rubric aspect, whether what the user wrote supports it (issue 15)
+    ask_support: bool = False  # ask, per rubric aspect, whether what the user wrote supports it
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class Submission:
     flag: bool = False
     flag_reason: str = ""
     opened_posts: tuple[int, ...] = ()  # the profile posts (by index) the annotator opened
-    # Rubric support (issue 15): {"support:<k>": 0 no | 1 partly | 2 yes}, about the pair, not a side.
+    # Rubric support: {"support:<k>": 0 no | 1 partly | 2 yes}, about the pair, not a side.
     support: dict[str, float | None] = field(default_factory=dict)
 
 
@@ -130,7 +130,7 @@ def show(session: Session, *, assignment_id: int, user_id: int, resume: bool = F
     session.add(assignment)
     texts = side_texts(assignment.chosen_side, chosen=pair.chosen, rejected=pair.rejected)
     display = config.display
-    arm = config.display_for(assignment.arm)  # the annotator's study arm may hide parts (issue 15)
+    arm = config.display_for(assignment.arm)  # the annotator's study arm may hide parts
     return ItemView(
         assignment_id=id_of(assignment),
         study=study.name,
@@ -301,7 +301,7 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
         Event(user_id=user_id, action="submit", detail={"judgment": judgment.id, "revision": revision})
     )
     session.flush()
-    if config.dynamic_overlap.max_overlap > 0:  # disagreeing pairs get another annotator (issue 14)
+    if config.dynamic_overlap.max_overlap > 0:  # disagreeing pairs get another annotator
         extend_overlap(session, pair_id=id_of(pair), config=config)
         session.flush()
     return judgment

@@ -288,7 +288,7 @@ def _judgment(
 def fit_to_arm(
     config: StudyConfig, assignment: Assignment, submission: labels.Submission
 ) -> labels.Submission:
-    """The form as filled in the assignment's study arm (issue 15): no rubric ratings where the arm
+    """The form as filled in the assignment's study arm: no rubric ratings where the arm
     hides the rubric; rubric-support answers where the study asks them (per aspect a pair-level truth,
     mostly "yes", kept by the annotator 80% of the time; deterministic)."""
     display = config.display_for(assignment.arm)

@@ -58,7 +58,7 @@ class Quality(_Strict):
 class Rubric(_Strict):
     question: str = "How well does the response cover this aspect of what the user wants?"
     labels: list[str] = Field(min_length=RUBRIC_POINTS, max_length=RUBRIC_POINTS)
-    # Rubric verification (issue 15): per aspect, is it supported by what the user wrote? Saved as
+    # Rubric verification: per aspect, is it supported by what the user wrote? Saved as
     # scores "support:<k>" (0 = no, 1 = partly, 2 = yes) on the judgment's `chosen` response.
     verify_support: bool = False
     support_question: str = "Is this aspect supported by what the user wrote (profile and narrative)?"
@@ -87,7 +87,7 @@ class Analysis(_Strict):
     margin: float = Field(default=DEFAULT_MARGIN, gt=0)
     alpha: float = Field(default=0.05, gt=0, lt=0.5)
     overlap: int = Field(default=3, ge=1)
-    # The verdict thresholds of analysis.report.build_report (issue 12):
+    # The verdict thresholds of analysis.report.build_report:
     reliability_threshold: float = Field(default=0.1, ge=-1, lt=1)  # Krippendorff's alpha floor (CI low end)
     min_pairs: int = Field(default=20, ge=2)  # no PASS with fewer main pairs
     min_control_pairs: int = Field(default=5, ge=1)  # positive controls needed for a sensitivity verdict
@@ -96,7 +96,7 @@ class Analysis(_Strict):
 
 
 class Controls(_Strict):
-    """Control pairs mixed into every queue (issue 14): gold, positive, swapped repeats, duplicates."""
+    """Control pairs mixed into every queue: gold, positive, swapped repeats, duplicates."""
 
     rate: float = Field(default=0.0, ge=0, lt=1)  # share of each annotator's queue that is controls
     min_gap: int = Field(default=5, ge=1)  # a swapped repeat comes at least this many items later
@@ -172,7 +172,7 @@ class DynamicOverlap(_Strict):
 
 
 class Arm(_Strict):
-    """One between-annotator condition (issue 15): what its annotators are shown (and so asked)."""
+    """One between-annotator condition: what its annotators are shown (and so asked)."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=100)
     description: str = ""

@@ -39,7 +39,7 @@ def study_report(
     from annotator.adjudicate import final_labels
     from annotator.predictions import prediction_frame
 
-    predictions = prediction_frame(session, study=study, account=account)  # issue 15: models vs people
+    predictions = prediction_frame(session, study=study, account=account)  # models vs people
     final = final_labels(session, study=study) if extras and not predictions.empty else None
     report = report_from_frame(
         frame,
@@ -53,7 +53,7 @@ def study_report(
         final=final,
         extras=extras,
     )
-    from annotator.quality import attach_quality  # issue 14: annotator QC, verdicts without the excluded
+    from annotator.quality import attach_quality  # annotator QC, verdicts without the excluded
 
     def rebuild(kept: pd.DataFrame) -> Report:
         return report_from_frame(

@@ -1,4 +1,4 @@
-"""Checks on imported text that both database engines must agree on (issue 17, points 5, 7 and 10).
+"""Checks on imported text that both database engines must agree on.
 
 SQLite stores almost anything; PostgreSQL refuses NUL bytes, over-long values and NaN in JSON with a
 message naming no line or field. The importer checks these itself, the same way on both engines, and

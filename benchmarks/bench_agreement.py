@@ -1,4 +1,4 @@
-"""Speed of the agreement kernels (issue 6). Run: python benchmarks/bench_agreement.py
+"""Speed of the agreement kernels. Run: python benchmarks/bench_agreement.py
 
 1. alpha_ci: 5 raters x 100,000 units, ordinal 1..5, 10% missing, 1,000 resamples (goal <= 3 s),
    against a Python loop over krippendorff.alpha on 5 x 2,000 units with 50 resamples, compared per

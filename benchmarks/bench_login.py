@@ -4,7 +4,7 @@ Run from the repository root: `python benchmarks/bench_login.py [--n 30]`. Build
 database with one annotator, then times `accounts.authenticate` (its own session and commit, as the
 login page does): correct password, wrong password, and an unknown name; each with a fresh user name
 so the throttle never waits. Prints p50 and p95 in milliseconds and the Argon2id parameters. The goal
-(issue 17) is a p50 of 100-500 ms: slow enough to make guessing costly, fast enough for a person.
+ is a p50 of 100-500 ms: slow enough to make guessing costly, fast enough for a person.
 """
 
 import argparse

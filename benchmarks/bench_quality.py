@@ -1,6 +1,6 @@
 """Quality control on simulated crowds: who gets flagged, and the verdicts with and without exclusion.
 
-Setting (issue 14): 20 annotators of whom 20% are spammers (every answer uniformly at random, a few
+Setting: 20 annotators of whom 20% are spammers (every answer uniformly at random, a few
 seconds each), 100 pairs, 3 annotators per pair, controls at 10% of each queue (about two per
 annotator: one swapped repeat of a pair they rated, one gold / positive / duplicate control in turn),
 over 50 seeds. Simulated at the frame level with the simulator's latent model

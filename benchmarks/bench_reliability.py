@@ -5,7 +5,7 @@ Each row simulates studies (analysis.simulation.simulate_frame: 3 annotators per
 dimensions, the simulator's latent model) at one rating-noise level, runs `build_report` with the
 default `reliability_threshold` and prints the mean Krippendorff's alpha over the quality dimensions
 and the share of studies whose reliability verdict passes, with its Monte Carlo standard error.
-The goal (issue 12): pure-noise ratings fail, moderately reliable panels (alpha about 0.4-0.5 on 60+
+The goal: pure-noise ratings fail, moderately reliable panels (alpha about 0.4-0.5 on 60+
 pairs) pass.
 """
 

@@ -346,7 +346,7 @@ def test_cli_adjudicate_auto_and_queue(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "give --auto, --queue or both" in result.output
 
 
-# ------------------------------------------------------------------------------ workspace (issue 13)
+# ------------------------------------------------------------------------------ workspace
 
 
 def test_per_aspect_rubric_decisions_reach_the_adjudicated_export(tmp_path: Path) -> None:

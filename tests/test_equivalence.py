@@ -460,7 +460,7 @@ def _simulated_frame(n_pairs: int, seed: int, shift: float = 0.0) -> pd.DataFram
 
 
 def test_wilcoxon_tost_counts_differences_on_the_bound() -> None:
-    """Issue 12: twenty differences exactly on the bound and six zeros estimate the bound itself; the
+    """Twenty differences exactly on the bound and six zeros estimate the bound itself; the
     old test (differences at the bound dropped) called that equivalent."""
     res = wilcoxon_tost_paired(np.array([0.5] * 20 + [0.0] * 6), np.zeros(26), low=-0.5, high=0.5)
     assert res.estimate == 0.5

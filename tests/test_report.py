@@ -1,4 +1,4 @@
-"""The validation report: verdicts and the overall result (issue 12), JSON against its schema,
+"""The validation report: verdicts and the overall result, JSON against its schema,
 self-contained HTML, Markdown verdicts, the same numbers as analysis.validation, and the `annotator
 analyze` (database and --labels) and `annotator power` commands."""
 
@@ -214,7 +214,7 @@ def test_reliable_study_passes_with_every_verdict_keyed() -> None:
 
 
 def test_pure_noise_ratings_do_not_pass() -> None:
-    """Issue 12: uniform 1-5 quality ratings were "equivalent"; reliability now fails them."""
+    """Uniform 1-5 quality ratings were "equivalent"; reliability now fails them."""
     rep = build_report(_frame(1, n_pairs=60, pure_noise=True), study="noise", n_boot=200)
     assert rep.verdict("reliability").status == "fail"
     assert rep.overall == "FAIL"
@@ -222,7 +222,7 @@ def test_pure_noise_ratings_do_not_pass() -> None:
 
 
 def test_two_pairs_rated_once_all_fours_is_not_a_pass() -> None:
-    """Issue 12: p = 0 and PASS from zero variance; now too few pairs and an undefined test."""
+    """Once p = 0 and PASS from zero variance; now too few pairs and an undefined test."""
     frame = _frame(0, n_pairs=2, per_pair=1, items=("correctness",), rubric_aspects=0)
     frame["value"] = 4.0
     rep = build_report(frame, study="tiny", quality_items=["correctness"], n_boot=50)

@@ -1,4 +1,4 @@
-"""A damaged database, file permissions and the server process (issue 17, points 4, 9 and 12)."""
+"""A damaged database, file permissions and the server process."""
 
 import os
 import signal

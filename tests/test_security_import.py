@@ -1,5 +1,4 @@
-"""Importer input that used to crash or that SQLite and PostgreSQL disagreed on (issue 17, points 5,
-7, 8 and 10): one line naming the line and field, the same on both engines, nothing written."""
+"""Importer input that used to crash or that SQLite and PostgreSQL disagreed on: one line naming the line and field, the same on both engines, nothing written."""
 
 import json
 import math

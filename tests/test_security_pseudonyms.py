@@ -1,4 +1,4 @@
-"""Pseudonymized exports (issue 17, point 12): no code for rows without an adjudicator, no real name in
+"""Pseudonymized exports: no code for rows without an adjudicator, no real name in
 any column (the rule included), and codes that a list of usernames cannot reproduce."""
 
 import hashlib

@@ -1,4 +1,4 @@
-"""Pair text cannot fetch from the network or imitate the page (issue 17, point 5): images stay text,
+"""Pair text cannot fetch from the network or imitate the page: images stay text,
 Streamlit's directives stay text, headings stay below the page's own; one rule (app.common.safe_md)."""
 
 import shutil

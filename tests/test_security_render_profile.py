@@ -1,5 +1,5 @@
 """Pair text in profile posts and rubric aspects cannot fetch from the network or imitate the page
-(issue 17, point 5, in the browser): a markdown image, a Streamlit directive and a heading inside a
+(in the browser): a markdown image, a Streamlit directive and a heading inside a
 past post (opened in the posts expander) and inside a rubric aspect's reason and evidence quote render
 as text, headings stay below the page's own, and no request leaves for another host."""
 

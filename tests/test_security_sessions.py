@@ -1,4 +1,4 @@
-"""Sessions and deactivation (issue 17, points 2 and 3): revocable tokens, active re-checks, SYSTEM."""
+"""Sessions and deactivation: revocable tokens, active re-checks, SYSTEM."""
 
 from datetime import timedelta
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Login throttling (issue 17, points 1 and 6): counted atomically, equal for known and unknown names,
+"""Login throttling: counted atomically, equal for known and unknown names,
 per client, and not usable by an outsider to keep a user out."""
 
 import multiprocessing

@@ -67,7 +67,7 @@ _SETEXT = re.compile(r"^( {0,3})(=+|-{2,})[ \t]*$", re.M)  # text underlined wit
 
 def safe_md(text: object) -> str:
     """A user or pair text for st.markdown (and other Markdown labels) shown as typed; the one
-    rendering rule of every page (issue 17).
+    rendering rule of every page.
 
     Streamlit already shows raw HTML as text (unsafe_allow_html is off). What remains: LaTeX (`$...$`
     would be typeset: every `$` is escaped, the backslashes before it kept literal); images (`![..](..)`

@@ -137,7 +137,7 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
                     aspect=aspect if show_reasons else {"aspect": aspect["aspect"]},
                 )
             )
-    if item.ask_support:  # rubric verification (issue 15): about the pair, asked once per aspect
+    if item.ask_support:  # rubric verification: about the pair, asked once per aspect
         for k, aspect in enumerate(item.rubric):
             questions.append(
                 Question(
@@ -210,7 +210,7 @@ def _answers_from(submission: Submission | None) -> dict[str, Any]:
     answers.update(
         preference=submission.preference, confidence=submission.confidence, comment=submission.comment
     )
-    answers.update(submission.support)  # rubric support answers, "support:<k>" (issue 15)
+    answers.update(submission.support)  # rubric support answers, "support:<k>"
     return answers
 
 
@@ -725,7 +725,7 @@ def workspace_area() -> None:
         qualification = training.status(active, account=account, study_id=study_id)
         done = labels.progress(active, user_id=account.id, study_id=study_id)
         left = crowd.time_left(active, account=account, study_id=study_id)
-    if not qualification.qualified:  # issue 14: training and comprehension before the real queue
+    if not qualification.qualified:  # training and comprehension before the real queue
         st.info("Please complete the training first; your items open once you pass it.")
         st.page_link("views/training.py", label="Go to training", icon=":material/school:")
         return

@@ -159,7 +159,7 @@ QC_SHOWN = [
 
 
 def show_quality(account: Account, study: str) -> None:
-    """Quality control (issue 14): controls, attention, competence (crowd-kit) and the exclusion rule."""
+    """Quality control: controls, attention, competence (crowd-kit) and the exclusion rule."""
     st.subheader("Quality control")
     with st.spinner("Fitting the competence models..."), session() as active:
         result = quality.annotator_quality(active, study=study, account=account)

@@ -76,7 +76,7 @@ def password_login() -> None:
 
 
 def crowd_login() -> None:
-    """Enter from a crowd platform's study link (?study=S&PROLIFIC_PID=...): no password (issue 14).
+    """Enter from a crowd platform's study link (?study=S&PROLIFIC_PID=...): no password.
 
     The link's parameters are removed from the address at once (the worker id never stays on a
     page); the account is created or resumed by annotator.crowd and logged in like any other.

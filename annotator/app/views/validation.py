@@ -101,7 +101,7 @@ if study is not None:
     st.dataframe(report.failed_pairs.head(SHOWN_FAILED), hide_index=True, width="stretch")
     if len(report.failed_pairs) > SHOWN_FAILED:
         st.caption(f"The first {SHOWN_FAILED} are shown; `annotator analyze --json` lists them all.")
-    for title, note, table in benchmark_sections(report):  # models, study arms, rubric support (issue 15)
+    for title, note, table in benchmark_sections(report):  # models, study arms, rubric support
         st.subheader(title)
         st.caption(note)
         st.dataframe(table.head(SHOWN_FAILED), hide_index=True, width="stretch")

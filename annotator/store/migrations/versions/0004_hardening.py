@@ -4,7 +4,7 @@ Revision ID: 0004
 Revises: 0003
 Create Date: 2026-11-30 16:00:00.000000
 
-Tables and columns added by the hardening work (issue 17): `usersession` (browser logins, only the
+Tables and columns added by the hardening work: `usersession` (browser logins, only the
 token's sha256 stored), `loginthrottle` (failed logins per client, counted atomically) and
 `study.pseudonym_key` (the per-study secret behind pseudonymized exports).
 """

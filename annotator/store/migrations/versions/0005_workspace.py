@@ -4,7 +4,7 @@ Revision ID: 0005
 Revises: 0004
 Create Date: 2026-11-30 16:00:00.000000
 
-Tables and columns added by the workspace work (issue 13): `draft` (the unsaved answers on an item,
+Tables and columns added by the workspace work: `draft` (the unsaved answers on an item,
 one per assignment), `assignment.flag_reason` (an item flagged as broken, status "flagged") and
 `judgment.opened_posts` (the profile posts the annotator opened).
 """

@@ -4,7 +4,7 @@ Revision ID: 0006
 Revises: 0005
 Create Date: 2026-11-30 16:00:00.000000
 
-Tables and columns added by the quality-control work (issue 14): `pair.control` and `pair.control_of`
+Tables and columns added by the quality-control work: `pair.control` and `pair.control_of`
 (control pairs and the pair they derive from), `judgment.guideline_version`, `crowdlink` (crowd
 workers' link entries, only a keyed hash of the worker id) and `traininganswer` (training and
 comprehension answers).

@@ -4,7 +4,7 @@ Revision ID: 0007
 Revises: 0006
 Create Date: 2026-11-30 16:00:00.000000
 
-Tables and columns added by the benchmark-science work (issue 15): `modelprediction` (a reward
+Tables and columns added by the benchmark-science work: `modelprediction` (a reward
 model's score per response or choice per pair) and `assignment.arm` (the between-annotator study
 arm; "" in a study without arms). Rubric-support answers are ordinary scores ("support:<k>").
 """
