@@ -1,4 +1,5 @@
-"""Importer input that used to crash or that SQLite and PostgreSQL disagreed on: one line naming the line and field, the same on both engines, nothing written."""
+"""Importer input that used to crash or that SQLite and PostgreSQL disagreed on: one line naming the
+line and field, the same on both engines, nothing written."""
 
 import json
 import math
