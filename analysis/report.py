@@ -329,6 +329,11 @@ def build_report(
         if not cleaning.empty
         else 0,
         "side_data": bool(SIDE_CHOSEN in main.columns and main[SIDE_CHOSEN].notna().any()),
+        "position_biased": sorted(
+            diagnostics.loc[diagnostics["side_a_p_holm"] < alpha, ANNOTATOR].astype(str).tolist()
+        )
+        if "side_a_p_holm" in diagnostics.columns
+        else [],
         "overall": overall,
         "overall_reason": reason,
     }

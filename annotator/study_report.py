@@ -143,6 +143,8 @@ def report_from_frame(
             predictions=predictions,
             final=final,
             extras=extras,
+            max_broken_share=config.validation.max_broken_share,
+            fdr=config.validation.fdr,
         )
     except ValueError as exc:
         raise UserError(f"cannot analyse study {study!r}: {exc}") from None
