@@ -55,7 +55,7 @@ from scipy import stats
 
 from analysis.agreement import agreement_table
 from analysis.benchmark import BenchmarkTables, benchmark_tables
-from analysis.cleaning import cleaning_list, item_evidence
+from analysis.cleaning import study_cleaning
 from analysis.competence import QualitySection
 from analysis.diagnostics import annotator_diagnostics
 from analysis.frames import (
@@ -820,41 +820,24 @@ def _cleaning(
     fdr: float,
 ) -> pd.DataFrame:
     """The cleaning list (:mod:`analysis.cleaning`) from the crossed fits' variance components."""
-    evidence = {}
-    for row in validation.crossed.to_dict("records"):
-        item = row["dimension"]
-        evidence[item] = item_evidence(
-            validation.differences[item],
-            item=item,
-            residual_var=row["residual_var"] if math.isfinite(row["residual_var"]) else 0.0,
-            annotator_var=row["annotator_var"] if math.isfinite(row["annotator_var"]) else 0.0,
-            pair_var=row["pair_var"] if math.isfinite(row["pair_var"]) else 0.0,
-            defect=("beyond", margin),
-        )
-    defects = list(quality_items)
+
+    def parts(row: Any) -> tuple[float, float, float]:
+        return float(row["pair_var"]), float(row["annotator_var"]), float(row["residual_var"])
+
+    components = {row["dimension"]: parts(row) for row in validation.crossed.to_dict("records")}
     if not validation.rubric_crossed.empty:
-        row = validation.rubric_crossed.iloc[0]
-        evidence[RUBRIC_ITEM] = item_evidence(
-            validation.differences[RUBRIC_ITEM],
-            item=RUBRIC_ITEM,
-            residual_var=float(row["residual_var"]),
-            annotator_var=float(row["annotator_var"]),
-            pair_var=float(row["pair_var"]),
-            defect=("at_most", 0.0),
-        )
-        defects.append(RUBRIC_ITEM)
-    row = validation.preference_crossed.iloc[0]
+        components[RUBRIC_ITEM] = parts(validation.rubric_crossed.iloc[0])
+    differences = {item: validation.differences[item] for item in components}
     scores = per_judgment[[PAIR_ID, ANNOTATOR]].assign(score=preference_scores(per_judgment) - 0.5)
-    evidence["preference"] = item_evidence(
+    return study_cleaning(
+        differences,
+        components,
         scores,
-        item="preference",
-        residual_var=float(row["residual_var"]),
-        annotator_var=float(row["annotator_var"]),
-        pair_var=float(row["pair_var"]),
-        defect=("at_most", 0.0),
-        score="score",
+        parts(validation.preference_crossed.iloc[0]),
+        quality_items=quality_items,
+        margin=margin,
+        fdr=fdr,
     )
-    return cleaning_list(evidence, defects=defects, fdr=fdr, margin=margin)
 
 
 def _failed_pairs(cleaning: pd.DataFrame) -> pd.DataFrame:
