@@ -29,7 +29,8 @@ all call :func:`build_report`, so they show the same numbers. Control pairs (the
     construction).
 ``sensitivity``
     *A known quality defect of at least the margin's size is detected*: on the positive-control pairs,
-    the chosen - rejected quality difference (mean over dimensions, per pair) is > margin, one-sided
+    the chosen - rejected quality difference (summed over the dimensions, per pair: a planted defect
+    lowers one of them) is > margin, one-sided
     at alpha, with at least ``min_control_pairs`` control pairs. Without positive controls it is "not
     assessed" (unless ``require_positive_controls``) and reliability is the gate. An inconclusive
     sensitivity verdict keeps the study from PASS whatever else holds.
@@ -698,7 +699,9 @@ def _positive_controls(
         per_item.append(d.groupby(PAIR_ID)["diff"].mean().rename(item))
     if not per_item:
         return pd.DataFrame()
-    gaps = pd.concat(per_item, axis=1).mean(axis=1).dropna()
+    # the sum over dimensions: a planted defect lowers one dimension (unknown here), so the summed gap
+    # is the defect's size wherever it is, and stays unbiased (about 0) for a defect nobody sees
+    gaps = pd.concat(per_item, axis=1).dropna().sum(axis=1)
     n = len(gaps)
     mean = float(gaps.mean())
     sd = float(gaps.std(ddof=1)) if n > 1 else math.nan
@@ -737,7 +740,8 @@ def _sensitivity(
     claim = "annotators detect a known quality defect of at least the margin's size (positive controls)"
     test = (
         "one-sided t test over positive-control pairs: chosen (intact) - rejected (planted defect) quality, "
-        f"mean over dimensions, > {margin:g} (the equivalence margin); at least {min_pairs} control pairs"
+        f"summed over the dimensions, > {margin:g} (the equivalence margin); at least {min_pairs} control "
+        "pairs"
     )
     if table.empty:
         return Verdict(
