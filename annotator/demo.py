@@ -28,7 +28,7 @@ STUDY = "sample"
 CLEAN_STUDY = "sample-clean"
 QUEUE = 12
 #: Raters of a careful lab study: rating noise SD 0.35 (times U(0.7, 1.3)), bias SD 0.2.
-REALISTIC = {"noise": 0.35, "bias_sd": 0.2}
+NOISE, BIAS_SD = 0.35, 0.2
 CREDENTIALS = {
     "demo_annotator": ("annotator", "demo-annotator"),
     "demo_adjudicator": ("adjudicator", "demo-adjudicator"),
@@ -57,7 +57,9 @@ def build_demo(path: Path = DEMO_DB, *, rebuild: bool = False, seed: int = 7) ->
     simulate(
         engine,
         study=STUDY,
-        spec=SimulationSpec(annotators=3, overlap=3, seed=seed, broken_share=0.3, **REALISTIC),
+        spec=SimulationSpec(
+            annotators=3, overlap=3, seed=seed, broken_share=0.3, noise=NOISE, bias_sd=BIAS_SD
+        ),
     )
     with db.session_scope(engine) as session:
         for username, (role, password) in CREDENTIALS.items():
@@ -114,7 +116,7 @@ def build_clean_demo(engine: Engine, *, seed: int = 7) -> None:
         ingest.import_file(
             engine, path, study=CLEAN_STUDY, config=parse_config(data), account=accounts.SYSTEM
         )
-    spec = SimulationSpec(annotators=6, overlap=6, seed=seed, prefix="clean", **REALISTIC)
+    spec = SimulationSpec(annotators=6, overlap=6, seed=seed, prefix="clean", noise=NOISE, bias_sd=BIAS_SD)
     with db.session_scope(engine) as session:
         users = simulated_users(session, spec)
         assign.assign(

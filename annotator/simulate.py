@@ -143,7 +143,7 @@ def simulate(
         }
         if spec.broken_share > 0:  # its own random stream: the other draws stay as they were
             main_ids = sorted(
-                p.id
+                id_of(p)
                 for p in session.exec(select(Pair).where(Pair.study_id == study_row.id, Pair.control == ""))
             )
             picked = random.Random(f"broken:{spec.seed}").sample(
