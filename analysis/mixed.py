@@ -54,6 +54,7 @@ __all__ = [
     "CrossedMean",
     "MixedResult",
     "broken_share",
+    "broken_share_from",
     "crossed_mean",
     "crossed_design_se",
     "fit_crossed",
@@ -855,14 +856,40 @@ def broken_share(
     """
     x = np.asarray(pair_means, dtype=float)
     k = np.asarray(judgments_per_pair, dtype=float)
-    n = len(x)
+    return broken_share_from(
+        float(np.var(x, ddof=1)) if len(x) > 1 else math.nan,
+        len(x),
+        max(float(residual_var), 0.0) * float(np.mean(1.0 / k)) if len(k) else math.nan,
+        pair_var=pair_var,
+        mean=mean,
+        mean_se=mean_se,
+        mean_df=mean_df,
+        margin=margin,
+        max_share=max_share,
+        alpha=alpha,
+    )
+
+
+def broken_share_from(
+    s2: float,
+    n: int,
+    noise: float,
+    *,
+    pair_var: float,
+    mean: float,
+    mean_se: float,
+    mean_df: float,
+    margin: float,
+    max_share: float = 0.1,
+    alpha: float = 0.05,
+) -> BrokenShare:
+    """:func:`broken_share` from its statistics: the variance `s2` of `n` per-pair means and their
+    noise variance `noise` (``s2 * mean(1/k_i)``); for simulations that draw the statistics."""
     pair_sd = math.sqrt(max(float(pair_var), 0.0))
     if n < 3 or not math.isfinite(mean_se):
         return BrokenShare(
             math.nan, math.nan, math.nan, pair_sd, math.nan, math.nan, max_share, margin, False
         )
-    s2 = float(np.var(x, ddof=1))
-    noise = max(float(residual_var), 0.0) * float(np.mean(1.0 / k))
     z = float(stats.norm.ppf(1 - alpha))
     # M = mean^2 + s2_pair: the share of a normal distribution beyond +-margin depends on (mean, SD)
     # almost only through M where it matters, and is largest at mean 0 for a given M
