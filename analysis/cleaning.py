@@ -193,6 +193,7 @@ def cleaning_list(
     defects: Sequence[str],
     fdr: float = 0.1,
     margin: float = 0.5,
+    watch: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Combine per-item evidence into the cleaning list.
 
@@ -208,6 +209,10 @@ def cleaning_list(
         kept pair.
     margin : float
         The equivalence margin (for the wording).
+    watch : sequence of str
+        Items whose own defect probability above `fdr` keeps a pair from "keep" (it then needs more
+        judgments) without entering the drop decision: the quality dimensions, so a defect on one of
+        them that the mean over dimensions dilutes is not kept unseen.
 
     Returns
     -------
@@ -245,18 +250,24 @@ def cleaning_list(
     q[order] = q_sorted
     table["q_value"] = q
     drop = q <= fdr + 1e-12
-    keep = ~drop & (table["p_broken"].to_numpy() <= fdr)
+    watched = [w for w in watch if f"p_{w}" in table.columns]
+    watch_max = table[[f"p_{w}" for w in watched]].fillna(0.0).max(axis=1).to_numpy() if watched else 0.0
+    keep = ~drop & (table["p_broken"].to_numpy() <= fdr) & (watch_max <= fdr)
     table["decision"] = np.where(drop, DECISIONS[0], np.where(keep, DECISIONS[2], DECISIONS[1]))
     reasons, words = [], []
     for pair, row in table.iterrows():
-        top = [
-            d for d in present if row[f"p_{d}"] >= max(row["p_broken"], 1e-12) * 0.999 and row["p_broken"] > 0
+        top = [d for d in present if row[f"p_{d}"] >= max(row["p_broken"], 1e-12) * 0.999]
+        top = [d for d in top if row["p_broken"] > fdr]
+        what = [
+            "rubric not higher for chosen" if d == "rubric" else f"mean {d} gap beyond +-{margin:g}"
+            for d in top
         ]
-        what = []
-        for d in top:
-            what.append(
-                f"mean {d} gap beyond +-{margin:g}" if d != "rubric" else "rubric not higher for chosen"
-            )
+        if row["decision"] != DECISIONS[0]:
+            what += [
+                f"{w} gap possibly beyond +-{margin:g} (P {row[f'p_{w}']:.2f})"
+                for w in watched
+                if row[f"p_{w}"] > fdr
+            ]
         reasons.append("; ".join(what) if row["decision"] != DECISIONS[2] else "")
         parts = [f"{int(row['n_judgments'])} judgments"]
         for item in evidence:
@@ -348,7 +359,7 @@ def study_cleaning(
         defect=("at_most", 0.0),
         score="score",
     )
-    return cleaning_list(evidence, defects=defects, fdr=fdr, margin=margin)
+    return cleaning_list(evidence, defects=defects, fdr=fdr, margin=margin, watch=present)
 
 
 def frame_cleaning(
