@@ -411,17 +411,30 @@ def apply_exclusion(
     exclude_too_fast: bool = False,
     exclude_straight_lining: bool = False,
     min_checks: int = 3,
+    max_side_share: float | None = None,
+    position: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The rule applied to a :func:`qc_table`: adds ``excluded`` (bool) and ``reasons`` (text).
 
     An annotator is excluded when any configured criterion fails; a gold accuracy on fewer than
     `min_checks` checks, or a self-consistency on fewer than `min_checks` score comparisons' worth of
-    repeats (one repeat is enough: it compares every item), never excludes.
+    repeats (one repeat is enough: it compares every item), never excludes. With `max_side_share`
+    and `position` (:func:`analysis.diagnostics.position_bias`), an annotator whose whole interval of
+    the rate of preferring side A lies above `max_side_share` or below ``1 - max_side_share`` is
+    excluded (they pick a side, not a response).
     """
     out = table.copy()
     reasons: list[str] = []
+    sides = position.set_index("annotator") if position is not None and not position.empty else None
     for row in out.itertuples(index=False):
         why = []
+        if max_side_share is not None and sides is not None and row.annotator in sides.index:
+            side = sides.loc[row.annotator]
+            if side["side_a_ci_low"] > max_side_share or side["side_a_ci_high"] < 1 - max_side_share:
+                why.append(
+                    f"position bias: prefers side A in {side['side_a_rate']:.2f} of judgments "
+                    f"[{side['side_a_ci_low']:.2f}, {side['side_a_ci_high']:.2f}], beyond {max_side_share:g}"
+                )
         if (
             min_gold_accuracy is not None
             and row.gold_checks >= min_checks

@@ -1,4 +1,4 @@
-"""Per-annotator diagnostics: agreement with the others, speed and straight-lining."""
+"""Per-annotator diagnostics: agreement with the others, speed, straight-lining and position bias."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["annotator_diagnostics"]
+__all__ = ["POSITION_COLUMNS", "annotator_diagnostics", "position_bias"]
+
+#: The position-bias columns, added when the frame has ``side_chosen``.
+POSITION_COLUMNS = ["n_side", "side_a_rate", "side_a_ci_low", "side_a_ci_high", "side_a_p", "side_a_p_holm"]
 
 _COLUMNS = [
     "annotator",
@@ -110,4 +113,56 @@ def annotator_diagnostics(
     else:
         out["median_time_s"] = np.nan
         out["share_fast"] = np.nan
-    return out.reset_index()[_COLUMNS]
+    result = out.reset_index()[_COLUMNS]
+    if (
+        "side_chosen" in frame.columns
+        and "preference" in frame.columns
+        and frame["side_chosen"].notna().any()
+    ):
+        result = result.merge(position_bias(frame), on="annotator", how="left")
+    return result
+
+
+def position_bias(frame: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
+    """Each annotator's rate of preferring side A over non-tied judgments, whatever the responses.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Label frame rows with ``pair_id, annotator, preference, side_chosen``.
+    alpha : float, default 0.05
+        The Wilson interval is 1 - alpha; p-values are two-sided exact binomial tests of rate 0.5,
+        Holm-adjusted over the annotators (``side_a_p_holm``).
+
+    Returns
+    -------
+    DataFrame
+        ``annotator`` and :data:`POSITION_COLUMNS`; a rate near 1 or 0 means the annotator picks a
+        side, not a response. Counterbalancing keeps this from biasing the verdicts, but it adds
+        noise, and such judgments say nothing about the responses.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"pair_id": [f"p{i}" for i in range(12)], "annotator": "x",
+    ...     "preference": [1, -1] * 6, "side_chosen": ["A", "B"] * 6})
+    >>> position_bias(frame)[["annotator", "n_side", "side_a_rate"]].to_dict("records")
+    [{'annotator': 'x', 'n_side': 12, 'side_a_rate': 1.0}]
+    """
+    from scipy import stats
+    from statsmodels.stats.multitest import multipletests
+    from statsmodels.stats.proportion import proportion_confint
+
+    j = frame.drop_duplicates(["pair_id", "annotator"])
+    j = j[j["side_chosen"].notna() & (j["preference"] != 0)]
+    prefers_a = (j["preference"] > 0).to_numpy() == (j["side_chosen"] == "A").to_numpy()
+    grouped = pd.Series(prefers_a, index=j["annotator"].to_numpy()).groupby(level=0)
+    count, n = grouped.sum().astype(int), grouped.size().astype(int)
+    out = pd.DataFrame({"annotator": count.index, "n_side": n.to_numpy()})
+    out["side_a_rate"] = (count / n).to_numpy(dtype=float)
+    low, high = proportion_confint(count.to_numpy(), n.to_numpy(), alpha=alpha, method="wilson")
+    out["side_a_ci_low"], out["side_a_ci_high"] = np.asarray(low, float), np.asarray(high, float)
+    out["side_a_p"] = [
+        float(stats.binomtest(int(c), int(k), 0.5).pvalue) for c, k in zip(count, n, strict=True)
+    ]
+    out["side_a_p_holm"] = multipletests(out["side_a_p"], method="holm")[1] if len(out) else []
+    return out

@@ -49,10 +49,16 @@ from analysis.equivalence import TostResult, tost_from_estimate
 from analysis.frames import ANNOTATOR, PAIR_ID, judgment_differences
 
 __all__ = [
+    "BrokenShare",
     "CrossedFit",
+    "CrossedMean",
     "MixedResult",
+    "broken_share",
+    "broken_share_from",
+    "crossed_mean",
     "crossed_design_se",
     "fit_crossed",
+    "guarded_se",
     "mixed_effect",
 ]
 
@@ -505,14 +511,9 @@ def mixed_effect(
         messages.append("Satterthwaite df undefined; used pairs - 1")
     se = math.sqrt(float(fit.cov_params[0, 0]))
     if estimable:
-        se_c, df_c = _conservative_se(fit)
-        t_reml = float(stats.t.ppf(1 - alpha, df)) * se
-        if float(stats.t.ppf(1 - alpha, df_c)) * se_c > t_reml:
-            se, df = se_c, df_c
-            messages.append(
-                "the moment-based interval (annotator and pair terms with their own df) is wider than the "
-                "REML-Satterthwaite one and is used"
-            )
+        se, df, widened = guarded_se(fit, se, df, alpha)
+        if widened:
+            messages.append(GUARD_MESSAGE)
     tost = tost_from_estimate(float(fit.params[0]), se, df, -margin, margin, alpha, len(d), MODEL_NAME)
     return _result(
         item,
@@ -525,6 +526,21 @@ def mixed_effect(
         fit.converged,
         messages,
     )
+
+
+GUARD_MESSAGE = (
+    "the moment-based interval (annotator and pair terms with their own df) is wider than the "
+    "REML-Satterthwaite one and is used"
+)
+
+
+def guarded_se(fit: CrossedFit, se: float, df: float, alpha: float) -> tuple[float, float, bool]:
+    """The few-annotator guard (one home): the wider of the REML-Satterthwaite and the moment-based
+    interval of the mean. Returns ``(se, df, widened)``."""
+    se_c, df_c = _conservative_se(fit)
+    if float(stats.t.ppf(1 - alpha, df_c)) * se_c > float(stats.t.ppf(1 - alpha, df)) * se:
+        return se_c, df_c, True
+    return se, df, False
 
 
 def _conservative_se(fit: CrossedFit) -> tuple[float, float]:
@@ -631,3 +647,278 @@ def crossed_design_se(
     denom = va**2 / (pool - 1) + vr**2 / (n_pairs - 1)
     df = total**2 / denom if denom > 0 else float(n_pairs - 1)
     return math.sqrt(total), float(df)
+
+
+@dataclass(frozen=True)
+class CrossedMean:
+    """A one-sided test of the mean of a per-judgment score over pairs and annotators.
+
+    ``estimate``/``se``/``df``: the fixed intercept of ``y ~ 1 + (1 | pair) + (1 | annotator)`` with
+    Satterthwaite df and the few-annotator guard (:func:`guarded_se`); ``ci_low``/``ci_high``: the
+    1 - 2*alpha interval; ``p_greater``: one-sided p of ``mean > null``. ``annotator_estimable`` is
+    False with one annotator (then the test is conditional on that annotator). ``warnings`` says what
+    the caller should know.
+    """
+
+    item: str
+    model: str
+    estimate: float
+    se: float
+    df: float
+    ci_low: float
+    ci_high: float
+    null: float
+    p_greater: float
+    alpha: float
+    n_obs: int
+    n_pairs: int
+    n_annotators: int
+    pair_var: float
+    annotator_var: float
+    residual_var: float
+    annotator_estimable: bool
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (``warnings`` joined by "; " to keep it flat)."""
+        out = asdict(self)
+        out["warnings"] = "; ".join(self.warnings)
+        return out
+
+
+def crossed_mean(
+    y: Any, pairs: Any, annotators: Any, *, item: str, null: float = 0.0, alpha: float = 0.05
+) -> CrossedMean:
+    """One-sided test that the mean of a per-judgment score exceeds `null`, over pairs and annotators.
+
+    Parameters
+    ----------
+    y : array_like, shape (n,)
+        One score per judgment, e.g. the rubric difference chosen - rejected, or the preference score
+        (1 chosen, 0.5 tie, 0 rejected) minus 0.5.
+    pairs, annotators : array_like, shape (n,)
+        The pair and the annotator of each judgment.
+    item : str
+        A name for the result.
+    null : float, default 0
+        The mean under the null hypothesis.
+    alpha : float, default 0.05
+        One-sided level; the interval is 1 - 2*alpha.
+
+    Returns
+    -------
+    CrossedMean
+
+    Notes
+    -----
+    The same model, fit and guard as the equivalence verdict (:func:`mixed_effect`): annotators who
+    differ in how much they see the effect enter the standard error with ``annotator_var / q``, so a
+    small panel gives few degrees of freedom. A test over pair means alone cannot see an effect that
+    every pair of one panel shares, and more pairs make it more confident, not less wrong.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> pair, ann = np.repeat(np.arange(40), 3), np.tile(np.arange(3), 40)
+    >>> y = 0.3 + rng.normal(0, 0.5, 3)[ann] + rng.normal(0, 0.4, 120)
+    >>> res = crossed_mean(y, pair, ann, item="rubric")
+    >>> res.n_annotators, res.df < 10
+    (3, True)
+    """
+    alpha = float(alpha)
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+    y = np.asarray(y, dtype=float)
+    pairs, annotators = np.asarray(pairs), np.asarray(annotators)
+    n_pairs = len(np.unique(pairs))
+    n_annotators = len(np.unique(annotators))
+    if n_pairs < 2:
+        raise ValueError(f"the crossed model needs at least 2 pairs with scores on '{item}', got {n_pairs}")
+    messages: list[str] = []
+    estimable = n_annotators >= 2
+    if not estimable:
+        messages.append("only 1 annotator: the result is conditional on this annotator")
+    model = "REML crossed random effects: y ~ 1 + (1 | pair) + (1 | annotator), Satterthwaite df"
+    if float(np.ptp(y)) == 0.0:
+        messages.append("every score is identical: no variance, the test is undefined")
+        est = float(y[0])
+        return CrossedMean(
+            item, model, est, 0.0, math.nan, est, est, null, math.nan, alpha, len(y), n_pairs,
+            n_annotators, 0.0, 0.0, 0.0, estimable, messages,
+        )  # fmt: skip
+    fit = fit_crossed(y, np.ones((len(y), 1)), pairs, annotators)
+    df = float(fit.df[0])
+    if not math.isfinite(df):
+        df = float(max(n_pairs - 1, 1))
+        messages.append("Satterthwaite df undefined; used pairs - 1")
+    se = math.sqrt(float(fit.cov_params[0, 0]))
+    if estimable:
+        se, df, widened = guarded_se(fit, se, df, alpha)
+        if widened:
+            messages.append(GUARD_MESSAGE)
+    est = float(fit.params[0])
+    half = float(stats.t.ppf(1 - alpha, df)) * se
+    p = float(stats.t.sf((est - null) / se, df)) if se > 0 else math.nan
+    return CrossedMean(
+        item, model, est, se, df, est - half, est + half, float(null), p, alpha, len(y), n_pairs,
+        n_annotators, fit.pair_var, fit.annotator_var, fit.residual_var, estimable, messages,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BrokenShare:
+    """The share of pairs whose true chosen - rejected gap lies beyond the margin.
+
+    ``share``: the estimate under a normal distribution of the pair gaps with the fitted mean and pair
+    SD; ``upper``/``lower``: its one-sided 1 - alpha confidence bounds (from a bound on
+    ``M = mean^2 + s2_pair``, the share's largest value over every normal with that M);
+    ``pair_sd`` and its bounds ``pair_sd_upper``,
+    ``pair_sd_lower``; ``below`` = ``upper < max_share``.
+    """
+
+    share: float
+    lower: float
+    upper: float
+    pair_sd: float
+    pair_sd_lower: float
+    pair_sd_upper: float
+    max_share: float
+    margin: float
+    below: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict."""
+        return asdict(self)
+
+
+def _share_beyond(mean: float, sd: float, margin: float) -> float:
+    if sd <= 0:
+        return float(abs(mean) > margin)
+    return float(stats.norm.cdf((-margin - mean) / sd) + stats.norm.sf((margin - mean) / sd))
+
+
+def broken_share(
+    pair_means: Any,
+    judgments_per_pair: Any,
+    *,
+    residual_var: float,
+    pair_var: float,
+    mean: float,
+    mean_se: float,
+    mean_df: float,
+    margin: float,
+    max_share: float = 0.1,
+    alpha: float = 0.05,
+) -> BrokenShare:
+    """The estimated share of pairs whose true gap lies beyond +-margin, with confidence bounds.
+
+    Parameters
+    ----------
+    pair_means : array_like, shape (n,)
+        Per-pair mean chosen - rejected difference.
+    judgments_per_pair : array_like, shape (n,)
+        The judgments behind each mean.
+    residual_var, pair_var : float
+        The judgment-noise and pair variances of the crossed fit.
+    mean, mean_se, mean_df : float
+        The mean gap, its (guarded) standard error and df.
+    margin : float
+        The equivalence margin.
+    max_share : float, default 0.1
+        The largest share of broken pairs an equivalence claim tolerates.
+    alpha : float, default 0.05
+        One-sided level of the bounds.
+
+    Returns
+    -------
+    BrokenShare
+
+    Notes
+    -----
+    The pair gaps are modelled as normal with the fitted mean and pair SD (the crossed model's
+    assumption); a mixture of good pairs and pairs broken far beyond the margin has a larger pair SD
+    than its share suggests, so the normal share over-states such a mixture (the safe side). The
+    bound: ``M = mean^2 + s2_pair`` is estimated by ``mean_hat^2 - se^2 + S^2 - s2 * mean(1/k_i)``
+    (``S^2`` the variance of the per-pair means, ``s2 * mean(1/k_i)`` their noise); its upper
+    1 - alpha bound adds the root-sum-square of the chi-square excess of ``S^2`` on n - 1 df and the
+    normal-theory spread of ``mean_hat^2``. For a given M the normal share beyond the margin is
+    largest near mean 0, and the bound is that largest share, so a single confidence statement
+    covers both the mean and the pair SD (no Bonferroni split).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> gaps = np.where(rng.random(200) < 0.2, 1.5, 0.0) + rng.normal(0, 0.5, 200)
+    >>> res = broken_share(gaps, np.full(200, 3), residual_var=0.75, pair_var=0.36, mean=0.3,
+    ...                    mean_se=0.05, mean_df=199, margin=0.5)
+    >>> res.below
+    False
+    """
+    x = np.asarray(pair_means, dtype=float)
+    k = np.asarray(judgments_per_pair, dtype=float)
+    return broken_share_from(
+        float(np.var(x, ddof=1)) if len(x) > 1 else math.nan,
+        len(x),
+        max(float(residual_var), 0.0) * float(np.mean(1.0 / k)) if len(k) else math.nan,
+        pair_var=pair_var,
+        mean=mean,
+        mean_se=mean_se,
+        mean_df=mean_df,
+        margin=margin,
+        max_share=max_share,
+        alpha=alpha,
+    )
+
+
+def broken_share_from(
+    s2: float,
+    n: int,
+    noise: float,
+    *,
+    pair_var: float,
+    mean: float,
+    mean_se: float,
+    mean_df: float,
+    margin: float,
+    max_share: float = 0.1,
+    alpha: float = 0.05,
+) -> BrokenShare:
+    """:func:`broken_share` from its statistics: the variance `s2` of `n` per-pair means and their
+    noise variance `noise` (``s2 * mean(1/k_i)``); for simulations that draw the statistics."""
+    pair_sd = math.sqrt(max(float(pair_var), 0.0))
+    if n < 3 or not math.isfinite(mean_se):
+        return BrokenShare(
+            math.nan, math.nan, math.nan, pair_sd, math.nan, math.nan, max_share, margin, False
+        )
+    z = float(stats.norm.ppf(1 - alpha))
+    # M = mean^2 + s2_pair: the share of a normal distribution beyond +-margin depends on (mean, SD)
+    # almost only through M where it matters, and is largest at mean 0 for a given M
+    spread_up = s2 * ((n - 1) / float(stats.chi2.ppf(alpha, n - 1)) - 1.0)
+    spread_low = s2 * (1.0 - (n - 1) / float(stats.chi2.ppf(1 - alpha, n - 1)))
+    se2 = float(mean_se) ** 2
+    mean_part = z * math.sqrt(4 * mean * mean * se2 + 2 * se2 * se2)
+    m_hat = mean * mean - se2 + s2 - noise
+    m_up = max(m_hat + math.hypot(spread_up, mean_part), 0.0)
+    m_low = max(m_hat - math.hypot(spread_low, mean_part), 0.0)
+    sd_up = math.sqrt(max(m_up - max(mean * mean - se2, 0.0), 0.0))
+    sd_low = math.sqrt(max(m_low - mean * mean - z * math.sqrt(4 * mean * mean * se2 + 2 * se2 * se2), 0.0))
+    upper = _worst_share(m_up, margin)
+    return BrokenShare(
+        share=_share_beyond(mean, pair_sd, margin),
+        lower=_share_beyond(0.0, math.sqrt(m_low), margin) if m_low > 0 else 0.0,
+        upper=upper,
+        pair_sd=pair_sd,
+        pair_sd_lower=sd_low,
+        pair_sd_upper=sd_up,
+        max_share=float(max_share),
+        margin=float(margin),
+        below=bool(upper < max_share),
+    )
+
+
+def _worst_share(m: float, margin: float) -> float:
+    """The largest normal share beyond +-margin over all (mean, SD) with mean^2 + SD^2 = m."""
+    if m <= 0:
+        return 0.0
+    means = np.linspace(0.0, math.sqrt(m), 41)
+    return max(_share_beyond(float(mu), math.sqrt(max(m - mu * mu, 0.0)), margin) for mu in means)

@@ -28,6 +28,7 @@ __all__ = [
     "DesignResult",
     "PowerResult",
     "achieved_power",
+    "overall_pass_power",
     "design_power",
     "pairs_needed",
     "recommend_design",
@@ -435,3 +436,110 @@ def variance_components(frame: pd.DataFrame, *, quality_items: Sequence[str]) ->
             }
         )
     return pd.DataFrame(rows)
+
+
+def overall_pass_power(
+    components: pd.DataFrame,
+    *,
+    n_pairs: int,
+    per_pair: int,
+    pool: int,
+    margin: float,
+    alpha: float = 0.05,
+    max_broken_share: float = 0.1,
+    n_sim: int = 4000,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Power of the overall PASS of a planned design, by simulation from a pilot's variance components.
+
+    Parameters
+    ----------
+    components : pandas.DataFrame
+        One row per verdict item with ``item, kind, effect, pair_var, annotator_var, residual_var``:
+        ``kind`` is ``"equivalence"`` (a quality dimension; its true gap is taken as 0) or
+        ``"superiority"`` (the rubric and the preference score - 0.5; the pilot's estimate is taken as
+        the true effect).
+    n_pairs, per_pair, pool : int
+        The design: pairs, annotators per pair, annotators in the pool.
+    margin, alpha, max_broken_share : float
+        As in the report.
+    n_sim : int, default 4000
+        Simulated studies.
+    seed : int
+        Random seed.
+
+    Returns
+    -------
+    dict
+        ``power_overall`` (every simulated verdict passes) and ``power_<item>`` per item.
+
+    Notes
+    -----
+    Each simulated study draws, per item, the statistics the verdicts use: the crossed-model mean
+    (normal around the true effect, SE and Satterthwaite df of :func:`analysis.mixed.crossed_design_se`)
+    and its estimated SE (scaled chi-square on those df), and for a quality dimension the variance of
+    the per-pair means (scaled chi-square on n_pairs - 1 df) for the share of broken pairs
+    (:func:`analysis.mixed.broken_share_from`). Quality dimensions get a TOST and the broken-share
+    bound, the rubric and the preference a one-sided test, Holm-adjusted together. Items are drawn
+    independently (quality dimensions are positively correlated in real data, so the power of their
+    intersection is if anything higher). The sample-size, reliability and sensitivity verdicts are
+    not simulated: the caller reports them as they stand in the pilot.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> comps = pd.DataFrame([
+    ...     {"item": "correctness", "kind": "equivalence", "effect": 0.0, "pair_var": 0.0,
+    ...      "annotator_var": 0.0, "residual_var": 0.3},
+    ...     {"item": "rubric", "kind": "superiority", "effect": 0.8, "pair_var": 0.05,
+    ...      "annotator_var": 0.01, "residual_var": 0.3}])
+    >>> res = overall_pass_power(comps, n_pairs=80, per_pair=3, pool=20, margin=0.5, n_sim=500)
+    >>> res["power_overall"] > 0.8
+    True
+    """
+    from analysis.mixed import broken_share_from, crossed_design_se
+
+    rng = np.random.default_rng(seed)
+    passes: dict[str, np.ndarray] = {}
+    superiority: dict[str, np.ndarray] = {}
+    for row in components.to_dict("records"):
+        comps = {k: max(float(row[k]), 0.0) for k in ("pair_var", "annotator_var", "residual_var")}
+        se, df = crossed_design_se(n_pairs=n_pairs, per_pair=per_pair, pool=pool, **comps)
+        est = float(row["effect"]) + se * rng.standard_normal(n_sim)
+        se_hat = se * np.sqrt(rng.chisquare(df, n_sim) / df)
+        if row["kind"] == "equivalence":
+            t = float(stats.t.ppf(1 - alpha, df))
+            tost = (est - t * se_hat > -margin) & (est + t * se_hat < margin)
+            tau2 = comps["pair_var"] + comps["residual_var"] / per_pair
+            s2 = tau2 * rng.chisquare(n_pairs - 1, n_sim) / (n_pairs - 1)
+            noise = comps["residual_var"] / per_pair
+            few = np.array(
+                [
+                    broken_share_from(
+                        float(s2[i]), n_pairs, noise, pair_var=comps["pair_var"], mean=float(est[i]),
+                        mean_se=float(se_hat[i]), mean_df=df, margin=margin, max_share=max_broken_share,
+                        alpha=alpha,
+                    ).below
+                    for i in range(n_sim)
+                ]
+            )  # fmt: skip
+            passes[str(row["item"])] = tost & few
+        else:
+            superiority[str(row["item"])] = stats.t.sf(est / se_hat, df)
+    if superiority:
+        names = list(superiority)
+        p = np.column_stack([superiority[n] for n in names])
+        order = np.argsort(p, axis=1)
+        sorted_p = np.take_along_axis(p, order, axis=1)
+        m = p.shape[1]
+        adjusted = np.maximum.accumulate(np.minimum(1.0, sorted_p * (m - np.arange(m))), axis=1)
+        back = np.empty_like(adjusted)
+        np.put_along_axis(back, order, adjusted, axis=1)
+        for j, name in enumerate(names):
+            passes[name] = back[:, j] < alpha
+    overall = np.ones(n_sim, dtype=bool)
+    for v in passes.values():
+        overall &= v
+    out = {"power_overall": float(overall.mean())}
+    out |= {f"power_{name}": float(v.mean()) for name, v in passes.items()}
+    return out

@@ -78,6 +78,10 @@ def to_json(report: Report) -> dict[str, Any]:
             "intersection_union": v.iut.to_dict(),
             "intersection_union_panel": v.iut_panel.to_dict(),
             "rubric_superiority": _records(v.superiority),
+            "rubric_crossed": _records(v.rubric_crossed),
+            "preference_crossed": _records(v.preference_crossed),
+            "broken_share": _records(v.broken),
+            "cleaning": _records(report.cleaning),
             "preference": _records(v.preference)[0],
             "preference_judgments": _records(v.preference_judgments)[0],
             "holm": _records(v.holm),
@@ -303,11 +307,16 @@ def methods_paragraph(report: Report) -> str:
         weak += (
             f" From the estimated variance components, about {int(design['pool_needed'].max())} annotators "
             f"(with these {s['n_pairs']} pairs and this overlap) give "
-            f"{round(100 * p['target_power'])}% power."
+            f"{round(100 * p['target_power'])}% power if the true gap is 0."
         )
     return (
-        f"{n_ann} annotators rated {s['n_pairs']} preference pairs ({s['n_judgments']} judgments), blind to "
-        "which response was constructed to follow the user's rubric and with its side counterbalanced"
+        f"{n_ann} annotators rated {s['n_pairs']} preference pairs ({s['n_judgments']} judgments)"
+        + (
+            ", blind to which response was constructed to follow the user's rubric and with its side "
+            "counterbalanced"
+            if s.get("side_data")
+            else " (the labels record no display side, so blinding and counterbalancing are not claimed)"
+        )
         + (
             f"; {s['n_control_pairs']} control pairs were analysed separately"
             if s.get("n_control_pairs")
@@ -328,20 +337,36 @@ def methods_paragraph(report: Report) -> str:
         "on per-pair "
         "mean differences and a Wilcoxon signed-rank TOST (Pratt's treatment of differences on the bound; "
         "Hodges-Lehmann interval strictly inside the bounds) are reported as conditional on this panel of "
-        "annotators. Rubric alignment (mean of the 0-2 aspect ratings) was compared with a "
-        "one-sided paired t "
-        "test on per-pair means; the preference for the chosen response was tested at the level of pairs "
-        "(per-pair share of judgments preferring chosen, ties counted as half, one-sided t test "
-        "against 0.5); "
-        f"these two tests were Holm-adjusted; their CIs are {level}% to match the one-sided tests. Assay "
-        "sensitivity: the equivalence claim requires Krippendorff's alpha (ordinal) of every "
-        "quality dimension "
-        f"to exceed {p['reliability_threshold']:g} with the lower end of its {level}% percentile "
-        "bootstrap CI "
-        f"({p['bootstrap']}, {p['n_boot']} resamples, seed {p['seed']}), and, where positive-control pairs "
-        f"(a planted quality defect) exist, a detected quality gap on them (one-sided t test, at least "
-        f"{p['min_control_pairs']} control pairs). No result passes with fewer than {p['min_pairs']} pairs. "
+        "annotators. Equivalence also required few broken pairs: the upper 95% confidence bound of the "
+        "share of pairs whose true gap lies beyond the margin (normal pair gaps; the bound on the mean "
+        f"squared gap) below {p.get('max_broken_share', 0.1):g}. Rubric alignment (per judgment, the "
+        "chosen - rejected difference of the mean of the 0-2 aspect ratings) and the preference for the "
+        "chosen response (per judgment 1, tie 0.5, 0) were each tested one-sided in the same crossed "
+        "random-effects model (Satterthwaite df, the same guard for few annotators), so both refer to "
+        "pairs and annotators in general; the paired t test on per-pair rubric means and the t test on "
+        "per-pair preference shares are reported as conditional on this panel; "
+        f"the two verdict tests were Holm-adjusted; their CIs are {level}% to match the one-sided tests. "
+        "Assay sensitivity: where at least "
+        f"{p['min_control_pairs']} positive-control pairs (a planted quality defect) exist, their "
+        "detected quality gap must exceed the margin (one-sided t test), and Krippendorff's alpha is then "
+        "reported, not a gate; without them the equivalence claim requires Krippendorff's alpha "
+        f"(ordinal) of every quality dimension to exceed {p['reliability_threshold']:g} with the lower "
+        f"end of its {level}% percentile bootstrap CI ({p['bootstrap']}, {p['n_boot']} resamples, seed "
+        f"{p['seed']}). The cleaning list gives per pair empirical-Bayes (NPMLE) shrunken estimates and "
+        "the posterior probability of being broken (a quality gap beyond the margin or no rubric "
+        f"advantage); 'drop' controls the Bayesian false discovery rate at {p.get('fdr', 0.1):g}. No "
+        f"result passes with fewer than {p['min_pairs']} pairs. "
         "The overall result is PASS only when every verdict passes."
+    )
+
+
+def cleaning_title(report: Report) -> str:
+    """The heading of the cleaning list, with its counts and its error rate."""
+    s = report.summary
+    fdr = report.parameters.get("fdr", 0.1)
+    return (
+        f"Cleaning list: {s.get('n_drop', 0)} pairs to drop (false discovery rate {fdr:.0%}), "
+        f"{s.get('n_needs_more', 0)} need more judgments"
     )
 
 
@@ -373,8 +398,20 @@ def to_markdown(report: Report) -> str:
     if not report.design.empty:
         parts += ["", "Annotators needed to generalize (variance components of the difference):", ""]
         parts.append(_md_table(report.design, list(report.design.columns)))
+    if not v.broken.empty:
+        parts += ["", "Share of pairs whose true gap lies beyond the margin (upper bound vs max):", ""]
+        parts.append(_md_table(v.broken, list(v.broken.columns)))
+    crossed_cols = ["dimension", "estimate", "se", "df", "ci_low", "ci_high", "p_greater", "p_holm",
+                    "n_pairs", "n_annotators", "annotator_var", "warnings"]  # fmt: skip
+    for title, table in (("Rubric", v.rubric_crossed), ("Preference score - 0.5", v.preference_crossed)):
+        if not table.empty:
+            parts += [
+                "",
+                f"{title}, crossed random-effects model (the verdict: pairs and annotators in general):",
+            ]
+            parts += ["", _md_table(table, [c for c in crossed_cols if c in table.columns])]
     if not v.superiority.empty:
-        parts += ["", "## Rubric alignment (one-sided superiority)", ""]
+        parts += ["", "## Rubric alignment (one-sided superiority), conditional on this panel", ""]
         parts.append(
             _md_table(
                 v.superiority,
@@ -393,7 +430,7 @@ def to_markdown(report: Report) -> str:
                 ],
             )
         )
-    parts += ["", "## Preference for chosen (pair level; ties count half)", ""]
+    parts += ["", "## Preference for chosen (pair level; ties count half), conditional on this panel", ""]
     parts.append(
         _md_table(
             v.preference,
@@ -422,7 +459,10 @@ def to_markdown(report: Report) -> str:
         parts += ["", "## By category", "", _md_table(report.categories, list(report.categories.columns))]
     if not report.diagnostics.empty:
         parts += ["", "## Annotators", "", _md_table(report.diagnostics, list(report.diagnostics.columns))]
-    parts += ["", f"## Pairs that fail validation ({len(report.failed_pairs)})", ""]
+    biased = report.summary.get("position_biased") or []
+    if biased:
+        parts += ["", f"Annotators who prefer one side whatever the responses: {', '.join(biased)}"]
+    parts += ["", f"## {cleaning_title(report)}", ""]
     if report.failed_pairs.empty:
         parts.append("None.")
     else:
@@ -543,9 +583,10 @@ def to_terminal(report: Report) -> str:
         pr = panel.loc[row["dimension"]]
         lines.append(
             f"  {row['dimension']:<14} {row['estimate']:+.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
-            f"df {row['df']:.1f} p {row['pvalue']:.4g} {'equivalent' if row['equivalent'] else 'not shown'}"
+            f"df {row['df']:.1f} p {row['pvalue']:.4g} "
+            f"{'equivalent' if row['equivalent'] else 'not demonstrated'}"
             f" | {pr['estimate']:+.3f} [{pr['ci_low']:.3f}, {pr['ci_high']:.3f}] "
-            f"{'equivalent' if pr['equivalent'] else 'not shown'}"
+            f"{'equivalent' if pr['equivalent'] else 'not demonstrated'}"
         )
     lines.append("")
     lines.append(f"Agreement (Krippendorff's alpha, {level}% bootstrap CI over pairs)")
@@ -555,7 +596,9 @@ def to_terminal(report: Report) -> str:
             f"[{_fmt(row['krippendorff_alpha_ci_low'])}, {_fmt(row['krippendorff_alpha_ci_high'])}] "
             f"AC1 {_fmt(row['ac1'])} agreement {_fmt(row['percent_agreement'])} units {row['n_units']}"
         )
-    lines.append(f"{len(report.failed_pairs)} pair(s) fail validation")
+    lines.append(cleaning_title(report))
+    if report.summary.get("position_biased"):
+        lines.append(f"Position bias (prefer one side): {', '.join(report.summary['position_biased'])}")
     science = report.benchmark
     if science is not None and not science.accuracy.empty:
         lines.append("")
@@ -743,7 +786,7 @@ def to_html(report: Report) -> str:
     body = f"""
 <h1>Validation report: {html.escape(report.study)}</h1>
 <p class="summary">{s["n_pairs"]} pairs · {s["n_annotators"]} annotators · {s["n_judgments"]} judgments ·
-{s["n_failed_pairs"]} pairs fail validation</p>
+{html.escape(cleaning_title(report))}</p>
 <p class="overall {report.overall.lower()}"><b>Overall: {report.overall}</b>
 ({html.escape(report.overall_reason)})</p>
 <ul class="verdicts">{verdicts}</ul>
@@ -761,7 +804,7 @@ def to_html(report: Report) -> str:
 <h2>Control pairs</h2>{table_or(report.controls, "No control pairs.")}
 <h2>Position and length bias</h2>{table_or(report.bias, "No side or length information.")}
 <h2>Annotators</h2>{table_or(report.diagnostics, "Not computed.")}
-<h2>Pairs that fail validation</h2>{table_or(report.failed_pairs, "None.")}
+<h2>{html.escape(cleaning_title(report))}</h2>{table_or(report.failed_pairs, "None.")}
 {science}
 <h2>Methods</h2><p>{html.escape(methods_paragraph(report))}</p>
 <h2>Parameters</h2><pre>{html.escape(json.dumps(_clean(report.parameters), indent=2))}</pre>

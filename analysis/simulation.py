@@ -118,6 +118,12 @@ def simulate_frame(
     control_defect: float = 1.5,
     lengths: bool = True,
     prefix: str = "p",
+    broken_share: float = 0.0,
+    broken_gap: float = 1.5,
+    preference_logit_sd: float = 0.0,
+    rubric_leniency_sd: float = 0.0,
+    quality_uniform: tuple[float, float] | None = None,
+    position_bias: dict[int, float] | None = None,
 ) -> pd.DataFrame:
     """Draw one simulated study as a long label frame.
 
@@ -157,6 +163,20 @@ def simulate_frame(
         Add ``chosen_chars``/``rejected_chars`` (independent of the ratings).
     prefix : str
         Prefix of the pair ids.
+    broken_share, broken_gap : float
+        This share of the main pairs (rounded) is broken: their ``rejected`` response is ``broken_gap``
+        latent points worse on every quality dimension (the pair ids are in ``frame.attrs["broken"]``).
+    preference_logit_sd : float
+        Annotators differ in how much they prefer ``chosen``: each adds ``N(0, sd)`` to the logit of
+        the pair's rate (population mean rate still ``preference_rate`` at 0.5).
+    rubric_leniency_sd : float
+        Annotators differ in the rubric gap they see: each adds ``N(0, sd)`` to the latent rubric gap.
+    quality_uniform : tuple of float, optional
+        Draw each pair's latent quality from ``U(low, high)`` instead of the normal (a ceiling study:
+        ``(4.7, 5.0)``).
+    position_bias : dict, optional
+        ``{annotator index: share}``: that annotator prefers side A in this share of its judgments,
+        whatever the responses.
 
     Returns
     -------
@@ -178,6 +198,9 @@ def simulate_frame(
     noise_a = noise * rng.uniform(*NOISE_SPREAD, pool)
     ann_gap = rng.normal(0.0, annotator_gap_sd, pool) if annotator_gap_sd > 0 else np.zeros(pool)
     is_control = np.arange(n_total) >= n_pairs
+    broken = np.zeros(n_total, dtype=bool)
+    if broken_share > 0:
+        broken[rng.permutation(n_pairs)[: round(broken_share * n_pairs)]] = True
     pair_ids = np.array(
         [f"{prefix}{i:05d}" if i < n_pairs else f"ctl{i - n_pairs:04d}" for i in range(n_total)]
     )
@@ -188,9 +211,13 @@ def simulate_frame(
             values[(item, "chosen")] = rng.integers(low, high + 1, n).astype(float)
             values[(item, "rejected")] = rng.integers(low, high + 1, n).astype(float)
             continue
-        base = latent_quality(rng.standard_normal(n_total))
+        base = (
+            latent_quality(rng.standard_normal(n_total))
+            if quality_uniform is None
+            else rng.uniform(*quality_uniform, n_total)
+        )
         pgap = rng.normal(0.0, pair_gap_sd, n_total) if pair_gap_sd > 0 else np.zeros(n_total)
-        defect = np.where(is_control, control_defect, 0.0)
+        defect = np.where(is_control, control_defect, np.where(broken, broken_gap, 0.0))
         chosen_latent = base[pair] + quality_gap + pgap[pair] + ann_gap[ann]
         rejected_latent = base[pair] - defect[pair]
         values[(item, "chosen")] = rate(
@@ -199,10 +226,11 @@ def simulate_frame(
         values[(item, "rejected")] = rate(
             rejected_latent + bias[ann] + noise_a[ann] * rng.standard_normal(n), low, high
         )
+    leniency = rng.normal(0.0, rubric_leniency_sd, pool) if rubric_leniency_sd > 0 else np.zeros(pool)
     for k in range(rubric_aspects):
         base = latent_rubric(rng.standard_normal(n_total))[pair]
         values[(f"rubric:{k}", "chosen")] = rate(
-            base + rubric_gap + noise_a[ann] / 2 * rng.standard_normal(n), 0, 2
+            base + rubric_gap + leniency[ann] + noise_a[ann] / 2 * rng.standard_normal(n), 0, 2
         )
         values[(f"rubric:{k}", "rejected")] = rate(base + noise_a[ann] / 2 * rng.standard_normal(n), 0, 2)
     if preference_beta is None:
@@ -210,10 +238,20 @@ def simulate_frame(
     else:
         r = preference_rate
         pair_rate = rng.beta(2 * preference_beta * r, 2 * preference_beta * (1 - r), n_total)
+    judgment_rate = pair_rate[pair]
+    if preference_logit_sd > 0:
+        shift = rng.normal(0.0, preference_logit_sd, pool)[ann]
+        logit = np.log(judgment_rate) - np.log1p(-judgment_rate)
+        judgment_rate = 1.0 / (1.0 + np.exp(-(logit + shift)))
     u = rng.random(n)
     tie = rng.random(n) < 0.1
-    preference = np.where(tie, 0, np.where(u < pair_rate[pair], 1, -1))
+    preference = np.where(tie, 0, np.where(u < judgment_rate, 1, -1))
     side = np.where(rng.random(n) < 0.5, "A", "B")
+    for a, share in (position_bias or {}).items():
+        mine = ann == a
+        picks_a = rng.random(n) < share
+        # preference > 0 means chosen; picking A means chosen when chosen was shown as A
+        preference = np.where(mine & ~tie, np.where(picks_a == (side == "A"), 1, -1), preference)
     columns = {
         "pair_id": pair_ids[pair],
         "annotator": np.array([f"a{j:02d}" for j in range(pool)])[ann],
@@ -230,4 +268,6 @@ def simulate_frame(
     parts = []
     for (item, response), vals in values.items():
         parts.append(pd.DataFrame({**columns, "response": response, "item": item, "value": vals}))
-    return pd.concat(parts, ignore_index=True)
+    out = pd.concat(parts, ignore_index=True)
+    out.attrs["broken"] = sorted(pair_ids[broken].tolist())
+    return out

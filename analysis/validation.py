@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 from scipy import stats
 
@@ -29,6 +30,7 @@ from analysis.equivalence import (
     wilcoxon_tost_paired,
 )
 from analysis.frames import (
+    ANNOTATOR,
     ITEM,
     PAIR_ID,
     PREFERENCE,
@@ -39,9 +41,9 @@ from analysis.frames import (
     judgments,
     pair_means_from_differences,
 )
-from analysis.mixed import mixed_effect
+from analysis.mixed import broken_share, crossed_mean, mixed_effect
 
-__all__ = ["ValidationResult", "minimum_detectable_effect", "validate_pairs"]
+__all__ = ["ValidationResult", "minimum_detectable_effect", "preference_scores", "validate_pairs"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,14 @@ class ValidationResult:
     preference_judgments : pandas.DataFrame
         One row: :class:`analysis.equivalence.PreferenceRate` over judgments (descriptive).
     holm : pandas.DataFrame
-        The superiority family (rubric t test, pair-level preference test), Holm-adjusted.
+        The superiority family of the verdicts (crossed rubric and preference tests), Holm-adjusted.
+    rubric_crossed, preference_crossed : pandas.DataFrame
+        One row each (rubric empty without rubric scores): :class:`analysis.mixed.CrossedMean` of the
+        per-judgment rubric difference and of the per-judgment preference score (1 chosen, 0.5 tie,
+        0 rejected, minus 0.5), generalizing over pairs and annotators (the verdicts), plus
+        ``p_holm``. ``superiority`` and ``preference`` are the same claims conditional on this panel.
+    broken : pandas.DataFrame
+        One row per dimension: :class:`analysis.mixed.BrokenShare` (share of pairs beyond the margin).
     iut : IutResult
         All dimensions equivalent in the crossed model (the verdict; Berger 1982).
     iut_panel : IutResult
@@ -89,6 +98,9 @@ class ValidationResult:
     iut_panel: IutResult
     differences: dict[str, pd.DataFrame] = field(repr=False)
     pair_means: dict[str, pd.DataFrame] = field(repr=False)
+    rubric_crossed: pd.DataFrame = field(default_factory=pd.DataFrame)
+    preference_crossed: pd.DataFrame = field(default_factory=pd.DataFrame)
+    broken: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def mixed(self) -> pd.DataFrame:
@@ -119,6 +131,7 @@ def validate_pairs(
     quality_items: Sequence[str] = QUALITY_ITEMS,
     margin: float = 0.5,
     alpha: float = 0.05,
+    max_broken_share: float = 0.1,
 ) -> ValidationResult:
     """Run the validation statistics on a label frame (main pairs only; controls removed first).
 
@@ -132,6 +145,8 @@ def validate_pairs(
         Symmetric equivalence margin in scale points.
     alpha : float, default 0.05
         Level of every one-sided test (TOST intervals are 1 - 2*alpha).
+    max_broken_share : float, default 0.1
+        The largest share of pairs beyond the margin an equivalence claim tolerates.
 
     Returns
     -------
@@ -155,7 +170,7 @@ def validate_pairs(
     if not margin > 0:
         raise ValueError(f"margin must be positive, got {margin!r}")
     low, high = -margin, margin
-    eq_rows, crossed_rows, tosts, crossed = [], [], {}, {}
+    eq_rows, crossed_rows, broken_rows, tosts, crossed = [], [], [], {}, {}
     diffs: dict[str, pd.DataFrame] = {}
     means: dict[str, pd.DataFrame] = {}
     for item in quality_items:
@@ -188,11 +203,25 @@ def validate_pairs(
         res = mixed_effect(frame, item, margin=margin, alpha=alpha, differences=d)
         crossed[item] = res
         crossed_rows.append({"dimension": item, **res.to_dict()})
+        share = broken_share(
+            pm["diff"],
+            pm["n_annotators"],
+            residual_var=res.residual_var,
+            pair_var=res.pair_var,
+            mean=res.estimate,
+            mean_se=res.se,
+            mean_df=res.df,
+            margin=margin,
+            max_share=max_broken_share,
+            alpha=alpha,
+        )
+        broken_rows.append({"dimension": item, **share.to_dict()})
 
     items = frame[ITEM]
     has_rubric = bool((items == RUBRIC_ITEM).any() or items.str.startswith(RUBRIC_PREFIX).any())
+    panel: dict[str, float] = {}
     family: dict[str, float] = {}
-    superiority = pd.DataFrame()
+    superiority = rubric_crossed = pd.DataFrame()
     if has_rubric:
         d = judgment_differences(frame, RUBRIC_ITEM)
         rm = pair_means_from_differences(d)
@@ -208,16 +237,30 @@ def validate_pairs(
                 }
             ]
         )
-        p_rubric = sup.p_t if not math.isnan(sup.p_t) else sup.p_wilcoxon
-        family[RUBRIC_ITEM] = p_rubric
+        panel[RUBRIC_ITEM] = sup.p_t if not math.isnan(sup.p_t) else sup.p_wilcoxon
+        rc = crossed_mean(d["diff"], d[PAIR_ID], d[ANNOTATOR], item=RUBRIC_ITEM, alpha=alpha)
+        rubric_crossed = pd.DataFrame([{"dimension": RUBRIC_ITEM, **rc.to_dict()}])
+        family[RUBRIC_ITEM] = rc.p_greater if math.isfinite(rc.p_greater) else 1.0
     per_judgment = judgments(frame)
     pref = preference_pairs(per_judgment[PAIR_ID], per_judgment[PREFERENCE], alpha=alpha)
-    family["preference"] = pref.p_greater
+    panel["preference"] = pref.p_greater
+    pc = crossed_mean(
+        preference_scores(per_judgment) - 0.5,
+        per_judgment[PAIR_ID],
+        per_judgment[ANNOTATOR],
+        item="preference",
+        alpha=alpha,
+    )
+    preference_crossed = pd.DataFrame([{"dimension": "preference", **pc.to_dict()}])
+    family["preference"] = pc.p_greater if math.isfinite(pc.p_greater) else 1.0
     holm_table = holm(family, alpha=alpha).set_index("test")
+    holm_panel = holm(panel, alpha=alpha).set_index("test")
     if not superiority.empty:
-        superiority["p_holm"] = holm_table.loc[RUBRIC_ITEM, "p_adjusted"]
+        superiority["p_holm"] = holm_panel.loc[RUBRIC_ITEM, "p_adjusted"]
+        rubric_crossed["p_holm"] = holm_table.loc[RUBRIC_ITEM, "p_adjusted"]
     preference = pd.DataFrame([pref.to_dict()])
-    preference["p_holm"] = holm_table.loc["preference", "p_adjusted"]
+    preference["p_holm"] = holm_panel.loc["preference", "p_adjusted"]
+    preference_crossed["p_holm"] = holm_table.loc["preference", "p_adjusted"]
     return ValidationResult(
         crossed=pd.DataFrame(crossed_rows),
         equivalence=pd.DataFrame(eq_rows),
@@ -229,4 +272,13 @@ def validate_pairs(
         iut_panel=intersection_union(tosts),
         differences=diffs,
         pair_means=means,
+        rubric_crossed=rubric_crossed,
+        preference_crossed=preference_crossed,
+        broken=pd.DataFrame(broken_rows),
     )
+
+
+def preference_scores(per_judgment: pd.DataFrame) -> pd.Series:
+    """Each judgment's preference score: 1 chosen, 0.5 tie, 0 rejected (the one home of "ties half")."""
+    pref = per_judgment[PREFERENCE].to_numpy(dtype=float)
+    return pd.Series(np.where(pref > 0, 1.0, np.where(pref < 0, 0.0, 0.5)), index=per_judgment.index)

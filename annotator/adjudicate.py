@@ -3,7 +3,10 @@
 A pair's current judgments are summarised by direction (sign of the preference: chosen > 0,
 rejected < 0, tie = 0). A pair with fewer than two judgments is *unresolved* (not enough data). A pair
 needs a person when any named rule fires (:data:`RULES`); every other pair is resolved automatically,
-*unanimous* when all judgments share one direction, else *majority*. Every decision is an
+*unanimous* when all judgments share one direction, else *majority*. The quality rule uses the same
+evidence as the report's cleaning list (:mod:`analysis.cleaning`, from 10 pairs on): a pair in "drop"
+is settled automatically as not kept, a pair that "needs more judgments" goes to a person, a kept pair
+passes the rule; with fewer pairs the median gap of its judgments decides. Every decision is an
 :class:`~annotator.store.models.Adjudication` row (append-only: the latest counts); an automatic decision is
 never recorded over a human one.
 """
@@ -19,7 +22,7 @@ from sqlmodel import Session, col
 
 from analysis.frames import pair_majority, rubric_scores
 from annotator import readers
-from annotator.accounts import Account, require_role
+from annotator.accounts import SYSTEM, Account, require_role
 from annotator.errors import UserError
 from annotator.store.models import Adjudication, Event, Method, Pair, Study, User, id_of, utcnow
 from annotator.study import StudyConfig, get_study, parse_config
@@ -43,7 +46,9 @@ __all__ = [
 RULES: dict[str, str] = {
     "no_majority": "no preference direction (chosen, rejected, tie) has more than half of the judgments",
     "majority_against_chosen": "more than half of the judgments prefer the rejected response",
-    "quality_gap": "the median chosen - rejected difference on a quality dimension is beyond the margin",
+    "quality_gap": "the median chosen - rejected difference on a quality dimension is beyond the margin "
+    "(fewer than 10 pairs)",
+    "uncertain": "the cleaning list's evidence cannot settle the pair (it needs more judgments)",
     "flagged": "an annotator flagged the item as broken",
 }
 MIN_JUDGMENTS = 2
@@ -114,6 +119,7 @@ def evaluate(
     *,
     dimensions: Sequence[str],
     margin: float,
+    evidence: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Apply the adjudication rules to every pair.
 
@@ -127,6 +133,10 @@ def evaluate(
         The study's quality dimensions (checked by the ``quality_gap`` rule).
     margin : float
         The study's equivalence margin: a larger |median chosen - median rejected| needs a person.
+    evidence : DataFrame, optional
+        The cleaning list (:func:`analysis.cleaning.frame_cleaning`: pair_id, decision, p_broken,
+        reason, evidence); when given (non-empty) it replaces the median rule: "drop" settles the pair
+        as not kept (``evidence_decision``), "needs more judgments" fires ``uncertain``.
 
     Returns
     -------
@@ -177,7 +187,21 @@ def evaluate(
         gap_hit |= beyond
         for hit_at in np.flatnonzero(beyond):
             gap_words[hit_at].append(f"{dimension} {gap[hit_at]:+g}")
-    hits["quality_gap"] = gap_hit
+    use_evidence = evidence is not None and not evidence.empty
+    decision = np.full(len(out), "", dtype=object)
+    evidence_text = np.full(len(out), "", dtype=object)
+    if use_evidence:
+        assert evidence is not None
+        by_pair = evidence.set_index("pair_id")
+        found = out["pair_id"].map(by_pair["decision"]).fillna("")
+        decision = found.to_numpy(dtype=object)
+        evidence_text = out["pair_id"].map(by_pair["evidence"]).fillna("").to_numpy(dtype=object)
+        hits["quality_gap"] = np.zeros(len(out), dtype=bool)
+        hits["uncertain"] = decision == "needs more judgments"
+    else:
+        hits["quality_gap"] = gap_hit
+        hits["uncertain"] = np.zeros(len(out), dtype=bool)
+    drop = decision == "drop"
 
     enough = n >= MIN_JUDGMENTS
     names, reasons = [], []
@@ -197,11 +221,17 @@ def evaluate(
             words.append(f"quality gap beyond {margin:g}: {', '.join(gap_words[position])}")
         if "flagged" in hit:
             words.append(f"flagged by {out['n_flags'].iat[position]} annotator(s)")
+        if "uncertain" in hit:
+            words.append(f"uncertain, needs more judgments ({evidence_text[position]})")
+        if drop[position]:
+            words.append(f"broken: in the drop list ({evidence_text[position]})")
         names.append(",".join(hit))
         reasons.append("; ".join(words))
     out["rules"] = names
     out["reasons"] = reasons
-    out["status"] = np.where(~enough, UNRESOLVED, np.where(out["rules"] != "", "needs_person", "auto"))
+    out["evidence_decision"] = decision
+    settled = drop | (out["rules"] == "").to_numpy()
+    out["status"] = np.where(~enough, UNRESOLVED, np.where(settled, "auto", "needs_person"))
     auto = (out["status"] == "auto").to_numpy()
     out["method"] = _objects(
         [("unanimous" if t == k else "majority") if a else None for t, k, a in zip(top, n, auto, strict=True)]
@@ -240,8 +270,30 @@ def _evaluation(
         readers.current_scores(session, study_id=study_id, pair_db_id=pair_db_id),
         dimensions=config.dimension_names,
         margin=config.analysis.margin,
+        evidence=_evidence(session, study, config),
     )
     return evaluation, judgments
+
+
+def _evidence(session: Session, study: Study, config: StudyConfig) -> pd.DataFrame:
+    """The study's cleaning list (the same evidence as the report's), or empty when it cannot be
+    computed (fewer than 10 pairs, or data the crossed fits cannot take)."""
+    from analysis.cleaning import frame_cleaning
+    from analysis.frames import split_controls
+
+    frame = readers.label_frame(session, study=study.name, account=SYSTEM)
+    if frame.empty:
+        return pd.DataFrame()
+    main, _ = split_controls(frame)
+    try:
+        return frame_cleaning(
+            main,
+            quality_items=config.dimension_names,
+            margin=config.analysis.margin,
+            fdr=config.validation.fdr,
+        )
+    except (ValueError, np.linalg.LinAlgError):
+        return pd.DataFrame()
 
 
 def _judgment_ids(judgments: pd.DataFrame) -> dict[int, list[int]]:
@@ -356,7 +408,8 @@ def _decision(
             scores[response][item] = value
     return {
         "preference": row["majority"],
-        "keep": row["majority"] == "chosen",
+        "keep": _keeps(row),
+        "evidence": row.get("evidence_decision") or "",
         "agreement": _json_number(row["agreement"]),
         "n_judgments": int(row["n_judgments"]),
         "votes": {
@@ -369,8 +422,14 @@ def _decision(
     }
 
 
+def _keeps(row: Mapping[str, Any]) -> bool:
+    return bool(row["majority"] == "chosen" and row.get("evidence_decision") != "drop")
+
+
 def _auto_rule(row: Mapping[str, Any]) -> str:
     n, majority = int(row["n_judgments"]), row["majority"]
+    if row.get("evidence_decision") == "drop":
+        return f"dropped: the cleaning list's evidence says broken; {row['reasons']}"[:_RULE_LENGTH]
     if row["method"] == "unanimous":
         text = f"unanimous: all {n} judgments prefer {majority}; no rule needs a person"
     else:
@@ -441,8 +500,8 @@ def auto_resolve(session: Session, *, study: str, account: Account) -> AutoSumma
             "adjudicator_id": None,
             "method": row["method"],
             "rule": _auto_rule(row),
-            "preference": row["majority"],
-            "keep": row["majority"] == "chosen",
+            "preference": row["majority"] or "none",
+            "keep": _keeps(row),
             "decision": decision,
             "note": "",
             "created_at": now,

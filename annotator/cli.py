@@ -636,6 +636,23 @@ def study_power(study: str, database: str | None) -> None:
         "variance components",
         highlight=False,
     )
+    with db.session_scope(engine) as session:
+        overall = study_report.study_overall_power(session, study=study, account=accounts.SYSTEM)
+    items = ", ".join(
+        f"{key.removeprefix('power_')} {value:.3f}"
+        for key, value in overall.items()
+        if key.startswith("power_") and key != "power_overall" and isinstance(value, float)
+    )
+    pilot = overall["pilot"]
+    assert isinstance(pilot, dict)
+    out.print(
+        f"overall PASS: power {overall['power_overall']:.3f} with {overall['n_pairs']} pairs, "
+        f"{overall['per_pair']} annotators per pair from a pool of {overall['pool']} ({overall['n_sim']} "
+        f"simulated studies from the estimated variance components; quality at a true gap of 0, rubric "
+        f"and preference at their estimated effects; per verdict: {items}); not simulated, as they stand "
+        "in this study: " + ", ".join(f"{k} {v}" for k, v in pilot.items()),
+        highlight=False,
+    )
 
 
 @app.command()

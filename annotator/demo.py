@@ -1,13 +1,23 @@
-"""The one-command demo: a database with the sample pairs, demo accounts and simulated annotators."""
+"""The one-command demo: a database with the sample pairs, demo accounts and simulated annotators.
 
+Two studies show the verdicts at work. ``sample`` (every sample pair, among them the six the sample
+marks as flawed, plus a simulated 30% of pairs whose `rejected` is clearly worse) FAILS for a stated
+reason: far more than 10% of its pairs lie beyond the equivalence margin, and the cleaning list names
+them. ``sample-clean`` (the sample's pairs without the flawed ones, and positive controls made by
+``controls make --kind degrade``) PASSES for the right reasons: realistic raters, controls whose
+defect the raters see, few broken pairs, rubric and preference over pairs and annotators.
+"""
+
+import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from annotator import accounts, assign, ingest
+from annotator import accounts, assign, controls, ingest
 from annotator.predictions import simulate_models
-from annotator.simulate import SimulationSpec, simulate
+from annotator.simulate import SimulationSpec, simulate, simulated_users
 from annotator.store import db
 from annotator.study import load_config, parse_config
 
@@ -15,7 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO_DB = ROOT / "data" / "demo.db"
 SAMPLE = ROOT / "data" / "sample_pairs.jsonl"
 STUDY = "sample"
+CLEAN_STUDY = "sample-clean"
 QUEUE = 12
+#: Raters of a careful lab study: rating noise SD 0.35 (times U(0.7, 1.3)), bias SD 0.2.
+NOISE, BIAS_SD = 0.35, 0.2
 CREDENTIALS = {
     "demo_annotator": ("annotator", "demo-annotator"),
     "demo_adjudicator": ("adjudicator", "demo-adjudicator"),
@@ -41,7 +54,13 @@ def build_demo(path: Path = DEMO_DB, *, rebuild: bool = False, seed: int = 7) ->
     db.upgrade(url)
     engine = db.make_engine(url)
     ingest.import_file(engine, SAMPLE, study=STUDY, account=accounts.SYSTEM)
-    simulate(engine, study=STUDY, spec=SimulationSpec(annotators=3, overlap=3, seed=seed))
+    simulate(
+        engine,
+        study=STUDY,
+        spec=SimulationSpec(
+            annotators=3, overlap=3, seed=seed, broken_share=0.3, noise=NOISE, bias_sd=BIAS_SD
+        ),
+    )
     with db.session_scope(engine) as session:
         for username, (role, password) in CREDENTIALS.items():
             accounts.add_user(
@@ -51,6 +70,7 @@ def build_demo(path: Path = DEMO_DB, *, rebuild: bool = False, seed: int = 7) ->
         pairs = assign.study_pair_ids(session, STUDY)[:QUEUE]
         assign.assign_pairs(session, study=STUDY, annotator="demo_annotator", pair_ids=pairs, seed=seed)
     build_science_demo(engine, seed=seed)
+    build_clean_demo(engine, seed=seed)
     engine.dispose()
     return Demo(url, True, CREDENTIALS)
 
@@ -81,3 +101,30 @@ def build_science_demo(engine: Engine, *, seed: int = 7) -> None:
     with db.session_scope(engine) as session:
         for study in (STUDY, ARMS_STUDY):
             simulate_models(session, study=study, models=DEMO_MODELS, account=accounts.SYSTEM, seed=seed)
+
+
+def build_clean_demo(engine: Engine, *, seed: int = 7) -> None:
+    """The study that passes: the sample's pairs without the ones it marks as flawed, 8 positive
+    controls (a planted defect), 6 realistic simulated raters who rate everything."""
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines()
+    kept = [line for line in lines if not json.loads(line).get("construction_note", "").startswith("flawed")]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "sample_clean.jsonl"
+        path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+        data = load_config().model_dump()
+        data["controls"]["rate"] = 0.2  # 8 positive controls among each rater's 33 pairs
+        ingest.import_file(
+            engine, path, study=CLEAN_STUDY, config=parse_config(data), account=accounts.SYSTEM
+        )
+    spec = SimulationSpec(annotators=6, overlap=6, seed=seed, prefix="clean", noise=NOISE, bias_sd=BIAS_SD)
+    with db.session_scope(engine) as session:
+        users = simulated_users(session, spec)
+        assign.assign(
+            session, study=CLEAN_STUDY, overlap=6, annotators=users, seed=seed,
+            overlap_among_named=True, account=accounts.SYSTEM,
+        )  # fmt: skip
+    with db.session_scope(engine) as session:
+        controls.make_controls(
+            session, study=CLEAN_STUDY, kind="degrade", n=8, seed=seed, account=accounts.SYSTEM
+        )
+    simulate(engine, study=CLEAN_STUDY, spec=spec)

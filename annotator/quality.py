@@ -18,6 +18,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from analysis.competence import QualitySection, apply_exclusion, qc_table
+from analysis.diagnostics import position_bias
 from analysis.report import Report
 from annotator.accounts import Account, require_role
 from annotator.controls import MIXED_KINDS, swap_sources
@@ -158,6 +159,10 @@ def quality_from_frame(
             exclude_too_fast=rule.exclude_too_fast,
             exclude_straight_lining=rule.exclude_straight_lining,
             min_checks=rule.min_checks,
+            max_side_share=rule.max_side_share,
+            position=position_bias(frame)
+            if rule.max_side_share is not None and "side_chosen" in frame.columns
+            else None,
         )
     criteria = rule.model_dump(exclude={"rule"})
     return QualityResult(study, table, rule.rule, criteria, registered_at, first_judgment_at)

@@ -9,7 +9,8 @@ through a logistic choice, with ties near zero. Pairs flagged in their `construc
 flaw: "flawed:rejected_factual_error" lowers `rejected` correctness by 2 points,
 "flawed:chosen_not_aligned" reverses the rubric gap (`rejected` follows the rubric better, as in the
 sample's photography-002 and fitness-002; a mere zero gap would hide the flaw by chance in about one
-pair in six).
+pair in six). With `broken_share`, that share of the main pairs (drawn with the seed) is broken on
+top: `rejected` is `broken_gap` points worse on every quality dimension.
 """
 
 import dataclasses
@@ -34,6 +35,7 @@ from annotator.study import StudyConfig, get_study, parse_config
 
 FACTUAL_ERROR = "flawed:rejected_factual_error"
 NOT_ALIGNED = "flawed:chosen_not_aligned"
+BROKEN = "simulated:rejected_worse"
 BATCH = 200
 
 
@@ -50,6 +52,8 @@ class SimulationSpec:
     seed: int = 0
     prefix: str = "sim"
     spammers: int = 0  # the last `spammers` annotators answer at random and fast (careless workers)
+    broken_share: float = 0.0  # this share of the main pairs: rejected `broken_gap` worse on quality
+    broken_gap: float = 1.5
 
     def __post_init__(self) -> None:
         if not 0 <= self.spammers <= self.annotators:
@@ -139,6 +143,15 @@ def simulate(
             p.id: (len(p.rubric), str(p.meta.get("construction_note", "")))
             for p in session.exec(select(Pair).where(Pair.study_id == study_row.id))
         }
+        if spec.broken_share > 0:  # its own random stream: the other draws stay as they were
+            main_ids = sorted(
+                id_of(p)
+                for p in session.exec(select(Pair).where(Pair.study_id == study_row.id, Pair.control == ""))
+            )
+            picked = random.Random(f"broken:{spec.seed}").sample(
+                main_ids, round(spec.broken_share * len(main_ids))
+            )
+            pairs |= {pid: (pairs[pid][0], BROKEN) for pid in picked}
         controls = {  # control pairs share their source's latent truth (see _control_latent)
             p.id: (p.control, p.control_of, [str(d) for d in p.meta.get("worse_on", [])])
             for p in session.exec(select(Pair).where(Pair.study_id == study_row.id, Pair.control != ""))
@@ -209,6 +222,7 @@ def _pair_latent(
     for name in dimensions:
         base = latent_quality(rng.gauss(0, 1))
         flaw = 2.0 if note == FACTUAL_ERROR and name == "correctness" else 0.0
+        flaw = spec.broken_gap if note == BROKEN else flaw
         latent[f"rejected:{name}"] = base - flaw
         latent[f"chosen:{name}"] = base + spec.quality_gap
     rubric_gap = -spec.rubric_gap if note == NOT_ALIGNED else spec.rubric_gap

@@ -95,6 +95,13 @@ class Analysis(_Strict):
     target_power: float = Field(default=0.8, gt=0, lt=1)  # for the annotators-needed advice
 
 
+class Validation(_Strict):
+    """How few broken pairs an equivalence claim needs, and the error rate of the cleaning list."""
+
+    max_broken_share: float = Field(default=0.1, gt=0, lt=1)  # upper bound of the share beyond the margin
+    fdr: float = Field(default=0.1, gt=0, lt=1)  # false discovery rate of "pairs to drop"
+
+
 class Controls(_Strict):
     """Control pairs mixed into every queue: gold, positive, swapped repeats, duplicates."""
 
@@ -122,6 +129,8 @@ class Exclusion(_Strict):
     exclude_too_fast: bool = False
     exclude_straight_lining: bool = False
     min_checks: int = Field(default=3, ge=1)  # a gold/consistency figure on fewer checks does not exclude
+    # position bias: exclude an annotator whose side-A rate's 95% CI lies beyond this share (or 1 - it)
+    max_side_share: float | None = Field(default=None, gt=0.5, le=1)
 
 
 class TrainingItem(_Strict):
@@ -219,6 +228,7 @@ class StudyConfig(_Strict):
     preference: Preference
     display: Display = Display()
     analysis: Analysis = Analysis()
+    validation: Validation = Validation()
     controls: Controls = Controls()
     attention: Attention = Attention()
     exclusion: Exclusion = Exclusion()

@@ -143,6 +143,8 @@ def report_from_frame(
             predictions=predictions,
             final=final,
             extras=extras,
+            max_broken_share=config.validation.max_broken_share,
+            fdr=config.validation.fdr,
         )
     except ValueError as exc:
         raise UserError(f"cannot analyse study {study!r}: {exc}") from None
@@ -198,3 +200,57 @@ def study_power(session: Session, *, study: str, account: Account) -> tuple[Stud
             needed.append(float("nan"))
             power_at.append(float("nan"))
     return config, table.assign(pool_needed=needed, power_at_pool_needed=power_at)
+
+
+def study_overall_power(
+    session: Session, *, study: str, account: Account, n_sim: int = 2000, seed: int = 0
+) -> dict[str, object]:
+    """The power of the overall PASS at the study's own design, by simulation from its variance
+    components (:func:`analysis.power.overall_pass_power`): quality dimensions at a true gap of 0,
+    the rubric and the preference at their estimated effects; sample size, reliability and
+    sensitivity as they stand in this study.
+
+    Returns
+    -------
+    dict
+        ``power_overall``, ``power_<item>``, ``n_pairs``, ``per_pair``, ``pool``, ``n_sim`` and
+        ``pilot`` (the statuses of the verdicts that are not simulated).
+    """
+    from analysis.power import overall_pass_power
+
+    report = study_report(session, study=study, account=account, n_boot=200, seed=seed, extras=False)
+    v = report.validation
+    parts = ["pair_var", "annotator_var", "residual_var"]
+    rows = [
+        {"item": r["dimension"], "kind": "equivalence", "effect": 0.0, **{k: r[k] for k in parts}}
+        for r in v.crossed.to_dict("records")
+    ]
+    for table in (v.rubric_crossed, v.preference_crossed):
+        if not table.empty:
+            r = table.iloc[0]
+            effect = float(r["estimate"])
+            rows.append(
+                {"item": r["dimension"], "kind": "superiority", "effect": effect, **{k: r[k] for k in parts}}
+            )
+    crossed = v.crossed.iloc[0]
+    n_pairs = int(crossed["n_pairs"])
+    per_pair = max(1, round(int(crossed["n_obs"]) / max(n_pairs, 1)))
+    pool = max(int(crossed["n_annotators"]), per_pair)
+    config = study_config(session, study)
+    result: dict[str, object] = dict(
+        overall_pass_power(
+            pd.DataFrame(rows),
+            n_pairs=n_pairs,
+            per_pair=per_pair,
+            pool=pool,
+            margin=config.analysis.margin,
+            alpha=config.analysis.alpha,
+            max_broken_share=config.validation.max_broken_share,
+            n_sim=n_sim,
+            seed=seed,
+        )
+    )
+    pilot = {
+        x.key: x.status for x in report.verdicts if x.key in ("sample_size", "reliability", "sensitivity")
+    }
+    return result | {"n_pairs": n_pairs, "per_pair": per_pair, "pool": pool, "n_sim": n_sim, "pilot": pilot}

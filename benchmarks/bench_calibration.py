@@ -221,6 +221,222 @@ def _summary(row: Row, gap: float, results: list[dict[str, Any]], start: float) 
     return summary
 
 
+# ------------------------------------------------------------------------------------ verdicts v2
+#
+# The rows below call the functions that decide (validate_pairs and the report's verdict functions),
+# not build_report: the reliability verdict (a bootstrap of Krippendorff's alpha, the slow part) is
+# computed only when the overall result depends on it, i.e. when every other verdict passed and no
+# positive control passed. The overall result is the same as build_report's.
+
+
+@dataclass(frozen=True)
+class Row2:
+    """A design and a truth for the verdicts over annotators, broken pairs, ceilings and cleaning."""
+
+    name: str
+    what: str
+    n_pairs: int
+    per_pair: int
+    pool: int
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    requirement: str = "false"  # false | power | power80 | cleaning
+
+
+NULL_EFFECTS = (
+    ("preference_rate", 0.5),
+    ("preference_logit_sd", 1.0),
+    ("rubric_gap", 0.0),
+    ("rubric_leniency_sd", 0.3),
+)
+ROWS2 = [
+    Row2(
+        "pref_ann_3x40",
+        "no true preference or rubric effect; annotators differ (preference logit SD 1, rubric leniency "
+        "SD 0.3); fixed panel 3 x 40",
+        40, 3, 3,
+        NULL_EFFECTS,
+    ),
+    Row2(
+        "pref_ann_5x40",
+        "the same, fixed panel 5 x 40",
+        40, 5, 5,
+        NULL_EFFECTS,
+    ),
+    Row2(
+        "pref_ann_3x100",
+        "the same, fixed panel 3 x 100",
+        100, 3, 3,
+        NULL_EFFECTS,
+    ),
+    Row2("broken_3x60", "20% of pairs broken (rejected 1.5 worse), fixed panel 3 x 60", 60, 3, 3,
+         (("broken_share", 0.2),)),
+    Row2("broken_pool20", "20% broken, pool 20, 3 per pair, 100 pairs: overall PASS", 100, 3, 20,
+         (("broken_share", 0.2),)),
+    Row2("clean_3x60_sd01", "none broken, pair-gap SD 0.1, fixed panel 3 x 60: power", 60, 3, 3,
+         (("pair_gap_sd", 0.1),), "power"),
+    Row2("clean_pool20_sd01", "none broken, pair-gap SD 0.1, pool 20 x 3 x 100: power", 100, 3, 20,
+         (("pair_gap_sd", 0.1),), "power"),
+    Row2(
+        "ceiling_controls",
+        "ceiling: latent U(4.7, 5), truly equal, pool 20 x 3 x 80, 10 positive controls (defect 1.5)",
+        80, 3, 20,
+        (("quality_uniform", (4.7, 5.0)), ("positive_controls", 10), ("control_defect", 1.5)),
+        "power80",
+    ),
+    Row2(
+        "ceiling_invisible",
+        "the same ceiling study, controls whose defect is invisible (defect 0): overall PASS",
+        80, 3, 20,
+        (("quality_uniform", (4.7, 5.0)), ("positive_controls", 10), ("control_defect", 0.0)),
+    ),
+    Row2("cleaning_3", "cleaning list: 20% broken (gap 1.5), fixed panel 3 x 100", 100, 3, 3,
+         (("broken_share", 0.2),), "cleaning"),
+    Row2("cleaning_5", "cleaning list: 20% broken (gap 1.5), fixed panel 5 x 100", 100, 5, 5,
+         (("broken_share", 0.2),), "cleaning"),
+]  # fmt: skip
+
+
+def one_study2(row: Row2, rng: np.random.Generator) -> dict[str, Any]:
+    """One study of a v2 row through the functions that decide, computing only what the row's figures
+    need: the preference rows the rubric and preference tests (crossed and panel), the cleaning rows the
+    cleaning list, the others the overall result, stopping at the first verdict that does not pass (the
+    overall result is then not PASS, as in build_report)."""
+    import pandas as pd
+
+    from analysis import report as rp
+    from analysis.agreement import agreement_table
+    from analysis.cleaning import frame_cleaning
+    from analysis.equivalence import preference_pairs, superiority_paired
+    from analysis.frames import judgment_differences, judgments, pair_means_from_differences, split_controls
+    from analysis.mixed import broken_share, crossed_mean, mixed_effect
+    from analysis.validation import preference_scores, validate_pairs
+
+    frame = simulate_frame(
+        rng, n_pairs=row.n_pairs, per_pair=row.per_pair, pool=row.pool, items=(ITEM,), rubric_aspects=1,
+        lengths=False, **dict(row.kwargs),
+    )  # fmt: skip
+    broken = set(frame.attrs["broken"])
+    frame["item"] = frame["item"].replace("rubric:0", "rubric")
+    main, controls = split_controls(frame)
+    out: dict[str, Any] = dict.fromkeys(KEYS2, math.nan)
+    if row.requirement == "cleaning":
+        clean = frame_cleaning(main, quality_items=[ITEM], margin=MARGIN, fdr=0.1)
+        drop = set(clean.loc[clean["decision"] == "drop", "pair_id"])
+        out.update(
+            drops=len(drop), false_drops=len(drop - broken), true_drops=len(drop & broken),
+            broken=len(broken), needs_more=int((clean["decision"] == "needs more judgments").sum()),
+        )  # fmt: skip
+        return out
+    if row.name.startswith("pref_"):
+        d = judgment_differences(main, "rubric")
+        per = judgments(main)
+        rc = crossed_mean(d["diff"], d["pair_id"], d["annotator"], item="rubric", alpha=ALPHA)
+        pc = crossed_mean(
+            preference_scores(per) - 0.5, per["pair_id"], per["annotator"], item="p", alpha=ALPHA
+        )
+        pm = pair_means_from_differences(d)
+        # Holm over the two: the smaller p is tested at alpha/2, the larger at alpha if the first rejects
+        p = sorted([(rc.p_greater, "rubric"), (pc.p_greater, "preference")])
+        holm = {p[0][1]: min(1.0, 2 * p[0][0]), p[1][1]: min(1.0, max(2 * p[0][0], p[1][0]))}
+        panel_r = superiority_paired(pm["chosen"], pm["rejected"], alpha=ALPHA).p_t
+        panel_p = preference_pairs(per["pair_id"], per["preference"], alpha=ALPHA).p_greater
+        q = sorted([(panel_r, "rubric"), (panel_p, "preference")])
+        holm_panel = {q[0][1]: min(1.0, 2 * q[0][0]), q[1][1]: min(1.0, max(2 * q[0][0], q[1][0]))}
+        out.update(
+            rubric_pass=holm["rubric"] < ALPHA, preference_pass=holm["preference"] < ALPHA,
+            panel_rubric=holm_panel["rubric"] < ALPHA, panel_preference=holm_panel["preference"] < ALPHA,
+        )  # fmt: skip
+        return out
+    # the equivalence verdict first (mean TOST and the broken share), with the functions validate_pairs calls
+    d = judgment_differences(main, ITEM)
+    pm = pair_means_from_differences(d)
+    res = mixed_effect(main, ITEM, margin=MARGIN, alpha=ALPHA, differences=d)
+    share = broken_share(
+        pm["diff"], pm["n_annotators"], residual_var=res.residual_var, pair_var=res.pair_var,
+        mean=res.estimate, mean_se=res.se, mean_df=res.df, margin=MARGIN, alpha=ALPHA,
+    )  # fmt: skip
+    out.update(mean_tost_pass=res.equivalent, few_broken=share.below)
+    out["overall_pass"] = False
+    table = rp._positive_controls(controls, [ITEM], ALPHA, MARGIN)
+    sens = rp._sensitivity(table, controls, 5, False, ALPHA, MARGIN)
+    out["sensitivity_pass"] = sens.passed
+    if not (res.equivalent and share.below) or sens.status not in ("pass", "not_assessed"):
+        out["equivalence_pass"] = False
+        return out
+    v = validate_pairs(main, quality_items=[ITEM], margin=MARGIN, alpha=ALPHA)
+    verdicts = [
+        rp._sample_size(row.n_pairs, 20),
+        rp._equivalence(v, pd.DataFrame(), [ITEM], ALPHA, 0.8),
+        rp._rubric(v, ALPHA),
+        rp._preference(v, ALPHA),
+    ]
+    out.update(
+        equivalence_pass=verdicts[1].passed,
+        rubric_pass=verdicts[2].passed,
+        preference_pass=verdicts[3].passed,
+    )
+    if all(x.passed for x in verdicts):
+        if sens.passed:
+            rel = rp._reliability(pd.DataFrame({"item": []}), [ITEM], 0.1, ALPHA, sens)
+        else:
+            agreement = agreement_table(
+                main[main["item"] == ITEM], quality_items=[ITEM], n_boot=200, seed=0, confidence=1 - 2 * ALPHA
+            )
+            rel = rp._reliability(agreement, [ITEM], 0.1, ALPHA, sens)
+        overall, _ = rp._overall([*verdicts, rel, sens])
+        out["overall_pass"] = overall == "PASS"
+    return out
+
+
+def chunk2(args: tuple[Row2, int, int]) -> list[dict[str, Any]]:
+    row, seed, count = args
+    rng = np.random.default_rng(seed)
+    return [one_study2(row, rng) for _ in range(count)]
+
+
+KEYS2 = (
+    "overall_pass", "equivalence_pass", "mean_tost_pass", "few_broken", "rubric_pass", "preference_pass",
+    "panel_rubric", "panel_preference", "sensitivity_pass",
+)  # fmt: skip
+
+
+def summary2(row: Row2, results: list[dict[str, Any]], start: float) -> dict[str, Any]:
+    n = len(results)
+    out: dict[str, Any] = {"row": row.name, "what": row.what, "studies": n}
+    for key in KEYS2:
+        values = [float(r[key]) for r in results if not (isinstance(r[key], float) and math.isnan(r[key]))]
+        if values:
+            p = sum(values) / len(values)
+            out[key], out[f"{key}_se"] = p, math.sqrt(p * (1 - p) / len(values))
+    if row.requirement == "cleaning":
+        fdp = [r["false_drops"] / max(r["drops"], 1) for r in results]
+        recall = [r["true_drops"] / max(r["broken"], 1) for r in results]
+        out["fdr"], out["fdr_se"] = float(np.mean(fdp)), float(np.std(fdp, ddof=1) / math.sqrt(n))
+        out["recall"] = float(np.mean(recall))
+        out["good_dropped"] = float(
+            np.mean([r["false_drops"] / max(row.n_pairs - r["broken"], 1) for r in results])
+        )
+        out["needs_more_share"] = float(np.mean([r["needs_more"] / row.n_pairs for r in results]))
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def run_row2(row: Row2, studies: int, chunk: int, out: Path | None) -> dict[str, Any]:
+    """The studies of a v2 row in one process, `chunk` at a time (running figures appended to `out`)."""
+    start = time.perf_counter()
+    results: list[dict[str, Any]] = []
+    block = 0
+    while len(results) < studies:
+        size = min(chunk, studies - len(results))
+        results.extend(chunk2((row, 500_000 + 1000 * ROWS2.index(row) + block, size)))
+        block += 1
+        if out is not None:
+            partial = {"partial": len(results) < studies}
+            with out.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(summary2(row, results, start) | partial) + "\n")
+    return summary2(row, results, start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--studies", type=int, default=2000)
@@ -228,7 +444,14 @@ def main() -> None:
     parser.add_argument("--rows", default="all")
     parser.add_argument("--chunk", type=int, default=250, help="studies per block (running figures saved)")
     parser.add_argument("--out", type=Path, default=None, help="append JSON lines (per block and per row)")
+    parser.add_argument("--v2", action="store_true", help="the rows over annotators, broken pairs, ceilings")
     args = parser.parse_args()
+    if args.v2:
+        names = [r.name for r in ROWS2] if args.rows == "all" else args.rows.split(",")
+        for name in names:  # in the order given
+            s2 = run_row2(next(r for r in ROWS2 if r.name == name), args.studies, args.chunk, args.out)
+            print(json.dumps(s2), flush=True)
+        return
     rows = ROWS if args.rows == "all" else [r for r in ROWS if r.name in args.rows.split(",")]
     print(
         f"margin +-{MARGIN}, alpha {ALPHA}, {args.studies} studies per row; "

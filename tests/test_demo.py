@@ -10,9 +10,11 @@ from sqlmodel import Session, col, func, select
 
 from annotator import accounts
 from annotator.accounts import SYSTEM
-from annotator.demo import CREDENTIALS, QUEUE, SAMPLE, STUDY, build_demo
+from annotator.adjudicate import auto_resolve
+from annotator.demo import CLEAN_STUDY, CREDENTIALS, QUEUE, SAMPLE, STUDY, build_demo
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Study, User
+from annotator.study_report import study_report
 from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
 
 SIM_USERS = ("sim_01", "sim_02", "sim_03")
@@ -40,7 +42,9 @@ def _counts(url: str) -> dict[str, int]:
                 select(func.count()).select_from(Pair).where(Pair.study_id == study_id)
             ).one(),
             "users": session.exec(
-                select(func.count()).select_from(User).where(~col(User.username).startswith("arm_"))
+                select(func.count())
+                .select_from(User)
+                .where(~col(User.username).startswith("arm_"), ~col(User.username).startswith("clean_"))
             ).one(),
             "judgments": session.exec(
                 select(func.count())
@@ -75,7 +79,21 @@ def test_demo_database(tmp_path: Path) -> None:
         with db.session_scope(engine) as session:
             account = accounts.authenticate(session, username, password)
         assert (account.username, account.role) == (username, role)
+
+    # the two studies that show the verdicts at work
+    with db.session_scope(engine) as session:
+        failing = study_report(session, study=STUDY, account=SYSTEM, n_boot=100)
+        passing = study_report(session, study=CLEAN_STUDY, account=SYSTEM, n_boot=100)
     engine.dispose()
+    assert failing.overall == "FAIL"
+    assert failing.verdict("equivalence").status == "fail"
+    assert "share of broken pairs" in failing.verdict("equivalence").detail
+    assert failing.summary["n_drop"] >= 10  # the simulated broken pairs and the flawed ones
+    assert passing.overall == "PASS", passing.overall_reason
+    assert passing.verdict("sensitivity").status == "pass"  # positive controls, not alpha, certify it
+    with db.session_scope(engine) as session:  # the same evidence settles the pairs without a person
+        settled = auto_resolve(session, study=STUDY, account=SYSTEM)
+    assert settled.auto_resolved >= 30 and settled.needs_person <= 9, str(settled)
 
     again = build_demo(path, rebuild=True)
     assert again.built and _counts(again.url) == counts

@@ -182,5 +182,10 @@ def test_power_command_reports_a_study(env_db: str, engine: Engine) -> None:
     assert "Achieved power of sample" in result.output
     for dimension in ("correctness", "relevance", "helpfulness"):
         assert dimension in result.output
+    # the power of the overall PASS (every verdict), not only of equivalence
+    found = re.search(r"overall PASS: power (\d\.\d{3})", result.output)
+    assert found is not None, result.output
+    assert 0.0 <= float(found.group(1)) <= 1.0
+    assert "true gap of 0" in result.output and "rubric" in result.output
     missing = CliRunner().invoke(app, ["power", "--study", "nope", "--no-check"])
     assert missing.exit_code == 1 and "no study called 'nope'" in missing.output

@@ -209,7 +209,10 @@ def test_reliable_study_passes_with_every_verdict_keyed() -> None:
     rep = build_report(frame, study="ok", n_boot=200)
     assert [v.key for v in rep.verdicts] == list(VERDICT_KEYS)
     assert rep.overall == "PASS", rep.overall_reason
-    assert all(v.status == "pass" for v in rep.verdicts)
+    # the positive controls show assay sensitivity, so alpha is reported, not a gate
+    assert all(v.status == "pass" for v in rep.verdicts if v.key != "reliability")
+    assert rep.verdict("reliability").status == "not_assessed"
+    assert "reported only" in rep.verdict("reliability").detail
     assert rep.summary["n_control_pairs"] == 8 and rep.summary["n_pairs"] == 60
 
 

@@ -139,12 +139,16 @@ def test_large_quality_gap_is_not_equivalent(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_flawed_pairs_fail_validation(tmp_path: Path, seed: int) -> None:
-    """The six deliberately flawed sample pairs are among the failed pairs (seeds 0, 1, 2: the first
-    three, not picked; over 40 seeds a 2-point factual error is missed by a few per cent of the
-    three-annotator means, at a gap of exactly 1.0 = twice the margin)."""
+    """The deliberately flawed sample pairs are on the cleaning list (to drop or needing more
+    judgments; seeds 0, 1, 2: the first three, not picked). The list has a stated error rate now, so a
+    2-point defect on one dimension seen by three noisy raters may escape it (one of six at seed 0),
+    and good pairs are rarely listed (the old list named a third of them)."""
     engine, _ = _simulated(tmp_path, seed=seed)
-    failed = set(_report(engine).failed_pairs["pair_id"])
-    assert set(FLAWED) <= failed, set(FLAWED) - failed
+    report = _report(engine)
+    failed = set(report.failed_pairs["pair_id"])
+    assert len(set(FLAWED) - failed) <= 1, set(FLAWED) - failed
+    n_good = len(report.pair_table) - len(FLAWED)
+    assert len(failed - set(FLAWED)) <= 0.25 * n_good
 
 
 def _times(engine: Engine) -> dict[str, list[float]]:

@@ -2,9 +2,10 @@
 
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
-from analysis.render import benchmark_sections, figures, status_word
+from analysis.render import benchmark_sections, cleaning_title, figures, status_word
 from analysis.report import Report
 from annotator import study_progress
 from annotator.accounts import Account
@@ -86,6 +87,8 @@ if study is not None:
     st.dataframe(report.validation.crossed, hide_index=True, width="stretch")
     st.caption("Per-pair TOST, conditional on this panel of annotators")
     st.dataframe(report.validation.equivalence, hide_index=True, width="stretch")
+    st.caption("Share of pairs whose true gap lies beyond the margin (upper bound against the maximum)")
+    st.dataframe(report.validation.broken, hide_index=True, width="stretch")
     st.plotly_chart(plots["differences"], width="stretch")
     left, right = st.columns(2)
     with left:
@@ -93,11 +96,26 @@ if study is not None:
     with right:
         st.plotly_chart(plots["agreement"], width="stretch")
     st.plotly_chart(plots["categories"], width="stretch")
-    st.subheader("Rubric alignment")
+    st.subheader("Rubric alignment and preference over pairs and annotators (the verdicts)")
+    st.dataframe(
+        pd.concat([report.validation.rubric_crossed, report.validation.preference_crossed]),
+        hide_index=True,
+        width="stretch",
+    )
+    st.caption("Rubric alignment, conditional on this panel of annotators")
     st.dataframe(report.validation.superiority, hide_index=True, width="stretch")
+    if report.summary.get("position_biased"):
+        st.warning(
+            "Annotators who prefer one side whatever the responses (side-A rate, Holm-adjusted): "
+            + ", ".join(report.summary["position_biased"])
+        )
     st.subheader("Agreement")
     st.dataframe(report.agreement, hide_index=True, width="stretch")
-    st.subheader(f"Pairs that fail validation ({len(report.failed_pairs)})")
+    st.subheader(cleaning_title(report))
+    st.caption(
+        "Per pair: the empirical-Bayes (shrunken) estimates and the probability of being broken; "
+        "'drop' controls the false discovery rate, 'needs more judgments' feeds dynamic overlap"
+    )
     st.dataframe(report.failed_pairs.head(SHOWN_FAILED), hide_index=True, width="stretch")
     if len(report.failed_pairs) > SHOWN_FAILED:
         st.caption(f"The first {SHOWN_FAILED} are shown; `annotator analyze --json` lists them all.")

@@ -1,0 +1,399 @@
+"""The cleaning list: per-pair empirical-Bayes evidence that a pair is broken, with a stated FDR.
+
+Per item (each quality dimension, the rubric, the preference) every judgment gives a chosen -
+rejected score; the annotator-specific part (a shrunken annotator mean, the BLUP of the crossed
+model's annotator effect) is removed and the pair's mean ``x_i`` is a noisy measurement of its true
+effect ``g_i`` with variance ``s2 / k_i`` (``s2`` the crossed model's residual variance, ``k_i`` the
+pair's judgments). The distribution of the true effects over the study's pairs is estimated without
+assuming its shape: the nonparametric maximum-likelihood estimate on a grid (Kiefer & Wolfowitz 1956;
+the EM of Jiang & Zhang 2009; the grid of Koenker & Mizera 2014), which puts mass where the pairs
+are, so a fifth of broken pairs forms its own bump instead of being shrunk into the good ones. Each
+pair's posterior gives a shrunken estimate and the probability that it is broken:
+
+- its true quality gap (the mean over the quality dimensions) lies beyond the margin, or
+- its rubric effect is not positive (chosen does not follow the rubric better),
+
+taking the larger of the two probabilities (a lower bound on "either", so the list errs on keeping).
+"Pairs to drop": the largest set whose mean posterior probability of being good is at most ``fdr``
+(the Bayesian FDR, Newton et al. 2004; each pair's ``q_value`` is the smallest such level that drops
+it). "Keep": probability of being broken at most ``fdr``. Everything else "needs more judgments".
+
+References
+----------
+Jiang, W., Zhang, C.-H. (2009). General maximum likelihood empirical Bayes estimation of normal
+means. Ann. Statist. 37(4), 1647-1684.
+Koenker, R., Mizera, I. (2014). Convex optimization, shape constraints, compound decisions, and
+empirical Bayes rules. J. Amer. Statist. Assoc. 109, 674-685.
+Newton, M. A., Noueiry, A., Sarkar, D., Ahlquist, P. (2004). Detecting differential gene expression
+with a semiparametric hierarchical mixture method. Biostatistics 5(2), 155-176.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.frames import (
+    ANNOTATOR,
+    PAIR_ID,
+    PREFERENCE,
+    RUBRIC_ITEM,
+    RUBRIC_PREFIX,
+    judgment_differences,
+    judgments,
+)
+
+__all__ = [
+    "DECISIONS",
+    "ItemEvidence",
+    "cleaning_list",
+    "frame_cleaning",
+    "item_evidence",
+    "npmle_prior",
+    "study_cleaning",
+]
+
+#: The three decisions of the cleaning list.
+DECISIONS: tuple[str, ...] = ("drop", "needs more judgments", "keep")
+_GRID = 60
+_ITERATIONS = 300
+_MIN_PAIRS = 10  # fewer pairs do not estimate a distribution of effects
+
+
+def npmle_prior(
+    x: np.ndarray, se: np.ndarray, grid: np.ndarray, *, iterations: int = _ITERATIONS
+) -> np.ndarray:
+    """Weights on `grid` of the NPMLE of the effects' distribution (EM on the grid).
+
+    Parameters
+    ----------
+    x, se : numpy.ndarray, shape (n,)
+        Noisy measurements and their standard errors (> 0).
+    grid : numpy.ndarray, shape (m,)
+        Support points.
+
+    Returns
+    -------
+    numpy.ndarray, shape (m,)
+        Non-negative weights summing to 1.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> g = np.where(rng.random(400) < 0.25, 2.0, 0.0)
+    >>> w = npmle_prior(g + rng.normal(0, 0.4, 400), np.full(400, 0.4), np.linspace(-1, 3, 41))
+    >>> round(float(w[np.linspace(-1, 3, 41) > 1].sum()), 1)
+    0.2
+    """
+    like = _likelihood(x, se, grid)
+    w = np.full(len(grid), 1.0 / len(grid))
+    for _ in range(iterations):
+        marginal = (like * w).sum(axis=1)
+        new = w * (like / marginal[:, None]).mean(axis=0)
+        if float(np.abs(new - w).max()) < 1e-7:
+            w = new
+            break
+        w = new
+    return w / w.sum()
+
+
+def _likelihood(x: np.ndarray, se: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    z = (x[:, None] - grid[None, :]) / se[:, None]
+    like = np.exp(-0.5 * z * z) / se[:, None]
+    return np.maximum(like, 1e-300)
+
+
+@dataclass(frozen=True)
+class ItemEvidence:
+    """Per pair of one item: the raw mean, the shrunken estimate, its posterior SD and the posterior
+    probability of the item's defect; ``method`` says how (EB over pairs, or raw when too few)."""
+
+    item: str
+    table: pd.DataFrame  # pair_id, n, mean, shrunken, posterior_sd, p_defect
+    method: str
+
+
+def item_evidence(
+    differences: pd.DataFrame,
+    *,
+    item: str,
+    residual_var: float,
+    annotator_var: float,
+    pair_var: float,
+    defect: tuple[str, float],
+    score: str = "diff",
+) -> ItemEvidence:
+    """The empirical-Bayes evidence of one item.
+
+    Parameters
+    ----------
+    differences : pandas.DataFrame
+        One row per judgment with ``pair_id``, ``annotator`` and the column `score`.
+    item : str
+        The item's name.
+    residual_var, annotator_var, pair_var : float
+        Variance components of the crossed fit of `score`.
+    defect : tuple
+        ``("beyond", m)``: the defect is ``|g| > m``; ``("at_most", c)``: the defect is ``g <= c``.
+    score : str, default "diff"
+        The column holding each judgment's score.
+
+    Returns
+    -------
+    ItemEvidence
+    """
+    y = differences[score].to_numpy(dtype=float)
+    pair_codes, pair_ids = pd.factorize(differences[PAIR_ID])
+    ann_codes, _ = pd.factorize(differences[ANNOTATOR])
+    mu = float(y.mean())
+    n_a = np.bincount(ann_codes).astype(float)
+    s2 = max(float(residual_var), 1e-6)
+    if annotator_var > 0:
+        shrink = annotator_var / (annotator_var + (s2 + max(pair_var, 0.0)) / n_a)
+        a_hat = shrink * (np.bincount(ann_codes, weights=y) / n_a - mu)
+        y = y - a_hat[ann_codes]
+    k = np.bincount(pair_codes).astype(float)
+    x = np.bincount(pair_codes, weights=y) / k
+    se = np.sqrt(s2 / k)
+    kind, bound = defect
+    if len(x) >= _MIN_PAIRS:
+        span = max(float(x.max() - x.min()), 1e-6)
+        grid = np.unique(
+            np.concatenate([np.linspace(x.min() - 0.05 * span, x.max() + 0.05 * span, _GRID), [0.0, mu]])
+        )
+        w = npmle_prior(x, se, grid)
+        post = _likelihood(x, se, grid) * w
+        post /= post.sum(axis=1, keepdims=True)
+        shrunken = post @ grid
+        sd = np.sqrt(np.maximum(post @ grid**2 - shrunken**2, 0.0))
+        hit = np.abs(grid) > bound + 1e-9 if kind == "beyond" else grid <= bound + 1e-9
+        p = post @ hit.astype(float)
+        method = f"empirical Bayes over {len(x)} pairs (NPMLE of the effects on a {len(grid)}-point grid)"
+    else:
+        shrunken, sd = x, se
+        p = (
+            (np.abs(x) > bound + 1e-9).astype(float)
+            if kind == "beyond"
+            else (x <= bound + 1e-9).astype(float)
+        )
+        method = f"raw pair means (fewer than {_MIN_PAIRS} pairs: no distribution of effects to shrink to)"
+    table = pd.DataFrame(
+        {PAIR_ID: np.asarray(pair_ids), "n": k.astype(int), "mean": x, "shrunken": shrunken,
+         "posterior_sd": sd, "p_defect": np.clip(p, 0.0, 1.0)}
+    )  # fmt: skip
+    return ItemEvidence(item, table, method)
+
+
+def cleaning_list(
+    evidence: Mapping[str, ItemEvidence],
+    *,
+    defects: Sequence[str],
+    fdr: float = 0.1,
+    margin: float = 0.5,
+    watch: Sequence[str] = (),
+) -> pd.DataFrame:
+    """Combine per-item evidence into the cleaning list.
+
+    Parameters
+    ----------
+    evidence : mapping
+        Per item its :class:`ItemEvidence` (quality dimensions, ``rubric``, ``preference``).
+    defects : sequence of str
+        The items whose defect makes a pair broken (quality dimensions and the rubric); the others
+        (the preference) are shown, not decided on.
+    fdr : float, default 0.1
+        The false discovery rate of "pairs to drop", and the largest probability of being broken of a
+        kept pair.
+    margin : float
+        The equivalence margin (for the wording).
+    watch : sequence of str
+        Items whose own defect probability above `fdr` keeps a pair from "keep" (it then needs more
+        judgments) without entering the drop decision: the quality dimensions, so a defect on one of
+        them that the mean over dimensions dilutes is not kept unseen.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per pair: ``pair_id, n_judgments, decision, p_broken, q_value, reason, evidence`` and
+        per item ``shrunken_<item>``, ``p_<item>``; sorted by decision (drop, needs more judgments,
+        keep) then by ``p_broken`` descending.
+    """
+    if not 0 < fdr < 1:
+        raise ValueError(f"fdr must be in (0, 1), got {fdr!r}")
+    table: pd.DataFrame | None = None
+    for item, ev in evidence.items():
+        part = ev.table.set_index(PAIR_ID)[["n", "mean", "shrunken", "p_defect"]].rename(
+            columns={
+                "n": f"n_{item}",
+                "mean": f"mean_{item}",
+                "shrunken": f"shrunken_{item}",
+                "p_defect": f"p_{item}",
+            }
+        )
+        table = part if table is None else table.join(part, how="outer")
+    if table is None:
+        return pd.DataFrame(
+            columns=[PAIR_ID, "n_judgments", "decision", "p_broken", "q_value", "reason", "evidence"]
+        )
+    present = [d for d in defects if f"p_{d}" in table.columns]
+    probs = table[[f"p_{d}" for d in present]].fillna(0.0)
+    table["p_broken"] = probs.max(axis=1) if present else 0.0
+    table["n_judgments"] = table[[c for c in table.columns if c.startswith("n_")]].max(axis=1).astype(int)
+    good = 1.0 - table["p_broken"].to_numpy()
+    order = np.argsort(good, kind="stable")
+    running = np.cumsum(good[order]) / np.arange(1, len(good) + 1)
+    q_sorted = np.minimum.accumulate(running[::-1])[::-1]
+    q = np.empty(len(good))
+    q[order] = q_sorted
+    table["q_value"] = q
+    drop = q <= fdr + 1e-12
+    watched = [w for w in watch if f"p_{w}" in table.columns]
+    watch_max = table[[f"p_{w}" for w in watched]].fillna(0.0).max(axis=1).to_numpy() if watched else 0.0
+    keep = ~drop & (table["p_broken"].to_numpy() <= fdr) & (watch_max <= fdr)
+    table["decision"] = np.where(drop, DECISIONS[0], np.where(keep, DECISIONS[2], DECISIONS[1]))
+    reasons, words = [], []
+    for pair, row in table.iterrows():
+        top = [d for d in present if row[f"p_{d}"] >= max(row["p_broken"], 1e-12) * 0.999]
+        top = [d for d in top if row["p_broken"] > fdr]
+        what = [
+            "rubric not higher for chosen" if d == "rubric" else f"mean {d} gap beyond +-{margin:g}"
+            for d in top
+        ]
+        if row["decision"] != DECISIONS[0]:
+            what += [
+                f"{w} gap possibly beyond +-{margin:g} (P {row[f'p_{w}']:.2f})"
+                for w in watched
+                if row[f"p_{w}"] > fdr
+            ]
+        reasons.append("; ".join(what) if row["decision"] != DECISIONS[2] else "")
+        parts = [f"{int(row['n_judgments'])} judgments"]
+        for item in evidence:
+            if pd.notna(row.get(f"mean_{item}")):
+                parts.append(f"{item} {row[f'mean_{item}']:+.2f} (shrunken {row[f'shrunken_{item}']:+.2f})")
+        parts.append(f"P(broken) {row['p_broken']:.2f}, q {row['q_value']:.2f}")
+        words.append("; ".join(parts))
+        del pair
+    table["reason"] = reasons
+    table["evidence"] = words
+    rank = table["decision"].map({d: i for i, d in enumerate(DECISIONS)})
+    table = table.assign(_rank=rank).sort_values(
+        ["_rank", "p_broken"], ascending=[True, False], kind="stable"
+    )
+    cols = [PAIR_ID, "n_judgments", "decision", "p_broken", "q_value", "reason", "evidence"]
+    cols += [c for c in table.columns if c.startswith(("shrunken_", "p_")) and c != "p_broken"]
+    return table.reset_index()[cols]
+
+
+Components = tuple[float, float, float]  # pair, annotator and residual variance of a crossed fit
+
+
+QUALITY = "quality"  # the composite item: the mean gap over the quality dimensions
+
+
+def _components(data: pd.DataFrame, score: str) -> Components:
+    from analysis.mixed import fit_crossed
+
+    y = data[score].to_numpy(dtype=float)
+    if len(y) < 3 or float(np.ptp(y)) == 0.0 or data[PAIR_ID].nunique() < 2:
+        return 0.0, 0.0, 0.0
+    fit = fit_crossed(y, np.ones((len(y), 1)), data[PAIR_ID].to_numpy(), data[ANNOTATOR].to_numpy())
+    return fit.pair_var, fit.annotator_var, fit.residual_var
+
+
+def study_cleaning(
+    differences: Mapping[str, pd.DataFrame],
+    components: Mapping[str, Components],
+    preference: pd.DataFrame,
+    preference_components: Components,
+    *,
+    quality_items: Sequence[str],
+    margin: float,
+    fdr: float = 0.1,
+) -> pd.DataFrame:
+    """The cleaning list of a study from its per-judgment differences and crossed-fit components.
+
+    `differences` holds :func:`analysis.frames.judgment_differences` per quality dimension (and
+    ``"rubric"`` when rated), `components` their ``(pair_var, annotator_var, residual_var)``;
+    `preference` has ``pair_id, annotator, score`` (preference score - 0.5). A pair is broken when
+    its mean gap over the quality dimensions (item ``"quality"``, fitted here) lies beyond the margin
+    or its rubric effect is not positive; each dimension's shrunken gap is shown. One posterior per
+    defect, not one per dimension: the largest of three noisy posteriors of the same gap is not a
+    probability, and dropped good pairs three times as often in the Monte Carlo check. Returns
+    :func:`cleaning_list`.
+    """
+    evidence: dict[str, ItemEvidence] = {}
+    defects = []
+    present = [item for item in quality_items if item in differences]
+    if present:
+        long = pd.concat([differences[item][[PAIR_ID, ANNOTATOR, "diff"]] for item in present])
+        composite = long.groupby([PAIR_ID, ANNOTATOR], sort=True)["diff"].mean().reset_index()
+        c_pair, c_ann, c_res = _components(composite, "diff")
+        evidence[QUALITY] = item_evidence(
+            composite, item=QUALITY, residual_var=c_res, annotator_var=c_ann, pair_var=c_pair,
+            defect=("beyond", margin),
+        )  # fmt: skip
+        defects.append(QUALITY)
+    for item, d in differences.items():
+        pair_var, annotator_var, residual_var = (v if np.isfinite(v) else 0.0 for v in components[item])
+        rubric = item == RUBRIC_ITEM
+        evidence[item] = item_evidence(
+            d,
+            item=item,
+            residual_var=residual_var,
+            annotator_var=annotator_var,
+            pair_var=pair_var,
+            defect=("at_most", 0.0) if rubric else ("beyond", margin),
+        )
+        if rubric:
+            defects.append(item)
+    pair_var, annotator_var, residual_var = (v if np.isfinite(v) else 0.0 for v in preference_components)
+    evidence["preference"] = item_evidence(
+        preference,
+        item="preference",
+        residual_var=residual_var,
+        annotator_var=annotator_var,
+        pair_var=pair_var,
+        defect=("at_most", 0.0),
+        score="score",
+    )
+    return cleaning_list(evidence, defects=defects, fdr=fdr, margin=margin, watch=present)
+
+
+def frame_cleaning(
+    frame: pd.DataFrame, *, quality_items: Sequence[str], margin: float, fdr: float = 0.1
+) -> pd.DataFrame:
+    """The cleaning list of a label frame of main pairs (fits the crossed models itself).
+
+    Empty with fewer than 10 pairs (no distribution of effects to estimate); the report computes the
+    same list from the fits it already has (:func:`study_cleaning`).
+    """
+    if frame.empty or frame[PAIR_ID].nunique() < _MIN_PAIRS:
+        return pd.DataFrame()
+
+    items = list(quality_items)
+    if (frame["item"] == RUBRIC_ITEM).any() or frame["item"].str.startswith(RUBRIC_PREFIX).any():
+        items.append(RUBRIC_ITEM)
+    differences, comps = {}, {}
+    for item in items:
+        try:
+            d = judgment_differences(frame, item)
+        except ValueError:
+            continue
+        differences[item], comps[item] = d, _components(d, "diff")
+    per_judgment = judgments(frame)
+    pref = per_judgment[PREFERENCE].to_numpy(dtype=float)
+    scores = per_judgment[[PAIR_ID, ANNOTATOR]].assign(
+        score=np.where(pref > 0, 0.5, np.where(pref < 0, -0.5, 0.0))
+    )
+    return study_cleaning(
+        differences,
+        comps,
+        scores,
+        _components(scores, "score"),
+        quality_items=quality_items,
+        margin=margin,
+        fdr=fdr,
+    )

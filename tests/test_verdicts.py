@@ -1,0 +1,190 @@
+"""The verdicts over pairs and annotators, broken pairs, the cleaning list, ceilings, position bias and
+their words (small simulated studies; the error rates are in benchmarks/bench_calibration.py --v2)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.cleaning import frame_cleaning, npmle_prior
+from analysis.competence import apply_exclusion
+from analysis.diagnostics import position_bias
+from analysis.mixed import broken_share, crossed_mean
+from analysis.render import methods_paragraph, to_markdown
+from analysis.report import build_report
+from analysis.simulation import simulate_frame
+from analysis.validation import validate_pairs
+
+ONE = ("correctness",)
+
+
+def _frame(seed: int, **kwargs: object) -> pd.DataFrame:
+    kwargs.setdefault("items", ONE)
+    kwargs.setdefault("lengths", False)
+    return simulate_frame(np.random.default_rng(seed), **kwargs)  # type: ignore[arg-type]
+
+
+def _report(frame: pd.DataFrame, **kwargs: object) -> object:
+    return build_report(frame, study="t", quality_items=list(ONE), n_boot=30, **kwargs)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------- rubric and preference over pairs and annotators
+
+
+def test_a_panel_that_prefers_chosen_does_not_make_annotators_in_general_prefer_it() -> None:
+    """Annotators differ (logit SD 2), the population prefers neither: this panel of 3 does."""
+    frame = _frame(3, n_pairs=40, rubric_aspects=1, preference_rate=0.5, preference_logit_sd=2.0,
+                   rubric_gap=0.0, rubric_leniency_sd=0.8)  # fmt: skip
+    rep = _report(frame, extras=False)
+    v = rep.validation  # type: ignore[attr-defined]
+    # the tests over pair means alone (conditional on the panel) both say yes ...
+    assert v.preference.iloc[0]["p_holm"] < 0.05 and v.superiority.iloc[0]["p_holm"] < 0.05
+    # ... the verdicts, which generalize over annotators, do not
+    for key in ("preference", "rubric"):
+        verdict = rep.verdict(key)  # type: ignore[attr-defined]
+        assert verdict.status != "pass", verdict.detail
+        assert "annotators" in verdict.claim and "conditional on this panel" in verdict.detail
+    assert v.preference_crossed.iloc[0]["df"] < 10  # 3 annotators: few degrees of freedom
+
+
+def test_crossed_mean_finds_a_real_effect_and_names_its_population() -> None:
+    rng = np.random.default_rng(0)
+    pair, ann = np.repeat(np.arange(60), 4), np.tile(np.arange(4), 60)
+    y = 0.6 + rng.normal(0, 0.1, 4)[ann] + rng.normal(0, 0.5, 240)
+    res = crossed_mean(y, pair, ann, item="rubric")
+    assert res.p_greater < 0.01 and res.ci_low > 0.3 and res.n_annotators == 4
+    single = crossed_mean(y[ann == 0], pair[ann == 0], ann[ann == 0], item="rubric")
+    assert not single.annotator_estimable and "conditional on this annotator" in single.warnings[0]
+
+
+# ----------------------------------------------------------------- broken pairs in the equivalence
+
+
+def test_a_mean_inside_the_margin_over_a_fifth_of_broken_pairs_is_not_equivalence() -> None:
+    frame = _frame(0, n_pairs=60, rubric_aspects=1, broken_share=0.2)
+    rep = _report(frame, extras=False)
+    v = rep.validation  # type: ignore[attr-defined]
+    assert v.iut.equivalent  # the mean-only TOST (today's verdict) says equivalent
+    eq = rep.verdict("equivalence")  # type: ignore[attr-defined]
+    assert eq.status == "fail" and "share of broken pairs" in eq.detail
+    row = v.broken.iloc[0]
+    assert row["lower"] >= 0.1 and not row["below"] and row["pair_sd"] > 0.4
+    assert "pair SD" in eq.detail and "bound" in eq.detail
+
+
+def test_max_broken_share_is_the_study_setting() -> None:
+    frame = _frame(0, n_pairs=60, per_pair=5, rubric_aspects=1, noise=0.3, pair_gap_sd=0.25)
+    loose = validate_pairs(frame, quality_items=list(ONE), max_broken_share=0.9)
+    strict = validate_pairs(frame, quality_items=list(ONE), max_broken_share=1e-4)
+    assert 1e-4 < loose.broken.iloc[0]["upper"] < 0.9
+    assert loose.broken.iloc[0]["below"] and not strict.broken.iloc[0]["below"]
+
+
+def test_broken_share_bound_for_equal_pairs_is_small_with_enough_judgments() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.normal(0, np.sqrt(0.3 / 5), 200)
+    res = broken_share(x, np.full(200, 5), residual_var=0.3, pair_var=0.0, mean=float(x.mean()),
+                       mean_se=float(x.std() / np.sqrt(200)), mean_df=199, margin=0.5)  # fmt: skip
+    assert res.below and res.upper < 0.05
+
+
+# ------------------------------------------------------------------------------- the cleaning list
+
+
+def test_the_cleaning_list_drops_broken_pairs_and_keeps_good_ones() -> None:
+    frame = _frame(2, n_pairs=100, per_pair=5, rubric_aspects=1, broken_share=0.2)
+    clean = frame_cleaning(frame, quality_items=list(ONE), margin=0.5, fdr=0.1)
+    broken = set(frame.attrs["broken"])
+    drop = set(clean.loc[clean["decision"] == "drop", "pair_id"])
+    assert len(drop & broken) >= 15  # recall
+    assert len(drop - broken) <= 2  # today's list named a third of the good pairs
+    assert set(clean["decision"]) <= {"drop", "needs more judgments", "keep"}
+    assert clean["q_value"].between(0, 1).all() and clean["p_broken"].between(0, 1).all()
+    kept = clean[clean["decision"] == "keep"]
+    assert (kept["p_broken"] <= 0.1).all()
+    assert clean["evidence"].str.contains("judgments; quality").all()
+
+
+def test_the_report_lists_pairs_to_drop_and_pairs_that_need_more_judgments() -> None:
+    frame = _frame(2, n_pairs=60, per_pair=3, rubric_aspects=1, broken_share=0.2)
+    rep = _report(frame)
+    failed = rep.failed_pairs  # type: ignore[attr-defined]
+    assert set(failed["decision"]) <= {"drop", "needs more judgments"}
+    assert failed["reasons"].str.contains(r"P\(broken\)").all()
+    text = to_markdown(rep)  # type: ignore[arg-type]
+    assert "pairs to drop (false discovery rate 10%)" in text and "fail validation" not in text
+
+
+def test_the_npmle_puts_the_broken_pairs_in_their_own_bump() -> None:
+    rng = np.random.default_rng(3)
+    g = np.where(rng.random(300) < 0.2, 1.5, 0.0)
+    grid = np.linspace(-1, 2.5, 36)
+    w = npmle_prior(g + rng.normal(0, 0.5, 300), np.full(300, 0.5), grid)
+    assert w[grid > 1.0].sum() == pytest.approx(0.2, abs=0.07)
+
+
+# ----------------------------------------------------------------------- assay sensitivity at the ceiling
+
+
+def test_a_ceiling_study_passes_on_its_positive_controls_not_on_alpha() -> None:
+    frame = _frame(1, n_pairs=80, pool=20, rubric_aspects=1, quality_uniform=(4.7, 5.0),
+                   positive_controls=10, control_defect=1.5)  # fmt: skip
+    rep = _report(frame, extras=False)
+    assert rep.overall == "PASS", rep.overall_reason  # type: ignore[attr-defined]
+    assert rep.verdict("sensitivity").status == "pass"  # type: ignore[attr-defined]
+    assert rep.verdict("reliability").status == "not_assessed"  # type: ignore[attr-defined]
+
+
+def test_controls_whose_defect_is_invisible_or_below_the_margin_do_not_certify() -> None:
+    for defect in (0.0, 0.3):
+        frame = _frame(1, n_pairs=40, pool=10, rubric_aspects=1, quality_uniform=(4.7, 5.0),
+                       positive_controls=10, control_defect=defect)  # fmt: skip
+        rep = _report(frame, extras=False)
+        assert rep.verdict("sensitivity").status != "pass"  # type: ignore[attr-defined]
+        assert rep.overall != "PASS"  # type: ignore[attr-defined]
+
+
+def test_without_controls_the_reliability_gate_says_how_to_certify_a_ceiling() -> None:
+    frame = _frame(1, n_pairs=40, rubric_aspects=1, quality_uniform=(4.7, 5.0))
+    rel = _report(frame, extras=False).verdict("reliability")  # type: ignore[attr-defined]
+    assert rel.status != "pass" and "controls make --kind degrade" in rel.detail
+
+
+# ------------------------------------------------------------------------------- position bias
+
+
+def test_an_annotator_who_always_picks_side_a_is_named() -> None:
+    frame = _frame(5, n_pairs=60, per_pair=4, rubric_aspects=1, position_bias={1: 1.0})
+    rep = _report(frame)
+    diag = rep.diagnostics  # type: ignore[attr-defined]
+    row = diag.set_index("annotator").loc["a01"]
+    assert row["side_a_rate"] == 1.0 and row["side_a_ci_low"] > 0.9
+    assert rep.summary["position_biased"] == ["a01"]  # type: ignore[attr-defined]
+    assert "prefer one side whatever the responses: a01" in to_markdown(rep)  # type: ignore[arg-type]
+    table = pd.DataFrame({"annotator": sorted(diag["annotator"]), "gold_checks": 0, "gold_accuracy": np.nan,
+                          "swap_checks": 0, "self_consistency": np.nan, "competence": np.nan,
+                          "too_fast": False, "straight_lining": False})  # fmt: skip
+    excluded = apply_exclusion(table, max_side_share=0.8, position=position_bias(frame))
+    assert excluded.loc[excluded["excluded"], "annotator"].tolist() == ["a01"]
+    assert "position bias" in excluded.set_index("annotator").loc["a01", "reasons"]
+
+
+# ------------------------------------------------------------------------------------- words
+
+
+def test_blinding_is_claimed_only_with_side_data_and_advice_states_its_gap() -> None:
+    frame = _frame(6, n_pairs=40, rubric_aspects=1)
+    with_side = methods_paragraph(_report(frame, extras=False))  # type: ignore[arg-type]
+    without = methods_paragraph(_report(frame.drop(columns="side_chosen"), extras=False))  # type: ignore[arg-type]
+    assert "blind to which response" in with_side
+    assert "blind to" not in without and "not claimed" in without
+    assert "if the true gap is 0" in with_side
+
+
+def test_an_open_verdict_reads_not_demonstrated() -> None:
+    frame = _frame(6, n_pairs=40, rubric_aspects=1, noise=1.5)
+    rep = _report(frame, extras=False)
+    assert rep.overall == "INCONCLUSIVE" or rep.overall == "FAIL"  # type: ignore[attr-defined]
+    text = rep.overall_reason + " ".join(v.detail for v in rep.verdicts)  # type: ignore[attr-defined]
+    assert "not shown" not in text
+    if rep.overall == "INCONCLUSIVE":  # type: ignore[attr-defined]
+        assert "not demonstrated" in rep.overall_reason  # type: ignore[attr-defined]
