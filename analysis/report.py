@@ -66,6 +66,7 @@ from analysis.frames import (
     split_controls,
     validate_frame,
 )
+from analysis.judges import JudgeSection
 from analysis.mixed import fit_crossed
 from analysis.power import recommend_design
 from analysis.validation import ValidationResult, validate_pairs
@@ -146,6 +147,7 @@ class Report:
     pair_table: pd.DataFrame = field(repr=False)
     benchmark: BenchmarkTables | None = field(default=None, repr=False)  # models, arms, rubric support
     quality: QualitySection | None = field(default=None, repr=False)  # annotator QC, exclusion (issue 14)
+    judges: JudgeSection | None = field(default=None, repr=False)  # LLM judges vs people (analysis.judges)
 
     def verdict(self, key: str) -> Verdict:
         """The verdict with this key."""
