@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import insert, update
+from sqlalchemy import delete, insert, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col, select
@@ -308,7 +308,9 @@ def save_judges(
             for _, row in changed[:MAX_PROBLEMS]
         ]
         raise IngestError(source or "judge file", problems, len(changed))
-    if new:
+    if changed:
+        connection.execute(delete(JudgeRating).where(col(JudgeRating.id).in_([rid for rid, _ in changed])))
+    if new or changed:
         connection.execute(
             insert(JudgeRating),
             [
@@ -323,14 +325,8 @@ def save_judges(
                     "preference": row["preference"],
                     "confidence": row["confidence"],
                 }
-                for row in new
+                for row in [*new, *(row for _, row in changed)]
             ],
-        )
-    for rid, row in changed:
-        connection.execute(
-            update(JudgeRating)
-            .where(col(JudgeRating.id) == rid)
-            .values(value=row["value"], preference=row["preference"], confidence=row["confidence"])
         )
     summary = JudgeImport(study, judge, len(new), unchanged, len(changed), len({r["pair_id"] for r in rows}))
     if new or changed:
