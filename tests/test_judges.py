@@ -406,3 +406,29 @@ def test_the_dataset_card_lists_the_verdicts_or_says_there_is_none(judged: Judge
     two = judge_section(main, judged.ratings, quality_items=["correctness"], epsilon=0.1, n_boot=5)
     card = "\n".join(_judges_lines(dataclasses.replace(judged.report, judges=two)))
     assert card.count("| no verdict |") == 6  # 2 judges x (correctness, rubric, preference), 2 annotators
+
+
+def test_the_validation_page_shows_the_judges(env_db: str, engine: Engine, tmp_path: Path) -> None:
+    from annotator import accounts
+    from annotator.accounts import Account
+    from annotator.simulate import SimulationSpec, simulate
+    from tests.apphelpers import app_for
+
+    make_study(engine, tmp_path, 8)
+    simulate(engine, study="s1", spec=SimulationSpec(annotators=3, overlap=3, seed=3))
+    judges.simulate_judges(engine, study="s1", seed=1)
+    with db.session_scope(engine) as session:
+        user = accounts.add_user(
+            session, username="boss", role="researcher", password="boss-password", account=SYSTEM
+        )
+        boss = Account(id=user.id or 0, username="boss", role="researcher")
+    at = app_for(boss, timeout=180)
+    at.switch_page("views/validation.py").run()
+    assert not at.exception
+    titles = [s.value for s in at.subheader]
+    assert "LLM judges: can a judge replace an annotator? (alternative annotator test)" in titles
+    assert "LLM judges: accuracy against the human majority and bias card" in titles
+    assert any(
+        "no verdict: 0 of 3 annotators rated at least 30 pairs" in str(df.value.to_dict())
+        for df in at.dataframe
+    )
