@@ -249,9 +249,7 @@ class StudyConfig(_Strict):
         kind = self.judges.annotators or ("crowd" if self.crowd.platform else "expert")
         if self.judges.epsilon is not None:
             return self.judges.epsilon, "set in the study's [judges] epsilon"
-        return EPSILON[
-            kind
-        ], f"{kind} annotators (Calderon, Reichart & Dror 2025 recommend {EPSILON[kind]:g})"
+        return EPSILON[kind], f"the paper's value for {kind} annotators"
 
     @property
     def dimension_names(self) -> list[str]:
