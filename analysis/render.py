@@ -97,12 +97,21 @@ def to_json(report: Report) -> dict[str, Any]:
             if report.quality is None
             else {"exclusion": report.quality.exclusion}
             | {name: _records(df) for name, df in report.quality.tables().items()},
+            **_judges_json(report),
             "benchmark": None
             if report.benchmark is None
             else {"pairs_used": report.benchmark.pairs_used}
             | {name: _records(df) for name, df in report.benchmark.tables().items()},
         }
     )
+
+
+def _judges_json(report: Report) -> dict[str, Any]:
+    """The LLM-judges keys: ``judges`` (one row per judge and item), ``judge_tests``, ``judge_cards``."""
+    section = report.judges
+    if section is None:
+        return {"judges": [], "judge_tests": [], "judge_cards": []}
+    return {name: _records(table) for name, table in section.tables().items()}
 
 
 _NUMBER = {"type": ["number", "null"]}
@@ -255,6 +264,22 @@ REPORT_SCHEMA: dict[str, Any] = {
         },
         "annotator_diagnostics": {"type": "array", "items": {"type": "object", "required": ["annotator"]}},
         "failed_pairs": {"type": "array", "items": {"type": "object", "required": ["pair_id", "reasons"]}},
+        "judges": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "judge",
+                    "item",
+                    "n_pairs",
+                    "winning_rate",
+                    "advantage_probability",
+                    "epsilon",
+                    "can_replace",
+                ],
+                "properties": {"can_replace": {"type": ["boolean", "null"]}},
+            },
+        },
     },
 }
 
@@ -467,7 +492,11 @@ def to_markdown(report: Report) -> str:
         parts.append("None.")
     else:
         parts.append(_md_table(report.failed_pairs, ["pair_id", "reasons"]))
-    for title, note, table in [*benchmark_sections(report), *quality_sections(report)]:
+    for title, note, table in [
+        *benchmark_sections(report),
+        *quality_sections(report),
+        *judge_sections(report),
+    ]:
         parts += ["", f"## {title}", "", note, "", _md_table(table, list(table.columns))]
     parts += ["", "## Methods", "", methods_paragraph(report), ""]
     return "\n".join(parts)
@@ -565,6 +594,78 @@ def quality_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
     ]
 
 
+def judge_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
+    """The LLM-judge tables (title, note, table); none when the study has no judge ratings."""
+    section = report.judges
+    if section is None or section.table.empty:
+        return []
+    p = section.parameters
+    level = round(100 * (1 - 2 * p["q"]))
+    shown = [
+        "judge",
+        "item",
+        "n_pairs",
+        "n_tested",
+        "winning_rate",
+        "advantage_probability",
+        "epsilon",
+        "can_replace",
+        "note",
+    ]
+    agreement = [
+        "judge",
+        "item",
+        "alpha_people",
+        "alpha_people_ci_low",
+        "alpha_people_ci_high",
+        "alpha_with_judge",
+        "alpha_with_judge_ci_low",
+        "alpha_with_judge_ci_high",
+        "leniency",
+    ]
+    sections = [
+        (
+            "LLM judges: can a judge replace an annotator? (alternative annotator test)",
+            "Calderon, Reichart & Dror (ACL 2025), per judge and item, on the main pairs: each annotator "
+            "left out in turn; the judge and that annotator are scored against the remaining annotators "
+            "(negative RMSE over both responses; the preference by its direction); one-sided paired t test "
+            f"of rho_annotator - rho_judge >= epsilon ({p['epsilon']:g}: {p.get('epsilon_basis', '')}), "
+            f"Benjamini-Yekutieli over annotators at {p['q']:g}; can replace = winning rate >= 0.5. Needs "
+            f"{p['min_annotators']} annotators with {p['min_items']} pairs each; judge ratings never enter "
+            "the human analysis.",
+            section.table[shown],
+        ),
+        (
+            "LLM judges: agreement as one more rater",
+            f"Krippendorff's alpha (interval) among the people and with the judge added, {level}% "
+            "pair-bootstrap CIs; leniency = the judge's mean rating minus the people's on the same pairs.",
+            section.table[agreement],
+        ),
+    ]
+    if not section.cards.empty:
+        sections.append(
+            (
+                "LLM judges: accuracy against the human majority and bias card",
+                f"Accuracy: the judge's preference direction equals the human majority's (pairs with a "
+                f"majority; {round(100 * (1 - p['q']))}% Wilson CI over pairs). Swap consistency: the same "
+                "direction in both orders; first_position_rate: non-tied preferences for the response shown "
+                "first; length slopes: preference per 1000 characters of chosen - rejected (judge vs the "
+                "people's per-pair mean); calibration of confidence against agreeing with the majority "
+                "(ECE over 10 bins, Brier).",
+                section.cards,
+            )
+        )
+    if not section.queue.empty:
+        sections.append(
+            (
+                "LLM judges: pairs where a judge and the human majority disagree",
+                "Candidates for another look (`annotator judges queue --study S`).",
+                section.queue,
+            )
+        )
+    return sections
+
+
 def to_terminal(report: Report) -> str:
     """The terminal summary: the overall result, one line per verdict, the equivalence table."""
     s = report.summary
@@ -612,6 +713,18 @@ def to_terminal(report: Report) -> str:
                 f"{_fmt(row['ci_high'])}] on {row['n_pairs']} pairs"
             )
         lines.append(f"{len(science.disagreements)} pair(s) where a model and the human majority disagree")
+    if report.judges is not None and not report.judges.table.empty:
+        lines.append("")
+        lines.append(
+            f"LLM judges (alternative annotator test, epsilon {report.judges.parameters['epsilon']:g})"
+        )
+        for row in report.judges.table.to_dict("records"):
+            word = {True: "can replace", False: "cannot replace"}.get(row["can_replace"], "no verdict")
+            lines.append(
+                f"  {str(row['judge'])[:24]:<24} {row['item']:<12} {word:<14} winning rate "
+                f"{_fmt(row['winning_rate'])} advantage {_fmt(row['advantage_probability'])} "
+                f"on {row['n_pairs']} pairs"
+            )
     if report.quality is not None and not report.quality.table.empty:
         excluded = report.quality.exclusion.get("excluded") or []
         lines.append("")
@@ -781,7 +894,11 @@ def to_html(report: Report) -> str:
 
     science = "".join(  # models, arms and rubric support
         f"<h2>{html.escape(title)}</h2><p>{html.escape(note)}</p>{_html_table(table)}"
-        for title, note, table in [*benchmark_sections(report), *quality_sections(report)]
+        for title, note, table in [
+            *benchmark_sections(report),
+            *quality_sections(report),
+            *judge_sections(report),
+        ]
     )
     body = f"""
 <h1>Validation report: {html.escape(report.study)}</h1>

@@ -76,6 +76,7 @@ from analysis.frames import (
     split_controls,
     validate_frame,
 )
+from analysis.judges import JudgeSection
 from analysis.mixed import fit_crossed
 from analysis.power import recommend_design
 from analysis.science import BenchmarkTables, benchmark_tables
@@ -159,6 +160,7 @@ class Report:
     benchmark: BenchmarkTables | None = field(default=None, repr=False)  # models, arms, rubric support
     quality: QualitySection | None = field(default=None, repr=False)  # annotator QC, exclusion
     cleaning: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)  # drop / needs more / keep
+    judges: JudgeSection | None = field(default=None, repr=False)  # LLM judges vs people (analysis.judges)
 
     def verdict(self, key: str) -> Verdict:
         """The verdict with this key."""

@@ -40,6 +40,10 @@ controls_app = typer.Typer(help="Control pairs: swapped repeats, degraded respon
 app.add_typer(controls_app, name="controls")
 models_app = typer.Typer(help="Reward-model predictions on a study's pairs.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
+judges_app = typer.Typer(
+    help="LLM judges' ratings on a study's pairs, compared with people.", no_args_is_help=True
+)
+app.add_typer(judges_app, name="judges")
 # never break a printed URL, path or password across lines; user data is never read as Rich markup
 out = Console(soft_wrap=True, markup=False)
 err = Console(stderr=True, markup=False, soft_wrap=True)  # one line per message, never wrapped
@@ -201,6 +205,61 @@ def models_queue(
     out.print(f"{len(queue)} pair(s) where a model and the human majority disagree", highlight=False)
     if send_back > 0:
         out.print(f"sent back: {created} new assignment(s)", highlight=False)
+
+
+@judges_app.command("import")
+@user_errors
+def judges_import(
+    file: Annotated[
+        Path, typer.Argument(help="Judge ratings: pair_id, response, item, value (.jsonl, .csv, ...)")
+    ],
+    study: StudyOption,
+    judge: Annotated[str, typer.Option("--judge", "-j", help="The judge's name (e.g. gpt-4o-rubric)")],
+    replace: Annotated[
+        bool, typer.Option(help="Update ratings that differ from earlier imported ones")
+    ] = False,
+    database: DbOption = None,
+) -> None:
+    """Import one LLM judge's ratings (all or nothing; the same file again is a no-op)."""
+    from annotator.judges import import_judges
+
+    engine = open_db(database)
+    with _progress() as bar:
+        task = bar.add_task(f"reading {file.name}", total=_record_estimate(file))
+        summary = import_judges(
+            engine,
+            file,
+            study=study,
+            judge=judge,
+            replace=replace,
+            account=accounts.SYSTEM,
+            progress=lambda n: bar.advance(task, n),
+        )
+    out.print(str(summary), highlight=False)
+
+
+@judges_app.command("queue")
+@user_errors
+def judges_queue(
+    study: StudyOption,
+    judge: Annotated[str | None, typer.Option("--judge", "-j", help="Only this judge")] = None,
+    database: DbOption = None,
+) -> None:
+    """The pairs where a judge's preference and the human majority disagree."""
+    from annotator.judges import judge_queue
+
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        queue = judge_queue(session, study=study, judge=judge, account=accounts.SYSTEM)
+    for row in queue.to_dict("records"):
+        out.print(
+            Text(
+                f"{row['pair_id']}  {row['judge']} {row['judge_preference']:+.1f}  "
+                f"majority {row['majority']} ({row['human_agreement']:.2f} of {row['n_judgments']})"
+            ),
+            highlight=False,
+        )
+    out.print(f"{len(queue)} pair(s) where a judge and the human majority disagree", highlight=False)
 
 
 def _progress() -> Progress:

@@ -117,7 +117,34 @@ def _validation_text(session: Session, study: str, account: Account) -> tuple[st
 
     lines = [f"**Overall: {report.overall}** ({report.overall_reason})", ""]
     lines += [f"- **{v.status.upper()}** {v.claim} ({v.test}): {v.detail}" for v in report.verdicts]
+    lines += _judges_lines(report)
     return "\n".join(lines), methods_paragraph(report)
+
+
+def _judges_lines(report: Any) -> list[str]:
+    """The LLM judges' alternative annotator test for the card (none without judge ratings)."""
+    section = report.judges
+    if section is None or section.table.empty:
+        return []
+    p = section.parameters
+    lines = [
+        "",
+        "### LLM judges: can a judge replace an annotator?",
+        "",
+        "The alternative annotator test (Calderon, Reichart & Dror, ACL 2025) on the study's main pairs, "
+        f"epsilon {p['epsilon']:g} ({p.get('epsilon_basis', '')}); judge ratings are not part of the "
+        "human labels.",
+        "",
+        "| judge | item | pairs | winning rate | advantage probability | can replace |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in section.table.itertuples():
+        verdict = {True: "yes", False: "no"}.get(row.can_replace, "no verdict")
+        lines.append(
+            f"| {_md_cell(row.judge)} | {_md_cell(row.item)} | {row.n_pairs} | "
+            f"{_md_cell(row.winning_rate)} | {_md_cell(row.advantage_probability)} | {verdict} |"
+        )
+    return lines
 
 
 def _md_cell(value: Any) -> str:

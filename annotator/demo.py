@@ -16,6 +16,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from annotator import accounts, assign, controls, ingest
+from annotator.judges import simulate_judges
 from annotator.predictions import simulate_models
 from annotator.simulate import SimulationSpec, simulate, simulated_users
 from annotator.store import db
@@ -70,6 +71,7 @@ def build_demo(path: Path = DEMO_DB, *, rebuild: bool = False, seed: int = 7) ->
         pairs = assign.study_pair_ids(session, STUDY)[:QUEUE]
         assign.assign_pairs(session, study=STUDY, annotator="demo_annotator", pair_ids=pairs, seed=seed)
     build_science_demo(engine, seed=seed)
+    simulate_judges(engine, study=STUDY, seed=seed)  # one judge close to the people, one lenient and biased
     build_clean_demo(engine, seed=seed)
     engine.dispose()
     return Demo(url, True, CREDENTIALS)

@@ -209,6 +209,17 @@ class Arms(_Strict):
         return [arm.name for arm in self.conditions]
 
 
+class Judges(_Strict):
+    """LLM judges against the annotators: the alternative annotator test's cost-benefit margin.
+
+    `epsilon` defaults to Calderon, Reichart & Dror's (ACL 2025) recommendation for the kind of
+    annotator: 0.2 expert, 0.15 skilled, 0.1 crowd; `annotators = ""` means crowd when the study
+    takes crowd workers (`[crowd] platform`), else expert."""
+
+    annotators: str = Field(default="", pattern=r"^(|expert|skilled|crowd)$")
+    epsilon: float | None = Field(default=None, ge=0, lt=1)
+
+
 @dataclass(frozen=True)
 class ArmDisplay:
     """What an annotator in one arm sees and is asked (the study's display settings and its arm's)."""
@@ -236,6 +247,17 @@ class StudyConfig(_Strict):
     crowd: Crowd = Crowd()
     dynamic_overlap: DynamicOverlap = DynamicOverlap()
     arms: Arms = Arms()
+    judges: Judges = Judges()
+
+    @property
+    def judge_epsilon(self) -> tuple[float, str]:
+        """The alt-test's epsilon and why: the configured value, or the paper's for the annotators."""
+        from analysis.judges import EPSILON
+
+        kind = self.judges.annotators or ("crowd" if self.crowd.platform else "expert")
+        if self.judges.epsilon is not None:
+            return self.judges.epsilon, "set in the study's [judges] epsilon"
+        return EPSILON[kind], f"the paper's value for {kind} annotators"
 
     @property
     def dimension_names(self) -> list[str]:

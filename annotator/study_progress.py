@@ -37,10 +37,10 @@ def study_names(session: Session) -> list[str]:
     return list(session.exec(select(Study.name).order_by(Study.name)))
 
 
-def data_version(session: Session, study: str, *, account: Account) -> tuple[int, int, int, int]:
+def data_version(session: Session, study: str, *, account: Account) -> tuple[int, ...]:
     """Changes whenever a judgment is saved (judgments are append-only: count and newest id), a decision
-    is recorded or model predictions are imported (newest ids: the report's benchmark section compares
-    models with people on the validated pairs), for caching.
+    is recorded or model predictions or judge ratings are imported (newest ids: the report compares
+    models and judges with people), for caching.
 
     Read from whole tables (cheap: no join), so a change in another study also counts as a change;
     that only costs a recomputation.
@@ -49,7 +49,9 @@ def data_version(session: Session, study: str, *, account: Account) -> tuple[int
     count, newest = session.exec(select(func.count(col(Judgment.id)), func.max(Judgment.id))).one()
     decided = session.exec(select(func.max(Adjudication.id))).one()
     predicted = session.exec(select(func.max(ModelPrediction.id))).one()
-    return int(count or 0), int(newest or 0), int(decided or 0), int(predicted or 0)
+    # LLM judges: every import that writes (new or replaced ratings) logs an event
+    judged = session.exec(select(func.max(Event.id)).where(col(Event.action) == "judges_import")).one()
+    return int(count or 0), int(newest or 0), int(decided or 0), int(predicted or 0), int(judged or 0)
 
 
 def annotator_progress(session: Session, *, study: str, account: Account) -> pd.DataFrame:

@@ -66,9 +66,53 @@ def study_report(
             annotators=annotators,
         )
 
-    return attach_quality(
+    report = attach_quality(
         session, study=study, report=report, frame=frame, account=account, build=rebuild, seed=seed
     )
+    return _attach_judges(
+        session, study, report, frame, config, categories, annotators, n_boot, seed, account
+    )
+
+
+def _attach_judges(
+    session: Session,
+    study: str,
+    report: Report,
+    frame: pd.DataFrame,
+    config: StudyConfig,
+    categories: Sequence[str] | None,
+    annotators: Sequence[str] | None,
+    n_boot: int,
+    seed: int,
+    account: Account,
+) -> Report:
+    """The report with its LLM-judges section when the study has judge ratings (the same filters)."""
+    import dataclasses
+
+    from analysis.frames import split_controls
+    from analysis.judges import judge_section
+    from annotator.judges import judge_frame
+
+    judges = judge_frame(session, study=study, account=account)
+    if judges.empty:
+        return report
+    if categories:
+        frame = frame[frame["category"].isin(list(categories))]
+    if annotators:
+        frame = frame[frame["annotator"].isin(list(annotators))]
+    main, _ = split_controls(frame)
+    epsilon, basis = config.judge_epsilon
+    section = judge_section(
+        main,
+        judges,
+        quality_items=config.dimension_names,
+        epsilon=epsilon,
+        alpha=config.analysis.alpha,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    section.parameters["epsilon_basis"] = basis
+    return dataclasses.replace(report, judges=section)
 
 
 def labels_report(

@@ -229,3 +229,21 @@ class TrainingAnswer(SQLModel, table=True):
     answer: str = Field(default="", max_length=200)
     correct: bool
     created_at: datetime = Field(default_factory=utcnow)
+
+
+# One LLM judge's rating of one response on one item, or its pair-level preference (response and item
+# ""), as the judge saw the pair in one order ("" not recorded, chosen_first, rejected_first). Judge rows
+# never enter the human label frame; the report compares them with it (migration 0009_judges).
+class JudgeRating(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("pair_id", "judge", "order_shown", "response", "item"),)
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id", index=True)
+    pair_id: int = Field(foreign_key="pair.id", index=True)
+    judge: str = Field(max_length=200)
+    order_shown: str = Field(default="", max_length=20)
+    response: str = Field(default="", max_length=10)
+    item: str = Field(default="", max_length=100)
+    value: float | None = None
+    preference: float | None = None  # pair level: -2..2, positive = chosen better
+    confidence: float | None = None  # pair level: 0..1
+    created_at: datetime = Field(default_factory=utcnow)

@@ -5,7 +5,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from analysis.render import benchmark_sections, cleaning_title, figures, status_word
+from analysis.render import benchmark_sections, cleaning_title, figures, judge_sections, status_word
 from analysis.report import Report
 from annotator import study_progress
 from annotator.accounts import Account
@@ -119,7 +119,7 @@ if study is not None:
     st.dataframe(report.failed_pairs.head(SHOWN_FAILED), hide_index=True, width="stretch")
     if len(report.failed_pairs) > SHOWN_FAILED:
         st.caption(f"The first {SHOWN_FAILED} are shown; `annotator analyze --json` lists them all.")
-    for title, note, table in benchmark_sections(report):  # models, study arms, rubric support
+    for title, note, table in [*benchmark_sections(report), *judge_sections(report)]:  # models, arms, judges
         st.subheader(title)
         st.caption(note)
         st.dataframe(table.head(SHOWN_FAILED), hide_index=True, width="stretch")
