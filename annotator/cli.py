@@ -15,7 +15,7 @@ from rich.text import Text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 
-from annotator import accounts, assign, ingest, server
+from annotator import accounts, assign, ingest, server, textguard
 from annotator import adjudicate as adjudication
 from annotator import export as exporting
 from annotator.demo import build_demo
@@ -49,6 +49,13 @@ DbOption = Annotated[
     typer.Option("--db", help="Database URL (default: $ANNOTATOR_DB_URL or sqlite:///data/annotations.db)"),
 ]
 StudyOption = Annotated[str, typer.Option("--study", "-s", help="Study name.")]
+MaxBytesOption = Annotated[
+    int,
+    typer.Option(
+        "--max-bytes",
+        help="The most decoded text to read from the file (bytes; default 512 MB, as the browser's upload)",
+    ),
+]
 
 
 def user_errors(command: F) -> F:
@@ -119,6 +126,7 @@ def import_(
     strict: Annotated[
         bool, typer.Option(help="Refuse texts with bidirectional controls or zero-width characters")
     ] = False,
+    max_bytes: MaxBytesOption = textguard.MAX_BYTES_DEFAULT,
     database: DbOption = None,
 ) -> None:
     """Import pair records into a study (created on first import); all or nothing."""
@@ -135,6 +143,7 @@ def import_(
             progress=lambda n: bar.advance(task, n),
             account=accounts.SYSTEM,
             strict=strict,
+            max_bytes=max_bytes,
         )
     for warning in summary.warnings[:20]:
         err.print(f"warning: {file}: {warning}", highlight=False)
@@ -149,6 +158,7 @@ def models_import(
     file: Annotated[Path, typer.Argument(help="Predictions keyed by pair id (.jsonl, .csv, ...)")],
     study: StudyOption,
     model: Annotated[str, typer.Option("--model", "-m", help="The model's name (re-importing replaces it)")],
+    max_bytes: MaxBytesOption = textguard.MAX_BYTES_DEFAULT,
     database: DbOption = None,
 ) -> None:
     """Import one reward model's per-pair predictions (scores or a choice); all or nothing."""
@@ -164,6 +174,7 @@ def models_import(
             model=model,
             account=accounts.SYSTEM,
             progress=lambda n: bar.advance(task, n),
+            max_bytes=max_bytes,
         )
     out.print(str(summary), highlight=False)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from annotator.store.db import ENV_VAR
+from annotator.textguard import MAX_BYTES_DEFAULT
 
 ENTRY = Path(__file__).parent / "app" / "main.py"
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,7 +28,7 @@ FLAGS = (
     "--server.enableCORS=true",
     "--server.runOnSave=false",
     "--server.fileWatcherType=none",
-    "--server.maxUploadSize=200",
+    f"--server.maxUploadSize={MAX_BYTES_DEFAULT // 2**20}",  # MB: the importer's --max-bytes default
     "--client.showErrorDetails=none",  # never a traceback (with SQL) in the browser
     "--client.toolbarMode=minimal",
     "--browser.gatherUsageStats=false",
