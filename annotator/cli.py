@@ -20,6 +20,7 @@ from annotator import adjudicate as adjudication
 from annotator import export as exporting
 from annotator.demo import build_demo
 from annotator.errors import UserError
+from annotator.guidelines import guidelines_text
 from annotator.simulate import SimulationSpec
 from annotator.simulate import simulate as run_simulation
 from annotator.store import db
@@ -110,6 +111,15 @@ def init(database: DbOption = None) -> None:
     url = db_url(database)
     before = db.upgrade(url)
     out.print(f"database {db.shown_url(url)} at schema {db.head_revision()} (was {before})", highlight=False)
+    engine = db.make_engine(url)
+    restored = db.restore_audit(engine)
+    engine.dispose()
+    if restored:
+        out.print(
+            f"restored the audit log's append-only triggers ({'; '.join(restored)}): events can no "
+            "longer be changed or deleted",
+            highlight=False,
+        )
 
 
 @app.command("import")
@@ -477,7 +487,9 @@ def serve(
     url = absolute_url(db_url(database))
     engine = open_db(url)
     db.check_integrity(engine)  # never start as if healthy on a damaged database
+    db.check_audit(engine)  # nor with an audit log that can be rewritten
     engine.dispose()
+    guidelines_text()  # nor with guidelines it cannot show
     out.print(f"serving {db.shown_url(url)} at http://{host}:{port}", highlight=False)
     raise typer.Exit(server.run(url, host=host, port=port))
 
