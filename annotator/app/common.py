@@ -197,6 +197,47 @@ def sync_cookie() -> None:
         st.session_state[COOKIE_WRITTEN_KEY] = True
 
 
+#: How often the outage message checks whether the database is back.
+RETRY_SECONDS = 5
+OUTAGE = (
+    "The database cannot be reached right now, so this page cannot be shown. Everything you submitted "
+    "is saved. This page checks again every {seconds} seconds and comes back by itself."
+)
+FAULT = "The database refused this page's request, so it cannot be shown. Please tell the study's researcher."
+_OUTAGE_SHOWN = "outage_message_shown"
+
+
+def database_down(exc: BaseException) -> bool:
+    """Whether `exc` is a database fault; if so, one page-level message says so (with the fault in one
+    line). A lost or refused connection (PostgreSQL down, SQLite locked) also starts a timer that runs
+    the app again as soon as the database answers."""
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+    if not isinstance(exc, DBAPIError):
+        return False
+    outage = isinstance(exc, OperationalError | InterfaceError) or exc.connection_invalidated
+    st.error(OUTAGE.format(seconds=RETRY_SECONDS) if outage else FAULT, icon=":material/cloud_off:")
+    st.caption(f"Cause: {db.describe_error(exc)}")
+    if outage:
+        st.session_state[_OUTAGE_SHOWN] = True
+        _retry_when_back()
+    return True
+
+
+@st.fragment(run_every=RETRY_SECONDS)
+def _retry_when_back() -> None:
+    """Every few seconds (not in the run that drew the message): one `SELECT 1`; when it answers,
+    the whole app runs again."""
+    if st.session_state.pop(_OUTAGE_SHOWN, False):
+        return
+    try:
+        with engine().connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+    except Exception:  # still down (or the engine cannot be made yet)
+        return
+    st.rerun(scope="app")
+
+
 def require(*roles: str) -> Account:
     """The logged-in account if it has one of `roles`; otherwise a refusal and the page stops."""
     account = current_account()
