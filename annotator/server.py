@@ -20,7 +20,8 @@ from typing import IO
 from annotator.store.db import ENV_VAR
 from annotator.textguard import MAX_BYTES_DEFAULT
 
-ENTRY = Path(__file__).parent / "app" / "main.py"
+#: The ASGI app: Streamlit's app for app/main.py plus the route that sets the session cookie.
+ENTRY = Path(__file__).parent / "app" / "serve.py"
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = (
     "--server.headless=true",

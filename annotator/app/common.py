@@ -33,7 +33,7 @@ PREFILL_KEY = "annotate_prefill"  # the answers to start from (a revision, a dra
 SUBMISSION_KEY = "submission_id"  # fixed when an item is drawn: a repeated submit is a no-op
 REOPEN_KEY = "annotate_reopen"  # an assignment My work asks the rating page to open for revision
 #: The cookie that keeps the login across a reload: a revocable, expiring session token only.
-SESSION_COOKIE = "pair_studio_session"
+SESSION_COOKIE = "pair_studio_session"  # = annotator.app.cookie.COOKIE
 
 
 @st.cache_resource(show_spinner=False)
@@ -172,26 +172,29 @@ def log_out() -> None:
 
 
 def sync_cookie() -> None:
-    """Write the session token into the browser's cookie after a login, or clear it after a logout.
+    """Have the server set the browser's session cookie after a login, or expire it after a logout.
 
-    The cookie holds only the revocable, expiring token (never a password); it is SameSite=Strict.
+    The cookie (the revocable, expiring token only, never a password) is set by an HTTP response of
+    this server (annotator.app.cookie): HttpOnly, SameSite=Strict, Secure over HTTPS. The page gets
+    only a one-time ticket for it, never the token.
     """
+    from annotator.app import cookie
+
     token = st.session_state.get(TOKEN_KEY)
     if st.session_state.get(COOKIE_CLEAR_KEY):
         if st.session_state.get(COOKIE_WRITTEN_KEY) is False:
             return
         st.html(
-            f"<script>document.cookie = '{SESSION_COOKIE}=; path=/; max-age=0; SameSite=Strict';</script>",
+            f"<script>fetch('{cookie.ROUTE}', {{method: 'DELETE', credentials: 'same-origin', "
+            f"headers: {{'{cookie.LOGOUT_HEADER}': '1'}}}});</script>",
             unsafe_allow_javascript=True,
         )
         st.session_state[COOKIE_WRITTEN_KEY] = False
     elif token is not None and not st.session_state.get(COOKIE_WRITTEN_KEY):
-        if not re.fullmatch(r"[A-Za-z0-9_\-]+", token):
-            return
-        max_age = SESSION_HOURS * 3600
+        ticket = cookie.issue_ticket(token)  # URL-safe base64: nothing to escape in the script
         st.html(
-            f"<script>document.cookie = '{SESSION_COOKIE}={token}; path=/; max-age={max_age}; "
-            "SameSite=Strict';</script>",
+            f"<script>fetch('{cookie.ROUTE}', {{method: 'POST', credentials: 'same-origin', "
+            f"headers: {{'{cookie.TICKET_HEADER}': '{ticket}'}}}});</script>",
             unsafe_allow_javascript=True,
         )
         st.session_state[COOKIE_WRITTEN_KEY] = True
