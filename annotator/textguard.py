@@ -179,13 +179,13 @@ def input_problem(text: str, *, name: bool = False, limit: int | None = None) ->
 
     >>> input_problem("fine, thanks\\n")
     >>> input_problem("a\\x00b")
-    'contains a NUL character'
+    'contains a NUL character (a control character)'
     >>> input_problem("two\\nlines", name=True)
     'contains a control character (e.g. a line break or a tab)'
     """
     limit = limit if limit is not None else MAX_NAME if name else MAX_INPUT
     if "\x00" in text:
-        return "contains a NUL character"
+        return "contains a NUL character (a control character)"
     if (_NAME_CONTROLS if name else _TEXT_CONTROLS).search(text):
         return "contains a control character" + (" (e.g. a line break or a tab)" if name else "")
     if not text.isascii():

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DatabaseError
 from sqlmodel import Session
 
 from annotator.accounts import Account
@@ -218,9 +219,12 @@ def database_down(exc: BaseException) -> bool:
 
     if not isinstance(exc, DBAPIError):
         return False
-    outage = isinstance(exc, OperationalError | InterfaceError) or exc.connection_invalidated
+    outage = isinstance(exc, OperationalError | InterfaceError) or (
+        isinstance(exc, DBAPIError) and exc.connection_invalidated
+    )
     st.error(OUTAGE.format(seconds=RETRY_SECONDS) if outage else FAULT, icon=":material/cloud_off:")
-    st.caption(f"Cause: {db.describe_error(exc)}")
+    fault = exc if isinstance(exc, DatabaseError) else DatabaseError(None, None, exc.orig or exc)
+    st.caption(f"Cause: {db.describe_error(fault)}")
     if outage:
         st.session_state[_OUTAGE_SHOWN] = True
         _retry_when_back()

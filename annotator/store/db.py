@@ -211,7 +211,7 @@ def audit_problems(engine: Engine) -> list[str]:
                 elif AUDIT_MESSAGE not in found[name][1]:
                     problems.append(f"trigger {name} no longer refuses changes")
             return problems
-        sqlite_found = dict(
+        sqlite_found: dict[str, str | None] = dict(
             connection.exec_driver_sql(
                 "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'event'"
             ).all()
