@@ -7,8 +7,9 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ __all__ = [
     "CROSSED_COLUMNS",
     "EQUIVALENCE_COLUMNS",
     "REPORT_SCHEMA",
+    "escape_text",
     "figures",
     "methods_paragraph",
     "status_word",
@@ -284,6 +286,40 @@ REPORT_SCHEMA: dict[str, Any] = {
 }
 
 
+# ------------------------------------------------------------------------------------------ escaping
+
+# The characters that start inline Markdown markup wherever they stand (emphasis, code, links and
+# images, raw HTML and entities, table cells, strikethrough, math), the backslash itself, and what
+# starts a block at the beginning of a line (headings, quotes, lists, setext underlines).
+_MARKDOWN_INLINE = re.compile(r"([\\`*_\[\]<>!|~$&])")
+_MARKDOWN_BLOCK = re.compile(r"^(\d{1,9}(?=[.)])|)([#>+=\-.)])")
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+
+
+def escape_text(value: object, fmt: Literal["html", "markdown"]) -> str:
+    """A text from the data (pair ids, categories, annotator, model and study names, reasons) as inert
+    text in a report: the one escaping rule of every output format.
+
+    HTML: ``<``, ``>``, ``&`` and quotes become entities. Markdown: the text is kept on one line (a line
+    break would end a table row or start a block), a block marker at its start is escaped, and every
+    character that starts inline markup is backslash-escaped (CommonMark lets any ASCII punctuation be),
+    so raw HTML, images, links, emphasis, code, tables and math all show as the characters typed.
+
+    >>> escape_text("<img src=x> ![a](http://e/x.png)", "html")
+    '&lt;img src=x&gt; ![a](http://e/x.png)'
+    >>> print(escape_text("<b>x</b>\\n![a](http://e/x.png) | *y*", "markdown"))
+    \\<b\\>x\\</b\\> \\!\\[a\\](http://e/x.png) \\| \\*y\\*
+    >>> print(escape_text("# 1. not a heading", "markdown"))
+    \\# 1. not a heading
+    """
+    text = str(value)
+    if fmt == "html":
+        return html.escape(text, quote=True)
+    text = _LINE_BREAKS.sub(" ", text).lstrip()
+    text = _MARKDOWN_INLINE.sub(r"\\\1", text)
+    return _MARKDOWN_BLOCK.sub(r"\1\\\2", text, count=1)
+
+
 # ----------------------------------------------------------------------------------------- Markdown
 
 
@@ -302,11 +338,22 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def _md(value: object) -> str:
+    return escape_text(value, "markdown")
+
+
+def _md_cell(value: Any) -> str:
+    """A table cell: a number as formatted (nothing in it to escape), anything else escaped."""
+    if isinstance(value, bool | np.bool_ | int | np.integer | float | np.floating):
+        return _fmt(value)
+    return _md(_fmt(value))
+
+
 def _md_table(df: pd.DataFrame, columns: Sequence[str]) -> str:
     shown = [c for c in columns if c in df.columns]
-    lines = ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
+    lines = ["| " + " | ".join(_md(c) for c in shown) + " |", "|" + "---|" * len(shown)]
     for row in df.to_dict(orient="records"):
-        lines.append("| " + " | ".join(_fmt(row[c]).replace("|", "\\|") for c in shown) + " |")
+        lines.append("| " + " | ".join(_md_cell(row[c]) for c in shown) + " |")
     return "\n".join(lines)
 
 
@@ -396,7 +443,10 @@ def cleaning_title(report: Report) -> str:
 
 
 def _verdict_line(verdict: Verdict) -> str:
-    return f"- **{status_word(verdict)}** ({verdict.key}): {verdict.claim} ({verdict.test}); {verdict.detail}"
+    return (
+        f"- **{status_word(verdict)}** ({verdict.key}): {_md(verdict.claim)} ({_md(verdict.test)}); "
+        f"{_md(verdict.detail)}"
+    )
 
 
 def to_markdown(report: Report) -> str:
@@ -404,9 +454,9 @@ def to_markdown(report: Report) -> str:
     v = report.validation
     level = round(100 * (1 - 2 * report.parameters["alpha"]))
     parts = [
-        f"# Validation report: {report.study}",
+        f"# Validation report: {_md(report.study)}",
         "",
-        f"**Overall: {report.overall}** ({report.overall_reason})",
+        f"**Overall: {report.overall}** ({_md(report.overall_reason)})",
         "",
     ]
     parts += [_verdict_line(x) for x in report.verdicts]
@@ -497,8 +547,8 @@ def to_markdown(report: Report) -> str:
         *quality_sections(report),
         *judge_sections(report),
     ]:
-        parts += ["", f"## {title}", "", note, "", _md_table(table, list(table.columns))]
-    parts += ["", "## Methods", "", methods_paragraph(report), ""]
+        parts += ["", f"## {_md(title)}", "", _md(note), "", _md_table(table, list(table.columns))]
+    parts += ["", "## Methods", "", _md(methods_paragraph(report)), ""]
     return "\n".join(parts)
 
 
@@ -862,11 +912,15 @@ def figures(report: Report) -> dict[str, Any]:
     }
 
 
+def _html(value: object) -> str:
+    return escape_text(value, "html")
+
+
 def _html_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
     columns = [c for c in (columns or list(df.columns)) if c in df.columns]
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    head = "".join(f"<th>{_html(str(c))}</th>" for c in columns)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(row[c]))}</td>" for c in columns) + "</tr>"
+        "<tr>" + "".join(f"<td>{_html(_fmt(row[c]))}</td>" for c in columns) + "</tr>"
         for row in df.to_dict(orient="records")
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
@@ -883,8 +937,8 @@ def to_html(report: Report) -> str:
     }
     v = report.validation
     verdicts = "".join(
-        f"<li class='{x.status}'><b>{status_word(x)}</b> {html.escape(x.claim)} "
-        f"<span class='test'>({html.escape(x.test)})</span><br>{html.escape(x.detail)}</li>"
+        f"<li class='{x.status}'><b>{status_word(x)}</b> {_html(x.claim)} "
+        f"<span class='test'>({_html(x.test)})</span><br>{_html(x.detail)}</li>"
         for x in report.verdicts
     )
     s = report.summary
@@ -892,8 +946,8 @@ def to_html(report: Report) -> str:
     def table_or(df: pd.DataFrame, empty: str, columns: Sequence[str] | None = None) -> str:
         return _html_table(df, columns) if not df.empty else f"<p>{empty}</p>"
 
-    science = "".join(  # models, arms and rubric support
-        f"<h2>{html.escape(title)}</h2><p>{html.escape(note)}</p>{_html_table(table)}"
+    science = "".join(  # models, arms, rubric support, quality control, judges
+        f"<h2>{_html(title)}</h2><p>{_html(note)}</p>{_html_table(table)}"
         for title, note, table in [
             *benchmark_sections(report),
             *quality_sections(report),
@@ -901,11 +955,11 @@ def to_html(report: Report) -> str:
         ]
     )
     body = f"""
-<h1>Validation report: {html.escape(report.study)}</h1>
+<h1>Validation report: {_html(report.study)}</h1>
 <p class="summary">{s["n_pairs"]} pairs · {s["n_annotators"]} annotators · {s["n_judgments"]} judgments ·
 {html.escape(cleaning_title(report))}</p>
 <p class="overall {report.overall.lower()}"><b>Overall: {report.overall}</b>
-({html.escape(report.overall_reason)})</p>
+({_html(report.overall_reason)})</p>
 <ul class="verdicts">{verdicts}</ul>
 <h2>Equivalence on general quality</h2>{plots["forest"]}
 <h3>Crossed random-effects TOST (the verdict: pairs and annotators in general)</h3>
@@ -923,8 +977,8 @@ def to_html(report: Report) -> str:
 <h2>Annotators</h2>{table_or(report.diagnostics, "Not computed.")}
 <h2>{html.escape(cleaning_title(report))}</h2>{table_or(report.failed_pairs, "None.")}
 {science}
-<h2>Methods</h2><p>{html.escape(methods_paragraph(report))}</p>
-<h2>Parameters</h2><pre>{html.escape(json.dumps(_clean(report.parameters), indent=2))}</pre>
+<h2>Methods</h2><p>{_html(methods_paragraph(report))}</p>
+<h2>Parameters</h2><pre>{_html(json.dumps(_clean(report.parameters), indent=2))}</pre>
 """
     style = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2rem auto;color:#1f2430;
 padding:0 1rem}
@@ -935,5 +989,5 @@ td:first-child,th:first-child{text-align:left}.verdicts li{margin:.4rem 0}.pass 
 .test{color:#666;font-size:.9em}.summary{color:#555}"""
     return (
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Validation report: "
-        f"{html.escape(report.study)}</title><style>{style}</style></head><body>{body}</body></html>"
+        f"{_html(report.study)}</title><style>{style}</style></head><body>{body}</body></html>"
     )

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col, select
 
+from annotator import textguard
 from annotator.authorization import DEACTIVATED, SYSTEM, Account, require_active, require_role
 from annotator.errors import AuthError, UserError
 from annotator.store.models import ROLES, Event, LoginThrottle, Role, User, UserSession, id_of, utcnow
@@ -140,7 +141,7 @@ def add_user(session: Session, *, username: str, role: str, password: str, accou
     """Create an account (researchers or SYSTEM only); refuses a bad or taken name (any letter case),
     an unknown role, or a weak password."""
     require_role(session, account, "researcher")
-    if not USERNAME.match(username):
+    if not USERNAME.fullmatch(username):
         raise UserError(
             f"invalid username {username!r}: use letters, digits and _ . @ - (at most 100 characters)"
         )
@@ -336,7 +337,8 @@ def authenticate(
     """
     now = utcnow()
     engine = _engine(session)
-    user = session.exec(select(User).where(_by_name(username))).first() if len(username) <= 100 else None
+    storable = len(username) <= 100 and textguard.input_problem(username, name=True) is None  # no NUL
+    user = session.exec(select(User).where(_by_name(username))).first() if storable else None
     keys = [] if client is None else [_client_key(client)]
     if user is None or not _known_session(session, known_session, id_of(user)):
         keys.append(_name_key(username))

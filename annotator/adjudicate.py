@@ -21,7 +21,7 @@ from sqlalchemy import Select, insert, select
 from sqlmodel import Session, col
 
 from analysis.frames import pair_majority, rubric_scores
-from annotator import readers
+from annotator import readers, textguard
 from annotator.accounts import SYSTEM, Account, require_role
 from annotator.errors import UserError
 from annotator.store.models import Adjudication, Event, Method, Pair, Study, User, id_of, utcnow
@@ -782,6 +782,7 @@ def decide(
         raise UserError(f"unknown preference {preference!r}; use one of {', '.join(PREFERENCES)}")
     if not isinstance(keep, bool):
         raise UserError("keep must be true or false")
+    textguard.check_input(note, "The note")
     config = _config(study)
     clean = _check_scores(scores, config, len(pair.rubric))
     evaluated, judgments = _evaluation(session, study, pair_id)

@@ -15,11 +15,12 @@ from rich.text import Text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 
-from annotator import accounts, assign, ingest, server
+from annotator import accounts, assign, ingest, server, textguard
 from annotator import adjudicate as adjudication
 from annotator import export as exporting
 from annotator.demo import build_demo
 from annotator.errors import UserError
+from annotator.guidelines import guidelines_text
 from annotator.simulate import SimulationSpec
 from annotator.simulate import simulate as run_simulation
 from annotator.store import db
@@ -53,6 +54,13 @@ DbOption = Annotated[
     typer.Option("--db", help="Database URL (default: $ANNOTATOR_DB_URL or sqlite:///data/annotations.db)"),
 ]
 StudyOption = Annotated[str, typer.Option("--study", "-s", help="Study name.")]
+MaxBytesOption = Annotated[
+    int,
+    typer.Option(
+        "--max-bytes",
+        help="The most decoded text to read from the file (bytes; default 512 MB, as the browser's upload)",
+    ),
+]
 
 
 def user_errors(command: F) -> F:
@@ -107,6 +115,15 @@ def init(database: DbOption = None) -> None:
     url = db_url(database)
     before = db.upgrade(url)
     out.print(f"database {db.shown_url(url)} at schema {db.head_revision()} (was {before})", highlight=False)
+    engine = db.make_engine(url)
+    restored = db.restore_audit(engine)
+    engine.dispose()
+    if restored:
+        out.print(
+            f"restored the audit log's append-only triggers ({'; '.join(restored)}): events can no "
+            "longer be changed or deleted",
+            highlight=False,
+        )
 
 
 @app.command("import")
@@ -123,6 +140,7 @@ def import_(
     strict: Annotated[
         bool, typer.Option(help="Refuse texts with bidirectional controls or zero-width characters")
     ] = False,
+    max_bytes: MaxBytesOption = textguard.MAX_BYTES_DEFAULT,
     database: DbOption = None,
 ) -> None:
     """Import pair records into a study (created on first import); all or nothing."""
@@ -139,6 +157,7 @@ def import_(
             progress=lambda n: bar.advance(task, n),
             account=accounts.SYSTEM,
             strict=strict,
+            max_bytes=max_bytes,
         )
     for warning in summary.warnings[:20]:
         err.print(f"warning: {file}: {warning}", highlight=False)
@@ -153,6 +172,7 @@ def models_import(
     file: Annotated[Path, typer.Argument(help="Predictions keyed by pair id (.jsonl, .csv, ...)")],
     study: StudyOption,
     model: Annotated[str, typer.Option("--model", "-m", help="The model's name (re-importing replaces it)")],
+    max_bytes: MaxBytesOption = textguard.MAX_BYTES_DEFAULT,
     database: DbOption = None,
 ) -> None:
     """Import one reward model's per-pair predictions (scores or a choice); all or nothing."""
@@ -168,6 +188,7 @@ def models_import(
             model=model,
             account=accounts.SYSTEM,
             progress=lambda n: bar.advance(task, n),
+            max_bytes=max_bytes,
         )
     out.print(str(summary), highlight=False)
 
@@ -525,7 +546,9 @@ def serve(
     url = absolute_url(db_url(database))
     engine = open_db(url)
     db.check_integrity(engine)  # never start as if healthy on a damaged database
+    db.check_audit(engine)  # nor with an audit log that can be rewritten
     engine.dispose()
+    guidelines_text()  # nor with guidelines it cannot show
     out.print(f"serving {db.shown_url(url)} at http://{host}:{port}", highlight=False)
     raise typer.Exit(server.run(url, host=host, port=port))
 

@@ -9,6 +9,7 @@ The folder loads with ``datasets.load_dataset(DIR)`` (the validated pairs, the d
 import hashlib
 import math
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -93,32 +94,46 @@ def _tables(session: Session, study: str, account: Account) -> dict[str, Any]:
     return {"pairs": pairs, "labels": labels, "adjudicated": final, "predictions": predictions}
 
 
-def _benchmark_table(tables: dict[str, Any]) -> pd.DataFrame:
-    """Model and human accuracy on the validated pairs (overall), for the card."""
-    from analysis.science import accuracy_table, human_outcomes, model_outcomes
+@dataclass(frozen=True)
+class _ReportText:
+    """What the card takes from the study's validation report (the one `annotator analyze` writes)."""
 
-    labels, final, predictions = tables["labels"], tables["adjudicated"], tables["predictions"]
-    if labels.empty:
-        return pd.DataFrame()
-    outcome = pd.concat([model_outcomes(predictions), human_outcomes(labels, final=final)], ignore_index=True)
-    table = accuracy_table(outcome, by_category=False, n_boot=200)
-    return table[table["kind"] != "annotator"].reset_index(drop=True)
+    validation: str
+    methods: str = ""
+    benchmark: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def _validation_text(session: Session, study: str, account: Account) -> tuple[str, str]:
-    """The validation summary (verdicts) and the methods paragraph of the study's report."""
+def _report_text(session: Session, study: str, account: Account) -> _ReportText:
+    """The verdicts, the methods paragraph and the models-vs-people accuracy of the study's report,
+    built exactly as `annotator analyze --study S` builds it (same resamples, same seed), so the card
+    and the report never give two numbers for one thing."""
+    from analysis.science.ceiling import ALL
     from annotator.study_report import study_report
 
     try:
-        report = study_report(session, study=study, n_boot=200, account=account, extras=False)
+        report = study_report(session, study=study, account=account)
     except (UserError, ValueError) as exc:  # too few judgments for the statistics
-        return f"No validation report: {exc}.", ""
-    from analysis.render import methods_paragraph
+        return _ReportText(f"No validation report: {_md(exc)}.")
+    from analysis.render import methods_paragraph, status_word
 
-    lines = [f"**Overall: {report.overall}** ({report.overall_reason})", ""]
-    lines += [f"- **{v.status.upper()}** {v.claim} ({v.test}): {v.detail}" for v in report.verdicts]
+    lines = [f"**Overall: {report.overall}** ({_md(report.overall_reason)})", ""]
+    lines += [
+        f"- **{status_word(v)}** {_md(v.claim)} ({_md(v.test)}): {_md(v.detail)}" for v in report.verdicts
+    ]
     lines += _judges_lines(report)
-    return "\n".join(lines), methods_paragraph(report)
+    benchmark = pd.DataFrame()
+    if report.benchmark is not None and not report.benchmark.accuracy.empty:
+        accuracy = report.benchmark.accuracy
+        overall = (accuracy["category"] == ALL) & (accuracy["kind"] != "annotator")
+        benchmark = accuracy[overall].reset_index(drop=True)
+    return _ReportText("\n".join(lines), _md(methods_paragraph(report)), benchmark)
+
+
+def _md(value: Any) -> str:
+    """A text from the data as inert Markdown (the reports' one escaping rule)."""
+    from analysis.render import escape_text
+
+    return escape_text(value, "markdown")
 
 
 def _judges_lines(report: Any) -> list[str]:
@@ -150,7 +165,7 @@ def _judges_lines(report: Any) -> list[str]:
 def _md_cell(value: Any) -> str:
     if isinstance(value, float):
         return "" if math.isnan(value) else f"{value:.3f}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return _md(value)
 
 
 def dataset_card(
@@ -165,24 +180,27 @@ def dataset_card(
     files: dict[str, str],
 ) -> str:
     """The README.md of the dataset: YAML metadata (license, configs: `files` maps each config with
-    rows to its Parquet path), then the summary and methods."""
+    rows to its Parquet path) written by PyYAML, then the summary and methods in Markdown, every text
+    from the data escaped (`validation` and `methods` come escaped)."""
+    import yaml
+
     configs = [name for name in CONFIGS if rows.get(name)]
-    yaml = ["---", f"license: {license_id}", "language:", "- en", f"pretty_name: {study} (validated pairs)"]
-    yaml += ["task_categories:", "- text-classification", "tags:", "- preference", "- reward-modeling"]
-    yaml += [
-        "- personalization",
-        "- human-evaluation",
-        "size_categories:",
-        f"- {_size(rows.get('pairs', 0))}",
-    ]
-    yaml.append("configs:")
-    for name in configs:
-        yaml += [f"- config_name: {name}", "  data_files:", f"  - split: {SPLIT}", f"    path: {files[name]}"]
-        if name == configs[0]:
-            yaml.append("  default: true")
-    yaml.append("---")
+    metadata: dict[str, Any] = {
+        "license": license_id,
+        "language": ["en"],
+        "pretty_name": f"{study} (validated pairs)",
+        "task_categories": ["text-classification"],
+        "tags": ["preference", "reward-modeling", "personalization", "human-evaluation"],
+        "size_categories": [_size(rows.get("pairs", 0))],
+        "configs": [
+            {"config_name": name, "data_files": [{"split": SPLIT, "path": files[name]}]}
+            | ({"default": True} if name == configs[0] else {})
+            for name in configs
+        ],
+    }
+    header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True, default_flow_style=False)
     body = [
-        f"# {study}: validated personalized preference pairs",
+        f"# {_md(study)}: validated personalized preference pairs",
         "",
         "Pairs in the Personalized RewardBench format (a `chosen` response that follows one user's rubric "
         "and a `rejected` one of equal general quality), kept after validation with human annotators "
@@ -227,8 +245,8 @@ def dataset_card(
                 f"{_md_cell(row.ci_low)} - {_md_cell(row.ci_high)} |"
             )
         body.append("")
-    body += ["## License", "", f"`{license_id}` (see the metadata above).", ""]
-    return "\n".join(yaml) + "\n" + "\n".join(body)
+    body += ["## License", "", f"{_md(license_id)} (see the metadata above).", ""]
+    return "---\n" + header + "---\n" + "\n".join(body)
 
 
 def _size(n: int) -> str:
@@ -250,14 +268,24 @@ def export_dataset(
     """Write the Hub-ready folder `out` for `study` (researchers only).
 
     The folder is built next to `out` and renamed into place, so a failure never leaves half a
-    dataset; an existing non-empty `out` is refused unless `overwrite`.
+    dataset. An existing non-empty `out` is refused unless `overwrite`, and even then unless it is a
+    dataset folder this tool wrote (:func:`_dataset_folder_problem`): the old folder is renamed aside,
+    the new one moved in, and only then is the old one deleted, so some complete dataset is always
+    in place or aside.
     """
     require_role(session, account, "researcher")
     out = Path(out)
     get_study(session, study)
     study_config(session, study)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
-        raise UserError(f"{out} exists and is not empty; choose another folder or pass --overwrite")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if not overwrite:
+            raise UserError(f"{out} exists and is not empty; choose another folder or pass --overwrite")
+        problem = _dataset_folder_problem(out)
+        if problem is not None:
+            raise UserError(
+                f"{out} is not a dataset folder written by `annotator export dataset` ({problem}); "
+                "--overwrite replaces only such a folder: choose another folder"
+            )
     if not license_id.strip() or any(c.isspace() for c in license_id):
         raise UserError(f"invalid license id {license_id!r}; use an SPDX-style id such as cc-by-4.0")
     tables = _tables(session, study, account)
@@ -273,14 +301,14 @@ def export_dataset(
         if rows[name]
     }
     files = {name: _file(name, payload) for name, payload in payloads.items()}
-    validation, methods = _validation_text(session, study, account)
+    report = _report_text(session, study, account)
     card = dataset_card(
         study=study,
         rows=rows,
         license_id=license_id,
-        validation=validation,
-        methods=methods,
-        benchmark=_benchmark_table(tables),
+        validation=report.validation,
+        methods=report.methods,
+        benchmark=report.benchmark,
         n_pairs_total=_count_pairs(session, study),
         files=files,
     )
@@ -296,9 +324,7 @@ def export_dataset(
             target.parent.mkdir(parents=True)
             target.write_bytes(payload)
         (staging / "README.md").write_text(card, encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
-        os.replace(staging, out)
+        _swap_in(staging, out)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
@@ -313,6 +339,53 @@ def export_dataset(
     )
     skipped = [name for name in CONFIGS if not rows[name]]
     return DatasetSummary(study, out, rows, skipped=skipped)
+
+
+_PARQUET = re.compile(rf"^({'|'.join(CONFIGS)})/{SPLIT}-00000-of-00001-[0-9a-f]{{16}}\.parquet$")
+
+
+def _dataset_folder_problem(folder: Path) -> str | None:
+    """None when `folder` holds exactly what :func:`export_dataset` writes (a README.md whose YAML
+    configs name the folder's Parquet files, and those files), else what does not fit."""
+    import yaml
+
+    found = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir())
+    others = [name for name in found if name != "README.md" and not _PARQUET.match(name)]
+    if others or any(p.is_symlink() for p in folder.rglob("*")):
+        return f"it holds {others[0] if others else 'a symbolic link'!r}" + (
+            f" and {len(others) - 1} more" if len(others) > 1 else ""
+        )
+    if "README.md" not in found:
+        return "no README.md"
+    text = (folder / "README.md").read_text(encoding="utf-8", errors="replace")
+    try:
+        metadata = yaml.safe_load(text.split("---\n", 2)[1]) if text.startswith("---\n") else None
+    except yaml.YAMLError:
+        metadata = None
+    configs = metadata.get("configs") if isinstance(metadata, dict) else None
+    try:
+        named = sorted(f["path"] for c in configs for f in c["data_files"])  # type: ignore[union-attr]
+    except (TypeError, KeyError):
+        return "its README.md is not a dataset card of this tool"
+    if named != [name for name in found if name != "README.md"]:
+        return "its files are not the ones its dataset card names"
+    return None
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """Put the finished folder `staging` at `out`: an old `out` is renamed aside first and deleted
+    only after the new one is in place (put back if the move fails)."""
+    if not out.exists():
+        os.replace(staging, out)
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+    os.replace(out, aside)  # an empty directory as the target: replaced on POSIX
+    try:
+        os.replace(staging, out)
+    except OSError:
+        os.replace(aside, out)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _count_pairs(session: Session, study: str) -> int:

@@ -1,4 +1,5 @@
-"""The annotator guidelines text (data/guidelines.md, or $ANNOTATOR_GUIDELINES) and its version.
+"""The annotator guidelines text (the package's defaults/guidelines.md, or $ANNOTATOR_GUIDELINES) and
+its version.
 
 The version is what every judgment records (`Judgment.guideline_version`), so agreement over time can
 be read against guideline changes (analysis/drift.py). It is the value of a line ``Version: X`` (or
@@ -9,19 +10,32 @@ an unversioned file still shows up as a new version.
 import hashlib
 import os
 import re
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
-DEFAULT_GUIDELINES = Path(__file__).resolve().parents[1] / "data" / "guidelines.md"
+from annotator.errors import UserError
+
+#: The default guidelines, shipped inside the package (data/guidelines.md in a checkout is the same file).
+DEFAULT_GUIDELINES: Traversable = files("annotator") / "defaults" / "guidelines.md"
+ENV_VAR = "ANNOTATOR_GUIDELINES"
 _VERSION = re.compile(r"^\s*(?:<!--\s*)?version\s*:\s*([\w.\-]{1,40})", re.IGNORECASE | re.MULTILINE)
 
 
 def guidelines_text() -> str:
-    """The guidelines in Markdown; a short placeholder when the file is missing."""
-    path = Path(os.environ.get("ANNOTATOR_GUIDELINES", DEFAULT_GUIDELINES))
+    """The guidelines in Markdown: $ANNOTATOR_GUIDELINES, else the package's default.
+
+    A file that cannot be read is a UserError naming it: judgments must never record the version of a
+    placeholder text that no annotator was meant to read.
+    """
+    chosen = os.environ.get(ENV_VAR, "").strip()
+    source: Path | Traversable = Path(chosen) if chosen else DEFAULT_GUIDELINES
     try:
-        return path.read_text(encoding="utf-8")
-    except OSError:
-        return "# Guidelines\n\nRate each response's general quality, then how well it fits this user."
+        return source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        where = f"${ENV_VAR} = {chosen}" if chosen else str(source)
+        reason = getattr(exc, "strerror", None) or exc
+        raise UserError(f"cannot read the guidelines ({where}): {reason}") from None
 
 
 def guideline_version(text: str | None = None) -> str:

@@ -51,18 +51,27 @@ class ImportSummary:
 # ---------------------------------------------------------------------------------------------- reading
 
 
-def read_records(path: Path) -> Iterator[tuple[str, Any]]:
-    """Yield (where, record) for every record of a pair file; `where` names its line, item or row."""
+def read_records(path: Path, *, max_bytes: int = textguard.MAX_BYTES_DEFAULT) -> Iterator[tuple[str, Any]]:
+    """Yield (where, record) for every record of a pair file; `where` names its line, item or row.
+
+    At most `max_bytes` of decoded text are read, checked while reading (a text file: its size, then
+    line by line; Parquet: the uncompressed size its footer declares, then every batch of rows before
+    it becomes Python objects), so an oversized file stops before it fills memory or the database.
+    """
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise UserError(f"{path}: unknown file type {suffix or '(none)'!r}; use one of {', '.join(SUFFIXES)}")
     if not path.is_file():
         raise UserError(f"{path}: no such file")
+    if max_bytes < 1:
+        raise UserError(f"--max-bytes must be a positive number of bytes, not {max_bytes}")
     if suffix == ".parquet":
-        yield from _read_parquet(path)
+        yield from _read_parquet(path, max_bytes)
         return
+    if path.stat().st_size > max_bytes:
+        raise textguard.over_max_bytes(path, max_bytes, f"the file has {path.stat().st_size:,} bytes")
     if suffix == ".jsonl":
-        yield from _read_jsonl(path)
+        yield from _read_jsonl(path, max_bytes)
         return
     try:
         text = path.read_bytes().decode("utf-8-sig")
@@ -76,12 +85,16 @@ def read_records(path: Path) -> Iterator[tuple[str, Any]]:
         yield from _read_csv(path, text)
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
+def _read_jsonl(path: Path, max_bytes: int) -> Iterator[tuple[str, Any]]:
     """Line by line, so a large file is never held whole; only a newline ends a line (not U+2028)."""
     bad: list[str] = []
     empty = True
+    total = 0
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            total += len(raw)
+            if total > max_bytes:  # the file grew while it was read
+                raise textguard.over_max_bytes(path, max_bytes, f"at line {number}")
             if number == 1:
                 raw = raw.removeprefix(codecs.BOM_UTF8)
             if not raw or raw.isspace():
@@ -151,19 +164,35 @@ def _read_csv(path: Path, text: str) -> Iterator[tuple[str, Any]]:
         raise IngestError(str(path), bad[:MAX_PROBLEMS], len(bad))
 
 
-def _read_parquet(path: Path) -> Iterator[tuple[str, Any]]:
+PARQUET_BATCH = 64  # rows decoded at a time: a batch is measured before it becomes Python objects
+
+
+def _read_parquet(path: Path, max_bytes: int) -> Iterator[tuple[str, Any]]:
     import pyarrow.parquet as pq
 
     try:
         parquet = pq.ParquetFile(path)
+        metadata = parquet.metadata
+        declared = sum(metadata.row_group(k).total_byte_size for k in range(metadata.num_row_groups))
     except Exception as exc:  # pyarrow raises several types for a broken file
         raise UserError(f"{path}: not a readable Parquet file: {exc}") from None
+    if declared > max_bytes:
+        raise textguard.over_max_bytes(
+            path, max_bytes, f"its {metadata.num_rows:,} rows hold {declared:,} bytes"
+        )
     number = 0
-    batches = parquet.iter_batches(batch_size=2048)
+    total = 0
+    batches = parquet.iter_batches(batch_size=PARQUET_BATCH)
     while True:
         try:  # a file whose footer reads fine can still have broken pages further on
             batch = next(batches, None)
+            if batch is not None:
+                total += batch.nbytes  # decoded: dictionary-encoded repeats count every time
+                if total > max_bytes:
+                    raise textguard.over_max_bytes(path, max_bytes, f"at row {number + batch.num_rows:,}")
             records = batch.to_pylist() if batch is not None else []
+        except UserError:
+            raise
         except Exception as exc:
             raise UserError(f"{path}: not a readable Parquet file (after row {number}): {exc}") from None
         if batch is None:
@@ -409,18 +438,24 @@ RecordCheck = Callable[[dict[str, Any], str], tuple[dict[str, Any], list[str]]]
 
 
 def collect_records(
-    path: str | Path, check: RecordCheck, *, what: str, progress: Progress | None = None
+    path: str | Path,
+    check: RecordCheck,
+    *,
+    what: str,
+    progress: Progress | None = None,
+    max_bytes: int = textguard.MAX_BYTES_DEFAULT,
 ) -> list[dict[str, Any]]:
     """Read every record of a file through `check(record, where) -> (row, problems)`; refuse a
     repeated ``external_id``. All or nothing: raise IngestError listing up to 20 problems (each with
-    its line or row and field), or UserError when the file holds no `what` records."""
+    its line or row and field), or UserError when the file holds no `what` records or more than
+    `max_bytes` of decoded text."""
     path = Path(path)
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
     n_problems = 0
     first_seen: dict[str, str] = {}
     try:
-        for where, record in read_records(path):
+        for where, record in read_records(path, max_bytes=max_bytes):
             row, found = check(record, where)
             external_id = row.get("external_id")
             if external_id and external_id in first_seen:
@@ -447,7 +482,11 @@ def collect_records(
 
 
 def load_pairs(
-    path: str | Path, *, progress: Progress | None = None, warnings: list[str] | None = None
+    path: str | Path,
+    *,
+    progress: Progress | None = None,
+    warnings: list[str] | None = None,
+    max_bytes: int = textguard.MAX_BYTES_DEFAULT,
 ) -> list[dict[str, Any]]:
     """Read and validate a whole pair file; raise IngestError listing up to 20 problems.
 
@@ -460,7 +499,7 @@ def load_pairs(
             warnings.extend(f"{where}, {w}" for w in noticed)
         return row, found
 
-    return collect_records(path, check, what="pair", progress=progress)
+    return collect_records(path, check, what="pair", progress=progress, max_bytes=max_bytes)
 
 
 # -------------------------------------------------------------------------------------------- importing
@@ -495,6 +534,7 @@ def import_file(
     user_id: int | None = None,
     account: Account,
     strict: bool = False,
+    max_bytes: int = textguard.MAX_BYTES_DEFAULT,
 ) -> ImportSummary:
     """Import a pair file into `study` in one transaction; nothing is written if anything is wrong.
 
@@ -509,7 +549,9 @@ def import_file(
     if account.id:
         user_id = account.id
     warnings: list[str] = []
-    rows = [storable(row) for row in load_pairs(path, progress=progress, warnings=warnings)]
+    rows = [
+        storable(row) for row in load_pairs(path, progress=progress, warnings=warnings, max_bytes=max_bytes)
+    ]
     if strict and warnings:
         raise IngestError(str(path), [f"{w} (--strict)" for w in warnings[:MAX_PROBLEMS]], len(warnings))
     if getattr(engine.dialect, "_json_serializer", None) is not json_serializer:  # not from make_engine

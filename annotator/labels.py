@@ -8,7 +8,7 @@ from sqlalchemy import case, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from annotator import crowd
+from annotator import crowd, textguard
 from annotator.accounts import require_active
 from annotator.assign import extend_overlap
 from annotator.authorization import own_assignment
@@ -230,6 +230,8 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     problems = missing_answers(config, n_aspects, submission, ask_support=arm.ask_support)
     if problems:
         raise LabelError("Please answer: " + "; ".join(problems))
+    textguard.check_input(submission.comment, "The comment")
+    textguard.check_input(submission.flag_reason, "The reason for the problem flag")
     _lock_assignment(session, id_of(assignment))
     earlier = _saved(session, submission.submission_id)  # saved by another process while we waited
     if earlier is not None:
@@ -334,6 +336,7 @@ def skip(session: Session, *, assignment_id: int, user_id: int, reason: str) -> 
     """Move an item to the end of the annotator's queue, with a reason."""
     if not reason.strip():
         raise LabelError("Please give a reason for skipping")
+    textguard.check_input(reason, "The reason for skipping")
     assignment = own_assignment(session, assignment_id, user_id)
     last = session.exec(
         select(func.max(Assignment.position)).where(

@@ -20,7 +20,7 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from annotator import assign
+from annotator import assign, textguard
 from annotator.accounts import Account, require_role
 from annotator.errors import UserError
 from annotator.ingest import collect_records
@@ -87,8 +87,11 @@ def _number(record: dict[str, Any], field: str, problems: list[str]) -> float | 
         return None
     try:
         number = float(value)
+    except OverflowError:  # an integer beyond any float (e.g. 400 digits)
+        problems.append(f"field {field}: the number {_short(value)} is too large")
+        return None
     except (TypeError, ValueError):
-        problems.append(f"field {field}: expected a number, got {str(value)[:40]!r}")
+        problems.append(f"field {field}: expected a number, got {_short(value)}")
         return None
     if not math.isfinite(number):
         problems.append(f"field {field}: must be a finite number, got {value!r}")
@@ -96,11 +99,26 @@ def _number(record: dict[str, Any], field: str, problems: list[str]) -> float | 
     return number
 
 
+def _short(value: Any) -> str:
+    """A value for a message: its first 40 characters (a 400-digit number is not repeated whole)."""
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 40 else f"{text[:37]}... ({len(text):,} characters)"
+
+
 def _prediction(record: Any, known: dict[str, int]) -> tuple[dict[str, Any], list[str]]:
-    """One record as a ModelPrediction row (without study and model), and its problems."""
+    """One record as a ModelPrediction row (without study and model), and its problems.
+
+    The record first passes the pair importer's checks on hostile values (NUL, over-long texts,
+    NaN/Infinity, too deep nesting: :func:`annotator.textguard.value_problems`), each named by field.
+    """
     if not isinstance(record, dict):
         return {}, [f"expected an object, got {type(record).__name__}"]
     problems: list[str] = []
+    limit = textguard.max_text_chars()
+    for field, value in record.items():
+        problems.extend(textguard.value_problems(value, f"field {field}", limit=limit))
+    if problems:
+        return {}, problems
     key = "id" if "id" in record else "pair_id"
     raw = record.get(key)
     external_id = "" if raw is None or isinstance(raw, bool) else str(raw).strip()
@@ -116,9 +134,9 @@ def _prediction(record: Any, known: dict[str, int]) -> tuple[dict[str, Any], lis
     raw_choice = record.get("choice")
     choice = raw_choice.strip().lower() if isinstance(raw_choice, str) and raw_choice.strip() else None
     if raw_choice is not None and not isinstance(raw_choice, str):
-        problems.append(f"field choice: expected one of {', '.join(CHOICES)}, got {raw_choice!r}")
+        problems.append(f"field choice: expected one of {', '.join(CHOICES)}, got {_short(raw_choice)}")
     elif choice is not None and choice not in CHOICES:
-        problems.append(f"field choice: expected one of {', '.join(CHOICES)}, got {raw_choice!r}")
+        problems.append(f"field choice: expected one of {', '.join(CHOICES)}, got {_short(raw_choice)}")
         choice = None
     has_scores = chosen is not None and rejected is not None
     if (chosen is None) != (rejected is None) and not any(p.startswith("field score_") for p in problems):
@@ -153,14 +171,22 @@ def _known_pairs(session: Session, study_id: int) -> dict[str, int]:
 
 
 def load_predictions(
-    path: str | Path, known: dict[str, int], *, progress: Progress | None = None
+    path: str | Path,
+    known: dict[str, int],
+    *,
+    progress: Progress | None = None,
+    max_bytes: int = textguard.MAX_BYTES_DEFAULT,
 ) -> list[dict[str, Any]]:
     """Read and check a whole prediction file against the study's pair ids (external id -> Pair.id).
 
     Raises IngestError listing up to 20 problems, each with its line (or row) and field.
     """
     return collect_records(
-        path, lambda record, _where: _prediction(record, known), what="prediction", progress=progress
+        path,
+        lambda record, _where: _prediction(record, known),
+        what="prediction",
+        progress=progress,
+        max_bytes=max_bytes,
     )
 
 
@@ -173,6 +199,7 @@ def _check_model(model: str) -> str:
         raise UserError("the model name is empty")
     if len(name) > MAX_MODEL_NAME:
         raise UserError(f"the model name is longer than {MAX_MODEL_NAME} characters")
+    textguard.check_name(name, "the model name")
     return name
 
 
@@ -242,13 +269,14 @@ def import_predictions(
     model: str,
     account: Account,
     progress: Progress | None = None,
+    max_bytes: int = textguard.MAX_BYTES_DEFAULT,
 ) -> PredictionImport:
     """Import a prediction file for `model` into `study` in one transaction (nothing written on error)."""
     _check_model(model)
     with Session(engine, expire_on_commit=False) as session:
         require_role(session, account, "researcher")
         known = _known_pairs(session, id_of(get_study(session, study)))
-    rows = load_predictions(path, known, progress=progress)
+    rows = load_predictions(path, known, progress=progress, max_bytes=max_bytes)
     with Session(engine, expire_on_commit=False) as session:
         summary = save_predictions(
             session, study=study, model=model, rows=rows, account=account, source=Path(path).name

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import IO
 
 from annotator.store.db import ENV_VAR
+from annotator.textguard import MAX_BYTES_DEFAULT
 
-ENTRY = Path(__file__).parent / "app" / "main.py"
+#: The ASGI app: Streamlit's app for app/main.py plus the route that sets the session cookie.
+ENTRY = Path(__file__).parent / "app" / "serve.py"
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = (
     "--server.headless=true",
@@ -27,7 +29,7 @@ FLAGS = (
     "--server.enableCORS=true",
     "--server.runOnSave=false",
     "--server.fileWatcherType=none",
-    "--server.maxUploadSize=200",
+    f"--server.maxUploadSize={MAX_BYTES_DEFAULT // 2**20}",  # MB: the importer's --max-bytes default
     "--client.showErrorDetails=none",  # never a traceback (with SQL) in the browser
     "--client.toolbarMode=minimal",
     "--browser.gatherUsageStats=false",

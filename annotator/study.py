@@ -3,6 +3,8 @@ one place that looks a study up: :func:`get_study` by name, :func:`study_config`
 
 import tomllib
 from dataclasses import dataclass
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -13,7 +15,8 @@ from analysis.vocabulary import CONFIDENCE_POINTS, DEFAULT_MARGIN, PREFERENCE_PO
 from annotator.errors import ConfigError, UserError
 from annotator.store.models import Study
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "data" / "study.toml"
+#: The default study, shipped inside the package (data/study.toml in a checkout is the same file).
+DEFAULT_CONFIG: Traversable = files("annotator") / "defaults" / "study.toml"
 
 
 class _Strict(BaseModel):
@@ -296,19 +299,19 @@ def parse_config(data: dict[str, Any], *, source: str = "study config") -> Study
 
 
 def load_config(path: str | Path | None = None) -> StudyConfig:
-    """Read a study TOML file (the default study when `path` is None)."""
-    path = Path(path) if path is not None else DEFAULT_CONFIG
+    """Read a study TOML file (the default study, from the package, when `path` is None)."""
+    source: Path | Traversable = Path(path) if path is not None else DEFAULT_CONFIG
     try:
-        text = path.read_text(encoding="utf-8")
+        text = source.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
+        raise ConfigError(f"{source}: no such config file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
+        raise ConfigError(f"{source}: cannot read: {exc}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return parse_config(data, source=str(path))
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    return parse_config(data, source=str(source))
 
 
 def get_study(session: Session, name: str) -> Study:

@@ -21,6 +21,9 @@ MAX_STUDY_NAME = 200  # Study.name
 MAX_TEXT_ENV = "ANNOTATOR_MAX_TEXT_CHARS"
 MAX_TEXT_DEFAULT = 1_000_000  # characters per text: far above any real response (a novel is ~500k)
 MAX_DEPTH = 64  # nesting of JSON objects and lists in one record
+#: The most decoded text one import reads (`--max-bytes`; the browser's upload takes the same):
+#: a small compressed Parquet file can expand to gigabytes.
+MAX_BYTES_DEFAULT = 512 * 1024 * 1024
 
 INVISIBLE = {
     "\u202a": "LEFT-TO-RIGHT EMBEDDING",
@@ -56,6 +59,14 @@ def max_text_chars() -> int:
     if value < 1:
         raise UserError(f"${MAX_TEXT_ENV} must be a positive whole number of characters, not {raw!r}")
     return value
+
+
+def over_max_bytes(path: object, max_bytes: int, where: str) -> UserError:
+    """The one-line error for an import that reached `max_bytes` of decoded text at `where`."""
+    return UserError(
+        f"{path}: {where}, the decoded text exceeds {max_bytes:,} bytes ({max_bytes / 2**20:,.0f} MB, "
+        "--max-bytes); nothing was imported"
+    )
 
 
 def _no_constant(name: str) -> Any:
@@ -150,14 +161,68 @@ def strip_invisible(text: str) -> str:
     return _INVISIBLE.sub("", text)
 
 
+# ------------------------------------------------------------------------------ the one input rule
+
+MAX_INPUT = 20_000  # characters in a text typed into the app (a comment, a reason, a note)
+MAX_NAME = 200  # characters in a name (a login name, a study or model name)
+_TEXT_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # all but tab, newline, return
+_NAME_CONTROLS = re.compile("[\x00-\x1f\x7f]")
+
+
+def input_problem(text: str, *, name: bool = False, limit: int | None = None) -> str | None:
+    """What is wrong with a text the app or the CLI takes from a person, or None: the one rule for every
+    such text, checked in Python so that SQLite and PostgreSQL accept exactly the same.
+
+    A NUL (which PostgreSQL refuses and SQLite stores) or another control character (a name: any, a
+    free text: any but tab and line breaks), half of a UTF-16 surrogate pair, or more than `limit`
+    characters (default :data:`MAX_NAME` for a name, :data:`MAX_INPUT` for a text).
+
+    >>> input_problem("fine, thanks\\n")
+    >>> input_problem("a\\x00b")
+    'contains a NUL character (a control character)'
+    >>> input_problem("two\\nlines", name=True)
+    'contains a control character (e.g. a line break or a tab)'
+    """
+    limit = limit if limit is not None else MAX_NAME if name else MAX_INPUT
+    if "\x00" in text:
+        return "contains a NUL character (a control character)"
+    if (_NAME_CONTROLS if name else _TEXT_CONTROLS).search(text):
+        return "contains a control character" + (" (e.g. a line break or a tab)" if name else "")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains an invalid character (half of a UTF-16 surrogate pair)"
+    if len(text) > limit:
+        return f"has {len(text):,} characters; at most {limit:,}"
+    return None
+
+
+def check_input(text: str, what: str, *, limit: int | None = None) -> str:
+    """`text` (a free text: comment, reason, note) if it passes :func:`input_problem`, else a UserError
+    naming `what`."""
+    problem = input_problem(text, limit=limit)
+    if problem is not None:
+        raise UserError(f"{what} {problem}")
+    return text
+
+
+def check_name(text: str, what: str, *, limit: int | None = None) -> str:
+    """`text` (a one-line name) if it passes :func:`input_problem` as a name, else a UserError naming
+    `what`."""
+    problem = input_problem(text, name=True, limit=limit)
+    if problem is not None:
+        raise UserError(f"{what} {problem}")
+    return text
+
+
 def check_study_name(name: str) -> None:
     """Refuse a study name that is empty, too long or holds a NUL or control character."""
     if not name.strip():
         raise UserError("the study name is empty")
     if len(name) > MAX_STUDY_NAME:
         raise UserError(f"the study name has {len(name)} characters; at most {MAX_STUDY_NAME}")
-    if any(ord(c) < 32 or c == "\x7f" for c in name):
-        raise UserError("the study name contains a control character (e.g. NUL or a newline)")
+    check_name(name, "the study name", limit=MAX_STUDY_NAME)
 
 
 def has_invisible(text: str) -> bool:

@@ -1,6 +1,7 @@
 """The annotator's workspace around one item: server-side drafts, the item to resume after a reload,
 and flagging a broken item with only a reason (it leaves the queue and goes to the researcher)."""
 
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -8,6 +9,7 @@ from typing import Any
 import pandas as pd
 from sqlmodel import Session, col, select
 
+from annotator import textguard
 from annotator.accounts import Account, require_role
 from annotator.authorization import own_assignment
 from annotator.errors import LabelError, UserError
@@ -29,13 +31,20 @@ class DraftView:
 
 
 def _clean(answers: dict[str, Any]) -> dict[str, Any]:
-    """Only plain JSON values under text keys: numbers, short text, booleans, None."""
+    """Only plain JSON values under text keys: finite numbers, short text, booleans, None. A key or a
+    text that breaks the app's one input rule (textguard.input_problem: a NUL, a control character) is
+    left out of the draft on both engines alike; submitting it gets the rule's message."""
     clean: dict[str, Any] = {}
     for key, value in answers.items():
-        if isinstance(value, bool | int | float) or value is None:
-            clean[str(key)[:200]] = value
-        elif isinstance(value, str):
-            clean[str(key)[:200]] = value[:MAX_TEXT]
+        name = str(key)[:200]
+        if textguard.input_problem(name, name=True) is not None:
+            continue
+        if isinstance(value, bool | int) or value is None:
+            clean[name] = value
+        elif isinstance(value, float) and math.isfinite(value):
+            clean[name] = value
+        elif isinstance(value, str) and textguard.input_problem(value[:MAX_TEXT], limit=MAX_TEXT) is None:
+            clean[name] = value[:MAX_TEXT]
     return clean
 
 
@@ -103,6 +112,7 @@ def flag_item(session: Session, *, assignment_id: int, user_id: int, reason: str
     """Flag an item as broken with only a reason: it leaves the queue (status "flagged") and is listed
     for the researcher (:func:`flagged_items`); no rating is needed."""
     reason = reason.strip()
+    textguard.check_input(reason, "The reason for the problem flag")
     if not reason:
         raise LabelError("Please say what is wrong with the item")
     assignment = own_assignment(session, assignment_id, user_id)

@@ -16,7 +16,15 @@ import pytest
 from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
-from analysis.render import REPORT_SCHEMA, methods_paragraph, to_html, to_json, to_markdown, to_terminal
+from analysis.render import (
+    REPORT_SCHEMA,
+    escape_text,
+    methods_paragraph,
+    to_html,
+    to_json,
+    to_markdown,
+    to_terminal,
+)
 from analysis.report import VERDICT_KEYS, Report, build_report
 from analysis.simulation import simulate_frame
 from analysis.validation import validate_pairs
@@ -124,10 +132,11 @@ def test_markdown_has_one_line_per_verdict(study: tuple[str, Engine, Report]) ->
     assert len(lines) == len(report.verdicts) == len(VERDICT_KEYS)
     for line, verdict in zip(lines, report.verdicts, strict=True):
         assert line.startswith(
-            f"- **{verdict.status.replace('_', ' ').upper()}** ({verdict.key}): {verdict.claim}"
+            f"- **{verdict.status.replace('_', ' ').upper()}** ({verdict.key}): "
+            + escape_text(verdict.claim, "markdown")
         )
     assert f"**Overall: {report.overall}**" in text
-    assert methods_paragraph(report) in text
+    assert escape_text(methods_paragraph(report), "markdown") in text
 
 
 def test_cli_analyze_writes_three_files(tmp_path: Path, study: tuple[str, Engine, Report]) -> None:

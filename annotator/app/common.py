@@ -8,6 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DatabaseError
 from sqlmodel import Session
 
 from annotator.accounts import Account
@@ -33,7 +34,7 @@ PREFILL_KEY = "annotate_prefill"  # the answers to start from (a revision, a dra
 SUBMISSION_KEY = "submission_id"  # fixed when an item is drawn: a repeated submit is a no-op
 REOPEN_KEY = "annotate_reopen"  # an assignment My work asks the rating page to open for revision
 #: The cookie that keeps the login across a reload: a revocable, expiring session token only.
-SESSION_COOKIE = "pair_studio_session"
+SESSION_COOKIE = "pair_studio_session"  # = annotator.app.cookie.COOKIE
 
 
 @st.cache_resource(show_spinner=False)
@@ -172,29 +173,76 @@ def log_out() -> None:
 
 
 def sync_cookie() -> None:
-    """Write the session token into the browser's cookie after a login, or clear it after a logout.
+    """Have the server set the browser's session cookie after a login, or expire it after a logout.
 
-    The cookie holds only the revocable, expiring token (never a password); it is SameSite=Strict.
+    The cookie (the revocable, expiring token only, never a password) is set by an HTTP response of
+    this server (annotator.app.cookie): HttpOnly, SameSite=Strict, Secure over HTTPS. The page gets
+    only a one-time ticket for it, never the token.
     """
+    from annotator.app import cookie
+
     token = st.session_state.get(TOKEN_KEY)
     if st.session_state.get(COOKIE_CLEAR_KEY):
         if st.session_state.get(COOKIE_WRITTEN_KEY) is False:
             return
         st.html(
-            f"<script>document.cookie = '{SESSION_COOKIE}=; path=/; max-age=0; SameSite=Strict';</script>",
+            f"<script>fetch('{cookie.ROUTE}', {{method: 'DELETE', credentials: 'same-origin', "
+            f"headers: {{'{cookie.LOGOUT_HEADER}': '1'}}}});</script>",
             unsafe_allow_javascript=True,
         )
         st.session_state[COOKIE_WRITTEN_KEY] = False
     elif token is not None and not st.session_state.get(COOKIE_WRITTEN_KEY):
-        if not re.fullmatch(r"[A-Za-z0-9_\-]+", token):
-            return
-        max_age = SESSION_HOURS * 3600
+        ticket = cookie.issue_ticket(token)  # URL-safe base64: nothing to escape in the script
         st.html(
-            f"<script>document.cookie = '{SESSION_COOKIE}={token}; path=/; max-age={max_age}; "
-            "SameSite=Strict';</script>",
+            f"<script>fetch('{cookie.ROUTE}', {{method: 'POST', credentials: 'same-origin', "
+            f"headers: {{'{cookie.TICKET_HEADER}': '{ticket}'}}}});</script>",
             unsafe_allow_javascript=True,
         )
         st.session_state[COOKIE_WRITTEN_KEY] = True
+
+
+#: How often the outage message checks whether the database is back.
+RETRY_SECONDS = 5
+OUTAGE = (
+    "The database cannot be reached right now, so this page cannot be shown. Everything you submitted "
+    "is saved. This page checks again every {seconds} seconds and comes back by itself."
+)
+FAULT = "The database refused this page's request, so it cannot be shown. Please tell the study's researcher."
+_OUTAGE_SHOWN = "outage_message_shown"
+
+
+def database_down(exc: BaseException) -> bool:
+    """Whether `exc` is a database fault; if so, one page-level message says so (with the fault in one
+    line). A lost or refused connection (PostgreSQL down, SQLite locked) also starts a timer that runs
+    the app again as soon as the database answers."""
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+    if not isinstance(exc, DBAPIError):
+        return False
+    outage = isinstance(exc, OperationalError | InterfaceError) or (
+        isinstance(exc, DBAPIError) and exc.connection_invalidated
+    )
+    st.error(OUTAGE.format(seconds=RETRY_SECONDS) if outage else FAULT, icon=":material/cloud_off:")
+    fault = exc if isinstance(exc, DatabaseError) else DatabaseError(None, None, exc.orig or exc)
+    st.caption(f"Cause: {db.describe_error(fault)}")
+    if outage:
+        st.session_state[_OUTAGE_SHOWN] = True
+        _retry_when_back()
+    return True
+
+
+@st.fragment(run_every=RETRY_SECONDS)
+def _retry_when_back() -> None:
+    """Every few seconds (not in the run that drew the message): one `SELECT 1`; when it answers,
+    the whole app runs again."""
+    if st.session_state.pop(_OUTAGE_SHOWN, False):
+        return
+    try:
+        with engine().connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+    except Exception:  # still down (or the engine cannot be made yet)
+        return
+    st.rerun(scope="app")
 
 
 def require(*roles: str) -> Account:

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from annotator.app.common import FAVICON, PAGES, current_account, log_out, sync_cookie
+from annotator.app.common import FAVICON, PAGES, current_account, database_down, log_out, sync_cookie
+from annotator.errors import UserError
 
 # A local icon: a Material or emoji icon would be fetched from an external font host on every page.
 st.set_page_config(page_title="Pair Studio", page_icon=str(FAVICON), layout="wide")
@@ -52,17 +53,35 @@ def role_pages(role: str) -> dict[str, list[st.Page]]:
     }
 
 
-account = current_account()
-if account is None:
-    navigation = st.navigation([page("login.py", "Log in", "login", default=True)])
-else:
-    # One flat list: Streamlit draws section headers inside the nav's <ul>, which screen readers reject.
-    navigation = st.navigation([p for pages in role_pages(account.role).values() for p in pages])
-    with st.sidebar:
-        st.caption(f"Signed in as **{account.username}** · {account.role}")
-        if st.button("Log out", key="logout", icon=":material/logout:"):
-            log_out()
-            st.rerun()
-sync_cookie()
-st.html(ACCESSIBLE_CSS)
-navigation.run()
+def run_pages() -> None:
+    """Route by role and run the chosen page."""
+    account = current_account()
+    if account is None:
+        navigation = st.navigation([page("login.py", "Log in", "login", default=True)])
+    else:
+        # One flat list: Streamlit draws section headers inside the nav's <ul>, which screen readers reject.
+        navigation = st.navigation([p for pages in role_pages(account.role).values() for p in pages])
+        with st.sidebar:
+            st.caption(f"Signed in as **{account.username}** · {account.role}")
+            if st.button("Log out", key="logout", icon=":material/logout:"):
+                log_out()
+                st.rerun()
+    sync_cookie()
+    st.html(ACCESSIBLE_CSS)
+    navigation.run()
+
+
+# A database fault (PostgreSQL down, a lost connection) or a mistake no page caught is one clear
+# message in place of the page, never Streamlit's error box; after an outage the page comes back by
+# itself (database_down polls the database).
+body = st.empty()
+try:
+    with body.container():
+        run_pages()
+except Exception as exc:
+    body.empty()
+    cause = exc.__cause__ if isinstance(exc, UserError) else exc  # e.g. "cannot open the database"
+    if not database_down(cause or exc):
+        if not isinstance(exc, UserError):
+            raise
+        st.error(str(exc), icon=":material/error:")

@@ -163,6 +163,95 @@ def check_schema(engine: Engine) -> None:
         raise SchemaError(f"the database schema is at {current}, not {head_revision()}; run `annotator init`")
 
 
+# ------------------------------------------------------------------ the append-only audit log
+
+AUDIT_MESSAGE = "event is append-only"
+_SQLITE_AUDIT = {
+    f"event_no_{action.lower()}": (
+        f"CREATE TRIGGER event_no_{action.lower()} BEFORE {action} ON event "
+        f"BEGIN SELECT RAISE(ABORT, '{AUDIT_MESSAGE}'); END"
+    )
+    for action in ("UPDATE", "DELETE")
+}
+_POSTGRES_AUDIT_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION event_append_only() RETURNS trigger AS $$
+BEGIN
+    RAISE EXCEPTION '{AUDIT_MESSAGE}' USING ERRCODE = 'insufficient_privilege';
+END;
+$$ LANGUAGE plpgsql
+"""
+_POSTGRES_AUDIT = {
+    "event_append_only": "CREATE TRIGGER event_append_only BEFORE UPDATE OR DELETE ON event "
+    "FOR EACH ROW EXECUTE FUNCTION event_append_only()",
+    "event_no_truncate": "CREATE TRIGGER event_no_truncate BEFORE TRUNCATE ON event "
+    "FOR EACH STATEMENT EXECUTE FUNCTION event_append_only()",
+}
+
+
+def audit_problems(engine: Engine) -> list[str]:
+    """What keeps the `event` table from being append-only right now: each trigger of migration 0002
+    that is missing, disabled or no longer refuses (and, on PostgreSQL, a function that does not raise).
+    Empty when the audit log is intact."""
+    with engine.connect() as connection:
+        if engine.dialect.name == "postgresql":
+            found = {
+                name: (enabled, source)
+                for name, enabled, source in connection.exec_driver_sql(
+                    "SELECT t.tgname, t.tgenabled, p.prosrc FROM pg_trigger t "
+                    "JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = 'event'::regclass "
+                    "AND NOT t.tgisinternal"
+                )
+            }
+            problems = []
+            for name in _POSTGRES_AUDIT:
+                if name not in found:
+                    problems.append(f"trigger {name} is missing")
+                elif found[name][0] == "D":
+                    problems.append(f"trigger {name} is disabled")
+                elif AUDIT_MESSAGE not in found[name][1]:
+                    problems.append(f"trigger {name} no longer refuses changes")
+            return problems
+        sqlite_found: dict[str, str | None] = dict(
+            connection.exec_driver_sql(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'event'"
+            ).all()
+        )
+        return [
+            f"trigger {name} " + ("is missing" if name not in sqlite_found else "no longer refuses changes")
+            for name in _SQLITE_AUDIT
+            if name not in sqlite_found or AUDIT_MESSAGE not in (sqlite_found[name] or "")
+        ]
+
+
+def restore_audit(engine: Engine) -> list[str]:
+    """Put back every audit-log trigger that :func:`audit_problems` finds wrong (in one transaction);
+    returns those problems (empty: nothing needed restoring)."""
+    problems = audit_problems(engine)
+    if not problems:
+        return []
+    with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.exec_driver_sql(_POSTGRES_AUDIT_FUNCTION)
+            for name, ddl in _POSTGRES_AUDIT.items():
+                connection.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name} ON event")
+                connection.exec_driver_sql(ddl)
+        else:
+            for name, ddl in _SQLITE_AUDIT.items():
+                connection.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
+                connection.exec_driver_sql(ddl)
+    return problems
+
+
+def check_audit(engine: Engine) -> None:
+    """Refuse a database whose audit log is not append-only (e.g. before `serve` starts on it)."""
+    problems = audit_problems(engine)
+    if problems:
+        raise UserError(
+            f"the audit log of {shown_url(str(engine.url))} is not append-only ({'; '.join(problems)}); "
+            "run `annotator init` to restore it"
+        )
+
+
 def describe_error(exc: DatabaseError) -> str:
     """A one-line explanation of a database failure, with what to do about it."""
     text = str(exc.orig) if exc.orig is not None else str(exc)

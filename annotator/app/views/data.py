@@ -5,7 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotator import accounts, assign, ingest
+from annotator import accounts, assign, ingest, textguard
 from annotator.app.common import engine, require, session
 from annotator.errors import UserError
 from annotator.store.models import ROLES
@@ -15,7 +15,12 @@ st.title("Data")
 
 st.subheader("Import pairs")
 with st.form("import_form"):
-    upload = st.file_uploader("Pair file", type=["jsonl", "json", "csv", "parquet"], key="import_file")
+    upload = st.file_uploader(
+        "Pair file",
+        type=["jsonl", "json", "csv", "parquet"],
+        key="import_file",
+        help=f"At most {textguard.MAX_BYTES_DEFAULT // 2**20} MB of text (`annotator import --max-bytes`).",
+    )
     study = st.text_input("Study", key="import_study")
     replace = st.checkbox("Replace records that changed under the same id", key="import_replace")
     if st.form_submit_button("Import", type="primary"):
