@@ -3,6 +3,7 @@
 import streamlit as st
 
 from annotator.app.common import FAVICON, PAGES, current_account, log_out, sync_cookie
+from annotator.app.panes import focusable_panes
 
 # A local icon: a Material or emoji icon would be fetched from an external font host on every page.
 st.set_page_config(page_title="Pair Studio", page_icon=str(FAVICON), layout="wide")
@@ -46,6 +47,7 @@ def role_pages(role: str) -> dict[str, list[st.Page]]:
         ],
         "Data": [
             page("data.py", "Import and assign", "database"),
+            page("settings.py", "Study settings", "tune"),
             page("downloads.py", "Downloads", "download"),
             guidelines,
         ],
@@ -66,3 +68,5 @@ else:
 sync_cookie()
 st.html(ACCESSIBLE_CSS)
 navigation.run()
+if account is not None and account.role in ("researcher", "adjudicator"):
+    focusable_panes({})  # tables that scroll sideways on a phone take the keyboard focus
