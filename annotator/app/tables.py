@@ -1,6 +1,7 @@
 """Result tables and plots on the researcher's pages: labelled columns, units, rounded numbers, empty
 cells (never None or NaN), and every plot with a title, axis labels and a caption under it."""
 
+import re
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -10,6 +11,24 @@ import streamlit as st
 
 from analysis.readable import cell, whole
 from analysis.readable import labels as column_labels
+
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+
+
+def plain_md(text: str) -> str:
+    """Text that Markdown shows exactly as typed: every ASCII punctuation character backslash-escaped
+    (CommonMark), line breaks as spaces. st.table renders Markdown in its cells; pair, judge and
+    annotator texts must stay text there (no link, image, emphasis, LaTeX or directive)."""
+    return _PUNCTUATION.sub(r"\\\1", text.replace("\r", " ").replace("\n", " "))
+
+
+def _shown(value: Any, *, column: str, digits: int, integers: bool) -> str:
+    return plain_md(cell(value, column, digits=digits, integers=integers))
+
+
+def _as_text(value: Any, *, column: str, digits: int, integers: bool) -> str:
+    return cell(value, column, digits=digits, integers=integers)
+
 
 #: Tables longer than this are drawn as a grid (sortable, scrolls inside itself) instead of a static table.
 STATIC_ROWS = 25
@@ -40,12 +59,14 @@ def show_table(
     frame = labelled(df, shown)
     if labels:
         frame.columns = [labels.get(c, name) for c, name in zip(shown, frame.columns, strict=True)]
+    static = len(frame) <= STATIC_ROWS
+    show = _shown if static else _as_text  # st.table renders Markdown in cells; st.dataframe does not
     formats: dict[Any, Any] = {
-        name: partial(cell, column=column, digits=digits, integers=whole(df[column]))
+        name: partial(show, column=column, digits=digits, integers=whole(df[column]))
         for column, name in zip(shown, frame.columns, strict=True)
     }
     styled = frame.style.format(formats, na_rep="").hide(axis="index")
-    if len(frame) <= STATIC_ROWS:
+    if static:
         st.table(styled)
     else:
         st.dataframe(styled, hide_index=True, width="stretch", key=key)
