@@ -894,7 +894,7 @@ th,td{border:1px solid #dee2e6;padding:.25rem .5rem;text-align:right;overflow-wr
 th{background:#f3f5f9;vertical-align:bottom}td:first-child,th:first-child{text-align:left}
 figure{margin:1rem 0;max-width:100%}figure>div{max-width:100%}
 figcaption{color:#4a5160;font-size:.9rem}.verdicts{padding-left:1.2rem}.verdicts li{margin:.4rem 0}
-.pass b{color:#2b8a3e}.fail b{color:#c92a2a}.inconclusive b{color:#c2410c}.not_assessed b{color:#5c636e}
+.pass b{color:#1e6b2e}.fail b{color:#c92a2a}.inconclusive b{color:#c2410c}.not_assessed b{color:#5c636e}
 .test{color:#5c636e;font-size:.9em}.summary{color:#4a5160}pre{white-space:pre-wrap}
 @media (max-width:600px){body{margin:1rem auto;padding:0 .75rem}h1{font-size:1.5rem}
 table{font-size:.78rem}}"""

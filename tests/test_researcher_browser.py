@@ -62,6 +62,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]
         yield base_url, app_db
 
 
+def log_in_as(page: Page, base_url: str, username: str) -> None:
+    """Log in and wait until the session cookie is written (the sidebar's Log out button is drawn)."""
+    log_in(page, base_url, username, PASSWORD, timeout_ms=120_000)
+    page.get_by_role("button", name="Log out").wait_for(timeout=120_000)
+    wait_idle(page, timeout_ms=120_000)
+
+
 def open_page(page: Page, base_url: str, path: str, title: str) -> None:
     page.goto(f"{base_url}/{path}")
     page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=120_000)
@@ -89,7 +96,7 @@ def test_no_serious_accessibility_violation_on_any_page(
         context = chrome.new_context(viewport=viewport)
         page = context.new_page()
         page.set_default_timeout(60_000)
-        log_in(page, base_url, user, PASSWORD)
+        log_in_as(page, base_url, user)
         for name, path, title in PAGES:
             if name == user:
                 open_page(page, base_url, path, title)
@@ -101,7 +108,7 @@ def test_no_serious_accessibility_violation_on_any_page(
 
 def test_adjudication_panes_take_the_keyboard_focus(live: tuple[str, AppDB], tab: Page) -> None:
     base_url, _ = live
-    log_in(tab, base_url, "adj1", PASSWORD)
+    log_in_as(tab, base_url, "adj1")
     open_page(tab, base_url, "", "Adjudicate")
     reached = []
     for _ in range(120):
@@ -125,7 +132,7 @@ def test_a_study_is_created_from_the_settings_page(
     pairs.write_text("".join(json.dumps(pair_record(50 + i)) + "\n" for i in range(3)), encoding="utf-8")
     bad = tmp_path / "mine.toml"
     bad.write_text("[analysis]\nmargin = -1\n", encoding="utf-8")
-    log_in(tab, base_url, "res1", PASSWORD)
+    log_in_as(tab, base_url, "res1")
     open_page(tab, base_url, "settings", "Study settings")
     tab.locator(".st-key-settings_toml input[type=file]").set_input_files(str(bad))
     wait_idle(tab)

@@ -275,6 +275,9 @@ def test_validation_page_offers_the_three_files_and_the_methods(
     keys = {button.key for button in at.get("download_button")}
     assert {"validation_download_html", "validation_download_json", "validation_download_md"} <= keys
     assert any("General quality" in block.value and "TOST" in block.value for block in at.code)
+    overall = next(e.value for e in (*at.success, *at.warning, *at.error) if e.value.startswith("**Overall"))
+    assert "not shown" not in overall
+    assert any(phrase in overall for phrase in ("Not established by", "Contradicted by", "Every verdict"))
     headers = [h for table in at.table for h in table.value.columns]
     assert "Estimate (points)" in headers and not [h for h in headers if "_" in str(h)]
 

@@ -10,6 +10,7 @@ from analysis.render import (
     figure_captions,
     status_word,
 )
+from analysis.report import Report
 from annotator import study_progress
 from annotator.accounts import Account
 from annotator.app import report_cache
@@ -38,6 +39,20 @@ def cached_filter_options(
     """The categories and annotators to filter by, for one data version."""
     with session() as active:
         return study_progress.filter_options(active, study=study, account=_account)
+
+
+def headline(report: Report) -> str:
+    """The overall result and, in words, which claims the data contradict or do not (yet) establish."""
+    failed = [v.claim for v in report.verdicts if v.status == "fail"]
+    open_ = [v.claim for v in report.verdicts if v.status == "inconclusive"]
+    lines = [f"**Overall: {report.overall}**"]
+    if failed:
+        lines.append("Contradicted by the data: " + "; ".join(failed) + ".")
+    if open_:
+        lines.append("Not established by the data so far: " + "; ".join(open_) + ".")
+    if not failed and not open_:
+        lines.append("Every verdict passes.")
+    return "  \n".join(lines)
 
 
 def downloads(published: report_cache.Published, study: str, filtered: bool) -> None:
@@ -107,7 +122,7 @@ if study is not None:
     )
     boxes = {"pass": st.success, "fail": st.error, "inconclusive": st.warning, "not_assessed": st.info}
     overall_box = {"PASS": st.success, "FAIL": st.error}.get(report.overall, st.warning)
-    overall_box(f"**Overall: {report.overall}**  \n{report.overall_reason}")
+    overall_box(headline(report))
     for verdict in report.verdicts:
         boxes[verdict.status](
             f"**{status_word(verdict)}: {verdict.claim}** ({verdict.test})  \n{verdict.detail}"
