@@ -14,6 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from analysis.readable import readable
 from analysis.report import Report, Verdict
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "EQUIVALENCE_COLUMNS",
     "REPORT_SCHEMA",
     "escape_text",
+    "figure_captions",
     "figures",
     "methods_paragraph",
     "status_word",
@@ -791,43 +793,107 @@ def to_terminal(report: Report) -> str:
 # --------------------------------------------------------------------------------------------- HTML
 
 
+#: A category with fewer main pairs than this gets no interval in the category plot (its t interval
+#: would rest on 0 or 1 degree of freedom); it is drawn as a hollow point marked "too few pairs".
+MIN_CATEGORY_PAIRS = 3
+RUBRIC_ITEM = "rubric"
+RUBRIC_RANGE = 2.0  # rubric alignment is the mean of 0-2 ratings: a difference lies in -2..+2
+
+
+def difference_range(report: Report, item: str) -> float:
+    """The largest chosen - rejected difference `item` can take (the scale's width)."""
+    p = report.parameters
+    if item == RUBRIC_ITEM:
+        return RUBRIC_RANGE
+    return float(p.get("scale_max", 5)) - float(p.get("scale_min", 1))
+
+
+def _interval_bars(estimate: pd.Series, low: pd.Series, high: pd.Series) -> dict[str, Any]:
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": (high - estimate).clip(lower=0),
+        "arrayminus": (estimate - low).clip(lower=0),
+    }
+
+
+def figure_captions(report: Report) -> dict[str, str]:
+    """What each figure of :func:`figures` shows, in a sentence or two (under the figure in the app and
+    in the HTML report)."""
+    p = report.parameters
+    level = round(100 * (1 - 2 * p["alpha"]))
+    width = difference_range(report, "")
+    return {
+        "forest": (
+            f"Mean chosen − rejected rating per quality dimension with its {level}% CI: blue from the "
+            "crossed random-effects model (the verdict, for pairs and annotators in general), grey from "
+            "the per-pair TOST (this panel of annotators). Equivalence is shown when the whole interval "
+            f"lies inside the green band of ±{p['margin']:g} points."
+        ),
+        "differences": (
+            "How many pairs have each mean chosen − rejected difference (averaged over the pair's "
+            "annotators), per quality dimension. Zero means both responses were rated alike."
+        ),
+        "categories": (
+            f"Mean chosen − rejected difference per category and item with its {level}% t interval over "
+            f"pairs, clipped to the possible range (±{width:g} points on the quality scale, ±"
+            f"{RUBRIC_RANGE:g} on the rubric). Categories with fewer than {MIN_CATEGORY_PAIRS} pairs "
+            "have no interval: they are hollow points marked “too few pairs”. Green band: the "
+            "equivalence margin."
+        ),
+        "preference": (
+            "Judgments that preferred the chosen response, called them equal, or preferred the "
+            "rejected one (counts of judgments; the title gives the mean per-pair share preferring "
+            "chosen, ties counted as half)."
+        ),
+        "agreement": (
+            f"Krippendorff's alpha (ordinal) per item with its {level}% percentile bootstrap CI over "
+            f"pairs; dotted lines: the study's reliability threshold ({p['reliability_threshold']:g}) "
+            "and 0.667, the usual floor for tentative conclusions (Krippendorff 2004)."
+        ),
+    }
+
+
 def figures(report: Report) -> dict[str, Any]:
-    """The report's plotly figures: forest plot, differences, categories, preference, agreement."""
+    """The report's plotly figures: forest plot, differences, categories, preference, agreement.
+
+    Every figure has a title and axis labels; :func:`figure_captions` says what each shows. No interval
+    is drawn beyond what the scale allows, and a category with too few pairs for one gets none.
+    """
     import plotly.graph_objects as go
 
     v = report.validation
     margin = report.parameters["margin"]
     level = round(100 * (1 - 2 * report.parameters["alpha"]))
+    width = difference_range(report, "")
+    layout = {"margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "legend": {"orientation": "h", "y": -0.25}}
     forest = go.Figure()
     forest.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.6, line_width=0, layer="below")
-    for table, name, color, shift in (
-        (v.crossed, f"crossed model, {level}% CI (verdict)", "#3b5bdb", 0.12),
-        (v.equivalence, f"per-pair TOST, {level}% CI (this panel)", "#868e96", -0.12),
+    for table, name, color in (
+        (v.crossed, f"crossed model, {level}% CI (verdict)", "#3b5bdb"),
+        (v.equivalence, f"per-pair TOST, {level}% CI (this panel)", "#868e96"),
     ):
+        low, high = table["ci_low"].clip(-width, width), table["ci_high"].clip(-width, width)
         forest.add_trace(
             go.Scatter(
                 x=table["estimate"],
                 y=table["dimension"],
                 mode="markers",
                 marker={"size": 10, "color": color},
-                error_x={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": table["ci_high"] - table["estimate"],
-                    "arrayminus": table["estimate"] - table["ci_low"],
-                },
+                error_x=_interval_bars(table["estimate"], low, high),
                 name=name,
                 offsetgroup=name,
             )
         )
-        _ = shift
     forest.add_vline(x=0, line_dash="dot")
     forest.update_layout(
-        title="Chosen - rejected per quality dimension (band: equivalence margin)",
-        xaxis_title="difference (scale points)",
-        height=340,
+        title="Chosen − rejected, by dimension",
+        xaxis_title="chosen − rejected (points)",
+        yaxis_title="dimension",
+        height=360,
         showlegend=True,
         scattermode="group",
+        **layout,
     )
     dist = go.Figure()
     columns = list(v.pair_means)
@@ -841,36 +907,13 @@ def figures(report: Report) -> dict[str, Any]:
         )
     dist.update_layout(
         barmode="overlay",
-        title="Per-pair chosen - rejected differences",
-        height=340,
-        xaxis_title="difference",
+        title="Per-pair differences",
+        height=360,
+        xaxis_title="pair mean, chosen − rejected (points)",
+        yaxis_title="pairs",
+        **layout,
     )
-    cat = report.categories
-    categories = go.Figure()
-    if not cat.empty:
-        for item, g in cat.groupby("item", sort=False):
-            categories.add_trace(
-                go.Scatter(
-                    x=g["estimate"],
-                    y=g["category"],
-                    mode="markers",
-                    name=str(item),
-                    error_x={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": g["ci_high"] - g["estimate"],
-                        "arrayminus": g["estimate"] - g["ci_low"],
-                    },
-                )
-            )
-        categories.add_vrect(
-            x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.4, line_width=0, layer="below"
-        )
-    categories.update_layout(
-        title=f"By category: chosen - rejected per item ({level}% CI)",
-        height=max(320, 40 * max(1, cat["category"].nunique() if not cat.empty else 1)),
-        scattermode="group",
-    )
+    categories = _category_figure(report, go, level, margin)
     pref = v.preference.iloc[0]
     preference = go.Figure(
         go.Bar(
@@ -880,7 +923,11 @@ def figures(report: Report) -> dict[str, Any]:
         )
     )
     preference.update_layout(
-        title=f"Which response fits the user? (mean per-pair share {pref['rate']:.2f})", height=320
+        title=f"Preferred response (share {pref['rate']:.2f})",
+        xaxis_title="preferred response",
+        yaxis_title="judgments",
+        height=340,
+        **layout,
     )
     ag = report.agreement
     agreement = go.Figure(
@@ -889,19 +936,23 @@ def figures(report: Report) -> dict[str, Any]:
             y=ag["item"],
             mode="markers",
             marker={"size": 11},
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": ag["krippendorff_alpha_ci_high"] - ag["krippendorff_alpha"],
-                "arrayminus": ag["krippendorff_alpha"] - ag["krippendorff_alpha_ci_low"],
-            },
+            error_x=_interval_bars(
+                ag["krippendorff_alpha"],
+                ag["krippendorff_alpha_ci_low"].clip(-1, 1),
+                ag["krippendorff_alpha_ci_high"].clip(-1, 1),
+            ),
         )
     )
     threshold = report.parameters["reliability_threshold"]
     agreement.add_vline(x=threshold, line_dash="dot", annotation_text=f"threshold {threshold:g}")
     agreement.add_vline(x=0.667, line_dash="dot", annotation_text="0.667")
     agreement.update_layout(
-        title=f"Krippendorff's alpha with {level}% bootstrap CI over pairs", height=320, xaxis_range=[-0.2, 1]
+        title=f"Agreement, {level}% CI",
+        xaxis_title="Krippendorff's alpha (1 perfect, 0 chance)",
+        yaxis_title="item",
+        height=340,
+        xaxis_range=[-0.2, 1],
+        **layout,
     )
     return {
         "forest": forest,
@@ -916,23 +967,92 @@ def _html(value: object) -> str:
     return escape_text(value, "html")
 
 
-def _html_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
-    columns = [c for c in (columns or list(df.columns)) if c in df.columns]
-    head = "".join(f"<th>{_html(str(c))}</th>" for c in columns)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{_html(_fmt(row[c]))}</td>" for c in columns) + "</tr>"
-        for row in df.to_dict(orient="records")
+def _category_figure(report: Report, go: Any, level: int, margin: float) -> Any:
+    """Per category and item: the mean difference, its interval clipped to the possible range, and a
+    hollow "too few pairs" point (no interval) where a category has fewer than MIN_CATEGORY_PAIRS."""
+    cat = report.categories
+    figure = go.Figure()
+    if cat.empty:
+        figure.update_layout(title="By category: no categories", height=200)
+        return figure
+    counts = cat.groupby("category", sort=False)["n_pairs"].max()
+    names = {
+        c: f"{c} (n={int(n)}{', too few pairs' if n < MIN_CATEGORY_PAIRS else ''})" for c, n in counts.items()
+    }
+    for item, g in cat.groupby("item", sort=False):
+        limit = difference_range(report, str(item))
+        enough = g[g["n_pairs"] >= MIN_CATEGORY_PAIRS]
+        few = g[g["n_pairs"] < MIN_CATEGORY_PAIRS]
+        trace = go.Scatter(
+            x=enough["estimate"],
+            y=enough["category"].map(names),
+            mode="markers",
+            name=str(item),
+            legendgroup=str(item),
+            offsetgroup=str(item),
+            error_x=_interval_bars(
+                enough["estimate"],
+                enough["ci_low"].clip(-limit, limit),
+                enough["ci_high"].clip(-limit, limit),
+            ),
+        )
+        figure.add_trace(trace)
+        if not few.empty:
+            figure.add_trace(
+                go.Scatter(
+                    x=few["estimate"],
+                    y=few["category"].map(names),
+                    mode="markers",
+                    marker={"symbol": "circle-open", "size": 9},
+                    name=f"{item} (too few pairs: no interval)",
+                    legendgroup=str(item),
+                    offsetgroup=str(item),
+                )
+            )
+    figure.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.4, line_width=0, layer="below")
+    width = difference_range(report, "")
+    figure.update_layout(
+        title=f"By category, {level}% CI",
+        xaxis_title="chosen − rejected (points)",
+        yaxis_title="category (pairs)",
+        xaxis_range=[-width - 0.2, width + 0.2],
+        height=max(340, 40 * cat["category"].nunique() + 160),
+        scattermode="group",
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        legend={"orientation": "h", "y": -0.12},
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    return figure
+
+
+def _html_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
+    """A table a person reads (labelled columns, rounded numbers, empty cells), in a box that scrolls
+    sideways on a narrow screen instead of widening the page."""
+    shown = readable(df, columns)
+    head = "".join(f"<th scope='col'>{_html(str(c))}</th>" for c in shown.columns)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{_html(value)}</td>" for value in row) + "</tr>"
+        for row in shown.itertuples(index=False)
+    )
+    return (
+        f"<div class='table' role='region' tabindex='0' aria-label='table'><table><thead><tr>{head}"
+        f"</tr></thead><tbody>{rows}</tbody></table></div>"
+    )
 
 
 def to_html(report: Report) -> str:
     """A self-contained HTML report (plotly inlined once; opens offline, no external script)."""
     figs = figures(report)
+    captions = figure_captions(report)
     plots = {
-        name: fig.to_html(
-            full_html=False, include_plotlyjs=number == 0, div_id=f"fig-{name}", config={"displaylogo": False}
+        name: "<figure>"
+        + fig.to_html(
+            full_html=False,
+            include_plotlyjs=number == 0,
+            div_id=f"fig-{name}",
+            default_width="100%",
+            config={"displaylogo": False, "responsive": True},
         )
+        + f"<figcaption>{html.escape(captions[name])}</figcaption></figure>"
         for number, (name, fig) in enumerate(figs.items())
     }
     v = report.validation
@@ -981,13 +1101,19 @@ def to_html(report: Report) -> str:
 <h2>Parameters</h2><pre>{_html(json.dumps(_clean(report.parameters), indent=2))}</pre>
 """
     style = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2rem auto;color:#1f2430;
-padding:0 1rem}
-table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0 1.5rem;display:block;overflow-x:auto}
-th,td{border:1px solid #dee2e6;padding:.25rem .5rem;text-align:right}th{background:#f3f5f9}
-td:first-child,th:first-child{text-align:left}.verdicts li{margin:.4rem 0}.pass b{color:#2f9e44}
-.fail b{color:#e03131}.inconclusive b{color:#e8590c}.not_assessed b{color:#868e96}
-.test{color:#666;font-size:.9em}.summary{color:#555}"""
+padding:0 1rem;line-height:1.45;overflow-wrap:anywhere}
+.table{overflow-x:auto;max-width:100%;margin:.5rem 0 1.5rem}
+table{border-collapse:collapse;font-size:.85rem}
+th,td{border:1px solid #dee2e6;padding:.25rem .5rem;text-align:right;overflow-wrap:normal}
+th{background:#f3f5f9;vertical-align:bottom}td:first-child,th:first-child{text-align:left}
+figure{margin:1rem 0;max-width:100%}figure>div{max-width:100%}
+figcaption{color:#4a5160;font-size:.9rem}.verdicts{padding-left:1.2rem}.verdicts li{margin:.4rem 0}
+.pass b{color:#1e6b2e}.fail b{color:#c92a2a}.inconclusive b{color:#c2410c}.not_assessed b{color:#5c636e}
+.test{color:#5c636e;font-size:.9em}.summary{color:#4a5160}pre{white-space:pre-wrap}
+@media (max-width:600px){body{margin:1rem auto;padding:0 .75rem}h1{font-size:1.5rem}
+table{font-size:.78rem}}"""
     return (
-        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Validation report: "
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'><title>Validation report: "
         f"{_html(report.study)}</title><style>{style}</style></head><body>{body}</body></html>"
     )

@@ -362,3 +362,57 @@ def extend_overlap(session: Session, *, pair_id: int, config: StudyConfig) -> in
         )
     )
     return 1
+
+
+def preview(
+    session: Session,
+    *,
+    study: str,
+    overlap: int | None = None,
+    annotators: list[str] | None = None,
+    seed: int = 0,
+    account: Account,
+) -> tuple[AssignSummary, list[dict[str, object]]]:
+    """What :func:`assign` with these arguments would do, without doing it: its summary and, per
+    annotator it would use, the arm, the items already queued, the new ones and the total.
+
+    The very same :func:`assign` runs and everything it wrote is rolled back (`session` must hold no
+    other pending work: it ends rolled back).
+    """
+    study_row = get_study(session, study)
+
+    def queued() -> Counter[int]:
+        rows = session.exec(
+            select(Assignment.annotator_id, func.count())
+            .where(Assignment.study_id == study_row.id)
+            .group_by(col(Assignment.annotator_id))
+        ).all()
+        return Counter({int(uid): int(n) for uid, n in rows})
+
+    before = queued()
+    try:
+        summary = assign(
+            session, study=study, overlap=overlap, annotators=annotators, seed=seed, account=account
+        )
+        after = queued()
+        users = _annotators(session, annotators)
+        arms = dict(
+            session.exec(
+                select(Assignment.annotator_id, Assignment.arm)
+                .where(Assignment.study_id == study_row.id)
+                .distinct()
+            ).all()
+        )
+    finally:
+        session.rollback()
+    rows: list[dict[str, object]] = [
+        {
+            "annotator": user.username,
+            "arm": arms.get(id_of(user), ""),
+            "queued": before[id_of(user)],
+            "new": after[id_of(user)] - before[id_of(user)],
+            "total": after[id_of(user)],
+        }
+        for user in users
+    ]
+    return summary, rows

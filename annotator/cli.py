@@ -3,6 +3,7 @@
 import functools
 import json
 import sqlite3
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -27,6 +28,8 @@ from annotator.store import db
 from annotator.study import load_config
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
+    import pandas as pd
+
     from analysis.report import Report
 
 app = typer.Typer(
@@ -873,11 +876,16 @@ def adjudicate_(
         bool, typer.Option("--queue", help="List the pairs that need a person, lowest agreement first")
     ] = False,
     limit: Annotated[int, typer.Option(help="Rows of the queue to show (0: all)")] = 50,
+    fmt: Annotated[
+        str, typer.Option("--format", help="The queue as a table that wraps to the terminal, or as CSV")
+    ] = "table",
     database: DbOption = None,
 ) -> None:
     """Auto-resolve clear pairs (--auto) and list the ones that need an adjudicator (--queue)."""
     if not auto and not show_queue:
         raise UserError("give --auto, --queue or both")
+    if fmt not in QUEUE_FORMATS:
+        raise UserError(f"--format must be one of {', '.join(QUEUE_FORMATS)}, not {fmt!r}")
     engine = open_db(database)
     if auto:
         with db.session_scope(engine) as session:
@@ -886,21 +894,65 @@ def adjudicate_(
     if show_queue:
         with db.session_scope(engine) as session:
             pending = adjudication.queue(session, study=study, account=accounts.SYSTEM)
-        table = Table("pair", "db id", "judgments", "agreement", "majority", "rules", "why")
         shown = pending if limit <= 0 else pending.head(limit)
-        for row in shown.itertuples(index=False):
-            table.add_row(
-                str(row.pair_id),
-                str(row.pair_db_id),
-                str(row.n_judgments),
-                f"{row.agreement:.2f}",
-                str(row.majority or "none"),
-                str(row.rules),
-                str(row.reasons) + (" (reopened)" if row.reopened else ""),
-            )
-        out.print(table)
+        if fmt == "csv":
+            sys.stdout.write(queue_csv(shown))
+            return
+        out.print(queue_table(shown))
         more = f" (showing {len(shown)})" if len(shown) < len(pending) else ""
         out.print(f"{len(pending)} pair(s) need a person{more}", highlight=False)
+
+
+QUEUE_FORMATS = ("table", "csv")
+
+
+def queue_rows(queue: "pd.DataFrame") -> list[dict[str, str]]:
+    """The adjudication queue as text rows: pair, db id, judgments, agreement, majority, rules, why."""
+    return [
+        {
+            "pair": str(row.pair_id),
+            "db id": str(row.pair_db_id),
+            "judgments": str(row.n_judgments),
+            "agreement": f"{row.agreement:.2f}",
+            "majority": str(row.majority or "none"),
+            "rules": str(row.rules),
+            "why": str(row.reasons) + (" (reopened)" if row.reopened else ""),
+        }
+        for row in queue.itertuples(index=False)
+    ]
+
+
+def queue_table(queue: "pd.DataFrame") -> Table:
+    """The queue as a table that fits the terminal: pair ids whole (folded, never cut), the reasons
+    wrapped at word breaks in the widest column."""
+    rows = queue_rows(queue)
+    longest = max((len(r["pair"]) for r in rows), default=4)
+    table = Table(expand=True, pad_edge=False)
+    table.add_column("pair", no_wrap=False, overflow="fold", min_width=min(max(longest, 4), 24))
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("agree", justify="right", no_wrap=True)
+    table.add_column("majority", no_wrap=True)
+    table.add_column("rules", overflow="fold", max_width=14)
+    table.add_column("why", ratio=1, min_width=18, overflow="fold")
+    for r in rows:
+        table.add_row(
+            r["pair"], r["db id"], r["judgments"], r["agreement"], r["majority"], r["rules"], r["why"]
+        )
+    return table
+
+
+def queue_csv(queue: "pd.DataFrame") -> str:
+    """The queue as CSV (a header and one row per pair; every column, nothing cut)."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    rows = queue_rows(queue)
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["pair"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
 
 
 @app.command("backup")

@@ -252,6 +252,11 @@ def app_for(account: Account | None, *, timeout: float = 30) -> AppTest:
     return at.run()
 
 
+def shown_tables(at: AppTest) -> list[Any]:
+    """Every table a page shows (static tables and grids alike), as DataFrames under their labels."""
+    return [element.value for element in [*at.table, *at.dataframe]]
+
+
 def annotators_page(page: Any, base_url: str, name: str) -> None:
     """The researcher's Annotators page in the browser, as res1, with account `name` chosen."""
     log_in(page, base_url, "res1", PASSWORD)

@@ -15,7 +15,7 @@ from annotator.accounts import SYSTEM, Account
 from annotator.simulate import SimulationSpec, simulate
 from annotator.store import db
 from annotator.store.models import Adjudication, User, id_of
-from tests.apphelpers import CHROMIUM_ARGS, app_for, log_in, running_app, wait_idle
+from tests.apphelpers import CHROMIUM_ARGS, app_for, log_in, running_app, shown_tables, wait_idle
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = str(ROOT / "annotator" / "app" / "main.py")
@@ -26,6 +26,7 @@ RESEARCHER_PAGES = [
     "annotators.py",
     "adjudicate.py",
     "data.py",
+    "settings.py",
     "downloads.py",
 ]
 
@@ -156,10 +157,12 @@ def test_hidden_names_are_hidden_in_the_score_table_too(study_db: str, engine: E
     at = _page("adjudicate.py", _account(engine, "judge"))
     at.button(key="adjudicate_auto").click().run()
     assert at.toggle(key="adjudicate_names").value is False
-    judgments, scores = at.dataframe[1].value, at.dataframe[2].value
-    assert set(judgments["annotator"]) == set(scores["annotator"])
-    assert all(name.startswith("Annotator ") for name in scores["annotator"])
-    assert any(label.startswith("Aspect 1: ") for label in scores["label"])
+    tables = shown_tables(at)
+    judgments = next(t for t in tables if "Preference (words)" in t.columns)
+    scores = next(t for t in tables if "Chosen − rejected (points)" in t.columns)
+    assert set(judgments["Annotator"]) == set(scores["Annotator"])
+    assert all(name.startswith("Annotator ") for name in scores["Annotator"])
+    assert any(label.startswith("Aspect 1: ") for label in scores["Item"])
 
 
 def test_adjudicator_sets_a_final_score(study_db: str, engine: Engine) -> None:
@@ -181,7 +184,7 @@ def test_annotator_is_refused_on_researcher_pages(study_db: str, engine: Engine)
     """A researcher page run for an annotator (e.g. opened by URL) shows a refusal, not data."""
     at = _page("validation.py", _account(engine, "sim_01"))
     assert [e.value for e in at.error] == ["This page is not available to the annotator role."]
-    assert not at.dataframe and not at.metric
+    assert not at.dataframe and not at.table and not at.metric
 
 
 @pytest.mark.browser

@@ -221,7 +221,7 @@ def test_the_validation_page_shows_models_and_the_human_ceiling(
     at = app_for(account, timeout=120)
     at.switch_page("views/validation.py").run()
     assert not at.exception
-    assert "Models and the human ceiling" in [h.value for h in at.subheader]
+    assert "Models and the human ceiling" in [h.value for h in at.header]
 
 
 def test_importing_predictions_changes_the_data_version(engine: Engine, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from annotator.app.common import FAVICON, PAGES, current_account, database_down, log_out, sync_cookie
+from annotator.app.panes import focusable_panes
 from annotator.errors import UserError
 
 # A local icon: a Material or emoji icon would be fetched from an external font host on every page.
@@ -47,6 +48,7 @@ def role_pages(role: str) -> dict[str, list[st.Page]]:
         ],
         "Data": [
             page("data.py", "Import and assign", "database"),
+            page("settings.py", "Study settings", "tune"),
             page("downloads.py", "Downloads", "download"),
             guidelines,
         ],
@@ -69,6 +71,8 @@ def run_pages() -> None:
     sync_cookie()
     st.html(ACCESSIBLE_CSS)
     navigation.run()
+    if account is not None and account.role in ("researcher", "adjudicator"):
+        focusable_panes({})  # tables that scroll sideways on a phone take the keyboard focus
 
 
 # A database fault (PostgreSQL down, a lost connection) or a mistake no page caught is one clear

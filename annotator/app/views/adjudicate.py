@@ -5,16 +5,36 @@ import streamlit as st
 
 from annotator import adjudicate
 from annotator.app.common import choose_study, require, safe_md, session
+from annotator.app.panes import focusable_panes
+from annotator.app.tables import show_table
 from annotator.errors import UserError
 
 PICK_KEY = "adjudicate_pick"
 NAMES_KEY = "adjudicate_names"
 DONE_KEY = "adjudicate_done"
+#: The scrolling panes (container key -> what it holds), reachable with Tab and scrolled with arrows.
+PANES = {
+    "adjudicate_pane_profile": "The user's past posts",
+    "adjudicate_pane_chosen": "Chosen response",
+    "adjudicate_pane_rejected": "Rejected response",
+}
+QUEUE_SHOWN = ["pair_id", "category", "n_judgments", "agreement", "majority", "reasons", "reopened"]
+JUDGMENT_SHOWN = [
+    "annotator",
+    "preference_label",
+    "confidence",
+    "time_s",
+    "side_chosen",
+    "revision_count",
+    "submitted_at",
+    "flag",
+    "comment",
+]
 
 
 def show_context(pair: dict) -> None:
     """The question, the user's narrative, rubric aspects (reason and evidence) and profile."""
-    st.markdown("### Question")
+    st.subheader("Question")
     st.info(safe_md(pair.get("question", "")))
     left, right = st.columns(2, gap="medium")
     with left:
@@ -35,7 +55,7 @@ def show_context(pair: dict) -> None:
         profile = pair.get("profile") or []
         if profile:
             with st.expander(f"The user's past posts ({len(profile)})", expanded=False):
-                with st.container(height=360):
+                with st.container(height=360, key="adjudicate_pane_profile"):
                     for number, post in enumerate(profile, start=1):
                         category = f" · {safe_md(post.get('category'))}" if post.get("category") else ""
                         st.markdown(f"**Post {number}**{category}  \n{safe_md(post.get('text', ''))}")
@@ -103,12 +123,12 @@ if study is not None:
             st.success(str(adjudicate.auto_resolve(active, study=study, account=account)))
     with session() as active:
         waiting = adjudicate.queue(active, study=study, account=account)
-    st.subheader(f"Queue ({len(waiting)})")
+    st.header(f"Queue ({len(waiting)})")
     if waiting.empty:
         st.info("Nothing needs a person right now. Run the automatic resolution after new judgments arrive.")
         st.stop()
     with st.expander("The whole queue", expanded=False):
-        st.dataframe(waiting, hide_index=True, width="stretch")
+        show_table(waiting, QUEUE_SHOWN, key="adjudicate_queue")
     show_names = st.toggle("Show annotator names", value=False, key=NAMES_KEY)
     rows = list(waiting.itertuples(index=False))
     pick = st.selectbox(
@@ -122,20 +142,21 @@ if study is not None:
             active, pair_id=int(pick.pair_db_id), account=account, hide_names=not show_names
         )
     pair = detail.pair
-    st.markdown(f"## Pair {safe_md(pair['pair_id'])}")
+    st.header(f"Pair {safe_md(pair['pair_id'])}")
     show_context(pair)
     left, right = st.columns(2)
-    with left, st.container(border=True, height=360):
+    with left, st.container(border=True, height=360, key="adjudicate_pane_chosen"):
         st.markdown("**Chosen** (built to follow the rubric)")
         st.markdown(safe_md(pair.get("chosen", "")))
-    with right, st.container(border=True, height=360):
+    with right, st.container(border=True, height=360, key="adjudicate_pane_rejected"):
         st.markdown("**Rejected**")
         st.markdown(safe_md(pair.get("rejected", "")))
+    focusable_panes(PANES)
     st.subheader("Judgments")
-    st.dataframe(detail.judgments, hide_index=True, width="stretch")
+    show_table(detail.judgments, JUDGMENT_SHOWN, key="adjudicate_judgments")
     st.subheader("Scores by item")
-    st.dataframe(detail.scores.drop(columns=["item"]), hide_index=True, width="stretch")
+    show_table(detail.scores, ["label", "annotator", "chosen", "rejected", "diff"], key="adjudicate_scores")
     if not detail.history.empty:
         st.subheader("History")
-        st.dataframe(detail.history, hide_index=True, width="stretch")
+        show_table(detail.history.drop(columns=["adjudication_id"]), key="adjudicate_history")
     decision_form(detail, int(pick.pair_db_id), account)

@@ -9,7 +9,8 @@ import streamlit as st
 from analysis.diagnostics import annotator_diagnostics
 from annotator import accounts, quality, study_progress
 from annotator.accounts import Account
-from annotator.app.common import choose_study, require, safe_md, session
+from annotator.app.common import choose_study, engine, require, safe_md, session
+from annotator.app.tables import show_table
 from annotator.errors import AuthError, UserError
 from annotator.readers import label_frame
 
@@ -158,23 +159,34 @@ QC_SHOWN = [
 ]
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)
+def cached_quality(
+    url: str, study: str, version: tuple[int, ...], _account: Account
+) -> quality.QualityResult:
+    """The quality-control result of one data version (the competence models take seconds)."""
+    with session() as active:
+        return quality.annotator_quality(active, study=study, account=_account)
+
+
 def show_quality(account: Account, study: str) -> None:
     """Quality control: controls, attention, competence (crowd-kit) and the exclusion rule."""
-    st.subheader("Quality control")
-    with st.spinner("Fitting the competence models..."), session() as active:
-        result = quality.annotator_quality(active, study=study, account=account)
+    st.header("Quality control")
+    with session() as active:
+        version = study_progress.data_version(active, study, account=account)
+    with st.spinner("Fitting the competence models (once per change of the data)..."):
+        result = cached_quality(str(engine().url), study, version, account)
     if result.table.empty:
         st.info("No judgments yet.")
         return
-    st.dataframe(result.table[QC_SHOWN], hide_index=True, width="stretch")
+    show_table(result.table, QC_SHOWN, key="annotators_quality")
     summary = result.summary()
     when = summary["registered_at"] or "never"
     timing = "before the first judgment" if summary["registered_before_data"] else "after data began"
     st.caption(
-        "gold_accuracy: share of control checks answered as expected (gold, positive, duplicate pairs); "
-        "self_consistency: agreement with one's own earlier answers on swapped repeats (1 = identical); "
-        "competence: MACE on the quality and rubric ratings (crowd-kit; competence_preference on the "
-        "preference; ds_*: Dawid-Skene). "
+        "Gold accuracy: share of control checks answered as expected (gold, positive, duplicate pairs); "
+        "self-consistency: agreement with one's own earlier answers on swapped repeats (1 = identical); "
+        "competence: MACE on the quality and rubric ratings (crowd-kit), and on the preference; "
+        "Dawid-Skene: the same with the Dawid-Skene model. "
         f"Exclusion rule, registered {when} ({timing}): {safe_md(summary['rule'])} "
         f"Excluded: {', '.join(result.excluded) or 'nobody'}."
     )
@@ -182,9 +194,9 @@ def show_quality(account: Account, study: str) -> None:
         by = st.radio("Per", ["week", "block"], horizontal=True, key="annotators_drift_by")
         with session() as active:
             drift, markers = quality.agreement_drift(active, study=study, account=account, by=by)
-        st.dataframe(drift, hide_index=True, width="stretch")
+        show_table(drift, key="annotators_drift")
         st.caption("Krippendorff's alpha (ordinal) on the pairs completed in each period.")
-        st.dataframe(markers, hide_index=True, width="stretch")
+        show_table(markers, key="annotators_markers")
         st.caption("Guideline versions: when each was first and last used.")
 
 
@@ -199,15 +211,18 @@ if study is not None:
     if frame.empty:
         st.info("No judgments yet.")
     else:
-        st.dataframe(annotator_diagnostics(frame), hide_index=True, width="stretch")
+        st.header("Diagnostics")
+        show_table(annotator_diagnostics(frame), key="annotators_diagnostics")
         st.caption(
-            "loo_spearman: agreement with the mean of the other annotators; straightlining: share of "
-            "judgments with one value on every quality scale; share_fast: judgments under 10 s."
+            "Agreement with the others: Spearman correlation with the mean of the other annotators on "
+            "the pairs they share; straight-lining: share of judgments with one value on every quality "
+            "scale; under 10 s: share of judgments submitted in less than 10 seconds."
         )
-        show_quality(account, study)
-    st.subheader("Manage")
+    st.header("Manage")
     show_result()
     names = list(progress["annotator"]) if not progress.empty else []
     names += [name for name in everyone if name not in names]
     if names:
         manage(account, study, names)
+    if not frame.empty:  # last: the page is usable while the competence models are fitted
+        show_quality(account, study)

@@ -4,7 +4,9 @@ import plotly.express as px
 import streamlit as st
 
 from annotator import study_progress, workspace
-from annotator.app.common import choose_study, require, session
+from annotator.app import report_cache
+from annotator.app.common import choose_study, engine, require, session
+from annotator.app.tables import show_plot, show_table
 
 account = require("researcher")
 st.title("Progress")
@@ -16,6 +18,9 @@ if study is not None:
         stalled = study_progress.stalled_assignments(active, study=study, account=account)
         timeline = study_progress.judgments_over_time(active, study=study, account=account)
         flagged = workspace.flagged_items(active, study=study, account=account)
+        version = study_progress.data_version(active, study, account=account)
+    if not timeline.empty:  # the Validation page's report, started now so it is ready when opened
+        report_cache.request((str(engine().url), study, version, (), ()), account)
     summary = study_progress.study_summary(people, pairs, stalled)
     columns = st.columns(5)
     columns[0].metric("Pairs", summary["pairs"])
@@ -24,23 +29,30 @@ if study is not None:
     columns[3].metric("Stalled items", summary["stalled"])
     columns[4].metric("Flagged as broken", len(flagged))
     if not flagged.empty:
-        st.subheader("Flagged by annotators (out of their queues)")
-        st.dataframe(flagged, hide_index=True, width="stretch")
-    st.subheader("Annotators")
-    st.dataframe(people, hide_index=True, width="stretch")
+        st.header("Flagged by annotators (out of their queues)")
+        show_table(flagged, key="progress_flagged")
+    st.header("Annotators")
+    show_table(people, key="progress_people")
     if not timeline.empty:
-        st.plotly_chart(
-            px.line(
-                study_progress.cumulative_judgments(timeline),
-                x="submitted_at",
-                y="judgments",
-                color="annotator",
-                title="Judgments over time",
-            ),
-            width="stretch",
+        figure = px.line(
+            study_progress.cumulative_judgments(timeline),
+            x="submitted_at",
+            y="judgments",
+            color="annotator",
+            title="Judgments over time",
+            labels={
+                "submitted_at": "submitted (UTC)",
+                "judgments": "judgments so far",
+                "annotator": "annotator",
+            },
         )
-    st.subheader("Pairs")
-    st.dataframe(pairs, hide_index=True, width="stretch")
+        show_plot(
+            figure,
+            "Each line is one annotator's running count of submitted judgments (revisions included).",
+            key="progress_timeline",
+        )
+    st.header("Pairs")
+    show_table(pairs, key="progress_pairs")
     if not stalled.empty:
-        st.subheader("Stalled (shown more than a day ago, not submitted)")
-        st.dataframe(stalled, hide_index=True)
+        st.header("Stalled (shown more than a day ago, not submitted)")
+        show_table(stalled, key="progress_stalled")

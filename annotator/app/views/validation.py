@@ -1,42 +1,38 @@
-"""Validation: the same report as `annotator analyze`, live, with filters; cached by a data version."""
-
-from typing import Any
+"""Validation: the same report as `annotator analyze`, live, with filters, and its downloads (HTML,
+JSON, Markdown, the methods paragraph); one cached `build_report` per data version and filter set."""
 
 import pandas as pd
 import streamlit as st
 
-from analysis.render import benchmark_sections, cleaning_title, figures, judge_sections, status_word
+from analysis.render import (
+    CROSSED_COLUMNS,
+    EQUIVALENCE_COLUMNS,
+    benchmark_sections,
+    cleaning_title,
+    figure_captions,
+    judge_sections,
+    status_word,
+)
 from analysis.report import Report
 from annotator import study_progress
 from annotator.accounts import Account
+from annotator.app import report_cache
 from annotator.app.common import choose_study, engine, require, session
+from annotator.app.tables import show_plot, show_table
 from annotator.errors import UserError
-from annotator.store.db import session_scope
-from annotator.study_report import study_report
 
 SHOWN_FAILED = 500
-
-
-@st.cache_resource(show_spinner="Computing the validation report...", max_entries=16)
-def cached_report(
-    url: str,
-    study: str,
-    version: tuple[int, ...],
-    categories: tuple[str, ...],
-    annotators: tuple[str, ...],
-    _account: Account,
-) -> tuple[Report, dict[str, Any]]:
-    """The report and its figures for one data version and filter set.
-
-    Cached as a shared resource (no copy per rerun): an idle rerun only asks the database for the
-    data version and re-sends the cached figures. `_account` (not part of the cache key) is checked
-    when the report is computed; the page checked it through data_version before any cache hit.
-    """
-    with session_scope(engine()) as active:
-        report = study_report(
-            active, study=study, categories=categories, annotators=annotators, account=_account
-        )
-    return report, figures(report)
+SUPERIORITY_COLUMNS = ["dimension", "n", "estimate", "ci_low", "ci_high", "dz", "p_t", "p_wilcoxon", "p_holm"]
+AGREEMENT_COLUMNS = [
+    "item",
+    "krippendorff_alpha",
+    "krippendorff_alpha_ci_low",
+    "krippendorff_alpha_ci_high",
+    "ac1",
+    "percent_agreement",
+    "n_units",
+]
+FAILED_COLUMNS = ["pair_id", "category", "n_judgments", "share_prefer_chosen", "majority", "reasons"]
 
 
 @st.cache_data(max_entries=32)
@@ -46,6 +42,52 @@ def cached_filter_options(
     """The categories and annotators to filter by, for one data version."""
     with session() as active:
         return study_progress.filter_options(active, study=study, account=_account)
+
+
+def headline(report: Report) -> str:
+    """The overall result and, in words, which claims the data contradict or do not (yet) establish."""
+    failed = [v.claim for v in report.verdicts if v.status == "fail"]
+    open_ = [v.claim for v in report.verdicts if v.status == "inconclusive"]
+    lines = [f"**Overall: {report.overall}**"]
+    if failed:
+        lines.append("Contradicted by the data: " + "; ".join(failed) + ".")
+    if open_:
+        lines.append("Not established by the data so far: " + "; ".join(open_) + ".")
+    if not failed and not open_:
+        lines.append("Every verdict passes.")
+    return "  \n".join(lines)
+
+
+def downloads(published: report_cache.Published, study: str, filtered: bool) -> None:
+    """The report to publish: HTML (self-contained), JSON and Markdown, made when a button is pressed,
+    and the methods paragraph to copy."""
+    st.header("Download the report")
+    st.caption(
+        "The same numbers as `annotator analyze --study "
+        + study.replace("`", "")
+        + "`"
+        + (" with the filters above applied." if filtered else ".")
+        + " The HTML file opens offline (plotly is inside it)."
+    )
+    name = study + ("-filtered" if filtered else "")
+    columns = st.columns(3)
+    files = (
+        ("HTML report", lambda: published.html, "html", "text/html"),
+        ("JSON report", lambda: published.json, "json", "application/json"),
+        ("Markdown report", lambda: published.markdown, "md", "text/markdown"),
+    )
+    for column, (title, data, suffix, mime) in zip(columns, files, strict=True):
+        column.download_button(
+            title,
+            data,
+            file_name=f"{name}-report.{suffix}",
+            mime=mime,
+            key=f"validation_download_{suffix}",
+            icon=":material/download:",
+            on_click="ignore",
+        )
+    with st.expander("Methods paragraph (the copy button is at its top right)"):
+        st.code(published.methods, language=None, wrap_lines=True)
 
 
 account = require("researcher")
@@ -59,13 +101,19 @@ if study is not None:
     left, right = st.columns(2)
     chosen_categories = left.multiselect("Categories", categories, key="validation_categories")
     chosen_annotators = right.multiselect("Annotators", annotators, key="validation_annotators")
+    key = (url, study, version, tuple(chosen_categories), tuple(chosen_annotators))
+    future = report_cache.request(key, account)
     try:
-        report, plots = cached_report(
-            url, study, version, tuple(chosen_categories), tuple(chosen_annotators), account
-        )
+        if future.done():
+            published = future.result()
+        else:
+            with st.spinner("Computing the validation report (once per change of the data)..."):
+                published = future.result()
     except UserError as exc:
         st.info(str(exc))
         st.stop()
+    report, plots = published.report, published.plots
+    captions = figure_captions(report)
     s = report.summary
     info, refresh = st.columns([5, 1], vertical_alignment="center")
     info.caption(f"{s['n_pairs']} pairs · {s['n_annotators']} annotators · {s['n_judgments']} judgments")
@@ -77,49 +125,53 @@ if study is not None:
     )
     boxes = {"pass": st.success, "fail": st.error, "inconclusive": st.warning, "not_assessed": st.info}
     overall_box = {"PASS": st.success, "FAIL": st.error}.get(report.overall, st.warning)
-    overall_box(f"**Overall: {report.overall}**  \n{report.overall_reason}")
+    overall_box(headline(report))
     for verdict in report.verdicts:
         boxes[verdict.status](
             f"**{status_word(verdict)}: {verdict.claim}** ({verdict.test})  \n{verdict.detail}"
         )
-    st.plotly_chart(plots["forest"], width="stretch")
-    st.caption("Crossed random-effects model (the verdict: pairs and annotators in general)")
-    st.dataframe(report.validation.crossed, hide_index=True, width="stretch")
-    st.caption("Per-pair TOST, conditional on this panel of annotators")
-    st.dataframe(report.validation.equivalence, hide_index=True, width="stretch")
-    st.caption("Share of pairs whose true gap lies beyond the margin (upper bound against the maximum)")
-    st.dataframe(report.validation.broken, hide_index=True, width="stretch")
-    st.plotly_chart(plots["differences"], width="stretch")
+    downloads(published, study, bool(chosen_categories or chosen_annotators))
+    st.header("Equivalence on general quality")
+    show_plot(plots["forest"], captions["forest"], key="plot_forest")
+    st.subheader("Crossed random-effects model (the verdict: pairs and annotators in general)")
+    show_table(report.validation.crossed.rename(columns={"pvalue": "p_value"}), CROSSED_COLUMNS)
+    st.subheader("Per-pair TOST, conditional on this panel of annotators")
+    show_table(report.validation.equivalence, EQUIVALENCE_COLUMNS)
+    show_plot(plots["differences"], captions["differences"], key="plot_differences")
+    st.subheader("Share of pairs whose true gap lies beyond the margin (upper bound against the maximum)")
+    show_table(report.validation.broken, key="validation_broken")
+    st.header("Preference and agreement")
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(plots["preference"], width="stretch")
+        show_plot(plots["preference"], captions["preference"], key="plot_preference")
     with right:
-        st.plotly_chart(plots["agreement"], width="stretch")
-    st.plotly_chart(plots["categories"], width="stretch")
-    st.subheader("Rubric alignment and preference over pairs and annotators (the verdicts)")
-    st.dataframe(
+        show_plot(plots["agreement"], captions["agreement"], key="plot_agreement")
+    st.header("By category")
+    show_plot(plots["categories"], captions["categories"], key="plot_categories")
+    st.header("Rubric alignment and preference")
+    st.subheader("Over pairs and annotators (the verdicts)")
+    show_table(
         pd.concat([report.validation.rubric_crossed, report.validation.preference_crossed]),
-        hide_index=True,
-        width="stretch",
+        key="validation_crossed_rubric_preference",
     )
-    st.caption("Rubric alignment, conditional on this panel of annotators")
-    st.dataframe(report.validation.superiority, hide_index=True, width="stretch")
+    st.subheader("Rubric alignment, conditional on this panel of annotators")
+    show_table(report.validation.superiority, SUPERIORITY_COLUMNS)
     if report.summary.get("position_biased"):
         st.warning(
             "Annotators who prefer one side whatever the responses (side-A rate, Holm-adjusted): "
             + ", ".join(report.summary["position_biased"])
         )
-    st.subheader("Agreement")
-    st.dataframe(report.agreement, hide_index=True, width="stretch")
-    st.subheader(cleaning_title(report))
+    st.header("Agreement")
+    show_table(report.agreement, AGREEMENT_COLUMNS)
+    st.header(cleaning_title(report))
     st.caption(
         "Per pair: the empirical-Bayes (shrunken) estimates and the probability of being broken; "
         "'drop' controls the false discovery rate, 'needs more judgments' feeds dynamic overlap"
     )
-    st.dataframe(report.failed_pairs.head(SHOWN_FAILED), hide_index=True, width="stretch")
+    show_table(report.failed_pairs.head(SHOWN_FAILED), key="validation_failed")
     if len(report.failed_pairs) > SHOWN_FAILED:
-        st.caption(f"The first {SHOWN_FAILED} are shown; `annotator analyze --json` lists them all.")
+        st.caption(f"The first {SHOWN_FAILED} are shown; the JSON report lists them all.")
     for title, note, table in [*benchmark_sections(report), *judge_sections(report)]:  # models, arms, judges
-        st.subheader(title)
+        st.header(title)
         st.caption(note)
-        st.dataframe(table.head(SHOWN_FAILED), hide_index=True, width="stretch")
+        show_table(table.head(SHOWN_FAILED), key=f"validation_{title}")

@@ -1,0 +1,95 @@
+"""The validation report of a study, computed once per data version and filter set for the whole server.
+
+One `build_report` call (through :func:`annotator.study_report.study_report`, the path of `annotator
+analyze`) per key; the Validation page and its downloads read the same result. A computation runs on a
+background worker, so a page can start it early (the Progress page warms the default study's report)
+and the page that needs it only waits for what is left. Concurrent callers of one key share one
+computation.
+"""
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from analysis.render import figures, methods_paragraph, to_html, to_json, to_markdown
+from analysis.report import Report
+from annotator.accounts import Account
+from annotator.store import db
+from annotator.study_report import study_report
+
+MAX_ENTRIES = 16
+Key = tuple[str, str, tuple[int, ...], tuple[str, ...], tuple[str, ...]]
+
+
+@dataclass
+class Published:
+    """A report with its figures and its publishable forms (each made once, when first asked for)."""
+
+    report: Report
+    plots: dict[str, Any] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @cached_property
+    def html(self) -> bytes:
+        with self._lock:
+            return to_html(self.report).encode("utf-8")
+
+    @cached_property
+    def json(self) -> bytes:
+        import json
+
+        return json.dumps(to_json(self.report), indent=2, ensure_ascii=False).encode("utf-8")
+
+    @cached_property
+    def markdown(self) -> bytes:
+        return to_markdown(self.report).encode("utf-8")
+
+    @cached_property
+    def methods(self) -> str:
+        return methods_paragraph(self.report)
+
+
+_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="report")
+_futures: "OrderedDict[Key, Future[Published]]" = OrderedDict()
+_guard = threading.Lock()
+
+
+def _compute(
+    url: str, study: str, categories: tuple[str, ...], annotators: tuple[str, ...], account: Account
+) -> Published:
+    engine = db.make_engine(url)
+    try:
+        with db.session_scope(engine) as session:
+            report = study_report(
+                session, study=study, categories=categories, annotators=annotators, account=account
+            )
+    finally:
+        engine.dispose()
+    return Published(report, figures(report))
+
+
+def request(key: Key, account: Account, compute: Callable[..., Published] = _compute) -> "Future[Published]":
+    """The (running or finished) computation of `key` = (url, study, data version, categories,
+    annotators); started now if there is none. A failed one is forgotten, so the next call retries."""
+    url, study, _, categories, annotators = key
+    with _guard:
+        future = _futures.get(key)
+        if future is not None and not (future.done() and future.exception() is not None):
+            _futures.move_to_end(key)
+            return future
+        future = _pool.submit(compute, url, study, categories, annotators, account)
+        _futures[key] = future
+        while len(_futures) > MAX_ENTRIES:
+            _futures.popitem(last=False)
+        return future
+
+
+def ready(key: Key) -> bool:
+    """Whether the report of `key` is computed (successfully)."""
+    with _guard:
+        future = _futures.get(key)
+    return future is not None and future.done() and future.exception() is None

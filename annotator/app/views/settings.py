@@ -1,0 +1,302 @@
+"""Study settings: create a study in the browser (a pairs file, an optional study.toml, the settings in a
+form, a preview of the first items as an annotator sees them) and read a study's registered settings."""
+
+import hashlib
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from annotator import ingest, study_settings
+from annotator.accounts import Account
+from annotator.app.common import engine, require, safe_md, session
+from annotator.app.tables import show_table
+from annotator.errors import UserError
+from annotator.store.models import Study
+from annotator.study import StudyConfig, get_study, load_config, study_config
+from annotator.study_progress import study_names
+
+PREVIEW_ITEMS = 2
+CREATED_KEY = "settings_created"
+
+
+def problems(title: str, exc: Exception, upload_name: str = "", path: Path | None = None) -> None:
+    """A refusal and its lines as plain text (one line per problem, as the CLI prints them)."""
+    text = str(exc)
+    if path is not None:
+        text = text.replace(str(path), upload_name)
+    st.error(title, icon=":material/error:")
+    st.code(text, language=None, wrap_lines=True)
+
+
+@st.cache_data(max_entries=8, show_spinner="Checking the pairs file...")
+def checked_pairs(data: bytes, name: str) -> tuple[list[dict], str]:
+    """The pair records of an uploaded file (validated as `annotator import` does), or its error lines."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / Path(name).name
+        path.write_bytes(data)
+        try:
+            return ingest.load_pairs(path)[:PREVIEW_ITEMS], ""
+        except UserError as exc:
+            return [], str(exc).replace(str(path), name)
+
+
+def base_config() -> tuple[StudyConfig | None, str]:
+    """The settings to start the form from: an uploaded study.toml (read by the CLI's loader) or the
+    defaults; and a tag that changes with the upload (the form starts over for a new file)."""
+    upload = st.file_uploader("study.toml (optional)", type=["toml"], key="settings_toml")
+    if upload is None:
+        return load_config(), "default"
+    data = upload.getvalue()
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            config = study_settings.upload_config(data, upload.name, Path(folder))
+        except UserError as exc:
+            problems("This study.toml cannot be used:", exc)
+            return None, ""
+    return config, hashlib.sha256(data).hexdigest()[:12]
+
+
+def settings_form(base: StudyConfig, tag: str) -> StudyConfig | None:
+    """The settings a researcher sets in the browser; the config they make, or None (errors shown)."""
+    a, c, x, t, w = base.analysis, base.controls, base.exclusion, base.training, base.crowd
+    st.subheader("Quality dimensions")
+    st.caption("One row per general-quality question; its labels in order, separated by “ | ”.")
+    dimensions = st.data_editor(
+        study_settings.dimensions_frame(base), num_rows="dynamic", width="stretch", key=f"settings_dims_{tag}"
+    )
+    st.subheader("Design and analysis")
+    left, middle, right = st.columns(3)
+    margin = left.number_input(
+        "Equivalence margin (scale points)",
+        min_value=0.01,
+        value=a.margin,
+        step=0.05,
+        key=f"settings_margin_{tag}",
+    )
+    overlap = middle.number_input(
+        "Annotators per pair", min_value=1, value=a.overlap, key=f"settings_overlap_{tag}"
+    )
+    rate = right.number_input(
+        "Control pairs (share of each queue)",
+        min_value=0.0,
+        max_value=0.99,
+        value=c.rate,
+        step=0.05,
+        key=f"settings_rate_{tag}",
+    )
+    st.subheader("Training")
+    st.caption(
+        "Practice items with feedback before the real queue (options separated by “ | ”; answer: "
+        "the option's number)."
+    )
+    training = st.data_editor(
+        study_settings.training_frame(base),
+        num_rows="dynamic",
+        width="stretch",
+        key=f"settings_training_{tag}",
+    )
+    left, right = st.columns(2)
+    threshold = left.number_input(
+        "Share right to pass the training",
+        min_value=0.0,
+        max_value=1.0,
+        value=t.pass_threshold,
+        step=0.05,
+        key=f"settings_threshold_{tag}",
+    )
+    attempts = right.number_input(
+        "Comprehension-check attempts",
+        min_value=1,
+        value=t.comprehension_attempts,
+        key=f"settings_attempts_{tag}",
+    )
+    st.subheader("Crowd platform")
+    platforms = ["", "prolific", "mturk", "generic"]
+    left, middle, right = st.columns(3)
+    platform = left.selectbox(
+        "Platform",
+        platforms,
+        index=platforms.index(w.platform),
+        format_func=lambda p: p or "none (accounts only)",
+        key=f"settings_platform_{tag}",
+    )
+    places = middle.number_input(
+        "Places (accounts a link may create)", min_value=0, value=w.places, key=f"settings_places_{tag}"
+    )
+    items = right.number_input("Pairs per worker", min_value=1, value=w.items, key=f"settings_items_{tag}")
+    left, middle, right = st.columns(3)
+    code = left.text_input("Completion code", value=w.completion_code, key=f"settings_code_{tag}")
+    completion_url = middle.text_input("Completion URL", value=w.completion_url, key=f"settings_url_{tag}")
+    minutes = right.number_input(
+        "Session limit (minutes, 0 = none)",
+        min_value=0,
+        value=w.session_minutes,
+        key=f"settings_minutes_{tag}",
+    )
+    st.subheader("Pre-registered exclusion rule")
+    rule = st.text_area(
+        "The rule in words (it goes into the report)", value=x.rule, key=f"settings_rule_{tag}"
+    )
+    left, middle, right = st.columns(3)
+    gold = left.number_input(
+        "Minimum gold accuracy (empty: none)",
+        min_value=0.0,
+        max_value=1.0,
+        value=x.min_gold_accuracy,
+        key=f"settings_gold_{tag}",
+    )
+    consistency = middle.number_input(
+        "Minimum self-consistency (empty: none)",
+        min_value=0.0,
+        max_value=1.0,
+        value=x.min_self_consistency,
+        key=f"settings_consistency_{tag}",
+    )
+    competence = right.number_input(
+        "Minimum competence (empty: none)",
+        min_value=0.0,
+        max_value=1.0,
+        value=x.min_competence,
+        key=f"settings_competence_{tag}",
+    )
+    left, right = st.columns(2)
+    too_fast = left.checkbox(
+        "Exclude annotators flagged too fast", value=x.exclude_too_fast, key=f"settings_fast_{tag}"
+    )
+    straight = right.checkbox(
+        "Exclude annotators flagged straight-lining",
+        value=x.exclude_straight_lining,
+        key=f"settings_straight_{tag}",
+    )
+    try:
+        return study_settings.build_config(
+            base,
+            dimensions=dimensions,
+            training=training,
+            sections={
+                "analysis": {"margin": float(margin), "overlap": int(overlap)},
+                "controls": {"rate": float(rate)},
+                "training": {"pass_threshold": float(threshold), "comprehension_attempts": int(attempts)},
+                "crowd": {
+                    "platform": platform,
+                    "places": int(places),
+                    "items": int(items),
+                    "completion_code": code,
+                    "completion_url": completion_url,
+                    "session_minutes": int(minutes),
+                },
+                "exclusion": {
+                    "rule": rule,
+                    "min_gold_accuracy": gold,
+                    "min_self_consistency": consistency,
+                    "min_competence": competence,
+                    "exclude_too_fast": too_fast,
+                    "exclude_straight_lining": straight,
+                },
+            },
+        )
+    except UserError as exc:
+        problems("These settings cannot be used:", exc)
+        return None
+
+
+def preview(records: list[dict], config: StudyConfig) -> None:
+    """The first items as an annotator sees them: chosen on A, then on B (sides are counterbalanced)."""
+    shown = config.display_for("")
+    for number, record in enumerate(records, start=1):
+        chosen_on = "A" if number % 2 else "B"
+        with st.container(border=True):
+            st.markdown(f"**Item {number}** · {safe_md(record.get('question', ''))}")
+            if shown.show_narrative and record.get("narrative"):
+                st.caption(f"The user's own explanation: {safe_md(record['narrative'])}")
+            if shown.show_profile and record.get("profile"):
+                st.caption(f"{len(record['profile'])} past posts of the user are shown above the responses.")
+            left, right = st.columns(2)
+            texts = {"A": record.get("chosen", ""), "B": record.get("rejected", "")}
+            if chosen_on == "B":
+                texts = {"A": texts["B"], "B": texts["A"]}
+            for column, side in ((left, "A"), (right, "B")):
+                with column:
+                    st.markdown(f"**Response {side}**")
+                    st.markdown(safe_md(texts[side]))
+            questions = [f"{d.question} ({d.labels[0]} … {d.labels[-1]})" for d in config.quality.dimensions]
+            aspects = record.get("rubric_aspects") or []
+            if shown.show_rubric and aspects:
+                questions.append(f"{config.rubric.question} ({len(aspects)} aspects of the user's rubric)")
+            questions.append(f"{config.preference.question} ({' / '.join(config.preference.labels)})")
+            st.markdown(
+                "Asked for each response, then once:  \n" + "  \n".join(f"- {safe_md(q)}" for q in questions)
+            )
+
+
+def create(account: Account) -> None:
+    """A new study: the pairs file, the settings, the preview, then create."""
+    st.header("New study")
+    created = st.session_state.pop(CREATED_KEY, None)
+    if created:
+        st.success(created)
+    name = st.text_input("Study name", key="settings_name")
+    upload = st.file_uploader("Pairs file", type=["jsonl", "json", "csv", "parquet"], key="settings_pairs")
+    base, tag = base_config()
+    if base is None:
+        return
+    config = settings_form(base, tag)
+    records: list[dict] = []
+    if upload is not None:
+        records, error = checked_pairs(upload.getvalue(), upload.name)
+        if error:
+            problems("The pairs file cannot be imported:", UserError(error))
+    if config is None:
+        return
+    if records:
+        st.subheader("Preview: the first items as an annotator sees them")
+        preview(records, config)
+    ready = bool(records) and bool(name.strip())
+    if not st.button("Create the study", type="primary", key="settings_create", disabled=not ready):
+        if not ready:
+            st.caption("Name the study and choose a valid pairs file to create it.")
+        return
+    assert upload is not None
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / Path(upload.name).name
+        path.write_bytes(upload.getvalue())
+        try:
+            summary = ingest.import_file(engine(), path, study=name.strip(), config=config, account=account)
+        except UserError as exc:
+            problems("The study was not created:", exc, upload.name, path)
+            return
+    st.session_state[CREATED_KEY] = f"{summary} The settings are now fixed for this study."
+    st.rerun()
+
+
+def registered(account: Account) -> None:
+    """A study's registered settings and when they were fixed (its first import)."""
+    st.header("Registered settings")
+    with session() as active:
+        names = study_names(active)
+    if not names:
+        st.info("No study yet.")
+        return
+    name = st.selectbox("Study", names, key="settings_study")
+    with session() as active:
+        row: Study = get_study(active, name)
+        config = study_config(active, name)
+        fixed = row.created_at
+    st.caption(
+        f"Fixed at the study's first import, {fixed:%Y-%m-%d %H:%M} UTC; they cannot change afterwards "
+        "(a new study is needed for other settings)."
+    )
+    rows = study_settings.settings_rows(config)
+    for number, (section, table) in enumerate(rows.groupby("section", sort=False)):
+        with st.expander(f"[{section}]", expanded=number == 0):
+            show_table(table, ["setting", "value"], labels={"setting": "Setting", "value": "Value"})
+
+
+account = require("researcher")
+st.title("Study settings")
+new_tab, registered_tab = st.tabs(["New study", "Registered settings"])
+with new_tab:
+    create(account)
+with registered_tab:
+    registered(account)
