@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 from sqlmodel import Session, col, select
 
+from annotator import crowd
 from annotator.accounts import Account, require_role
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Draft, Event, Pair, User, utcnow
@@ -112,6 +113,7 @@ def flag_item(session: Session, *, assignment_id: int, user_id: int, reason: str
     if not reason:
         raise LabelError("Please say what is wrong with the item")
     assignment = _own(session, assignment_id, user_id)
+    crowd.enforce_time(session, user_id=user_id, study_id=assignment.study_id)
     if assignment.status == DONE:
         raise UserError("this item is already submitted; use the comment of a revision instead")
     assignment.status = FLAGGED
