@@ -3,7 +3,7 @@
 import plotly.express as px
 import streamlit as st
 
-from annotator import study_progress, workspace
+from annotator import crowd, study_progress, workspace
 from annotator.app.common import choose_study, require, session
 
 account = require("researcher")
@@ -16,6 +16,7 @@ if study is not None:
         stalled = study_progress.stalled_assignments(active, study=study, account=account)
         timeline = study_progress.judgments_over_time(active, study=study, account=account)
         flagged = workspace.flagged_items(active, study=study, account=account)
+        workers = crowd.outcomes(active, study=study, account=account)
     summary = study_progress.study_summary(people, pairs, stalled)
     columns = st.columns(5)
     columns[0].metric("Pairs", summary["pairs"])
@@ -26,6 +27,9 @@ if study is not None:
     if not flagged.empty:
         st.subheader("Flagged by annotators (out of their queues)")
         st.dataframe(flagged, hide_index=True, width="stretch")
+    if not workers.empty:
+        st.subheader("Crowd workers (completion code, or no credit and why)")
+        st.dataframe(workers, hide_index=True, width="stretch")
     st.subheader("Annotators")
     st.dataframe(people, hide_index=True, width="stretch")
     if not timeline.empty:
