@@ -28,10 +28,9 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 # Connections per engine (one server process): Streamlit runs every browser session's script in its own
 # thread, and a page holds at most one connection at a time (short transactions), so this many sessions
 # can work at the same moment; a further one waits at most POOL_TIMEOUT_S, then gets POOL_BUSY.
-POOL_SIZE = 20
-POOL_OVERFLOW = 20
+POOL_SIZE = 20  # connections kept open; as many more may open at a peak (max_overflow)
 POOL_TIMEOUT_S = 5
-POOL_ENV = "ANNOTATOR_DB_POOL"  # overrides POOL_SIZE (connections kept open; as many more may open)
+POOL_ENV = "ANNOTATOR_DB_POOL"  # overrides POOL_SIZE
 POOL_BUSY = "the server is busy (every database connection is in use); please try again in a moment"
 
 
@@ -75,7 +74,7 @@ def pool_size() -> int:
 
 def _pool_options() -> dict[str, Any]:
     size = pool_size()
-    return {"pool_size": size, "max_overflow": max(POOL_OVERFLOW, size), "pool_timeout": POOL_TIMEOUT_S}
+    return {"pool_size": size, "max_overflow": size, "pool_timeout": POOL_TIMEOUT_S}
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
