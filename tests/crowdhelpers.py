@@ -7,12 +7,13 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from argon2 import PasswordHasher
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 
 from annotator import accounts, crowd
 from annotator.accounts import Account
 from annotator.store import db
+from annotator.store.models import Assignment, Pair, Study, User
 from tests import factories
 
 T = TypeVar("T")
@@ -82,3 +83,42 @@ def cheap_hashing() -> Iterator[str]:
     finally:
         accounts.HASHER = saved
         accounts._dummy_hash.cache_clear()
+
+
+OFFSET = 1_973_000_000  # ids of the study under test start above this (see offset_ids); ten digits,
+# so that one of them turning up by chance in a page's hashes or tokens is all but impossible
+
+
+def offset_ids(engine: Engine) -> None:
+    """Make every id the next rows get large and distinctive (above OFFSET): a placeholder study,
+    pair, user and assignment at OFFSET (PostgreSQL's sequences moved past them too), so that a test
+    can search the browser's traffic for an id without matching every small number."""
+    with db.session_scope(engine) as session:
+        session.add(Study(id=OFFSET, name="zz-placeholder", config={}))
+        session.add(
+            User(id=OFFSET, username="zz-placeholder", role="annotator", password_hash="!", active=False)
+        )
+        session.flush()
+        session.add(
+            Pair(
+                id=OFFSET,
+                study_id=OFFSET,
+                external_id="zz",
+                question="q",
+                profile=[],
+                rubric=[],
+                chosen="c",
+                rejected="r",
+                meta={},
+                content_hash="zz",
+            )
+        )
+        session.flush()
+        session.add(
+            Assignment(
+                id=OFFSET, study_id=OFFSET, pair_id=OFFSET, annotator_id=OFFSET, chosen_side="A", position=1
+            )
+        )
+        if session.get_bind().dialect.name == "postgresql":
+            for table in ("study", "pair", "user", "assignment", "crowdlink", "judgment"):
+                session.execute(text(f"SELECT setval(pg_get_serial_sequence('\"{table}\"', 'id'), {OFFSET})"))
