@@ -255,7 +255,7 @@ def integrity_problem(engine: Engine) -> str | None:
             rows = connection.exec_driver_sql("PRAGMA quick_check").fetchall()
     except DatabaseError as exc:
         return describe_error(exc)
-    found = [str(row[0]) for row in rows]
+    found = [" ".join(str(row[0]).split()) for row in rows]  # one line, whatever SQLite wrote
     return None if found == ["ok"] else "; ".join(found[:3])
 
 
