@@ -1,16 +1,20 @@
 """The crowd and training pages in AppTest: Training follows the study being rated; flagging every item
 ends on the "no credit" screen, not the completion code; the researcher sees why on Progress."""
 
+import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
+from sqlmodel import select
 
 from annotator import accounts, workspace
 from annotator.accounts import SYSTEM, Account
 from annotator.app.common import CURRENT_STUDY_KEY
 from annotator.assign import assign
 from annotator.store import db
+from annotator.store.models import CrowdLink
 from annotator.study import get_study
 from tests.apphelpers import app_for
 from tests.crowdhelpers import PROLIFIC, enter
@@ -75,3 +79,21 @@ def test_flagging_every_item_ends_on_the_no_credit_screen(
         for frame in shown
         if "outcome" in frame
     )
+
+
+def test_the_countdown_warns_before_the_time_limit(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    qc_study(engine, tmp_path, 3, crowd=PROLIFIC | {"session_minutes": 30, "warn_minutes": 5})
+    account = enter(engine, "timed")
+    with db.session_scope(engine) as session:
+        accounts.acknowledge_guidelines(session, user_id=account.id)
+        row = session.exec(select(CrowdLink)).one()
+        row.started_at = row.started_at - timedelta(minutes=27)
+        session.add(row)
+    monkeypatch.setenv(db.ENV_VAR, db_url)
+    at = app_for(account)
+    assert not at.exception
+    assert any("Less than 3 minute(s) left" in warning.value for warning in at.warning)
+    countdowns = [h.proto.body for h in at.get("html") if "ps-countdown" in h.proto.body]
+    assert len(countdowns) == 1 and re.search(r'id="ps-countdown">2:5\d<', countdowns[0])
