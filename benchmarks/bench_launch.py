@@ -265,12 +265,17 @@ async def worker(
     return results
 
 
-async def password_login(base: str, username: str, barrier: asyncio.Event) -> tuple[float, bool, list[str]]:
-    """One password login through the login form, released together with the others."""
+async def password_login(
+    base: str, username: str, barrier: asyncio.Event, ready: asyncio.Semaphore, drawn: list[str]
+) -> tuple[float, bool, list[str]]:
+    """One password login through the login form: the page opened a few tabs at a time (`ready`), then
+    every login released together by `barrier`."""
     tab = Tab(base)
-    await tab.open()
     try:
-        await tab.run(until=lambda t: "login_submit" in t.widgets)
+        async with ready:
+            await tab.open()
+            await tab.run(until=lambda t: "login_submit" in t.widgets)
+        drawn.append(username)
         await barrier.wait()
         seconds = await tab.run(
             values={"login_username": username, "login_password": PASSWORD},
@@ -278,6 +283,9 @@ async def password_login(base: str, username: str, barrier: asyncio.Event) -> tu
             until=lambda t: "ack_guidelines" in t.widgets or "logout" in t.widgets,
         )
         return seconds, "logout" in tab.widgets, tab.errors
+    except Exception as exc:  # a lost connection is an error of the run
+        drawn.append(username)
+        return float("nan"), False, [*tab.errors, f"{type(exc).__name__}: {exc}"]
     finally:
         await tab.close()
 
@@ -312,14 +320,17 @@ async def warm_up(bases: list[str]) -> None:
     barrier = asyncio.Event()
     barrier.set()
     for k, base in enumerate(bases):
-        await password_login(base, f"warmup{k}", barrier)
+        await password_login(base, f"warmup{k}", barrier, asyncio.Semaphore(1), [])
 
 
 async def logins(base: str, n: int) -> list[tuple[float, bool, list[str]]]:
-    barrier = asyncio.Event()
-    tasks = [asyncio.create_task(password_login(base, f"person{k:02d}", barrier)) for k in range(n)]
-    await asyncio.sleep(2)  # every login page drawn first
-    barrier.set()
+    barrier, ready, drawn = asyncio.Event(), asyncio.Semaphore(4), []
+    tasks = [
+        asyncio.create_task(password_login(base, f"person{k:02d}", barrier, ready, drawn)) for k in range(n)
+    ]
+    while len(drawn) < n:  # every login page drawn first ...
+        await asyncio.sleep(0.1)
+    barrier.set()  # ... then every login at the same moment
     return await asyncio.gather(*tasks)
 
 
@@ -377,9 +388,34 @@ def main() -> None:
         started = time.perf_counter()
         results = asyncio.run(launch(bases, args))
         launch_s = time.perf_counter() - started
-        login_runs = asyncio.run(logins(bases[0], args.logins))
         load_after = os.getloadavg()
         taken, doubles, completed = check_db(url)
+        report(args, results, launch_s, load_before, load_after, taken, doubles, completed)
+        login_runs = asyncio.run(logins(bases[0], args.logins))
+        ok = [s for s, logged_in, errs in login_runs if logged_in and not errs]
+        print(
+            f"{args.logins} simultaneous password logins (one server, load {os.getloadavg()[0]:.1f}): "
+            f"{len(ok)} in; p50 {pct(ok, 0.5):.2f} s, p95 {pct(ok, 0.95):.2f} s, "
+            f"max {max(ok, default=float('nan')):.2f} s; "
+            f"errors {[e for _, _, errs in login_runs for e in errs][:3]}"
+        )
+        for k in range(servers):
+            tail = (folder / f"server{k}.log").read_text(errors="replace").strip().splitlines()[-3:]
+            if any("Traceback" in line or "Error" in line for line in tail):
+                print(f"server {k} log ends with: {tail}")
+
+
+def report(
+    args: argparse.Namespace,
+    results: list[Result],
+    launch_s: float,
+    load_before: tuple[float, float, float],
+    load_after: tuple[float, float, float],
+    taken: int,
+    doubles: int,
+    completed: int,
+) -> None:
+    """Print the launch's figures."""
     admitted = [r for r in results if not r.refused and not r.errors]
     finishers = [r for r in admitted if r.submits_s]
     errors = [e for r in results for e in r.errors]
@@ -408,12 +444,6 @@ def main() -> None:
     print(
         f"submit -> next item: p50 {pct(submits, 0.5):.2f} s, p95 {pct(submits, 0.95):.2f} s "
         f"(n={len(submits)})"
-    )
-    ok = [s for s, logged_in, errs in login_runs if logged_in and not errs]
-    print(
-        f"{args.logins} simultaneous password logins: {len(ok)} in; p50 {pct(ok, 0.5):.2f} s, "
-        f"p95 {pct(ok, 0.95):.2f} s, max {max(ok, default=float('nan')):.2f} s; "
-        f"errors {[e for _, _, errs in login_runs for e in errs][:3]}"
     )
 
 
