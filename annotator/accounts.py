@@ -22,6 +22,7 @@ from sqlalchemy import func, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col, select
 
@@ -190,7 +191,11 @@ def add_user(session: Session, *, username: str, role: str, password: str, accou
         raise UserError(f"user {taken!r} already exists")
     user = User(username=username, role=role, password_hash=hash_password(password))
     session.add(user)
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError:  # the same name was added at the same moment elsewhere
+        session.rollback()
+        raise UserError(f"user {username!r} already exists") from None
     session.add(
         Event(
             user_id=id_of(user),

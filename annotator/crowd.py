@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import random
 import re
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -158,12 +159,17 @@ def enter(session: Session, *, study: str, params: Mapping[str, str]) -> Account
             session, study_id, _worker_hash(study_secret(session, study_row), config.platform, worker)
         )
     if link is None:
+        # The queue is planned before the lock (the pairs that need judgments most: a heuristic that
+        # needs no serializing), so the lock is held only to count the places and insert the rows.
+        queue = _plan_work(
+            session, study_id, config.items, overlap, rate, random.Random(secrets.randbits(64))
+        )
         lock_study(session, study_id)
         worker_hash = _worker_hash(study_secret(session, study_row), config.platform, worker)
         link = _find(session, study_id, worker_hash)
         if link is None:
             return _new_worker(
-                session, study_row, config, rate, overlap, worker_hash, platform_study, platform_session
+                session, study_row, config, queue, worker_hash, platform_study, platform_session
             )
     user = session.get(User, link.user_id)
     if user is None or not user.active:
@@ -182,8 +188,7 @@ def _new_worker(
     session: Session,
     study_row: Study,
     config: Crowd,
-    rate: float,
-    overlap: int,
+    queue: list[tuple[int, str]],
     worker_hash: str,
     platform_study: str,
     platform_session: str,
@@ -210,7 +215,20 @@ def _new_worker(
             platform_session=platform_session,
         )
     )
-    _give_work(session, study_id, id_of(user), config.items, overlap, rate, random.Random(worker_hash))
+    arm = annotator_arms(session, study_id=study_id, user_ids=[id_of(user)], seed=len(queue))[id_of(user)]
+    rows = [
+        {
+            "study_id": study_id,
+            "pair_id": pair_id,
+            "annotator_id": id_of(user),
+            "chosen_side": side,
+            "position": position,
+            "arm": arm,
+        }
+        for position, (pair_id, side) in enumerate(queue, start=1)
+    ]
+    if rows:
+        session.execute(insert(Assignment), rows)
     session.add(
         Event(
             user_id=user.id,
@@ -222,11 +240,13 @@ def _new_worker(
     return Account(id=id_of(user), username=user.username, role="annotator")
 
 
-def _give_work(
-    session: Session, study_id: int, user_id: int, items: int, overlap: int, rate: float, rng: random.Random
-) -> None:
-    """The `items` main pairs with the fewest assignments (those still below the overlap first), and
-    the study's controls at its rate, all shuffled into one queue (positions 1..n, rows in that order)."""
+def _plan_work(
+    session: Session, study_id: int, items: int, overlap: int, rate: float, rng: random.Random
+) -> list[tuple[int, str]]:
+    """A newcomer's queue as (pair, side of `chosen`): the `items` main pairs with the fewest
+    assignments (those still below the overlap first), each on its less-seen side, and the study's
+    controls at its rate, shuffled into one order (positions 1..n, rows inserted in that order, so
+    neither place nor id tells a control apart)."""
     counts = session.exec(
         select(Pair.id, func.count(col(Assignment.id)))
         .join(Assignment, col(Assignment.pair_id) == col(Pair.id), isouter=True)
@@ -254,20 +274,7 @@ def _give_work(
     ]
     queue += pick_controls(session, study_id=study_id, n_main=len(mains), rate=rate, rng=rng)
     rng.shuffle(queue)
-    arm = annotator_arms(session, study_id=study_id, user_ids=[user_id], seed=rng.randrange(2**31))[user_id]
-    rows = [
-        {
-            "study_id": study_id,
-            "pair_id": pair_id,
-            "annotator_id": user_id,
-            "chosen_side": side,
-            "position": position,
-            "arm": arm,
-        }
-        for position, (pair_id, side) in enumerate(queue, start=1)
-    ]
-    if rows:
-        session.execute(insert(Assignment), rows)
+    return queue
 
 
 def _link(session: Session, user_id: int, study_id: int) -> CrowdLink | None:

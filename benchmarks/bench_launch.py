@@ -126,7 +126,7 @@ class Tab:
     async def open(self) -> None:
         uri = self.base.replace("http://", "ws://") + "/_stcore/stream"
         self.socket = await websockets.connect(
-            uri, subprotocols=["streamlit"], max_size=None, open_timeout=60
+            uri, subprotocols=["streamlit"], max_size=None, open_timeout=120, ping_interval=None
         )
 
     async def close(self) -> None:
@@ -166,7 +166,7 @@ class Tab:
         trigger: str = "",
         values: dict[str, Any] | None = None,
         until: Any = None,
-        timeout: float = 90,
+        timeout: float = 180,
     ) -> float:
         """Send one rerun (the browser's BackMsg) and read until `until(self)` holds after a finished
         run; the seconds it took."""

@@ -16,7 +16,7 @@ from annotator.accounts import SYSTEM
 from annotator.assign import assign
 from annotator.errors import BusyError, TimeOver, UserError
 from annotator.store import db
-from annotator.store.models import Assignment, CrowdLink, Event, Pair, Study, User, id_of
+from annotator.store.models import Assignment, CrowdLink, Draft, Event, Pair, Study, User, id_of
 from tests.crowdhelpers import PROLIFIC, ConnectionWatch, cheap_hashing, enter, link, race
 from tests.factories import PASSWORD, make_annotators, make_form
 from tests.qchelpers import answer_all, qc_study
@@ -336,3 +336,33 @@ def test_two_simulate_runs_at_once_share_the_accounts(engine: Engine, tmp_path: 
         assignments = session.exec(select(Assignment)).all()
     assert len(names) == 3
     assert len(assignments) == 12 and all(a.status == "done" for a in assignments)
+
+
+def test_drafts_saved_from_many_tabs_at_once_leave_one_draft(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 3, crowd=PROLIFIC)
+    account = enter(engine, "tabs")
+    item = _worker_queue(engine, account)[0]
+
+    def save(k: int) -> None:
+        with db.session_scope(engine) as session:
+            workspace.save_draft(
+                session, assignment_id=item, user_id=account.id, answers={"preference": k}, opened_posts=[k]
+            )
+
+    _, errors = race(8, save)
+    assert errors == []
+    with Session(engine) as session:
+        drafts = session.exec(select(Draft)).all()
+    assert len(drafts) == 1 and drafts[0].opened_posts == [drafts[0].answers["preference"]]
+
+
+def test_the_same_user_added_at_once_is_one_account_and_clear_refusals(engine: Engine) -> None:
+    def add(_: int) -> None:
+        with db.session_scope(engine) as session:
+            accounts.add_user(session, username="twin", role="annotator", password=PASSWORD, account=SYSTEM)
+
+    with cheap_hashing():
+        _, errors = race(6, add)
+    assert [str(e) for e in errors] == ["user 'twin' already exists"] * 5
+    with Session(engine) as session:
+        assert len(session.exec(select(User).where(User.username == "twin")).all()) == 1
