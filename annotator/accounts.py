@@ -16,10 +16,11 @@ from importlib import resources
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from sqlalchemy import func, insert, update
+from sqlalchemy import func, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col, select
 
@@ -132,11 +133,6 @@ def _by_name(username: str) -> ColumnElement[bool]:
     return func.lower(User.username) == username.lower()
 
 
-def _engine(session: Session) -> Engine:
-    bind = session.get_bind()
-    return bind if isinstance(bind, Engine) else bind.engine
-
-
 def add_user(session: Session, *, username: str, role: str, password: str, account: Account) -> User:
     """Create an account (researchers or SYSTEM only); refuses a bad or taken name (any letter case),
     an unknown role, or a weak password."""
@@ -153,7 +149,11 @@ def add_user(session: Session, *, username: str, role: str, password: str, accou
         raise UserError(f"user {taken!r} already exists")
     user = User(username=username, role=role, password_hash=hash_password(password))
     session.add(user)
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError:  # the same name was added at the same moment elsewhere
+        session.rollback()
+        raise UserError(f"user {username!r} already exists") from None
     session.add(
         Event(
             user_id=id_of(user),
@@ -297,9 +297,9 @@ def _reserve(connection: Connection, key: str, now: datetime) -> int:
 
 
 def _log(session: Session, user_id: int | None, action: str, detail: dict[str, str]) -> None:
-    """Write one audit event in its own transaction (kept even though the caller raises)."""
-    with _engine(session).begin() as connection:
-        connection.execute(insert(Event).values(user_id=user_id, action=action, detail=detail, at=utcnow()))
+    """Write one audit event and commit it at once (kept even though the caller raises next)."""
+    session.add(Event(user_id=user_id, action=action, detail=detail, at=utcnow()))
+    session.commit()
 
 
 def _known_session(session: Session, token: str | None, user_id: int) -> bool:
@@ -334,16 +334,21 @@ def authenticate(
     name's wait is skipped for a browser that presents one of the user's own sessions (`known_session`),
     so an outsider cannot keep a user out; a researcher can also clear it (:func:`unlock`).
     Old scrypt hashes are upgraded to Argon2id at a successful login.
+
+    A login uses one connection at a time, in short transactions: the attempt is counted and committed
+    first (so a failure is recorded even though this raises), the Argon2id check runs with no connection
+    held, and a failure's audit event is committed before the error is raised. The caller's session is
+    therefore committed by this call.
     """
     now = utcnow()
-    engine = _engine(session)
     storable = len(username) <= 100 and textguard.input_problem(username, name=True) is None  # no NUL
     user = session.exec(select(User).where(_by_name(username))).first() if storable else None
     keys = [] if client is None else [_client_key(client)]
     if user is None or not _known_session(session, known_session, id_of(user)):
         keys.append(_name_key(username))
-    with engine.begin() as connection:
-        waits = [_reserve(connection, key, now) for key in keys]
+    connection = session.connection()  # the one connection of this login
+    waits = [_reserve(connection, key, now) for key in keys]
+    session.commit()  # the attempt is counted and its locks are free before any password work
     user_id = None if user is None else user.id
     if max(waits, default=0):
         _log(session, user_id, "login_failed", {"reason": "throttled"})
@@ -352,18 +357,17 @@ def authenticate(
         verify_password(password, _dummy_hash())
         _log(session, None, "login_failed", {"reason": "unknown user"})
         raise AuthError(BAD_LOGIN)
-    if not verify_password(password, user.password_hash):
-        with engine.begin() as connection:
-            connection.execute(
-                update(User)
-                .where(col(User.id) == user.id)
-                .values(failed_logins=User.failed_logins + 1, last_failed_at=now)
-            )
+    if not verify_password(password, user.password_hash):  # no connection is held meanwhile
+        session.execute(
+            update(User)
+            .where(col(User.id) == user.id)
+            .values(failed_logins=User.failed_logins + 1, last_failed_at=now)
+        )
         _log(session, user_id, "login_failed", {"reason": "wrong password"})
         raise AuthError(BAD_LOGIN)
-    with engine.begin() as connection:
-        for key in keys + [_name_key(username)]:
-            _clear_throttle(connection, key)
+    connection = session.connection()
+    for key in keys + [_name_key(username)]:
+        _clear_throttle(connection, key)
     if not user.active:
         _log(session, user_id, "login_failed", {"reason": "deactivated"})
         raise AuthError(DEACTIVATED)
@@ -409,8 +413,8 @@ def redeem_login_token(session: Session, token: str) -> Account:
     if user is None or user.token_expires_at is None:
         _log(session, None, "login_failed", {"reason": "bad token"})
         raise AuthError("this login link is not valid or was already used")
-    with _engine(session).begin() as connection:  # spent even when refused below
-        connection.execute(update(User).where(col(User.id) == user.id).values(token_hash=None))
+    session.execute(update(User).where(col(User.id) == user.id).values(token_hash=None))
+    session.commit()  # spent even when refused below
     user.token_hash = None
     if user.token_expires_at < utcnow():
         _log(session, user.id, "login_failed", {"reason": "expired token"})

@@ -111,6 +111,15 @@ def open_db(url: str | None) -> Engine:
     return engine
 
 
+def open_sound_db(url: str | None) -> Engine:
+    """An engine for a database at the current schema that passes SQLite's quick_check: a damaged file
+    is one line and exit 1, never a report or an export read from it (analyze, export)."""
+    engine = db.make_engine(db_url(url))
+    db.check_integrity(engine)
+    db.check_schema(engine)
+    return engine
+
+
 @app.command()
 @user_errors
 def init(database: DbOption = None) -> None:
@@ -772,7 +781,7 @@ def analyze(
         if labels is not None:
             result = study_report.labels_report(labels, config_path=config, n_boot=n_boot, seed=seed)
         else:
-            engine = open_db(database)
+            engine = open_sound_db(database)
             with db.session_scope(engine) as session:
                 result = study_report.study_report(
                     session, study=str(study), n_boot=n_boot, seed=seed, account=accounts.SYSTEM
@@ -841,7 +850,7 @@ def export_(
         from annotator.dataset import publish
 
         summary = publish(
-            open_db(database),
+            open_sound_db(database),
             study=study,
             out=out_path,
             repo=push_to_hub,
@@ -852,7 +861,7 @@ def export_(
         out.print(str(summary), highlight=False)
         return
     fmt = fmt or out_path.suffix.lower().lstrip(".")
-    engine = open_db(database)
+    engine = open_sound_db(database)
     with db.session_scope(engine) as session:
         rows = exporting.export(
             session,

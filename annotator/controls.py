@@ -30,16 +30,18 @@ from sqlmodel import Session, col, select
 
 from annotator.accounts import Account, require_role
 from annotator.errors import UserError
-from annotator.store.models import DONE, PENDING, Assignment, Event, Pair, User, id_of
-from annotator.study import get_study, parse_config
+from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Event, Pair, User, id_of
+from annotator.study import get_study, parse_config, study_config
 
 __all__ = [
     "CONTROL_KINDS",
     "MIXED_KINDS",
     "ControlSummary",
     "degrade",
+    "held_back",
     "make_controls",
     "mix_controls",
+    "pick_controls",
     "swap_sources",
 ]
 
@@ -421,3 +423,74 @@ def control_counts(session: Session, *, study_id: int) -> dict[str, int]:
         .group_by(Pair.control)
     ).all()
     return {str(kind): int(n) for kind, n in rows}
+
+
+def pick_controls(
+    session: Session, *, study_id: int, n_main: int, rate: float, rng: random.Random
+) -> list[tuple[int, str]]:
+    """Gold, positive and duplicate controls for a newcomer with `n_main` main items, as (pair, side):
+    round(rate * n_main / (1 - rate)) of them, least-used first, each on the side its pair has had
+    less often. The caller shuffles them into the newcomer's queue together with the main items, so
+    neither their places nor their row order tell them apart."""
+    if rate <= 0 or n_main <= 0:
+        return []
+    if rate >= 1:
+        raise UserError("the control rate must be below 1")
+    pool = [
+        int(p or 0)
+        for p in session.exec(
+            select(Pair.id).where(Pair.study_id == study_id, col(Pair.control).in_(MIXED_KINDS))
+        )
+    ]
+    if not pool:
+        return []
+    uses: Counter[int] = Counter(dict.fromkeys(pool, 0))
+    sides: dict[int, Counter[str]] = defaultdict(Counter)
+    for pair_id, side in session.exec(
+        select(Assignment.pair_id, Assignment.chosen_side).where(col(Assignment.pair_id).in_(pool))
+    ).all():
+        uses[pair_id] += 1
+        sides[pair_id][side] += 1
+    target = min(len(pool), round(rate * n_main / (1 - rate)))
+    chosen = sorted(pool, key=lambda p: (uses[p], rng.random()))[:target]
+    picked = []
+    for pair_id in chosen:
+        count = sides[pair_id]
+        side = "A" if count["A"] < count["B"] else "B" if count["B"] < count["A"] else rng.choice("AB")
+        picked.append((pair_id, side))
+    return picked
+
+
+def held_back(session: Session, *, user_id: int, study_id: int) -> set[int]:
+    """The annotator's pending swapped repeats that may not be served yet: their original is not
+    finished, or was finished fewer than `[controls] min_gap` items ago (the next item served would
+    come less than min_gap items after it). One indexed read when the queue holds no repeat."""
+    repeats = session.exec(
+        select(Assignment.id, Pair.control_of)
+        .join(Pair, col(Pair.id) == col(Assignment.pair_id))
+        .where(
+            Assignment.annotator_id == user_id,
+            Assignment.study_id == study_id,
+            Assignment.status == PENDING,
+            Pair.control == "swap",
+        )
+    ).all()
+    if not repeats:
+        return set()
+    min_gap = study_config(session, study_id).controls.min_gap
+    finished = session.exec(
+        select(Assignment.pair_id)
+        .where(
+            Assignment.annotator_id == user_id,
+            Assignment.study_id == study_id,
+            col(Assignment.status).in_((DONE, FLAGGED)),
+            col(Assignment.completed_at).is_not(None),
+        )
+        .order_by(col(Assignment.completed_at), col(Assignment.id))
+    ).all()
+    where = {int(pair_id): index for index, pair_id in enumerate(finished)}
+    return {
+        int(assignment_id or 0)
+        for assignment_id, source in repeats
+        if source is None or int(source) not in where or len(finished) - where[int(source)] < min_gap
+    }

@@ -33,3 +33,11 @@ class LabelError(UserError):
 
 class SchemaError(UserError):
     """The database is missing, not initialised, or from a newer version of this tool."""
+
+
+class BusyError(UserError):
+    """The server had no free database connection in time; trying again later works."""
+
+
+class TimeOver(AuthError):
+    """A crowd worker's `[crowd] session_minutes` are over: nothing more is saved as work."""

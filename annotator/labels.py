@@ -1,5 +1,6 @@
 """Serving blinded items and saving judgments: atomic, idempotent, append-only revisions."""
 
+import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -8,7 +9,7 @@ from sqlalchemy import case, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from annotator import crowd, textguard
+from annotator import controls, crowd, textguard
 from annotator.accounts import require_active
 from annotator.assign import extend_overlap
 from annotator.authorization import own_assignment
@@ -52,6 +53,9 @@ class ItemView:
     profile_shown: int = 10  # how many posts the study shows at first (`profile` holds them all)
     shown_at: datetime | None = None  # when the item's clock started (server time, UTC)
     ask_support: bool = False  # ask, per rubric aspect, whether what the user wrote supports it
+    #: A random name for this display of the item: what the page may use to tell items apart (page
+    #: script, body attribute, widget keys); it says nothing about the assignment, pair or control.
+    token: str = ""
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,15 @@ def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignm
     queues are shuffled at assignment, so the window is a fair sample of the remaining pairs.
     """
     require_active(session, user_id)
-    window = (
+    held = controls.held_back(session, user_id=user_id, study_id=study_id)  # min_gap for repeats
+    best = _next_in_queue(session, user_id=user_id, study_id=study_id, held=held)
+    if best is None and held:  # nothing else is left: a repeat held back comes now rather than never
+        best = _next_in_queue(session, user_id=user_id, study_id=study_id, held=set())
+    return session.get(Assignment, best) if best is not None else None
+
+
+def _next_in_queue(session: Session, *, user_id: int, study_id: int, held: set[int]) -> int | None:
+    window_rows = (
         select(Assignment.id, Assignment.pair_id, Assignment.position)
         .where(
             Assignment.annotator_id == user_id,
@@ -93,8 +105,10 @@ def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignm
         )
         .order_by(col(Assignment.position))
         .limit(QUEUE_WINDOW)
-        .subquery()
     )
+    if held:
+        window_rows = window_rows.where(col(Assignment.id).not_in(held))
+    window = window_rows.subquery()
     # Control pairs are not ranked by need: one is served as soon as it comes before the main pair
     # picked (controls.mix_controls put it at a random place), so controls are spread over a session.
     best_main = session.exec(
@@ -109,7 +123,7 @@ def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignm
         control = control.where(window.c.position <= best_main[1])
     first_control = session.exec(control.order_by(window.c.position).limit(1)).first()
     best = first_control if first_control is not None else best_main[0] if best_main is not None else None
-    return session.get(Assignment, best) if best is not None else None
+    return int(best) if best is not None else None
 
 
 def show(session: Session, *, assignment_id: int, user_id: int, resume: bool = False) -> ItemView:
@@ -151,6 +165,7 @@ def show(session: Session, *, assignment_id: int, user_id: int, resume: bool = F
         profile_shown=display.profile_posts,
         shown_at=assignment.shown_at,
         ask_support=arm.ask_support and bool(pair.rubric),
+        token="i" + secrets.token_hex(8),
     )
 
 
@@ -338,6 +353,7 @@ def skip(session: Session, *, assignment_id: int, user_id: int, reason: str) -> 
         raise LabelError("Please give a reason for skipping")
     textguard.check_input(reason, "The reason for skipping")
     assignment = own_assignment(session, assignment_id, user_id)
+    crowd.enforce_time(session, user_id=user_id, study_id=assignment.study_id)
     last = session.exec(
         select(func.max(Assignment.position)).where(
             Assignment.annotator_id == user_id, Assignment.study_id == assignment.study_id

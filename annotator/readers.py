@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, select, update
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col
 
 from annotator.accounts import Account, require_role
@@ -179,11 +180,23 @@ def current_scores(session: Session, *, study_id: int, pair_db_id: int | None = 
 
 
 def study_secret(session: Session, study: Study) -> bytes:
-    """The study's pseudonym secret (`Study.pseudonym_key`), created on first use; never exported."""
+    """The study's pseudonym secret (`Study.pseudonym_key`), created once; never exported.
+
+    The first use sets it only if it is still empty (one conditional UPDATE: parallel first uses wait
+    for each other's row lock or SQLite's write lock) and then re-reads it, so every caller hashes with
+    the one key that was stored, never a key of its own.
+    """
     if not study.pseudonym_key:
-        study.pseudonym_key = secrets.token_hex(32)
-        session.add(study)
-        session.flush()
+        session.execute(
+            update(Study)
+            .where(col(Study.id) == study.id, col(Study.pseudonym_key).is_(None))
+            .values(pseudonym_key=secrets.token_hex(32))
+            .execution_options(synchronize_session=False)
+        )
+        stored = session.execute(
+            select(col(Study.pseudonym_key)).where(col(Study.id) == study.id)
+        ).scalar_one()
+        set_committed_value(study, "pseudonym_key", stored)
     return str(study.pseudonym_key).encode()
 
 

@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -29,8 +31,8 @@ from analysis.vocabulary import SIDES
 from annotator import accounts, assign, labels
 from annotator.blinding import preference_index, response_of
 from annotator.errors import UserError
-from annotator.store.db import session_scope
-from annotator.store.models import DONE, Assignment, Pair, User, id_of, utcnow
+from annotator.store.db import lock_study, session_scope
+from annotator.store.models import DONE, Assignment, Event, Pair, User, id_of, utcnow
 from annotator.study import StudyConfig, get_study, parse_config
 
 FACTUAL_ERROR = "flawed:rejected_factual_error"
@@ -90,17 +92,28 @@ def _clip_round(value: float, low: int, high: int) -> int:
 
 
 def simulated_users(session: Session, spec: SimulationSpec) -> list[str]:
-    """Create (or reuse) the simulated annotator accounts."""
+    """Create (or reuse) the simulated annotator accounts; race-free: a name another run creates at
+    the same moment is taken as it is (INSERT ... ON CONFLICT DO NOTHING on the unique user name)."""
     names = [f"{spec.prefix}_{i + 1:02d}" for i in range(spec.annotators)]
     existing = set(session.exec(select(User.username).where(col(User.username).in_(names))))
+    builder = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     for name in names:
-        if name not in existing:
-            accounts.add_user(
-                session,
-                username=name,
-                role="annotator",
-                password=secrets.token_urlsafe(16),
-                account=accounts.SYSTEM,
+        if name in existing:
+            continue
+        password = secrets.token_urlsafe(16)
+        created = session.execute(
+            builder(User)
+            .values(username=name, role="annotator", password_hash=accounts.hash_password(password))
+            .on_conflict_do_nothing(index_elements=["username"])
+            .returning(col(User.id))
+        ).first()
+        if created is not None:
+            session.add(
+                Event(
+                    user_id=int(created[0]),
+                    action="user_add",
+                    detail={"username": name, "role": "annotator", "by": accounts.SYSTEM.id},
+                )
             )
     session.flush()
     return names
@@ -115,6 +128,7 @@ def simulate(
     interrupted run stopped (done assignments are not touched).
     """
     with session_scope(engine) as session:
+        lock_study(session, id_of(get_study(session, study)))  # two runs at once: one after the other
         names = simulated_users(session, spec)
         assign.assign(
             session,

@@ -174,6 +174,9 @@ class Crowd(_Strict):
     completion_url: str = ""  # where the finished screen sends the worker
     session_minutes: int = Field(default=0, ge=0)  # time limit per session (0 = none)
     items: int = Field(default=20, ge=1)  # pairs given to each worker from a link
+    min_rated: int = Field(default=1, ge=0)  # the completion code needs at least this many rated items
+    max_flag_share: float = Field(default=0.5, ge=0, le=1)  # ... and at most this share of them flagged
+    warn_minutes: int = Field(default=5, ge=0)  # the countdown warns this long before the time limit
 
 
 class DynamicOverlap(_Strict):

@@ -7,9 +7,11 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
 
-from annotator import textguard
+from annotator import crowd, textguard
 from annotator.accounts import Account, require_role
 from annotator.authorization import own_assignment
 from annotator.errors import LabelError, UserError
@@ -56,17 +58,23 @@ def save_draft(
     answers: dict[str, Any],
     opened_posts: list[int] | None = None,
 ) -> None:
-    """Keep the answers given so far on an item (replacing the earlier draft); one short write."""
+    """Keep the answers given so far on an item (replacing the earlier draft); one short write, an
+    upsert on the item's one draft, so two tabs saving at the same moment never collide."""
     own_assignment(session, assignment_id, user_id)
-    draft = session.exec(select(Draft).where(Draft.assignment_id == assignment_id)).first()
-    opened = sorted({int(k) for k in (opened_posts or [])})
-    if draft is None:
-        draft = Draft(assignment_id=assignment_id, user_id=user_id, answers={}, opened_posts=[])
-    draft.answers = _clean(answers)
-    if opened_posts is not None:
-        draft.opened_posts = opened
-    draft.updated_at = utcnow()
-    session.add(draft)
+    row: dict[str, Any] = {
+        "assignment_id": assignment_id,
+        "user_id": user_id,
+        "answers": _clean(answers),
+        "opened_posts": sorted({int(k) for k in (opened_posts or [])}),
+        "updated_at": utcnow(),
+    }
+    kept = ("answers", "updated_at") + (("opened_posts",) if opened_posts is not None else ())
+    builder = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    session.execute(
+        builder(Draft)
+        .values(**row)
+        .on_conflict_do_update(index_elements=["assignment_id"], set_={k: row[k] for k in kept})
+    )
 
 
 def load_draft(session: Session, *, assignment_id: int, user_id: int) -> DraftView | None:
@@ -116,6 +124,7 @@ def flag_item(session: Session, *, assignment_id: int, user_id: int, reason: str
     if not reason:
         raise LabelError("Please say what is wrong with the item")
     assignment = own_assignment(session, assignment_id, user_id)
+    crowd.enforce_time(session, user_id=user_id, study_id=assignment.study_id)
     if assignment.status == DONE:
         raise UserError("this item is already submitted; use the comment of a revision instead")
     assignment.status = FLAGGED

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import insert
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 from streamlit.testing.v1 import AppTest
 
 from annotator import accounts, assign, ingest
@@ -114,6 +114,18 @@ class AppDB:
             found = session.get(Pair, pair_id)
             assert found is not None
             return found
+
+    def on_screen(self, username: str) -> int:
+        """The id of the item `username` was shown last (the page itself names no id)."""
+        with self.session() as session:
+            found = session.exec(
+                select(Assignment.id)
+                .where(Assignment.annotator_id == self.users[username], col(Assignment.shown_at).is_not(None))
+                .order_by(col(Assignment.shown_at).desc())
+                .limit(1)
+            ).first()
+            assert found is not None
+            return int(found)
 
     def judgments(self, assignment_id: int) -> list[Judgment]:
         """Every judgment of an assignment, oldest revision first."""
@@ -293,13 +305,8 @@ FORM = "q"
 
 
 def item_tag(page: Any) -> str:
-    """The item on the rating page ("a12r0": assignment 12, revision 0), as its page script marks it."""
+    """The item on the rating page (a random token per display), as its page script marks it."""
     return str(page.locator("body[data-ps-item]").get_attribute("data-ps-item"))
-
-
-def assignment_of(tag: str) -> int:
-    """The assignment id of an item tag ("a12r0" -> 12)."""
-    return int(tag[1:].split("r")[0])
 
 
 def wait_next_item(page: Any, old: str) -> str:

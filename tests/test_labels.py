@@ -136,6 +136,7 @@ def test_the_item_view_has_no_pair_internals() -> None:
         "ask_support",
         "profile_shown",
         "shown_at",
+        "token",
     }
     assert not any("chosen" in name or "rejected" in name or "pair" in name for name in names)
 

@@ -17,7 +17,6 @@ from tests.apphelpers import (
     AppDB,
     annotators_page,
     answer_by_keys,
-    assignment_of,
     build_app_db,
     item_tag,
     log_in,
@@ -101,14 +100,14 @@ def test_a_rubric_row_shows_its_aspect_beside_the_choice(live: tuple[str, AppDB]
 
 def test_number_keys_answer_the_focused_question_and_keep_a_draft(live: tuple[str, AppDB], tab: Page) -> None:
     base_url, app_db = live
-    tag = rating_page(tab, base_url, "ann2")
+    rating_page(tab, base_url, "ann2")
     press_answer(tab, "A_correctness", "4")
     wait_idle(tab)
     press_answer(tab, "B_rubric0", "2")
     wait_idle(tab)
     assert selected(tab, "A_correctness") == ["4 Correct"]
     assert selected(tab, "B_rubric0") == ["2"]
-    assignment = assignment_of(tag)
+    assignment = app_db.on_screen("ann2")
     with db.session_scope(app_db.engine) as session:
         draft = workspace.load_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"])
     assert draft is not None and draft.answers["A:correctness"] == 4 and draft.answers["B:rubric:0"] == 2
@@ -119,6 +118,7 @@ def test_ctrl_enter_from_a_focused_answer_submits_and_the_next_item_starts_at_th
 ) -> None:
     base_url, app_db = live
     first = rating_page(tab, base_url, "ann1")
+    first_id = app_db.on_screen("ann1")
     answer_by_keys(tab)  # the focus stays on the last answer (a button of the confidence question)
     tab.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 100000)")
     assert main_scroll(tab)["top"] > 0
@@ -129,7 +129,7 @@ def test_ctrl_enter_from_a_focused_answer_submits_and_the_next_item_starts_at_th
     assert main_scroll(tab)["top"] == 0
     heading = tab.get_by_role("heading", name="Question").bounding_box()
     assert heading is not None and 0 <= heading["y"] < VIEWPORT["height"]
-    assert len(app_db.judgments(assignment_of(first))) == 1
+    assert len(app_db.judgments(first_id)) == 1
 
 
 def test_a_reload_keeps_the_login_and_the_draft(live: tuple[str, AppDB], tab: Page) -> None:

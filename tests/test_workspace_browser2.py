@@ -20,7 +20,6 @@ from tests.apphelpers import (
     AppDB,
     add_study,
     annotators_page,
-    assignment_of,
     build_app_db,
     item_tag,
     log_in,
@@ -111,20 +110,21 @@ def test_switching_study_switches_the_item(live: tuple[str, AppDB], tab: Page) -
     assert "Other study question" in text(tab)
     tab.get_by_role("combobox", name="Study").click()
     tab.get_by_role("option", name="study1").click()
-    second = wait_next_item(tab, first)
-    assert app_db.assignment(assignment_of(second)).study_id == app_db.study_id
+    wait_next_item(tab, first)
+    assert app_db.assignment(app_db.on_screen("ann2")).study_id == app_db.study_id
     assert "Other study question" not in text(tab)
 
 
 def test_an_item_flagged_with_only_a_reason_leaves_the_queue(live: tuple[str, AppDB], tab: Page) -> None:
     base_url, app_db = live
     tag = rating_page(tab, base_url, "ann1")
+    flagged = app_db.on_screen("ann1")
     tab.get_by_text("Skip this item or report it as broken").click()
     tab.get_by_role("textbox", name="Why?").fill("The responses are cut off.")
     tab.get_by_role("button", name="Flag as broken").click()
     wait_next_item(tab, tag)
-    assert app_db.assignment(assignment_of(tag)).status == "flagged"
-    assert app_db.judgments(assignment_of(tag)) == [], "no rating was needed"
+    assert app_db.assignment(flagged).status == "flagged"
+    assert app_db.judgments(flagged) == [], "no rating was needed"
 
 
 def full_draft(app_db: AppDB, username: str) -> tuple[int, dict[str, int]]:

@@ -11,18 +11,27 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import event
+from sqlalchemy import event, select, update
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
-from sqlmodel import Session, create_engine
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlmodel import Session, col, create_engine
 
-from annotator.errors import SchemaError, UserError
+from annotator.errors import BusyError, SchemaError, UserError
+from annotator.store.models import Study
 
 DEFAULT_URL = "sqlite:///data/annotations.db"
 ENV_VAR = "ANNOTATOR_DB_URL"
 BUSY_TIMEOUT_MS = 10_000  # the default; $ANNOTATOR_BUSY_TIMEOUT_MS overrides it
 BUSY_TIMEOUT_ENV = "ANNOTATOR_BUSY_TIMEOUT_MS"
 MIGRATIONS = Path(__file__).parent / "migrations"
+# Connections per engine (one server process): Streamlit runs every browser session's script in its own
+# thread, and a page holds at most one connection at a time (short transactions), so this many sessions
+# can work at the same moment; a further one waits at most POOL_TIMEOUT_S, then gets POOL_BUSY.
+POOL_SIZE = 20  # connections kept open; as many more may open at a peak (max_overflow)
+POOL_TIMEOUT_S = 5
+POOL_ENV = "ANNOTATOR_DB_POOL"  # overrides POOL_SIZE
+POOL_BUSY = "the server is busy (every database connection is in use); please try again in a moment"
 
 
 def resolve_url(url: str | None = None) -> str:
@@ -51,6 +60,21 @@ def busy_timeout_ms() -> int:
     if value < 0:
         raise UserError(f"${BUSY_TIMEOUT_ENV} must be a whole number of milliseconds, not {raw!r}")
     return value
+
+
+def pool_size() -> int:
+    """Connections each engine keeps: $ANNOTATOR_DB_POOL, else POOL_SIZE."""
+    raw = os.environ.get(POOL_ENV, "").strip()
+    if not raw:
+        return POOL_SIZE
+    if not raw.isdigit() or int(raw) < 1:
+        raise UserError(f"${POOL_ENV} must be a whole number of connections (at least 1), not {raw!r}")
+    return int(raw)
+
+
+def _pool_options() -> dict[str, Any]:
+    size = pool_size()
+    return {"pool_size": size, "max_overflow": size, "pool_timeout": POOL_TIMEOUT_S}
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -88,25 +112,48 @@ def make_engine(url: str | None = None) -> Engine:
         if database and database != ":memory:" and not uri_form:
             _private_file(Path(database).expanduser())
         connect_args = {"check_same_thread": False, "timeout": busy_timeout_ms() / 1000}
-        engine = create_engine(url, connect_args=connect_args, json_serializer=json_serializer)
+        pooled = _pool_options() if database and database != ":memory:" else {}
+        engine = create_engine(url, connect_args=connect_args, json_serializer=json_serializer, **pooled)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     try:
-        return create_engine(url, pool_pre_ping=True, json_serializer=json_serializer)
+        return create_engine(url, pool_pre_ping=True, json_serializer=json_serializer, **_pool_options())
     except ModuleNotFoundError as exc:
         raise UserError(f"the database driver for {parsed.drivername} is not installed: {exc.name}") from exc
 
 
 @contextmanager
 def session_scope(engine: Engine) -> Iterator[Session]:
-    """One unit of work: commit on success, roll back on any error."""
+    """One unit of work: commit on success, roll back on any error. A pool with no free connection
+    within POOL_TIMEOUT_S raises BusyError (one line: POOL_BUSY), never a hang."""
     with Session(engine, expire_on_commit=False) as session:
         try:
             yield session
             session.commit()
+        except PoolTimeout as exc:
+            session.rollback()
+            raise BusyError(POOL_BUSY) from exc
         except BaseException:
             session.rollback()
             raise
+
+
+def lock_study(session: Session, study_id: int) -> None:
+    """Serialize a read-then-write on one study until the transaction ends (place counts, get-or-create).
+
+    PostgreSQL: a row lock on the study (SELECT ... FOR UPDATE). SQLite: a no-op UPDATE of the row,
+    which takes the database's write lock first (waiting up to the busy timeout), so every read after
+    it sees what the previous holder committed. Call it before the reads it protects.
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(
+            update(Study)
+            .where(col(Study.id) == study_id)
+            .values(name=Study.name)
+            .execution_options(synchronize_session=False)
+        )
+    else:
+        session.execute(select(col(Study.id)).where(col(Study.id) == study_id).with_for_update())
 
 
 def _alembic_config() -> Config:
@@ -297,7 +344,7 @@ def integrity_problem(engine: Engine) -> str | None:
             rows = connection.exec_driver_sql("PRAGMA quick_check").fetchall()
     except DatabaseError as exc:
         return describe_error(exc)
-    found = [str(row[0]) for row in rows]
+    found = [" ".join(str(row[0]).split()) for row in rows]  # one line, whatever SQLite wrote
     return None if found == ["ok"] else "; ".join(found[:3])
 
 

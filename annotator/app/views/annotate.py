@@ -10,7 +10,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import streamlit as st
@@ -18,6 +18,7 @@ import streamlit as st
 from annotator import accounts, crowd, labels, profile_search, training, workspace
 from annotator.accounts import Account
 from annotator.app.common import (
+    CURRENT_STUDY_KEY,
     ITEM_KEY,
     PREFILL_KEY,
     REOPEN_KEY,
@@ -28,7 +29,7 @@ from annotator.app.common import (
     safe_md,
     session,
 )
-from annotator.errors import AuthError, LabelError, UserError
+from annotator.errors import AuthError, LabelError, TimeOver, UserError
 from annotator.guidelines import guidelines_text
 from annotator.labels import SUPPORT_PREFIX, ItemView, Submission
 from annotator.store.models import id_of
@@ -43,6 +44,11 @@ SUBMIT_BUTTON = "annotate_submit"
 OPENED_KEY = "annotate_opened_posts"
 INDEX_KEY = "annotate_profile_index"
 REASON_KEY = "item_reason"  # why the item is skipped or flagged
+LATE_KEY = "annotate_late"  # an answer sent after the time limit (kept as a draft): the message to show
+LATE = (
+    "Your time for this study ran out before this answer was sent, so it was not counted. "
+    "Your answers are kept as a draft."
+)
 FORM_PREFIX = "q"  # the rating form's widget keys: the same for every item (values reset per item)
 OPTION_CHARS = 9  # scale labels are cut to their first words on the buttons (full text in the help)
 PANE_HEIGHT = 250  # px: the most a response pane takes; a longer response scrolls inside it
@@ -171,9 +177,10 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
 
 
 def item_tag(item: ItemView) -> str:
-    """The item on screen, per revision ("a12r0"): the page script knows a new item by it, and the
-    profile's expanders are keyed by it (so that they open closed on every item)."""
-    return f"a{item.assignment_id}r{item.revisions}"
+    """The item on screen, per display: a random token (labels.ItemView.token), never a database id,
+    so the page says nothing about which item, pair or control it is. The page script knows a new item
+    by it, and the profile's expanders are keyed by it (so that they open closed on every item)."""
+    return item.token
 
 
 def widget_key(question: Question) -> str:
@@ -488,6 +495,10 @@ def save(item: ItemView, config: StudyConfig, submission_id: str) -> None:
                 submission=form_answers(item, config, submission_id),
             )
             workspace.clear_draft(active, assignment_id=item.assignment_id, user_id=account.id)
+    except TimeOver:  # after the limit: nothing counts, but the answers are kept as a draft
+        keep_draft(item, config)
+        st.session_state[LATE_KEY] = LATE
+        return
     except (LabelError, AuthError, UserError) as exc:
         st.session_state[ERROR_KEY] = str(exc)
         return
@@ -497,6 +508,9 @@ def save(item: ItemView, config: StudyConfig, submission_id: str) -> None:
 def _act(action: Callable[[], None], message: str) -> None:
     try:
         action()
+    except TimeOver:
+        st.session_state[LATE_KEY] = LATE.replace("this answer was", "this was")
+        return
     except UserError as exc:
         st.session_state[ERROR_KEY] = str(exc)
         return
@@ -690,7 +704,14 @@ def page_script(item: ItemView, config: StudyConfig) -> None:
 
 
 def show_completion(completion: crowd.Completion) -> None:
-    """The crowd worker's completion code, and a redirect to the platform's completion URL."""
+    """The crowd worker's completion code, and a redirect to the platform's completion URL; or, for
+    too little real work, the "no credit" screen with its reason."""
+    if not completion.credited:
+        st.error(
+            f"No completion code: {safe_md(completion.reason)}. Please return the study on the platform.",
+            icon=":material/block:",
+        )
+        return
     if completion.code:
         st.markdown("Your completion code:")
         st.code(completion.code, language=None)
@@ -700,6 +721,50 @@ def show_completion(completion: crowd.Completion) -> None:
             "<script>setTimeout(() => window.top.location.assign("
             f"{json.dumps(completion.url).replace('</', '<' + chr(92) + '/')}), 5000);</script>",
             unsafe_allow_javascript=True,
+        )
+
+
+COUNTDOWN_JS = """
+<span class="ps-countdown" role="timer" aria-live="off">Time left: <b id="ps-countdown">__LEFT__</b></span>
+<script>
+(() => {
+  const end = Date.now() + __MS__;
+  clearInterval(window.__psCountdown);
+  const tick = () => {
+    const el = document.getElementById('ps-countdown');
+    if (!el) return;
+    const s = Math.max(0, Math.round((end - Date.now()) / 1000));
+    el.textContent = Math.floor(s / 60) + ':' + String(s % 60).padStart(2, '0');
+    if (s <= __WARN__) el.parentElement.classList.add('ps-countdown-warn');
+  };
+  tick();
+  window.__psCountdown = setInterval(tick, 1000);
+})();
+</script>
+<style>.ps-countdown-warn { color: #b3261e; font-weight: 600; }</style>
+"""
+
+
+def config_warn_minutes(study_id: int) -> int:
+    """How many minutes before the limit the countdown warns ([crowd] warn_minutes)."""
+    with session() as active:
+        return labels.study_config(active, study_id).crowd.warn_minutes
+
+
+def countdown(left: timedelta, warn_minutes: int) -> None:
+    """The time left in a timed crowd study, counting down in the browser; a warning once it is short."""
+    seconds = int(left.total_seconds())
+    body = (
+        COUNTDOWN_JS.replace("__LEFT__", f"{seconds // 60}:{seconds % 60:02d}")
+        .replace("__MS__", str(seconds * 1000))
+        .replace("__WARN__", str(warn_minutes * 60))
+    )
+    st.html(body, unsafe_allow_javascript=True)
+    if seconds <= warn_minutes * 60:
+        st.warning(
+            f"Less than {max(1, -(-seconds // 60))} minute(s) left: please submit the item on screen soon. "
+            "An answer sent after the limit is kept only as a draft.",
+            icon=":material/timer:",
         )
 
 
@@ -720,6 +785,7 @@ def workspace_area() -> None:
         st.info("You have no items yet. Your researcher will assign some.")
         return
     study_id, study_name = study
+    st.session_state[CURRENT_STUDY_KEY] = study_id  # the Training page follows it
     apply_study_theme(study_id)  # the study's [display] theme
     with session() as active:
         qualification = training.status(active, account=account, study_id=study_id)
@@ -730,8 +796,19 @@ def workspace_area() -> None:
         st.page_link("views/training.py", label="Go to training", icon=":material/school:")
         return
     if left is not None and left.total_seconds() <= 0:
+        late = st.session_state.pop(LATE_KEY, None)
+        if late:
+            st.warning(late, icon=":material/timer_off:")
+        with session() as active:
+            earned = crowd.completion(active, account=account, study_id=study_id)
+        if earned is not None:  # finished in time: the code (or no credit) stays on screen
+            show_completion(earned)
+            return
         st.warning("The time for this study is over. Thank you for taking part.")
         return
+    if left is not None:
+        with top:
+            countdown(left, config_warn_minutes(study_id))
     finished = done.done + done.flagged
     with top:
         st.progress(
@@ -741,12 +818,15 @@ def workspace_area() -> None:
         )
     loaded = load_item(account, study_id, study_name)
     if loaded is None:
+        with session() as active:
+            finished_crowd = crowd.completion(active, account=account, study_id=study_id)
+        if finished_crowd is not None and not finished_crowd.credited:  # flagged all, rated nothing
+            show_completion(finished_crowd)
+            return
         st.success(
             f"All done: nothing is left in your queue ({done.total} items). Thank you!",
             icon=":material/celebration:",
         )
-        with session() as active:
-            finished_crowd = crowd.completion(active, account=account, study_id=study_id)
         if finished_crowd is not None:  # a crowd worker: the completion code, back to the platform
             show_completion(finished_crowd)
             return

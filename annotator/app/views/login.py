@@ -16,7 +16,7 @@ def token_login() -> None:
     try:
         with session() as active:
             account = accounts.redeem_login_token(active, token)
-    except AuthError as exc:
+    except UserError as exc:
         st.error(str(exc))
         return
     log_in(account)
@@ -68,7 +68,7 @@ def password_login() -> None:
             account = accounts.authenticate(
                 active, username.strip(), password, client=_client(), known_session=_known_session()
             )
-    except AuthError as exc:
+    except UserError as exc:  # a refused login, or a busy server (BusyError): one line
         st.error(str(exc))
         return
     log_in(account)

@@ -33,7 +33,7 @@ for number, (study_name, row) in enumerate(items, start=1):
             f"{safe_md(study_name)} · finished {row['completed_at']:%Y-%m-%d %H:%M} · "
             + revisions(int(row["revisions"]))
         )
-        if right.button("Reopen", key=f"reopen_{row['assignment_id']}", icon=":material/edit:"):
+        if right.button("Reopen", key=f"reopen_{number}", icon=":material/edit:"):
             st.session_state.pop(ITEM_KEY, None)
             st.session_state[REOPEN_KEY] = int(row["assignment_id"])
             st.switch_page("views/annotate.py")

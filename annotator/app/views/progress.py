@@ -3,7 +3,7 @@
 import plotly.express as px
 import streamlit as st
 
-from annotator import study_progress, workspace
+from annotator import crowd, study_progress, workspace
 from annotator.app import report_cache
 from annotator.app.common import choose_study, engine, require, session
 from annotator.app.tables import show_plot, show_table
@@ -18,6 +18,7 @@ if study is not None:
         stalled = study_progress.stalled_assignments(active, study=study, account=account)
         timeline = study_progress.judgments_over_time(active, study=study, account=account)
         flagged = workspace.flagged_items(active, study=study, account=account)
+        workers = crowd.outcomes(active, study=study, account=account)
         version = study_progress.data_version(active, study, account=account)
     if not timeline.empty:  # the Validation page's report, started now so it is ready when opened
         report_cache.request((str(engine().url), study, version, (), ()), account)
@@ -31,6 +32,9 @@ if study is not None:
     if not flagged.empty:
         st.header("Flagged by annotators (out of their queues)")
         show_table(flagged, key="progress_flagged")
+    if not workers.empty:
+        st.header("Crowd workers (completion code, or no credit and why)")
+        show_table(workers, key="progress_workers")
     st.header("Annotators")
     show_table(people, key="progress_people")
     if not timeline.empty:

@@ -4,7 +4,7 @@ import streamlit as st
 
 from annotator import labels, training
 from annotator.accounts import Account
-from annotator.app.common import require, safe_md, session
+from annotator.app.common import CURRENT_STUDY_KEY, require, safe_md, session
 from annotator.errors import UserError
 from annotator.study import study_config
 
@@ -121,6 +121,25 @@ def comprehension(account: Account, study_id: int, state: training.TrainingStatu
     )
 
 
+def working_on(account: Account, studies: list[tuple[int, str]]) -> tuple[int, str]:
+    """The study whose training this page gives: the one the annotator works on (the rating page's
+    choice), else the first that still asks for training, else the first; a choice among several."""
+    current = st.session_state.get(CURRENT_STUDY_KEY)
+    chosen = next((s for s in studies if s[0] == current), None)
+    if chosen is None:
+        with session() as active:
+            chosen = next(
+                (s for s in studies if not training.status(active, account=account, study_id=s[0]).qualified),
+                studies[0],
+            )
+    if len(studies) > 1:
+        chosen = st.selectbox(
+            "Study", studies, index=studies.index(chosen), format_func=lambda s: s[1], key="training_study"
+        )
+        st.session_state[CURRENT_STUDY_KEY] = chosen[0]
+    return chosen
+
+
 def main() -> None:
     account = require("annotator")
     st.title("Training")
@@ -129,7 +148,7 @@ def main() -> None:
     if not studies:
         st.info("You have no study yet.")
         return
-    study_id, name = studies[0]
+    study_id, name = working_on(account, studies)
     with session() as active:
         state = training.status(active, account=account, study_id=study_id)
     if not state.required or state.qualified:

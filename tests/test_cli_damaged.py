@@ -1,0 +1,50 @@
+"""`annotator analyze` and `annotator export` on a SQLite file that fails its quick_check: one line that
+says so, exit code 1, and nothing written."""
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from annotator.cli import app
+from annotator.store import db
+from tests.qchelpers import qc_study
+
+runner = CliRunner()
+
+
+def _damaged_db(folder: Path) -> str:
+    """A SQLite database with 30 pairs, one page in the middle of the file overwritten."""
+    path = folder / "damaged.db"
+    url = f"sqlite:///{path}"
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    qc_study(engine, folder, 30)
+    engine.dispose()
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size, pages = (connection.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_size", "page_count"))
+    connection.close()
+    with path.open("r+b") as raw:
+        raw.seek(page_size * (pages // 2))
+        raw.write(b"\xff" * page_size)
+    return url
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["analyze", "--study", "s1"], ["export", "labels", "--study", "s1", "--out", "labels.csv"]],
+)
+def test_a_damaged_file_is_one_line_and_exit_one(tmp_path: Path, command: list[str]) -> None:
+    url = _damaged_db(tmp_path)
+    result = runner.invoke(app, ["--db", url, *command])
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert (
+        len(lines) == 1
+        and "fails its integrity check" in lines[0]
+        and "restore the latest backup" in lines[0]
+    )
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "labels.csv").exists()

@@ -1,0 +1,99 @@
+"""The crowd and training pages in AppTest: Training follows the study being rated; flagging every item
+ends on the "no credit" screen, not the completion code; the researcher sees why on Progress."""
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from annotator import accounts, workspace
+from annotator.accounts import SYSTEM, Account
+from annotator.app.common import CURRENT_STUDY_KEY
+from annotator.assign import assign
+from annotator.store import db
+from annotator.store.models import CrowdLink
+from annotator.study import get_study
+from tests.apphelpers import app_for
+from tests.crowdhelpers import PROLIFIC, enter
+from tests.factories import make_annotators
+from tests.qchelpers import qc_study
+
+ITEM = {"question": "Which fits the user better?", "options": ["A", "B"], "answer": 1}
+
+
+def _two_studies(engine: Engine, folder: Path) -> tuple[Account, int]:
+    """An annotator with items in "a1" (no training) and "b2" (a training item): the account, b2's id."""
+    qc_study(engine, folder, 2, study="a1")
+    qc_study(engine, folder, 2, study="b2", training={"items": [ITEM], "pass_threshold": 1.0})
+    (user_id,) = make_annotators(engine, 1)
+    with db.session_scope(engine) as session:
+        for study in ("a1", "b2"):
+            assign(session, study=study, overlap=1, account=SYSTEM)
+        accounts.acknowledge_guidelines(session, user_id=user_id)
+        return Account(id=user_id, username="ann00", role="annotator"), int(get_study(session, "b2").id or 0)
+
+
+@pytest.mark.parametrize("current", ["a1", "b2"])
+def test_training_follows_the_study_being_rated(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, current: str
+) -> None:
+    account, b2 = _two_studies(engine, tmp_path)
+    monkeypatch.setenv(db.ENV_VAR, db_url)
+    at = app_for(account)  # the rating page, on the first study (a1): it is what the annotator works on
+    if current == "b2":  # the annotator picked b2 on the rating page
+        at.session_state[CURRENT_STUDY_KEY] = b2
+    at.switch_page("views/training.py").run()
+    assert not at.exception
+    assert at.selectbox(key="training_study").value[1] == current
+    practice = any("Practice item 1 of 1" in caption.value for caption in at.caption)
+    qualified = any("You are qualified" in success.value for success in at.success)
+    assert (practice, qualified) == ((True, False) if current == "b2" else (False, True))
+
+
+def test_flagging_every_item_ends_on_the_no_credit_screen(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    qc_study(engine, tmp_path, 3, crowd=PROLIFIC)
+    account = enter(engine, "flagger")
+    with db.session_scope(engine) as session:
+        accounts.acknowledge_guidelines(session, user_id=account.id)
+        for assignment_id in range(1, 4):
+            workspace.flag_item(session, assignment_id=assignment_id, user_id=account.id, reason="broken")
+    monkeypatch.setenv(db.ENV_VAR, db_url)
+    at = app_for(account)
+    assert not at.exception
+    assert any("No completion code" in error.value for error in at.error)
+    assert not any("C1A2B3" in code.value for code in at.code)
+    with db.session_scope(engine) as session:
+        researcher = accounts.add_user(
+            session, username="res", role="researcher", password="a-long-passphrase-9", account=SYSTEM
+        )
+    page = app_for(Account(id=int(researcher.id or 0), username="res", role="researcher"))
+    assert not page.exception
+    shown = [frame.value for frame in page.dataframe]
+    assert any(
+        frame["outcome"].str.startswith("no credit: 0 of your items were rated").any()
+        for frame in shown
+        if "outcome" in frame
+    )
+
+
+def test_the_countdown_warns_before_the_time_limit(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    qc_study(engine, tmp_path, 3, crowd=PROLIFIC | {"session_minutes": 30, "warn_minutes": 5})
+    account = enter(engine, "timed")
+    with db.session_scope(engine) as session:
+        accounts.acknowledge_guidelines(session, user_id=account.id)
+        row = session.exec(select(CrowdLink)).one()
+        row.started_at = row.started_at - timedelta(minutes=27)
+        session.add(row)
+    monkeypatch.setenv(db.ENV_VAR, db_url)
+    at = app_for(account)
+    assert not at.exception
+    assert any("Less than 3 minute(s) left" in warning.value for warning in at.warning)
+    countdowns = [h.proto.body for h in at.get("html") if "ps-countdown" in h.proto.body]
+    assert len(countdowns) == 1 and re.search(r'id="ps-countdown">2:5\d<', countdowns[0])
