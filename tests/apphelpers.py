@@ -252,6 +252,13 @@ def app_for(account: Account | None, *, timeout: float = 30) -> AppTest:
     return at.run()
 
 
+def open_item_actions(at: AppTest) -> None:
+    """Open the rating page's "Skip this item or report it as broken" expander (its content is drawn
+    only while it is open), as a click on it would."""
+    at.session_state["item_actions"] = True
+    at.run()
+
+
 def annotators_page(page: Any, base_url: str, name: str) -> None:
     """The researcher's Annotators page in the browser, as res1, with account `name` chosen."""
     log_in(page, base_url, "res1", PASSWORD)
