@@ -76,6 +76,14 @@ def pair_record(i: int, **overrides: Any) -> dict[str, Any]:
     return record
 
 
+def long_text(words: int, paragraphs: int, sentence: str = "") -> str:
+    """A text of about `words` words in `paragraphs` paragraphs (blank lines between them), each
+    paragraph numbered ("Paragraph 2. ...") so that a test can find it."""
+    sentence = sentence or "Cook a batch of lentils on Sunday and keep them for three quick dinners."
+    per = max(1, words // paragraphs // len(sentence.split()))
+    return "\n\n".join(f"Paragraph {k + 1}. " + " ".join([sentence] * per) for k in range(paragraphs))
+
+
 @dataclass
 class AppDB:
     """A migrated test database: one study, the USERS, and the queues given to `build_app_db`."""
@@ -295,7 +303,8 @@ FORM = "q"
 
 
 def item_tag(page: Any) -> str:
-    """The item on the rating page ("a12r0": assignment 12, revision 0), as its page script marks it."""
+    """The item on the rating page, as its page script marks it on `body[data-ps-item]` ("a12r0":
+    assignment 12, revision 0)."""
     return str(page.locator("body[data-ps-item]").get_attribute("data-ps-item"))
 
 
