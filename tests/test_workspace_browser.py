@@ -186,7 +186,7 @@ def test_skipping_without_a_reason_asks_for_it(live: tuple[str, AppDB], tab: Pag
     tag = rating_page(tab, base_url, "ann2")
     tab.get_by_text("Skip this item or report it as broken").click()
     wait_idle(tab)
-    tab.get_by_role("button", name="Skip", exact=True).click()
+    tab.locator(".st-key-skip button").click()
     wait_idle(tab)
     tab.get_by_text("Please give a reason for skipping").wait_for()
     reason = tab.get_by_role("textbox", name="Why?")
