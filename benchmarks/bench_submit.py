@@ -10,9 +10,17 @@ dimensions and 2 rubric aspects per response, preference, confidence: 12 questio
 to the Potato project (one quality dimension per response, preference, confidence; no rubric). Potato
 2.12.1 (pairwise + one Likert on the same pairs) runs in its own environment (benchmarks/potato.py).
 
+Every item is answered as an annotator with a keyboard would: one digit per question (the page puts
+the focus on the first question of a new item and moves it on after each answer) and Ctrl+Enter, the
+timed submit. The benchmark counts those keystrokes per item.
+
 It also measures: reload -> the same item drawn with the draft answer restored (p95), the height of the
-rating page at 1440x900, and how many scroll actions a scripted annotator needs to reach every question
-of an item (scrolling one viewport at a time).
+rating page at 1440x900, the page scrolls (one viewport each) an annotator needs to read every word of
+the question, the narrative and both responses and to reach every question and the submit button, and
+how many boxes scroll on their own (0: the panes grow with their text). Besides the timed studies, a
+small study of long items (responses of 400-600 words in paragraphs, a 250-word narrative, 4 rubric
+aspects: 16 questions) gives the same counts at 1440x900 and at 390 px wide (a phone, where the A/B
+switch shows one response at a time).
 """
 
 import argparse
@@ -68,7 +76,17 @@ FULL_FORM = {  # widget key suffix -> number key pressed on it
     "confidence": "3",
 }
 MATCHED_FORM = {"A_helpfulness": "4", "B_helpfulness": "2", "preference": "2", "confidence": "2"}
+LONG_FORM = {  # 16 questions: 3 dimensions and 4 rubric aspects per response, preference, confidence
+    **{f"A_{k}": v for k, v in zip(["correctness", "relevance", "helpfulness"], "543", strict=True)},
+    **{f"A_rubric{k}": v for k, v in zip(range(4), "2102", strict=True)},
+    **{f"B_{k}": v for k, v in zip(["correctness", "relevance", "helpfulness"], "234", strict=True)},
+    **{f"B_rubric{k}": v for k, v in zip(range(4), "1012", strict=True)},
+    "preference": "2",
+    "confidence": "3",
+}
+PHONE = {"width": 390, "height": 844}
 ITEMS = ["correctness", "relevance", "helpfulness", "rubric:0", "rubric:1"]
+ASPECTS = ["Quick recipes", "Vegetarian", "Little washing up", "Leftovers for lunch"]
 
 
 def text(rng: random.Random, n_words: int) -> str:
@@ -83,9 +101,16 @@ def matched_config() -> dict[str, Any]:
     return config
 
 
-def build(engine: Engine, n_pairs: int, *, queue: int, seed: int = 0, matched: bool = False) -> None:
+def long_text(rng: random.Random, n_words: int, n_paragraphs: int) -> str:
+    return "\n\n".join(text(rng, n_words // n_paragraphs) for _ in range(n_paragraphs))
+
+
+def build(
+    engine: Engine, n_pairs: int, *, queue: int, seed: int = 0, matched: bool = False, long: bool = False
+) -> None:
     """A study of `n_pairs` with 3 judgments per pair on average (10 scores each) by CROWD annotators,
-    and an annotator "bench" with `queue` pending items (`matched`: the Potato-matched form, no rubric)."""
+    and an annotator "bench" with `queue` pending items (`matched`: the Potato-matched form, no rubric;
+    `long`: responses of 400-600 words in paragraphs, a long narrative and 4 rubric aspects)."""
     rng = random.Random(seed)
     now = datetime.now(UTC)
     config = matched_config() if matched else load_config().model_dump()
@@ -113,13 +138,13 @@ def build(engine: Engine, n_pairs: int, *, queue: int, seed: int = 0, matched: b
                     "rubric": []
                     if matched
                     else [
-                        {"aspect": "Quick recipes", "reason": text(rng, 12), "evidence": text(rng, 8)},
-                        {"aspect": "Vegetarian", "reason": text(rng, 12), "evidence": text(rng, 8)},
+                        {"aspect": aspect, "reason": text(rng, 12), "evidence": text(rng, 8)}
+                        for aspect in ASPECTS[: 4 if long else 2]
                     ],
-                    "narrative": text(rng, 60),
+                    "narrative": long_text(rng, 250, 3) if long else text(rng, 60),
                     "category": "cooking",
-                    "chosen": text(rng, 220),
-                    "rejected": text(rng, 200),
+                    "chosen": long_text(rng, 600, 6) if long else text(rng, 220),
+                    "rejected": long_text(rng, 400, 4) if long else text(rng, 200),
                     "metadata": {},
                     "content_hash": f"{i:064d}",
                     "is_gold": False,
@@ -216,9 +241,10 @@ NEXT_COMPLETE = """([old, questions, oldQuestion, oldPane]) => {
   }
   const question = document.querySelector("[data-testid='stAlertContentInfo']");
   if (!shown(question) || !question.textContent.trim() || question.textContent === oldQuestion) return false;
-  for (const side of ["A", "B"]) {
+  for (const side of ["A", "B"]) {  // a pane only groups its paragraphs: the paragraphs must show
     const pane = document.querySelector(`.st-key-pane_${side}`);
-    if (!shown(pane) || !pane.textContent.trim()) return false;
+    const texts = pane ? [...pane.querySelectorAll("[data-testid='stMarkdownContainer']")] : [];
+    if (texts.length < 2 || !texts.every(shown) || !pane.textContent.trim()) return false;
     if (side === "A" && pane.textContent === oldPane) return false;
   }
   const submit = document.querySelector(".st-key-annotate_submit button");
@@ -243,39 +269,71 @@ def settle(page: Any) -> None:
     page.locator(IDLE).wait_for(state="attached")
 
 
-def answer(page: Any, form: dict[str, str]) -> None:
-    """Answer every question with its number key (focus on the question, then the key)."""
+def answer(page: Any, form: dict[str, str]) -> int:
+    """Answer every question with its number key, as typed: no Tab, no click (the page focuses the
+    first question and moves on after each answer); checks that each key answered the next question
+    in page order. Returns the keystrokes."""
+    keys = 0
     for key, digit in form.items():
-        page.locator(f".st-key-{FORM}_{key} [data-testid='stButtonGroup'] button").first.focus()
         page.keyboard.press(digit)
+        keys += 1
         page.locator(f".st-key-{FORM}_{key} button[aria-checked=true]").wait_for()
-        settle(page)
+    settle(page)
+    return keys
 
 
-def scroll_actions(page: Any, form: dict[str, str]) -> int:
-    """Scroll actions (one viewport each) a scripted annotator needs to bring every question (and the
-    submit button) into view in page order, starting from the top."""
-    return int(
-        page.evaluate(
-            """(keys) => {
-              const main = document.querySelector("[data-testid='stMain']");
-              main.scrollTo(0, 0);
-              let actions = 0;
-              const targets = keys.map(
-                (k) => document.querySelector(`[class*='_${k}'] [data-testid='stButtonGroup']`));
-              targets.push(document.querySelector(".st-key-annotate_submit"));
-              for (const el of targets) {
-                while (el.getBoundingClientRect().bottom > window.innerHeight) {
-                  main.scrollBy(0, window.innerHeight * 0.9);
-                  actions += 1;
-                }
-              }
-              main.scrollTo(0, 0);
-              return actions;
-            }""",
-            list(form),
-        )
-    )
+#: Page scrolls (one viewport, 90% of its height, each) to bring into view, in page order, every line
+#: of the question, the narrative and both responses, every question and the submit button; and how
+#: many boxes with text scroll on their own (a box's own scroll is extra work the page scroll hides).
+#: On a phone only the response on screen counts (the A/B switch shows the other at the same place).
+READING_JS = """() => {
+  const main = document.querySelector("[data-testid='stMain']");
+  main.scrollTo(0, 0);
+  const visible = (el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden";
+  const md = "[data-testid='stMarkdownContainer']";
+  const targets = [...document.querySelectorAll(
+    `[data-testid='stAlertContentInfo'], [data-testid='stExpanderDetails'] ${md}, .st-key-pane_A ${md},`
+    + ` .st-key-pane_B ${md}, [class*='st-key-q_'] [data-testid='stButtonGroup'], .st-key-annotate_submit`,
+  )].filter(visible);
+  const top = (el) => el.getBoundingClientRect().bottom + main.scrollTop;
+  targets.sort((a, b) => top(a) - top(b));
+  let actions = 0;
+  for (const el of targets) {
+    while (el.getBoundingClientRect().bottom > window.innerHeight
+           && main.scrollTop + main.clientHeight < main.scrollHeight) {
+      main.scrollBy(0, window.innerHeight * 0.9);
+      actions += 1;
+    }
+  }
+  const inner = [...main.querySelectorAll("*")].filter((el) => {
+    const style = getComputedStyle(el);
+    return /(auto|scroll)/.test(style.overflowY) && el.scrollHeight > el.clientHeight + 2
+      && el.textContent.trim().length > 0;
+  }).length;
+  main.scrollTo(0, 0);
+  return { scrolls: actions, innerScrollBoxes: inner, height: main.scrollHeight };
+}"""
+
+
+def reading(page: Any) -> dict[str, int]:
+    """The page's height, the page scrolls to read and answer an item, the boxes that scroll on their own."""
+    return dict(page.evaluate(READING_JS))
+
+
+def log_in(page: Any, base_url: str) -> None:
+    page.goto(base_url)
+    settle(page)
+    page.locator(".st-key-login_username input").fill("bench")
+    page.locator(".st-key-login_password input").fill(PASSWORD)
+    page.locator(".st-key-login_submit button").click()
+    page.locator(".st-key-annotate_submit button").wait_for()
+    settle(page)
+
+
+def wait_form(page: Any, form: dict[str, str]) -> None:
+    page.locator("[class*='st-key-q_'] [data-testid='stButtonGroup']").nth(len(form) - 1).wait_for()
+    page.wait_for_function("() => document.body.dataset.psReady === document.body.dataset.psItem")
+    settle(page)
 
 
 def measure(url: str, log: Path, *, n: int, form: dict[str, str], reloads: int) -> dict[str, Any]:
@@ -288,27 +346,21 @@ def measure(url: str, log: Path, *, n: int, form: dict[str, str], reloads: int) 
         browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport=VIEWPORT)
         page.set_default_timeout(60_000)
-        page.goto(base_url)
-        settle(page)
-        page.locator(".st-key-login_username input").fill("bench")
-        page.locator(".st-key-login_password input").fill(PASSWORD)
-        page.locator(".st-key-login_submit button").click()
-        page.locator(".st-key-annotate_submit button").wait_for()
-        settle(page)
-        page.locator("[data-testid='stButtonGroup']").nth(len(form) - 1).wait_for()
-        settle(page)
-        out["height"] = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
-        out["scrolls"] = scroll_actions(page, form)
+        log_in(page, base_url)
+        wait_form(page, form)
+        out |= reading(page)
+        out["keys"] = []
         for k in range(WARMUP + n):
-            settle(page)
+            wait_form(page, form)
             tag, question, pane = on_screen(page)
-            answer(page, form)
+            keys = answer(page, form)
             ms = measure_in_page(
                 page,
-                lambda: page.locator(".st-key-annotate_submit button").click(),
+                lambda: page.keyboard.press("Control+Enter"),
                 NEXT_COMPLETE,
                 [tag, len(form), question, pane],
             )
+            out["keys"].append(keys + 1)
             if k >= WARMUP:
                 out["submit"].append(ms)
         for _ in range(reloads):
@@ -328,6 +380,54 @@ def measure(url: str, log: Path, *, n: int, form: dict[str, str], reloads: int) 
             out["reload"].append((time.perf_counter() - started) * 1000)
         browser.close()
     return out
+
+
+#: On a phone: where paragraph 2 of A and of B sit on the page (the A/B switch keeps them level).
+PARAGRAPH_TOPS = """() => ["A", "B"].map((side) => Math.round(document.querySelectorAll(
+  `.st-key-pane_${side} [data-testid='stMarkdownContainer']`)[2].getBoundingClientRect().top))"""
+
+
+def measure_long(url: str, log: Path, *, n: int) -> dict[str, Any]:
+    """Keystrokes, page scrolls and boxes with their own scroll per long item at 1440x900, and at
+    390 px wide on each side of the A/B switch (n items answered at the desktop width)."""
+    from playwright.sync_api import sync_playwright
+
+    out: dict[str, Any] = {"keys": []}
+    with running_app(url, log) as base_url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport=VIEWPORT)
+        page.set_default_timeout(60_000)
+        log_in(page, base_url)
+        wait_form(page, LONG_FORM)
+        out["desktop"] = reading(page)
+        for _ in range(n):
+            wait_form(page, LONG_FORM)
+            tag = on_screen(page)[0]
+            keys = answer(page, LONG_FORM)
+            page.keyboard.press("Control+Enter")
+            page.wait_for_function("(old) => document.body.dataset.psItem !== old", arg=tag)
+            out["keys"].append(keys + 1)
+        phone = browser.new_page(viewport=PHONE)
+        phone.set_default_timeout(60_000)
+        log_in(phone, base_url)
+        wait_form(phone, LONG_FORM)
+        out["phone_A"] = reading(phone)
+        tops_a = phone.evaluate(PARAGRAPH_TOPS)
+        phone.get_by_role("button", name="Response B", exact=True).click()
+        out["phone_B"] = reading(phone)
+        tops_b = phone.evaluate(PARAGRAPH_TOPS)
+        out["offset"] = abs(tops_a[0] - tops_b[1])  # A's paragraph 2 before the switch, B's after
+        browser.close()
+    return out
+
+
+def run_long(*, n: int, folder: Path) -> dict[str, Any]:
+    url = f"sqlite:///{folder / 'bench-long.db'}"
+    engine = db.make_engine(url)
+    db.upgrade(engine)
+    build(engine, 20, queue=20, long=True)
+    engine.dispose()
+    return measure_long(url, folder / "server-long.log", n=n)
 
 
 def run_study(n_pairs: int, *, n: int, folder: Path, matched: bool, reloads: int) -> dict[str, Any]:
@@ -371,11 +471,23 @@ def main() -> None:
             if full["reload"]:
                 lines.append(row(f"{size:>6} pairs, reload -> draft back", full["reload"]))
             lines.append(
-                f"{size:>6} pairs: rating page {full['height']} px high at 1440x900 (full form), "
-                f"{full['scrolls']} scroll action(s) per item; matched form {matched['height']} px, "
-                f"{matched['scrolls']} scroll action(s)"
+                f"{size:>6} pairs, full form (12 questions): {max(full['keys'])} keystrokes per item, "
+                f"{full['scrolls']} page scroll(s), {full['innerScrollBoxes']} self-scrolling box(es), "
+                f"page {full['height']} px at 1440x900; matched form: {max(matched['keys'])} keystrokes, "
+                f"{matched['scrolls']} scroll(s), {matched['height']} px"
             )
             print("\n".join(lines[-5:]), flush=True)
+        long = run_long(n=3, folder=folder)
+        desktop, phone_a, phone_b = long["desktop"], long["phone_A"], long["phone_B"]
+        lines.append(
+            f"long items (400-600 words, 16 questions): {min(long['keys'])}-{max(long['keys'])} keystrokes "
+            f"per item; 1440x900: {desktop['scrolls']} page scroll(s), {desktop['innerScrollBoxes']} box(es) "
+            f"with their own scroll, page {desktop['height']} px; 390 px: {phone_a['scrolls']} scroll(s) "
+            f"for A and its questions ({phone_a['height']} px), {phone_b['scrolls']} for B, "
+            f"{phone_a['innerScrollBoxes'] + phone_b['innerScrollBoxes']} box(es) with their own scroll; "
+            f"A/B switch: paragraph 2 moves {long['offset']} px"
+        )
+        print(lines[-1], flush=True)
     print(f"\nclick on submit -> next item drawn (in the page), {args.n} items after {WARMUP} warm-up")
     print("\n".join(lines))
 

@@ -76,6 +76,14 @@ def pair_record(i: int, **overrides: Any) -> dict[str, Any]:
     return record
 
 
+def long_text(words: int, paragraphs: int, sentence: str = "") -> str:
+    """A text of about `words` words in `paragraphs` paragraphs (blank lines between them), each
+    paragraph numbered ("Paragraph 2. ...") so that a test can find it."""
+    sentence = sentence or "Cook a batch of lentils on Sunday and keep them for three quick dinners."
+    per = max(1, words // paragraphs // len(sentence.split()))
+    return "\n\n".join(f"Paragraph {k + 1}. " + " ".join([sentence] * per) for k in range(paragraphs))
+
+
 @dataclass
 class AppDB:
     """A migrated test database: one study, the USERS, and the queues given to `build_app_db`."""
@@ -267,6 +275,13 @@ def app_for(account: Account | None, *, timeout: float = 30) -> AppTest:
 def shown_tables(at: AppTest) -> list[Any]:
     """Every table a page shows (static tables and grids alike), as DataFrames under their labels."""
     return [element.value for element in [*at.table, *at.dataframe]]
+
+
+def open_item_actions(at: AppTest) -> None:
+    """Open the rating page's "Skip this item or report it as broken" expander (its content is drawn
+    only while it is open), as a click on it would."""
+    at.session_state["item_actions"] = True
+    at.run()
 
 
 def annotators_page(page: Any, base_url: str, name: str) -> None:

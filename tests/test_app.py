@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from annotator.store import db
 from annotator.store.models import Event, Judgment, id_of
-from tests.apphelpers import MAIN, PASSWORD, AppDB, app_for, build_app_db
+from tests.apphelpers import MAIN, PASSWORD, AppDB, app_for, build_app_db, open_item_actions
 
 TIMEOUT = 30
 #: The pages each role must at least have (the router may register more; all of them are opened).
@@ -311,6 +311,7 @@ def test_incomplete_form_saves_nothing_and_names_what_is_missing(app_db: AppDB) 
 def test_a_broken_item_is_flagged_with_only_a_reason(app_db: AppDB) -> None:
     at = app_as(app_db, "ann1")
     assignment_id, _ = item_key(at)
+    open_item_actions(at)
     at.button(key="flag").click().run()
     assert "say what is wrong" in at.error[0].value
     assert app_db.assignment(assignment_id).status == "pending"
@@ -359,9 +360,11 @@ def test_skip_with_a_reason_moves_the_item_to_the_end(app_db: AppDB) -> None:
     queue = [id_of(a) for a in app_db.queue("ann1")]
     at = app_as(app_db, "ann1")
     assert item_key(at)[0] == queue[0]
+    open_item_actions(at)
     at.button(key="skip").click().run()
-    assert [e.value for e in at.error] == ["Please give a reason for skipping"]
+    assert [e.value for e in at.error] == ["Please give a reason for skipping, then press Skip again."]
     assert item_key(at)[0] == queue[0]
+    assert at.session_state["item_actions"], "the reason field stays open and asks for the reason"
     at.text_input(key="item_reason").input("I need to look something up")
     at.button(key="skip").click().run()
     assert not at.exception

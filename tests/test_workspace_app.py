@@ -12,7 +12,7 @@ from annotator.errors import ConfigError
 from annotator.store import db
 from annotator.store.models import Study
 from annotator.study import DEFAULT_CONFIG, parse_config
-from tests.apphelpers import MAIN, PASSWORD, AppDB, add_study, app_for, build_app_db
+from tests.apphelpers import MAIN, PASSWORD, AppDB, add_study, app_for, build_app_db, open_item_actions
 
 TIMEOUT = 30
 
@@ -184,3 +184,34 @@ def test_an_unknown_theme_is_refused_naming_the_key() -> None:
     data["display"]["theme"] = "purple"
     with pytest.raises(ConfigError, match="theme"):
         parse_config(data)
+
+
+def test_my_work_shows_the_answers_a_skip_and_a_flag_with_their_reasons_and_revises(app_db: AppDB) -> None:
+    at = app_as(app_db, "ann1")
+    first, key = on_screen(at)
+    for side in ("A", "B"):
+        for name in ("correctness", "relevance", "helpfulness", "rubric0", "rubric1"):
+            at.segmented_control(key=f"{key}_{side}_{name}").set_value(4 if "rubric" not in name else 2)
+    at.segmented_control(key=f"{key}_preference").set_value(3)
+    at.segmented_control(key=f"{key}_confidence").set_value(1)
+    at.button(key="annotate_submit").click().run()
+    second, _ = on_screen(at)
+    open_item_actions(at)
+    at.text_input(key="item_reason").input("I need to look it up")
+    at.button(key="skip").click().run()
+    third, _ = on_screen(at)
+    open_item_actions(at)
+    at.text_input(key="item_reason").input("response B is cut off")
+    at.button(key="flag").click().run()
+    assert not at.exception and len({first, second, third}) == 3
+    at.switch_page("views/my_work.py").run()
+    assert not at.exception
+    shown = " ".join(m.value for m in at.markdown)
+    assert "**Preference:** B better" in shown and "**confidence:** 1 - Unsure" in shown
+    assert "**Response A:** correctness 4" in shown and "rubric aspect 0 2" in shown
+    assert "**Why you skipped it:** I need to look it up" in shown
+    assert "**What you reported:** response B is cut off" in shown
+    at.button(key=f"reopen_{first}").click().run()
+    assert not at.exception
+    assert on_screen(at)[0] == first and at.segmented_control(key=f"{key}_preference").value == 3
+    assert any("revising" in w.value for w in at.warning), "the item opens as a revision"

@@ -9,6 +9,7 @@ from annotator.errors import AuthError, LabelError
 from annotator.store import db
 from annotator.store.models import User, id_of
 from tests.apphelpers import AppDB, build_app_db
+from tests.factories import make_form
 
 
 @pytest.fixture
@@ -141,3 +142,34 @@ def test_profile_posts_are_ranked_by_relevance_to_the_question() -> None:
 def test_a_profile_without_words_ranks_in_its_own_order() -> None:
     index = profile_search.build_index([{"text": ""}, {"text": "!!"}])
     assert profile_search.rank(index, "anything") == [0, 1]
+
+
+def test_my_work_lists_answers_revisions_skips_and_flags_in_the_annotators_a_b_terms(app_db: AppDB) -> None:
+    """Pair 0 has chosen on A for ann1, pair 1 on B: the record gives back what was entered on each."""
+    from annotator import work_log
+
+    user = app_db.users["ann1"]
+    queue = [id_of(a) for a in app_db.queue("ann1")]
+    assert [a.chosen_side for a in app_db.queue("ann1")] == ["A", "B", "A"]
+    forms = [make_form("s0", 0), make_form("s1", 3)]  # preference 0 ("A much better"), then 3
+    with db.session_scope(app_db.engine) as session:
+        for form in forms:  # two revisions of the item whose chosen side is B
+            labels.show(session, assignment_id=queue[1], user_id=user)
+            labels.submit(session, assignment_id=queue[1], user_id=user, submission=form)
+    with db.session_scope(app_db.engine) as session:
+        labels.skip(session, assignment_id=queue[0], user_id=user, reason="I need to look it up")
+        workspace.flag_item(session, assignment_id=queue[2], user_id=user, reason="response B is cut off")
+    with db.session_scope(app_db.engine) as session:
+        items = {item.assignment_id: item for item in work_log.my_work(session, user_id=user)}
+    assert set(items) == set(queue)
+    done = items[queue[1]]
+    assert done.state == work_log.SUBMITTED and [r.preference for r in done.revisions] == [0, 3]
+    assert done.revisions[-1].scores == forms[1].scores, "A and B as the annotator saw them"
+    assert done.revisions[0].scores == forms[0].scores
+    assert done.revisions[-1].confidence == forms[1].confidence
+    skipped, flagged = items[queue[0]], items[queue[2]]
+    assert (skipped.state, skipped.reason, skipped.skips) == (work_log.SKIPPED, "I need to look it up", 1)
+    assert (flagged.state, flagged.reason) == (work_log.FLAGGED_STATE, "response B is cut off")
+    assert skipped.revisions == [] and flagged.revisions == []
+    with db.session_scope(app_db.engine) as session:
+        assert work_log.my_work(session, user_id=app_db.users["ann2"]) == []

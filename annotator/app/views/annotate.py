@@ -1,16 +1,20 @@
-"""Rate pairs: the question and the user's context on top, responses A and B side by side in panes of
-fixed height with each response's questions right under it, the preference last.
+"""Rate pairs: the question and the user's context on top, responses A and B side by side (paragraph
+beside paragraph, as long as their text: the page scrolls, no box does) with each response's questions
+under it, the preference last. On a phone one response shows at a time, with a sticky A/B switch.
 
-Every answer is kept as a server-side draft as soon as it is given (a reload brings it back); number
-keys answer the focused question and Ctrl+Enter submits from anywhere (a small script, see KEYS_JS).
+Every answer is kept as a server-side draft as soon as it is given (a reload brings it back). One key
+per answer: a digit answers the focused question and moves on to the next unanswered one, Ctrl+Enter
+submits from anywhere (static/annotate.js; the page's style is static/annotate.css).
 """
 
+import functools
 import json
 import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -37,6 +41,11 @@ from annotator.study import StudyConfig
 
 SUBMIT_KEYS = "Ctrl+Enter"
 SKIP_KEYS = "Ctrl+Shift+K"
+KEY_HINT = (
+    "Keys: a **digit** answers the question in focus and moves to the next unanswered one "
+    f"(1-5 scales, 0-2 rubric) · **{SUBMIT_KEYS}** submits · **Tab** / **Shift+Tab** move between "
+    f"questions · **{SKIP_KEYS}** skips (after a reason). Answers are kept as a draft as you give them."
+)
 ERROR_KEY = "annotate_error"
 SAVED_KEY = "annotate_saved"
 STUDY_KEY = "annotate_study"
@@ -49,13 +58,12 @@ LATE = (
     "Your time for this study ran out before this answer was sent, so it was not counted. "
     "Your answers are kept as a draft."
 )
+ACTIONS_KEY = "item_actions"  # the skip / flag expander (open while a reason is asked for)
+REASON_MISSING_KEY = "item_reason_missing"
 FORM_PREFIX = "q"  # the rating form's widget keys: the same for every item (values reset per item)
-OPTION_CHARS = 9  # scale labels are cut to their first words on the buttons (full text in the help)
-PANE_HEIGHT = 250  # px: the most a response pane takes; a longer response scrolls inside it
-PANE_MIN = 110
-NARRATIVE_HEIGHT = 110
-LINE_PX, CHARS_PER_LINE = 25, 62  # a rough line height and width of a pane at 1440 px
 MATCHES_SHOWN = 20
+STATIC = Path(__file__).resolve().parents[1] / "static"  # annotate.js and annotate.css
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,6 @@ class Question:
     options: list[int]
     option_labels: dict[int, str]
     side: str = ""  # "A" or "B" for a question about one response
-    help: str | None = None
     aspect: dict[str, str] = field(default_factory=dict)  # for a rubric question: aspect, reason, evidence
 
     @property
@@ -76,22 +83,15 @@ class Question:
         return self.name.replace(":", "_").replace("rubric_", "rubric")
 
 
-def short(label: str) -> str:
-    """The part of a scale label before its colon, for compact buttons."""
-    return label.split(":", 1)[0].strip()
-
-
 def _unnumbered(value: int, label: str) -> str:
     """A scale label without its leading number ("2 - Mostly wrong" -> "Mostly wrong")."""
     return re.sub(rf"^\s*{value}\s*[-–.:)]?\s*", "", label)
 
 
-def option_label(value: int, label: str, width: int = OPTION_CHARS) -> str:
-    """A compact button label: the number, then the scale label's first words ("2 Mostly wrong")."""
-    text = _unnumbered(value, short(label))
-    if len(text) > width:
-        text = text[:width].rsplit(" ", 1)[0] + "…"
-    return f"{value} {text}".strip()
+def option_label(value: int, label: str) -> str:
+    """A button label in full: the number, then the scale label's words ("2 Mostly wrong: several
+    real errors"); the number comes first, as the key that chooses it."""
+    return f"{value} {_unnumbered(value, label)}".strip()
 
 
 def legend(values: list[int], texts: list[str]) -> str:
@@ -124,11 +124,10 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
             questions.append(
                 Question(
                     name=f"{side}:{dimension.name}",
-                    label=f"Response {side} · {dimension.name.capitalize()}",
+                    label=f"Response {side} · {dimension.name.capitalize()}: {dimension.question}",
                     options=list(quality.values),
                     option_labels={v: option_label(v, labels_by_value[v]) for v in quality.values},
                     side=side,
-                    help=dimension.question + "\n\n" + "\n".join(f"- {label}" for label in dimension.labels),
                 )
             )
         for k, aspect in enumerate(item.rubric):
@@ -139,7 +138,6 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
                     options=[0, 1, 2],
                     option_labels={v: str(v) for v in (0, 1, 2)},
                     side=side,
-                    help=config.rubric.question + "\n\n" + legend([0, 1, 2], list(config.rubric.labels)),
                     aspect=aspect if show_reasons else {"aspect": aspect["aspect"]},
                 )
             )
@@ -150,8 +148,7 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
                     name=f"{SUPPORT_PREFIX}{k}",
                     label=f"Aspect {k + 1} ({safe_md(aspect['aspect'])}): supported by what the user wrote?",
                     options=[0, 1, 2],
-                    option_labels=dict(enumerate(config.rubric.support_labels)),
-                    help=config.rubric.support_question,
+                    option_labels={v: f"{v} {t}" for v, t in enumerate(config.rubric.support_labels)},
                 )
             )
     questions.append(
@@ -160,7 +157,6 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
             label=config.preference.question,
             options=list(range(5)),
             option_labels={v: f"{v + 1} {config.preference.labels[v]}" for v in range(5)},
-            help="Keys 1-5 choose from left to right.",
         )
     )
     questions.append(
@@ -168,9 +164,7 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
             name="confidence",
             label=config.preference.confidence_question,
             options=[1, 2, 3],
-            option_labels={
-                v: option_label(v, config.preference.confidence_labels[v - 1], 20) for v in (1, 2, 3)
-            },
+            option_labels={v: option_label(v, config.preference.confidence_labels[v - 1]) for v in (1, 2, 3)},
         )
     )
     return questions
@@ -234,6 +228,8 @@ def start_item(item: ItemView, config: StudyConfig, answers: dict[str, Any], ope
         )
     state[COMMENT_KEY] = str(answers.get("comment") or "")
     state[REASON_KEY] = ""
+    state[ACTIONS_KEY] = False
+    state.pop(REASON_MISSING_KEY, None)
 
 
 def load_item(account: Account, study_id: int, study_name: str) -> tuple[ItemView, StudyConfig] | None:
@@ -319,11 +315,8 @@ def show_context(item: ItemView, config: StudyConfig) -> None:
     st.info(safe_md(item.question), icon=":material/help:")
     left, right = st.columns(2, gap="medium")
     if item.narrative:
-        with (
-            left.expander("The user's own explanation", expanded=True, icon=":material/person:"),
-            st.container(height=text_height(item.narrative, NARRATIVE_HEIGHT), border=False, key="narrative"),
-        ):
-            st.markdown(safe_md(item.narrative))
+        with left.expander("The user's own explanation", expanded=True, icon=":material/person:"):
+            st.markdown(safe_md(item.narrative))  # as long as it is: the page scrolls, the box does not
     if item.rubric and config.display.rubric_for_preference and not config.display.rubric_for_ratings:
         with left.expander("What this user cares about (rubric)", expanded=False):
             for number, aspect in enumerate(item.rubric, start=1):
@@ -382,39 +375,58 @@ def show_profile(item: ItemView, config: StudyConfig) -> None:
 
 
 def ask(item: ItemView, config: StudyConfig, question: Question) -> None:
-    """One question as a segmented control (its accessible name says which response it is about)."""
+    """One question as a segmented control: its label (the accessible name) says which response it is
+    about and what it asks; every option shows its number and its words in full. No help button: it
+    would be a Tab stop between two questions."""
     st.segmented_control(
         question.label,
         question.options,
         format_func=question.option_labels.__getitem__,
         key=widget_key(question),
-        help=question.help,
-        width="stretch" if question.aspect else "content",
+        width="stretch",
         on_change=keep_draft,
         args=(item, config),
     )
 
 
-def text_height(text: str, most: int, least: int = 60) -> int:
-    """The height (px) a text needs in a half-width pane, within bounds (a longer text scrolls)."""
-    lines = sum(len(line) // CHARS_PER_LINE + 1 for line in text.splitlines() or [""])
-    return max(least, min(most, lines * LINE_PX + 40))
+def paragraphs(text: str) -> list[str]:
+    """A response's paragraphs (split at blank lines, never inside a fenced code block), each drawn on
+    its own so that paragraph k of A sits beside paragraph k of B."""
+    blocks: list[list[str]] = [[]]
+    fenced = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+        if not line.strip() and not fenced:
+            if blocks[-1]:
+                blocks.append([])
+            continue
+        blocks[-1].append(line)
+    return ["\n".join(block) for block in blocks if block] or [""]
 
 
-def pane_height(*texts: str) -> int:
-    """One height for both panes (so their questions line up): the longer text's, within bounds."""
-    return max(text_height(text, PANE_HEIGHT, PANE_MIN) for text in texts)
+SIDE_SWITCH = (
+    '<div class="ps-switch" role="group" aria-label="Show response">'
+    '<button type="button" data-side="A" aria-pressed="true">Response A</button>'
+    '<button type="button" data-side="B" aria-pressed="false">Response B</button></div>'
+)
 
 
 def show_responses(item: ItemView, config: StudyConfig, questions: list[Question]) -> None:
-    """Responses A and B side by side, each in a scrollable pane with its own questions under it."""
-    height = pane_height(item.text_a, item.text_b)
+    """Responses A and B in one grid, paragraph beside paragraph, as long as their texts; then each
+    response's questions in its own column. On a phone (static/annotate.css) the sticky A/B switch
+    shows one response and its questions at a time, at the same place on the page."""
+    st.html(SIDE_SWITCH)
+    with st.container(key="texts", gap=None):
+        for side, text in (("A", item.text_a), ("B", item.text_b)):
+            with st.container(key=f"pane_{side}", gap=None):
+                st.markdown(f"### Response {side} :gray[({len(text.split())} words)]")
+                for paragraph in paragraphs(text):
+                    st.markdown(safe_md(paragraph))
     columns = st.columns(2, gap="medium")
-    for column, side, text in zip(columns, ("A", "B"), (item.text_a, item.text_b), strict=True):
-        with column:
-            st.markdown(f"### Response {side} :gray[({len(text.split())} words)]")
-            with st.container(height=height, border=True, key=f"pane_{side}"):
-                st.markdown(safe_md(text))
+    for column, side in zip(columns, ("A", "B"), strict=True):
+        with column, st.container(key=f"questions_{side}"):
+            st.markdown(f"#### Your rating of response {side}")
             first_aspect = True
             for question in questions:
                 if question.side != side:
@@ -523,9 +535,14 @@ def _reason() -> str:
 
 
 def skip_item(item: ItemView) -> None:
-    """The skip button's callback: the item moves to the end of the queue (a reason is needed)."""
+    """The skip button's callback: the item moves to the end of the queue. Without a reason nothing
+    happens but a question: the reason field stays open, says what it needs and takes the focus."""
     account = current_account()
     reason = _reason()
+    if not reason.strip():
+        st.session_state[ACTIONS_KEY] = True
+        st.session_state[REASON_MISSING_KEY] = "skip"
+        return
 
     def run() -> None:
         if account is None:
@@ -541,6 +558,10 @@ def flag_item(item: ItemView) -> None:
     """The flag button's callback: only a reason is needed; the item leaves the queue."""
     account = current_account()
     reason = _reason()
+    if not reason.strip():
+        st.session_state[ACTIONS_KEY] = True
+        st.session_state[REASON_MISSING_KEY] = "flag"
+        return
 
     def run() -> None:
         if account is None:
@@ -551,13 +572,31 @@ def flag_item(item: ItemView) -> None:
     _act(run, "Flagged: the item went to the researcher and left your queue.")
 
 
+REASON_LABEL = "Why? (needed to skip, or to report a broken text, offensive content, an impossible item)"
+REASON_NEEDED = {
+    "skip": "Please give a reason for skipping, then press Skip again.",
+    "flag": "Please say what is wrong with the item, then press the button again.",
+}
+FOCUS_REASON_JS = (
+    "<script>requestAnimationFrame(() =>"
+    " document.querySelector('.st-key-item_reason input')?.focus());</script>"
+)
+
+
 def side_actions(item: ItemView) -> None:
-    """Skip the item, or flag it as broken, with a reason (no rating needed): one expander."""
-    with st.expander("Skip this item or report it as broken", icon=":material/flag:"):
-        st.text_input(
-            "Why? (needed to skip, or to report a broken text, offensive content, an impossible item)",
-            key=REASON_KEY,
-        )
+    """Skip the item, or flag it as broken, with a reason (no rating needed): one expander, which stays
+    open and asks for the reason when Skip or Flag is pressed without one."""
+    actions = st.expander(
+        "Skip this item or report it as broken", icon=":material/flag:", key=ACTIONS_KEY, on_change="rerun"
+    )
+    if not actions.open:
+        return
+    missing = st.session_state.pop(REASON_MISSING_KEY, None)
+    with actions:
+        st.text_input(REASON_LABEL, key=REASON_KEY)
+        if missing:
+            st.error(REASON_NEEDED[missing], icon=":material/edit:")
+            st.html(FOCUS_REASON_JS, unsafe_allow_javascript=True)
         with st.container(horizontal=True, gap="small"):
             st.button(
                 "Skip",
@@ -570,137 +609,32 @@ def side_actions(item: ItemView) -> None:
             st.button("Flag as broken", icon=":material/flag:", key="flag", on_click=flag_item, args=(item,))
 
 
-KEYS_JS = """
-<span class="ps-timer" aria-live="off">Time on this item: <b id="ps-timer">0:00</b></span>
-<script>
-(() => {
-  const start = __START__;
-  const doc = document;
-  if (window.__psItem !== __ITEM__) {
-    window.__psItem = __ITEM__;
-    doc.body.dataset.psItem = __ITEM__;  // the item on screen, for scripts that drive the page
-    delete doc.body.dataset.psReady;  // the submit button waits until this item's form is all there
-    const top = () => {
-      for (const el of [doc.scrollingElement, doc.querySelector('[data-testid="stMain"]'),
-                        doc.querySelector('[data-testid="stAppScrollToBottomContainer"]')]) {
-        if (el) el.scrollTop = 0;
-      }
-      window.scrollTo(0, 0);
-    };
-    top();
-    requestAnimationFrame(top);
-    setTimeout(top, 120);
-  }
-  clearInterval(window.__psTimer);
-  if (window.__psReadyWatch) window.__psReadyWatch.disconnect();
-  const need = __NEED__;
-  const ready = () => {
-    if (doc.body.dataset.psReady === __ITEM__) return true;
-    const complete = doc.querySelector('.st-key-__SUBMIT__ button') && need.every(
-      (key) => doc.querySelector('.st-key-' + key + ' [data-testid="stButtonGroup"] button'));
-    if (complete) doc.body.dataset.psReady = __ITEM__;
-    return Boolean(complete);
-  };
-  if (!ready()) {  // watch the page being drawn: ready as soon as the last question is there
-    window.__psReadyWatch = new MutationObserver(() => {
-      if (ready()) window.__psReadyWatch.disconnect();
-    });
-    window.__psReadyWatch.observe(doc.body, { childList: true, subtree: true });
-  }
-  const tick = () => {
-    // Scrolling panes take the keyboard focus (arrows scroll them) and say what they hold.
-    for (const [key, name] of [['pane_A', 'Response A'], ['pane_B', 'Response B'],
-                               ['narrative', "The user's own explanation"]]) {
-      const pane = doc.querySelector('.st-key-' + key);
-      if (pane && !pane.hasAttribute('tabindex')) {
-        pane.setAttribute('tabindex', '0');
-        pane.setAttribute('role', 'region');
-        pane.setAttribute('aria-label', name);
-      }
-    }
-    const el = doc.getElementById('ps-timer');
-    if (!el) return;
-    const s = Math.max(0, Math.round((Date.now() - start) / 1000));
-    el.textContent = Math.floor(s / 60) + ':' + String(s % 60).padStart(2, '0');
-  };
-  tick();
-  window.__psTimer = setInterval(tick, 1000);
-  if (window.__psKeys) return;
-  window.__psKeys = true;
-  doc.addEventListener('keydown', (e) => {
-    const early = !doc.body.dataset.psReady;  // the form is not all there yet: no submit
-    if (early && (e.key === 'Enter' || e.key === ' ') && e.target && e.target.closest
-        && e.target.closest('.st-key-__SUBMIT__')) {
-      e.preventDefault();
-      e.stopPropagation();
-      return;
-    }
-    if ((e.ctrlKey || e.metaKey) && e.key === 'Enter') {
-      const button = doc.querySelector('.st-key-__SUBMIT__ button');
-      if (button && !button.disabled && !early) {
-        e.preventDefault();
-        e.stopPropagation();
-        button.click();
-      }
-      return;
-    }
-    if (e.ctrlKey || e.metaKey || e.altKey || !/^[0-9]$/.test(e.key)) return;
-    const target = e.target;
-    if (!target || !target.closest || target.closest('input, textarea, [contenteditable="true"]')) return;
-    const group = target.closest('[data-testid="stButtonGroup"]');
-    if (!group) return;
-    for (const option of group.querySelectorAll('button')) {
-      if (option.innerText.trim().split(/\\s/)[0] === e.key) {
-        e.preventDefault();
-        if (option.getAttribute('aria-checked') !== 'true') option.click();  // a key never unselects
-        option.focus();
-        return;
-      }
-    }
-  }, true);
-})();
-</script>
-"""
+@functools.cache
+def static_text(name: str) -> str:
+    """A file of static/ (the page's script and style), read once per server process."""
+    return (STATIC / name).read_text(encoding="utf-8")
 
 
-COMPACT_CSS = """
-<style>
-[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; padding-bottom: 1rem; }
-[data-testid="stMainBlockContainer"] h1 { font-size: 1.5rem; padding: 0.2rem 0; }
-[data-testid="stMainBlockContainer"] h2 { font-size: 1.15rem; padding: 0.1rem 0; }
-[data-testid="stMainBlockContainer"] h3 { font-size: 1.05rem; padding: 0.1rem 0; }
-[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p { margin-bottom: 0.2rem; }
-.ps-timer { font-size: 0.9rem; }
-/* The submit button takes no click until the page script has seen the whole form (see KEYS_JS). */
-body:not([data-ps-ready]) .st-key-annotate_submit button { pointer-events: none; opacity: 0.55; }
-/* A rubric row: the aspect, its reason and evidence (the label) beside the 0/1/2 choice. */
-[class*="st-key-q_"][class*="_rubric"] [data-testid="stButtonGroup"] {
-  display: flex; flex-direction: row; align-items: center; gap: 0.75rem; }
-[class*="st-key-q_"][class*="_rubric"] [data-testid="stWidgetLabel"] { flex: 1 1 auto; min-width: 0;
-  margin-bottom: 0; }
-[class*="st-key-q_"][class*="_rubric"] [role="radiogroup"] { flex: 0 0 auto; width: auto; }
-[class*="st-key-q_"][class*="_rubric"] button { padding-left: 0.9rem; padding-right: 0.9rem; }
-/* Five options fit a half-width column at 1440 px; a narrower one wraps them rather than cut them. */
-[data-testid="stButtonGroup"] [role="radiogroup"] { flex-wrap: wrap; row-gap: 0.25rem; }
-[data-testid="stButtonGroup"] button { padding-left: 0.6rem; padding-right: 0.6rem; }
-</style>
-"""
+def page_assets() -> None:
+    """The page's style and its script (installed once per browser tab; see static/annotate.js)."""
+    st.html(f"<style>{static_text('annotate.css')}</style>")
+    st.html(f"<script>{static_text('annotate.js')}</script>", unsafe_allow_javascript=True)
 
 
 def page_script(item: ItemView, config: StudyConfig) -> None:
-    """The timer, scroll-to-top for a new item, number keys and Ctrl+Enter (one small script); the
-    submit button takes input only once every question of the item is drawn in the browser."""
+    """The item on screen for the page's script: its tag, the clock's start and every question it
+    waits for before the submit button takes input."""
     need = [widget_key(question) for question in item_questions(item, config)]
     start = item.shown_at or datetime.now(UTC)
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)
-    body = (
-        KEYS_JS.replace("__START__", str(int(start.timestamp() * 1000)))
-        .replace("__ITEM__", json.dumps(item_tag(item)))
-        .replace("__SUBMIT__", SUBMIT_BUTTON)
-        .replace("__NEED__", json.dumps(need))
+    data = json.dumps({"item": item_tag(item), "start": int(start.timestamp() * 1000), "need": need})
+    data = data.replace("</", "<\\/")
+    st.html(
+        '<span class="ps-timer" aria-live="off">Time on this item: <b id="ps-timer">0:00</b></span>'
+        f"<script>(window.psItem || ((c) => {{ window.__psPending = c; }}))({data});</script>",
+        unsafe_allow_javascript=True,
     )
-    st.html(body, unsafe_allow_javascript=True)
 
 
 def show_completion(completion: crowd.Completion) -> None:
@@ -841,20 +775,16 @@ def workspace_area() -> None:
             + ("once." if item.revisions == 1 else f"{item.revisions} times.")
         )
     questions = item_questions(item, config)
+    st.caption(KEY_HINT)
     show_context(item, config)
     show_responses(item, config, questions)
     show_decision(item, config, questions)
     side_actions(item)
-    st.caption(
-        f"Keys: **1-5** / **0-2** answer the focused question · **Tab** / **Shift+Tab** next / previous "
-        f"question, **arrows** move within it · **{SUBMIT_KEYS}** submit from anywhere · "
-        f"**{SKIP_KEYS}** skip (after giving a reason). Your answers are kept as a draft as you give them."
-    )
 
 
 def main() -> None:
     account = require("annotator")
-    st.html(COMPACT_CSS)
+    page_assets()
     st.title("Rate pairs")
     with session() as active:
         acknowledged = accounts.has_acknowledged(active, user_id=account.id)

@@ -6,8 +6,19 @@ from annotator import accounts
 from annotator.app.common import require, safe_md, session
 from annotator.guidelines import guidelines_text
 
+
+def split_title(text: str) -> tuple[str, str]:
+    """The guidelines' own first-level heading (the page's one h1) and the rest of the text."""
+    first, _, rest = text.lstrip().partition("\n")
+    if first.startswith("# "):
+        return first[2:].strip(), rest
+    return "Guidelines", text
+
+
 account = require("annotator", "adjudicator", "researcher")
-st.markdown(safe_md(guidelines_text()))
+title, body = split_title(guidelines_text())
+st.title(safe_md(title), anchor=False)
+st.markdown(safe_md(body))
 if account.role == "annotator":
     with session() as active:
         done = accounts.has_acknowledged(active, user_id=account.id)

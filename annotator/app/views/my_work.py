@@ -1,9 +1,15 @@
-"""My work: the annotator's finished items; reopening one and submitting again adds a revision."""
+"""My work: every item the annotator submitted (with their answers and each revision), skipped or
+flagged (with the reason); reopening a submitted or skipped item brings it to the rating page, and
+submitting it again adds a revision."""
 
 import streamlit as st
 
-from annotator import labels
+from annotator import labels, work_log
 from annotator.app.common import ITEM_KEY, REOPEN_KEY, require, safe_md, session
+from annotator.study import StudyConfig
+from annotator.work_log import SKIPPED, SUBMITTED, Answers, WorkItem
+
+FILTERS = {"All": None, "Submitted": SUBMITTED, "Skipped": SKIPPED, "Flagged": work_log.FLAGGED_STATE}
 
 
 def revisions(n: int) -> str:
@@ -13,27 +19,88 @@ def revisions(n: int) -> str:
     return "revised once" if n == 2 else f"revised {n - 1} times"
 
 
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def answer_lines(answers: Answers, config: StudyConfig) -> list[str]:
+    """One revision's answers as short Markdown lines, in the A/B terms the annotator saw."""
+    preference = config.preference.labels[answers.preference] if 0 <= answers.preference < 5 else "?"
+    confidence = (
+        config.preference.confidence_labels[answers.confidence - 1]
+        if answers.confidence and 1 <= answers.confidence <= len(config.preference.confidence_labels)
+        else "-"
+    )
+    lines = [f"**Preference:** {safe_md(preference)} · **confidence:** {safe_md(confidence)}"]
+    for side in ("A", "B"):
+        scores = answers.scores.get(side, {})
+        parts = [
+            f"{name.replace('rubric:', 'rubric aspect ')} {_number(v)}" for name, v in sorted(scores.items())
+        ]
+        lines.append(f"**Response {side}:** " + (" · ".join(parts) if parts else "-"))
+    if answers.support:
+        support = " · ".join(f"{k} {_number(v)}" for k, v in answers.support.items())
+        lines.append(f"**Rubric support:** {support}")
+    if answers.comment.strip():
+        lines.append(f"**Comment:** {safe_md(answers.comment)}")
+    return lines
+
+
+def reopen(assignment_id: int) -> None:
+    st.session_state.pop(ITEM_KEY, None)
+    st.session_state[REOPEN_KEY] = assignment_id
+    st.switch_page("views/annotate.py")
+
+
+def show_item(number: int, item: WorkItem, config: StudyConfig) -> None:
+    """One item: its question, its state and reason, the current answers and the earlier revisions."""
+    with st.container(border=True):
+        left, right = st.columns([5, 1], vertical_alignment="center")
+        question = item.question if len(item.question) < 160 else item.question[:157] + "..."
+        left.markdown(f"**{number}.** {safe_md(question)}")
+        when = f" · {item.when:%Y-%m-%d %H:%M}" if item.when else ""
+        if item.state == SUBMITTED:
+            left.caption(f"{safe_md(item.study)} · finished{when} · {revisions(len(item.revisions))}")
+            if right.button("Revise", key=f"reopen_{item.assignment_id}", icon=":material/edit:"):
+                reopen(item.assignment_id)
+        elif item.state == SKIPPED:
+            times = "once" if item.skips == 1 else f"{item.skips} times"
+            left.caption(f"{safe_md(item.study)} · skipped {times}, still in your queue")
+            left.markdown(f"**Why you skipped it:** {safe_md(item.reason) or '-'}")
+            if right.button("Rate now", key=f"reopen_{item.assignment_id}", icon=":material/rate_review:"):
+                reopen(item.assignment_id)
+        else:
+            left.caption(f"{safe_md(item.study)} · flagged as broken{when} · with the researcher")
+            left.markdown(f"**What you reported:** {safe_md(item.reason) or '-'}")
+        if item.revisions:
+            current, earlier = item.revisions[-1], item.revisions[:-1]
+            left.markdown("  \n".join(answer_lines(current, config)))
+            if earlier:
+                with left.expander(f"Earlier answers ({len(earlier)})"):
+                    for answers in reversed(earlier):
+                        st.markdown(
+                            f"*Revision {answers.revision} · {answers.submitted_at:%Y-%m-%d %H:%M}*  \n"
+                            + "  \n".join(answer_lines(answers, config))
+                        )
+
+
 account = require("annotator")
 st.title("My work")
 with session() as active:
-    studies = labels.annotator_studies(active, user_id=account.id)
-    items = [
-        (name, row)
-        for study_id, name in studies
-        for row in labels.finished_items(active, user_id=account.id, study_id=study_id)
-    ]
+    items = work_log.my_work(active, user_id=account.id)
+    configs = {study_id: labels.study_config(active, study_id) for study_id in {i.study_id for i in items}}
 if not items:
-    st.info("You have not finished any item yet.")
-for number, (study_name, row) in enumerate(items, start=1):
-    with st.container(border=True):
-        left, right = st.columns([5, 1], vertical_alignment="center")
-        question = row["question"] if len(row["question"]) < 160 else row["question"][:157] + "..."
-        left.markdown(f"**{number}.** {safe_md(question)}")
-        left.caption(
-            f"{safe_md(study_name)} · finished {row['completed_at']:%Y-%m-%d %H:%M} · "
-            + revisions(int(row["revisions"]))
-        )
-        if right.button("Reopen", key=f"reopen_{number}", icon=":material/edit:"):
-            st.session_state.pop(ITEM_KEY, None)
-            st.session_state[REOPEN_KEY] = int(row["assignment_id"])
-            st.switch_page("views/annotate.py")
+    st.info("You have not submitted, skipped or flagged any item yet.")
+else:
+    counts = {name: sum(state is None or i.state == state for i in items) for name, state in FILTERS.items()}
+    chosen = st.segmented_control(
+        "Show",
+        list(FILTERS),
+        default="All",
+        format_func=lambda name: f"{name} ({counts[name]})",
+        key="my_work_filter",
+    )
+    wanted = FILTERS.get(chosen or "All")
+    shown = [item for item in items if wanted is None or item.state == wanted]
+    for number, item in enumerate(shown, start=1):
+        show_item(number, item, configs[item.study_id])

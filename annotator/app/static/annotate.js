@@ -1,0 +1,171 @@
+// The rating page's script (views/annotate.py), installed once per browser tab. The page calls
+// window.psItem({item, start, need}) for the item on screen (see annotate.page_script).
+// - A number key answers the focused question (or, when no question has the focus, the first
+//   unanswered one) and moves the focus to the next unanswered question; when none is left, to the
+//   submit button. Ctrl+Enter (or Cmd+Enter) submits from anywhere.
+// - A new item: the page goes to the top and the first unanswered question takes the focus, so an
+//   item of n questions takes n digits and Ctrl+Enter.
+// - The submit button takes input only once every question of the item is drawn (data-ps-ready).
+// - On a phone, the A/B switch shows one response (and its questions) at a time.
+(() => {
+  if (window.__psInstalled) return;
+  window.__psInstalled = true;
+  const doc = document;
+  const SUBMIT = ".st-key-annotate_submit button";
+  const GROUP = '[data-testid="stButtonGroup"]';
+  const IDLE = "[data-test-script-state='notRunning']"; // Streamlit's run is over
+  let current = { item: null, start: Date.now(), need: [] };
+  let watch = null;
+  let focusPending = false;
+
+  const groups = () => [...doc.querySelectorAll(`[class*="st-key-q_"] ${GROUP}`)];
+  const answered = (group) => !!group.querySelector('button[aria-checked="true"]');
+  const sideOf = (group) => {
+    const box = group.closest('[class*="st-key-q_A_"], [class*="st-key-q_B_"]');
+    if (!box) return null;
+    return box.className.includes("st-key-q_A_") ? "A" : "B";
+  };
+
+  const setSide = (side) => {
+    doc.body.dataset.psSide = side;
+    for (const button of doc.querySelectorAll(".ps-switch button")) {
+      button.setAttribute("aria-pressed", String(button.dataset.side === side));
+    }
+  };
+
+  const focusGroup = (group) => {
+    const side = sideOf(group);
+    if (side && doc.body.dataset.psSide !== side && window.matchMedia("(max-width: 640px)").matches) {
+      setSide(side);
+    }
+    const button = group.querySelector('button[aria-checked="true"]') || group.querySelector("button");
+    if (!button) return;
+    button.focus({ preventScroll: true });
+    const box = group.getBoundingClientRect();
+    const header = 64;
+    if (box.top < header || box.bottom > window.innerHeight) {
+      group.scrollIntoView({ block: "center" });
+    }
+  };
+
+  const nextUnanswered = (after) => {
+    const all = groups();
+    const open = all.filter((g) => g !== after && !answered(g));
+    if (!after) return open[0] || null;
+    const index = all.indexOf(after);
+    return open.find((g) => all.indexOf(g) > index) || open[0] || null;
+  };
+
+  const moveOn = (from) => {
+    const next = nextUnanswered(from);
+    if (next) {
+      focusGroup(next);
+      return;
+    }
+    const submit = doc.querySelector(SUBMIT);
+    if (submit) {
+      submit.focus({ preventScroll: true });
+      submit.scrollIntoView({ block: "nearest" });
+    }
+  };
+
+  const toTop = () => {
+    for (const el of [doc.scrollingElement, doc.querySelector('[data-testid="stMain"]'),
+                      doc.querySelector('[data-testid="stAppScrollToBottomContainer"]')]) {
+      if (el) el.scrollTop = 0;
+    }
+    window.scrollTo(0, 0);
+  };
+
+  const ready = () => {
+    if (doc.body.dataset.psReady !== current.item) {
+      const complete = doc.querySelector(SUBMIT) && current.need.every(
+        (key) => doc.querySelector(`.st-key-${key} ${GROUP} button`));
+      if (!complete) return false;
+      doc.body.dataset.psReady = current.item;
+    }
+    if (focusPending) { // once the run is over (the form holds this item's values): the first question
+      if (!doc.querySelector(IDLE) || doc.querySelector("[data-stale='true']")) return false;
+      focusPending = false;
+      const active = doc.activeElement;
+      if (!active || !active.closest || !active.closest("input, textarea, [contenteditable='true']")) {
+        const first = nextUnanswered(null);
+        const button = first && (first.querySelector('button[aria-checked="true"]') || first.querySelector("button"));
+        if (button) button.focus({ preventScroll: true });
+      }
+    }
+    return true;
+  };
+
+  const tick = () => {
+    const el = doc.getElementById("ps-timer");
+    if (!el) return;
+    const s = Math.max(0, Math.round((Date.now() - current.start) / 1000));
+    el.textContent = Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0");
+  };
+
+  window.psItem = (config) => {
+    if (config.item !== current.item) {
+      doc.body.dataset.psItem = config.item; // the item on screen, for scripts that drive the page
+      delete doc.body.dataset.psReady;
+      setSide("A");
+      focusPending = true;
+      toTop();
+      requestAnimationFrame(toTop);
+      setTimeout(toTop, 120);
+    }
+    current = config;
+    if (watch) watch.disconnect();
+    if (!ready()) { // watch the page being drawn: ready as soon as the last question is there
+      watch = new MutationObserver(() => {
+        if (ready()) watch.disconnect();
+      });
+      watch.observe(doc.body, {
+        childList: true, subtree: true, attributes: true, attributeFilter: ["data-stale", "data-test-script-state"],
+      });
+    }
+    tick();
+  };
+  setInterval(tick, 1000);
+  if (window.__psPending) window.psItem(window.__psPending);
+
+  doc.addEventListener("click", (e) => {
+    const button = e.target && e.target.closest && e.target.closest(".ps-switch button");
+    if (button) setSide(button.dataset.side);
+  });
+
+  doc.addEventListener("keydown", (e) => {
+    const early = doc.body.dataset.psReady !== current.item; // the form is not all there yet: no submit
+    const target = e.target;
+    if (early && (e.key === "Enter" || e.key === " ") && target && target.closest
+        && target.closest(".st-key-annotate_submit")) {
+      e.preventDefault();
+      e.stopPropagation();
+      return;
+    }
+    if ((e.ctrlKey || e.metaKey) && e.key === "Enter") {
+      const button = doc.querySelector(SUBMIT);
+      if (button && !button.disabled && !early) {
+        e.preventDefault();
+        e.stopPropagation();
+        button.click();
+      }
+      return;
+    }
+    if (e.ctrlKey || e.metaKey || e.altKey || !/^[0-9]$/.test(e.key)) return;
+    if (!doc.querySelector(SUBMIT)) return; // not the rating page
+    if (target && target.closest && target.closest("input, textarea, select, [contenteditable='true']")) return;
+    const focused = target && target.closest ? target.closest(`[class*="st-key-q_"] ${GROUP}`) : null;
+    const group = focused || nextUnanswered(null);
+    if (!group) return;
+    for (const option of group.querySelectorAll("button")) {
+      if (option.innerText.trim().split(/\s/)[0] === e.key) {
+        e.preventDefault();
+        e.stopPropagation();
+        if (option.getAttribute("aria-checked") !== "true") option.click(); // a key never unselects
+        moveOn(group);
+        return;
+      }
+    }
+  }, true);
+})();
