@@ -7,6 +7,7 @@ from datetime import datetime
 
 from sqlmodel import Session, col, or_, select
 
+from annotator.blinding import preference_index, side_of
 from annotator.labels import SUPPORT_PREFIX
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Judgment, Pair, Score, Study
 
@@ -43,7 +44,6 @@ class WorkItem:
 
 
 def _as_shown(judgment: Judgment, scores: list[Score], chosen_side: str) -> Answers:
-    chosen_is_a = chosen_side == "A"
     by_side: dict[str, dict[str, float]] = {"A": {}, "B": {}}
     support: dict[str, float] = {}
     for score in scores:
@@ -52,13 +52,11 @@ def _as_shown(judgment: Judgment, scores: list[Score], chosen_side: str) -> Answ
         if score.item.startswith(SUPPORT_PREFIX):
             support[score.item] = score.value
         else:
-            side = "A" if (score.response == "chosen") == chosen_is_a else "B"
-            by_side[side][score.item] = score.value
-    preference_ab = judgment.preference if chosen_is_a else -judgment.preference
+            by_side[side_of(score.response, chosen_side=chosen_side)][score.item] = score.value
     return Answers(
         revision=judgment.revision,
         submitted_at=judgment.submitted_at,
-        preference=2 - int(preference_ab),
+        preference=preference_index(judgment.preference, chosen_side=chosen_side),
         confidence=judgment.confidence,
         comment=judgment.comment or "",
         scores=by_side,
