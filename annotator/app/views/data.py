@@ -42,8 +42,8 @@ def assign_picker(account: Account) -> None:
     try:
         with Session(engine(), expire_on_commit=False) as active:
             summary, load = assign.preview(active, **chosen, account=account)  # type: ignore[arg-type]
-    except UserError as exc:
-        st.error(str(exc))
+    except UserError as exc:  # the settings chosen so far cannot be assigned: say why, nothing to commit
+        st.warning(f"Nothing to assign with these settings: {exc}", icon=":material/warning:")
         return
     st.subheader("Load per annotator if you assign now")
     show_table(pd.DataFrame(load), key="assign_preview")
