@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
+from sqlalchemy import delete, update
 from sqlmodel import Session, col, select
 
 from annotator.accounts import Account, require_role
@@ -34,6 +35,13 @@ def _own(session: Session, assignment_id: int, user_id: int) -> Assignment:
     return assignment
 
 
+def _check_own(session: Session, assignment_id: int, user_id: int) -> None:
+    """Refuse an item that is not the user's (one indexed read of one column)."""
+    owner = session.exec(select(Assignment.annotator_id).where(col(Assignment.id) == assignment_id)).first()
+    if owner is None or owner != user_id:
+        raise AuthError("this item is not in your queue")
+
+
 def _clean(answers: dict[str, Any]) -> dict[str, Any]:
     """Only plain JSON values under text keys: numbers, short text, booleans, None."""
     clean: dict[str, Any] = {}
@@ -53,22 +61,31 @@ def save_draft(
     answers: dict[str, Any],
     opened_posts: list[int] | None = None,
 ) -> None:
-    """Keep the answers given so far on an item (replacing the earlier draft); one short write."""
-    _own(session, assignment_id, user_id)
-    draft = session.exec(select(Draft).where(Draft.assignment_id == assignment_id)).first()
-    opened = sorted({int(k) for k in (opened_posts or [])})
-    if draft is None:
-        draft = Draft(assignment_id=assignment_id, user_id=user_id, answers={}, opened_posts=[])
-    draft.answers = _clean(answers)
+    """Keep the answers given so far on an item (replacing the earlier draft): an ownership read and
+    one UPDATE (an INSERT for the item's first draft), without loading the draft (it is saved on
+    every answer)."""
+    _check_own(session, assignment_id, user_id)
+    values: dict[str, Any] = {"answers": _clean(answers), "updated_at": utcnow()}
     if opened_posts is not None:
-        draft.opened_posts = opened
-    draft.updated_at = utcnow()
-    session.add(draft)
+        values["opened_posts"] = sorted({int(k) for k in opened_posts})
+    updated = session.execute(
+        update(Draft)
+        .where(col(Draft.assignment_id) == assignment_id)
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    if not updated.rowcount:  # type: ignore[attr-defined]
+        draft = Draft(
+            assignment_id=assignment_id, user_id=user_id, answers=values["answers"], opened_posts=[]
+        )
+        draft.opened_posts = values.get("opened_posts", [])
+        draft.updated_at = values["updated_at"]
+        session.add(draft)
 
 
 def load_draft(session: Session, *, assignment_id: int, user_id: int) -> DraftView | None:
     """The draft of an item, or None."""
-    _own(session, assignment_id, user_id)
+    _check_own(session, assignment_id, user_id)
     draft = session.exec(select(Draft).where(Draft.assignment_id == assignment_id)).first()
     if draft is None:
         return None
@@ -81,11 +98,13 @@ def load_draft(session: Session, *, assignment_id: int, user_id: int) -> DraftVi
 
 
 def clear_draft(session: Session, *, assignment_id: int, user_id: int) -> None:
-    """Forget the draft of an item (after it was submitted, skipped or flagged)."""
-    _own(session, assignment_id, user_id)
-    draft = session.exec(select(Draft).where(Draft.assignment_id == assignment_id)).first()
-    if draft is not None:
-        session.delete(draft)
+    """Forget the draft of an item (after it was submitted, skipped or flagged): one DELETE."""
+    _check_own(session, assignment_id, user_id)
+    session.execute(
+        delete(Draft)
+        .where(col(Draft.assignment_id) == assignment_id)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def resume_assignment(session: Session, *, user_id: int, study_id: int) -> int | None:
