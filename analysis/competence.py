@@ -270,7 +270,9 @@ def label_competence(labels: pd.DataFrame, *, method: Method = "mace", seed: int
         return pd.Series(np.nan, index=workers, dtype=float)
     from crowdkit.aggregation import MACE, DawidSkene
 
+    # plain values: crowd-kit groups without `observed`, so codes would add every unseen combination
     data = labels[["task", "worker", "label"]].reset_index(drop=True)
+    data = data.astype({c: object for c in data.columns if isinstance(data[c].dtype, pd.CategoricalDtype)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if method == "mace":

@@ -47,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from analysis.vocabulary import (
     ANNOTATOR,
@@ -98,6 +99,7 @@ __all__ = [
     "TIME_S",
     "VALUE",
     "add_rubric_means",
+    "coded",
     "judgment_differences",
     "judgments",
     "pair_majority",
@@ -123,6 +125,34 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
 JUDGMENT_COLUMNS: tuple[str, ...] = (PREFERENCE, CONFIDENCE, TIME_S)
 _OPTIONAL_JUDGMENT_COLUMNS = (CATEGORY, JUDGMENT_ID, CONTROL, ARM, SIDE_CHOSEN, CHOSEN_CHARS, REJECTED_CHARS)
 _KEY = [PAIR_ID, ANNOTATOR, RESPONSE, ITEM]
+
+
+def coded(values: pd.Series, *, with_empty: bool = False) -> pd.Series:
+    """Text values as categorical codes over their sorted distinct texts (the frame's text columns).
+
+    A value that is not text is held as its text (``str``); a missing value stays missing; with
+    `with_empty`, ``""`` is a category even when no value is ``""`` (so ``fillna("")`` works). A
+    column that already is categorical over sorted texts is returned as it is (no copy).
+
+    >>> coded(pd.Series(["b", "a", "b", None])).cat.categories.tolist()
+    ['a', 'b']
+    >>> coded(pd.Series(["b", "a", "b", None])).cat.codes.tolist()
+    [1, 0, 1, -1]
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        categories = values.cat.categories
+        texts = categories.tolist()
+        if all(isinstance(c, str) for c in texts) and texts == sorted(texts):
+            if with_empty and "" not in texts:
+                return values.cat.set_categories(sorted([*texts, ""]))
+            return values
+        values = values.astype(object)
+    missing = values.isna().to_numpy()
+    text = values.astype(object)
+    if not missing.all():
+        text = text.where(missing, values[~missing].astype(str).astype(object))
+    distinct = set(pd.unique(text[~missing])) | ({""} if with_empty else set())
+    return pd.Series(pd.Categorical(text, categories=sorted(distinct)), index=values.index, name=values.name)
 
 
 def _show(values: pd.Series | np.ndarray, limit: int = 5) -> str:
@@ -163,8 +193,8 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        A copy: ids and items as ``str``, ``value``/``confidence``/``time_s`` as float,
-        ``preference`` as int. Extra columns are kept.
+        A copy: ids, responses and items as categorical codes over their texts (:func:`coded`),
+        ``value``/``confidence``/``time_s`` as float, ``preference`` as int. Extra columns are kept.
 
     Raises
     ------
@@ -193,11 +223,11 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"label frame is missing column(s): {', '.join(missing)}")
-    out = df.copy()
+    out = df.copy(deep=False)  # copy-on-write: the columns replaced below never touch `df`
     for col in (PAIR_ID, ANNOTATOR, RESPONSE, ITEM):
         if out[col].isna().any():
             raise ValueError(f"column '{col}' has {int(out[col].isna().sum())} missing value(s)")
-        out[col] = out[col].astype(str)
+        out[col] = coded(out[col])
     bad_resp = ~out[RESPONSE].isin(RESPONSES)
     if bad_resp.any():
         raise ValueError(
@@ -216,7 +246,7 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     if aspect.any():
         _integers_in(out.loc[aspect, VALUE], "value (rubric aspects)", 0, 2)
     if CONTROL in out.columns:
-        out[CONTROL] = out[CONTROL].fillna("").astype(str)
+        out[CONTROL] = out[CONTROL].astype(object).fillna("").astype(str)
         bad = ~out[CONTROL].isin(CONTROL_KINDS)
         if bad.any():
             raise ValueError(
@@ -224,7 +254,7 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
                 f"got: {_show(out.loc[bad, CONTROL])}"
             )
     if ARM in out.columns:
-        out[ARM] = out[ARM].fillna("").astype(str)
+        out[ARM] = out[ARM].astype(object).fillna("").astype(str)
     if SIDE_CHOSEN in out.columns:
         side = out[SIDE_CHOSEN]
         bad = side.notna() & ~side.isin(("A", "B"))
@@ -269,10 +299,31 @@ def rubric_scores(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     [{'judgment_id': 7, 'response': 'chosen', 'item': 'rubric', 'value': 1.5}]
     """
     keys = list(keys)
-    aspects = rows[rows[ITEM].astype(str).str.startswith(RUBRIC_PREFIX)]
+    aspects = rows[_is_aspect(rows[ITEM])]
     means = aspects.groupby(keys, sort=False, observed=True)[VALUE].mean().reset_index()
     means.insert(len(keys), ITEM, RUBRIC_ITEM)
     return means[[*keys, ITEM, VALUE]]
+
+
+def _is_aspect(items: pd.Series) -> np.ndarray:
+    """Which rows hold a rubric aspect (``rubric:<k>``); for codes, one test per category."""
+    if isinstance(items.dtype, pd.CategoricalDtype):
+        flags = np.array([str(c).startswith(RUBRIC_PREFIX) for c in items.cat.categories], dtype=bool)
+        codes = items.cat.codes.to_numpy()
+        return np.where(codes >= 0, flags[codes] if len(flags) else False, False)
+    return items.astype(str).str.startswith(RUBRIC_PREFIX).to_numpy(dtype=bool)
+
+
+def _rubric_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The ``"rubric"`` rows :func:`add_rubric_means` would add, computed from the aspect rows only
+    (without copying the whole frame)."""
+    keys = [PAIR_ID, ANNOTATOR, RESPONSE]
+    aspects = frame[_is_aspect(frame[ITEM])]
+    means = rubric_scores(aspects, keys)
+    carry = [c for c in (*JUDGMENT_COLUMNS, *_OPTIONAL_JUDGMENT_COLUMNS) if c in aspects.columns]
+    if carry and not means.empty:
+        means = means.merge(aspects.drop_duplicates(keys)[[*keys, *carry]], on=keys, how="left")
+    return means[[c for c in frame.columns if c in means.columns]]
 
 
 def add_rubric_means(frame: pd.DataFrame) -> pd.DataFrame:
@@ -339,8 +390,7 @@ def _item_rows(frame: pd.DataFrame, item: str) -> pd.DataFrame:
     """Rows of one item; the rubric item is derived from its aspects when absent."""
     rows = frame[frame[ITEM] == item]
     if rows.empty and item == RUBRIC_ITEM:
-        rows = add_rubric_means(frame)
-        rows = rows[rows[ITEM] == item]
+        rows = _rubric_rows(frame)
     return rows
 
 
@@ -549,15 +599,44 @@ def read_labels(path: str | Path) -> pd.DataFrame:
     """
     path = Path(path)
     suffix = path.suffix.lower()
-    text_cols = dict.fromkeys(
-        (PAIR_ID, ANNOTATOR, RESPONSE, ITEM, CATEGORY, JUDGMENT_ID, CONTROL, ARM, SIDE_CHOSEN), str
-    )
+    text_cols = dict.fromkeys((*_TEXT_COLUMNS, JUDGMENT_ID), str)
     if suffix == ".csv":
         df = pd.read_csv(path, dtype=text_cols)
     elif suffix in (".jsonl", ".ndjson"):
-        df = pd.read_json(path, lines=True, dtype=text_cols)
+        df = _read_jsonl(path, text_cols)
     elif suffix in (".parquet", ".pq"):
         df = pd.read_parquet(path)
     else:
         raise ValueError(f"unsupported labels file type '{path.suffix}': use .csv, .jsonl or .parquet")
+    for name in _TEXT_COLUMNS:
+        if name in df.columns:
+            df[name] = coded(df[name], with_empty=name not in _KEY)
     return validate_frame(df)
+
+
+#: The text columns read as categorical codes (a judgment's text repeats on each of its scores).
+_TEXT_COLUMNS = (PAIR_ID, ANNOTATOR, RESPONSE, ITEM, CATEGORY, CONTROL, ARM, SIDE_CHOSEN)
+JSONL_CHUNK = 50_000
+
+
+def _read_jsonl(path: Path, text_cols: dict[str, type[str]]) -> pd.DataFrame:
+    """A JSON-lines label file, JSONL_CHUNK lines at a time: each chunk's text columns become codes
+    before the next chunk is read, and the chunks' codes are joined over the union of categories."""
+    chunks = []
+    with pd.read_json(path, lines=True, dtype=text_cols, chunksize=JSONL_CHUNK) as reader:
+        for chunk in reader:
+            for name in _TEXT_COLUMNS:
+                if name in chunk.columns:
+                    chunk[name] = coded(chunk[name], with_empty=name not in _KEY)
+            chunks.append(chunk)
+    if not chunks:
+        return pd.DataFrame()
+    columns = list(dict.fromkeys(c for chunk in chunks for c in chunk.columns))
+    joined: dict[str, object] = {}
+    for name in columns:
+        parts = [chunk[name] if name in chunk.columns else pd.Series([None] * len(chunk)) for chunk in chunks]
+        if name in _TEXT_COLUMNS and all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
+            joined[name] = coded(pd.Series(union_categoricals(parts, sort_categories=True)))
+        else:
+            joined[name] = pd.concat(parts, ignore_index=True)
+    return pd.DataFrame(joined)

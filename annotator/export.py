@@ -209,7 +209,9 @@ def _csv_bytes(data: pd.DataFrame | Sequence[dict[str, Any]]) -> bytes:
         frame = data.copy()
         for name in frame.columns:
             column = frame[name]
-            if column.dtype == object or pd.api.types.is_string_dtype(column.dtype):
+            if isinstance(column.dtype, pd.CategoricalDtype):  # text held as codes (the label frame)
+                frame[name] = _neutralize_column(column.astype(object))
+            elif column.dtype == object or pd.api.types.is_string_dtype(column.dtype):
                 frame[name] = _neutralize_column(column)
             elif isinstance(column.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(column):
                 codes, uniques = pd.factorize(column, use_na_sentinel=True)  # ISO 8601 text, each once
@@ -290,7 +292,9 @@ def _parquet_bytes(data: pd.DataFrame | Sequence[dict[str, Any]]) -> bytes:
     import pyarrow.parquet as pq
 
     if isinstance(data, pd.DataFrame):
-        table = pa.Table.from_pandas(data, preserve_index=False)
+        coded = [name for name in data.columns if isinstance(data[name].dtype, pd.CategoricalDtype)]
+        plain = data.astype(dict.fromkeys(coded, object)) if coded else data  # text, as before codes
+        table = pa.Table.from_pandas(plain, preserve_index=False)
     else:
         table = _arrow_table(data)
     buffer = io.BytesIO()

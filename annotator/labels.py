@@ -233,15 +233,17 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
         own_assignment(session, earlier.assignment_id, user_id)
         return earlier
     assignment = own_assignment(session, assignment_id, user_id)
-    pair = session.get(Pair, assignment.pair_id)
-    if pair is None:
+    # the pair's rubric only (not its long texts: the item on screen has them)
+    rubric = session.exec(select(Pair.rubric).where(col(Pair.id) == assignment.pair_id)).first()
+    if rubric is None:
         raise UserError("this item no longer exists")
+    pair_id = assignment.pair_id
     config = study_config(session, assignment.study_id)
     crowd.check_time(  # a crowd worker's session limit holds on submit too, not only on the page
         session, user_id=user_id, study_id=assignment.study_id, session_minutes=config.crowd.session_minutes
     )
     arm = config.display_for(assignment.arm)  # an arm without the rubric asks no rubric questions
-    n_aspects = len(pair.rubric) if arm.show_rubric else 0
+    n_aspects = len(rubric) if arm.show_rubric else 0
     problems = missing_answers(config, n_aspects, submission, ask_support=arm.ask_support)
     if problems:
         raise LabelError("Please answer: " + "; ".join(problems))
@@ -313,13 +315,13 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
         )
     )
     if first:
-        session.execute(update(Pair).where(col(Pair.id) == pair.id).values(n_done=Pair.n_done + 1))
+        session.execute(update(Pair).where(col(Pair.id) == pair_id).values(n_done=Pair.n_done + 1))
     session.add(
         Event(user_id=user_id, action="submit", detail={"judgment": judgment.id, "revision": revision})
     )
     session.flush()
     if config.dynamic_overlap.max_overlap > 0:  # disagreeing pairs get another annotator
-        extend_overlap(session, pair_id=id_of(pair), config=config)
+        extend_overlap(session, pair_id=pair_id, config=config)
         session.flush()
     return judgment
 

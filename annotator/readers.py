@@ -7,6 +7,7 @@ with a few set-based queries and no per-row ORM loads.
 import hashlib
 import hmac
 import secrets
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from sqlalchemy import Select, func, select, update
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col
 
+from analysis.frames import coded
 from annotator.accounts import Account, require_role
 from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User, id_of
 from annotator.study import get_study
@@ -77,6 +79,15 @@ _JUDGMENT_COLUMNS = (
 )
 
 
+#: The label frame's text columns: categorical codes over sorted categories (a judgment's text is
+#: repeated on each of its scores; codes keep one copy per distinct value). The optional ones always
+#: have "" among their categories, so that `== ""` and `fillna("")` work as on text.
+_CODED_KEYS = ("pair_id", "annotator")
+_CODED_OPTIONAL = ("category", "side_chosen", "flag_reason", "comment", "control", "guideline_version", "arm")
+#: Rows fetched at a time by :func:`current_scores` (the driver's rows are converted chunk by chunk).
+SCORE_CHUNK = 200_000
+
+
 def _fetch(session: Session, query: Select) -> list[tuple[Any, ...]]:
     """The rows of a read-only query, fetched with the database driver's own cursor.
 
@@ -92,6 +103,20 @@ def _fetch(session: Session, query: Select) -> list[tuple[Any, ...]]:
     try:
         cursor.execute(sql)
         return list(cursor.fetchall())
+    finally:
+        cursor.close()
+
+
+def _fetch_chunks(session: Session, query: Select, size: int) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of a read-only query (as :func:`_fetch`), `size` rows at a time."""
+    session.flush()
+    connection = session.connection()
+    sql = str(query.compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(sql)
+        while rows := cursor.fetchmany(size):
+            yield list(rows)
     finally:
         cursor.close()
 
@@ -158,7 +183,12 @@ def current_judgments(session: Session, *, study_id: int, pair_db_id: int | None
 
 
 def current_scores(session: Session, *, study_id: int, pair_db_id: int | None = None) -> pd.DataFrame:
-    """The scores of the current judgments of a study (or of one pair): judgment_id, response, item, value."""
+    """The scores of the current judgments of a study (or of one pair): judgment_id, response, item
+    (categorical: "chosen"/"rejected", and the sorted item names), value.
+
+    Read column by column in chunks of SCORE_CHUNK rows: each chunk of driver rows becomes four
+    arrays (an id, two small codes, a float) before the next is fetched, so the driver's row objects
+    never exist for the whole study at once."""
     query = (
         select(col(Score.judgment_id), col(Score.response), col(Score.item), col(Score.value))
         .select_from(Assignment)
@@ -167,14 +197,34 @@ def current_scores(session: Session, *, study_id: int, pair_db_id: int | None = 
     )
     if pair_db_id is not None:
         query = query.where(col(Assignment.pair_id) == pair_db_id)
-    data = np.array(_fetch(session, query), dtype=np.object_).reshape(-1, 4)
-    items = pd.Categorical(data[:, 2])
+    names: dict[str, int] = {}  # item name -> code, in order of appearance
+    ids, responses, items, values = [], [], [], []
+    for rows in _fetch_chunks(session, query, SCORE_CHUNK):
+        ids.append(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
+        responses.append(np.fromiter((r[1] != "chosen" for r in rows), dtype=np.int8, count=len(rows)))
+        items.append(
+            np.fromiter((names.setdefault(r[2], len(names)) for r in rows), dtype=np.int32, count=len(rows))
+        )
+        values.append(np.fromiter((r[3] for r in rows), dtype=np.float64, count=len(rows)))
+
+    def joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+    order = sorted(names)  # categories sorted by name; codes remapped to that order
+    remap = np.empty(len(names), dtype=np.int32)
+    for rank, name in enumerate(order):
+        remap[names[name]] = rank
+    item_codes = joined(items, np.int32)
     return pd.DataFrame(
         {
-            "judgment_id": data[:, 0].astype("int64"),
-            "response": pd.Categorical(data[:, 1], categories=["chosen", "rejected"]),
-            "item": items.reorder_categories(sorted(items.categories)),
-            "value": data[:, 3].astype("float64"),
+            "judgment_id": joined(ids, np.int64),
+            "response": pd.Categorical.from_codes(
+                joined(responses, np.int8), categories=["chosen", "rejected"]
+            ),
+            "item": pd.Categorical.from_codes(
+                remap[item_codes] if len(item_codes) else item_codes, categories=order
+            ),
+            "value": joined(values, np.float64),
         }
     )
 
@@ -253,10 +303,13 @@ def label_frame(
     sort_key = np.lexsort((item_codes, scores["response"].cat.codes.to_numpy(), rank))
     scores = scores.iloc[sort_key]
     rank_sorted = rank[sort_key]
-    per_judgment = judgments.drop(columns=["pair_db_id", "revision"]).iloc[rank_sorted].reset_index(drop=True)
+    judgments = judgments.drop(columns=["pair_db_id", "revision"])
+    for name in _CODED_KEYS + _CODED_OPTIONAL:  # codes before the judgments are repeated per score
+        judgments[name] = coded(judgments[name], with_empty=name in _CODED_OPTIONAL)
+    per_judgment = judgments.iloc[rank_sorted].reset_index(drop=True)
     frame = per_judgment.assign(
-        response=scores["response"].astype(object).to_numpy(),
-        item=scores["item"].astype(object).to_numpy(),
+        response=scores["response"].array,
+        item=scores["item"].array,
         value=scores["value"].to_numpy(),
     )
     return frame[list(LABEL_COLUMNS)]

@@ -7,13 +7,14 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
+from sqlalchemy import delete
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
 
 from annotator import crowd, textguard
 from annotator.accounts import Account, require_role
-from annotator.authorization import own_assignment
+from annotator.authorization import check_owner, own_assignment
 from annotator.errors import LabelError, UserError
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Draft, Event, Pair, User, utcnow
 from annotator.study import get_study
@@ -60,7 +61,7 @@ def save_draft(
 ) -> None:
     """Keep the answers given so far on an item (replacing the earlier draft); one short write, an
     upsert on the item's one draft, so two tabs saving at the same moment never collide."""
-    own_assignment(session, assignment_id, user_id)
+    check_owner(session, assignment_id, user_id)
     row: dict[str, Any] = {
         "assignment_id": assignment_id,
         "user_id": user_id,
@@ -79,7 +80,7 @@ def save_draft(
 
 def load_draft(session: Session, *, assignment_id: int, user_id: int) -> DraftView | None:
     """The draft of an item, or None."""
-    own_assignment(session, assignment_id, user_id)
+    check_owner(session, assignment_id, user_id)
     draft = session.exec(select(Draft).where(Draft.assignment_id == assignment_id)).first()
     if draft is None:
         return None
@@ -92,11 +93,13 @@ def load_draft(session: Session, *, assignment_id: int, user_id: int) -> DraftVi
 
 
 def clear_draft(session: Session, *, assignment_id: int, user_id: int) -> None:
-    """Forget the draft of an item (after it was submitted, skipped or flagged)."""
-    own_assignment(session, assignment_id, user_id)
-    draft = session.exec(select(Draft).where(Draft.assignment_id == assignment_id)).first()
-    if draft is not None:
-        session.delete(draft)
+    """Forget the draft of an item (after it was submitted, skipped or flagged): one DELETE."""
+    check_owner(session, assignment_id, user_id)
+    session.execute(
+        delete(Draft)
+        .where(col(Draft.assignment_id) == assignment_id)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def resume_assignment(session: Session, *, user_id: int, study_id: int) -> int | None:

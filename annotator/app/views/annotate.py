@@ -22,17 +22,18 @@ import streamlit as st
 from annotator import accounts, crowd, labels, profile_search, training, workspace
 from annotator.accounts import Account
 from annotator.app.common import (
+    ACCOUNT_KEY,
     CURRENT_STUDY_KEY,
     ITEM_KEY,
     PREFILL_KEY,
     REOPEN_KEY,
     SUBMISSION_KEY,
-    apply_study_theme,
     current_account,
     require,
     safe_md,
     session,
 )
+from annotator.app.theme import apply_theme
 from annotator.errors import AuthError, LabelError, TimeOver, UserError
 from annotator.guidelines import guidelines_text
 from annotator.labels import SUPPORT_PREFIX, ItemView, Submission
@@ -60,6 +61,9 @@ LATE = (
 )
 ACTIONS_KEY = "item_actions"  # the skip / flag expander (open while a reason is asked for)
 REASON_MISSING_KEY = "item_reason_missing"
+STUDIES_KEY = "annotate_studies"  # the annotator's studies, read once per page run (see choose_study)
+REDRAW_KEY = "annotate_redraw"  # a question's callback asks for the whole page to run again
+CONTEXT_KEY = "annotate_context"  # what the page reads once per item (see item_context)
 FORM_PREFIX = "q"  # the rating form's widget keys: the same for every item (values reset per item)
 MATCHES_SHOWN = 20
 STATIC = Path(__file__).resolve().parents[1] / "static"  # annotate.js and annotate.css
@@ -191,9 +195,13 @@ COMMENT_KEY = f"{FORM_PREFIX}_comment"
 
 
 def choose_study(account: Account) -> tuple[int, str] | None:
-    """The study to work on (a choice only when the annotator has several)."""
-    with session() as active:
-        studies = labels.annotator_studies(active, user_id=account.id)
+    """The study to work on (a choice only when the annotator has several). The list is read once per
+    page run: an answer's or a submit's rerun of the item area reuses it."""
+    studies: list[tuple[int, str]] | None = st.session_state.get(STUDIES_KEY)
+    if studies is None:
+        with session() as active:
+            studies = labels.annotator_studies(active, user_id=account.id)
+        st.session_state[STUDIES_KEY] = studies
     if not studies:
         return None
     if len(studies) == 1:
@@ -232,16 +240,49 @@ def start_item(item: ItemView, config: StudyConfig, answers: dict[str, Any], ope
     state.pop(REASON_MISSING_KEY, None)
 
 
-def load_item(account: Account, study_id: int, study_name: str) -> tuple[ItemView, StudyConfig] | None:
+@dataclass(frozen=True)
+class ItemContext:
+    """What the rating page needs besides the item, read once per item: the study's config, the
+    annotator's qualification and progress, and a crowd worker's deadline. An answer's rerun of the
+    item area reuses it; a submit, skip or flag (a new item) and every page run read it again."""
+
+    study_id: int
+    config: StudyConfig
+    qualification: training.TrainingStatus
+    progress: labels.Progress
+    deadline: datetime | None  # when a crowd worker's session time ends (None: no limit)
+
+    def time_left(self) -> timedelta | None:
+        return None if self.deadline is None else max(timedelta(0), self.deadline - datetime.now(UTC))
+
+
+def item_context(account: Account, study_id: int) -> ItemContext:
+    """The context of the item on screen (kept while it is on screen), else read in one session."""
+    cached: ItemContext | None = st.session_state.get(CONTEXT_KEY)
+    if cached is not None and cached.study_id == study_id and ITEM_KEY in st.session_state:
+        return cached
+    with session() as active:
+        config = labels.study_config(active, study_id)
+        qualification = training.status(active, account=account, study_id=study_id)
+        done = labels.progress(active, user_id=account.id, study_id=study_id)
+        left = crowd.time_left(active, account=account, study_id=study_id)
+    deadline = None if left is None else datetime.now(UTC) + left
+    context = ItemContext(study_id, config, qualification, done, deadline)
+    st.session_state[CONTEXT_KEY] = context
+    return context
+
+
+def load_item(
+    account: Account, study_id: int, study_name: str, config: StudyConfig
+) -> tuple[ItemView, StudyConfig] | None:
     """The item on screen: kept across reruns (its server-side clock starts once); after a reload the
     item with the newest draft comes back with its answers; switching study switches the item."""
     item: ItemView | None = st.session_state.get(ITEM_KEY)
     if item is not None and item.study != study_name:
         item = None
+    if item is not None and COMMENT_KEY in st.session_state:
+        return item, config
     with session() as active:
-        config = labels.study_config(active, study_id)
-        if item is not None and COMMENT_KEY in st.session_state:
-            return item, config
         if item is not None:  # the annotator was on another page: the form's values are gone, the draft not
             draft = workspace.load_draft(active, assignment_id=item.assignment_id, user_id=account.id)
             start_item(item, config, draft.answers if draft else {}, draft.opened_posts if draft else [])
@@ -296,6 +337,7 @@ def keep_draft(item: ItemView, config: StudyConfig) -> None:
             )
     except (AuthError, UserError) as exc:
         st.session_state[ERROR_KEY] = str(exc)
+        st.session_state[REDRAW_KEY] = True
 
 
 def post_opened(item: ItemView, config: StudyConfig, number: int) -> None:
@@ -374,10 +416,17 @@ def show_profile(item: ItemView, config: StudyConfig) -> None:
                 st.markdown(safe_md(post.get("text", "")))
 
 
+@st.fragment
 def ask(item: ItemView, config: StudyConfig, question: Question) -> None:
     """One question as a segmented control: its label (the accessible name) says which response it is
     about and what it asks; every option shows its number and its words in full. No help button: it
-    would be a Tab stop between two questions."""
+    would be a Tab stop between two questions.
+
+    Each question is its own fragment: an answer reruns only this question (its callback keeps the
+    draft), not the whole item area. When the callback found the login ended, or could not keep the
+    draft, the whole page runs again (the login page, or the item area with the error)."""
+    if st.session_state.pop(REDRAW_KEY, False) or ACCOUNT_KEY not in st.session_state:
+        st.rerun(scope="app")
     st.segmented_control(
         question.label,
         question.options,
@@ -487,7 +536,7 @@ def form_answers(item: ItemView, config: StudyConfig, submission_id: str) -> Sub
 
 
 def _next_item() -> None:
-    for key in (ITEM_KEY, PREFILL_KEY, OPENED_KEY, INDEX_KEY):
+    for key in (ITEM_KEY, PREFILL_KEY, OPENED_KEY, INDEX_KEY, CONTEXT_KEY):
         st.session_state.pop(key, None)
 
 
@@ -720,12 +769,10 @@ def workspace_area() -> None:
         return
     study_id, study_name = study
     st.session_state[CURRENT_STUDY_KEY] = study_id  # the Training page follows it
-    apply_study_theme(study_id)  # the study's [display] theme
-    with session() as active:
-        qualification = training.status(active, account=account, study_id=study_id)
-        done = labels.progress(active, user_id=account.id, study_id=study_id)
-        left = crowd.time_left(active, account=account, study_id=study_id)
-    if not qualification.qualified:  # training and comprehension before the real queue
+    context = item_context(account, study_id)
+    apply_theme(context.config.display.theme)  # the study's [display] theme
+    done, left = context.progress, context.time_left()
+    if not context.qualification.qualified:  # training and comprehension before the real queue
         st.info("Please complete the training first; your items open once you pass it.")
         st.page_link("views/training.py", label="Go to training", icon=":material/school:")
         return
@@ -750,7 +797,7 @@ def workspace_area() -> None:
             text=f"Study **{safe_md(study_name)}** · {done.done} of {done.total} done"
             + (f" · {done.flagged} flagged" if done.flagged else ""),
         )
-    loaded = load_item(account, study_id, study_name)
+    loaded = load_item(account, study_id, study_name, context.config)
     if loaded is None:
         with session() as active:
             finished_crowd = crowd.completion(active, account=account, study_id=study_id)
@@ -796,6 +843,8 @@ def main() -> None:
                 accounts.acknowledge_guidelines(active, user_id=account.id)
             st.rerun()
         return
+    for key in (STUDIES_KEY, CONTEXT_KEY):  # a page run reads the studies and the item's context afresh
+        st.session_state.pop(key, None)
     workspace_area()
 
 

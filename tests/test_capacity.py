@@ -1,0 +1,113 @@
+"""The label frame in bounded memory (codes, chunked reads, no whole-frame copy) and the drafts' writes."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from sqlmodel import Session, select
+
+from analysis import frames
+from analysis.frames import coded, pair_means, read_labels, validate_frame
+from annotator import readers, workspace
+from annotator.accounts import SYSTEM
+from annotator.store import db
+from annotator.store.models import Assignment, Draft, Study, User, id_of
+from tests.ratings import ANNOTATORS, STUDY, build_study, rate
+
+
+@pytest.fixture(scope="module")
+def rated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One rated study for the module (the tests only read it; the draft test cleans up after itself)."""
+    engine = build_study(tmp_path_factory.mktemp("rated"), 3)
+    for k, name in enumerate(ANNOTATORS):
+        for i in range(3):
+            rate(engine, name, f"p{i}", preference=1 - k, comment="=1+1" if k == 0 else "")
+    yield engine
+    engine.dispose()
+
+
+def frame_of(engine) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    with Session(engine) as session:
+        return readers.label_frame(session, study=STUDY, account=SYSTEM)
+
+
+def test_the_label_frame_holds_its_text_columns_as_sorted_codes(rated) -> None:  # type: ignore[no-untyped-def]
+    frame = frame_of(rated)
+    for name in ("pair_id", "annotator", "response", "item", "category", "comment", "control", "arm"):
+        assert isinstance(frame[name].dtype, pd.CategoricalDtype), name
+        categories = list(frame[name].cat.categories)
+        assert categories == sorted(categories), name
+    assert "" in frame["control"].cat.categories  # `== ""` and fillna("") work as on text
+    assert set(frame["annotator"]) == set(ANNOTATORS)
+    assert set(frame["response"]) == {"chosen", "rejected"}
+    assert frame["comment"].fillna("").isin(["=1+1", ""]).all()
+    assert len(frame) == 3 * 3 * 2 * 5  # pairs x annotators x responses x (3 quality + 2 aspects)
+
+
+def test_scores_read_in_small_chunks_equal_one_read(rated, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    whole = frame_of(rated)
+    monkeypatch.setattr(readers, "SCORE_CHUNK", 7)
+    chunked = frame_of(rated)
+    pd.testing.assert_frame_equal(whole, chunked)
+    with Session(rated) as session:
+        study_id = id_of(session.exec(select(Study).where(Study.name == STUDY)).one())
+        scores = readers.current_scores(session, study_id=study_id)
+    assert list(scores["item"].cat.categories) == sorted(set(scores["item"].astype(str)))
+
+
+def test_the_derived_rubric_item_equals_the_concatenated_frame(rated) -> None:  # type: ignore[no-untyped-def]
+    frame = validate_frame(frame_of(rated))
+    direct = pair_means(frame, "rubric")
+    via_concat = pair_means(frames.add_rubric_means(frame), "rubric")
+    pd.testing.assert_frame_equal(direct, via_concat)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_a_coded_frame_round_trips_through_every_labels_file(
+    rated, tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from annotator import export
+
+    monkeypatch.setattr(frames, "JSONL_CHUNK", 5)  # several chunks with different categories
+    path = tmp_path / f"labels{suffix}"
+    with db.session_scope(rated) as session:
+        export.export(session, study=STUDY, kind="labels", fmt=suffix[1:], path=path, account=SYSTEM)
+    back = read_labels(path)
+    original = validate_frame(frame_of(rated))
+    assert isinstance(back["pair_id"].dtype, pd.CategoricalDtype)
+    assert back["pair_id"].astype(str).tolist() == original["pair_id"].astype(str).tolist()
+    assert back["item"].astype(str).tolist() == original["item"].astype(str).tolist()
+    assert back["value"].tolist() == original["value"].tolist()
+    if suffix == ".csv":  # a coded text column is quoted like any other text (formula neutralized)
+        assert set(back.loc[back["annotator"] == ANNOTATORS[0], "comment"]) == {"'=1+1"}
+
+
+def test_coded_keeps_missing_and_texts() -> None:
+    values = pd.Series(["b", None, 3, "a"])
+    codes = coded(values, with_empty=True)
+    assert list(codes.cat.categories) == ["", "3", "a", "b"]
+    assert codes.isna().tolist() == [False, True, False, False]
+    assert coded(codes) is codes  # already codes over sorted texts: no copy
+
+
+def test_a_draft_is_updated_in_place_and_cleared(rated) -> None:  # type: ignore[no-untyped-def]
+    with Session(rated) as session:
+        user = session.exec(select(User).where(User.username == ANNOTATORS[0])).one()
+        item = session.exec(select(Assignment).where(Assignment.annotator_id == user.id)).first()
+        assert item is not None
+    user_id, assignment_id = id_of(user), id_of(item)
+    for answers, opened in (({"preference": 1}, [2]), ({"preference": 3, "comment": "x"}, None)):
+        with db.session_scope(rated) as session:
+            workspace.save_draft(
+                session, assignment_id=assignment_id, user_id=user_id, answers=answers, opened_posts=opened
+            )
+    with Session(rated) as session:
+        draft = workspace.load_draft(session, assignment_id=assignment_id, user_id=user_id)
+        assert draft is not None
+        assert draft.answers == {"preference": 3, "comment": "x"}
+        assert draft.opened_posts == [2]  # kept when a later answer does not say
+        assert len(session.exec(select(Draft)).all()) == 1
+    with db.session_scope(rated) as session:
+        workspace.clear_draft(session, assignment_id=assignment_id, user_id=user_id)
+    with Session(rated) as session:
+        assert workspace.load_draft(session, assignment_id=assignment_id, user_id=user_id) is None
