@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
@@ -354,6 +355,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> Judged:
 def test_report_has_a_judges_key_per_judge_and_item(judged: Judged) -> None:
     report = judged.report
     data = json.loads(json.dumps(render.to_json(report)))
+    jsonschema.validate(data, render.REPORT_SCHEMA)
     rows = pd.DataFrame(data["judges"])
     assert {
         "judge",
@@ -378,6 +380,7 @@ def test_report_has_a_judges_key_per_judge_and_item(judged: Judged) -> None:
     )
     assert "LLM judges: can a judge replace an annotator?" in render.to_markdown(report)
     assert "demo-judge-lenient" in render.to_terminal(report)
+    assert "<h2>LLM judges: accuracy against the human majority and bias card</h2>" in render.to_html(report)
 
 
 def test_judges_do_not_change_the_human_analysis(judged: Judged) -> None:
