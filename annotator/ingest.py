@@ -167,6 +167,33 @@ def _read_csv(path: Path, text: str) -> Iterator[tuple[str, Any]]:
 PARQUET_BATCH = 64  # rows decoded at a time: a batch is measured before it becomes Python objects
 
 
+def _decoded_bytes(array: Any) -> int:
+    """The bytes `array` takes once every value is written out: a dictionary-typed column counts each
+    row's value (not the dictionary once), nested lists and structs count their children."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        values = array.dictionary
+        if (
+            pa.types.is_string(values.type)
+            or pa.types.is_binary(values.type)
+            or pa.types.is_large_string(values.type)
+        ):
+            sizes = pc.take(pc.binary_length(values), array.indices)
+            return int(pc.sum(sizes).as_py() or 0) + array.indices.nbytes
+        per_value = _decoded_bytes(values) / max(len(values), 1)
+        return int(per_value * len(array)) + array.indices.nbytes
+    if isinstance(array, pa.ChunkedArray):
+        return sum(_decoded_bytes(chunk) for chunk in array.chunks)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _decoded_bytes(array.values) + array.offsets.nbytes
+    if pa.types.is_struct(kind):
+        return sum(_decoded_bytes(array.field(k)) for k in range(kind.num_fields))
+    return int(array.nbytes)
+
+
 def _read_parquet(path: Path, max_bytes: int) -> Iterator[tuple[str, Any]]:
     import pyarrow.parquet as pq
 
@@ -187,7 +214,7 @@ def _read_parquet(path: Path, max_bytes: int) -> Iterator[tuple[str, Any]]:
         try:  # a file whose footer reads fine can still have broken pages further on
             batch = next(batches, None)
             if batch is not None:
-                total += batch.nbytes  # decoded: dictionary-encoded repeats count every time
+                total += sum(_decoded_bytes(column) for column in batch.columns)  # every repeat counts
                 if total > max_bytes:
                     raise textguard.over_max_bytes(path, max_bytes, f"at row {number + batch.num_rows:,}")
             records = batch.to_pylist() if batch is not None else []

@@ -76,23 +76,29 @@ def test_a_hostile_model_name_is_refused(engine: Engine, tmp_path: Path) -> None
         predictions.import_predictions(engine, path, study="s1", model="m\x00", account=SYSTEM)
 
 
-def _bomb(path: Path, rows: int, text_size: int) -> Path:
+def _bomb(path: Path, rows: int, text_size: int, *, dictionary_type: bool) -> Path:
     """A small Parquet file whose rows repeat one long text (dictionary encoding, compressed): a few
-    kilobytes on disk, rows x text_size bytes once decoded."""
+    kilobytes on disk, rows x text_size bytes once decoded. With `dictionary_type` the column is also
+    read back as an Arrow dictionary (the file's schema says so), which holds the text only once."""
     record = make_records(1)[0]
     text = "a" * text_size
     columns = {key: [value] * rows for key, value in record.items() if key != "id"}
     columns["id"] = [f"p{i}" for i in range(rows)]
-    columns["chosen"] = [text] * rows
-    table = pa.table({key: columns[key] for key in record})
-    pq.write_table(table, path, compression="zstd", use_dictionary=True)
+    arrays = {key: pa.array(columns[key]) for key in record if key != "chosen"}
+    arrays["chosen"] = (
+        pa.DictionaryArray.from_arrays(pa.array([0] * rows, pa.int32()), pa.array([text]))
+        if dictionary_type
+        else pa.array([text] * rows)
+    )
+    pq.write_table(pa.table({key: arrays[key] for key in record}), path, compression="zstd")
     return path
 
 
+@pytest.mark.parametrize("dictionary_type", [False, True])
 def test_a_small_parquet_file_that_decodes_to_too_much_text_is_refused_while_reading(
-    engine: Engine, tmp_path: Path
+    engine: Engine, tmp_path: Path, dictionary_type: bool
 ) -> None:
-    path = _bomb(tmp_path / "bomb.parquet", rows=2048, text_size=64 * 1024)  # 128 MB of text
+    path = _bomb(tmp_path / "bomb.parquet", rows=2048, text_size=64 * 1024, dictionary_type=dictionary_type)
     assert path.stat().st_size < 200_000
     limit = 16 * 2**20
     read = []
