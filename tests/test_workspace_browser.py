@@ -2,7 +2,6 @@
 sample's (responses of 400-600 words in paragraphs, a long narrative): layout, keys, reload, offline,
 accessibility."""
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -248,17 +247,17 @@ def test_ctrl_enter_from_a_focused_answer_submits_and_the_next_item_starts_at_th
 
 
 def test_a_reload_keeps_the_login_and_the_draft(live: tuple[str, AppDB], tab: Page) -> None:
-    tag = rating_page(tab, live[0], "ann2")
+    """The time this takes is a figure of benchmarks/bench_submit.py (reload -> draft back), not a test."""
+    base_url, app_db = live
+    rating_page(tab, base_url, "ann2")
+    item = app_db.on_screen("ann2")
     press_answer(tab, "A_relevance", "2")
     wait_idle(tab)
-    started = time.perf_counter()
     tab.reload()
     tab.locator(f".st-key-{FORM}_A_relevance button[aria-checked=true]").wait_for()
-    seconds = time.perf_counter() - started
-    assert item_tag(tab) == tag
+    assert app_db.on_screen("ann2") == item
     assert selected(tab, "A_relevance")[0].startswith("2 ")
     assert tab.get_by_role("button", name="Log out").is_visible()
-    assert seconds <= 2.0
 
 
 def test_the_cookie_holds_a_session_token_only(live: tuple[str, AppDB], tab: Page) -> None:
