@@ -1,6 +1,6 @@
 """The tidy long label frame and its per-pair aggregates.
 
-One row per score. The database export (``annotator/export.py``) produces this frame, and
+One row per score. The database export (``annotator/publish/export.py``) produces this frame, and
 :func:`read_labels` reads it back from an exported file. Every statistic in ``analysis`` starts here.
 
 Columns

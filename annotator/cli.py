@@ -16,16 +16,18 @@ from rich.text import Text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 
-from annotator import accounts, assign, ingest, server, textguard
-from annotator import adjudicate as adjudication
-from annotator import export as exporting
+from annotator import server
 from annotator.demo import build_demo
 from annotator.errors import UserError
-from annotator.guidelines import guidelines_text
-from annotator.simulate import SimulationSpec
-from annotator.simulate import simulate as run_simulation
+from annotator.intake import assign, ingest, textguard
+from annotator.people import accounts
+from annotator.publish import export as exporting
+from annotator.rating.guidelines import guidelines_text
+from annotator.review import adjudicate as adjudication
 from annotator.store import db
 from annotator.study import load_config
+from annotator.synthetic import SimulationSpec
+from annotator.synthetic import simulate as run_simulation
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     import pandas as pd
@@ -188,7 +190,7 @@ def models_import(
     database: DbOption = None,
 ) -> None:
     """Import one reward model's per-pair predictions (scores or a choice); all or nothing."""
-    from annotator.predictions import import_predictions
+    from annotator.review.predictions import import_predictions
 
     engine = open_db(database)
     with _progress() as bar:
@@ -216,7 +218,7 @@ def models_queue(
     database: DbOption = None,
 ) -> None:
     """The pairs where a model and the human majority disagree; optionally send them back."""
-    from annotator.predictions import disagreement_queue, send_back_disagreements
+    from annotator.review.predictions import disagreement_queue, send_back_disagreements
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
@@ -254,7 +256,7 @@ def judges_import(
     database: DbOption = None,
 ) -> None:
     """Import one LLM judge's ratings (all or nothing; the same file again is a no-op)."""
-    from annotator.judges import import_judges
+    from annotator.review.judges import import_judges
 
     engine = open_db(database)
     with _progress() as bar:
@@ -279,7 +281,7 @@ def judges_queue(
     database: DbOption = None,
 ) -> None:
     """The pairs where a judge's preference and the human majority disagree."""
-    from annotator.judges import judge_queue
+    from annotator.review.judges import judge_queue
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
@@ -468,7 +470,7 @@ def controls_make(
     database: DbOption = None,
 ) -> None:
     """Derive control pairs from a study's pairs and mix them, unseen, into the queues."""
-    from annotator.controls import make_controls
+    from annotator.intake.controls import make_controls
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
@@ -492,7 +494,7 @@ def quality(
     database: DbOption = None,
 ) -> None:
     """Per-annotator quality control: gold accuracy, self-consistency, attention, competence, exclusion."""
-    from annotator.quality import agreement_drift, annotator_quality
+    from annotator.review.quality import agreement_drift, annotator_quality
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
@@ -691,7 +693,7 @@ def power(
 
 def study_power(study: str, database: str | None) -> None:
     """The achieved power of an existing study and the annotators its crossed-model test would need."""
-    from annotator import study_report
+    from annotator.review import study_report
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
@@ -773,7 +775,7 @@ def analyze(
 ) -> None:
     """Run the validation statistics: equivalence, rubric, preference, reliability, sensitivity."""
     from analysis import render
-    from annotator import study_report
+    from annotator.review import study_report
 
     if (study is None) == (labels is None):
         raise UserError("give either --study S (a study in the database) or --labels FILE")
@@ -847,7 +849,7 @@ def export_(
     """Export raw labels, adjudicated labels or the (validated) pairs as CSV, JSON Lines or Parquet;
     `dataset` writes a Hub-ready folder (Parquet + dataset card), optionally pushed to the Hub."""
     if kind == "dataset":
-        from annotator.dataset import publish
+        from annotator.publish.dataset import publish
 
         summary = publish(
             open_sound_db(database),

@@ -15,12 +15,13 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from annotator import accounts, assign, controls, ingest
-from annotator.judges import simulate_judges
-from annotator.predictions import simulate_models
-from annotator.simulate import SimulationSpec, simulate, simulated_users
+from annotator.intake import assign, controls, ingest
+from annotator.people import accounts
+from annotator.review.judges import simulate_judges
+from annotator.review.predictions import simulate_models
 from annotator.store import db
 from annotator.study import load_config, parse_config
+from annotator.synthetic import SimulationSpec, simulate, simulated_users
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_DB = ROOT / "data" / "demo.db"

@@ -36,23 +36,24 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # for tests.factories, also in the spawned workers
+sys.path.insert(0, str(ROOT))  # for tests.utils.factories, also in the spawned workers
 
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 from sqlalchemy.exc import OperationalError  # noqa: E402
 from sqlmodel import Session, col, select  # noqa: E402
 
-from annotator import ingest, labels  # noqa: E402
-from annotator.accounts import (
+from annotator.intake import ingest  # noqa: E402
+from annotator.intake.assign import assign  # noqa: E402
+from annotator.people.accounts import (
     SYSTEM,
     hash_password,  # noqa: E402
 )
-from annotator.assign import assign  # noqa: E402
-from annotator.simulate import complete_form
+from annotator.rating import labels
 from annotator.store import db  # noqa: E402
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, User  # noqa: E402
 from annotator.study import load_config
+from annotator.synthetic import complete_form
 
 DIMENSIONS = tuple(load_config().dimension_names)
 

@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annotator import ingest
 from annotator.errors import UserError
+from annotator.intake import ingest
 
 ROWS = 4096
 TEXT = 500 * 1024

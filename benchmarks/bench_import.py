@@ -1,4 +1,4 @@
-"""Import speed: `annotator.ingest.import_file` against a plain sqlite3 `executemany` of the same rows.
+"""Import speed: `annotator.intake.ingest.import_file` against a plain sqlite3 `executemany` of the same rows.
 
 Run: python benchmarks/bench_import.py [--records 10000] [--posts 20] [--repeat 3]
 
@@ -22,8 +22,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from annotator.accounts import SYSTEM
-from annotator.ingest import content_hash, import_file, load_pairs
+from annotator.intake.ingest import content_hash, import_file, load_pairs
+from annotator.people.accounts import SYSTEM
 from annotator.store import db
 
 WORDS = [

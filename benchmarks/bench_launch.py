@@ -48,8 +48,9 @@ from sqlmodel import Session, select  # noqa: E402
 from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 
-from annotator import accounts, controls, ingest  # noqa: E402
-from annotator.accounts import SYSTEM  # noqa: E402
+from annotator.intake import controls, ingest
+from annotator.people import accounts  # noqa: E402
+from annotator.people.accounts import SYSTEM  # noqa: E402
 from annotator.server import background  # noqa: E402
 from annotator.store import db  # noqa: E402
 from annotator.store.models import CrowdLink, Event, User  # noqa: E402

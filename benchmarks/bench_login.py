@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from annotator import accounts  # noqa: E402
 from annotator.errors import AuthError  # noqa: E402
+from annotator.people import accounts  # noqa: E402
 from annotator.store import db  # noqa: E402
 from annotator.store.models import User  # noqa: E402
 

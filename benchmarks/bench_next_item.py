@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import create_engine, insert, text, update  # noqa: E402
 from sqlalchemy.engine import Engine, make_url  # noqa: E402
 
-from annotator import labels  # noqa: E402
+from annotator.rating import labels  # noqa: E402
 from annotator.store import db  # noqa: E402
 from annotator.store.models import Assignment, Judgment, Pair, Study, User  # noqa: E402
 from annotator.study import load_config  # noqa: E402

@@ -6,7 +6,7 @@ annotator: one swapped repeat of a pair they rated, one gold / positive / duplic
 over 50 seeds. Simulated at the frame level with the simulator's latent model
 (analysis.simulation: latent quality and rubric, annotator bias and noise, rounded ratings; the
 preference follows the observed rubric and quality differences through a logistic choice, as in
-annotator/simulate.py), because going through the database for 50 studies would take minutes.
+annotator/synthetic.py), because going through the database for 50 studies would take minutes.
 
 Flags (the study.toml defaults of [exclusion] used in the README): gold accuracy < 0.7 (on >= 3
 checks), self-consistency < 0.7 (on >= 1 repeat), MACE competence < 0.5 (crowd-kit), each alone,

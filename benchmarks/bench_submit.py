@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import insert, update  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 
-from annotator.accounts import hash_password  # noqa: E402
+from annotator.people.accounts import hash_password  # noqa: E402
 from annotator.server import BROWSER_ARGS as CHROMIUM_ARGS  # noqa: E402
 from annotator.server import IDLE_SELECTOR as IDLE  # noqa: E402
 from annotator.server import background as running_app  # noqa: E402

@@ -3,7 +3,7 @@
 By default that is a SQLite file. When $ANNOTATOR_TEST_POSTGRES holds the admin URL of a PostgreSQL
 server (e.g. postgresql+psycopg://annotator:annotator@127.0.0.1:5432/postgres), every test gets a fresh
 PostgreSQL database instead, dropped at teardown; tests marked `sqlite_only` are skipped then. The
-database makers live in tests/databases.py. Browser tests (marker `browser`) need Debian's chromium:
+database makers live in tests/utils/databases.py. Browser tests (marker `browser`) need Debian's chromium:
 without it they are skipped on a developer machine and fail under CI (where `CI` is set).
 """
 
@@ -18,8 +18,8 @@ from sqlalchemy.engine import Engine
 
 from annotator.server import BROWSER_ARGS
 from annotator.store import db
-from tests.apphelpers import VIEWPORT
-from tests.databases import (
+from tests.utils.apphelpers import VIEWPORT
+from tests.utils.databases import (
     POSTGRES_ENV,
     close_postgres,
     drop_test_databases,

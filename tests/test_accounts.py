@@ -1,4 +1,4 @@
-"""Users, roles, password hashing and login (annotator.accounts and `annotator users`)."""
+"""Users, roles, password hashing and login (annotator.people.accounts and `annotator users`)."""
 
 import re
 from datetime import timedelta
@@ -8,13 +8,13 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from annotator import accounts, sessions
-from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.errors import AuthError, UserError
+from annotator.people import accounts, sessions
+from annotator.people.accounts import SYSTEM
 from annotator.store import db
 from annotator.store.models import Event, User
-from tests.factories import make_user
+from tests.utils.factories import make_user
 
 runner = CliRunner()
 PASSWORD = "s3cret-passw0rd"

@@ -9,14 +9,15 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
-from annotator import adjudicate, export
-from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.errors import AuthError, UserError
+from annotator.people.accounts import SYSTEM
+from annotator.publish import export
+from annotator.review import adjudicate
 from annotator.store import db
 from annotator.store.models import Adjudication, Event, Pair
 from annotator.study import get_study
-from tests.ratings import ANNOTATORS, STUDY, account, build_study, rate, rate_all
+from tests.utils.ratings import ANNOTATORS, STUDY, account, build_study, rate, rate_all
 
 # pair -> (preferences of ann1..ann3 in chosen terms, extra rate() arguments)
 CASES: dict[str, tuple[list[int], dict[str, Any]]] = {

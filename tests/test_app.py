@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from annotator.store import db
 from annotator.store.models import Event, Judgment, id_of
-from tests.apphelpers import MAIN, PASSWORD, AppDB, app_for, build_app_db, open_item_actions
+from tests.utils.apphelpers import MAIN, PASSWORD, AppDB, app_for, build_app_db, open_item_actions
 
 TIMEOUT = 30
 #: The pages each role must at least have (the router may register more; all of them are opened).

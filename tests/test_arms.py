@@ -11,14 +11,16 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from analysis.science import arm_comparison
-from annotator import assign, export, labels
-from annotator.accounts import SYSTEM
 from annotator.errors import ConfigError, LabelError, UserError
-from annotator.readers import label_frame
+from annotator.intake import assign
+from annotator.people.accounts import SYSTEM
+from annotator.publish import export
+from annotator.rating import labels
+from annotator.review.readers import label_frame
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, User, id_of
 from annotator.study import StudyConfig, load_config, parse_config
-from tests.factories import DIMENSIONS, make_annotators, make_form, make_study
+from tests.utils.factories import DIMENSIONS, make_annotators, make_form, make_study
 
 ARMS = {
     "conditions": [
@@ -245,8 +247,8 @@ def test_arm_comparison_without_arms_is_empty() -> None:
 
 def _page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: StudyConfig, arm: str) -> Any:
 
-    from tests.apphelpers import app_for, build_app_db
-    from tests.sciencehelpers import arm_app_study
+    from tests.utils.apphelpers import app_for, build_app_db
+    from tests.utils.sciencehelpers import arm_app_study
 
     app_db = build_app_db(tmp_path / "app", queues={}, acknowledged=["ann1"])
     monkeypatch.setenv(db.ENV_VAR, app_db.url)
@@ -289,7 +291,7 @@ def test_the_rating_page_asks_and_saves_rubric_support(
 
 
 def test_support_answers_are_not_final_scores_to_adjudicate(engine: Engine, tmp_path: Path) -> None:
-    from annotator import adjudicate
+    from annotator.review import adjudicate
 
     assignment_id, user_id = _support_study(engine, tmp_path)
     form = make_form("x", 1)

@@ -1,4 +1,4 @@
-"""Who rates what (annotator.assign and `annotator assign`): overlap, balance, sides, idempotence.
+"""Who rates what (annotator.intake.assign and `annotator assign`): overlap, balance, sides, idempotence.
 
 On a first run the algorithm guarantees (property-tested below): every pair gets exactly K distinct
 annotators, annotator loads differ by at most 1, each pair's `chosen`-on-A and `chosen`-on-B counts
@@ -18,14 +18,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from annotator import accounts
-from annotator.accounts import SYSTEM
-from annotator.assign import assign
 from annotator.cli import app
 from annotator.errors import UserError
+from annotator.intake.assign import assign
+from annotator.people import accounts
+from annotator.people.accounts import SYSTEM
 from annotator.store import db
 from annotator.store.models import Assignment, Pair
-from tests.factories import make_annotators, make_study, make_user, temp_engine
+from tests.utils.factories import make_annotators, make_study, make_user, temp_engine
 
 runner = CliRunner()
 PROPERTY = settings(max_examples=25, deadline=None)

@@ -11,7 +11,7 @@ from annotator import server
 from annotator.cli import app
 from annotator.store import db
 from annotator.store.models import Event
-from tests.databases import postgres_admin_url
+from tests.utils.databases import postgres_admin_url
 
 
 def _switch_off(engine: Engine, how: str) -> None:

@@ -12,14 +12,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
-from annotator import labels
 from annotator.cli import app
 from annotator.errors import UserError
+from annotator.rating import labels
 from annotator.store import db
 from annotator.store.backup import backup
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, User, id_of
-from tests.concurrency import SCORES_PER_JUDGMENT, Step, make_small_study, worker
-from tests.factories import make_form
+from tests.utils.concurrency import SCORES_PER_JUDGMENT, Step, make_small_study, worker
+from tests.utils.factories import make_form
 
 runner = CliRunner()
 TABLES = (Study, Pair, User, Assignment, Judgment, Score)

@@ -1,9 +1,9 @@
-"""The blinding map (annotator/blinding.py): A/B <-> chosen/rejected and the form's preference index
+"""The blinding map (annotator/rating/blinding.py): A/B <-> chosen/rejected and the form's preference index
 <-> the stored signed preference, for both sides."""
 
 import pytest
 
-from annotator import blinding
+from annotator.rating import blinding
 
 
 @pytest.mark.parametrize("chosen_side", ["A", "B"])

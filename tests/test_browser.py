@@ -10,7 +10,7 @@ from playwright.sync_api import Browser, Page, expect
 from sqlmodel import select
 
 from annotator.store.models import Judgment, id_of
-from tests.apphelpers import FORM, IDLE, PASSWORD, AppDB, build_app_db, pair_record, running_app
+from tests.utils.apphelpers import FORM, IDLE, PASSWORD, AppDB, build_app_db, pair_record, running_app
 
 pytestmark = pytest.mark.browser
 SCRIPT = "<script>window.__xss=1</script>"

@@ -8,11 +8,12 @@ from sqlmodel import Session, select
 
 from analysis import frames
 from analysis.frames import coded, pair_means, read_labels, validate_frame
-from annotator import readers, workspace
-from annotator.accounts import SYSTEM
+from annotator.people.accounts import SYSTEM
+from annotator.rating import drafts
+from annotator.review import readers
 from annotator.store import db
 from annotator.store.models import Assignment, Draft, Study, User, id_of
-from tests.ratings import ANNOTATORS, STUDY, build_study, rate
+from tests.utils.ratings import ANNOTATORS, STUDY, build_study, rate
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,7 @@ def test_the_derived_rubric_item_equals_the_concatenated_frame(rated) -> None:  
 def test_a_coded_frame_round_trips_through_every_labels_file(
     rated, tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from annotator import export
+    from annotator.publish import export
 
     monkeypatch.setattr(frames, "JSONL_CHUNK", 5)  # several chunks with different categories
     path = tmp_path / f"labels{suffix}"
@@ -98,16 +99,16 @@ def test_a_draft_is_updated_in_place_and_cleared(rated) -> None:  # type: ignore
     user_id, assignment_id = id_of(user), id_of(item)
     for answers, opened in (({"preference": 1}, [2]), ({"preference": 3, "comment": "x"}, None)):
         with db.session_scope(rated) as session:
-            workspace.save_draft(
+            drafts.save_draft(
                 session, assignment_id=assignment_id, user_id=user_id, answers=answers, opened_posts=opened
             )
     with Session(rated) as session:
-        draft = workspace.load_draft(session, assignment_id=assignment_id, user_id=user_id)
+        draft = drafts.load_draft(session, assignment_id=assignment_id, user_id=user_id)
         assert draft is not None
         assert draft.answers == {"preference": 3, "comment": "x"}
         assert draft.opened_posts == [2]  # kept when a later answer does not say
         assert len(session.exec(select(Draft)).all()) == 1
     with db.session_scope(rated) as session:
-        workspace.clear_draft(session, assignment_id=assignment_id, user_id=user_id)
+        drafts.clear_draft(session, assignment_id=assignment_id, user_id=user_id)
     with Session(rated) as session:
-        assert workspace.load_draft(session, assignment_id=assignment_id, user_id=user_id) is None
+        assert drafts.load_draft(session, assignment_id=assignment_id, user_id=user_id) is None

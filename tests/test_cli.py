@@ -13,8 +13,8 @@ from typer.testing import CliRunner, Result
 from annotator.cli import app
 from annotator.store import db
 from annotator.store.models import User
-from tests.databases import fresh_db_url
-from tests.factories import make_record, make_records, write_jsonl
+from tests.utils.databases import fresh_db_url
+from tests.utils.factories import make_record, make_records, write_jsonl
 
 runner = CliRunner()
 PASSWORD = "s3cret-passw0rd"

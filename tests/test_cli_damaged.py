@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from annotator.cli import app
 from annotator.store import db
-from tests.qchelpers import qc_study
+from tests.utils.qchelpers import qc_study
 
 runner = CliRunner()
 

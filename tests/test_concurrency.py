@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator.store.models import Judgment
-from tests.concurrency import Step, check_consistent, make_small_study, run_workers
+from tests.utils.concurrency import Step, check_consistent, make_small_study, run_workers
 
 
 @pytest.fixture

@@ -10,16 +10,17 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from annotator import controls, labels
-from annotator.accounts import SYSTEM
-from annotator.assign import assign
 from annotator.cli import app
 from annotator.errors import IngestError
-from annotator.readers import label_frame
+from annotator.intake import controls
+from annotator.intake.assign import assign
+from annotator.people.accounts import SYSTEM
+from annotator.rating import labels
+from annotator.review.readers import label_frame
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, User, id_of
-from tests.factories import make_annotators, make_record
-from tests.qchelpers import answer_all, qc_study, queue_of
+from tests.utils.factories import make_annotators, make_record
+from tests.utils.qchelpers import answer_all, qc_study, queue_of
 
 runner = CliRunner()
 GOLD = make_record(

@@ -1,4 +1,4 @@
-"""Crowd-platform links (annotator/crowd.py): pseudonymous accounts from a worker id, resume, places,
+"""Crowd-platform links (annotator/rating/crowd.py): pseudonymous accounts from a worker id, resume, places,
 time limit, completion code; and the Prolific flow in headless chromium."""
 
 from collections.abc import Iterator
@@ -10,15 +10,16 @@ from playwright.sync_api import Page, expect
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotator import accounts, crowd, labels
 from annotator.errors import AuthError, UserError
+from annotator.people import accounts
+from annotator.rating import crowd, labels
 from annotator.store import db
 from annotator.store.models import Assignment, CrowdLink, Judgment, User, id_of
 from annotator.study import get_study
-from tests.apphelpers import IDLE, answer_by_keys, running_app
-from tests.databases import fresh_db_url
-from tests.factories import make_form
-from tests.qchelpers import qc_study
+from tests.utils.apphelpers import IDLE, answer_by_keys, running_app
+from tests.utils.databases import fresh_db_url
+from tests.utils.factories import make_form
+from tests.utils.qchelpers import qc_study
 
 PID = "5f9a1b2c3d4e5f6a7b8c9d0e"
 PROLIFIC = {"platform": "prolific", "places": 2, "completion_code": "C1A2B3", "items": 3}

@@ -9,17 +9,18 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from annotator import accounts, workspace
-from annotator.accounts import SYSTEM, Account
 from annotator.app.common import CURRENT_STUDY_KEY
-from annotator.assign import assign
+from annotator.intake.assign import assign
+from annotator.people import accounts
+from annotator.people.accounts import SYSTEM, Account
+from annotator.rating import drafts
 from annotator.store import db
 from annotator.store.models import CrowdLink
 from annotator.study import get_study
-from tests.apphelpers import app_for
-from tests.crowdhelpers import PROLIFIC, enter
-from tests.factories import make_annotators
-from tests.qchelpers import qc_study
+from tests.utils.apphelpers import app_for
+from tests.utils.crowdhelpers import PROLIFIC, enter
+from tests.utils.factories import make_annotators
+from tests.utils.qchelpers import qc_study
 
 ITEM = {"question": "Which fits the user better?", "options": ["A", "B"], "answer": 1}
 
@@ -61,7 +62,7 @@ def test_flagging_every_item_ends_on_the_no_credit_screen(
     with db.session_scope(engine) as session:
         accounts.acknowledge_guidelines(session, user_id=account.id)
         for assignment_id in range(1, 4):
-            workspace.flag_item(session, assignment_id=assignment_id, user_id=account.id, reason="broken")
+            drafts.flag_item(session, assignment_id=assignment_id, user_id=account.id, reason="broken")
     monkeypatch.setenv(db.ENV_VAR, db_url)
     at = app_for(account)
     assert not at.exception

@@ -8,14 +8,14 @@ import pytest
 from playwright.sync_api import Page, WebSocket, expect
 from sqlmodel import Session, select
 
-from annotator import controls
-from annotator.accounts import SYSTEM
+from annotator.intake import controls
+from annotator.people.accounts import SYSTEM
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, User
-from tests.apphelpers import IDLE, answer_by_keys, running_app, wait_next_item
-from tests.crowdhelpers import OFFSET, PROLIFIC, link, offset_ids
-from tests.databases import fresh_db_url
-from tests.qchelpers import qc_study
+from tests.utils.apphelpers import IDLE, answer_by_keys, running_app, wait_next_item
+from tests.utils.crowdhelpers import OFFSET, PROLIFIC, link, offset_ids
+from tests.utils.databases import fresh_db_url
+from tests.utils.qchelpers import qc_study
 
 ITEMS = 2  # main items per worker; with the control rate below, one duplicate control joins them
 

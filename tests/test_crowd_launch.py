@@ -11,15 +11,17 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from annotator import accounts, controls, crowd, labels, workspace
-from annotator.accounts import SYSTEM
-from annotator.assign import assign
 from annotator.errors import BusyError, TimeOver, UserError
+from annotator.intake import controls
+from annotator.intake.assign import assign
+from annotator.people import accounts
+from annotator.people.accounts import SYSTEM
+from annotator.rating import crowd, drafts, labels
 from annotator.store import db
 from annotator.store.models import Assignment, CrowdLink, Draft, Event, Pair, Study, User, id_of
-from tests.crowdhelpers import PROLIFIC, ConnectionWatch, cheap_hashing, enter, link, race
-from tests.factories import PASSWORD, make_annotators, make_form
-from tests.qchelpers import answer_all, qc_study
+from tests.utils.crowdhelpers import PROLIFIC, ConnectionWatch, cheap_hashing, enter, link, race
+from tests.utils.factories import PASSWORD, make_annotators, make_form
+from tests.utils.qchelpers import answer_all, qc_study
 
 
 def _links(engine: Engine) -> list[CrowdLink]:
@@ -162,7 +164,7 @@ def test_flagging_everything_earns_no_code_and_says_why(engine: Engine, tmp_path
     account = enter(engine, "flagger")
     for assignment_id in _worker_queue(engine, account):
         with db.session_scope(engine) as session:
-            workspace.flag_item(session, assignment_id=assignment_id, user_id=account.id, reason="broken")
+            drafts.flag_item(session, assignment_id=assignment_id, user_id=account.id, reason="broken")
     with db.session_scope(engine) as session:
         result = crowd.completion(session, account=account, study_id=1)
     assert result is not None and not result.credited and result.code == ""
@@ -182,7 +184,7 @@ def test_too_many_flags_earn_no_code_and_real_work_does(engine: Engine, tmp_path
     for number, assignment_id in enumerate(_worker_queue(engine, flagger)):
         with db.session_scope(engine) as session:
             if number < 3:
-                workspace.flag_item(session, assignment_id=assignment_id, user_id=flagger.id, reason="x")
+                drafts.flag_item(session, assignment_id=assignment_id, user_id=flagger.id, reason="x")
             else:
                 labels.submit(
                     session, assignment_id=assignment_id, user_id=flagger.id, submission=make_form("f", 0)
@@ -215,7 +217,7 @@ def _late_worker(engine: Engine, tmp_path: Path) -> tuple[accounts.Account, int]
 def test_after_the_time_limit_flag_skip_and_submit_are_refused(engine: Engine, tmp_path: Path) -> None:
     account, item = _late_worker(engine, tmp_path)
     for act in (
-        lambda s: workspace.flag_item(s, assignment_id=item, user_id=account.id, reason="broken"),
+        lambda s: drafts.flag_item(s, assignment_id=item, user_id=account.id, reason="broken"),
         lambda s: labels.skip(s, assignment_id=item, user_id=account.id, reason="later"),
         lambda s: labels.submit(s, assignment_id=item, user_id=account.id, submission=make_form("late", 0)),
     ):
@@ -225,9 +227,9 @@ def test_after_the_time_limit_flag_skip_and_submit_are_refused(engine: Engine, t
         assert session.get(Assignment, item).status == "pending"  # type: ignore[union-attr]
         assert crowd.completion(session, account=account, study_id=1) is None
     with db.session_scope(engine) as session:  # the answer can still be kept as a draft
-        workspace.save_draft(session, assignment_id=item, user_id=account.id, answers={"preference": 1})
+        drafts.save_draft(session, assignment_id=item, user_id=account.id, answers={"preference": 1})
     with Session(engine) as session:
-        draft = workspace.load_draft(session, assignment_id=item, user_id=account.id)
+        draft = drafts.load_draft(session, assignment_id=item, user_id=account.id)
     assert draft is not None and draft.answers == {"preference": 1}
 
 
@@ -325,7 +327,7 @@ def test_a_swapped_repeat_comes_at_least_min_gap_items_after_its_original(
 
 
 def test_two_simulate_runs_at_once_share_the_accounts(engine: Engine, tmp_path: Path) -> None:
-    from annotator.simulate import SimulationSpec, simulate
+    from annotator.synthetic import SimulationSpec, simulate
 
     qc_study(engine, tmp_path, 6)
     spec = SimulationSpec(annotators=3, overlap=2, seed=1)
@@ -345,7 +347,7 @@ def test_drafts_saved_from_many_tabs_at_once_leave_one_draft(engine: Engine, tmp
 
     def save(k: int) -> None:
         with db.session_scope(engine) as session:
-            workspace.save_draft(
+            drafts.save_draft(
                 session, assignment_id=item, user_id=account.id, answers={"preference": k}, opened_posts=[k]
             )
 

@@ -10,12 +10,13 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 from streamlit.testing.v1 import AppTest
 
-from annotator import accounts, ingest
-from annotator.accounts import SYSTEM, Account
-from annotator.simulate import SimulationSpec, simulate
+from annotator.intake import ingest
+from annotator.people import accounts
+from annotator.people.accounts import SYSTEM, Account
 from annotator.store import db
 from annotator.store.models import Adjudication, User, id_of
-from tests.apphelpers import CHROMIUM_ARGS, app_for, log_in, running_app, shown_tables, wait_idle
+from annotator.synthetic import SimulationSpec, simulate
+from tests.utils.apphelpers import CHROMIUM_ARGS, app_for, log_in, running_app, shown_tables, wait_idle
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = str(ROOT / "annotator" / "app" / "main.py")
@@ -79,7 +80,7 @@ def test_progress_page_counts_the_study(study_db: str, engine: Engine) -> None:
 
 def test_validation_page_shows_the_verdicts_of_analyze(study_db: str, engine: Engine) -> None:
     """The page calls the same report as `annotator analyze`: the same verdict lines appear."""
-    from annotator.study_report import study_report
+    from annotator.review.study_report import study_report
 
     with Session(engine) as session:
         report = study_report(session, study="sample", n_boot=1000, account=SYSTEM)

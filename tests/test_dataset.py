@@ -5,12 +5,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from annotator import dataset
-from annotator.accounts import SYSTEM
 from annotator.errors import UserError
+from annotator.people.accounts import SYSTEM
+from annotator.publish import dataset
 from annotator.store import db
-from tests.factories import make_study
-from tests.sciencehelpers import add_models, simulated_study
+from tests.utils.factories import make_study
+from tests.utils.sciencehelpers import add_models, simulated_study
 
 
 @pytest.fixture
@@ -133,8 +133,8 @@ def test_cli_export_dataset_push_without_token_is_one_line(
 def test_a_new_export_under_the_same_folder_name_loads_its_own_rows(engine: Engine, tmp_path: Path) -> None:
     import datasets
 
-    from annotator import predictions
-    from tests.factories import write_jsonl
+    from annotator.review import predictions
+    from tests.utils.factories import write_jsonl
 
     simulated_study(engine, tmp_path, 12)
     add_models(engine, tmp_path, 12)

@@ -16,7 +16,7 @@ from annotator.cli import app
 from annotator.errors import SchemaError, UserError
 from annotator.store import db
 from annotator.store.models import Pair, Study
-from tests.factories import make_study
+from tests.utils.factories import make_study
 
 runner = CliRunner()
 TABLES = {"study", "pair", "user", "assignment", "judgment", "score", "adjudication", "event"}

@@ -8,14 +8,14 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
-from annotator import accounts
-from annotator.accounts import SYSTEM
-from annotator.adjudicate import auto_resolve
 from annotator.demo import CLEAN_STUDY, CREDENTIALS, QUEUE, SAMPLE, STUDY, build_demo
+from annotator.people import accounts
+from annotator.people.accounts import SYSTEM
+from annotator.review.adjudicate import auto_resolve
+from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Study, User
-from annotator.study_report import study_report
-from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
+from tests.utils.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
 
 SIM_USERS = ("sim_01", "sim_02", "sim_03")
 

@@ -9,12 +9,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from analysis.drift import DRIFT_COLUMNS, agreement_over_time, version_markers
-from annotator.accounts import SYSTEM
-from annotator.assign import assign
-from annotator.readers import label_frame
+from annotator.intake.assign import assign
+from annotator.people.accounts import SYSTEM
+from annotator.review.readers import label_frame
 from annotator.store import db
-from tests.factories import make_annotators
-from tests.qchelpers import answer_all, qc_study
+from tests.utils.factories import make_annotators
+from tests.utils.qchelpers import answer_all, qc_study
 
 
 def _frame(weeks: int = 2, pairs_per_week: int = 6, noisy_week: int | None = None) -> pd.DataFrame:

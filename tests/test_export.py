@@ -14,12 +14,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from annotator import adjudicate, export, ingest, readers
-from annotator.accounts import SYSTEM
 from annotator.cli import app
+from annotator.intake import ingest
+from annotator.people.accounts import SYSTEM
+from annotator.publish import export
+from annotator.review import adjudicate, readers
 from annotator.store import db
 from annotator.store.models import Assignment, Event, Pair, Study, User
-from tests.ratings import (
+from tests.utils.ratings import (
     ANNOTATORS,
     QUALITY,
     STUDY,

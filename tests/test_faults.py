@@ -23,13 +23,13 @@ from sqlalchemy.pool import Pool
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
-from annotator.accounts import SYSTEM
-from annotator.adjudicate import auto_resolve
 from annotator.cli import app
-from annotator.simulate import SimulationSpec, simulate
+from annotator.people.accounts import SYSTEM
+from annotator.review.adjudicate import auto_resolve
 from annotator.store import db
 from annotator.store.models import Adjudication, Assignment, Event, Judgment, Pair, Score, Study
-from tests.factories import make_record, make_records, make_study, write_jsonl
+from annotator.synthetic import SimulationSpec, simulate
+from tests.utils.factories import make_record, make_records, make_study, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()

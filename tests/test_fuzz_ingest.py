@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.engine import Engine
 
-from annotator import ingest
-from annotator.accounts import SYSTEM
 from annotator.errors import UserError
-from tests.factories import counts, make_plain_record, make_record, write_csv, write_parquet
+from annotator.intake import ingest
+from annotator.people.accounts import SYSTEM
+from tests.utils.factories import counts, make_plain_record, make_record, write_csv, write_parquet
 
 SETTINGS = settings(
     max_examples=150,

@@ -14,12 +14,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from annotator import ingest, predictions, server, textguard
-from annotator.accounts import SYSTEM
+from annotator import server
 from annotator.cli import app
 from annotator.errors import UserError
+from annotator.intake import ingest, textguard
+from annotator.people.accounts import SYSTEM
+from annotator.review import predictions
 from annotator.store.models import ModelPrediction
-from tests.factories import counts, make_records, make_study, write_jsonl
+from tests.utils.factories import counts, make_records, make_study, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 

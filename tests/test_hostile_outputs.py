@@ -16,14 +16,15 @@ from sqlalchemy.engine import Engine
 
 from analysis.render import escape_text, to_html, to_markdown
 from analysis.report import build_report
-from annotator import dataset, predictions
-from annotator.accounts import SYSTEM
 from annotator.errors import UserError
+from annotator.people.accounts import SYSTEM
+from annotator.publish import dataset
+from annotator.review import predictions
+from annotator.review.study_report import study_report
 from annotator.store import db
-from annotator.study_report import study_report
-from tests.databases import fresh_db_url
-from tests.factories import write_jsonl
-from tests.sciencehelpers import simulated_study
+from tests.utils.databases import fresh_db_url
+from tests.utils.factories import write_jsonl
+from tests.utils.sciencehelpers import simulated_study
 
 STUDY = "pilot: v2 # {not: yaml} [x]"
 HOSTILE_MODEL = "<img src=x onerror=alert(1)> ![t](http://attacker.example/t.png) *m*|x"

@@ -14,13 +14,16 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotator import accounts, adjudicate, assign, ingest, labels
-from annotator.accounts import SYSTEM
+from annotator.intake import assign, ingest
+from annotator.people import accounts
+from annotator.people.accounts import SYSTEM
+from annotator.rating import labels
+from annotator.review import adjudicate
 from annotator.store import db
 from annotator.store.models import Assignment, Event, User, id_of
-from tests import apphelpers
-from tests.apphelpers import running_app, wait_idle
-from tests.databases import fresh_db_url
+from tests.utils import apphelpers
+from tests.utils.apphelpers import running_app, wait_idle
+from tests.utils.databases import fresh_db_url
 
 pytestmark = pytest.mark.browser
 

@@ -1,4 +1,4 @@
-"""Reading, validating and importing pair files (annotator.ingest and `annotator import`)."""
+"""Reading, validating and importing pair files (annotator.intake.ingest and `annotator import`)."""
 
 import json
 import re
@@ -12,12 +12,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine, select
 from typer.testing import CliRunner
 
-from annotator import ingest
-from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.errors import IngestError, UserError
+from annotator.intake import ingest
+from annotator.people.accounts import SYSTEM
 from annotator.store.models import Assignment, Event, Pair, Study
-from tests.factories import (
+from tests.utils.factories import (
     counts,
     make_plain_record,
     make_record,

@@ -9,12 +9,15 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from annotator import accounts, adjudicate, labels, textguard, workspace
-from annotator.accounts import SYSTEM
 from annotator.errors import AuthError, UserError
+from annotator.intake import textguard
+from annotator.people import accounts
+from annotator.people.accounts import SYSTEM
+from annotator.rating import drafts, labels
+from annotator.review import adjudicate
 from annotator.store import db
 from annotator.store.models import Adjudication, Assignment, Draft, Judgment, Pair, id_of
-from tests.ratings import PASSWORD, account, build_study, rate
+from tests.utils.ratings import PASSWORD, account, build_study, rate
 
 NUL = "bad\x00text"
 
@@ -59,7 +62,7 @@ def test_a_nul_in_a_skip_or_flag_reason_is_refused(study: Engine) -> None:
     with db.session_scope(study) as session, pytest.raises(UserError, match="skipping contains a NUL"):
         labels.skip(session, assignment_id=assignment, user_id=user.id, reason=NUL)
     with db.session_scope(study) as session, pytest.raises(UserError, match="flag contains a NUL"):
-        workspace.flag_item(session, assignment_id=assignment, user_id=user.id, reason=NUL)
+        drafts.flag_item(session, assignment_id=assignment, user_id=user.id, reason=NUL)
     with Session(study) as session:
         row = session.get(Assignment, assignment)
         assert row is not None and row.status == "pending" and not row.skip_reason and not row.flag_reason
@@ -69,14 +72,14 @@ def test_a_draft_never_holds_a_nul_and_the_item_can_still_be_submitted(study: En
     user = account(study, "ann1")
     assignment = _assignment(study, "ann1")
     with db.session_scope(study) as session:
-        workspace.save_draft(
+        drafts.save_draft(
             session,
             assignment_id=assignment,
             user_id=user.id,
             answers={"comment": NUL, "preference": 1, "bad\x00key": 2, "score": float("nan")},
         )
     with db.session_scope(study) as session:
-        draft = workspace.load_draft(session, assignment_id=assignment, user_id=user.id)
+        draft = drafts.load_draft(session, assignment_id=assignment, user_id=user.id)
     assert draft is not None and draft.answers == {"preference": 1}
     assert _count(study, Draft) == 1
     rate(study, "ann1", "p0", comment="the comment without it")

@@ -23,16 +23,16 @@ from analysis import render
 from analysis.frames import split_controls
 from analysis.judges import EPSILON, alt_test, benjamini_yekutieli, calibration, judge_section
 from analysis.report import Report
-from annotator import judges, study_progress
-from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.errors import IngestError, UserError
-from annotator.readers import label_frame
+from annotator.people.accounts import SYSTEM
+from annotator.review import judges, study_progress
+from annotator.review.readers import label_frame
+from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.store.models import Event, JudgeRating
-from annotator.study_report import study_report
-from tests.factories import make_study, temp_engine, write_csv, write_jsonl, write_parquet_table
-from tests.judgehelpers import alt_test_loop, rated_study
+from tests.utils.factories import make_study, temp_engine, write_csv, write_jsonl, write_parquet_table
+from tests.utils.judgehelpers import alt_test_loop, rated_study
 
 runner = CliRunner()
 
@@ -400,7 +400,7 @@ def test_below_the_paper_minimum_there_is_a_note_not_a_verdict(judged: Judged) -
 
 
 def test_the_dataset_card_lists_the_verdicts_or_says_there_is_none(judged: Judged) -> None:
-    from annotator.dataset import _judges_lines
+    from annotator.publish.dataset import _judges_lines
 
     card = "\n".join(_judges_lines(judged.report))
     assert "### LLM judges: can a judge replace an annotator?" in card
@@ -412,10 +412,10 @@ def test_the_dataset_card_lists_the_verdicts_or_says_there_is_none(judged: Judge
 
 
 def test_the_validation_page_shows_the_judges(env_db: str, engine: Engine, tmp_path: Path) -> None:
-    from annotator import accounts
-    from annotator.accounts import Account
-    from annotator.simulate import SimulationSpec, simulate
-    from tests.apphelpers import app_for
+    from annotator.people import accounts
+    from annotator.people.accounts import Account
+    from annotator.synthetic import SimulationSpec, simulate
+    from tests.utils.apphelpers import app_for
 
     make_study(engine, tmp_path, 8)
     simulate(engine, study="s1", spec=SimulationSpec(annotators=3, overlap=3, seed=3))

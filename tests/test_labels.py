@@ -1,4 +1,4 @@
-"""Serving blinded items and saving judgments (annotator.labels)."""
+"""Serving blinded items and saving judgments (annotator.rating.labels)."""
 
 import dataclasses
 from collections.abc import Iterator
@@ -11,13 +11,13 @@ from sqlalchemy import func, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotator import labels
-from annotator.accounts import SYSTEM
-from annotator.assign import assign
 from annotator.errors import AuthError, LabelError
+from annotator.intake.assign import assign
+from annotator.people.accounts import SYSTEM
+from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, id_of
-from tests.factories import make_annotators, make_study
+from tests.utils.factories import make_annotators, make_study
 
 DIMENSIONS = ("correctness", "relevance", "helpfulness")
 N_ASPECTS = 2  # make_record's default

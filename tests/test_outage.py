@@ -12,9 +12,9 @@ from sqlalchemy.exc import OperationalError
 
 from annotator.app import common
 from annotator.store import db
-from tests.apphelpers import PASSWORD, AppDB, app_for, build_app_db, log_in, running_app
-from tests.databases import POSTGRES_ENV, postgres_admin_url
-from tests.outage import TcpProxy
+from tests.utils.apphelpers import PASSWORD, AppDB, app_for, build_app_db, log_in, running_app
+from tests.utils.databases import POSTGRES_ENV, postgres_admin_url
+from tests.utils.outage import TcpProxy
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

@@ -5,11 +5,11 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotator.assign import assign_pairs, study_pair_ids
+from annotator.intake.assign import assign_pairs, study_pair_ids
 from annotator.store import db
 from annotator.store.models import Assignment, User
-from tests.factories import make_annotators
-from tests.qchelpers import answer_all, qc_study
+from tests.utils.factories import make_annotators
+from tests.utils.qchelpers import answer_all, qc_study
 
 RULE = {"max_overlap": 3, "max_spread": 2}
 

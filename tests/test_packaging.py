@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from annotator import guidelines, study
+from annotator import study
 from annotator.errors import UserError
+from annotator.rating import guidelines
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,7 +83,7 @@ def test_an_installed_wheel_imports_pairs_without_a_config(tmp_path: Path) -> No
     assert imported.returncode == 0, imported.stderr
     assert "study 's': imported 39" in imported.stdout
     probe = (
-        "import json, sqlite3, sys, annotator, annotator.guidelines as g\n"
+        "import json, sqlite3, sys, annotator, annotator.rating.guidelines as g\n"
         "config = sqlite3.connect(sys.argv[1]).execute('select config from study').fetchone()[0]\n"
         "print(json.dumps([annotator.__file__, g.guidelines_text().splitlines()[0], json.loads(config)]))"
     )

@@ -15,7 +15,7 @@ from analysis.power import (
     tost_power,
     variance_components,
 )
-from annotator.accounts import SYSTEM
+from annotator.people.accounts import SYSTEM
 
 
 def _monte_carlo_power(n: int, sd: float, margin: float, true_diff: float, n_sim: int, seed: int) -> float:
@@ -170,9 +170,9 @@ def test_power_command_reports_a_study(env_db: str, engine: Engine) -> None:
 
     from typer.testing import CliRunner
 
-    from annotator import ingest
     from annotator.cli import app
-    from annotator.simulate import SimulationSpec, simulate
+    from annotator.intake import ingest
+    from annotator.synthetic import SimulationSpec, simulate
 
     sample = Path(__file__).resolve().parents[1] / "data" / "sample_pairs.jsonl"
     ingest.import_file(engine, sample, study="sample", account=SYSTEM)

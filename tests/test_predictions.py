@@ -7,12 +7,12 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
-from annotator import predictions
-from annotator.accounts import SYSTEM
 from annotator.errors import IngestError, UserError
+from annotator.people.accounts import SYSTEM
+from annotator.review import predictions
 from annotator.store import db
 from annotator.store.models import Assignment, ModelPrediction, id_of
-from tests.factories import make_annotators, make_study, write_csv, write_jsonl, write_parquet_table
+from tests.utils.factories import make_annotators, make_study, write_csv, write_jsonl, write_parquet_table
 
 
 def _count(engine: Engine) -> int:
@@ -108,8 +108,8 @@ def test_reimporting_a_model_replaces_its_predictions(engine: Engine, tmp_path: 
 
 
 def test_an_annotator_may_not_import_predictions(engine: Engine, tmp_path: Path) -> None:
-    from annotator.accounts import Account
     from annotator.errors import AuthError
+    from annotator.people.accounts import Account
 
     _study(engine, tmp_path)
     make_annotators(engine, 1)
@@ -178,7 +178,7 @@ def test_cli_models_import_error_is_one_clear_message(env_db: str, engine: Engin
 def test_the_disagreement_queue_lists_pairs_where_a_model_differs_from_people(
     engine: Engine, tmp_path: Path
 ) -> None:
-    from tests.sciencehelpers import add_models, simulated_study
+    from tests.utils.sciencehelpers import add_models, simulated_study
 
     simulated_study(engine, tmp_path, 10)
     add_models(engine, tmp_path, 10)
@@ -194,7 +194,7 @@ def test_cli_models_queue_sends_the_pairs_back(env_db: str, engine: Engine, tmp_
     from typer.testing import CliRunner
 
     from annotator.cli import app
-    from tests.sciencehelpers import add_models, simulated_study
+    from tests.utils.sciencehelpers import add_models, simulated_study
 
     simulated_study(engine, tmp_path, 8)
     add_models(engine, tmp_path, 8)
@@ -208,10 +208,10 @@ def test_the_validation_page_shows_models_and_the_human_ceiling(
     env_db: str, engine: Engine, tmp_path: Path
 ) -> None:
 
-    from annotator.accounts import Account
-    from tests.apphelpers import app_for
-    from tests.factories import make_user
-    from tests.sciencehelpers import add_models, simulated_study
+    from annotator.people.accounts import Account
+    from tests.utils.apphelpers import app_for
+    from tests.utils.factories import make_user
+    from tests.utils.sciencehelpers import add_models, simulated_study
 
     simulated_study(engine, tmp_path, 10)
     add_models(engine, tmp_path, 10)
@@ -225,7 +225,7 @@ def test_the_validation_page_shows_models_and_the_human_ceiling(
 
 
 def test_importing_predictions_changes_the_data_version(engine: Engine, tmp_path: Path) -> None:
-    from annotator import study_progress
+    from annotator.review import study_progress
 
     _study(engine, tmp_path)
     with Session(engine) as session:

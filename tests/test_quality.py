@@ -1,4 +1,4 @@
-"""The per-annotator quality-control service (annotator/quality.py) and `annotator quality`, on
+"""The per-annotator quality-control service (annotator/review/quality.py) and `annotator quality`, on
 simulated crowds with careless annotators (`simulate --spammers`)."""
 
 from pathlib import Path
@@ -9,18 +9,18 @@ from sqlmodel import Session
 from typer.testing import CliRunner
 
 from analysis.render import to_json, to_markdown
-from annotator import controls
-from annotator.accounts import SYSTEM, Account
 from annotator.cli import app
 from annotator.errors import AuthError
-from annotator.quality import QualityResult, annotator_quality
-from annotator.simulate import SimulationSpec, simulate
+from annotator.intake import controls
+from annotator.people.accounts import SYSTEM, Account
+from annotator.review.quality import QualityResult, annotator_quality
+from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.store.models import id_of
-from annotator.study_report import study_report
-from tests.apphelpers import app_for, shown_tables
-from tests.factories import make_user
-from tests.qchelpers import qc_study
+from annotator.synthetic import SimulationSpec, simulate
+from tests.utils.apphelpers import app_for, shown_tables
+from tests.utils.factories import make_user
+from tests.utils.qchelpers import qc_study
 
 runner = CliRunner()
 RULE = "Exclude annotators whose MACE competence is below 0.4."

@@ -28,16 +28,16 @@ from analysis.render import (
 from analysis.report import VERDICT_KEYS, Report, build_report
 from analysis.simulation import simulate_frame
 from analysis.validation import validate_pairs
-from annotator import ingest
-from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.demo import SAMPLE
-from annotator.readers import label_frame
-from annotator.simulate import SimulationSpec, simulate
+from annotator.intake import ingest
+from annotator.people.accounts import SYSTEM
+from annotator.review.readers import label_frame
+from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.study import get_study, parse_config
-from annotator.study_report import study_report
-from tests.databases import fresh_db_url
+from annotator.synthetic import SimulationSpec, simulate
+from tests.utils.databases import fresh_db_url
 
 STUDY = "sample"
 runner = CliRunner()

@@ -12,12 +12,12 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page
 from sqlmodel import Session
 
-from annotator.accounts import SYSTEM
-from annotator.simulate import SimulationSpec, simulate
+from annotator.people.accounts import SYSTEM
+from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.study import get_study
-from annotator.study_report import study_report
-from tests.apphelpers import (
+from annotator.synthetic import SimulationSpec, simulate
+from tests.utils.apphelpers import (
     PASSWORD,
     STUDY,
     VIEWPORT,

@@ -21,18 +21,18 @@ from analysis.readable import cell, label, readable
 from analysis.render import MIN_CATEGORY_PAIRS, figure_captions, figures, to_html
 from analysis.report import build_report
 from analysis.simulation import simulate_frame
-from annotator import assign, study_settings
-from annotator.accounts import SYSTEM, Account
 from annotator.app import report_cache
 from annotator.app.tables import plain_md
 from annotator.cli import app
 from annotator.errors import ConfigError
+from annotator.intake import assign, study_settings
+from annotator.people.accounts import SYSTEM, Account
 from annotator.store import db
 from annotator.store.models import Assignment, User, id_of
 from annotator.study import load_config
-from tests.apphelpers import app_for
-from tests.factories import make_annotators, make_study
-from tests.sciencehelpers import simulated_study
+from tests.utils.apphelpers import app_for
+from tests.utils.factories import make_annotators, make_study
+from tests.utils.sciencehelpers import simulated_study
 
 runner = CliRunner()
 
@@ -230,7 +230,7 @@ def test_assign_picker_in_the_app_previews_then_commits(engine: Engine, tmp_path
 
 
 def accounts_add(session: Session) -> Account:
-    from annotator import accounts
+    from annotator.people import accounts
 
     user = accounts.add_user(
         session, username="boss", role="researcher", password="boss-password-1", account=SYSTEM

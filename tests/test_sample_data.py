@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from annotator.accounts import SYSTEM
+from annotator.people.accounts import SYSTEM
 
 DATA = Path(__file__).parents[1] / "data"
 PAIRS = DATA / "sample_pairs.jsonl"
@@ -142,9 +142,9 @@ def test_guidelines_mention_every_quality_label() -> None:
 
 
 def test_sample_imports_cleanly(tmp_path: Path) -> None:
-    from annotator.ingest import import_file
+    from annotator.intake.ingest import import_file
     from annotator.store.db import make_engine, upgrade
-    from tests.databases import fresh_db_url
+    from tests.utils.databases import fresh_db_url
 
     n = len(load_records())
     url = fresh_db_url(tmp_path)

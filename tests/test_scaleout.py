@@ -15,14 +15,15 @@ from typing import Any
 import pytest
 from sqlmodel import Session, col, select
 
-from annotator import accounts, ingest
-from annotator.accounts import SYSTEM
-from annotator.assign import assign
+from annotator.intake import ingest
+from annotator.intake.assign import assign
+from annotator.people import accounts
+from annotator.people.accounts import SYSTEM
 from annotator.store import db
 from annotator.store.models import Assignment, Event, Judgment, Pair, User
-from tests.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
-from tests.databases import POSTGRES_ENV, fresh_db_url, postgres_admin_url
-from tests.factories import make_records, write_jsonl
+from tests.utils.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
+from tests.utils.databases import POSTGRES_ENV, fresh_db_url, postgres_admin_url
+from tests.utils.factories import make_records, write_jsonl
 
 pytestmark = [
     pytest.mark.browser,

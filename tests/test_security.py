@@ -16,12 +16,16 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 from sqlmodel import Session, func, select
 
-from annotator import accounts, adjudicate, assign, export, ingest, labels, readers, study_progress
-from annotator.accounts import SYSTEM, Account
 from annotator.errors import AuthError
+from annotator.intake import assign, ingest
+from annotator.people import accounts
+from annotator.people.accounts import SYSTEM, Account
+from annotator.publish import export
+from annotator.rating import labels
+from annotator.review import adjudicate, readers, study_progress
 from annotator.store import db
 from annotator.store.models import Adjudication, Assignment, Event, Judgment, User, id_of
-from tests.factories import PASSWORD, make_record, make_user, write_jsonl
+from tests.utils.factories import PASSWORD, make_record, make_user, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "annotator" / "app" / "views"

@@ -17,7 +17,7 @@ from annotator import server
 from annotator.cli import app
 from annotator.server import free_port
 from annotator.store import db
-from tests.factories import make_study
+from tests.utils.factories import make_study
 
 runner = CliRunner()
 SEED_OFFSET = 0.5  # overwrite from the middle of the file

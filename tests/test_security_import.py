@@ -11,12 +11,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
-from annotator import ingest, textguard
-from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.errors import IngestError, UserError
+from annotator.intake import ingest, textguard
+from annotator.people.accounts import SYSTEM
 from annotator.store.models import Pair, Study
-from tests.factories import make_record, make_records, write_jsonl
+from tests.utils.factories import make_record, make_records, write_jsonl
 
 runner = CliRunner()
 
@@ -210,7 +210,7 @@ def test_an_error_holding_markup_is_printed_as_typed(env_db: str, tmp_path: Path
 
 
 def test_exported_jsonl_is_strict_json() -> None:
-    from annotator import export
+    from annotator.publish import export
 
     records = [{"id": "a", "score": math.nan, "meta": {"x": [math.inf, 1.5]}}]
     line = export.to_bytes(records, "jsonl").decode("utf-8")

@@ -6,11 +6,12 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
-from annotator import adjudicate, export, readers
-from annotator.accounts import SYSTEM
+from annotator.people.accounts import SYSTEM
+from annotator.publish import export
+from annotator.review import adjudicate, readers
 from annotator.store import db
 from annotator.store.models import Pair, Study
-from tests.ratings import ANNOTATORS, STUDY, account, build_study, rate_all
+from tests.utils.ratings import ANNOTATORS, STUDY, account, build_study, rate_all
 
 BOSS = "chief_adjudicator"
 

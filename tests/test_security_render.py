@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from annotator.app.common import safe_md
-from tests import apphelpers
-from tests.apphelpers import CHROMIUM_ARGS, one_pair_app, wait_idle
+from tests.utils import apphelpers
+from tests.utils.apphelpers import CHROMIUM_ARGS, one_pair_app, wait_idle
 
 PASSWORD = "render-test-password-5521"
 IMAGE = "![tracking pixel](http://tracker.invalid/pixel.png?who=annotator)"

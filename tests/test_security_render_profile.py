@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests import apphelpers
-from tests.apphelpers import CHROMIUM_ARGS, one_pair_app, wait_idle
+from tests.utils import apphelpers
+from tests.utils.apphelpers import CHROMIUM_ARGS, one_pair_app, wait_idle
 
 PASSWORD = "render-profile-password-7731"
 IMAGE = "![tracking pixel](http://tracker.invalid/pixel.png?who=annotator)"

@@ -8,12 +8,14 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from annotator import accounts, export, labels, sessions
-from annotator.accounts import SYSTEM, Account
 from annotator.errors import AuthError, UserError
+from annotator.people import accounts, sessions
+from annotator.people.accounts import SYSTEM, Account
+from annotator.publish import export
+from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import UserSession, id_of, utcnow
-from tests.factories import PASSWORD, make_study, make_user
+from tests.utils.factories import PASSWORD, make_study, make_user
 
 
 def _account(engine: Engine, name: str, role: str = "annotator") -> Account:
@@ -125,7 +127,7 @@ def test_a_login_then_a_session_works_end_to_end(engine: Engine) -> None:
 def test_a_deactivated_annotator_cannot_submit_from_an_open_page(engine: Engine, tmp_path: Path) -> None:
     make_study(engine, tmp_path, 2)
     alice = _account(engine, "alice")
-    from annotator.assign import assign
+    from annotator.intake.assign import assign
 
     with db.session_scope(engine) as session:
         assign(session, study="s1", overlap=1, account=SYSTEM)

@@ -10,12 +10,12 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotator import accounts, sessions
-from annotator.accounts import SYSTEM
 from annotator.errors import AuthError
+from annotator.people import accounts, sessions
+from annotator.people.accounts import SYSTEM
 from annotator.store import db
 from annotator.store.models import Event, User
-from tests.factories import PASSWORD
+from tests.utils.factories import PASSWORD
 
 PARALLEL = 20
 

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from annotator.app import cookie
-from tests.apphelpers import PASSWORD, AppDB, build_app_db, log_in, running_app, wait_idle
+from tests.utils.apphelpers import PASSWORD, AppDB, build_app_db, log_in, running_app, wait_idle
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

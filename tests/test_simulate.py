@@ -11,14 +11,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
 from analysis.report import Report
-from annotator import ingest
-from annotator.accounts import SYSTEM
 from annotator.demo import SAMPLE
-from annotator.simulate import SimulationSpec, SimulationSummary, simulate
+from annotator.intake import ingest
+from annotator.people.accounts import SYSTEM
+from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, User
-from annotator.study_report import study_report
-from tests.databases import fresh_db_url
+from annotator.synthetic import SimulationSpec, SimulationSummary, simulate
+from tests.utils.databases import fresh_db_url
 
 STUDY = "sample"
 SIM_USERS = ["sim_01", "sim_02", "sim_03"]

@@ -9,12 +9,12 @@ from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from annotator import study as study_module
-from annotator.accounts import SYSTEM
 from annotator.cli import app
 from annotator.errors import ConfigError, UserError
-from annotator.ingest import import_file
+from annotator.intake.ingest import import_file
+from annotator.people.accounts import SYSTEM
 from annotator.store.models import Study
-from tests.factories import make_records, write_jsonl
+from tests.utils.factories import make_records, write_jsonl
 
 runner = CliRunner()
 DEFAULT_TEXT = study_module.DEFAULT_CONFIG.read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Qualification (annotator/training.py): training with feedback and a pass threshold, a comprehension
+"""Qualification (annotator/people/training.py): training with feedback and a pass threshold, a comprehension
 check with a limited number of attempts, and the Training page (AppTest)."""
 
 from pathlib import Path
@@ -7,16 +7,17 @@ import pytest
 from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
 
-from annotator import labels, training
-from annotator.accounts import SYSTEM, Account
-from annotator.assign import assign
 from annotator.errors import AuthError, ConfigError, UserError
+from annotator.intake.assign import assign
+from annotator.people import training
+from annotator.people.accounts import SYSTEM, Account
+from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import id_of
 from annotator.study import Training, parse_config
-from tests.apphelpers import app_for
-from tests.factories import make_annotators
-from tests.qchelpers import qc_config, qc_study
+from tests.utils.apphelpers import app_for
+from tests.utils.factories import make_annotators
+from tests.utils.qchelpers import qc_config, qc_study
 
 ITEM = {
     "question": "Which fits the user better?",
@@ -120,7 +121,7 @@ def test_the_rating_page_sends_an_unqualified_annotator_to_training(
 ) -> None:
     account = _setup(engine, tmp_path)
     with db.session_scope(engine) as session:
-        from annotator import accounts
+        from annotator.people import accounts
 
         accounts.acknowledge_guidelines(session, user_id=account.id)
     at = _app(db_url, monkeypatch, account)

@@ -1,4 +1,4 @@
-"""Training pairs (annotator/training.py): records marked `"control": "training"` in the pairs file
+"""Training pairs (annotator/people/training.py): records marked `"control": "training"` in the pairs file
 are practice items with feedback after the study.toml questions, count toward the pass threshold,
 open the real queue only once passed, and never enter it; the Training page shows them (AppTest)."""
 
@@ -9,15 +9,16 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from annotator import labels, training
-from annotator.accounts import SYSTEM, Account
-from annotator.assign import assign
 from annotator.errors import AuthError
+from annotator.intake.assign import assign
+from annotator.people import training
+from annotator.people.accounts import SYSTEM, Account
+from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, id_of
-from tests.apphelpers import app_for
-from tests.factories import make_annotators, make_record
-from tests.qchelpers import qc_study
+from tests.utils.apphelpers import app_for
+from tests.utils.factories import make_annotators, make_record
+from tests.utils.qchelpers import qc_study
 
 QUESTION = {"question": "Which fits the user better?", "options": ["A", "B"], "answer": 1}
 EXPLAIN = "The chosen plan is for two people, as the profile says."

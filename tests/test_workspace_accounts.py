@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from annotator import accounts
+from annotator.people import accounts
 from annotator.store import db
-from tests.apphelpers import ROOT, AppDB, build_app_db
+from tests.utils.apphelpers import ROOT, AppDB, build_app_db
 
 PAGE = ROOT / "annotator" / "app" / "views" / "annotators.py"
 

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from annotator import sessions
 from annotator.app import cookie
 from annotator.errors import ConfigError
+from annotator.people import sessions
 from annotator.store import db
 from annotator.store.models import Study
 from annotator.study import DEFAULT_CONFIG, parse_config
-from tests.apphelpers import MAIN, PASSWORD, AppDB, add_study, app_for, build_app_db, open_item_actions
+from tests.utils.apphelpers import MAIN, PASSWORD, AppDB, add_study, app_for, build_app_db, open_item_actions
 
 TIMEOUT = 30
 

@@ -9,10 +9,11 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page
 
-from annotator import sessions, workspace
+from annotator.people import sessions
+from annotator.rating import drafts
 from annotator.store import db
 from annotator.store.models import id_of
-from tests.apphelpers import (
+from tests.utils.apphelpers import (
     FORM,
     KEY_ANSWERS,
     PASSWORD,
@@ -223,7 +224,7 @@ def test_number_keys_answer_the_focused_question_and_keep_a_draft(live: tuple[st
     assert selected(tab, "B_rubric0") == ["2"]
     assignment = app_db.on_screen("ann2")
     with db.session_scope(app_db.engine) as session:
-        draft = workspace.load_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"])
+        draft = drafts.load_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"])
     assert draft is not None and draft.answers["A:correctness"] == 4 and draft.answers["B:rubric:0"] == 2
 
 

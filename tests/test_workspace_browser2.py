@@ -10,10 +10,10 @@ from playwright.sync_api import Browser, Page, Route
 from sqlalchemy.orm.attributes import flag_modified
 from sqlmodel import select
 
-from annotator import labels, workspace
+from annotator.rating import drafts, labels
 from annotator.store import db
 from annotator.store.models import Study, User, id_of
-from tests.apphelpers import (
+from tests.utils.apphelpers import (
     KEY_ANSWERS,
     PASSWORD,
     VIEWPORT,
@@ -27,7 +27,7 @@ from tests.apphelpers import (
     wait_idle,
     wait_next_item,
 )
-from tests.ratings import rate
+from tests.utils.ratings import rate
 
 pytestmark = pytest.mark.browser
 BUTTON_GROUP_JS = "**/static/js/ButtonGroup.*.js"  # Streamlit's script of st.segmented_control
@@ -138,7 +138,7 @@ def full_draft(app_db: AppDB, username: str) -> tuple[int, dict[str, int]]:
             for name, digit in KEY_ANSWERS.items()
         }
         answers["preference"] -= 1  # keys 1-5 choose preference 0-4
-        workspace.save_draft(
+        drafts.save_draft(
             session, assignment_id=id_of(found), user_id=user_id, answers=answers, opened_posts=[]
         )
         return id_of(found), answers

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from annotator import labels, profile_search, workspace
 from annotator.errors import AuthError, LabelError
+from annotator.rating import drafts, labels, profile_search
 from annotator.store import db
 from annotator.store.models import User, id_of
-from tests.apphelpers import AppDB, build_app_db
-from tests.factories import make_form
+from tests.utils.apphelpers import AppDB, build_app_db
+from tests.utils.factories import make_form
 
 
 @pytest.fixture
@@ -26,9 +26,9 @@ def test_a_draft_is_kept_and_replaced(app_db: AppDB) -> None:
     assignment = first(app_db)
     user = app_db.users["ann1"]
     with db.session_scope(app_db.engine) as session:
-        workspace.save_draft(session, assignment_id=assignment, user_id=user, answers={"A:correctness": 4})
+        drafts.save_draft(session, assignment_id=assignment, user_id=user, answers={"A:correctness": 4})
     with db.session_scope(app_db.engine) as session:
-        workspace.save_draft(
+        drafts.save_draft(
             session,
             assignment_id=assignment,
             user_id=user,
@@ -36,7 +36,7 @@ def test_a_draft_is_kept_and_replaced(app_db: AppDB) -> None:
             opened_posts=[2, 0, 2],
         )
     with db.session_scope(app_db.engine) as session:
-        draft = workspace.load_draft(session, assignment_id=assignment, user_id=user)
+        draft = drafts.load_draft(session, assignment_id=assignment, user_id=user)
     assert draft is not None
     assert draft.answers == {"A:correctness": 5, "comment": "x"}
     assert draft.opened_posts == [0, 2]
@@ -45,9 +45,9 @@ def test_a_draft_is_kept_and_replaced(app_db: AppDB) -> None:
 def test_another_annotator_cannot_read_or_write_a_draft(app_db: AppDB) -> None:
     assignment = first(app_db)
     with db.session_scope(app_db.engine) as session, pytest.raises(AuthError):
-        workspace.save_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"], answers={})
+        drafts.save_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"], answers={})
     with db.session_scope(app_db.engine) as session, pytest.raises(AuthError):
-        workspace.load_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"])
+        drafts.load_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"])
 
 
 def test_a_deactivated_annotator_can_neither_save_a_draft_nor_flag(app_db: AppDB) -> None:
@@ -59,34 +59,34 @@ def test_a_deactivated_annotator_can_neither_save_a_draft_nor_flag(app_db: AppDB
         user.active = False
         session.add(user)
     with db.session_scope(app_db.engine) as session, pytest.raises(AuthError, match="deactivated"):
-        workspace.save_draft(session, assignment_id=assignment, user_id=app_db.users["ann1"], answers={})
+        drafts.save_draft(session, assignment_id=assignment, user_id=app_db.users["ann1"], answers={})
     with db.session_scope(app_db.engine) as session, pytest.raises(AuthError, match="deactivated"):
-        workspace.flag_item(session, assignment_id=assignment, user_id=app_db.users["ann1"], reason="broken")
+        drafts.flag_item(session, assignment_id=assignment, user_id=app_db.users["ann1"], reason="broken")
 
 
 def test_the_item_with_the_newest_draft_is_resumed(app_db: AppDB) -> None:
     queue = [id_of(a) for a in app_db.queue("ann1")]
     user = app_db.users["ann1"]
     with db.session_scope(app_db.engine) as session:
-        assert workspace.resume_assignment(session, user_id=user, study_id=app_db.study_id) is None
-        workspace.save_draft(session, assignment_id=queue[2], user_id=user, answers={"preference": 1})
+        assert drafts.resume_assignment(session, user_id=user, study_id=app_db.study_id) is None
+        drafts.save_draft(session, assignment_id=queue[2], user_id=user, answers={"preference": 1})
     with db.session_scope(app_db.engine) as session:
-        assert workspace.resume_assignment(session, user_id=user, study_id=app_db.study_id) == queue[2]
-        workspace.clear_draft(session, assignment_id=queue[2], user_id=user)
+        assert drafts.resume_assignment(session, user_id=user, study_id=app_db.study_id) == queue[2]
+        drafts.clear_draft(session, assignment_id=queue[2], user_id=user)
     with db.session_scope(app_db.engine) as session:
-        assert workspace.resume_assignment(session, user_id=user, study_id=app_db.study_id) is None
+        assert drafts.resume_assignment(session, user_id=user, study_id=app_db.study_id) is None
 
 
 def test_flag_needs_only_a_reason_and_leaves_the_queue(app_db: AppDB) -> None:
     assignment = first(app_db)
     user = app_db.users["ann1"]
     with db.session_scope(app_db.engine) as session, pytest.raises(LabelError):
-        workspace.flag_item(session, assignment_id=assignment, user_id=user, reason="  ")
+        drafts.flag_item(session, assignment_id=assignment, user_id=user, reason="  ")
     with db.session_scope(app_db.engine) as session:
-        workspace.flag_item(session, assignment_id=assignment, user_id=user, reason="text cut off")
+        drafts.flag_item(session, assignment_id=assignment, user_id=user, reason="text cut off")
     with db.session_scope(app_db.engine) as session:
         following = labels.next_assignment(session, user_id=user, study_id=app_db.study_id)
-        flagged = workspace.flagged_items(session, study="study1", account=app_db.account("res1"))
+        flagged = drafts.flagged_items(session, study="study1", account=app_db.account("res1"))
         done = labels.progress(session, user_id=user, study_id=app_db.study_id)
     assert following is not None and following.id != assignment
     assert flagged["reason"].tolist() == ["text cut off"] and flagged["annotator"].tolist() == ["ann1"]
@@ -95,7 +95,7 @@ def test_flag_needs_only_a_reason_and_leaves_the_queue(app_db: AppDB) -> None:
 
 def test_an_annotator_cannot_list_flagged_items(app_db: AppDB) -> None:
     with db.session_scope(app_db.engine) as session, pytest.raises(AuthError):
-        workspace.flagged_items(session, study="study1", account=app_db.account("ann1"))
+        drafts.flagged_items(session, study="study1", account=app_db.account("ann1"))
 
 
 def test_opened_posts_are_saved_with_the_judgment(app_db: AppDB) -> None:
@@ -146,7 +146,7 @@ def test_a_profile_without_words_ranks_in_its_own_order() -> None:
 
 def test_my_work_lists_answers_revisions_skips_and_flags_in_the_annotators_a_b_terms(app_db: AppDB) -> None:
     """Pair 0 has chosen on A for ann1, pair 1 on B: the record gives back what was entered on each."""
-    from annotator import work_log
+    from annotator.rating import work_log
 
     user = app_db.users["ann1"]
     queue = [id_of(a) for a in app_db.queue("ann1")]
@@ -158,7 +158,7 @@ def test_my_work_lists_answers_revisions_skips_and_flags_in_the_annotators_a_b_t
             labels.submit(session, assignment_id=queue[1], user_id=user, submission=form)
     with db.session_scope(app_db.engine) as session:
         labels.skip(session, assignment_id=queue[0], user_id=user, reason="I need to look it up")
-        workspace.flag_item(session, assignment_id=queue[2], user_id=user, reason="response B is cut off")
+        drafts.flag_item(session, assignment_id=queue[2], user_id=user, reason="response B is cut off")
     with db.session_scope(app_db.engine) as session:
         items = {item.assignment_id: item for item in work_log.my_work(session, user_id=user)}
     assert set(items) == set(queue)

@@ -11,9 +11,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 from sqlmodel import Session
 
-from annotator.accounts import Account
 from annotator.app.theme import apply_theme
 from annotator.errors import UserError
+from annotator.people.accounts import Account
 from annotator.store import db
 from annotator.study import study_config
 
@@ -25,7 +25,7 @@ FAVICON = Path(__file__).parent / "static" / "favicon.png"
 # Session-state keys shared between pages (one place; a page never writes another page's raw string).
 ACCOUNT_KEY = "account"
 LOGIN_AT_KEY = "login_at"
-TOKEN_KEY = "session_token"  # the revocable session token of this login (see annotator.sessions)
+TOKEN_KEY = "session_token"  # the revocable session token of this login (see annotator.people.sessions)
 COOKIE_WRITTEN_KEY = "session_cookie_written"
 COOKIE_CLEAR_KEY = "session_cookie_clear"
 EXPIRED_KEY = "expired"
@@ -97,7 +97,7 @@ def _cookie_token() -> str | None:
 def _resume(token: str) -> Account | None:
     """The account of a live session token, or None when it was ended, expired or the user deactivated."""
     try:
-        from annotator import sessions
+        from annotator.people import sessions
     except ImportError:  # the session service is not there: the login lasts as long as the tab
         return None
     from annotator.errors import AuthError
@@ -149,7 +149,7 @@ def log_in(account: Account) -> None:
     st.session_state[LOGIN_AT_KEY] = datetime.now(UTC)
     st.session_state.pop(COOKIE_CLEAR_KEY, None)
     try:
-        from annotator import sessions
+        from annotator.people import sessions
     except ImportError:
         return
     with session() as active:
@@ -162,7 +162,7 @@ def log_out() -> None:
     token = st.session_state.get(TOKEN_KEY)
     if token is not None:
         try:
-            from annotator import sessions
+            from annotator.people import sessions
 
             with session() as active:
                 sessions.end_session(active, token)
@@ -260,7 +260,7 @@ def require(*roles: str) -> Account:
 
 def choose_study(key: str = "study") -> str | None:
     """A study picker for researchers and adjudicators (None, with a hint, when there is no study)."""
-    from annotator.study_progress import study_names
+    from annotator.review.study_progress import study_names
 
     with session() as active:
         names = study_names(active)

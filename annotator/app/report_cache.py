@@ -1,6 +1,6 @@
 """The validation report of a study, computed once per data version and filter set for the whole server.
 
-One `build_report` call (through :func:`annotator.study_report.study_report`, the path of `annotator
+One `build_report` call (through :func:`annotator.review.study_report.study_report`, the path of `annotator
 analyze`) per key; the Validation page and its downloads read the same result. A computation runs on a
 background worker, so a page can start it early (the Progress page warms the default study's report)
 and the page that needs it only waits for what is left. Concurrent callers of one key share one
@@ -17,9 +17,9 @@ from typing import Any
 
 from analysis.render import figures, methods_paragraph, to_html, to_json, to_markdown
 from analysis.report import Report
-from annotator.accounts import Account
+from annotator.people.accounts import Account
+from annotator.review.study_report import study_report
 from annotator.store import db
-from annotator.study_report import study_report
 
 MAX_ENTRIES = 16
 Key = tuple[str, str, tuple[int, ...], tuple[str, ...], tuple[str, ...]]

@@ -3,11 +3,11 @@ with its whole context (question, narrative, rubric with reasons and evidence, p
 
 import streamlit as st
 
-from annotator import adjudicate
 from annotator.app.common import choose_study, require, safe_md, session
 from annotator.app.panes import focusable_panes
 from annotator.app.tables import show_table
 from annotator.errors import UserError
+from annotator.review import adjudicate
 
 PICK_KEY = "adjudicate_pick"
 NAMES_KEY = "adjudicate_names"

@@ -19,8 +19,6 @@ from typing import Any
 
 import streamlit as st
 
-from annotator import accounts, crowd, labels, profile_search, training, workspace
-from annotator.accounts import Account
 from annotator.app.common import (
     ACCOUNT_KEY,
     CURRENT_STUDY_KEY,
@@ -35,8 +33,11 @@ from annotator.app.common import (
 )
 from annotator.app.theme import apply_theme
 from annotator.errors import AuthError, LabelError, TimeOver, UserError
-from annotator.guidelines import guidelines_text
-from annotator.labels import SUPPORT_PREFIX, ItemView, Submission
+from annotator.people import accounts, training
+from annotator.people.accounts import Account
+from annotator.rating import crowd, drafts, labels, profile_search
+from annotator.rating.guidelines import guidelines_text
+from annotator.rating.labels import SUPPORT_PREFIX, ItemView, Submission
 from annotator.store.models import id_of
 from annotator.study import StudyConfig
 
@@ -284,7 +285,7 @@ def load_item(
         return item, config
     with session() as active:
         if item is not None:  # the annotator was on another page: the form's values are gone, the draft not
-            draft = workspace.load_draft(active, assignment_id=item.assignment_id, user_id=account.id)
+            draft = drafts.load_draft(active, assignment_id=item.assignment_id, user_id=account.id)
             start_item(item, config, draft.answers if draft else {}, draft.opened_posts if draft else [])
             return item, config
         prefill: Submission | None = st.session_state.pop(PREFILL_KEY, None)
@@ -292,7 +293,7 @@ def load_item(
         resumed = (
             int(reopen)
             if reopen is not None
-            else workspace.resume_assignment(active, user_id=account.id, study_id=study_id)
+            else drafts.resume_assignment(active, user_id=account.id, study_id=study_id)
         )
         if resumed is None:
             assignment = labels.next_assignment(active, user_id=account.id, study_id=study_id)
@@ -304,7 +305,7 @@ def load_item(
             if prefill is None:
                 prefill = labels.current_answers(active, assignment_id=resumed_id, user_id=account.id)
         item = labels.show(active, assignment_id=resumed_id, user_id=account.id, resume=resumed is not None)
-        draft = workspace.load_draft(active, assignment_id=resumed_id, user_id=account.id)
+        draft = drafts.load_draft(active, assignment_id=resumed_id, user_id=account.id)
     answers = _answers_from(prefill) | (draft.answers if draft else {})
     start_item(item, config, answers, draft.opened_posts if draft else [])
     return item, config
@@ -328,7 +329,7 @@ def keep_draft(item: ItemView, config: StudyConfig) -> None:
         return
     try:
         with session() as active:
-            workspace.save_draft(
+            drafts.save_draft(
                 active,
                 assignment_id=item.assignment_id,
                 user_id=account.id,
@@ -555,7 +556,7 @@ def save(item: ItemView, config: StudyConfig, submission_id: str) -> None:
                 user_id=account.id,
                 submission=form_answers(item, config, submission_id),
             )
-            workspace.clear_draft(active, assignment_id=item.assignment_id, user_id=account.id)
+            drafts.clear_draft(active, assignment_id=item.assignment_id, user_id=account.id)
     except TimeOver:  # after the limit: nothing counts, but the answers are kept as a draft
         keep_draft(item, config)
         st.session_state[LATE_KEY] = LATE
@@ -598,7 +599,7 @@ def skip_item(item: ItemView) -> None:
             raise UserError("Please log in first.")
         with session() as active:
             labels.skip(active, assignment_id=item.assignment_id, user_id=account.id, reason=reason)
-            workspace.clear_draft(active, assignment_id=item.assignment_id, user_id=account.id)
+            drafts.clear_draft(active, assignment_id=item.assignment_id, user_id=account.id)
 
     _act(run, "Skipped: the item moved to the end of your queue.")
 
@@ -616,7 +617,7 @@ def flag_item(item: ItemView) -> None:
         if account is None:
             raise UserError("Please log in first.")
         with session() as active:
-            workspace.flag_item(active, assignment_id=item.assignment_id, user_id=account.id, reason=reason)
+            drafts.flag_item(active, assignment_id=item.assignment_id, user_id=account.id, reason=reason)
 
     _act(run, "Flagged: the item went to the researcher and left your queue.")
 

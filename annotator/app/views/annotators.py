@@ -7,12 +7,13 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from analysis.diagnostics import annotator_diagnostics
-from annotator import accounts, quality, study_progress
-from annotator.accounts import Account
 from annotator.app.common import choose_study, engine, require, safe_md, session
 from annotator.app.tables import show_table
 from annotator.errors import AuthError, UserError
-from annotator.readers import label_frame
+from annotator.people import accounts
+from annotator.people.accounts import Account
+from annotator.review import quality, study_progress
+from annotator.review.readers import label_frame
 
 RESULT_KEY = "annotators_result"  # (kind, text) shown once after an action
 PENDING_KEY = "annotators_pending"  # (action, username) waiting for its confirmation

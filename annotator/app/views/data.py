@@ -7,11 +7,12 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from annotator import accounts, assign, ingest, textguard
-from annotator.accounts import Account
 from annotator.app.common import choose_study, engine, require, session
 from annotator.app.tables import show_table
 from annotator.errors import UserError
+from annotator.intake import assign, ingest, textguard
+from annotator.people import accounts
+from annotator.people.accounts import Account
 from annotator.store.models import ROLES
 from annotator.study import study_config
 

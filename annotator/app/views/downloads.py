@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from annotator import export
 from annotator.app.common import choose_study, require, session
 from annotator.errors import UserError
+from annotator.publish import export
 
 account = require("researcher")
 

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from annotator import accounts
 from annotator.app.common import require, safe_md, session
-from annotator.guidelines import guidelines_text
+from annotator.people import accounts
+from annotator.rating.guidelines import guidelines_text
 
 
 def split_title(text: str) -> tuple[str, str]:

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from annotator import accounts, crowd
 from annotator.app.common import SESSION_COOKIE, log_in, session
 from annotator.errors import AuthError, UserError
+from annotator.people import accounts
+from annotator.rating import crowd
 
 
 def token_login() -> None:
@@ -79,7 +80,7 @@ def crowd_login() -> None:
     """Enter from a crowd platform's study link (?study=S&PROLIFIC_PID=...): no password.
 
     The link's parameters are removed from the address at once (the worker id never stays on a
-    page); the account is created or resumed by annotator.crowd and logged in like any other.
+    page); the account is created or resumed by annotator.rating.crowd and logged in like any other.
     """
     if "study" not in st.query_params:
         return

@@ -4,10 +4,10 @@ submitting it again adds a revision."""
 
 import streamlit as st
 
-from annotator import labels, work_log
 from annotator.app.common import ITEM_KEY, REOPEN_KEY, require, safe_md, session
+from annotator.rating import labels, work_log
+from annotator.rating.work_log import SKIPPED, SUBMITTED, Answers, WorkItem
 from annotator.study import StudyConfig
-from annotator.work_log import SKIPPED, SUBMITTED, Answers, WorkItem
 
 FILTERS = {"All": None, "Submitted": SUBMITTED, "Skipped": SKIPPED, "Flagged": work_log.FLAGGED_STATE}
 

@@ -3,10 +3,11 @@
 import plotly.express as px
 import streamlit as st
 
-from annotator import crowd, study_progress, workspace
 from annotator.app import report_cache
 from annotator.app.common import choose_study, engine, require, session
 from annotator.app.tables import show_plot, show_table
+from annotator.rating import crowd, drafts
+from annotator.review import study_progress
 
 account = require("researcher")
 st.title("Progress")
@@ -17,7 +18,7 @@ if study is not None:
         pairs = study_progress.pair_completion(active, study=study, account=account)
         stalled = study_progress.stalled_assignments(active, study=study, account=account)
         timeline = study_progress.judgments_over_time(active, study=study, account=account)
-        flagged = workspace.flagged_items(active, study=study, account=account)
+        flagged = drafts.flagged_items(active, study=study, account=account)
         workers = crowd.outcomes(active, study=study, account=account)
         version = study_progress.data_version(active, study, account=account)
     if not timeline.empty:  # the Validation page's report, started now so it is ready when opened

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotator import ingest, study_settings
-from annotator.accounts import Account
 from annotator.app.common import engine, require, safe_md, session
 from annotator.app.tables import show_table
 from annotator.errors import UserError
+from annotator.intake import ingest, study_settings
+from annotator.people.accounts import Account
+from annotator.review.study_progress import study_names
 from annotator.store.models import Study
 from annotator.study import StudyConfig, get_study, load_config, study_config
-from annotator.study_progress import study_names
 
 PREVIEW_ITEMS = 2
 CREATED_KEY = "settings_created"

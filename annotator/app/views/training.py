@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from annotator import labels, training
-from annotator.accounts import Account
 from annotator.app.common import CURRENT_STUDY_KEY, require, safe_md, session
 from annotator.errors import UserError
+from annotator.people import training
+from annotator.people.accounts import Account
+from annotator.rating import labels
 from annotator.study import study_config
 
 FEEDBACK_KEY = "training_feedback"

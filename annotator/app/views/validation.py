@@ -14,12 +14,12 @@ from analysis.render import (
     status_word,
 )
 from analysis.report import Report
-from annotator import study_progress
-from annotator.accounts import Account
 from annotator.app import report_cache
 from annotator.app.common import choose_study, engine, require, session
 from annotator.app.tables import show_plot, show_table
 from annotator.errors import UserError
+from annotator.people.accounts import Account
+from annotator.review import study_progress
 
 SHOWN_FAILED = 500
 SUPERIORITY_COLUMNS = ["dimension", "n", "estimate", "ci_low", "ci_high", "dz", "p_t", "p_wilcoxon", "p_holm"]

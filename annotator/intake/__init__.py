@@ -1,0 +1,1 @@
+"""Services, what gets rated: pair files and their checks, assignment, control pairs."""

@@ -1,0 +1,1 @@
+"""Services, who may work: accounts, sessions, authorization, training."""

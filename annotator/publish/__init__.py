@@ -1,0 +1,1 @@
+"""Services, what leaves the tool: label, adjudicated and pair files; the dataset folder."""

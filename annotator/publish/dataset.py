@@ -1,0 +1,469 @@
+"""A Hub-ready dataset folder: the validated pairs, the human and adjudicated labels, the model
+predictions (Parquet) and a dataset card; optionally uploaded with huggingface_hub.
+
+The folder loads with ``datasets.load_dataset(DIR)`` (the validated pairs, the default config) and
+``datasets.load_dataset(DIR, "labels")`` / ``"adjudicated"`` / ``"predictions"``: the card's YAML
+``configs`` list names each config's Parquet file. Annotators appear only as stable pseudonyms.
+"""
+
+import hashlib
+import math
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from annotator.errors import UserError
+from annotator.people.accounts import Account, require_role
+from annotator.publish import export
+from annotator.review.predictions import prediction_frame
+from annotator.review.readers import label_frame
+from annotator.study import get_study, study_config
+
+__all__ = ["CONFIGS", "DatasetSummary", "dataset_card", "export_dataset", "publish", "push_to_hub"]
+
+#: The dataset's configs, in the card's order (the first is the default).
+CONFIGS: tuple[str, ...] = ("pairs", "labels", "adjudicated", "predictions")
+SPLIT = "test"
+DEFAULT_LICENSE = "cc-by-4.0"
+NO_TOKEN = (
+    "no Hugging Face token is configured: run `hf auth login` or set HF_TOKEN, then push again "
+    "(the dataset folder {folder} is ready)"
+)
+
+
+@dataclass(frozen=True)
+class DatasetSummary:
+    """What an export wrote: rows per config, the folder, and (after a push) the repository URL."""
+
+    study: str
+    folder: Path
+    rows: dict[str, int]
+    url: str = ""
+    skipped: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{name} {n}" for name, n in self.rows.items())
+        text = f"study {self.study!r}: wrote {self.folder} ({counts})"
+        if self.skipped:
+            text += f"; no rows for {', '.join(self.skipped)}"
+        return text + (f"; pushed to {self.url}" if self.url else "")
+
+
+def _file(config: str, payload: bytes) -> str:
+    """The Parquet file of a config, named after its content (as the Hub names converted files):
+    `datasets` caches a local folder by its name and the card's paths, so a re-export with other
+    content under the same folder name must change the paths, or load_dataset returns the old rows."""
+    return f"{config}/{SPLIT}-00000-of-00001-{hashlib.sha256(payload).hexdigest()[:16]}.parquet"
+
+
+def _arrow_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns Arrow can type: datetimes as ISO text, mixed object columns as text (None kept)."""
+    out = frame.copy()
+    for name in out.columns:
+        column = out[name]
+        if isinstance(column.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(column):
+            out[name] = column.map(lambda v: None if pd.isna(v) else pd.Timestamp(v).isoformat()).astype(
+                object
+            )
+        elif column.dtype == object:
+            kinds = {
+                type(v) for v in column if v is not None and not (isinstance(v, float) and math.isnan(v))
+            }
+            if len(kinds) > 1 or (kinds and not kinds <= {str, bool, int, float}):
+                out[name] = column.map(lambda v: None if v is None or v is pd.NA else str(v)).astype(object)
+    return out
+
+
+def _tables(session: Session, study: str, account: Account) -> dict[str, Any]:
+    final = export.adjudicated_frame(session, study=study, pseudonymize=True)  # read once, used twice
+    pairs = export.pairs_records(session, study=study, validated_only=True, final=final)
+    kept = {record["id"] for record in pairs}
+    labels = label_frame(session, study=study, pseudonymize=True, account=account)
+    labels = labels[labels["pair_id"].isin(kept)].reset_index(drop=True)
+    final = final[final["pair_id"].isin(kept)].reset_index(drop=True)
+    predictions = prediction_frame(session, study=study, account=account)
+    predictions = predictions[predictions["pair_id"].isin(kept)].reset_index(drop=True)
+    return {"pairs": pairs, "labels": labels, "adjudicated": final, "predictions": predictions}
+
+
+@dataclass(frozen=True)
+class _ReportText:
+    """What the card takes from the study's validation report (the one `annotator analyze` writes)."""
+
+    validation: str
+    methods: str = ""
+    benchmark: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def _report_text(session: Session, study: str, account: Account) -> _ReportText:
+    """The verdicts, the methods paragraph and the models-vs-people accuracy of the study's report,
+    built exactly as `annotator analyze --study S` builds it (same resamples, same seed), so the card
+    and the report never give two numbers for one thing."""
+    from analysis.science.ceiling import ALL
+    from annotator.review.study_report import study_report
+
+    try:
+        report = study_report(session, study=study, account=account)
+    except (UserError, ValueError) as exc:  # too few judgments for the statistics
+        return _ReportText(f"No validation report: {_md(exc)}.")
+    from analysis.render import methods_paragraph, status_word
+
+    lines = [f"**Overall: {report.overall}** ({_md(report.overall_reason)})", ""]
+    lines += [
+        f"- **{status_word(v)}** {_md(v.claim)} ({_md(v.test)}): {_md(v.detail)}" for v in report.verdicts
+    ]
+    lines += _judges_lines(report)
+    benchmark = pd.DataFrame()
+    if report.benchmark is not None and not report.benchmark.accuracy.empty:
+        accuracy = report.benchmark.accuracy
+        overall = (accuracy["category"] == ALL) & (accuracy["kind"] != "annotator")
+        benchmark = accuracy[overall].reset_index(drop=True)
+    return _ReportText("\n".join(lines), _md(methods_paragraph(report)), benchmark)
+
+
+def _md(value: Any) -> str:
+    """A text from the data as inert Markdown (the reports' one escaping rule)."""
+    from analysis.render import escape_text
+
+    return escape_text(value, "markdown")
+
+
+def _judges_lines(report: Any) -> list[str]:
+    """The LLM judges' alternative annotator test for the card (none without judge ratings)."""
+    section = report.judges
+    if section is None or section.table.empty:
+        return []
+    p = section.parameters
+    lines = [
+        "",
+        "### LLM judges: can a judge replace an annotator?",
+        "",
+        "The alternative annotator test (Calderon, Reichart & Dror, ACL 2025) on the study's main pairs, "
+        f"epsilon {p['epsilon']:g} ({p.get('epsilon_basis', '')}); judge ratings are not part of the "
+        "human labels.",
+        "",
+        "| judge | item | pairs | winning rate | advantage probability | can replace |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in section.table.itertuples():
+        verdict = {True: "yes", False: "no"}.get(row.can_replace, "no verdict")
+        lines.append(
+            f"| {_md_cell(row.judge)} | {_md_cell(row.item)} | {row.n_pairs} | "
+            f"{_md_cell(row.winning_rate)} | {_md_cell(row.advantage_probability)} | {verdict} |"
+        )
+    return lines
+
+
+def _md_cell(value: Any) -> str:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.3f}"
+    return _md(value)
+
+
+def dataset_card(
+    *,
+    study: str,
+    rows: dict[str, int],
+    license_id: str,
+    validation: str,
+    methods: str,
+    benchmark: pd.DataFrame,
+    n_pairs_total: int,
+    files: dict[str, str],
+) -> str:
+    """The README.md of the dataset: YAML metadata (license, configs: `files` maps each config with
+    rows to its Parquet path) written by PyYAML, then the summary and methods in Markdown, every text
+    from the data escaped (`validation` and `methods` come escaped)."""
+    import yaml
+
+    configs = [name for name in CONFIGS if rows.get(name)]
+    metadata: dict[str, Any] = {
+        "license": license_id,
+        "language": ["en"],
+        "pretty_name": f"{study} (validated pairs)",
+        "task_categories": ["text-classification"],
+        "tags": ["preference", "reward-modeling", "personalization", "human-evaluation"],
+        "size_categories": [_size(rows.get("pairs", 0))],
+        "configs": [
+            {"config_name": name, "data_files": [{"split": SPLIT, "path": files[name]}]}
+            | ({"default": True} if name == configs[0] else {})
+            for name in configs
+        ],
+    }
+    header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    body = [
+        f"# {_md(study)}: validated personalized preference pairs",
+        "",
+        "Pairs in the Personalized RewardBench format (a `chosen` response that follows one user's rubric "
+        "and a `rejected` one of equal general quality), kept after validation with human annotators "
+        "(equivalence on general quality, superiority on rubric alignment, adjudication of disagreements).",
+        "",
+        "## Contents",
+        "",
+        "| config | rows | what |",
+        "|---|---|---|",
+        f"| pairs | {rows.get('pairs', 0)} | the validated pairs (of {n_pairs_total} imported), "
+        "each with its `validation` record |",
+        f"| labels | {rows.get('labels', 0)} | every current human score, long form "
+        "(annotators pseudonymized) |",
+        f"| adjudicated | {rows.get('adjudicated', 0)} | the final label of each validated pair |",
+        f"| predictions | {rows.get('predictions', 0)} | reward-model predictions on the validated pairs |",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        'pairs = load_dataset("PATH_OR_REPO")  # or load_dataset("PATH_OR_REPO", "labels")',
+        "```",
+        "",
+        "## Validation summary",
+        "",
+        validation or "No validation report.",
+        "",
+    ]
+    if methods:
+        body += ["## Methods", "", methods, ""]
+    if not benchmark.empty:
+        body += [
+            "## Models and the human ceiling (validated pairs)",
+            "",
+            "Accuracy = share of pairs on which the judge prefers `chosen` (ties count as not "
+            "preferring it); 95% Wilson intervals (a bootstrap over pairs for the pooled judgments).",
+            "",
+            "| judge | pairs | accuracy | 95% CI |",
+            "|---|---|---|---|",
+        ]
+        for row in benchmark.itertuples():
+            body.append(
+                f"| {_md_cell(row.source)} | {row.n_pairs} | {_md_cell(row.accuracy)} | "
+                f"{_md_cell(row.ci_low)} - {_md_cell(row.ci_high)} |"
+            )
+        body.append("")
+    body += ["## License", "", f"{_md(license_id)} (see the metadata above).", ""]
+    return "---\n" + header + "---\n" + "\n".join(body)
+
+
+def _size(n: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
+        if n < limit:
+            return label
+    return "100K<n<1M"
+
+
+def export_dataset(
+    session: Session,
+    *,
+    study: str,
+    out: str | Path,
+    account: Account,
+    license_id: str = DEFAULT_LICENSE,
+    overwrite: bool = False,
+) -> DatasetSummary:
+    """Write the Hub-ready folder `out` for `study` (researchers only).
+
+    The folder is built next to `out` and renamed into place, so a failure never leaves half a
+    dataset. An existing non-empty `out` is refused unless `overwrite`, and even then unless it is a
+    dataset folder this tool wrote (:func:`_dataset_folder_problem`): the old folder is renamed aside,
+    the new one moved in, and only then is the old one deleted, so some complete dataset is always
+    in place or aside.
+    """
+    require_role(session, account, "researcher")
+    out = Path(out)
+    get_study(session, study)
+    study_config(session, study)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if not overwrite:
+            raise UserError(f"{out} exists and is not empty; choose another folder or pass --overwrite")
+        problem = _dataset_folder_problem(out)
+        if problem is not None:
+            raise UserError(
+                f"{out} is not a dataset folder written by `annotator export dataset` ({problem}); "
+                "--overwrite replaces only such a folder: choose another folder"
+            )
+    if not license_id.strip() or any(c.isspace() for c in license_id):
+        raise UserError(f"invalid license id {license_id!r}; use an SPDX-style id such as cc-by-4.0")
+    tables = _tables(session, study, account)
+    if not tables["pairs"]:
+        raise UserError(
+            f"study {study!r} has no validated pairs yet (none whose adjudication says keep); "
+            "run `annotator adjudicate --study S --auto` first"
+        )
+    rows = {name: len(tables[name]) for name in CONFIGS}
+    payloads = {
+        name: export.to_bytes(_arrow_safe(data) if isinstance(data, pd.DataFrame) else data, "parquet")
+        for name, data in tables.items()
+        if rows[name]
+    }
+    files = {name: _file(name, payload) for name, payload in payloads.items()}
+    report = _report_text(session, study, account)
+    card = dataset_card(
+        study=study,
+        rows=rows,
+        license_id=license_id,
+        validation=report.validation,
+        methods=report.methods,
+        benchmark=report.benchmark,
+        n_pairs_total=_count_pairs(session, study),
+        files=files,
+    )
+    parent = out.resolve().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+    except OSError as exc:
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+    try:
+        for name, payload in payloads.items():
+            target = staging / files[name]
+            target.parent.mkdir(parents=True)
+            target.write_bytes(payload)
+        (staging / "README.md").write_text(card, encoding="utf-8")
+        _swap_in(staging, out)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+    export.record_export(
+        session,
+        study=study,
+        kind="dataset",
+        rows=rows["pairs"],
+        fmt="parquet",
+        account=account,
+        target=out.name,
+    )
+    skipped = [name for name in CONFIGS if not rows[name]]
+    return DatasetSummary(study, out, rows, skipped=skipped)
+
+
+_PARQUET = re.compile(rf"^({'|'.join(CONFIGS)})/{SPLIT}-00000-of-00001-[0-9a-f]{{16}}\.parquet$")
+
+
+def _dataset_folder_problem(folder: Path) -> str | None:
+    """None when `folder` holds exactly what :func:`export_dataset` writes (a README.md whose YAML
+    configs name the folder's Parquet files, and those files), else what does not fit."""
+    import yaml
+
+    found = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir())
+    others = [name for name in found if name != "README.md" and not _PARQUET.match(name)]
+    if others or any(p.is_symlink() for p in folder.rglob("*")):
+        return f"it holds {others[0] if others else 'a symbolic link'!r}" + (
+            f" and {len(others) - 1} more" if len(others) > 1 else ""
+        )
+    if "README.md" not in found:
+        return "no README.md"
+    text = (folder / "README.md").read_text(encoding="utf-8", errors="replace")
+    try:
+        metadata = yaml.safe_load(text.split("---\n", 2)[1]) if text.startswith("---\n") else None
+    except yaml.YAMLError:
+        metadata = None
+    configs = metadata.get("configs") if isinstance(metadata, dict) else None
+    try:
+        named = sorted(f["path"] for c in configs for f in c["data_files"])  # type: ignore[union-attr]
+    except (TypeError, KeyError):
+        return "its README.md is not a dataset card of this tool"
+    if named != [name for name in found if name != "README.md"]:
+        return "its files are not the ones its dataset card names"
+    return None
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """Put the finished folder `staging` at `out`: an old `out` is renamed aside first and deleted
+    only after the new one is in place (put back if the move fails)."""
+    if not out.exists():
+        os.replace(staging, out)
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+    os.replace(out, aside)  # an empty directory as the target: replaced on POSIX
+    try:
+        os.replace(staging, out)
+    except OSError:
+        os.replace(aside, out)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _count_pairs(session: Session, study: str) -> int:
+    from sqlalchemy import func, select
+    from sqlmodel import col
+
+    from annotator.store.models import Pair
+
+    study_id = get_study(session, study).id
+    return int(session.execute(select(func.count()).where(col(Pair.study_id) == study_id)).scalar_one())
+
+
+def _check_repo(repo_id: str) -> None:
+    parts = repo_id.split("/")
+    if len(parts) != 2 or not all(part.strip() for part in parts):
+        raise UserError(f"invalid repository {repo_id!r}; use OWNER/NAME")
+
+
+def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
+    """Upload a dataset folder to the Hugging Face Hub as a dataset repository; returns its URL.
+
+    Needs a token (`hf auth login` or $HF_TOKEN); without one, or when the upload fails, one clear
+    UserError line.
+    """
+    from huggingface_hub import HfApi, get_token
+    from huggingface_hub.errors import HfHubHTTPError
+
+    folder = Path(folder)
+    if not (folder / "README.md").is_file():
+        raise UserError(
+            f"{folder} is not a dataset folder (no README.md); run `annotator export dataset` first"
+        )
+    _check_repo(repo_id)
+    token = token or get_token()
+    if not token:
+        raise UserError(NO_TOKEN.format(folder=folder))
+    api = HfApi(token=token)
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        api.upload_folder(
+            folder_path=str(folder),
+            repo_id=repo_id,
+            repo_type="dataset",
+            commit_message="Upload validated pairs from Pair Studio",
+        )
+    except HfHubHTTPError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UserError(f"upload to {repo_id} failed: {first}") from None
+    except OSError as exc:
+        raise UserError(f"upload to {repo_id} failed: {exc.strerror or exc}") from None
+    return f"https://huggingface.co/datasets/{repo_id}"
+
+
+def publish(
+    engine: Engine,
+    *,
+    study: str,
+    out: str | Path,
+    account: Account,
+    repo: str | None = None,
+    license_id: str = DEFAULT_LICENSE,
+    overwrite: bool = False,
+    private: bool = False,
+) -> DatasetSummary:
+    """Export the dataset folder (committed, with its audit event), then upload it to `repo` if given.
+
+    A failed upload leaves the folder written and says so in one line.
+    """
+    from dataclasses import replace
+
+    from annotator.store.db import session_scope
+
+    if repo is not None:
+        _check_repo(repo)
+    with session_scope(engine) as session:
+        summary = export_dataset(
+            session, study=study, out=out, account=account, license_id=license_id, overwrite=overwrite
+        )
+    if repo is None:
+        return summary
+    return replace(summary, url=push_to_hub(summary.folder, repo, private=private))

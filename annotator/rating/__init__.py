@@ -1,0 +1,2 @@
+"""Services, the annotator's work: blinded items, judgments, drafts, crowd arrivals, guidelines, profile
+search."""

@@ -1,0 +1,2 @@
+"""Services, the researcher's reading: the label frame, quality control, report, progress, adjudication,
+models and judges against people."""

@@ -1,0 +1,510 @@
+"""LLM judges: importing their ratings per pair, reading them back, the judge-vs-people queue, and
+simulated judges for the demo. Judge rows live in their own table and never enter the human label
+frame; the report compares them with it (:mod:`analysis.judges`).
+
+A judge file (CSV, JSON Lines, JSON or Parquet, read like a pair file) has one row per rating:
+``pair_id`` (the pair's id in the study), ``response`` (``chosen`` | ``rejected``), ``item`` (a quality
+dimension of the study or ``rubric:<k>`` for one of the pair's rubric aspects) and ``value`` (on that
+item's scale); optional per pair ``preference`` (-2..2, positive = chosen better) and ``confidence``
+(0..1), repeated on the pair's rows; optional ``order`` (``chosen_first`` | ``rejected_first``) when the
+judge was shown the pair in that order (a pair may be judged in both). A row with empty ``response``,
+``item`` and ``value`` carries only the preference. Other columns (a rationale, say) are ignored and
+never stored. All or nothing: every problem is named by line (or row) and field and nothing is written.
+Re-importing the same file is a no-op; a changed rating is refused unless ``replace``.
+"""
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import delete, insert, update
+from sqlalchemy import select as sa_select
+from sqlalchemy.engine import Connection, Engine
+from sqlmodel import Session, col, select
+
+from analysis.judges import JUDGE_COLUMNS, ORDERS
+from annotator.errors import IngestError, UserError
+from annotator.intake import textguard
+from annotator.intake.ingest import MAX_PROBLEMS, collect_records
+from annotator.people.accounts import Account, require_role
+from annotator.store.models import Event, JudgeRating, Pair, Study, id_of
+from annotator.study import get_study, parse_config
+
+__all__ = [
+    "JudgeImport",
+    "import_judges",
+    "judge_frame",
+    "judge_queue",
+    "load_judges",
+    "save_judges",
+    "simulate_judges",
+]
+
+RESPONSES = ("chosen", "rejected")
+MAX_JUDGE_NAME = 200
+JUDGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/+@-]*$")
+Progress = Callable[[int], None]
+_KEY = ("pair_id", "order", "response", "item")
+
+
+@dataclass(frozen=True)
+class JudgeImport:
+    """What a judges import did."""
+
+    study: str
+    judge: str
+    imported: int
+    unchanged: int
+    replaced: int
+    pairs: int
+
+    def __str__(self) -> str:
+        text = (
+            f"study {self.study!r}, judge {self.judge!r}: imported {self.imported} ratings, "
+            f"unchanged {self.unchanged}"
+        )
+        if self.replaced:
+            text += f", replaced {self.replaced}"
+        return text + f" ({self.pairs} pairs)"
+
+
+# ------------------------------------------------------------------------------------------- reading
+
+
+def _number(record: dict[str, Any], field: str, problems: list[str], lo: float, hi: float) -> float | None:
+    """The field as a finite number in [lo, hi], None when empty; a problem otherwise."""
+    value = record.get(field)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        problems.append(f"field {field}: expected a number, got {type(value).__name__}")
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        problems.append(f"field {field}: expected a number, got {str(value)[:40]!r}")
+        return None
+    if not math.isfinite(number):
+        problems.append(f"field {field}: must be a finite number, got {str(value)[:40]!r}")
+        return None
+    if not lo <= number <= hi:
+        problems.append(f"field {field}: must be between {lo:g} and {hi:g}, got {number:g}")
+        return None
+    return number
+
+
+def _text(record: dict[str, Any], field: str, problems: list[str]) -> str:
+    value = record.get(field)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        problems.append(f"field {field}: expected text, got {type(value).__name__}")
+        return ""
+    text = str(value).strip()
+    if "\x00" in text:
+        problems.append(f"field {field}: contains a NUL character")
+        return ""
+    return text
+
+
+@dataclass(frozen=True)
+class _Study:
+    """What a judge file is checked against: pair ids, rubric sizes, items and their scales."""
+
+    pairs: dict[str, int]  # external id -> Pair.id
+    aspects: dict[str, int]  # external id -> number of rubric aspects
+    dimensions: tuple[str, ...]
+    scale: tuple[float, float]
+
+
+def _checker(study: _Study) -> Callable[[dict[str, Any], str], tuple[dict[str, Any], list[str]]]:
+    seen: dict[tuple[str, str, str, str], str] = {}
+    pair_level: dict[tuple[str, str], dict[str, tuple[float, str]]] = {}
+
+    def check(record: Any, where: str) -> tuple[dict[str, Any], list[str]]:
+        if not isinstance(record, dict):
+            return {}, [f"expected an object, got {type(record).__name__}"]
+        problems: list[str] = []
+        pair = _text(record, "pair_id", problems)
+        if not pair and not problems:
+            problems.append("field pair_id: missing (the pair's id in the study)")
+        elif pair and pair not in study.pairs:
+            problems.append(f"field pair_id: no pair {pair[:80]!r} in this study")
+        order = _text(record, "order", problems)
+        if order not in ORDERS:
+            problems.append(
+                f"field order: expected chosen_first or rejected_first (or empty), got {order[:40]!r}"
+            )
+        response = _text(record, "response", problems)
+        item = _text(record, "item", problems)
+        preference = _number(record, "preference", problems, -2, 2)
+        confidence = _number(record, "confidence", problems, 0, 1)
+        value: float | None = None
+        if not response and not item and record.get("value") in (None, ""):
+            if preference is None and not any(p.startswith("field preference") for p in problems):
+                problems.append(
+                    "field preference: missing (a row without response, item and value carries it)"
+                )
+        else:
+            if response not in RESPONSES:
+                problems.append(f"field response: expected chosen or rejected, got {response[:40]!r}")
+            lo, hi = study.scale
+            if item.startswith("rubric:"):
+                lo, hi = 0.0, 2.0
+                index = item.removeprefix("rubric:")
+                n_aspects = study.aspects.get(pair, 0)
+                if not index.isdigit() or int(index) >= n_aspects:
+                    problems.append(
+                        f"field item: {item[:40]!r} is not a rubric aspect of this pair "
+                        f"(it has rubric:0 .. rubric:{n_aspects - 1})"
+                        if n_aspects
+                        else f"field item: {item[:40]!r}: this pair has no rubric aspects"
+                    )
+            elif item not in study.dimensions:
+                problems.append(
+                    f"field item: expected one of {', '.join(study.dimensions)} or rubric:<k>, "
+                    f"got {item[:40]!r}"
+                )
+            value = _number(record, "value", problems, lo, hi)
+            if value is None and not any(p.startswith("field value") for p in problems):
+                problems.append("field value: missing")
+        if problems:
+            return {}, problems
+        key = (pair, order, response, item)
+        if key in seen:
+            return {}, [
+                f"field item: a second rating of this pair, order, response and item (first at {seen[key]})"
+            ]
+        seen[key] = where
+        known = pair_level.setdefault((pair, order), {})
+        for field, given in (("preference", preference), ("confidence", confidence)):
+            if given is None:
+                continue
+            if field in known and known[field][0] != given:
+                return {}, [
+                    f"field {field}: differs from this pair's {field} at {known[field][1]} "
+                    "(one per pair and order)"
+                ]
+            known.setdefault(field, (given, where))
+        row = {
+            "pair_id": study.pairs[pair],
+            "order": order,
+            "response": response,
+            "item": item,
+            "value": value,
+            "preference": preference,
+            "confidence": confidence,
+            "where": where,
+        }
+        return row, []
+
+    return check
+
+
+def _fill_pair_level(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Give every row of a (pair, order) the preference and confidence given on any of them."""
+    given: dict[tuple[int, str], dict[str, float]] = {}
+    for row in rows:
+        known = given.setdefault((row["pair_id"], row["order"]), {})
+        for field in ("preference", "confidence"):
+            if row[field] is not None:
+                known[field] = row[field]
+    for row in rows:
+        known = given[(row["pair_id"], row["order"])]
+        row["preference"], row["confidence"] = known.get("preference"), known.get("confidence")
+    return rows
+
+
+def _study_facts(session: Session, study: str) -> _Study:
+    row = get_study(session, study)
+    config = parse_config(row.config, source=f"study {study!r}")
+    pairs = session.exec(
+        select(col(Pair.external_id), col(Pair.id), col(Pair.rubric)).where(
+            col(Pair.study_id) == id_of(row), col(Pair.control) == ""
+        )
+    ).all()
+    return _Study(
+        pairs={str(e): int(i or 0) for e, i, _ in pairs},
+        aspects={str(e): len(r or []) for e, _, r in pairs},
+        dimensions=tuple(config.dimension_names),
+        scale=(float(config.quality.scale_min), float(config.quality.scale_max)),
+    )
+
+
+def load_judges(path: str | Path, study: _Study, *, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Read and check a whole judge file against the study; raise IngestError naming each problem's
+    line (or row) and field (up to 20)."""
+    return _fill_pair_level(collect_records(path, _checker(study), what="judge rating", progress=progress))
+
+
+# ------------------------------------------------------------------------------------------- writing
+
+
+def _check_judge(name: str) -> str:
+    judge = name.strip()
+    if not judge:
+        raise UserError("the judge name is empty")
+    if len(judge) > MAX_JUDGE_NAME:
+        raise UserError(f"the judge name is longer than {MAX_JUDGE_NAME} characters")
+    if not JUDGE_NAME.match(judge):
+        raise UserError(
+            f"the judge name {judge[:60]!r} may hold only letters, digits and . _ : / + @ - "
+            "(and starts with a letter or digit)"
+        )
+    return judge
+
+
+def save_judges(
+    connection: Connection,
+    *,
+    study_id: int,
+    judge: str,
+    rows: list[dict[str, Any]],
+    replace: bool = False,
+    source: str = "",
+    user_id: int | None = None,
+    study: str = "",
+) -> JudgeImport:
+    """Add `judge`'s rows to the study in the caller's transaction, as one serialized step: the study
+    row is written first (a no-op update), which takes the write lock on SQLite and the row lock on
+    PostgreSQL, so concurrent imports of one file run one after the other and the later is a no-op.
+
+    Identical ratings are skipped; a changed one is refused (UserError) unless `replace`."""
+    connection.execute(update(Study).where(col(Study.id) == study_id).values(name=Study.name))
+    existing = {
+        (p, o, r, i): (rid, v, pr, c)
+        for rid, p, o, r, i, v, pr, c in connection.execute(
+            sa_select(
+                col(JudgeRating.id),
+                col(JudgeRating.pair_id),
+                col(JudgeRating.order_shown),
+                col(JudgeRating.response),
+                col(JudgeRating.item),
+                col(JudgeRating.value),
+                col(JudgeRating.preference),
+                col(JudgeRating.confidence),
+            ).where(col(JudgeRating.study_id) == study_id, col(JudgeRating.judge) == judge)
+        )
+    }
+    new, changed, unchanged = [], [], 0
+    for row in rows:
+        key = (row["pair_id"], row["order"], row["response"], row["item"])
+        found = existing.get(key)
+        values = (row["value"], row["preference"], row["confidence"])
+        if found is None:
+            new.append(row)
+        elif found[1:] == values:
+            unchanged += 1
+        else:
+            changed.append((found[0], row))
+    if changed and not replace:
+        problems = [
+            f"{row['where']}, field value: judge {judge!r} already has a different rating here "
+            "(use --replace to update it)"
+            for _, row in changed[:MAX_PROBLEMS]
+        ]
+        raise IngestError(source or "judge file", problems, len(changed))
+    if changed:
+        connection.execute(delete(JudgeRating).where(col(JudgeRating.id).in_([rid for rid, _ in changed])))
+    if new or changed:
+        connection.execute(
+            insert(JudgeRating),
+            [
+                {
+                    "study_id": study_id,
+                    "pair_id": row["pair_id"],
+                    "judge": judge,
+                    "order_shown": row["order"],
+                    "response": row["response"],
+                    "item": row["item"],
+                    "value": row["value"],
+                    "preference": row["preference"],
+                    "confidence": row["confidence"],
+                }
+                for row in [*new, *(row for _, row in changed)]
+            ],
+        )
+    summary = JudgeImport(study, judge, len(new), unchanged, len(changed), len({r["pair_id"] for r in rows}))
+    if new or changed:
+        connection.execute(
+            insert(Event).values(
+                user_id=user_id,
+                action="judges_import",
+                detail={
+                    "study": study,
+                    "judge": judge,
+                    "file": source,
+                    "imported": summary.imported,
+                    "unchanged": summary.unchanged,
+                    "replaced": summary.replaced,
+                },
+            )
+        )
+    return summary
+
+
+def import_judges(
+    engine: Engine,
+    path: str | Path,
+    *,
+    study: str,
+    judge: str,
+    account: Account,
+    replace: bool = False,
+    progress: Progress | None = None,
+) -> JudgeImport:
+    """Import a judge file for `judge` into `study` in one transaction (nothing written on error).
+    Researchers only."""
+    judge = _check_judge(judge)
+    textguard.check_study_name(study)
+    with Session(engine) as session:
+        require_role(session, account, "researcher")
+        facts = _study_facts(session, study)
+        study_id = id_of(get_study(session, study))
+    rows = load_judges(path, facts, progress=progress)
+    with engine.begin() as connection:
+        return save_judges(
+            connection,
+            study_id=study_id,
+            judge=judge,
+            rows=rows,
+            replace=replace,
+            source=Path(path).name,
+            user_id=account.id or None,
+            study=study,
+        )
+
+
+# ------------------------------------------------------------------------------------------- reading back
+
+
+def judge_frame(session: Session, *, study: str, account: Account) -> pd.DataFrame:
+    """Every judge rating of `study` (:data:`analysis.judges.JUDGE_COLUMNS`; pair_id is the pair's
+    external id), sorted by judge, pair, order, response and item. Researchers only."""
+    require_role(session, account, "researcher")
+    study_row = get_study(session, study)
+    query = (
+        sa_select(
+            col(Pair.external_id),
+            col(JudgeRating.judge),
+            col(JudgeRating.order_shown),
+            col(JudgeRating.response),
+            col(JudgeRating.item),
+            col(JudgeRating.value),
+            col(JudgeRating.preference),
+            col(JudgeRating.confidence),
+        )
+        .join(Pair, col(Pair.id) == col(JudgeRating.pair_id))
+        .where(col(JudgeRating.study_id) == study_row.id)
+        .order_by(
+            col(JudgeRating.judge),
+            col(Pair.external_id),
+            col(JudgeRating.order_shown),
+            col(JudgeRating.response),
+            col(JudgeRating.item),
+        )
+    )
+    rows = session.connection().execute(query).all()
+    frame = pd.DataFrame([tuple(r) for r in rows], columns=list(JUDGE_COLUMNS))
+    for name in ("value", "preference", "confidence"):
+        frame[name] = frame[name].astype("float64")
+    return frame
+
+
+def judge_queue(session: Session, *, study: str, account: Account, judge: str | None = None) -> pd.DataFrame:
+    """The main pairs where a judge's preference direction differs from the human majority (or the
+    people have none): :data:`analysis.judges.QUEUE_COLUMNS`. Researchers only."""
+    from analysis.frames import split_controls
+    from analysis.judges import disagreement_queue
+    from annotator.review.readers import label_frame
+
+    judges = judge_frame(session, study=study, account=account)
+    if judge:
+        if not (judges["judge"] == judge).any():
+            raise UserError(f"no judge {judge!r} in study {study!r}")
+        judges = judges[judges["judge"] == judge]
+    main, _ = split_controls(label_frame(session, study=study, account=account))
+    return disagreement_queue(main, judges)
+
+
+# ------------------------------------------------------------------------------------------- demo
+
+
+def simulate_judges(
+    engine: Engine, *, study: str, seed: int = 0, judges: dict[str, str] | None = None
+) -> list[JudgeImport]:
+    """Simulated judges for the demo and tests (deterministic per seed). ``close`` rates like the
+    mean of the people plus small noise, shown each pair in both orders; ``lenient`` rates a point
+    higher and mostly prefers whichever response it was shown first, shown each pair in one random
+    order (a third of the pairs in both)."""
+    import random
+
+    from annotator.people.accounts import SYSTEM
+    from annotator.review.readers import label_frame
+
+    judges = judges or {"demo-judge-close": "close", "demo-judge-lenient": "lenient"}
+    with Session(engine) as session:
+        frame = label_frame(session, study=study, account=SYSTEM)
+        facts = _study_facts(session, study)
+        study_id = id_of(get_study(session, study))
+    if "control" in frame.columns:
+        frame = frame[frame["control"].fillna("") == ""]
+    lo, hi = facts.scale
+    means = frame.groupby(["pair_id", "response", "item"])["value"].mean()
+    prefs = frame.drop_duplicates(["pair_id", "annotator"]).groupby("pair_id")["preference"].mean()
+    summaries = []
+    for name, kind in judges.items():
+        rng = random.Random(f"{seed}:{name}")
+        rows: list[dict[str, Any]] = []
+        orders: dict[str, tuple[str, ...]] = {}
+        for pair in facts.pairs:
+            if kind == "lenient" and rng.random() > 1 / 3:
+                orders[pair] = (rng.choice(("chosen_first", "rejected_first")),)
+            else:
+                orders[pair] = ("chosen_first", "rejected_first")
+        for (pair, response, item), mean in means.items():
+            if pair not in facts.pairs:
+                continue
+            top = 2.0 if str(item).startswith("rubric:") else hi
+            bottom = 0.0 if str(item).startswith("rubric:") else lo
+            for order in orders[pair]:
+                shift = 1.0 if kind == "lenient" else 0.0
+                value = round(min(top, max(bottom, mean + shift + rng.gauss(0, 0.3))))
+                rows.append(
+                    {
+                        "pair_id": facts.pairs[pair],
+                        "order": order,
+                        "response": response,
+                        "item": item,
+                        "value": float(value),
+                        "preference": None,
+                        "confidence": None,
+                        "where": "simulated",
+                    }
+                )
+        pair_pref: dict[tuple[int, str], tuple[float, float]] = {}
+        for pair, mean in prefs.items():
+            if pair not in facts.pairs:
+                continue
+            for order in orders[pair]:
+                if kind == "lenient":
+                    toward_first = 1.0 if order == "chosen_first" else -1.0
+                    pref = max(-2.0, min(2.0, round(0.3 * mean + 1.5 * toward_first)))
+                    confidence = 0.95
+                else:
+                    pref = max(-2.0, min(2.0, round(mean + rng.gauss(0, 0.4))))
+                    confidence = round(min(0.99, 0.55 + 0.2 * abs(pref)), 2)
+                pair_pref[(facts.pairs[pair], order)] = (float(pref), confidence)
+        for row in rows:
+            row["preference"], row["confidence"] = pair_pref.get((row["pair_id"], row["order"]), (None, None))
+        with engine.begin() as connection:
+            summaries.append(
+                save_judges(
+                    connection, study_id=study_id, judge=name, rows=rows, source="simulated", study=study
+                )
+            )
+    return summaries

@@ -1,0 +1,300 @@
+"""Study reports as a service: the validation report and the power figures of a study.
+
+One path for the app's Validation page, ``annotator analyze --study S``, ``annotator analyze --labels
+FILE`` and ``annotator power --study S``: read the labels (database or file), take the study's
+analysis settings, call :func:`analysis.report.build_report` (or the power functions). Nothing here
+computes a statistic.
+"""
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+from sqlmodel import Session
+
+from analysis.report import Report, build_report
+from annotator.errors import UserError
+from annotator.people.accounts import Account
+from annotator.review.readers import label_frame
+from annotator.study import StudyConfig, load_config, study_config
+
+
+def study_report(
+    session: Session,
+    *,
+    study: str,
+    n_boot: int = 1000,
+    seed: int = 0,
+    categories: Sequence[str] | None = None,
+    annotators: Sequence[str] | None = None,
+    account: Account,
+    extras: bool = True,
+) -> Report:
+    """Build the report from the study's current judgments with its own settings.
+
+    Only a researcher (or SYSTEM) may read the labels.
+    """
+    config = study_config(session, study)
+    frame = label_frame(session, study=study, account=account)
+    from annotator.review.adjudicate import final_labels
+    from annotator.review.predictions import prediction_frame
+
+    predictions = prediction_frame(session, study=study, account=account)  # models vs people
+    final = final_labels(session, study=study) if extras and not predictions.empty else None
+    report = report_from_frame(
+        frame,
+        study=study,
+        config=config,
+        n_boot=n_boot,
+        seed=seed,
+        categories=categories,
+        annotators=annotators,
+        predictions=predictions,
+        final=final,
+        extras=extras,
+    )
+    from annotator.review.quality import attach_quality  # annotator QC, verdicts without the excluded
+
+    def rebuild(kept: pd.DataFrame) -> Report:
+        return report_from_frame(
+            kept,
+            study=study,
+            config=config,
+            n_boot=n_boot,
+            seed=seed,
+            categories=categories,
+            annotators=annotators,
+        )
+
+    report = attach_quality(
+        session, study=study, report=report, frame=frame, account=account, build=rebuild, seed=seed
+    )
+    return _attach_judges(
+        session, study, report, frame, config, categories, annotators, n_boot, seed, account
+    )
+
+
+def _attach_judges(
+    session: Session,
+    study: str,
+    report: Report,
+    frame: pd.DataFrame,
+    config: StudyConfig,
+    categories: Sequence[str] | None,
+    annotators: Sequence[str] | None,
+    n_boot: int,
+    seed: int,
+    account: Account,
+) -> Report:
+    """The report with its LLM-judges section when the study has judge ratings (the same filters)."""
+    import dataclasses
+
+    from analysis.frames import split_controls
+    from analysis.judges import judge_section
+    from annotator.review.judges import judge_frame
+
+    judges = judge_frame(session, study=study, account=account)
+    if judges.empty:
+        return report
+    if categories:
+        frame = frame[frame["category"].isin(list(categories))]
+    if annotators:
+        frame = frame[frame["annotator"].isin(list(annotators))]
+    main, _ = split_controls(frame)
+    epsilon, basis = config.judge_epsilon
+    section = judge_section(
+        main,
+        judges,
+        quality_items=config.dimension_names,
+        epsilon=epsilon,
+        alpha=config.analysis.alpha,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    section.parameters["epsilon_basis"] = basis
+    return dataclasses.replace(report, judges=section)
+
+
+def labels_report(
+    path: Path,
+    *,
+    config_path: Path | None = None,
+    study: str | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Report:
+    """The report of a labels file (CSV, JSONL or Parquet in the long label format) without a database.
+
+    The settings come from `config_path` (a study TOML; default: the default study).
+    """
+    from analysis.frames import read_labels
+
+    config = load_config(config_path)
+    try:
+        frame = read_labels(path)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except (ValueError, OSError) as exc:
+        raise UserError(f"{path}: {exc}") from None
+    return report_from_frame(frame, study=study or Path(path).stem, config=config, n_boot=n_boot, seed=seed)
+
+
+def report_from_frame(
+    frame: pd.DataFrame,
+    *,
+    study: str,
+    config: StudyConfig,
+    n_boot: int = 1000,
+    seed: int = 0,
+    categories: Sequence[str] | None = None,
+    annotators: Sequence[str] | None = None,
+    predictions: pd.DataFrame | None = None,
+    final: pd.DataFrame | None = None,
+    extras: bool = True,
+) -> Report:
+    """Filter a label frame (by category and annotator) and build the report, or explain why not.
+
+    `predictions` and `final` (model predictions, final labels) feed the benchmark section; without
+    `extras` only the verdicts are computed (no descriptive tables, no benchmark section)."""
+    if categories:
+        frame = frame[frame["category"].isin(list(categories))]
+    if annotators:
+        frame = frame[frame["annotator"].isin(list(annotators))]
+    if frame.empty:
+        raise UserError(
+            f"study {study!r} has no judgments to analyse yet"
+            + (" with these filters" if categories or annotators else "")
+        )
+    if frame["pair_id"].nunique() < 2:
+        raise UserError(f"study {study!r} needs judgments on at least 2 pairs for the statistics")
+    settings = config.analysis
+    try:
+        return build_report(
+            frame,
+            study=study,
+            quality_items=config.dimension_names,
+            margin=settings.margin,
+            alpha=settings.alpha,
+            scale_min=config.quality.scale_min,
+            scale_max=config.quality.scale_max,
+            reliability_threshold=settings.reliability_threshold,
+            min_pairs=settings.min_pairs,
+            min_control_pairs=settings.min_control_pairs,
+            require_positive_controls=settings.require_positive_controls,
+            target_power=settings.target_power,
+            n_boot=n_boot,
+            seed=seed,
+            predictions=predictions,
+            final=final,
+            extras=extras,
+            max_broken_share=config.validation.max_broken_share,
+            fdr=config.validation.fdr,
+        )
+    except ValueError as exc:
+        raise UserError(f"cannot analyse study {study!r}: {exc}") from None
+
+
+def study_power(session: Session, *, study: str, account: Account) -> tuple[StudyConfig, pd.DataFrame]:
+    """Per quality dimension of an existing study: its achieved power (per-pair TOST, conditional on
+    the panel), its variance components and the annotator pool the crossed-model TOST would need for
+    the study's target power with its pairs and overlap.
+
+    Returns
+    -------
+    tuple
+        The study's config and a table with columns ``dimension, n_pairs, sd_diff, power,
+        n_annotators, per_pair, estimate, pair_var, annotator_var, residual_var, pool_needed,
+        power_at_pool_needed``.
+    """
+    from analysis.frames import split_controls
+    from analysis.power import achieved_power, recommend_design, variance_components
+
+    config = study_config(session, study)
+    frame = label_frame(session, study=study, account=account)
+    if frame.empty:
+        raise UserError(f"study {study!r} has no judgments yet")
+    frame, _ = split_controls(frame)
+    if frame["pair_id"].nunique() < 2:
+        raise UserError(f"study {study!r} needs judgments on at least 2 pairs")
+    settings = config.analysis
+    items = config.dimension_names
+    try:
+        achieved = achieved_power(frame, quality_items=items, margin=settings.margin, alpha=settings.alpha)
+        components = variance_components(frame, quality_items=items)
+    except ValueError as exc:
+        raise UserError(f"cannot analyse study {study!r}: {exc}") from None
+    table = achieved.merge(components.drop(columns=["n_pairs"]), on="dimension")
+    needed, power_at = [], []
+    for row in table.itertuples():
+        try:
+            rec = recommend_design(
+                margin=settings.margin,
+                pair_var=float(row.pair_var),
+                annotator_var=float(row.annotator_var),
+                residual_var=float(row.residual_var),
+                power=settings.target_power,
+                alpha=settings.alpha,
+                per_pair=max(1, round(float(row.per_pair))),
+                n_pairs=int(row.n_pairs),
+                max_pool=1000,
+            )
+            needed.append(float(rec.pool))
+            power_at.append(rec.power)
+        except ValueError:
+            needed.append(float("nan"))
+            power_at.append(float("nan"))
+    return config, table.assign(pool_needed=needed, power_at_pool_needed=power_at)
+
+
+def study_overall_power(
+    session: Session, *, study: str, account: Account, n_sim: int = 2000, seed: int = 0
+) -> dict[str, object]:
+    """The power of the overall PASS at the study's own design, by simulation from its variance
+    components (:func:`analysis.power.overall_pass_power`): quality dimensions at a true gap of 0,
+    the rubric and the preference at their estimated effects; sample size, reliability and
+    sensitivity as they stand in this study.
+
+    Returns
+    -------
+    dict
+        ``power_overall``, ``power_<item>``, ``n_pairs``, ``per_pair``, ``pool``, ``n_sim`` and
+        ``pilot`` (the statuses of the verdicts that are not simulated).
+    """
+    from analysis.power import overall_pass_power
+
+    report = study_report(session, study=study, account=account, n_boot=200, seed=seed, extras=False)
+    v = report.validation
+    parts = ["pair_var", "annotator_var", "residual_var"]
+    rows = [
+        {"item": r["dimension"], "kind": "equivalence", "effect": 0.0, **{k: r[k] for k in parts}}
+        for r in v.crossed.to_dict("records")
+    ]
+    for table in (v.rubric_crossed, v.preference_crossed):
+        if not table.empty:
+            r = table.iloc[0]
+            effect = float(r["estimate"])
+            rows.append(
+                {"item": r["dimension"], "kind": "superiority", "effect": effect, **{k: r[k] for k in parts}}
+            )
+    crossed = v.crossed.iloc[0]
+    n_pairs = int(crossed["n_pairs"])
+    per_pair = max(1, round(int(crossed["n_obs"]) / max(n_pairs, 1)))
+    pool = max(int(crossed["n_annotators"]), per_pair)
+    config = study_config(session, study)
+    result: dict[str, object] = dict(
+        overall_pass_power(
+            pd.DataFrame(rows),
+            n_pairs=n_pairs,
+            per_pair=per_pair,
+            pool=pool,
+            margin=config.analysis.margin,
+            alpha=config.analysis.alpha,
+            max_broken_share=config.validation.max_broken_share,
+            n_sim=n_sim,
+            seed=seed,
+        )
+    )
+    pilot = {
+        x.key: x.status for x in report.verdicts if x.key in ("sample_size", "reliability", "sensitivity")
+    }
+    return result | {"n_pairs": n_pairs, "per_pair": per_pair, "pool": pool, "n_sim": n_sim, "pilot": pilot}

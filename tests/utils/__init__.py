@@ -1,0 +1,1 @@
+"""Helpers shared by the tests (never in a test module)."""

@@ -1,0 +1,379 @@
+"""Helpers for the app tests: a temporary database with a study, users and queues; a live server.
+
+Used by tests/test_app.py (AppTest), the browser tests (Playwright: test_browser, test_demo,
+test_scaleout, test_hostile_render, test_dashboard_pages) and benchmarks/bench_submit.py,
+benchmarks/bench_dashboard.py.
+"""
+
+import functools
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+from streamlit.testing.v1 import AppTest
+
+from annotator.intake import assign, ingest
+from annotator.people import accounts
+from annotator.people.accounts import SYSTEM, Account
+from annotator.server import BROWSER_ARGS, IDLE_SELECTOR, background
+from annotator.store import db
+from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User, id_of
+from tests.utils.databases import fresh_db_url
+
+ROOT = Path(__file__).resolve().parents[1]
+MAIN = ROOT / "annotator" / "app" / "main.py"
+PASSWORD = "app-test-password"
+STUDY = "study1"
+#: Every user a test database holds: name -> (role, active).
+USERS: dict[str, tuple[str, bool]] = {
+    "ann1": ("annotator", True),
+    "ann2": ("annotator", True),
+    "adj1": ("adjudicator", True),
+    "res1": ("researcher", True),
+    "gone1": ("annotator", False),
+}
+CHROMIUM_ARGS = list(BROWSER_ARGS)
+VIEWPORT = {"width": 1440, "height": 900}  # the window browser tests and benchmarks look at
+IDLE = IDLE_SELECTOR
+running_app = background  # run the app on a database and a free port (annotator.server)
+
+
+@functools.cache
+def password_hash() -> str:
+    """One scrypt hash of PASSWORD, computed once (scrypt is slow on purpose)."""
+    return accounts.hash_password(PASSWORD)
+
+
+def pair_record(i: int, **overrides: Any) -> dict[str, Any]:
+    """One native pair record whose texts never contain the words the browser must not see."""
+    record: dict[str, Any] = {
+        "id": f"EXT-{i:05d}-zq",
+        "question": f"Question {i}: how do I plan a week of dinners for two?",
+        "profile": [
+            {
+                "id": f"p{i}-{k}",
+                "category": "cooking",
+                "text": f"Past post {k}: I like quick vegetarian food.",
+            }
+            for k in range(3)
+        ],
+        "rubric_aspects": [
+            {"aspect": "Quick recipes", "reason": "The user has little time", "evidence": "post 0"},
+            {"aspect": "Vegetarian", "reason": "The user eats no meat", "evidence": "post 1"},
+        ],
+        "narrative": "I cook for two people after work and want simple plans.",
+        "category": "cooking",
+        "chosen": f"Plan {i} alpha: five quick vegetarian dinners for two, each under 30 minutes.",
+        "rejected": f"Plan {i} omega: a family roast menu with long cooking times.",
+    }
+    record.update(overrides)
+    return record
+
+
+def long_text(words: int, paragraphs: int, sentence: str = "") -> str:
+    """A text of about `words` words in `paragraphs` paragraphs (blank lines between them), each
+    paragraph numbered ("Paragraph 2. ...") so that a test can find it."""
+    sentence = sentence or "Cook a batch of lentils on Sunday and keep them for three quick dinners."
+    per = max(1, words // paragraphs // len(sentence.split()))
+    return "\n\n".join(f"Paragraph {k + 1}. " + " ".join([sentence] * per) for k in range(paragraphs))
+
+
+@dataclass
+class AppDB:
+    """A migrated test database: one study, the USERS, and the queues given to `build_app_db`."""
+
+    url: str
+    engine: Engine
+    study_id: int
+    users: dict[str, int] = field(default_factory=dict)
+
+    def account(self, username: str) -> Account:
+        """The logged-in account of `username`, as the login page would keep it."""
+        role, _ = USERS[username]
+        return Account(id=self.users[username], username=username, role=role)
+
+    def session(self) -> Session:
+        return Session(self.engine, expire_on_commit=False)
+
+    def queue(self, username: str) -> list[Assignment]:
+        """`username`'s assignments in queue order."""
+        with self.session() as session:
+            query = (
+                select(Assignment)
+                .where(Assignment.annotator_id == self.users[username])
+                .order_by(Assignment.position)
+            )
+            return list(session.exec(query))
+
+    def assignment(self, assignment_id: int) -> Assignment:
+        with self.session() as session:
+            found = session.get(Assignment, assignment_id)
+            assert found is not None
+            return found
+
+    def pair(self, pair_id: int) -> Pair:
+        with self.session() as session:
+            found = session.get(Pair, pair_id)
+            assert found is not None
+            return found
+
+    def on_screen(self, username: str) -> int:
+        """The id of the item `username` was shown last (the page itself names no id)."""
+        with self.session() as session:
+            found = session.exec(
+                select(Assignment.id)
+                .where(Assignment.annotator_id == self.users[username], col(Assignment.shown_at).is_not(None))
+                .order_by(col(Assignment.shown_at).desc())
+                .limit(1)
+            ).first()
+            assert found is not None
+            return int(found)
+
+    def judgments(self, assignment_id: int) -> list[Judgment]:
+        """Every judgment of an assignment, oldest revision first."""
+        with self.session() as session:
+            query = (
+                select(Judgment).where(Judgment.assignment_id == assignment_id).order_by(Judgment.revision)
+            )
+            return list(session.exec(query))
+
+    def scores(self, judgment_id: int) -> dict[tuple[str, str], float]:
+        """{(response, item): value} of one judgment."""
+        with self.session() as session:
+            rows = session.exec(select(Score).where(Score.judgment_id == judgment_id))
+            return {(s.response, s.item): s.value for s in rows}
+
+    def user(self, username: str) -> User:
+        with self.session() as session:
+            found = session.get(User, self.users[username])
+            assert found is not None
+            return found
+
+
+def build_app_db(
+    folder: Path,
+    *,
+    records: Sequence[dict[str, Any]] | None = None,
+    n_pairs: int = 3,
+    queues: dict[str, str] | None = None,
+    acknowledged: Sequence[str] = (),
+) -> AppDB:
+    """A fresh database (see conftest.fresh_db_url) with one study, the USERS, and their queues.
+
+    `queues` maps an annotator to the sides of `chosen` for the pairs in import order ("AB" gives
+    pair 0 with chosen on A at position 1 and pair 1 with chosen on B at position 2; "-B" skips
+    pair 0); by default ann1 and ann2 get every pair, alternating sides. `acknowledged` users have
+    read the guidelines.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    url = fresh_db_url(folder, "app", migrated=True, keep=True)  # SQLite file, or PostgreSQL database
+    engine = db.make_engine(url)
+    db.upgrade(engine)
+    records = list(records) if records is not None else [pair_record(i) for i in range(n_pairs)]
+    path = folder / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    ingest.import_file(engine, path, study=STUDY, account=SYSTEM)
+    sides = "AB" * len(records)
+    queues = (
+        queues if queues is not None else {"ann1": sides[: len(records)], "ann2": sides[1 : len(records) + 1]}
+    )
+    with db.session_scope(engine) as session:
+        study_id = int(session.exec(select(Pair.study_id)).first() or 0)
+        pair_ids = list(session.exec(select(Pair.id).order_by(Pair.id)))
+        users: dict[str, int] = {}
+        for name, (role, active) in USERS.items():
+            user = User(username=name, role=role, password_hash=password_hash(), active=active)
+            if name in acknowledged:
+                user.guidelines_ack_at = user.created_at
+            session.add(user)
+            session.flush()
+            users[name] = id_of(user)
+        rows = [
+            {
+                "study_id": study_id,
+                "pair_id": pair_id,
+                "annotator_id": users[name],
+                "chosen_side": side,
+                "position": position,
+            }
+            for name, queue in queues.items()
+            for position, (pair_id, side) in enumerate(
+                ((pair_id, side) for pair_id, side in zip(pair_ids, queue, strict=False) if side in "AB"),
+                start=1,
+            )
+        ]
+        if rows:
+            session.execute(insert(Assignment), rows)
+    return AppDB(url=url, engine=engine, study_id=study_id, users=users)
+
+
+# ------------------------------------------------------------------------------------------ browser
+
+
+def wait_idle(page: Any, *, timeout_ms: float | None = None) -> None:
+    """Wait until the app has finished the run the last action started (a Playwright page; the
+    timeout is the page's default unless given)."""
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, state="attached", timeout=timeout_ms)
+
+
+def log_in(
+    page: Any, base_url: str, username: str, password: str, *, timeout_ms: float | None = None
+) -> None:
+    """Open the app at `base_url`, log in with `username`/`password` and wait until the app is idle."""
+    page.goto(base_url)
+    wait_idle(page, timeout_ms=timeout_ms)
+    page.get_by_role("textbox", name="Username").fill(username)
+    page.get_by_role("textbox", name="Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    wait_idle(page, timeout_ms=timeout_ms)
+
+
+def add_study(app_db: AppDB, folder: Path, name: str, username: str, n_pairs: int = 2) -> list[int]:
+    """A second study called `name` whose pairs are all queued for `username`; returns the assignment ids."""
+    folder.mkdir(parents=True, exist_ok=True)
+    records = [
+        pair_record(100 + i, question=f"Other study question {i}: which bike should I buy?")
+        for i in range(n_pairs)
+    ]
+    path = folder / f"{name}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    ingest.import_file(app_db.engine, path, study=name, account=SYSTEM)
+    with db.session_scope(app_db.engine) as session:
+        study_id = int(session.exec(select(Study.id).where(Study.name == name)).one() or 0)
+        pair_ids = list(session.exec(select(Pair.id).where(Pair.study_id == study_id).order_by(Pair.id)))
+        rows = [
+            Assignment(
+                study_id=study_id,
+                pair_id=pair_id,
+                annotator_id=app_db.users[username],
+                chosen_side="AB"[k % 2],
+                position=k + 1,
+            )
+            for k, pair_id in enumerate(pair_ids)
+        ]
+        session.add_all(rows)
+        session.flush()
+        return [id_of(r) for r in rows]
+
+
+def app_for(account: Account | None, *, timeout: float = 30) -> AppTest:
+    """The app from its entry file (AppTest), logged in as `account` (None: logged out), after one run."""
+    at = AppTest.from_file(str(MAIN), default_timeout=timeout)
+    if account is not None:
+        at.session_state["account"] = account
+        at.session_state["login_at"] = datetime.now(UTC)
+    return at.run()
+
+
+def shown_tables(at: AppTest) -> list[Any]:
+    """Every table a page shows (static tables and grids alike), as DataFrames under their labels."""
+    return [element.value for element in [*at.table, *at.dataframe]]
+
+
+def open_item_actions(at: AppTest) -> None:
+    """Open the rating page's "Skip this item or report it as broken" expander (its content is drawn
+    only while it is open), as a click on it would."""
+    at.session_state["item_actions"] = True
+    at.run()
+
+
+def annotators_page(page: Any, base_url: str, name: str) -> None:
+    """The researcher's Annotators page in the browser, as res1, with account `name` chosen."""
+    log_in(page, base_url, "res1", PASSWORD)
+    page.get_by_role("heading", name="Progress").wait_for()
+    page.goto(f"{base_url}/annotators")
+    wait_idle(page)
+    page.get_by_role("heading", name="Annotators").wait_for()
+    page.get_by_role("combobox", name="Account").click()
+    page.get_by_role("option", name=name).click()
+    wait_idle(page)
+
+
+# ------------------------------------------------------------------------------------------ rating page
+
+#: Answers on the rating page by key press: widget key suffix -> the digit pressed on it.
+KEY_ANSWERS: dict[str, str] = {
+    "A_correctness": "5",
+    "A_relevance": "4",
+    "A_helpfulness": "4",
+    "A_rubric0": "2",
+    "A_rubric1": "1",
+    "B_correctness": "2",
+    "B_relevance": "3",
+    "B_helpfulness": "1",
+    "B_rubric0": "0",
+    "B_rubric1": "1",
+    "preference": "2",
+    "confidence": "3",
+}
+
+
+#: The rating form's widget-key prefix (annotate.FORM_PREFIX): the keys are the same on every item.
+FORM = "q"
+
+
+def item_tag(page: Any) -> str:
+    """The item on the rating page (a random token per display), as its page script marks it."""
+    return str(page.locator("body[data-ps-item]").get_attribute("data-ps-item"))
+
+
+def wait_next_item(page: Any, old: str) -> str:
+    """Wait until the rating page shows another item than `old` and is idle; returns its tag."""
+    page.wait_for_function("(old) => document.body.dataset.psItem !== old", arg=old)
+    wait_idle(page)
+    return item_tag(page)
+
+
+def press_answer(page: Any, name: str, digit: str) -> None:
+    """Focus the first button of one question and press a number key (as an annotator would)."""
+    page.locator(f".st-key-{FORM}_{name} [data-testid='stButtonGroup'] button").first.focus()
+    page.keyboard.press(digit)
+
+
+def selected(page: Any, name: str) -> list[str]:
+    """The texts of the selected options of one question."""
+    return list(
+        page.evaluate(
+            f"() => [...document.querySelectorAll('.st-key-{FORM}_{name} button[aria-checked=true]')]"
+            ".map(b => b.innerText.trim())"
+        )
+    )
+
+
+def answer_by_keys(page: Any, answers: dict[str, str] | None = None) -> str:
+    """Answer every question of the item on screen with number keys; returns the item's tag."""
+    tag = item_tag(page)
+    for name, digit in (answers or KEY_ANSWERS).items():
+        press_answer(page, name, digit)
+        wait_idle(page)
+    return tag
+
+
+@contextmanager
+def one_pair_app(folder: Path, record: dict[str, Any], *, password: str) -> Iterator[str]:
+    """The app on a fresh database holding one pair (study "render") assigned to annotator "ann1"
+    (guidelines acknowledged, `password`); yields its base URL."""
+    url = fresh_db_url(folder, "db", keep=True)
+    engine = db.make_engine(url)
+    db.upgrade(engine)
+    path = folder / "pairs.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    ingest.import_file(engine, path, study="render", account=SYSTEM)
+    with db.session_scope(engine) as session:
+        user = accounts.add_user(
+            session, username="ann1", role="annotator", password=password, account=SYSTEM
+        )
+        accounts.acknowledge_guidelines(session, user_id=id_of(user))
+    with db.session_scope(engine) as session:
+        assign.assign(session, study="render", overlap=1, account=SYSTEM)
+    engine.dispose()
+    with running_app(url, folder / "server.log") as base_url:
+        yield base_url

@@ -1,0 +1,114 @@
+"""Processes that submit judgments at the same time, and the checks that nothing was lost."""
+
+import multiprocessing
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from annotator.intake.assign import assign
+from annotator.people.accounts import SYSTEM
+from annotator.rating import labels
+from annotator.store import db
+from annotator.store.models import Assignment, Event, Judgment, Pair, Score
+from tests.utils.factories import DIMENSIONS, make_annotators, make_form, make_study
+
+N_ASPECTS = 2  # make_record's default
+SCORES_PER_JUDGMENT = 2 * (len(DIMENSIONS) + N_ASPECTS)
+
+
+# (user_id, assignment_id, submission_id, k, wait at the barrier first)
+Step = tuple[int, int, str, int, bool]
+
+
+def worker(url: str, steps: list[Step], barrier: Any, results: Any) -> None:
+    """Submit `steps` in order, each in its own transaction; report latencies and any error text."""
+    engine = db.make_engine(url)
+    latencies, errors = [], []
+    try:
+        for user_id, assignment_id, submission_id, k, sync in steps:
+            if sync:
+                barrier.wait(timeout=60)
+            start = time.perf_counter()
+            try:
+                with db.session_scope(engine) as session:
+                    labels.submit(
+                        session,
+                        assignment_id=assignment_id,
+                        user_id=user_id,
+                        submission=make_form(submission_id, k, n_aspects=N_ASPECTS),
+                    )
+            except Exception as exc:  # reported to the parent, which fails the test with it
+                errors.append(f"{type(exc).__name__}: {exc}")
+            latencies.append(time.perf_counter() - start)
+    finally:
+        engine.dispose()
+        results.put((latencies, errors))
+
+
+def run_workers(url: str, plans: list[list[Step]]) -> tuple[list[float], list[str]]:
+    """Run one process per plan at the same time; all their latencies and errors."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(plans))
+    results = ctx.Queue()
+    processes = [ctx.Process(target=worker, args=(url, plan, barrier, results)) for plan in plans]
+    for process in processes:
+        process.start()
+    collected = [results.get(timeout=240) for _ in processes]
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    return [x for lat, _ in collected for x in lat], [e for _, errs in collected for e in errs]
+
+
+def queues(engine: Engine) -> dict[int, list[int]]:
+    """Each annotator's assignment ids in queue order."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(Assignment.annotator_id, Assignment.id).order_by(
+                col(Assignment.annotator_id), col(Assignment.position)
+            )
+        ).all()
+    found: dict[int, list[int]] = defaultdict(list)
+    for user_id, assignment_id in rows:
+        found[int(user_id)].append(int(assignment_id or 0))
+    return found
+
+
+def check_consistent(engine: Engine, expected: dict[int, set[str]]) -> None:
+    """Every submission id saved exactly once on its assignment; revisions 1..n; the newest current;
+    every judgment with all its scores; pair counters and the audit log agree."""
+    with Session(engine) as session:
+        judgments = session.exec(select(Judgment)).all()
+        assignments = {a.id: a for a in session.exec(select(Assignment))}
+        score_counts = Counter(session.exec(select(Score.judgment_id)).all())
+        n_submit_events = len(session.exec(select(Event.id).where(Event.action == "submit")).all())
+        pairs = {p.id: p.n_done for p in session.exec(select(Pair))}
+    by_assignment: dict[int, list[Judgment]] = defaultdict(list)
+    for judgment in judgments:
+        by_assignment[judgment.assignment_id].append(judgment)
+    assert len(judgments) == sum(len(ids) for ids in expected.values())  # none lost, none duplicated
+    assert n_submit_events == len(judgments)
+    for assignment_id, ids in expected.items():
+        saved = sorted(by_assignment[assignment_id], key=lambda j: j.revision)
+        assert {j.submission_id for j in saved} == ids
+        assert [j.revision for j in saved] == list(range(1, len(ids) + 1))
+        assignment = assignments[assignment_id]
+        assert assignment.current_judgment_id == saved[-1].id
+        assert assignment.revisions == len(ids)
+        assert assignment.status == "done"
+    assert all(score_counts[j.id] == SCORES_PER_JUDGMENT for j in judgments)
+    done = Counter(a.pair_id for a in assignments.values() if a.status == "done")
+    assert pairs == {pair_id: done.get(pair_id, 0) for pair_id in pairs}
+
+
+def make_small_study(engine: Engine, tmp_path: Path) -> dict[int, list[int]]:
+    """Ten pairs, three annotators, each with all ten pairs: annotator id -> assignment ids."""
+    make_study(engine, tmp_path, 10)
+    make_annotators(engine, 3)
+    with db.session_scope(engine) as session:
+        assign(session, study="s1", overlap=3, seed=0, account=SYSTEM)
+    return queues(engine)

@@ -1,0 +1,59 @@
+"""Helpers for the LLM-judge tests: a plain-loop alternative annotator test (the paper's definition,
+written instance by instance as a reference for the vectorised kernel) and a rated study."""
+
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import ttest_1samp
+from sqlalchemy.engine import Engine
+
+from annotator.synthetic import SimulationSpec, simulate
+from tests.utils.factories import make_study
+
+
+def alt_test_loop(
+    h: np.ndarray, f: np.ndarray, *, epsilon: float, q: float, scoring: str, min_items: int
+) -> tuple[float, float]:
+    """Winning rate and advantage probability, annotator by annotator and instance by instance
+    (Calderon, Reichart & Dror 2025, Sec. 3; the reference code's loop, github.com/nitaytech/AltTest)."""
+    m, n, _ = h.shape
+    p_values, advantages = [], []
+    for j in range(m):
+        wf, wh = [], []
+        for i in range(n):
+            if np.isnan(h[j, i]).any() or np.isnan(f[i]).any():
+                continue
+            others = [k for k in range(m) if k != j and not np.isnan(h[k, i]).any()]
+            if not others:
+                continue
+            if scoring == "neg_rmse":
+                s_h = -np.sqrt(np.mean([(h[j, i] - h[k, i]) ** 2 for k in others]))
+                s_f = -np.sqrt(np.mean([(f[i] - h[k, i]) ** 2 for k in others]))
+            else:
+                s_h = np.mean([h[j, i, 0] == h[k, i, 0] for k in others])
+                s_f = np.mean([f[i, 0] == h[k, i, 0] for k in others])
+            wf.append(s_f >= s_h - 1e-12)
+            wh.append(s_h >= s_f - 1e-12)
+        if len(wf) < min_items:
+            continue
+        d = np.array(wh, float) - np.array(wf, float)
+        p = (
+            float(ttest_1samp(d, epsilon, alternative="less").pvalue)
+            if d.std() > 0
+            else float(d.mean() >= epsilon)
+        )
+        p_values.append(p)
+        advantages.append(float(np.mean(wf)))
+    if not p_values:
+        return float("nan"), float("nan")
+    ranked = np.sort(p_values)
+    m_t = len(ranked)
+    harmonic = float(np.sum(1.0 / np.arange(1, m_t + 1)))
+    k = max([i + 1 for i in range(m_t) if ranked[i] <= (i + 1) / m_t * q / harmonic], default=0)
+    return k / m_t, float(np.mean(advantages))
+
+
+def rated_study(engine: Engine, tmp_path: Path, *, n_pairs: int = 32, annotators: int = 3) -> None:
+    """Study "s1" with `n_pairs` pairs, each rated by all `annotators` simulated annotators."""
+    make_study(engine, tmp_path, n_pairs)
+    simulate(engine, study="s1", spec=SimulationSpec(annotators=annotators, overlap=annotators, seed=3))
