@@ -254,8 +254,8 @@ def test_downloads_have_the_numbers_of_annotator_analyze(engine: Engine, tmp_pat
         return report_cache._compute(*args)  # type: ignore[arg-type]
 
     key = (url, "s1", (1,), (), ())
-    first = report_cache.request(key, SYSTEM, counted)
-    again = report_cache.request(key, SYSTEM, counted)
+    first = report_cache.request(key, SYSTEM, engine=engine, compute=counted)
+    again = report_cache.request(key, SYSTEM, engine=engine, compute=counted)
     published = first.result(timeout=120)
     assert again is first and calls == ["x"], "one build_report per key"
     assert json.loads(published.json) == json.loads(out.read_text(encoding="utf-8"))

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from sqlalchemy.engine import Engine
+
 from analysis.render import figures, methods_paragraph, to_html, to_json, to_markdown
 from analysis.report import Report
 from annotator.people.accounts import Account
@@ -59,29 +61,28 @@ _guard = threading.Lock()
 
 
 def _compute(
-    url: str, study: str, categories: tuple[str, ...], annotators: tuple[str, ...], account: Account
+    engine: Engine, study: str, categories: tuple[str, ...], annotators: tuple[str, ...], account: Account
 ) -> Published:
-    engine = db.make_engine(url)
-    try:
-        with db.session_scope(engine) as session:
-            report = study_report(
-                session, study=study, categories=categories, annotators=annotators, account=account
-            )
-    finally:
-        engine.dispose()
+    with db.session_scope(engine) as session:
+        report = study_report(
+            session, study=study, categories=categories, annotators=annotators, account=account
+        )
     return Published(report, figures(report))
 
 
-def request(key: Key, account: Account, compute: Callable[..., Published] = _compute) -> "Future[Published]":
-    """The (running or finished) computation of `key` = (url, study, data version, categories,
-    annotators); started now if there is none. A failed one is forgotten, so the next call retries."""
-    url, study, _, categories, annotators = key
+def request(
+    key: Key, account: Account, *, engine: Engine, compute: Callable[..., Published] = _compute
+) -> "Future[Published]":
+    """The (running or finished) computation of `key` = (database URL, study, data version,
+    categories, annotators) on `engine`; started now if there is none. A failed one is forgotten, so
+    the next call retries."""
+    _, study, _, categories, annotators = key
     with _guard:
         future = _futures.get(key)
         if future is not None and not (future.done() and future.exception() is not None):
             _futures.move_to_end(key)
             return future
-        future = _pool.submit(compute, url, study, categories, annotators, account)
+        future = _pool.submit(compute, engine, study, categories, annotators, account)
         _futures[key] = future
         while len(_futures) > MAX_ENTRIES:
             _futures.popitem(last=False)

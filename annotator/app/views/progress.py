@@ -22,7 +22,7 @@ if study is not None:
         workers = crowd.outcomes(active, study=study, account=account)
         version = study_progress.data_version(active, study, account=account)
     if not timeline.empty:  # the Validation page's report, started now so it is ready when opened
-        report_cache.request((str(engine().url), study, version, (), ()), account)
+        report_cache.request((str(engine().url), study, version, (), ()), account, engine=engine())
     summary = study_progress.study_summary(people, pairs, stalled)
     columns = st.columns(5)
     columns[0].metric("Pairs", summary["pairs"])

@@ -102,7 +102,7 @@ if study is not None:
     chosen_categories = left.multiselect("Categories", categories, key="validation_categories")
     chosen_annotators = right.multiselect("Annotators", annotators, key="validation_annotators")
     key = (url, study, version, tuple(chosen_categories), tuple(chosen_annotators))
-    future = report_cache.request(key, account)
+    future = report_cache.request(key, account, engine=engine())
     try:
         if future.done():
             published = future.result()

@@ -1,0 +1,126 @@
+"""First draw of every researcher and adjudicator page on the demo database, in headless chromium.
+
+Builds the demo (`annotator demo`'s builder) in a temporary folder unless --db names one, starts the app,
+logs in as the demo researcher (and the demo adjudicator for the Adjudicate page) and opens each page by
+its address: the time from the navigation until the page's script run has finished and its title is
+drawn. The first visit of a page is "cold" (its caches empty); the median of the later visits is "warm".
+Goal: every first draw under 2 s. With --shots DIR it also saves a screenshot of each page at 1440x900
+and at 390 px wide, and prints the serious or critical axe-core violations of each.
+Run: python benchmarks/bench_researcher_pages.py [--visits 3] [--shots DIR] [--db sqlite:///...]
+"""
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from annotator.demo import CREDENTIALS, build_demo  # noqa: E402
+from annotator.server import BROWSER_ARGS, IDLE_SELECTOR  # noqa: E402
+from annotator.server import background as running_app  # noqa: E402
+
+#: (account, path, title) of every page a researcher or adjudicator opens.
+PAGES = [
+    ("demo_researcher", "progress", "Progress"),
+    ("demo_researcher", "validation", "Validation"),
+    ("demo_researcher", "annotators", "Annotators"),
+    ("demo_researcher", "adjudicate", "Adjudicate"),
+    ("demo_researcher", "data", "Import and assign"),
+    ("demo_researcher", "settings", "Study settings"),
+    ("demo_researcher", "downloads", "Downloads"),
+    ("demo_adjudicator", "", "Adjudicate"),
+]
+TALL = "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain] *')].map(e => e.scrollHeight))"
+WIDTHS = {"wide": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
+
+
+def log_in(page: Page, base_url: str, username: str) -> None:
+    page.goto(base_url)
+    page.wait_for_selector(IDLE_SELECTOR, state="attached")
+    page.get_by_role("textbox", name="Username").fill(username)
+    page.get_by_role("textbox", name="Password").fill(CREDENTIALS[username][1])
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("button", name="Log out").wait_for(timeout=60_000)
+
+
+def first_draw(page: Page, url: str, title: str) -> tuple[float, float]:
+    """Seconds from navigating to `url` until its title `title` is drawn, and until its run has
+    finished (every element drawn)."""
+    start = time.perf_counter()
+    page.goto(url)
+    page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=120_000)
+    drawn = time.perf_counter() - start
+    page.wait_for_selector(IDLE_SELECTOR, state="attached", timeout=120_000)
+    return drawn, time.perf_counter() - start
+
+
+def serious(page: Page) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    results: Any = Axe().run(page)
+    return [
+        f"{v['id']} ({v['impact']}): {v['nodes'][0]['html'][:100]}"
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--visits", type=int, default=3, help="visits per page (the first is cold)")
+    parser.add_argument("--shots", type=Path, default=None, help="save screenshots and run axe")
+    parser.add_argument("--db", default=None, help="an existing demo database URL")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench_pages_") as tmp:
+        url = args.db or build_demo(Path(tmp) / "demo.db", rebuild=True).url
+        with running_app(url, Path(tmp) / "server.log") as base_url, sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=shutil.which("chromium"), args=list(BROWSER_ARGS)
+            )
+            rows = []
+            for user in dict.fromkeys(name for name, _, _ in PAGES):
+                context = browser.new_context(viewport=WIDTHS["wide"])
+                page = context.new_page()
+                log_in(page, base_url, user)
+                for name, path, title in PAGES:
+                    if name != user:
+                        continue
+                    times = [first_draw(page, f"{base_url}/{path}", title) for _ in range(args.visits)]
+                    drawn, done = [t[0] for t in times], [t[1] for t in times]
+                    warm = statistics.median(done[1:]) if len(done) > 1 else float("nan")
+                    rows.append((f"{user.removeprefix('demo_')} /{path}", max(drawn), done[0], warm))
+                    if args.shots is not None:
+                        args.shots.mkdir(parents=True, exist_ok=True)
+                        for width, viewport in WIDTHS.items():
+                            page.set_viewport_size(viewport)
+                            first_draw(page, f"{base_url}/{path}", title)
+                            page.wait_for_timeout(1500)  # plotly and the grids draw after the run
+                            for line in serious(page):
+                                print(f"AXE {user} /{path} {width}: {line}")
+                            tall = page.evaluate(TALL)  # the app scrolls inside its main pane
+                            page.set_viewport_size({"width": viewport["width"], "height": min(tall, 9000)})
+                            page.wait_for_timeout(800)
+                            shot = args.shots / f"{user}-{path or 'home'}-{width}.png"
+                            page.screenshot(path=str(shot))
+                        page.set_viewport_size(WIDTHS["wide"])
+                context.close()
+            browser.close()
+    print("seconds from navigation: title drawn (slowest visit); whole run done, first visit (cold) and")
+    print("the median of the later visits (warm)")
+    print(f"{'page':<28} {'drawn':>7} {'cold':>7} {'warm':>7}")
+    for label, drawn_s, cold, warm in rows:
+        print(f"{label:<28} {drawn_s:7.2f} {cold:7.2f} {warm:7.2f}")
+    slowest_drawn, slowest_warm = max(r[1] for r in rows), max(r[3] for r in rows)
+    print(f"slowest title drawn: {slowest_drawn:.2f} s; slowest warm run: {slowest_warm:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
