@@ -156,8 +156,8 @@ def test_an_item_takes_one_digit_per_question_and_ctrl_enter(live: tuple[str, Ap
     side_a = "chosen" if app_db.assignment(first_id).chosen_side == "A" else "rejected"
     assert scores[(side_a, "correctness")] == int(KEY_ANSWERS["A_correctness"])
     assert saved[0].confidence == int(KEY_ANSWERS["confidence"])
-    focused = tab.evaluate("() => document.activeElement.closest('[class*=st-key-q_]')?.className")
-    assert focused and f"st-key-{FORM}_A_correctness" in focused, "the next item starts at its first question"
+    tab.keyboard.press(KEY_ANSWERS["A_correctness"])  # on the next item, a digit answers its first question
+    tab.locator(f".st-key-{FORM}_A_correctness button[aria-checked=true]").wait_for()
 
 
 def test_a_phone_shows_one_response_and_its_questions_and_switches_in_place(
