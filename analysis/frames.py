@@ -139,13 +139,13 @@ def coded(values: pd.Series, *, with_empty: bool = False) -> pd.Series:
     >>> coded(pd.Series(["b", "a", "b", None])).cat.codes.tolist()
     [1, 0, 1, -1]
     """
+    if values.dtype != object and pd.api.types.is_string_dtype(values.dtype):
+        values = values.astype("category")  # text columns (a Parquet file's): coded without objects
     if isinstance(values.dtype, pd.CategoricalDtype):
-        categories = values.cat.categories
-        texts = categories.tolist()
-        if all(isinstance(c, str) for c in texts) and texts == sorted(texts):
-            if with_empty and "" not in texts:
-                return values.cat.set_categories(sorted([*texts, ""]))
-            return values
+        texts = values.cat.categories.tolist()
+        if all(isinstance(c, str) for c in texts):
+            wanted = sorted({*texts, ""} if with_empty else texts)
+            return values if wanted == texts else values.cat.set_categories(wanted)
         values = values.astype(object)
     missing = values.isna().to_numpy()
     text = values.astype(object)

@@ -16,10 +16,10 @@ from annotator.store.models import Assignment, Draft, Study, User, id_of
 from tests.utils.ratings import ANNOTATORS, STUDY, build_study, rate
 
 
-@pytest.fixture(scope="module")
-def rated(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """One rated study for the module (the tests only read it; the draft test cleans up after itself)."""
-    engine = build_study(tmp_path_factory.mktemp("rated"), 3)
+@pytest.fixture
+def rated(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A rated study: 3 pairs, 3 annotators (the PostgreSQL pass drops its database after each test)."""
+    engine = build_study(tmp_path, 3)
     for k, name in enumerate(ANNOTATORS):
         for i in range(3):
             rate(engine, name, f"p{i}", preference=1 - k, comment="=1+1" if k == 0 else "")
