@@ -1,0 +1,153 @@
+"""What every command shares: the Typer app and its groups, the consoles, the options, the one
+error rule (a user mistake is one line and exit 1), opening the database."""
+
+import functools
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DatabaseError
+
+from annotator.errors import UserError
+from annotator.store import db
+
+if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
+    pass
+
+app = typer.Typer(
+    help="Validate personalized preference pairs with human annotators.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+users_app = typer.Typer(help="Create, list, deactivate, reactivate, unlock accounts.", no_args_is_help=True)
+
+app.add_typer(users_app, name="users")
+
+controls_app = typer.Typer(help="Control pairs: swapped repeats, degraded responses, duplicates.")
+
+app.add_typer(controls_app, name="controls")
+
+models_app = typer.Typer(help="Reward-model predictions on a study's pairs.", no_args_is_help=True)
+
+app.add_typer(models_app, name="models")
+
+judges_app = typer.Typer(
+    help="LLM judges' ratings on a study's pairs, compared with people.", no_args_is_help=True
+)
+
+app.add_typer(judges_app, name="judges")
+
+out = Console(soft_wrap=True, markup=False)
+
+err = Console(stderr=True, markup=False, soft_wrap=True)  # one line per message, never wrapped
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="Database URL (default: $ANNOTATOR_DB_URL or sqlite:///data/annotations.db)"),
+]
+
+StudyOption = Annotated[str, typer.Option("--study", "-s", help="Study name.")]
+
+MaxBytesOption = Annotated[
+    int,
+    typer.Option(
+        "--max-bytes",
+        help="The most decoded text to read from the file (bytes; default 512 MB, as the browser's upload)",
+    ),
+]
+
+
+def user_errors(command: F) -> F:
+    """Turn a user mistake or a database fault into one clear line and exit code 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except UserError as exc:
+            err.print(Text.assemble(("error:", "bold red"), f" {exc}"), highlight=False, soft_wrap=True)
+        except (DatabaseError, sqlite3.DatabaseError) as exc:
+            if isinstance(exc, sqlite3.DatabaseError):  # the raw driver (e.g. the backup API)
+                exc = DatabaseError(None, None, exc)
+            err.print(
+                Text.assemble(("database error:", "bold red"), f" {db.describe_error(exc)}"),
+                highlight=False,
+                soft_wrap=True,
+            )
+        except KeyboardInterrupt:
+            err.print("interrupted; nothing partial was saved")
+        raise typer.Exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+_global: dict[str, str | None] = {"db": None}
+
+
+@app.callback()
+def _main(database: DbOption = None) -> None:
+    """Validate personalized preference pairs with human annotators."""
+    _global["db"] = database
+
+
+def db_url(url: str | None) -> str:
+    """The database URL: the command's --db, else the global --db, else $ANNOTATOR_DB_URL or the default."""
+    return db.resolve_url(url or _global["db"])
+
+
+def open_db(url: str | None) -> Engine:
+    """An engine for a database that is at the current schema."""
+    engine = db.make_engine(db_url(url))
+    db.check_schema(engine)
+    return engine
+
+
+def open_sound_db(url: str | None) -> Engine:
+    """An engine for a database at the current schema that passes SQLite's quick_check: a damaged file
+    is one line and exit 1, never a report or an export read from it (analyze, export)."""
+    engine = db.make_engine(db_url(url))
+    db.check_integrity(engine)
+    db.check_schema(engine)
+    return engine
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    )
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write an output file, or explain in one line why it cannot be written."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def absolute_url(url: str) -> str:
+    """A SQLite URL with an absolute path, so that the app finds the same file from any folder."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        return parsed.set(database=str(Path(parsed.database).resolve())).render_as_string(hide_password=False)
+    return url
+
+
+QUEUE_FORMATS = ("table", "csv")

@@ -1,0 +1,188 @@
+"""Bringing pairs and work in: `import`, `assign`, `controls make`, `models import`, `judges import`."""
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from annotator.cli.common import (
+    DbOption,
+    MaxBytesOption,
+    StudyOption,
+    app,
+    controls_app,
+    err,
+    judges_app,
+    models_app,
+    open_db,
+    out,
+    progress_bar,
+    user_errors,
+)
+from annotator.intake import assign, ingest, textguard
+from annotator.people import accounts
+from annotator.store import db
+from annotator.study import load_config
+
+if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
+    pass
+
+
+@app.command("import")
+@user_errors
+def import_(
+    file: Annotated[Path, typer.Argument(help="Pairs: .jsonl, .json, .csv or .parquet")],
+    study: StudyOption,
+    config: Annotated[
+        Path | None, typer.Option(help="Study TOML for a new study (default data/study.toml)")
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option(help="Update records whose content changed under the same id")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option(help="Refuse texts with bidirectional controls or zero-width characters")
+    ] = False,
+    max_bytes: MaxBytesOption = textguard.MAX_BYTES_DEFAULT,
+    database: DbOption = None,
+) -> None:
+    """Import pair records into a study (created on first import); all or nothing."""
+    engine = open_db(database)
+    study_config = load_config(config) if config is not None else None
+    with progress_bar() as bar:
+        task = bar.add_task(f"reading {file.name}", total=_record_estimate(file))
+        summary = ingest.import_file(
+            engine,
+            file,
+            study=study,
+            config=study_config,
+            replace=replace,
+            progress=lambda n: bar.advance(task, n),
+            account=accounts.SYSTEM,
+            strict=strict,
+            max_bytes=max_bytes,
+        )
+    for warning in summary.warnings[:20]:
+        err.print(f"warning: {file}: {warning}", highlight=False)
+    if len(summary.warnings) > 20:
+        err.print(f"warning: ... and {len(summary.warnings) - 20} more", highlight=False)
+    out.print(str(summary), highlight=False)
+
+
+@models_app.command("import")
+@user_errors
+def models_import(
+    file: Annotated[Path, typer.Argument(help="Predictions keyed by pair id (.jsonl, .csv, ...)")],
+    study: StudyOption,
+    model: Annotated[str, typer.Option("--model", "-m", help="The model's name (re-importing replaces it)")],
+    max_bytes: MaxBytesOption = textguard.MAX_BYTES_DEFAULT,
+    database: DbOption = None,
+) -> None:
+    """Import one reward model's per-pair predictions (scores or a choice); all or nothing."""
+    from annotator.review.predictions import import_predictions
+
+    engine = open_db(database)
+    with progress_bar() as bar:
+        task = bar.add_task(f"reading {file.name}", total=_record_estimate(file))
+        summary = import_predictions(
+            engine,
+            file,
+            study=study,
+            model=model,
+            account=accounts.SYSTEM,
+            progress=lambda n: bar.advance(task, n),
+            max_bytes=max_bytes,
+        )
+    out.print(str(summary), highlight=False)
+
+
+@judges_app.command("import")
+@user_errors
+def judges_import(
+    file: Annotated[
+        Path, typer.Argument(help="Judge ratings: pair_id, response, item, value (.jsonl, .csv, ...)")
+    ],
+    study: StudyOption,
+    judge: Annotated[str, typer.Option("--judge", "-j", help="The judge's name (e.g. gpt-4o-rubric)")],
+    replace: Annotated[
+        bool, typer.Option(help="Update ratings that differ from earlier imported ones")
+    ] = False,
+    database: DbOption = None,
+) -> None:
+    """Import one LLM judge's ratings (all or nothing; the same file again is a no-op)."""
+    from annotator.review.judges import import_judges
+
+    engine = open_db(database)
+    with progress_bar() as bar:
+        task = bar.add_task(f"reading {file.name}", total=_record_estimate(file))
+        summary = import_judges(
+            engine,
+            file,
+            study=study,
+            judge=judge,
+            replace=replace,
+            account=accounts.SYSTEM,
+            progress=lambda n: bar.advance(task, n),
+        )
+    out.print(str(summary), highlight=False)
+
+
+def _record_estimate(path: Path) -> int | None:
+    try:
+        if path.suffix.lower() == ".jsonl":
+            with path.open("rb") as handle:
+                return sum(1 for line in handle if line.strip())
+        if path.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            return int(pq.ParquetFile(path).metadata.num_rows)
+    except Exception:  # the importer reports the real problem
+        return None
+    return None
+
+
+@app.command("assign")
+@user_errors
+def assign_(
+    study: StudyOption,
+    overlap: Annotated[
+        int | None, typer.Option(help="Annotators per pair (default: the study's overlap)")
+    ] = None,
+    annotators: Annotated[
+        str | None, typer.Option(help="Comma-separated usernames (default: all active)")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Random seed for sides and queue order")] = 0,
+    database: DbOption = None,
+) -> None:
+    """Assign pairs to annotators: K per pair, balanced load and sides; only adds what is missing."""
+    engine = open_db(database)
+    names = [n.strip() for n in annotators.split(",") if n.strip()] if annotators else None
+    with db.session_scope(engine) as session:
+        summary = assign.assign(
+            session, study=study, overlap=overlap, annotators=names, seed=seed, account=accounts.SYSTEM
+        )
+    out.print(str(summary), highlight=False)
+
+
+@controls_app.command("make")
+@user_errors
+def controls_make(
+    study: StudyOption,
+    kind: Annotated[str, typer.Option(help="swap (repeat, sides exchanged), degrade or duplicate")],
+    n: Annotated[int, typer.Option("--n", help="Control pairs to make (swap: repeats per annotator)")],
+    seed: Annotated[int, typer.Option(help="Random seed")] = 0,
+    database: DbOption = None,
+) -> None:
+    """Derive control pairs from a study's pairs and mix them, unseen, into the queues."""
+    from annotator.intake.controls import make_controls
+
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        summary = make_controls(
+            session,
+            study=study,
+            kind=kind,  # type: ignore[arg-type]  # the service refuses an unknown kind in one line
+            n=n,
+            seed=seed,
+            account=accounts.SYSTEM,
+        )
+    out.print(str(summary), highlight=False)

@@ -1,0 +1,420 @@
+"""Reading a study: `quality`, `analyze`, `power`, `adjudicate`, `models queue`, `judges queue`."""
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from annotator.cli.common import (
+    QUEUE_FORMATS,
+    DbOption,
+    StudyOption,
+    app,
+    err,
+    judges_app,
+    models_app,
+    open_db,
+    open_sound_db,
+    out,
+    user_errors,
+    write_text,
+)
+from annotator.errors import UserError
+from annotator.people import accounts
+from annotator.review import adjudicate as adjudication
+from annotator.store import db
+
+if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
+    import pandas as pd
+
+    from analysis.report import Report
+
+
+@models_app.command("queue")
+@user_errors
+def models_queue(
+    study: StudyOption,
+    send_back: Annotated[
+        int, typer.Option("--send-back", help="Give every listed pair to this many more annotators")
+    ] = 0,
+    validated_only: Annotated[bool, typer.Option(help="Only pairs whose adjudication says keep")] = False,
+    database: DbOption = None,
+) -> None:
+    """The pairs where a model and the human majority disagree; optionally send them back."""
+    from annotator.review.predictions import disagreement_queue, send_back_disagreements
+
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        if send_back > 0:
+            queue, created = send_back_disagreements(
+                session, study=study, extra=send_back, validated_only=validated_only, account=accounts.SYSTEM
+            )
+        else:
+            queue = disagreement_queue(
+                session, study=study, validated_only=validated_only, account=accounts.SYSTEM
+            )
+            created = 0
+    for row in queue.to_dict("records"):
+        out.print(
+            f"{row['pair_id']}  majority {row['majority']} ({row['human_agreement']:.2f} of "
+            f"{row['n_judgments']})  disagree: {row['models_disagree']}",
+            highlight=False,
+        )
+    out.print(f"{len(queue)} pair(s) where a model and the human majority disagree", highlight=False)
+    if send_back > 0:
+        out.print(f"sent back: {created} new assignment(s)", highlight=False)
+
+
+@judges_app.command("queue")
+@user_errors
+def judges_queue(
+    study: StudyOption,
+    judge: Annotated[str | None, typer.Option("--judge", "-j", help="Only this judge")] = None,
+    database: DbOption = None,
+) -> None:
+    """The pairs where a judge's preference and the human majority disagree."""
+    from annotator.review.judges import judge_queue
+
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        queue = judge_queue(session, study=study, judge=judge, account=accounts.SYSTEM)
+    for row in queue.to_dict("records"):
+        out.print(
+            Text(
+                f"{row['pair_id']}  {row['judge']} {row['judge_preference']:+.1f}  "
+                f"majority {row['majority']} ({row['human_agreement']:.2f} of {row['n_judgments']})"
+            ),
+            highlight=False,
+        )
+    out.print(f"{len(queue)} pair(s) where a judge and the human majority disagree", highlight=False)
+
+
+@app.command()
+@user_errors
+def quality(
+    study: StudyOption,
+    drift: Annotated[str | None, typer.Option(help="Also agreement over time: per 'week' or 'block'")] = None,
+    block_size: Annotated[int, typer.Option(help="Judgments per block with --drift block")] = 100,
+    database: DbOption = None,
+) -> None:
+    """Per-annotator quality control: gold accuracy, self-consistency, attention, competence, exclusion."""
+    from annotator.review.quality import agreement_drift, annotator_quality
+
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        result = annotator_quality(session, study=study, account=accounts.SYSTEM)
+        over_time = None
+        if drift is not None:
+            over_time = agreement_drift(
+                session, study=study, account=accounts.SYSTEM, by=drift, block_size=block_size
+            )
+    out.print(result.to_text(), highlight=False)
+    if over_time is not None:
+        table, markers = over_time
+        out.print("Agreement over time (main pairs):", highlight=False)
+        out.print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"), highlight=False)
+        out.print("Guideline versions:", highlight=False)
+        out.print(markers.to_string(index=False), highlight=False)
+
+
+@app.command()
+@user_errors
+def power(
+    margin: Annotated[float, typer.Option(help="Equivalence margin (scale points)")] = 0.5,
+    sd: Annotated[float, typer.Option(help="SD of one annotator's chosen - rejected difference")] = 1.0,
+    annotators: Annotated[int, typer.Option(help="Annotators per pair")] = 3,
+    target: Annotated[float, typer.Option("--power", help="Target power")] = 0.8,
+    alpha: Annotated[float, typer.Option(help="Level of each one-sided test")] = 0.05,
+    true_diff: Annotated[float, typer.Option(help="Assumed true difference")] = 0.0,
+    check: Annotated[bool, typer.Option(help="Cross-check by simulation with the simulator's model")] = True,
+    annotator_sd: Annotated[
+        float, typer.Option(help="SD of the annotator-specific gap (annotators differ in the gap they see)")
+    ] = 0.15,
+    pair_sd: Annotated[float, typer.Option(help="SD of the pair-specific gap")] = 0.0,
+    study: Annotated[
+        str | None, typer.Option(help="Also report this study's power and variance components (pilot data)")
+    ] = None,
+    database: DbOption = None,
+) -> None:
+    """Pairs and annotators needed to show equivalence on quality (exact TOST power; crossed design)."""
+    from analysis.power import pairs_needed, recommend_design, simulated_power
+
+    if study is not None:
+        study_power(study, database)
+
+    try:
+        result = pairs_needed(
+            margin=margin, sd=sd, power=target, alpha=alpha, true_diff=true_diff, annotators=annotators
+        )
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    out.print(
+        f"{result.n_pairs} pairs with {annotators} annotators each reach power {result.power:.3f} "
+        f"for margin +-{margin} (per-pair SD {result.sd_diff:.3f}, alpha {alpha}, "
+        f"true difference {true_diff})",
+        highlight=False,
+    )
+    if check:
+        noise = sd / 2**0.5
+        simulated = simulated_power(
+            result.n_pairs,
+            margin=margin,
+            annotators=annotators,
+            noise=noise,
+            alpha=alpha,
+            quality_gap=true_diff,
+            bias_sd=0.0,
+            n_sim=400,
+        )
+        out.print(
+            f"simulation (rounded 1-5 ratings, noise SD {noise:.2f}, 400 studies): power {simulated:.3f}",
+            highlight=False,
+        )
+    try:
+        design = recommend_design(
+            margin=margin,
+            pair_var=pair_sd**2,
+            annotator_var=annotator_sd**2,
+            residual_var=sd**2,
+            power=target,
+            alpha=alpha,
+            true_diff=true_diff,
+            per_pair=annotators,
+        )
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    out.print(
+        f"generalizing over annotators (crossed model, annotator-gap SD {annotator_sd:g}, pair-gap SD "
+        f"{pair_sd:g}): {design.n_pairs} pairs, {design.per_pair} annotators per pair from a pool of "
+        f"{design.pool} reach power {design.power:.3f}",
+        highlight=False,
+    )
+    designs = Table(
+        "overlap", "pairs", "pool", "judgments", "power", title="Designs by overlap (crossed model)"
+    )
+    for overlap in range(1, 6):
+        try:
+            option = recommend_design(
+                margin=margin,
+                pair_var=pair_sd**2,
+                annotator_var=annotator_sd**2,
+                residual_var=sd**2,
+                power=target,
+                alpha=alpha,
+                true_diff=true_diff,
+                per_pair=overlap,
+            )
+        except ValueError:
+            continue
+        designs.add_row(
+            str(overlap),
+            str(option.n_pairs),
+            str(option.pool),
+            str(option.n_pairs * overlap),
+            f"{option.power:.3f}",
+        )
+    out.print(designs)
+
+
+def study_power(study: str, database: str | None) -> None:
+    """The achieved power of an existing study and the annotators its crossed-model test would need."""
+    from annotator.review import study_report
+
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        config, power = study_report.study_power(session, study=study, account=accounts.SYSTEM)
+    table = Table(
+        "dimension",
+        "pairs",
+        "SD of per-pair differences",
+        "power",
+        title=f"Achieved power of {study} (margin +-{config.analysis.margin:g}, true difference 0)",
+    )
+    components = Table(
+        "dimension",
+        "pair var",
+        "annotator var",
+        "residual var",
+        "annotators needed",
+        title="Variance components",
+    )
+    for row in power.itertuples():
+        table.add_row(row.dimension, str(row.n_pairs), f"{row.sd_diff:.3f}", f"{row.power:.3f}")
+        needed = "n/a" if row.pool_needed != row.pool_needed else f"{int(row.pool_needed)}"
+        components.add_row(
+            row.dimension,
+            f"{row.pair_var:.3f}",
+            f"{row.annotator_var:.3f}",
+            f"{row.residual_var:.3f}",
+            needed,
+        )
+    out.print(table)
+    out.print("power: the per-pair TOST, conditional on this panel of annotators", highlight=False)
+    out.print(components)
+    out.print(
+        f"annotators needed: the smallest pool that gives the crossed-model TOST (pairs and annotators in "
+        f"general) power {config.analysis.target_power:g} with these pairs and overlap, from the estimated "
+        "variance components",
+        highlight=False,
+    )
+    with db.session_scope(engine) as session:
+        overall = study_report.study_overall_power(session, study=study, account=accounts.SYSTEM)
+    items = ", ".join(
+        f"{key.removeprefix('power_')} {value:.3f}"
+        for key, value in overall.items()
+        if key.startswith("power_") and key != "power_overall" and isinstance(value, float)
+    )
+    pilot = overall["pilot"]
+    assert isinstance(pilot, dict)
+    out.print(
+        f"overall PASS: power {overall['power_overall']:.3f} with {overall['n_pairs']} pairs, "
+        f"{overall['per_pair']} annotators per pair from a pool of {overall['pool']} ({overall['n_sim']} "
+        f"simulated studies from the estimated variance components; quality at a true gap of 0, rubric "
+        f"and preference at their estimated effects; per verdict: {items}); not simulated, as they stand "
+        "in this study: " + ", ".join(f"{k} {v}" for k, v in pilot.items()),
+        highlight=False,
+    )
+
+
+@app.command()
+@user_errors
+def analyze(
+    study: Annotated[str | None, typer.Option("--study", "-s", help="Study name (in the database)")] = None,
+    labels: Annotated[
+        Path | None,
+        typer.Option("--labels", help="Analyse a labels file (CSV, JSONL, Parquet; long format) instead"),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="Study TOML for --labels (default: the default study)")
+    ] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write every number as JSON")] = None,
+    html_out: Annotated[
+        Path | None, typer.Option("--html", help="Write the self-contained HTML report")
+    ] = None,
+    markdown_out: Annotated[
+        Path | None, typer.Option("--markdown", help="Write the report as Markdown")
+    ] = None,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the agreement CIs")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed")] = 0,
+    database: DbOption = None,
+) -> None:
+    """Run the validation statistics: equivalence, rubric, preference, reliability, sensitivity."""
+    from analysis import render
+    from annotator.review import study_report
+
+    if (study is None) == (labels is None):
+        raise UserError("give either --study S (a study in the database) or --labels FILE")
+    with err.status("computing the validation report..."):
+        if labels is not None:
+            result = study_report.labels_report(labels, config_path=config, n_boot=n_boot, seed=seed)
+        else:
+            engine = open_sound_db(database)
+            with db.session_scope(engine) as session:
+                result = study_report.study_report(
+                    session, study=str(study), n_boot=n_boot, seed=seed, account=accounts.SYSTEM
+                )
+    print_report(result)
+    for path, text in (
+        (json_out, lambda: json.dumps(render.to_json(result), indent=2)),
+        (html_out, lambda: render.to_html(result)),
+        (markdown_out, lambda: render.to_markdown(result)),
+    ):
+        if path is not None:
+            write_text(path, text())
+            out.print(f"wrote {path}", highlight=False)
+
+
+def print_report(result: "Report") -> None:
+    """The terminal summary (analysis.render.to_terminal)."""
+    from analysis.render import to_terminal
+
+    out.print(Text(to_terminal(result)), highlight=False)
+
+
+@app.command("adjudicate")
+@user_errors
+def adjudicate_(
+    study: StudyOption,
+    auto: Annotated[bool, typer.Option("--auto", help="Resolve every pair that needs no person")] = False,
+    show_queue: Annotated[
+        bool, typer.Option("--queue", help="List the pairs that need a person, lowest agreement first")
+    ] = False,
+    limit: Annotated[int, typer.Option(help="Rows of the queue to show (0: all)")] = 50,
+    fmt: Annotated[
+        str, typer.Option("--format", help="The queue as a table that wraps to the terminal, or as CSV")
+    ] = "table",
+    database: DbOption = None,
+) -> None:
+    """Auto-resolve clear pairs (--auto) and list the ones that need an adjudicator (--queue)."""
+    if not auto and not show_queue:
+        raise UserError("give --auto, --queue or both")
+    if fmt not in QUEUE_FORMATS:
+        raise UserError(f"--format must be one of {', '.join(QUEUE_FORMATS)}, not {fmt!r}")
+    engine = open_db(database)
+    if auto:
+        with db.session_scope(engine) as session:
+            summary = adjudication.auto_resolve(session, study=study, account=accounts.SYSTEM)
+        out.print(str(summary), highlight=False)
+    if show_queue:
+        with db.session_scope(engine) as session:
+            pending = adjudication.queue(session, study=study, account=accounts.SYSTEM)
+        shown = pending if limit <= 0 else pending.head(limit)
+        if fmt == "csv":
+            sys.stdout.write(queue_csv(shown))
+            return
+        out.print(queue_table(shown))
+        more = f" (showing {len(shown)})" if len(shown) < len(pending) else ""
+        out.print(f"{len(pending)} pair(s) need a person{more}", highlight=False)
+
+
+def queue_rows(queue: "pd.DataFrame") -> list[dict[str, str]]:
+    """The adjudication queue as text rows: pair, db id, judgments, agreement, majority, rules, why."""
+    return [
+        {
+            "pair": str(row.pair_id),
+            "db id": str(row.pair_db_id),
+            "judgments": str(row.n_judgments),
+            "agreement": f"{row.agreement:.2f}",
+            "majority": str(row.majority or "none"),
+            "rules": str(row.rules),
+            "why": str(row.reasons) + (" (reopened)" if row.reopened else ""),
+        }
+        for row in queue.itertuples(index=False)
+    ]
+
+
+def queue_table(queue: "pd.DataFrame") -> Table:
+    """The queue as a table that fits the terminal: pair ids whole (folded, never cut), the reasons
+    wrapped at word breaks in the widest column."""
+    rows = queue_rows(queue)
+    longest = max((len(r["pair"]) for r in rows), default=4)
+    table = Table(expand=True, pad_edge=False)
+    table.add_column("pair", no_wrap=False, overflow="fold", min_width=min(max(longest, 4), 24))
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("agree", justify="right", no_wrap=True)
+    table.add_column("majority", no_wrap=True)
+    table.add_column("rules", overflow="fold", max_width=14)
+    table.add_column("why", ratio=1, min_width=18, overflow="fold")
+    for r in rows:
+        table.add_row(
+            r["pair"], r["db id"], r["judgments"], r["agreement"], r["majority"], r["rules"], r["why"]
+        )
+    return table
+
+
+def queue_csv(queue: "pd.DataFrame") -> str:
+    """The queue as CSV (a header and one row per pair; every column, nothing cut)."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    rows = queue_rows(queue)
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["pair"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()

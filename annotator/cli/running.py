@@ -1,0 +1,125 @@
+"""Running the tool: `init`, `serve`, `demo`, `simulate`."""
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from annotator import server
+from annotator.cli.common import (
+    DbOption,
+    StudyOption,
+    absolute_url,
+    app,
+    db_url,
+    err,
+    open_db,
+    out,
+    progress_bar,
+    user_errors,
+)
+from annotator.demo import build_demo
+from annotator.rating.guidelines import guidelines_text
+from annotator.store import db
+from annotator.synthetic import SimulationSpec
+from annotator.synthetic import simulate as run_simulation
+
+if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
+    pass
+
+
+@app.command()
+@user_errors
+def init(database: DbOption = None) -> None:
+    """Create the database, or bring it to the current schema (safe to run again)."""
+    url = db_url(database)
+    before = db.upgrade(url)
+    out.print(f"database {db.shown_url(url)} at schema {db.head_revision()} (was {before})", highlight=False)
+    engine = db.make_engine(url)
+    restored = db.restore_audit(engine)
+    engine.dispose()
+    if restored:
+        out.print(
+            f"restored the audit log's append-only triggers ({'; '.join(restored)}): events can no "
+            "longer be changed or deleted",
+            highlight=False,
+        )
+
+
+@app.command()
+@user_errors
+def simulate(
+    study: StudyOption,
+    annotators: Annotated[int, typer.Option(help="Simulated annotators to create or reuse")] = 3,
+    overlap: Annotated[int, typer.Option(help="Simulated annotators per pair")] = 3,
+    quality_gap: Annotated[float, typer.Option(help="True chosen - rejected gap on quality (points)")] = 0.0,
+    rubric_gap: Annotated[
+        float, typer.Option(help="True chosen - rejected gap per rubric aspect (0-2 scale)")
+    ] = 1.0,
+    noise: Annotated[float, typer.Option(help="Rating noise SD (points)")] = 0.6,
+    bias_sd: Annotated[float, typer.Option(help="SD of the annotators' biases (points)")] = 0.25,
+    seed: Annotated[int, typer.Option(help="Random seed")] = 0,
+    spammers: Annotated[int, typer.Option(help="How many of the annotators answer at random, fast")] = 0,
+    database: DbOption = None,
+) -> None:
+    """Simulate annotators with a known truth (through the real assignment and submit code)."""
+    spec = SimulationSpec(
+        annotators=annotators,
+        overlap=overlap,
+        quality_gap=quality_gap,
+        rubric_gap=rubric_gap,
+        noise=noise,
+        bias_sd=bias_sd,
+        seed=seed,
+        spammers=spammers,
+    )
+    engine = open_db(database)
+    with progress_bar() as bar:
+        task = bar.add_task("simulating judgments", total=None)
+        summary = run_simulation(engine, study=study, spec=spec, progress=lambda n: bar.advance(task, n))
+    out.print(str(summary), highlight=False)
+
+
+@app.command()
+@user_errors
+def serve(
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 8501,
+    host: Annotated[
+        str, typer.Option(help="Address to bind (0.0.0.0 to accept other machines)")
+    ] = "127.0.0.1",
+    database: DbOption = None,
+) -> None:
+    """Start the web app on the database."""
+    url = absolute_url(db_url(database))
+    engine = open_db(url)
+    db.check_integrity(engine)  # never start as if healthy on a damaged database
+    db.check_audit(engine)  # nor with an audit log that can be rewritten
+    engine.dispose()
+    guidelines_text()  # nor with guidelines it cannot show
+    out.print(f"serving {db.shown_url(url)} at http://{host}:{port}", highlight=False)
+    raise typer.Exit(server.run(url, host=host, port=port))
+
+
+@app.command()
+@user_errors
+def demo(
+    rebuild: Annotated[bool, typer.Option(help="Build data/demo.db afresh")] = False,
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 8501,
+    host: Annotated[str, typer.Option(help="Address to bind")] = "127.0.0.1",
+    serve_app: Annotated[
+        bool, typer.Option("--serve/--no-serve", help="Start the app after building")
+    ] = True,
+) -> None:
+    """Build the demo (sample pairs, demo accounts, three simulated annotators) and start the app."""
+    with err.status("building the demo database..."):
+        built = build_demo(rebuild=rebuild)
+    out.print(("built " if built.built else "using existing ") + built.url, highlight=False)
+    table = Table("username", "role", "password", title="Demo accounts")
+    for username, (role, password) in built.credentials.items():
+        table.add_row(username, role, password)
+    out.print(table)
+    if serve_app:
+        out.print(
+            f"open http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}", highlight=False
+        )
+        raise typer.Exit(server.run(built.url, host=host, port=port))
