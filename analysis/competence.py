@@ -22,6 +22,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from analysis.vocabulary import DUPLICATE, GOLD, POSITIVE, RUBRIC_PREFIX, SWAP
+
 __all__ = [
     "QC_COLUMNS",
     "QualitySection",
@@ -35,7 +37,6 @@ __all__ = [
     "self_consistency",
 ]
 
-RUBRIC_PREFIX = "rubric:"
 #: The columns of :func:`qc_table`.
 QC_COLUMNS: tuple[str, ...] = (
     "annotator",
@@ -106,7 +107,7 @@ def control_checks(
     """
     columns = ["annotator", "pair_id", "control", "check", "correct"]
     controls = _controls(frame)
-    sub = frame[controls.isin(["gold", "positive", "duplicate"])]
+    sub = frame[controls.isin([GOLD, POSITIVE, DUPLICATE])]
     if sub.empty:
         return pd.DataFrame(columns=columns)
     sub = sub.assign(control=_controls(sub))
@@ -120,7 +121,7 @@ def control_checks(
         def value(response: str, item: str, scores: pd.Series = scores) -> float:
             return float(scores.get((response, item), np.nan))
 
-        if control == "gold":
+        if control == GOLD:
             if known.get("preference") is not None:
                 right = np.sign(int(preference)) == np.sign(int(known["preference"]))
                 rows.append((annotator, pair_id, control, "preference", bool(right)))
@@ -133,7 +134,7 @@ def control_checks(
                     rows.append(
                         (annotator, pair_id, control, f"{response}:{item}", abs(got - target) <= allowed)
                     )
-        elif control == "positive":
+        elif control == POSITIVE:
             for item in known.get("worse_on") or []:
                 chosen, rejected = value("chosen", item), value("rejected", item)
                 if not (np.isnan(chosen) or np.isnan(rejected)):
@@ -178,7 +179,7 @@ def self_consistency(
     """
     empty = pd.DataFrame({"annotator": pd.Series(dtype=object), "swap_checks": [], "self_consistency": []})
     controls = _controls(frame)
-    swaps = frame[controls == "swap"]
+    swaps = frame[controls == SWAP]
     if swaps.empty or not sources:
         return empty
     judgments = _judgment_table(frame).set_index(["pair_id", "annotator"])["preference"]

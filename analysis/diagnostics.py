@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analysis.vocabulary import RUBRIC_PREFIX
+
 __all__ = ["POSITION_COLUMNS", "annotator_diagnostics", "position_bias"]
 
 #: The position-bias columns, added when the frame has ``side_chosen``.
@@ -25,7 +27,7 @@ _COLUMNS = [
 
 def _is_rubric(item: pd.Series) -> pd.Series:
     text = item.astype(str)
-    return (text == "rubric") | text.str.startswith("rubric:")
+    return (text == "rubric") | text.str.startswith(RUBRIC_PREFIX)
 
 
 def annotator_diagnostics(

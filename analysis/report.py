@@ -81,7 +81,7 @@ from analysis.mixed import fit_crossed
 from analysis.power import recommend_design
 from analysis.science import BenchmarkTables, benchmark_tables
 from analysis.validation import ValidationResult, preference_scores, validate_pairs
-from analysis.vocabulary import DEFAULT_MARGIN
+from analysis.vocabulary import DEFAULT_MARGIN, POSITIVE
 
 __all__ = [
     "OVERALL",
@@ -690,7 +690,7 @@ def _positive_controls(
     """One row: the positive-control test of gap > margin (empty without positive controls)."""
     if controls.empty:
         return pd.DataFrame()
-    positive = controls[controls[CONTROL] == "positive"]
+    positive = controls[controls[CONTROL] == POSITIVE]
     if positive.empty:
         return pd.DataFrame()
     per_item = []

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.vocabulary import POSITIVE, rubric_item
+
 __all__ = [
     "BIAS_SD",
     "NOISE",
@@ -229,10 +231,10 @@ def simulate_frame(
     leniency = rng.normal(0.0, rubric_leniency_sd, pool) if rubric_leniency_sd > 0 else np.zeros(pool)
     for k in range(rubric_aspects):
         base = latent_rubric(rng.standard_normal(n_total))[pair]
-        values[(f"rubric:{k}", "chosen")] = rate(
+        values[(rubric_item(k), "chosen")] = rate(
             base + rubric_gap + leniency[ann] + noise_a[ann] / 2 * rng.standard_normal(n), 0, 2
         )
-        values[(f"rubric:{k}", "rejected")] = rate(base + noise_a[ann] / 2 * rng.standard_normal(n), 0, 2)
+        values[(rubric_item(k), "rejected")] = rate(base + noise_a[ann] / 2 * rng.standard_normal(n), 0, 2)
     if preference_beta is None:
         pair_rate = np.full(n_total, preference_rate)
     else:
@@ -259,7 +261,7 @@ def simulate_frame(
         "confidence": 2.0,
         "time_s": rng.lognormal(np.log(60), 0.4, n),
         "side_chosen": side,
-        "control": np.where(is_control[pair], "positive", ""),
+        "control": np.where(is_control[pair], POSITIVE, ""),
     }
     if lengths:
         chars = rng.integers(400, 1600, (n_total, 2)).astype(float)

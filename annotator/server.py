@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from annotator.intake.textguard import MAX_BYTES_DEFAULT
 from annotator.store.db import ENV_VAR
+from annotator.textguard import MAX_BYTES_DEFAULT
 
 #: The ASGI app: Streamlit's app for app/main.py plus the route that sets the session cookie.
 ENTRY = Path(__file__).parent / "app" / "serve.py"

@@ -27,7 +27,16 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from analysis.simulation import BIAS_SD, NOISE, latent_quality, latent_rubric, rate
-from analysis.vocabulary import SIDES
+from analysis.vocabulary import (
+    DUPLICATE,
+    POSITIVE,
+    RUBRIC_PREFIX,
+    SIDES,
+    SUPPORT_DOMAIN,
+    SWAP,
+    rubric_item,
+    support_item,
+)
 from annotator.errors import UserError
 from annotator.intake import assign
 from annotator.people import accounts
@@ -181,7 +190,7 @@ def simulate(
         n_aspects, note = pairs[pair_id]
         if pair_id not in latents:
             kind, source, worse_on = controls.get(pair_id, ("", None, []))
-            if kind in ("swap", "positive", "duplicate") and source is not None and source in pairs:
+            if kind in (SWAP, POSITIVE, DUPLICATE) and source is not None and source in pairs:
                 if source not in latents:
                     n_source, note_source = pairs[source]
                     latents[source] = _pair_latent(rng, config.dimension_names, n_source, note_source, spec)
@@ -253,11 +262,11 @@ def _control_latent(source: dict[str, float], kind: str, worse_on: list[str]) ->
     """The truth of a control pair from its source's: a swap repeats it, a duplicate shows `chosen`
     twice, a positive control's `rejected` is 2 points worse on the dimensions its defect lowers."""
     latent = dict(source)
-    if kind == "duplicate":
+    if kind == DUPLICATE:
         for key, value in source.items():
             if key.startswith("chosen:"):
                 latent["rejected:" + key.removeprefix("chosen:")] = value
-    elif kind == "positive":
+    elif kind == POSITIVE:
         for name in worse_on:
             if f"rejected:{name}" in latent:
                 latent[f"rejected:{name}"] -= 2.0
@@ -273,7 +282,7 @@ def spam_judgment(
         for name in dimensions:
             scores[response][name] = rng.randint(low, high)
         for k in range(n_aspects):
-            scores[response][f"rubric:{k}"] = rng.randint(0, 2)
+            scores[response][rubric_item(k)] = rng.randint(0, 2)
     seconds = rng.lognormvariate(math.log(6.0), 0.4)
     return SimJudgment(scores, rng.randint(-2, 2), rng.randint(1, 3)), seconds
 
@@ -297,9 +306,9 @@ def _judgment(
             )
         for k in range(n_aspects):
             value = latent[f"{response}:rubric:{k}"] + rng.gauss(0, noise / 2)
-            scores[response][f"rubric:{k}"] = _clip_round(value, 0, 2)
+            scores[response][rubric_item(k)] = _clip_round(value, 0, 2)
     rubric_diff = sum(
-        float(scores["chosen"][f"rubric:{k}"] or 0) - float(scores["rejected"][f"rubric:{k}"] or 0)
+        float(scores["chosen"][rubric_item(k)] or 0) - float(scores["rejected"][rubric_item(k)] or 0)
         for k in range(n_aspects)
     ) / max(1, n_aspects)
     quality_diff = sum(
@@ -323,19 +332,19 @@ def fit_to_arm(
     mostly "yes", kept by the annotator 80% of the time; deterministic)."""
     display = config.display_for(assignment.arm)
     scores = submission.scores
-    n_aspects = len({item for items in scores.values() for item in items if item.startswith("rubric:")})
+    n_aspects = len({item for items in scores.values() for item in items if item.startswith(RUBRIC_PREFIX)})
     if not display.show_rubric:
         scores = {
-            side: {k: v for k, v in items.items() if not k.startswith("rubric:")}
+            side: {k: v for k, v in items.items() if not k.startswith(RUBRIC_PREFIX)}
             for side, items in scores.items()
         }
     support: dict[str, float | None] = {}
     if display.ask_support:
-        draw = random.Random(f"support:{assignment.id}")
+        draw = random.Random(support_item(id_of(assignment)))
         for k in range(n_aspects):
-            pair_truth = random.Random(f"support:{assignment.pair_id}:{k}")
+            pair_truth = random.Random(f"{support_item(assignment.pair_id)}:{k}")
             truth = pair_truth.choices([2, 1, 0], weights=[7, 2, 1])[0]
-            support[f"support:{k}"] = truth if draw.random() < 0.8 else draw.choice([0, 1, 2])
+            support[support_item(k)] = truth if draw.random() < 0.8 else draw.choice(list(SUPPORT_DOMAIN))
     return dataclasses.replace(submission, scores=scores, support=support)
 
 
@@ -358,8 +367,8 @@ def complete_form(
     a_side: dict[str, float | None] = {name: float(value) for name in dimensions}
     b_side: dict[str, float | None] = {name: float(6 - value) for name in dimensions}
     for aspect in range(n_aspects):
-        a_side[f"rubric:{aspect}"] = float(k % 3)
-        b_side[f"rubric:{aspect}"] = float((k + aspect) % 3)
+        a_side[rubric_item(aspect)] = float(k % 3)
+        b_side[rubric_item(aspect)] = float((k + aspect) % 3)
     return labels.Submission(
         submission_id=submission_id,
         preference=k % 5,

@@ -29,6 +29,8 @@ from analysis.agreement import (
 )
 from analysis.agreement.alpha import _AlphaKernel, _prepare_alpha
 
+pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
+
 nan = np.nan
 LEVELS = ["nominal", "ordinal", "interval", "ratio"]
 

@@ -115,3 +115,103 @@ def test_store_imports_no_service_and_services_import_no_app_or_cli() -> None:
                 continue
             up = sorted(m for m in imported if m.startswith(("annotator.app", "annotator.cli")))
             assert not up, f"{module} (a service) imports {up}"
+
+
+STAGES = ("people", "intake", "rating", "review", "publish")  # each imports only the stages before it
+
+
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == "annotator" and parts[1] in STAGES else None
+
+
+def test_service_stages_import_only_earlier_stages() -> None:
+    """people -> intake -> rating -> review -> publish: a stage never imports a later one."""
+    graph = import_graph()
+    assert any(_stage(m) == "publish" for m in graph)  # the walk sees the stage packages
+    for module, imported in graph.items():
+        stage = _stage(module)
+        if stage is None:
+            continue
+        later = sorted(m for m in imported if (s := _stage(m)) and STAGES.index(s) > STAGES.index(stage))
+        assert not later, f"{module} ({stage}) imports later stages: {later}"
+
+
+SQL_BUILDERS = {"select", "text", "func", "col", "update", "insert", "delete"}
+
+
+def test_pages_and_commands_call_services_never_sql() -> None:
+    """The app's pages and the CLI reach the database only through services (no sqlmodel/sqlalchemy)."""
+    for folder in ("annotator/app", "annotator/cli"):
+        for path in (ROOT / folder).rglob("*.py"):
+            imported = _imports(ast.parse(path.read_text(encoding="utf-8")), folder.replace("/", "."))
+            sql = sorted(
+                m
+                for m in imported
+                if m.split(".")[0] in {"sqlmodel", "sqlalchemy"} and m.rsplit(".", 1)[-1] in SQL_BUILDERS
+            )
+            assert not sql, f"{path.relative_to(ROOT)} imports {sql}"
+
+
+# The label frame's vocabulary lives in analysis/vocabulary.py; the blinding map in
+# annotator/rating/blinding.py. A literal of either elsewhere is a second home for the rule.
+VOCABULARY = ROOT / "analysis" / "vocabulary.py"
+BLINDING = ROOT / "annotator" / "rating" / "blinding.py"
+ITEM_PREFIXES = ("rubric:", "support:")
+CONTROL_NAMES = {"gold", "positive", "swap", "duplicate"}
+DOMAINS = {(-2, -1, 0, 1, 2), (1, 2, 3), (0, 1, 2)}
+
+
+def _exempt(tree: ast.AST) -> set[int]:
+    """Docstrings (prose) and the insides of ``Literal[...]`` (a type must spell its values)."""
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("Literal"):
+            ids |= {id(n) for n in ast.walk(node.slice)}
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                ids.add(id(body[0].value))
+    return ids
+
+
+def stray_literals(source: str) -> list[str]:
+    """The vocabulary and blinding literals in `source` (docstrings aside), as 'line: what'."""
+    tree = ast.parse(source)
+    docs = _exempt(tree)
+    found = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            if node.value.startswith(ITEM_PREFIXES):
+                found.append(f"{line}: item prefix {node.value!r}")
+            elif node.value in CONTROL_NAMES:
+                found.append(f"{line}: control kind {node.value!r}")
+        elif isinstance(node, ast.Tuple | ast.List | ast.Set):
+            values = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+            if len(values) == len(node.elts) and tuple(values) in DOMAINS:
+                found.append(f"{line}: answer domain {tuple(values)}")
+        elif isinstance(node, ast.Compare):
+            names = [ast.unparse(n) for n in (node.left, *node.comparators)]
+            if any(n.endswith("chosen_side") for n in names) and any(n in ("'A'", "'B'") for n in names):
+                found.append(f"{line}: side test {ast.unparse(node)}")
+    return sorted(found, key=lambda s: int(s.split(":")[0]))
+
+
+def test_the_literal_finder_finds_planted_literals() -> None:
+    planted = 'x = f"rubric:{k}"\nif c == "gold": pass\nd = (1, 2, 3)\nif a.chosen_side == "A": pass\n'
+    assert [s.split(":")[0] for s in stray_literals(planted)] == ["1", "2", "3", "4"]
+    assert stray_literals('"""rubric:<k> in a docstring is prose."""\n') == []
+    assert stray_literals('Kind = Literal["swap", "gold"]\n') == []
+
+
+def test_no_stray_vocabulary_or_blinding_literal() -> None:
+    homes = {VOCABULARY, BLINDING}
+    files = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if "migrations" not in p.parts]
+    assert VOCABULARY in files and BLINDING in files
+    stray = {
+        str(p.relative_to(ROOT)): found
+        for p in files
+        if p not in homes and (found := stray_literals(p.read_text(encoding="utf-8")))
+    }
+    assert stray == {}, f"literals with a home in analysis/vocabulary.py or rating/blinding.py: {stray}"

@@ -8,6 +8,8 @@ import pytest
 
 from analysis import science as bm
 
+pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
+
 
 def _frame(prefs: dict[str, list[int]], *, control: dict[str, str] | None = None) -> pd.DataFrame:
     """A label frame: per pair the preferences of annotators a0, a1, ... (one quality item)."""

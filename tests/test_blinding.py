@@ -5,6 +5,8 @@ import pytest
 
 from annotator.rating import blinding
 
+pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
+
 
 @pytest.mark.parametrize("chosen_side", ["A", "B"])
 def test_each_side_shows_one_response_and_maps_back_to_it(chosen_side: str) -> None:

@@ -15,6 +15,8 @@ from analysis.competence import (
     self_consistency,
 )
 
+pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
+
 ITEMS = ("correctness", "relevance", "helpfulness")
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from analysis.diagnostics import annotator_diagnostics
 
+pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
+
 
 def _frame(seed: int = 0, pairs: int = 40) -> pd.DataFrame:
     """Three careful annotators (truth +- 1), one random, one straight-liner who is fast."""

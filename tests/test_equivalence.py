@@ -43,6 +43,8 @@ from analysis.equivalence import (
 from analysis.frames import pair_majority
 from analysis.validation import validate_pairs
 
+pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
+
 SLEEP_1 = np.array([0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0])
 SLEEP_2 = np.array([1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4])
 YIELD_A = np.array([452, 874, 554, 447, 356, 754, 558, 574, 664, 682, 547, 435, 245], dtype=float)

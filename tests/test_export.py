@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from annotator.cli import app
 from annotator.intake import ingest
+from annotator.people import pseudonyms
 from annotator.people.accounts import SYSTEM
 from annotator.publish import export
 from annotator.review import adjudicate, readers
@@ -144,9 +145,11 @@ def test_pseudonymize_is_stable_and_hides_names(tmp_path: Path) -> None:
     assert not any(name in text for name in ANNOTATORS)
     mapping = dict(zip(names["judgment_id"], names["annotator"], strict=True))
     with Session(engine) as session:
-        secret = readers.study_secret(session, session.exec(select(Study).where(Study.name == STUDY)).one())
-    assert {readers.pseudonym(secret, mapping[j]) for j in first["judgment_id"]} == codes
-    assert readers.pseudonym(b"another study's secret", "ann1") != readers.pseudonym(secret, "ann1")
+        secret = pseudonyms.study_secret(
+            session, session.exec(select(Study).where(Study.name == STUDY)).one()
+        )
+    assert {pseudonyms.pseudonym(secret, mapping[j]) for j in first["judgment_id"]} == codes
+    assert pseudonyms.pseudonym(b"another study's secret", "ann1") != pseudonyms.pseudonym(secret, "ann1")
 
 
 def test_unknown_study_is_a_clear_error(tmp_path: Path) -> None:

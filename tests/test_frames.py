@@ -12,6 +12,8 @@ import pytest
 from analysis import frames
 from analysis.frames import add_rubric_means, judgments, pair_means, read_labels, validate_frame
 
+pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
+
 
 def _frame() -> pd.DataFrame:
     rows = []

@@ -14,10 +14,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from annotator import server
+from annotator import server, textguard
 from annotator.cli import app
 from annotator.errors import UserError
-from annotator.intake import ingest, textguard
+from annotator.intake import ingest
 from annotator.people.accounts import SYSTEM
 from annotator.review import predictions
 from annotator.store.models import ModelPrediction

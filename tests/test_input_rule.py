@@ -9,8 +9,8 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from annotator import textguard
 from annotator.errors import AuthError, UserError
-from annotator.intake import textguard
 from annotator.people import accounts
 from annotator.people.accounts import SYSTEM
 from annotator.rating import drafts, labels

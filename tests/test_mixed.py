@@ -15,6 +15,8 @@ from analysis.frames import validate_frame
 from analysis.mixed import crossed_design_se, fit_crossed, mixed_effect
 from analysis.simulation import simulate_frame
 
+pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
+
 
 def _pool_design(seed: int, n_pairs: int = 40, pool: int = 8, per_pair: int = 3) -> tuple[np.ndarray, ...]:
     """Unbalanced: a pool of annotators, each pair rated by `per_pair` of them."""

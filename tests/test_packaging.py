@@ -16,6 +16,8 @@ from annotator import study
 from annotator.errors import UserError
 from annotator.rating import guidelines
 
+pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -11,9 +11,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
+from annotator import textguard
 from annotator.cli import app
 from annotator.errors import IngestError, UserError
-from annotator.intake import ingest, textguard
+from annotator.intake import ingest
 from annotator.people.accounts import SYSTEM
 from annotator.store.models import Pair, Study
 from tests.utils.factories import make_record, make_records, write_jsonl

@@ -14,6 +14,8 @@ from analysis.report import build_report
 from analysis.simulation import simulate_frame
 from analysis.validation import validate_pairs
 
+pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
+
 ONE = ("correctness",)
 
 

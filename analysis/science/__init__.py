@@ -20,8 +20,6 @@ from analysis.science.ceiling import (
     validated_pair_ids,
 )
 from analysis.science.support import (
-    SUPPORT_LABELS,
-    SUPPORT_PREFIX,
     support_agreement,
     support_by_aspect,
     support_by_pair,
@@ -33,8 +31,6 @@ __all__ = [
     "HUMAN_ADJUDICATED",
     "HUMAN_JUDGMENTS",
     "HUMAN_MAJORITY",
-    "SUPPORT_LABELS",
-    "SUPPORT_PREFIX",
     "accuracy_table",
     "arm_comparison",
     "arm_summary",

@@ -19,6 +19,7 @@ from analysis.frames import (
     judgments,
     split_controls,
 )
+from analysis.vocabulary import RUBRIC_PREFIX
 
 # ---------------------------------------------------------------------------------------------- arms
 
@@ -65,7 +66,7 @@ def _arm_measures(main: pd.DataFrame, quality_items: Sequence[str]) -> dict[str,
     }
     arms = per_judgment.set_index([PAIR_ID, ANNOTATOR])[ARM]
     items = list(quality_items)
-    if main[ITEM].astype(str).str.startswith("rubric:").any():
+    if main[ITEM].astype(str).str.startswith(RUBRIC_PREFIX).any():
         items.append("rubric")
     for item in items:
         try:

@@ -22,12 +22,7 @@ from analysis.frames import (
     split_controls,
 )
 from analysis.science.ceiling import _cluster_boot_ci
-
-#: Prefix of a rubric-support item: ``support:0``, ``support:1``, ...
-SUPPORT_PREFIX = "support:"
-#: The rubric-support answers by value (0, 1, 2).
-SUPPORT_LABELS: tuple[str, ...] = ("no", "partly", "yes")
-
+from analysis.vocabulary import SUPPORT_DOMAIN, SUPPORT_LABELS, SUPPORT_PREFIX
 
 # ---------------------------------------------------------------------------------- rubric support
 
@@ -44,7 +39,7 @@ def _support_rows(frame: pd.DataFrame) -> pd.DataFrame:
             VALUE: rows[VALUE].to_numpy(dtype=float),
         }
     )
-    bad = out[~out[VALUE].isin([0.0, 1.0, 2.0])]
+    bad = out[~out[VALUE].isin(SUPPORT_DOMAIN)]
     if len(bad):
         raise ValueError(f"rubric-support values must be 0, 1 or 2, got: {sorted(set(bad[VALUE]))[:5]}")
     return out

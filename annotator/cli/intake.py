@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from annotator import textguard
 from annotator.cli.common import (
     DbOption,
     MaxBytesOption,
@@ -19,7 +20,7 @@ from annotator.cli.common import (
     progress_bar,
     user_errors,
 )
-from annotator.intake import assign, ingest, textguard
+from annotator.intake import assign, ingest
 from annotator.people import accounts
 from annotator.store import db
 from annotator.study import load_config

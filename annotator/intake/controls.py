@@ -28,6 +28,7 @@ from typing import Any, Literal
 from sqlalchemy import func, insert
 from sqlmodel import Session, col, select
 
+from analysis.vocabulary import DUPLICATE, GOLD, POSITIVE, SWAP
 from annotator.errors import UserError
 from annotator.people.accounts import Account, require_role
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Event, Pair, User, id_of
@@ -46,9 +47,9 @@ __all__ = [
 ]
 
 MakeKind = Literal["swap", "degrade", "duplicate"]
-CONTROL_KINDS = ("gold", "positive", "swap", "duplicate", "training")
+CONTROL_KINDS = (GOLD, POSITIVE, SWAP, DUPLICATE, "training")
 #: Kinds mixed into every queue at the configured rate (swaps go to the annotator who rated the source).
-MIXED_KINDS = ("gold", "positive", "duplicate")
+MIXED_KINDS = (GOLD, POSITIVE, DUPLICATE)
 DEFECTS = ("truncation", "contradiction", "off_topic")
 #: The quality dimensions each planted defect lowers (by name; dimensions a study lacks are dropped).
 DEFECT_LOWERS = {
@@ -178,7 +179,7 @@ def make_controls(
     require_role(session, account, "researcher")
     if n < 1:
         raise UserError("--n must be at least 1")
-    if kind not in ("swap", "degrade", "duplicate"):
+    if kind not in (SWAP, "degrade", DUPLICATE):
         raise UserError(f"unknown control kind {kind!r}; use swap, degrade or duplicate")
     study_row = get_study(session, study)
     study_id = id_of(study_row)
@@ -188,7 +189,7 @@ def make_controls(
     )
     if not main:
         raise UserError(f"study {study!r} has no pairs to derive controls from")
-    if kind == "swap":
+    if kind == SWAP:
         created, assigned = _make_swaps(session, study_row.name, study_id, main, n, rng)
     else:
         config = parse_config(study_row.config)
@@ -202,7 +203,7 @@ def make_controls(
             detail={"study": study, "kind": kind, "pairs": created, "assignments": assigned, "seed": seed},
         )
     )
-    return ControlSummary(study, "positive" if kind == "degrade" else kind, created, assigned)
+    return ControlSummary(study, POSITIVE if kind == "degrade" else kind, created, assigned)
 
 
 def _make_derived(
@@ -214,7 +215,7 @@ def _make_derived(
     rng: random.Random,
     dimensions: list[str],
 ) -> int:
-    stored = "positive" if kind == "degrade" else kind
+    stored = POSITIVE if kind == "degrade" else kind
     existing = set(
         session.exec(select(Pair.control_of).where(Pair.study_id == main[0].study_id, Pair.control == stored))
     )
@@ -224,12 +225,12 @@ def _make_derived(
         raise UserError(f"every pair of study {study!r} already has a {stored} control")
     created = 0
     for index, source in enumerate(sources[:n]):
-        if kind == "duplicate":
+        if kind == DUPLICATE:
             text = source.chosen if rng.random() < 0.5 else source.rejected
             row = _copy(
                 source,
-                kind="duplicate",
-                external_id=_external_id(study, "duplicate", source.external_id),
+                kind=DUPLICATE,
+                external_id=_external_id(study, DUPLICATE, source.external_id),
                 chosen=text,
                 rejected=text,
                 meta={"expected": {"preference": 0}},
@@ -243,8 +244,8 @@ def _make_derived(
             worse_on = [d for d in DEFECT_LOWERS[defect] if d in dimensions] or list(dimensions)
             row = _copy(
                 source,
-                kind="positive",
-                external_id=_external_id(study, "positive", source.external_id),
+                kind=POSITIVE,
+                external_id=_external_id(study, POSITIVE, source.external_id),
                 chosen=source.chosen,
                 rejected=damaged,
                 meta={"defect": defect, "worse_on": worse_on},
@@ -265,7 +266,7 @@ def _make_swaps(
     ).all()
     copies = {
         int(p.control_of or 0): p
-        for p in session.exec(select(Pair).where(Pair.study_id == study_id, Pair.control == "swap"))
+        for p in session.exec(select(Pair).where(Pair.study_id == study_id, Pair.control == SWAP))
     }
     queue: dict[int, dict[int, tuple[str, str]]] = defaultdict(dict)
     for annotator_id, pair_id, side, status in rows:
@@ -287,8 +288,8 @@ def _make_swaps(
                 source = by_id[source_id]
                 copy = _copy(
                     source,
-                    kind="swap",
-                    external_id=_external_id(study, "swap", source.external_id),
+                    kind=SWAP,
+                    external_id=_external_id(study, SWAP, source.external_id),
                     chosen=source.chosen,
                     rejected=source.rejected,
                     meta={},
@@ -410,7 +411,7 @@ def swap_sources(session: Session, *, study_id: int) -> dict[str, str]:
     rows = session.execute(
         select(Pair.external_id, source.c.external_id)
         .join(source, source.c.id == col(Pair.control_of))
-        .where(Pair.study_id == study_id, Pair.control == "swap")
+        .where(Pair.study_id == study_id, Pair.control == SWAP)
     ).all()
     return {str(a): str(b) for a, b in rows}
 
@@ -472,7 +473,7 @@ def held_back(session: Session, *, user_id: int, study_id: int) -> set[int]:
             Assignment.annotator_id == user_id,
             Assignment.study_id == study_id,
             Assignment.status == PENDING,
-            Pair.control == "swap",
+            Pair.control == SWAP,
         )
     ).all()
     if not repeats:

@@ -13,8 +13,9 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
+from analysis.vocabulary import GOLD, POSITIVE, PREFERENCE_DOMAIN
+from annotator import textguard
 from annotator.errors import IngestError, UserError
-from annotator.intake import textguard
 from annotator.people.accounts import Account, require_role
 from annotator.store.db import RawJSON, json_serializer
 from annotator.store.models import Event, Pair, Study
@@ -308,7 +309,7 @@ def validate_record(record: Any, *, warnings: list[str] | None = None) -> tuple[
         "chosen": chosen,
         "rejected": rejected,
         "metadata": meta,
-        "is_gold": bool(meta.get("gold", False)) if isinstance(meta.get("gold", False), bool) else False,
+        "is_gold": bool(meta.get(GOLD, False)) if isinstance(meta.get(GOLD, False), bool) else False,
         "control": _control(record, problems),
     }
     # Serialized once here (stored and hashed as is); one C-level pass per text finds lone surrogates,
@@ -359,7 +360,7 @@ def _engine_neutral_problems(
     return problems
 
 
-FILE_CONTROLS = ("gold", "positive", "training")
+FILE_CONTROLS = (GOLD, POSITIVE, "training")
 
 
 def _control(record: dict[str, Any], problems: list[str]) -> str:
@@ -377,12 +378,12 @@ def _control(record: dict[str, Any], problems: list[str]) -> str:
         problems.append(f"field control: expected one of {kinds} (or empty), got {control!r}")
         return ""
     expected = record.get("expected")
-    if control == "gold":
+    if control == GOLD:
         if not isinstance(expected, dict) or not ({"preference", "scores"} & set(expected)):
             problems.append("field expected: a gold control needs expected answers (preference, scores)")
             return control
         preference = expected.get("preference")
-        if preference is not None and (isinstance(preference, bool) or preference not in (-2, -1, 0, 1, 2)):
+        if preference is not None and (isinstance(preference, bool) or preference not in PREFERENCE_DOMAIN):
             problems.append("field expected.preference: expected -2, -1, 0, 1 or 2 (2 = chosen much better)")
         scores = expected.get("scores", {})
         if not isinstance(scores, dict) or set(scores) - {"chosen", "rejected"}:

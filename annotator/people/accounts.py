@@ -24,8 +24,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col, select
 
+from annotator import textguard
 from annotator.errors import AuthError, UserError
-from annotator.intake import textguard
 from annotator.people.authorization import DEACTIVATED, SYSTEM, Account, require_active, require_role
 from annotator.store.models import ROLES, Event, LoginThrottle, Role, User, UserSession, id_of, utcnow
 

@@ -39,7 +39,7 @@ from annotator.errors import AuthError, ConfigError, TimeOver, UserError
 from annotator.intake.assign import annotator_arms
 from annotator.intake.controls import pick_controls
 from annotator.people.accounts import Account, require_role
-from annotator.review.readers import study_secret
+from annotator.people.pseudonyms import study_secret
 from annotator.store.db import lock_study
 from annotator.store.models import (
     DONE,

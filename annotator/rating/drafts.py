@@ -12,8 +12,8 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
 
+from annotator import textguard
 from annotator.errors import LabelError, UserError
-from annotator.intake import textguard
 from annotator.people.accounts import Account, require_role
 from annotator.people.authorization import check_owner, own_assignment
 from annotator.rating import crowd

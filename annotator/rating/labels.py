@@ -9,8 +9,10 @@ from sqlalchemy import case, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from analysis.vocabulary import CONFIDENCE_DOMAIN, RUBRIC_DOMAIN, SUPPORT_PREFIX, rubric_item
+from annotator import textguard
 from annotator.errors import AuthError, LabelError, UserError
-from annotator.intake import controls, textguard
+from annotator.intake import controls
 from annotator.intake.assign import extend_overlap
 from annotator.people.accounts import require_active
 from annotator.people.authorization import own_assignment
@@ -34,7 +36,6 @@ from annotator.store.models import (
 from annotator.study import StudyConfig, parse_config, study_config
 
 SIDES = ("A", "B")
-SUPPORT_PREFIX = "support:"  # rubric-support answers; = analysis.science.SUPPORT_PREFIX
 QUEUE_WINDOW = 256  # how far ahead next_assignment looks for the pair with the fewest judgments
 
 
@@ -181,7 +182,7 @@ def missing_answers(
         value = submission.support.get(f"{SUPPORT_PREFIX}{k}")
         if value is None:
             problems.append(f"rubric aspect {k + 1}: is it supported by what the user wrote")
-        elif value not in (0, 1, 2):
+        elif value not in RUBRIC_DOMAIN:
             problems.append(f"rubric aspect {k + 1}: support must be no, partly or yes")
     if set(submission.support) - wanted:
         problems.append(f"unknown support items {sorted(set(submission.support) - wanted)}")
@@ -200,12 +201,12 @@ def missing_answers(
                     f"Response {side}: {dimension.name} must be {quality.scale_min}-{quality.scale_max}"
                 )
         for k in range(n_aspects):
-            value = given.get(f"rubric:{k}")
+            value = given.get(rubric_item(k))
             if value is None:
                 problems.append(f"Response {side}: rubric aspect {k + 1}")
-            elif value not in (0, 1, 2):
+            elif value not in RUBRIC_DOMAIN:
                 problems.append(f"Response {side}: rubric aspect {k + 1} must be 0, 1 or 2")
-        unknown = set(given) - set(config.dimension_names) - {f"rubric:{k}" for k in range(n_aspects)}
+        unknown = set(given) - set(config.dimension_names) - {rubric_item(k) for k in range(n_aspects)}
         if unknown:
             problems.append(f"Response {side}: unknown items {sorted(unknown)}")
     if submission.preference is None:
@@ -214,7 +215,7 @@ def missing_answers(
         problems.append("preference must be one of the five choices")
     if submission.confidence is None:
         problems.append("confidence")
-    elif submission.confidence not in (1, 2, 3):
+    elif submission.confidence not in CONFIDENCE_DOMAIN:
         problems.append("confidence must be 1, 2 or 3")
     if submission.flag and not submission.flag_reason.strip():
         problems.append("a reason for the problem flag")

@@ -21,8 +21,10 @@ from sqlalchemy import Select, insert, select
 from sqlmodel import Session, col
 
 from analysis.frames import pair_majority, rubric_scores
+from analysis.vocabulary import RUBRIC_PREFIX, SUPPORT_PREFIX
+from annotator import textguard
 from annotator.errors import UserError
-from annotator.intake import textguard
+from annotator.people import pseudonyms
 from annotator.people.accounts import SYSTEM, Account, require_role
 from annotator.review import readers
 from annotator.store.models import Adjudication, Event, Method, Pair, Study, User, id_of, utcnow
@@ -94,7 +96,7 @@ def _medians(judgments: pd.DataFrame, scores: pd.DataFrame, dimensions: Sequence
             "value": scores["value"].to_numpy(),
         }
     )
-    aspect = values["item"].str.startswith("rubric:").to_numpy(dtype=bool)
+    aspect = values["item"].str.startswith(RUBRIC_PREFIX).to_numpy(dtype=bool)
     rubric = rubric_scores(values, ["pair_db_id", "judgment_id", "response"])
     quality = values[~aspect]
     both = pd.concat([quality, rubric[quality.columns]], ignore_index=True)
@@ -619,7 +621,7 @@ def item_labels(items: Sequence[str], rubric: Sequence[Mapping[str, Any]]) -> di
     names = {}
     for item in items:
         name = str(item)
-        if name.startswith("rubric:") and name[7:].isdigit():
+        if name.startswith(RUBRIC_PREFIX) and name[7:].isdigit():
             k = int(name[7:])
             aspect = str(rubric[k].get("aspect", "")) if k < len(rubric) else ""
             names[name] = f"Aspect {k + 1}: {aspect}" if aspect else f"Aspect {k + 1}"
@@ -707,7 +709,7 @@ def pair_detail(session: Session, *, pair_id: int, account: Account, hide_names:
     ).reset_index(drop=True)
     labels = item_labels(list(side_by_side["item"].astype(str).unique()), pair.rubric)
     side_by_side.insert(1, "label", side_by_side["item"].astype(str).map(labels))
-    rated = long[~long["item"].astype(str).str.startswith("support:")]  # rubric support: about the pair
+    rated = long[~long["item"].astype(str).str.startswith(SUPPORT_PREFIX)]  # rubric support: about the pair
     defaults = _final_defaults(rated, labels, config.dimension_names)
     history = _adjudications(session, study_id, pair_id).drop(columns=["pair_db_id", "adjudicator_id"])
     return PairDetail(
@@ -749,7 +751,7 @@ def _check_scores(
             if item in config.dimension_names:
                 low, high = quality.scale_min, quality.scale_max
             elif item == "rubric" or (
-                item.startswith("rubric:") and item[7:].isdigit() and int(item[7:]) < n_aspects
+                item.startswith(RUBRIC_PREFIX) and item[7:].isdigit() and int(item[7:]) < n_aspects
             ):
                 low, high = 0, 2
             else:
@@ -858,12 +860,14 @@ def _decided_rubric(
 ) -> dict[str, float]:
     """The rubric score of each response whose aspects a person decided ("rubric:<k>"): the mean over
     aspects of the decided value, or else the aspect's median over the current judgments."""
-    decided = {r: {i: v for i, v in items.items() if i.startswith("rubric:")} for r, items in given.items()}
+    decided = {
+        r: {i: v for i, v in items.items() if i.startswith(RUBRIC_PREFIX)} for r, items in given.items()
+    }
     decided = {r: items for r, items in decided.items() if items}
     if not decided:
         return {}
     scores = readers.current_scores(session, study_id=id_of(study), pair_db_id=pair_db_id)
-    aspects = scores[scores["item"].astype(str).str.startswith("rubric:")]
+    aspects = scores[scores["item"].astype(str).str.startswith(RUBRIC_PREFIX)]
     medians = aspects.groupby(["response", "item"], observed=True)["value"].median()
     out = {}
     for response, items in decided.items():
@@ -930,7 +934,7 @@ def final_labels(session: Session, *, study: str, pseudonymize: bool = False) ->
         dtype=object,
     )
     if pseudonymize:  # no real name in any column: the rule ("decided by NAME") too
-        codes = readers.pseudonymize_names(adjudicator, readers.study_secret(session, study_row))
+        codes = pseudonyms.pseudonymize_names(adjudicator, pseudonyms.study_secret(session, study_row))
         frame["rule"] = [
             rule.replace(name, code) if isinstance(name, str) and isinstance(rule, str) else rule
             for rule, name, code in zip(frame["rule"], adjudicator, codes, strict=True)

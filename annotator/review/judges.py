@@ -27,8 +27,9 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col, select
 
 from analysis.judges import JUDGE_COLUMNS, ORDERS
+from analysis.vocabulary import RUBRIC_PREFIX
+from annotator import textguard
 from annotator.errors import IngestError, UserError
-from annotator.intake import textguard
 from annotator.intake.ingest import MAX_PROBLEMS, collect_records
 from annotator.people.accounts import Account, require_role
 from annotator.store.models import Event, JudgeRating, Pair, Study, id_of
@@ -153,9 +154,9 @@ def _checker(study: _Study) -> Callable[[dict[str, Any], str], tuple[dict[str, A
             if response not in RESPONSES:
                 problems.append(f"field response: expected chosen or rejected, got {response[:40]!r}")
             lo, hi = study.scale
-            if item.startswith("rubric:"):
+            if item.startswith(RUBRIC_PREFIX):
                 lo, hi = 0.0, 2.0
-                index = item.removeprefix("rubric:")
+                index = item.removeprefix(RUBRIC_PREFIX)
                 n_aspects = study.aspects.get(pair, 0)
                 if not index.isdigit() or int(index) >= n_aspects:
                     problems.append(
@@ -469,8 +470,8 @@ def simulate_judges(
         for (pair, response, item), mean in means.items():
             if pair not in facts.pairs:
                 continue
-            top = 2.0 if str(item).startswith("rubric:") else hi
-            bottom = 0.0 if str(item).startswith("rubric:") else lo
+            top = 2.0 if str(item).startswith(RUBRIC_PREFIX) else hi
+            bottom = 0.0 if str(item).startswith(RUBRIC_PREFIX) else lo
             for order in orders[pair]:
                 shift = 1.0 if kind == "lenient" else 0.0
                 value = round(min(top, max(bottom, mean + shift + rng.gauss(0, 0.3))))

@@ -20,8 +20,9 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from annotator import textguard
 from annotator.errors import UserError
-from annotator.intake import assign, textguard
+from annotator.intake import assign
 from annotator.intake.ingest import collect_records
 from annotator.people.accounts import Account, require_role
 from annotator.store.models import Assignment, Event, ModelPrediction, Pair, User, id_of
@@ -109,7 +110,7 @@ def _prediction(record: Any, known: dict[str, int]) -> tuple[dict[str, Any], lis
     """One record as a ModelPrediction row (without study and model), and its problems.
 
     The record first passes the pair importer's checks on hostile values (NUL, over-long texts,
-    NaN/Infinity, too deep nesting: :func:`annotator.intake.textguard.value_problems`), each named by field.
+    NaN/Infinity, too deep nesting: :func:`annotator.textguard.value_problems`), each named by field.
     """
     if not isinstance(record, dict):
         return {}, [f"expected an object, got {type(record).__name__}"]

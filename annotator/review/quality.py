@@ -20,6 +20,7 @@ from sqlmodel import Session, col, select
 from analysis.competence import QualitySection, apply_exclusion, qc_table
 from analysis.diagnostics import position_bias
 from analysis.report import Report
+from analysis.vocabulary import POSITIVE
 from annotator.errors import UserError
 from annotator.intake.controls import MIXED_KINDS, swap_sources
 from annotator.people.accounts import Account, require_role
@@ -111,7 +112,7 @@ def control_expectations(session: Session, *, study_id: int) -> dict[str, dict[s
     expected: dict[str, dict[str, Any]] = {}
     for external_id, control, meta in rows:
         known = dict(meta.get("expected") or {}) if isinstance(meta.get("expected"), dict) else {}
-        if control == "positive":
+        if control == POSITIVE:
             names = meta.get("worse_on")
             known["worse_on"] = [str(d) for d in names] if isinstance(names, list) else []
         expected[str(external_id)] = known

@@ -4,21 +4,18 @@ Every consumer of labels (analysis, export, adjudication, the dashboard) reads t
 with a few set-based queries and no per-row ORM loads.
 """
 
-import hashlib
-import hmac
-import secrets
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Select, func, select, update
-from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy import Select, func, select
 from sqlmodel import Session, col
 
 from analysis.frames import coded
 from annotator.people.accounts import Account, require_role
-from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User, id_of
+from annotator.people.pseudonyms import pseudonymize_names, study_secret
+from annotator.store.models import Assignment, Judgment, Pair, Score, User, id_of
 from annotator.study import get_study
 
 __all__ = [
@@ -26,9 +23,6 @@ __all__ = [
     "current_judgments",
     "current_scores",
     "label_frame",
-    "pseudonym",
-    "pseudonymize_names",
-    "study_secret",
 ]
 
 #: The columns of :func:`label_frame`, in order (the first eight are the analysis contract).
@@ -227,46 +221,6 @@ def current_scores(session: Session, *, study_id: int, pair_db_id: int | None = 
             "value": joined(values, np.float64),
         }
     )
-
-
-def study_secret(session: Session, study: Study) -> bytes:
-    """The study's pseudonym secret (`Study.pseudonym_key`), created once; never exported.
-
-    The first use sets it only if it is still empty (one conditional UPDATE: parallel first uses wait
-    for each other's row lock or SQLite's write lock) and then re-reads it, so every caller hashes with
-    the one key that was stored, never a key of its own.
-    """
-    if not study.pseudonym_key:
-        session.execute(
-            update(Study)
-            .where(col(Study.id) == study.id, col(Study.pseudonym_key).is_(None))
-            .values(pseudonym_key=secrets.token_hex(32))
-            .execution_options(synchronize_session=False)
-        )
-        stored = session.execute(
-            select(col(Study.pseudonym_key)).where(col(Study.id) == study.id)
-        ).scalar_one()
-        set_committed_value(study, "pseudonym_key", stored)
-    return str(study.pseudonym_key).encode()
-
-
-def pseudonym(secret: bytes, username: str) -> str:
-    """A stable code for an annotator within a study: "R" + 10 hex digits of HMAC-SHA256(secret, name).
-
-    The same study (secret) and name always give the same code; without the study's secret the code
-    cannot be recomputed from a list of usernames.
-
-    >>> pseudonym(b"k1", "alice") == pseudonym(b"k1", "alice") != pseudonym(b"k2", "alice")
-    True
-    """
-    return "R" + hmac.new(secret, username.encode("utf-8"), hashlib.sha256).hexdigest()[:10]
-
-
-def pseudonymize_names(names: pd.Series, secret: bytes) -> pd.Series:
-    """Each name replaced by its pseudonym; a missing name (None/NaN) stays None, never gets a code."""
-    codes = {name: pseudonym(secret, name) for name in names.dropna().unique() if isinstance(name, str)}
-    coded = [codes.get(name) if isinstance(name, str) else None for name in names]
-    return pd.Series(coded, index=names.index, dtype=object)
 
 
 def label_frame(

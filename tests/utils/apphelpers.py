@@ -27,7 +27,7 @@ from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User, id_of
 from tests.utils.databases import fresh_db_url
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MAIN = ROOT / "annotator" / "app" / "main.py"
 PASSWORD = "app-test-password"
 STUDY = "study1"

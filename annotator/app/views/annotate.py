@@ -19,6 +19,7 @@ from typing import Any
 
 import streamlit as st
 
+from analysis.vocabulary import CONFIDENCE_DOMAIN, RUBRIC_DOMAIN
 from annotator.app.common import (
     ACCOUNT_KEY,
     CURRENT_STUDY_KEY,
@@ -140,8 +141,8 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
                 Question(
                     name=f"{side}:rubric:{k}",
                     label=rubric_label(side, aspect if show_reasons else {"aspect": aspect["aspect"]}),
-                    options=[0, 1, 2],
-                    option_labels={v: str(v) for v in (0, 1, 2)},
+                    options=list(RUBRIC_DOMAIN),
+                    option_labels={v: str(v) for v in RUBRIC_DOMAIN},
                     side=side,
                     aspect=aspect if show_reasons else {"aspect": aspect["aspect"]},
                 )
@@ -152,7 +153,7 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
                 Question(
                     name=f"{SUPPORT_PREFIX}{k}",
                     label=f"Aspect {k + 1} ({safe_md(aspect['aspect'])}): supported by what the user wrote?",
-                    options=[0, 1, 2],
+                    options=list(RUBRIC_DOMAIN),
                     option_labels={v: f"{v} {t}" for v, t in enumerate(config.rubric.support_labels)},
                 )
             )
@@ -168,8 +169,10 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
         Question(
             name="confidence",
             label=config.preference.confidence_question,
-            options=[1, 2, 3],
-            option_labels={v: option_label(v, config.preference.confidence_labels[v - 1]) for v in (1, 2, 3)},
+            options=list(CONFIDENCE_DOMAIN),
+            option_labels={
+                v: option_label(v, config.preference.confidence_labels[v - 1]) for v in CONFIDENCE_DOMAIN
+            },
         )
     )
     return questions
@@ -482,7 +485,9 @@ def show_responses(item: ItemView, config: StudyConfig, questions: list[Question
                 if question.side != side:
                     continue
                 if question.aspect and first_aspect:
-                    st.caption(f"**Rubric fit** · {safe_md(legend([0, 1, 2], list(config.rubric.labels)))}")
+                    st.caption(
+                        f"**Rubric fit** · {safe_md(legend(list(RUBRIC_DOMAIN), list(config.rubric.labels)))}"
+                    )
                     first_aspect = False
                 ask(item, config, question)
 

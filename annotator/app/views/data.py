@@ -7,10 +7,11 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
+from annotator import textguard
 from annotator.app.common import choose_study, engine, require, session
 from annotator.app.tables import show_table
 from annotator.errors import UserError
-from annotator.intake import assign, ingest, textguard
+from annotator.intake import assign, ingest
 from annotator.people import accounts
 from annotator.people.accounts import Account
 from annotator.store.models import ROLES

@@ -4,6 +4,7 @@ submitting it again adds a revision."""
 
 import streamlit as st
 
+from analysis.vocabulary import RUBRIC_PREFIX
 from annotator.app.common import ITEM_KEY, REOPEN_KEY, require, safe_md, session
 from annotator.rating import labels, work_log
 from annotator.rating.work_log import SKIPPED, SUBMITTED, Answers, WorkItem
@@ -35,7 +36,8 @@ def answer_lines(answers: Answers, config: StudyConfig) -> list[str]:
     for side in ("A", "B"):
         scores = answers.scores.get(side, {})
         parts = [
-            f"{name.replace('rubric:', 'rubric aspect ')} {_number(v)}" for name, v in sorted(scores.items())
+            f"{name.replace(RUBRIC_PREFIX, 'rubric aspect ')} {_number(v)}"
+            for name, v in sorted(scores.items())
         ]
         lines.append(f"**Response {side}:** " + (" · ".join(parts) if parts else "-"))
     if answers.support:
