@@ -354,8 +354,8 @@ def test_drafts_saved_from_many_tabs_at_once_leave_one_draft(engine: Engine, tmp
     _, errors = race(8, save)
     assert errors == []
     with Session(engine) as session:
-        drafts = session.exec(select(Draft)).all()
-    assert len(drafts) == 1 and drafts[0].opened_posts == [drafts[0].answers["preference"]]
+        saved = session.exec(select(Draft)).all()
+    assert len(saved) == 1 and saved[0].opened_posts == [saved[0].answers["preference"]]
 
 
 def test_the_same_user_added_at_once_is_one_account_and_clear_refusals(engine: Engine) -> None:
