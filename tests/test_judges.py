@@ -415,7 +415,7 @@ def test_the_validation_page_shows_the_judges(env_db: str, engine: Engine, tmp_p
     from annotator.people import accounts
     from annotator.people.accounts import Account
     from annotator.synthetic import SimulationSpec, simulate
-    from tests.utils.apphelpers import app_for
+    from tests.utils.apphelpers import app_for, shown_tables
 
     make_study(engine, tmp_path, 8)
     simulate(engine, study="s1", spec=SimulationSpec(annotators=3, overlap=3, seed=3))
@@ -428,10 +428,10 @@ def test_the_validation_page_shows_the_judges(env_db: str, engine: Engine, tmp_p
     at = app_for(boss, timeout=180)
     at.switch_page("views/validation.py").run()
     assert not at.exception
-    titles = [s.value for s in at.subheader]
+    titles = [s.value for s in [*at.header, *at.subheader]]
     assert "LLM judges: can a judge replace an annotator? (alternative annotator test)" in titles
     assert "LLM judges: accuracy against the human majority and bias card" in titles
-    assert any(
-        "no verdict: 0 of 3 annotators rated at least 30 pairs" in str(df.value.to_dict())
-        for df in at.dataframe
+    assert any(  # the tables as a person reads them (labelled columns, escaped Markdown)
+        "no verdict: 0 of 3 annotators rated at least 30 pairs" in str(frame.to_dict()).replace("\\", "")
+        for frame in shown_tables(at)
     )
