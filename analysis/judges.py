@@ -395,8 +395,8 @@ def calibration(confidence: npt.ArrayLike, correct: npt.ArrayLike, *, bins: int 
     """Expected calibration error (``bins`` equal-width bins over 0..1, weighted by size; Guo et al.
     2017) and Brier score of a confidence against 0/1 outcomes.
 
-    >>> calibration([0.9, 0.9, 0.2, 0.2], [1, 1, 0, 1], bins=10)  # |1-.9|/2 + |.5-.2|/2, mean sq err
-    (0.2, 0.1725)
+    >>> calibration([0.9, 0.9, 0.2, 0.2], [1, 1, 0, 1], bins=10)
+    (0.2, 0.175)
     """
     c = np.asarray(confidence, dtype=np.float64)
     y = np.asarray(correct, dtype=np.float64)
