@@ -393,7 +393,8 @@ class JudgeSection:
 
 def calibration(confidence: npt.ArrayLike, correct: npt.ArrayLike, *, bins: int = 10) -> tuple[float, float]:
     """Expected calibration error (``bins`` equal-width bins over 0..1, weighted by size; Guo et al.
-    2017) and Brier score of a confidence against 0/1 outcomes.
+    2017) and Brier score of a confidence against 0/1 outcomes. In the example, ECE = |1 - .9| / 2 +
+    |.5 - .2| / 2 and Brier = (.01 + .01 + .04 + .64) / 4.
 
     >>> calibration([0.9, 0.9, 0.2, 0.2], [1, 1, 0, 1], bins=10)
     (0.2, 0.175)
