@@ -64,10 +64,22 @@ def test_an_outage_is_one_message_and_the_page_recovers(app_db: AppDB, username:
 def test_a_database_that_cannot_be_opened_is_the_same_message(
     app_db: AppDB, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(db.ENV_VAR, "postgresql+psycopg://nobody:x@127.0.0.1:9/none?connect_timeout=2")
+    """A database file that is not there and may not be created (read-only mode): the outage message."""
+    missing = tmp_path / "missing.db"
+    monkeypatch.setenv(db.ENV_VAR, f"sqlite:///file:{missing}?mode=ro&uri=true")
     at = app_for(None)
     assert not at.exception
     assert [e.value for e in at.error] == [common.OUTAGE.format(seconds=common.RETRY_SECONDS)]
+    assert not missing.exists()
+
+
+def test_a_database_driver_that_is_not_installed_is_one_line(
+    app_db: AppDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(db.ENV_VAR, "mysql+pymysql://nobody:x@127.0.0.1:9/none")
+    at = app_for(None)
+    assert not at.exception
+    assert [e.value for e in at.error] == ["the database driver for mysql+pymysql is not installed: pymysql"]
 
 
 @pytest.mark.browser

@@ -29,6 +29,7 @@ from tests.utils.apphelpers import (
     press_answer,
     running_app,
     selected,
+    wait_for_session_cookie,
     wait_idle,
     wait_next_item,
 )
@@ -364,6 +365,7 @@ def test_no_serious_accessibility_violation(
         log_in(tab, base_url, username, PASSWORD)
         tab.get_by_role("button", name="Log out").wait_for()
         if path:
+            wait_for_session_cookie(tab)  # the new page load logs in by the cookie
             tab.goto(f"{base_url}/{path}")
     wait_idle(tab)
     tab.locator("h1").first.wait_for()

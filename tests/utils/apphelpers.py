@@ -7,6 +7,7 @@ benchmarks/bench_dashboard.py.
 
 import functools
 import json
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -234,6 +235,15 @@ def log_in(
     page.get_by_role("textbox", name="Password").fill(password)
     page.get_by_role("button", name="Log in").click()
     wait_idle(page, timeout_ms=timeout_ms)
+
+
+def wait_for_session_cookie(page: Any, timeout_s: float = 30) -> None:
+    """Wait until the server has set the session cookie after a login (the page asks for it with a
+    request of its own), so that a new page load of the same browser is logged in."""
+    deadline = time.monotonic() + timeout_s
+    while not any(c["name"] == "pair_studio_session" for c in page.context.cookies()):
+        assert time.monotonic() < deadline, "the server never set the session cookie"
+        page.wait_for_timeout(50)
 
 
 def add_study(app_db: AppDB, folder: Path, name: str, username: str, n_pairs: int = 2) -> list[int]:

@@ -420,15 +420,15 @@ def show_profile(item: ItemView, config: StudyConfig) -> None:
                 st.markdown(safe_md(post.get("text", "")))
 
 
-@st.fragment
 def ask(item: ItemView, config: StudyConfig, question: Question) -> None:
     """One question as a segmented control: its label (the accessible name) says which response it is
     about and what it asks; every option shows its number and its words in full. No help button: it
     would be a Tab stop between two questions.
 
-    Each question is its own fragment: an answer reruns only this question (its callback keeps the
-    draft), not the whole item area. When the callback found the login ended, or could not keep the
-    draft, the whole page runs again (the login page, or the item area with the error)."""
+    An answer reruns the item area (a fragment; its callback keeps the draft). A question is not a
+    fragment of its own: its rerun would redraw the control under the key handler, which then lost the
+    next digits. When the callback found the login ended, or could not keep the draft, the whole page
+    runs again (the login page, or the item area with the error)."""
     if st.session_state.pop(REDRAW_KEY, False) or ACCOUNT_KEY not in st.session_state:
         st.rerun(scope="app")
     st.segmented_control(
