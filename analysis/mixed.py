@@ -236,7 +236,8 @@ def fit_crossed(
     Raises
     ------
     ValueError
-        Fewer than 2 pairs, mismatched lengths, a rank-deficient design, or no residual variation.
+        Fewer than 2 pairs, mismatched lengths, a rank-deficient design, no more observations than
+        fixed effects, or no residual variation.
 
     Notes
     -----
@@ -271,6 +272,10 @@ def fit_crossed(
         raise ValueError(f"a crossed model needs at least 2 pairs, got {model.n_pairs}")
     if np.linalg.matrix_rank(model.XtX) < model.p:
         raise ValueError("the fixed-effects design is rank deficient")
+    if model.n <= model.p:
+        raise ValueError(
+            f"{model.n} observations leave no residual degrees of freedom for {model.p} fixed effects"
+        )
     use_a = annotator_effect and model.q >= 2
 
     def crit(theta: np.ndarray) -> float:

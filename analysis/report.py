@@ -921,7 +921,12 @@ def _bias(
         except (ValueError, np.linalg.LinAlgError):
             continue
         for k in range(1, len(names)):
-            est, se, df = float(fit.params[k]), math.sqrt(float(fit.cov_params[k, k])), float(fit.df[k])
+            variance = float(fit.cov_params[k, k])  # below 0 only by rounding in a near-singular fit
+            est, se, df = (
+                float(fit.params[k]),
+                math.sqrt(variance) if variance > 0 else math.nan,
+                float(fit.df[k]),
+            )
             t = float(stats.t.ppf(1 - alpha / 2, df))
             rows.append(
                 {

@@ -125,6 +125,13 @@ def minimum_detectable_effect(n: int, sd: float, *, alpha: float = 0.05, power: 
     return float((stats.t.ppf(1 - alpha, df) + stats.t.ppf(power, df)) * sd / math.sqrt(n))
 
 
+def _require_two_pairs(pair_means: pd.DataFrame, item: str) -> None:
+    """The paired tests need two pairs with scores for both responses on `item` (ValueError naming it)."""
+    complete = int((pair_means["chosen"].notna() & pair_means["rejected"].notna()).sum())
+    if complete < 2:
+        raise ValueError(f"'{item}' has scores for both responses of {complete} pair(s); the tests need 2")
+
+
 def validate_pairs(
     frame: pd.DataFrame,
     *,
@@ -177,6 +184,7 @@ def validate_pairs(
         d = judgment_differences(frame, item)
         pm = pair_means_from_differences(d)
         diffs[item], means[item] = d, pm
+        _require_two_pairs(pm, item)
         tost = tost_paired(pm["chosen"], pm["rejected"], low=low, high=high, alpha=alpha)
         wil = wilcoxon_tost_paired(pm["chosen"], pm["rejected"], low=low, high=high, alpha=alpha)
         tosts[item] = tost
@@ -226,6 +234,7 @@ def validate_pairs(
         d = judgment_differences(frame, RUBRIC_ITEM)
         rm = pair_means_from_differences(d)
         diffs[RUBRIC_ITEM], means[RUBRIC_ITEM] = d, rm
+        _require_two_pairs(rm, RUBRIC_ITEM)
         sup = superiority_paired(rm["chosen"], rm["rejected"], alpha=alpha)
         sd = float(rm["diff"].std(ddof=1))
         superiority = pd.DataFrame(

@@ -155,6 +155,14 @@ def test_one_pair_raises() -> None:
         mixed_effect(frame, "correctness", margin=0.5)
 
 
+def test_no_more_judgments_than_fixed_effects_raises() -> None:
+    """Three judgments and three fixed effects (intercept, side, length): no residual degrees of freedom
+    (the REML criterion would divide by n - p = 0)."""
+    X = np.column_stack([np.ones(3), [0.5, -0.5, 0.5], [0.1, 0.3, -0.2]])
+    with pytest.raises(ValueError, match="no residual degrees of freedom"):
+        fit_crossed(np.array([1.0, 0.0, 2.0]), X, [1, 2, 3], ["a", "b", "a"])
+
+
 def test_identical_values_give_no_p_of_zero() -> None:
     """Two pairs rated once, all 4s: the test is undefined, never p = 0 and PASS."""
     frame = validate_frame(simulate_frame(np.random.default_rng(0), n_pairs=2, per_pair=1, rubric_aspects=0))

@@ -329,3 +329,14 @@ def test_cli_analyze_labels_file_without_a_database(tmp_path: Path) -> None:
     assert data["verdicts"] == direct["verdicts"]
     both = runner.invoke(app, ["analyze"])
     assert both.exit_code == 1 and "either --study S" in _one_clear_line(both.output)
+
+
+@pytest.mark.parametrize("item", ["correctness", "rubric"])
+def test_an_item_scored_on_one_pair_only_is_named_in_one_error(item: str) -> None:
+    """Early in a study (or after a filter) an item may have scores for both responses of one pair:
+    the report refuses with the item's name, never with a bare arithmetic error."""
+    frame = simulate_frame(np.random.default_rng(3), n_pairs=4, per_pair=2, rubric_aspects=1)
+    rows = frame["item"].str.startswith("rubric") if item == "rubric" else frame["item"] == item
+    frame = frame[~rows | (frame["pair_id"] == frame["pair_id"].iloc[0])]
+    with pytest.raises(ValueError, match=f"'{item}' has scores for both responses of 1 pair"):
+        build_report(frame, study="s", n_boot=20, min_pairs=2)
