@@ -17,6 +17,7 @@ from annotator.store import db
 from annotator.store.models import Adjudication, User, id_of
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.apphelpers import CHROMIUM_ARGS, app_for, log_in, running_app, shown_tables, wait_idle
+from tests.utils.databases import copy_of, fresh_db_url
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = str(ROOT / "annotator" / "app" / "main.py")
@@ -32,9 +33,13 @@ RESEARCHER_PAGES = [
 ]
 
 
-@pytest.fixture
-def study_db(env_db: str, engine: Engine) -> Iterator[str]:
-    """The sample study with three simulated annotators, a researcher and an adjudicator."""
+@pytest.fixture(scope="module")
+def sample_study(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The sample study with three simulated annotators, a researcher and an adjudicator, built once
+    for the module (each test works on its own copy)."""
+    url = fresh_db_url(tmp_path_factory.mktemp("sample"), migrated=True, keep=True)
+    engine = db.make_engine(url)
+    db.upgrade(engine)
     ingest.import_file(engine, SAMPLE, study="sample", account=SYSTEM)
     simulate(engine, study="sample", spec=SimulationSpec(seed=3))
     with db.session_scope(engine) as session:
@@ -44,7 +49,23 @@ def study_db(env_db: str, engine: Engine) -> Iterator[str]:
         accounts.add_user(
             session, username="judge", role="adjudicator", password="judge-password", account=SYSTEM
         )
-    yield env_db
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def study_db(sample_study: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """This test's copy of the sample study, its URL in $ANNOTATOR_DB_URL."""
+    url = copy_of(sample_study, tmp_path)
+    monkeypatch.setenv(db.ENV_VAR, url)
+    return url
+
+
+@pytest.fixture
+def engine(study_db: str) -> Iterator[Engine]:
+    engine = db.make_engine(study_db)
+    yield engine
+    engine.dispose()
 
 
 def _account(engine: Engine, username: str) -> Account:

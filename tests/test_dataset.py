@@ -1,5 +1,6 @@
 """The Hub-ready dataset: a folder datasets.load_dataset reads, its card, and the push path."""
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -9,18 +10,29 @@ from annotator.errors import UserError
 from annotator.people.accounts import SYSTEM
 from annotator.publish import dataset
 from annotator.store import db
+from tests.utils.databases import fresh_db_url
 from tests.utils.factories import make_study
 from tests.utils.sciencehelpers import add_models, simulated_study
 
 
-@pytest.fixture
-def folder(engine: Engine, tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, Path]]:
+    """One study of 12 pairs with two models, exported once for the tests that only read the folder."""
+    tmp_path = tmp_path_factory.mktemp("dataset")
+    engine = db.make_engine(fresh_db_url(tmp_path, migrated=True, keep=True))
+    db.upgrade(engine)
     simulated_study(engine, tmp_path, 12)
     add_models(engine, tmp_path, 12)
     out = tmp_path / "ds"
     with db.session_scope(engine) as session:
         dataset.export_dataset(session, study="s1", out=out, account=SYSTEM)
-    return out
+    yield engine, out
+    engine.dispose()
+
+
+@pytest.fixture
+def folder(exported: tuple[Engine, Path]) -> Path:
+    return exported[1]
 
 
 def test_load_dataset_reads_the_validated_pairs(folder: Path) -> None:
@@ -64,9 +76,12 @@ def test_no_validated_pairs_is_one_clear_error(engine: Engine, tmp_path: Path) -
     assert not (tmp_path / "ds").exists()
 
 
-def test_a_non_empty_folder_is_not_overwritten(engine: Engine, tmp_path: Path, folder: Path) -> None:
+def test_a_non_empty_folder_is_not_overwritten(exported: tuple[Engine, Path]) -> None:
+    engine, folder = exported
+    before = sorted((p, p.stat().st_mtime_ns) for p in folder.rglob("*"))
     with db.session_scope(engine) as session, pytest.raises(UserError, match="exists and is not empty"):
         dataset.export_dataset(session, study="s1", out=folder, account=SYSTEM)
+    assert sorted((p, p.stat().st_mtime_ns) for p in folder.rglob("*")) == before
 
 
 def test_push_without_a_token_fails_with_one_line(

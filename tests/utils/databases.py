@@ -2,6 +2,7 @@
 PostgreSQL database per test, copied from a migrated template and dropped afterwards."""
 
 import os
+import sqlite3
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -79,6 +80,15 @@ class PostgresDatabases:
         (self.kept if keep else self.live).append(url)
         return url
 
+    def copy(self, source_url: str) -> str:
+        """A new database holding what `source_url` holds (which no connection may be open to);
+        dropped after the current test."""
+        name = self._new_name()
+        self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{make_url(source_url).database}"')
+        url = self.url(name)
+        self.live.append(url)
+        return url
+
     def _drop(self, url: str) -> None:
         self._execute(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
 
@@ -129,6 +139,23 @@ def fresh_db_url(tmp_path: Path, name: str = "db", *, migrated: bool = False, ke
     if server is None:
         return f"sqlite:///{tmp_path / name / 'annotations.db'}"
     return server.fresh(migrated=migrated, keep=keep)
+
+
+def copy_of(source_url: str, tmp_path: Path, name: str = "db") -> str:
+    """The URL of a new database for this test that holds what `source_url` holds: a study built once
+    per module (with `fresh_db_url(..., keep=True)`, its engine disposed) and copied for each test."""
+    server = postgres()
+    if server is not None:
+        return server.copy(source_url)
+    target = tmp_path / name / "annotations.db"
+    target.parent.mkdir(parents=True)
+    source, copy = sqlite3.connect(str(make_url(source_url).database)), sqlite3.connect(target)
+    try:
+        source.backup(copy)
+    finally:
+        source.close()
+        copy.close()
+    return f"sqlite:///{target}"
 
 
 def close_postgres() -> None:
