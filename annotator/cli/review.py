@@ -138,13 +138,16 @@ def power(
     study: Annotated[
         str | None, typer.Option(help="Also report this study's power and variance components (pilot data)")
     ] = None,
+    simulations: Annotated[
+        int, typer.Option(min=100, help="Simulated studies for the power of a study's overall PASS")
+    ] = 2000,
     database: DbOption = None,
 ) -> None:
     """Pairs and annotators needed to show equivalence on quality (exact TOST power; crossed design)."""
     from analysis.power import pairs_needed, recommend_design, simulated_power
 
     if study is not None:
-        study_power(study, database)
+        study_power(study, database, simulations)
 
     try:
         result = pairs_needed(
@@ -220,7 +223,7 @@ def power(
     out.print(designs)
 
 
-def study_power(study: str, database: str | None) -> None:
+def study_power(study: str, database: str | None, simulations: int) -> None:
     """The achieved power of an existing study and the annotators its crossed-model test would need."""
     from annotator.review import study_report
 
@@ -262,7 +265,9 @@ def study_power(study: str, database: str | None) -> None:
         highlight=False,
     )
     with db.session_scope(engine) as session:
-        overall = study_report.study_overall_power(session, study=study, account=accounts.SYSTEM)
+        overall = study_report.study_overall_power(
+            session, study=study, account=accounts.SYSTEM, n_sim=simulations
+        )
     items = ", ".join(
         f"{key.removeprefix('power_')} {value:.3f}"
         for key, value in overall.items()
