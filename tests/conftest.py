@@ -21,7 +21,7 @@ from annotator.store import db
 from tests.utils.apphelpers import VIEWPORT
 from tests.utils.databases import (
     POSTGRES_ENV,
-    close_postgres,
+    close_databases,
     drop_test_databases,
     fresh_db_url,
     postgres_admin_url,
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    close_postgres()
+    close_databases()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -63,9 +63,9 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 
 @pytest.fixture
 def db_url(tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    """The URL of a fresh database: a SQLite file that does not exist yet (in a folder that does not
-    exist yet), or (on PostgreSQL) a new database, already migrated when the test also asks for
-    `engine` (copying the session's template is faster than migrating)."""
+    """The URL of a fresh database (a SQLite file, or on PostgreSQL a new database), already migrated
+    when the test also asks for `engine` (copying the session's template is faster than migrating);
+    otherwise a SQLite file that does not exist yet, in a folder that does not exist yet."""
     return fresh_db_url(tmp_path, migrated="engine" in request.fixturenames)
 
 

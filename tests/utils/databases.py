@@ -2,7 +2,9 @@
 PostgreSQL database per test, copied from a migrated template and dropped afterwards."""
 
 import os
+import shutil
 import sqlite3
+import tempfile
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -131,14 +133,33 @@ def postgres() -> PostgresDatabases | None:
 def fresh_db_url(tmp_path: Path, name: str = "db", *, migrated: bool = False, keep: bool = False) -> str:
     """The URL of a new database for this test (for tests that need several, or build their own).
 
-    On SQLite: a file `<tmp_path>/<name>/annotations.db` that does not exist yet (nor does its folder).
+    On SQLite: a file `<tmp_path>/<name>/annotations.db` that does not exist yet (nor does its folder),
+    or a copy of a migrated file when `migrated`.
     On PostgreSQL: a new empty database, or one already at the head schema when `migrated`; it is
     dropped when the test ends, or with `keep` (for module-scoped fixtures) when the session ends.
     """
     server = postgres()
-    if server is None:
-        return f"sqlite:///{tmp_path / name / 'annotations.db'}"
-    return server.fresh(migrated=migrated, keep=keep)
+    if server is not None:
+        return server.fresh(migrated=migrated, keep=keep)
+    path = tmp_path / name / "annotations.db"
+    if migrated:  # a copy of a migrated file (faster than migrating), its owner-only mode kept
+        path.parent.mkdir(parents=True)
+        shutil.copy(_sqlite_template(), path)
+    return f"sqlite:///{path}"
+
+
+_SQLITE_TEMPLATE: Path | None = None  # a migrated SQLite file, made on first use
+
+
+def _sqlite_template() -> Path:
+    global _SQLITE_TEMPLATE
+    if _SQLITE_TEMPLATE is None:
+        path = Path(tempfile.mkdtemp(prefix="annotator-template-")) / "annotations.db"
+        engine = db.make_engine(f"sqlite:///{path}")
+        db.upgrade(engine)
+        engine.dispose()  # the last connection's close folds the WAL into the file
+        _SQLITE_TEMPLATE = path
+    return _SQLITE_TEMPLATE
 
 
 def copy_of(source_url: str, tmp_path: Path, name: str = "db") -> str:
@@ -158,8 +179,10 @@ def copy_of(source_url: str, tmp_path: Path, name: str = "db") -> str:
     return f"sqlite:///{target}"
 
 
-def close_postgres() -> None:
-    """Drop every database the session made (at the end of the test session)."""
+def close_databases() -> None:
+    """Drop every database the session made (at the end of the test session), and the SQLite template."""
+    if _SQLITE_TEMPLATE is not None:
+        shutil.rmtree(_SQLITE_TEMPLATE.parent, ignore_errors=True)
     if _POSTGRES is not None:
         _POSTGRES.close()
 
