@@ -1,6 +1,7 @@
 """The per-annotator quality-control service (annotator/review/quality.py) and `annotator quality`, on
 simulated crowds with careless annotators (`simulate --spammers`)."""
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from annotator.store import db
 from annotator.store.models import id_of
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.apphelpers import app_for, shown_tables
+from tests.utils.databases import copy_of, fresh_db_url
 from tests.utils.factories import make_user
 from tests.utils.qchelpers import qc_study
 
@@ -27,8 +29,32 @@ RULE = "Exclude annotators whose MACE competence is below 0.4."
 SPEC = SimulationSpec(annotators=6, overlap=3, spammers=2, seed=3)
 
 
+@pytest.fixture(scope="module")
+def crowd_study(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """30 pairs, 6 simulated annotators of whom sim_05 and sim_06 are spammers, then swapped repeats;
+    built once for the module (each test works on its own copy)."""
+    folder = tmp_path_factory.mktemp("crowd")
+    url = fresh_db_url(folder, migrated=True, keep=True)
+    engine = db.make_engine(url)
+    _crowd(engine, folder)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def crowd_url(crowd_study: str, tmp_path: Path) -> str:
+    return copy_of(crowd_study, tmp_path, "crowd")
+
+
+@pytest.fixture
+def crowd(crowd_url: str) -> Iterator[Engine]:
+    """This test's copy of the crowd study."""
+    engine = db.make_engine(crowd_url)
+    yield engine
+    engine.dispose()
+
+
 def _crowd(engine: Engine, folder: Path) -> None:
-    """30 pairs, 6 simulated annotators of whom sim_05 and sim_06 are spammers, then swapped repeats."""
     qc_study(
         engine,
         folder,
@@ -48,26 +74,22 @@ def _quality(engine: Engine) -> QualityResult:
         return annotator_quality(session, study="s1", account=SYSTEM)
 
 
-def test_spammers_have_the_lowest_competence(engine: Engine, tmp_path: Path) -> None:
-    _crowd(engine, tmp_path)
-    table = _quality(engine).table.sort_values("competence")
+def test_spammers_have_the_lowest_competence(crowd: Engine) -> None:
+    table = _quality(crowd).table.sort_values("competence")
     assert set(table["annotator"].iloc[:2]) == {"sim_05", "sim_06"}
 
 
-def test_the_rule_excludes_the_spammers_only(engine: Engine, tmp_path: Path) -> None:
-    _crowd(engine, tmp_path)
-    assert _quality(engine).excluded == ["sim_05", "sim_06"]
+def test_the_rule_excludes_the_spammers_only(crowd: Engine) -> None:
+    assert _quality(crowd).excluded == ["sim_05", "sim_06"]
 
 
-def test_swapped_repeats_and_positive_controls_feed_the_table(engine: Engine, tmp_path: Path) -> None:
-    _crowd(engine, tmp_path)
-    table = _quality(engine).table.set_index("annotator")
+def test_swapped_repeats_and_positive_controls_feed_the_table(crowd: Engine) -> None:
+    table = _quality(crowd).table.set_index("annotator")
     assert (table["swap_checks"] == 2).all() and (table["gold_checks"] > 0).any()
 
 
-def test_the_rule_was_registered_before_the_first_judgment(engine: Engine, tmp_path: Path) -> None:
-    _crowd(engine, tmp_path)
-    summary = _quality(engine).summary()
+def test_the_rule_was_registered_before_the_first_judgment(crowd: Engine) -> None:
+    summary = _quality(crowd).summary()
     assert summary["rule"] == RULE and summary["registered_before_data"] is True
     assert summary["registered_at"] < summary["first_judgment_at"]
 
@@ -81,21 +103,19 @@ def test_only_researchers_may_read_quality(engine: Engine, tmp_path: Path) -> No
         annotator_quality(session, study="s1", account=annotator)
 
 
-def test_cli_quality_prints_the_table_and_the_rule(engine: Engine, db_url: str, tmp_path: Path) -> None:
-    _crowd(engine, tmp_path)
-    result = runner.invoke(app, ["quality", "--study", "s1", "--db", db_url])
+def test_cli_quality_prints_the_table_and_the_rule(crowd_url: str) -> None:
+    result = runner.invoke(app, ["quality", "--study", "s1", "--db", crowd_url])
     assert result.exit_code == 0, result.output
     assert "sim_05" in result.output and RULE in result.output and "Excluded: sim_05, sim_06" in result.output
 
 
 def test_the_annotators_page_shows_competence_and_exclusion(
-    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    crowd: Engine, crowd_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _crowd(engine, tmp_path)
-    with db.session_scope(engine) as session:
+    with db.session_scope(crowd) as session:
         user = make_user(session, "res", role="researcher")
         researcher = Account(id=id_of(user), username="res", role="researcher")
-    monkeypatch.setenv("ANNOTATOR_DB_URL", db_url)
+    monkeypatch.setenv("ANNOTATOR_DB_URL", crowd_url)
     at = app_for(researcher, timeout=60)
     at.switch_page("views/annotators.py").run()
     assert not at.exception
@@ -106,11 +126,8 @@ def test_the_annotators_page_shows_competence_and_exclusion(
     assert any("Alpha preference" in frame.columns for frame in tables)  # drift
 
 
-def test_the_report_shows_qc_and_the_verdicts_with_and_without_the_excluded(
-    engine: Engine, tmp_path: Path
-) -> None:
-    _crowd(engine, tmp_path)
-    with Session(engine) as session:
+def test_the_report_shows_qc_and_the_verdicts_with_and_without_the_excluded(crowd: Engine) -> None:
+    with Session(crowd) as session:
         report = study_report(session, study="s1", n_boot=50, account=SYSTEM)
     assert report.quality is not None
     verdicts = report.quality.verdicts.set_index("key")
