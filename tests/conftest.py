@@ -26,6 +26,7 @@ from tests.utils.databases import (
     fresh_db_url,
     postgres_admin_url,
 )
+from tests.utils.passwords import CHEAP_HASHER, PRODUCTION_HASHER, hashing_with
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -49,6 +50,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("sqlite_only"):
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cheap_password_hashing() -> Iterator[None]:
+    """Argon2id at its lowest cost in the test process (tests/utils/passwords.py)."""
+    with hashing_with(CHEAP_HASHER):
+        yield
+
+
+@pytest.fixture
+def production_hashing() -> Iterator[None]:
+    """Argon2id at the production cost, for a test about the hashing itself."""
+    with hashing_with(PRODUCTION_HASHER):
+        yield
 
 
 @pytest.fixture(autouse=True)

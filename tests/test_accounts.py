@@ -52,7 +52,7 @@ def test_a_taken_username_is_refused(engine: Engine) -> None:
         _add(engine, role="researcher")
 
 
-def test_the_password_is_stored_as_a_salted_argon2id_hash(engine: Engine) -> None:
+def test_the_password_is_stored_as_a_salted_argon2id_hash(engine: Engine, production_hashing: None) -> None:
     _add(engine, username="alice")
     _add(engine, username="bob")
     with Session(engine) as session:

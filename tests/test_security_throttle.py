@@ -116,7 +116,7 @@ def test_unknown_and_known_names_cost_one_password_check_each(
         assert len(calls) == 1, name
 
 
-def test_unknown_and_known_names_take_about_the_same_time(engine: Engine) -> None:
+def test_unknown_and_known_names_take_about_the_same_time(engine: Engine, production_hashing: None) -> None:
     _add(engine)
     accounts._dummy_hash()
 

@@ -6,7 +6,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from argon2 import PasswordHasher
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 
@@ -16,6 +15,7 @@ from annotator.rating import crowd
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, Study, User
 from tests.utils import factories
+from tests.utils.passwords import CHEAP_HASHER, hashing_with
 
 T = TypeVar("T")
 
@@ -76,14 +76,8 @@ class ConnectionWatch:
 def cheap_hashing() -> Iterator[str]:
     """Argon2id with its lowest cost while the block runs (so that 30 logins at once test the
     connections, not the CPU); yields one password hash made with it. The cost is restored after."""
-    saved = accounts.HASHER
-    accounts.HASHER = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
-    accounts._dummy_hash.cache_clear()
-    try:
+    with hashing_with(CHEAP_HASHER):
         yield accounts.hash_password(factories.PASSWORD)
-    finally:
-        accounts.HASHER = saved
-        accounts._dummy_hash.cache_clear()
 
 
 OFFSET = 1_973_000_000  # ids of the study under test start above this (see offset_ids); ten digits,
