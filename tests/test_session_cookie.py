@@ -12,7 +12,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from annotator.app import cookie
-from tests.utils.apphelpers import PASSWORD, AppDB, build_app_db, log_in, running_app, wait_idle
+from tests.utils.apphelpers import (
+    PASSWORD,
+    AppDB,
+    build_app_db,
+    log_in,
+    running_app,
+    wait_for_session_cookie,
+    wait_idle,
+)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -39,11 +47,7 @@ def test_the_server_sets_an_httponly_strict_cookie_that_scripts_cannot_read(
 ) -> None:
     base_url, _ = app_url
     log_in(tab, base_url, "ann1", PASSWORD)
-    tab.wait_for_function(
-        "name => performance.getEntriesByType('resource').some(e => e.name.endsWith(name))",
-        arg=cookie.ROUTE,
-    )
-    tab.wait_for_timeout(300)  # the route's response (the Set-Cookie) after its request started
+    wait_for_session_cookie(tab)  # the page's own request to the cookie route has been answered
     set_cookie = _session_cookie(tab)
     assert set_cookie["httpOnly"] is True and set_cookie["sameSite"] == "Strict"
     assert set_cookie["secure"] is False  # plain http on 127.0.0.1; over https the route sets Secure
@@ -56,12 +60,7 @@ def test_the_server_sets_an_httponly_strict_cookie_that_scripts_cannot_read(
     tab.get_by_role("button", name="Log out").click()
     wait_idle(tab)
     tab.get_by_role("button", name="Log in").wait_for()
-    tab.wait_for_function(
-        "name => performance.getEntriesByType('resource').some(e => e.name.endsWith(name))",
-        arg=cookie.ROUTE,
-    )
-    tab.wait_for_timeout(300)
-    assert [c for c in tab.context.cookies() if c["name"] == cookie.COOKIE] == []
+    wait_for_session_cookie(tab, present=False)  # the logout's request removed it
 
 
 def _request(method: str, headers: dict[str, str], scheme: str = "http") -> Request:

@@ -371,7 +371,7 @@ def test_no_serious_accessibility_violation(
     tab.locator("h1").first.wait_for()
     if username is not None:
         tab.get_by_role("button", name="Log out").wait_for()  # still logged in: the page asked for
-    tab.wait_for_timeout(1500)
+    wait_idle(tab)  # the fragments' runs after the page's own
     assert tab.locator("h1").count() == 1
     violations = serious(tab)
     tab.context.close()

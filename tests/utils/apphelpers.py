@@ -237,12 +237,15 @@ def log_in(
     wait_idle(page, timeout_ms=timeout_ms)
 
 
-def wait_for_session_cookie(page: Any, timeout_s: float = 30) -> None:
-    """Wait until the server has set the session cookie after a login (the page asks for it with a
-    request of its own), so that a new page load of the same browser is logged in."""
+def wait_for_session_cookie(page: Any, *, present: bool = True, timeout_s: float = 30) -> None:
+    """Wait until the browser holds the session cookie (after a login: the page asks the server for
+    it with a request of its own, so a new page load of the same browser is logged in), or with
+    `present=False` until the server has removed it (after a logout)."""
+    from annotator.app.cookie import COOKIE
+
     deadline = time.monotonic() + timeout_s
-    while not any(c["name"] == "pair_studio_session" for c in page.context.cookies()):
-        assert time.monotonic() < deadline, "the server never set the session cookie"
+    while any(c["name"] == COOKIE for c in page.context.cookies()) != present:
+        assert time.monotonic() < deadline, f"the session cookie is {'not ' if present else ''}there"
         page.wait_for_timeout(50)
 
 
