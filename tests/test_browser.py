@@ -10,7 +10,15 @@ from playwright.sync_api import Browser, Page, expect
 from sqlmodel import select
 
 from annotator.store.models import Judgment, id_of
-from tests.utils.apphelpers import FORM, IDLE, PASSWORD, AppDB, build_app_db, pair_record, running_app
+from tests.utils.apphelpers import (
+    FORM,
+    PASSWORD,
+    AppDB,
+    build_app_db,
+    pair_record,
+    running_app,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.browser
 SCRIPT = "<script>window.__xss=1</script>"
@@ -44,19 +52,13 @@ def tab(chrome: Browser) -> Iterator[Page]:
     context.close()
 
 
-def settle(page: Page) -> None:
-    """Wait until the app has finished the run the last action started."""
-    page.wait_for_timeout(100)
-    page.locator(IDLE).wait_for(state="attached")
-
-
 def log_in(page: Page, base_url: str, username: str) -> None:
     page.goto(base_url)
-    settle(page)
+    wait_idle(page)
     page.locator(".st-key-login_username input").fill(username)
     page.locator(".st-key-login_password input").fill(PASSWORD)
     page.locator(".st-key-login_submit button").click()
-    settle(page)
+    wait_idle(page)
 
 
 def expect_item(page: Page, app_db: AppDB, username: str, position: int) -> None:
@@ -71,7 +73,7 @@ def rate(page: Page, answers: dict[str, int]) -> None:
     """Click the option with index `answers[key]` of every question of the form."""
     for key, index in answers.items():
         page.locator(f".st-key-{FORM}_{key} button[aria-checked]").nth(index).click()
-        settle(page)
+        wait_idle(page)
 
 
 #: Option indexes: quality 1-5 -> 0-4, rubric 0-2 -> 0-2, preference 0-4, confidence 1-3 -> 0-2.
@@ -104,7 +106,7 @@ def test_log_in_acknowledge_and_rate_two_items(live: tuple[str, AppDB], tab: Pag
     ack = tab.locator(".st-key-ack_guidelines button")
     expect(ack).to_be_visible()
     ack.click()
-    settle(tab)
+    wait_idle(tab)
     assert app_db.user("ann1").guidelines_ack_at is not None
     expect(tab.get_by_text(f"0 of {N_ITEMS} done")).to_be_visible()
 
@@ -116,23 +118,23 @@ def test_log_in_acknowledge_and_rate_two_items(live: tuple[str, AppDB], tab: Pag
     # The past posts are drawn only when opened (a rerun); the answers given so far must survive it.
     expect(tab.get_by_text("Past post 1: I like quick vegetarian food.")).to_have_count(0)
     tab.locator("[data-testid='stExpander'] summary", has_text="The user's past posts").click()
-    settle(tab)
+    wait_idle(tab)
     tab.locator("[data-testid='stExpander'] summary", has_text="Post 2 · cooking").click()
-    settle(tab)
+    wait_idle(tab)
     expect(tab.get_by_text("Past post 1: I like quick vegetarian food.")).to_be_visible()
     expect(tab.locator(f"[class*='st-key-{FORM}_'] button[aria-checked=true]")).to_have_count(len(ANSWERS))
     # Ctrl+Enter submits even while an answer button has the focus.
     tab.locator(f".st-key-{FORM}_confidence button[aria-checked=true]").focus()
     tab.keyboard.press("Control+Enter")
     expect(tab.get_by_text(f"1 of {N_ITEMS} done")).to_be_visible()
-    settle(tab)
+    wait_idle(tab)
 
     expect_item(tab, app_db, "ann1", 1)
     expect(tab.locator(f"[class*='st-key-{FORM}_'] button[aria-checked=true]")).to_have_count(0)
     rate(tab, ANSWERS | {"preference": 4})
     tab.locator(".st-key-annotate_submit button").click()
     expect(tab.get_by_text(f"2 of {N_ITEMS} done")).to_be_visible()
-    settle(tab)
+    wait_idle(tab)
     expect_item(tab, app_db, "ann1", 2)
 
     one, two = judgments_of(app_db, "ann1")
@@ -152,7 +154,7 @@ def test_html_in_a_response_is_shown_as_inert_text(live: tuple[str, AppDB], tab:
     tab.on("pageerror", lambda error: errors.append(error))
     log_in(tab, base_url, "ann2")
     expect(tab.get_by_text("Hostile text", exact=False)).to_be_visible()
-    settle(tab)
+    wait_idle(tab)
     assert tab.evaluate("typeof window.__xss") == "undefined"
     assert tab.locator("img[onerror]").count() == 0
     response = tab.locator("[data-testid='stMarkdownContainer']", has_text="Hostile text")

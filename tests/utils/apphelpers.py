@@ -43,6 +43,7 @@ USERS: dict[str, tuple[str, bool]] = {
 CHROMIUM_ARGS = list(BROWSER_ARGS)
 VIEWPORT = {"width": 1440, "height": 900}  # the window browser tests and benchmarks look at
 IDLE = IDLE_SELECTOR
+BUSY = "[data-testid=stApp]:not([data-test-script-state='notRunning'])"  # a run requested or running
 running_app = background  # run the app on a database and a free port (annotator.server)
 
 
@@ -220,8 +221,14 @@ def build_app_db(
 
 def wait_idle(page: Any, *, timeout_ms: float | None = None) -> None:
     """Wait until the app has finished the run the last action started (a Playwright page; the
-    timeout is the page's default unless given)."""
-    page.wait_for_timeout(300)
+    timeout is the page's default unless given): the run's start is awaited for up to 300 ms (an
+    action may start none, or one so short that it is over already), then the idle state."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_selector(BUSY, state="attached", timeout=300)
+    except PlaywrightTimeout:
+        pass
     page.wait_for_selector(IDLE, state="attached", timeout=timeout_ms)
 
 
