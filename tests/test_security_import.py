@@ -106,12 +106,22 @@ def test_a_nul_byte_in_a_profile_post_is_named(engine: Engine, tmp_path: Path) -
 
 def test_an_over_long_id_is_refused(engine: Engine, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "p.jsonl", [make_record(0), make_record(1, id="i" * 501)])
-    _refused(engine, path, "line 2, field id: 501 characters; at most 500")
+    _refused(engine, path, "line 2, field id: has 501 characters; at most 500")
+
+
+@pytest.mark.parametrize("field", ["id", "category"])
+def test_a_terminal_escape_in_an_id_or_category_is_refused(
+    engine: Engine, tmp_path: Path, field: str
+) -> None:
+    """An id or a category is printed by the CLI (queues, summaries): an escape sequence in it would
+    reach the terminal, so it is refused like any control character in a name."""
+    path = write_jsonl(tmp_path / "p.jsonl", [make_record(0), make_record(1, **{field: "x\x1b[2Jy"})])
+    _refused(engine, path, f"line 2, field {field}: contains a control character")
 
 
 def test_an_over_long_category_is_refused(engine: Engine, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "p.jsonl", [make_record(0), make_record(1, category="c" * 201)])
-    _refused(engine, path, "line 2, field category: 201 characters; at most 200")
+    _refused(engine, path, "line 2, field category: has 201 characters; at most 200")
 
 
 def test_an_over_long_study_name_is_refused(engine: Engine, tmp_path: Path) -> None:

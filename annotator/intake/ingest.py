@@ -342,14 +342,18 @@ def _same_text(chosen: str, rejected: str) -> bool:
 def _engine_neutral_problems(
     record: dict[str, Any], external_id: str, category: str, plain: tuple[str, ...], encoded: Iterable[str]
 ) -> list[str]:
-    """What PostgreSQL would refuse and SQLite would store (NUL, over-long ids and texts, NaN), named by
-    field and checked the same way on both engines. Fast on clean records: one pass per text, and the
+    """What PostgreSQL would refuse and SQLite would store (NUL, over-long ids and texts, NaN), and a
+    control character in the id or the category (they reach terminals and file names), named by field
+    and checked the same way on both engines. Fast on clean records: one pass per text, and the
     record is walked only when one of them hits."""
-    problems = []
-    if len(external_id) > textguard.MAX_ID:
-        problems.append(f"field id: {len(external_id)} characters; at most {textguard.MAX_ID}")
-    if len(category) > textguard.MAX_CATEGORY:
-        problems.append(f"field category: {len(category)} characters; at most {textguard.MAX_CATEGORY}")
+    problems = [
+        f"field {field}: {problem}"
+        for field, value, most in (
+            ("id", external_id, textguard.MAX_ID),
+            ("category", category, textguard.MAX_CATEGORY),
+        )
+        if (problem := textguard.input_problem(value, name=True, limit=most)) is not None
+    ]
     limit = textguard.max_text_chars()
     suspicious = any("\x00" in text or len(text) > limit for text in plain) or any(
         "\\u0000" in text or "NaN" in text or "Infinity" in text or len(text) > limit for text in encoded
