@@ -14,6 +14,8 @@ from annotator.store import db
 from annotator.store.models import Event, Judgment, id_of
 from tests.utils.apphelpers import MAIN, PASSWORD, AppDB, app_for, build_app_db, open_item_actions
 
+pytestmark = pytest.mark.page  # pages in AppTest: the PostgreSQL pass leaves it out
+
 TIMEOUT = 30
 #: The pages each role must at least have (the router may register more; all of them are opened).
 ROLE_PAGES = {

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("annotator", "analysis")
 

@@ -19,6 +19,8 @@ from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.apphelpers import CHROMIUM_ARGS, app_for, log_in, running_app, shown_tables, wait_idle
 from tests.utils.databases import copy_of, fresh_db_url
 
+pytestmark = pytest.mark.page  # pages in AppTest: the PostgreSQL pass leaves it out
+
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = str(ROOT / "annotator" / "app" / "main.py")
 SAMPLE = ROOT / "data" / "sample_pairs.jsonl"

@@ -17,6 +17,8 @@ from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Study, User
 from tests.utils.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
 
+pytestmark = pytest.mark.sqlite_only  # the demo is a SQLite file, whatever the tests run on
+
 SIM_USERS = ("sim_01", "sim_02", "sim_03")
 
 

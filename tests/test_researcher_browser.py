@@ -141,7 +141,9 @@ def test_a_study_is_created_from_the_settings_page(
     wait_idle(tab)
     tab.get_by_role("textbox", name="Study name").fill("fresh")
     tab.get_by_role("textbox", name="Study name").press("Enter")
+    wait_idle(tab)
     tab.locator(".st-key-settings_pairs input[type=file]").set_input_files(str(pairs))
+    tab.locator(".st-key-settings_pairs").get_by_text("new.jsonl").wait_for()  # uploaded
     wait_idle(tab)
     margin = tab.get_by_role("spinbutton", name="Equivalence margin (scale points)")
     margin.fill("0.75")

@@ -11,6 +11,8 @@ from annotator.people import accounts
 from annotator.store import db
 from tests.utils.apphelpers import ROOT, AppDB, build_app_db
 
+pytestmark = pytest.mark.page  # pages in AppTest: the PostgreSQL pass leaves it out
+
 PAGE = ROOT / "annotator" / "app" / "views" / "annotators.py"
 
 

@@ -15,6 +15,8 @@ from annotator.store.models import Study
 from annotator.study import DEFAULT_CONFIG, parse_config
 from tests.utils.apphelpers import MAIN, PASSWORD, AppDB, add_study, app_for, build_app_db, open_item_actions
 
+pytestmark = pytest.mark.page  # pages in AppTest: the PostgreSQL pass leaves it out
+
 TIMEOUT = 30
 
 

@@ -273,9 +273,11 @@ def test_logout_ends_the_session_and_a_reload_shows_the_login(live: tuple[str, A
     rating_page(tab, live[0], "ann2")
     tab.get_by_role("button", name="Log out").click()
     wait_idle(tab)
+    wait_for_session_cookie(tab, present=False)  # the logout's own request to the server removed it
     tab.reload()
     wait_idle(tab)
-    assert tab.get_by_role("textbox", name="Username").is_visible()
+    tab.get_by_role("textbox", name="Username").wait_for()
+    assert tab.get_by_role("button", name="Log out").count() == 0
 
 
 def test_a_session_ended_elsewhere_logs_out_at_the_next_answer(live: tuple[str, AppDB], tab: Page) -> None:
