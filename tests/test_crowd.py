@@ -140,8 +140,7 @@ def test_completion_comes_when_the_queue_is_done(engine: Engine, tmp_path: Path)
 
 def _prolific_db(folder: Path, name: str) -> tuple[str, Engine]:
     """A database whose study s1 takes Prolific links (one item per worker): its URL and an engine."""
-    url = fresh_db_url(folder, name, keep=True)
-    db.upgrade(url)
+    url = fresh_db_url(folder, name, migrated=True, keep=True)
     engine = db.make_engine(url)
     qc_study(engine, folder, 1, crowd=PROLIFIC | {"items": 1})
     return url, engine

@@ -24,8 +24,7 @@ ITEMS = 2  # main items per worker; with the control rate below, one duplicate c
 def crowd_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """A live server over a Prolific study whose ids are all above OFFSET: its URL and database URL."""
     folder = tmp_path_factory.mktemp("crowd-frames")
-    url = fresh_db_url(folder, "frames", keep=True)
-    db.upgrade(url)
+    url = fresh_db_url(folder, "frames", migrated=True, keep=True)
     engine = db.make_engine(url)
     offset_ids(engine)
     qc_study(engine, folder, 4, crowd=PROLIFIC | {"items": ITEMS}, controls={"rate": 0.34})

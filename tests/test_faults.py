@@ -138,19 +138,19 @@ def _check_judgments(engine: Engine) -> list[Judgment]:
 def test_kill_9_during_simulate_keeps_whole_judgments_and_a_rerun_finishes(
     db_url: str, engine: Engine, tmp_path: Path
 ) -> None:
-    """300 pairs x 3 simulated annotators, committed in batches of 200: killed after the first batch
-    is in; every judgment saved has all its scores, and re-running completes exactly 900 judgments."""
-    _simulate_study(engine, tmp_path, 300)
+    """150 pairs x 3 simulated annotators, committed in batches of 200: killed after the first batch
+    is in; every judgment saved has all its scores, and re-running completes exactly 450 judgments."""
+    _simulate_study(engine, tmp_path, 150)
     killed = run_and_kill(_cli(db_url, "simulate", "--study", "s1"), lambda: _count(engine, Judgment) > 0)
     assert killed, "simulate finished before it could be killed"
     if engine.dialect.name == "sqlite":
         assert _integrity(engine) == "ok"
     partial = len(_check_judgments(engine))
-    assert 0 < partial < 900
+    assert 0 < partial < 450
     rerun(db_url, "simulate", "--study", "s1")
     judgments = _check_judgments(engine)
-    assert len(judgments) == 900
-    assert _count(engine, Assignment) == 900
+    assert len(judgments) == 450
+    assert _count(engine, Assignment) == 450
     with Session(engine) as session:
         assert set(session.exec(select(Pair.n_done)).all()) == {3}
 

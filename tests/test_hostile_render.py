@@ -66,9 +66,8 @@ class Server:
 
 
 def _build(folder: Path) -> tuple[str, Engine, dict[str, int]]:
-    url = fresh_db_url(folder, "hostile", keep=True)  # SQLite file, or PostgreSQL database (conftest)
+    url = fresh_db_url(folder, "hostile", migrated=True, keep=True)  # SQLite file, or PostgreSQL database
     engine = db.make_engine(url)
-    db.upgrade(engine)
     path = folder / "pairs.jsonl"
     path.write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
     ingest.import_file(engine, path, study=STUDY, account=SYSTEM)

@@ -6,6 +6,7 @@ import html
 import json
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -43,9 +44,8 @@ STUDY = "sample"
 runner = CliRunner()
 
 
-def _database(tmp_path: Path, *, judged: bool = True) -> tuple[str, Engine]:
-    url = fresh_db_url(tmp_path)
-    db.upgrade(url)
+def _database(tmp_path: Path, *, judged: bool = True, keep: bool = False) -> tuple[str, Engine]:
+    url = fresh_db_url(tmp_path, migrated=True, keep=keep)
     engine = db.make_engine(url)
     ingest.import_file(engine, SAMPLE, study=STUDY, account=SYSTEM)
     if judged:
@@ -53,12 +53,14 @@ def _database(tmp_path: Path, *, judged: bool = True) -> tuple[str, Engine]:
     return url, engine
 
 
-@pytest.fixture
-def study(tmp_path: Path) -> tuple[str, Engine, Report]:
-    url, engine = _database(tmp_path)
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Engine, Report]]:
+    """The judged sample study and its report, built once for the tests that only read them."""
+    url, engine = _database(tmp_path_factory.mktemp("report"), keep=True)
     with db.session_scope(engine) as session:
         report = study_report(session, study=STUDY, n_boot=100, account=SYSTEM)
-    return url, engine, report
+    yield url, engine, report
+    engine.dispose()
 
 
 def test_json_validates_and_has_no_nan(study: tuple[str, Engine, Report]) -> None:

@@ -30,9 +30,7 @@ FLAWED = sorted(
 
 
 def _engine(tmp_path: Path, name: str = "t") -> Engine:
-    url = fresh_db_url(tmp_path, name)
-    db.upgrade(url)
-    engine = db.make_engine(url)
+    engine = db.make_engine(fresh_db_url(tmp_path, name, migrated=True))
     ingest.import_file(engine, SAMPLE, study=STUDY, account=SYSTEM)
     return engine
 

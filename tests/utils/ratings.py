@@ -23,9 +23,7 @@ QUALITY = ("correctness", "relevance", "helpfulness")
 
 
 def new_engine(tmp_path: Path) -> Engine:
-    url = fresh_db_url(tmp_path)
-    db.upgrade(url)
-    return db.make_engine(url)
+    return db.make_engine(fresh_db_url(tmp_path, migrated=True))
 
 
 def record(i: int, **overrides: Any) -> dict[str, Any]:
