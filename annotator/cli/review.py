@@ -31,6 +31,7 @@ from annotator.store import db
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     import pandas as pd
 
+    from analysis.power import DesignResult
     from analysis.report import Report
 
 
@@ -177,8 +178,9 @@ def power(
             f"simulation (rounded 1-5 ratings, noise SD {noise:.2f}, 400 studies): power {simulated:.3f}",
             highlight=False,
         )
-    try:
-        design = recommend_design(
+
+    def design_for(per_pair: int) -> "DesignResult":
+        return recommend_design(
             margin=margin,
             pair_var=pair_sd**2,
             annotator_var=annotator_sd**2,
@@ -186,8 +188,11 @@ def power(
             power=target,
             alpha=alpha,
             true_diff=true_diff,
-            per_pair=annotators,
+            per_pair=per_pair,
         )
+
+    try:
+        design = design_for(annotators)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     out.print(
@@ -201,16 +206,7 @@ def power(
     )
     for overlap in range(1, 6):
         try:
-            option = recommend_design(
-                margin=margin,
-                pair_var=pair_sd**2,
-                annotator_var=annotator_sd**2,
-                residual_var=sd**2,
-                power=target,
-                alpha=alpha,
-                true_diff=true_diff,
-                per_pair=overlap,
-            )
+            option = design_for(overlap)
         except ValueError:
             continue
         designs.add_row(
