@@ -17,7 +17,7 @@ from annotator.store import db
 from annotator.store.models import Adjudication, User, id_of
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.apphelpers import CHROMIUM_ARGS, app_for, log_in, running_app, shown_tables, wait_idle
-from tests.utils.databases import copy_of, fresh_db_url
+from tests.utils.databases import built_once, copy_of
 
 pytestmark = pytest.mark.page  # pages in AppTest: the PostgreSQL pass leaves it out
 
@@ -39,9 +39,10 @@ RESEARCHER_PAGES = [
 def sample_study(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The sample study with three simulated annotators, a researcher and an adjudicator, built once
     for the module (each test works on its own copy)."""
-    url = fresh_db_url(tmp_path_factory.mktemp("sample"), migrated=True, keep=True)
-    engine = db.make_engine(url)
-    db.upgrade(engine)
+    return built_once(tmp_path_factory.mktemp("sample"), _sample_study)
+
+
+def _sample_study(engine: Engine) -> None:
     ingest.import_file(engine, SAMPLE, study="sample", account=SYSTEM)
     simulate(engine, study="sample", spec=SimulationSpec(seed=3))
     with db.session_scope(engine) as session:
@@ -51,8 +52,6 @@ def sample_study(tmp_path_factory: pytest.TempPathFactory) -> str:
         accounts.add_user(
             session, username="judge", role="adjudicator", password="judge-password", account=SYSTEM
         )
-    engine.dispose()
-    return url
 
 
 @pytest.fixture

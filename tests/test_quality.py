@@ -20,7 +20,7 @@ from annotator.store import db
 from annotator.store.models import id_of
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.apphelpers import app_for, shown_tables
-from tests.utils.databases import copy_of, fresh_db_url
+from tests.utils.databases import built_once, copy_of
 from tests.utils.factories import make_user
 from tests.utils.qchelpers import qc_study
 
@@ -34,11 +34,7 @@ def crowd_study(tmp_path_factory: pytest.TempPathFactory) -> str:
     """30 pairs, 6 simulated annotators of whom sim_05 and sim_06 are spammers, then swapped repeats;
     built once for the module (each test works on its own copy)."""
     folder = tmp_path_factory.mktemp("crowd")
-    url = fresh_db_url(folder, migrated=True, keep=True)
-    engine = db.make_engine(url)
-    _crowd(engine, folder)
-    engine.dispose()
-    return url
+    return built_once(folder, lambda engine: _crowd(engine, folder))
 
 
 @pytest.fixture

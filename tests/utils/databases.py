@@ -6,11 +6,12 @@ import shutil
 import sqlite3
 import tempfile
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Engine, make_url
 
 from annotator.store import db
 
@@ -160,6 +161,18 @@ def _sqlite_template() -> Path:
         engine.dispose()  # the last connection's close folds the WAL into the file
         _SQLITE_TEMPLATE = path
     return _SQLITE_TEMPLATE
+
+
+def built_once(folder: Path, build: Callable[[Engine], object]) -> str:
+    """The URL of a database at the head schema that `build` filled, kept for the session and with no
+    connection left open: the source a module-scoped fixture hands to :func:`copy_of`."""
+    url = fresh_db_url(folder, migrated=True, keep=True)
+    engine = db.make_engine(url)
+    try:
+        build(engine)
+    finally:
+        engine.dispose()
+    return url
 
 
 def copy_of(source_url: str, tmp_path: Path, name: str = "db") -> str:
