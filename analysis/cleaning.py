@@ -53,11 +53,13 @@ __all__ = [
     "frame_cleaning",
     "item_evidence",
     "npmle_prior",
+    "pairs_needing_more",
     "study_cleaning",
 ]
 
 #: The three decisions of the cleaning list.
 DECISIONS: tuple[str, ...] = ("drop", "needs more judgments", "keep")
+NEEDS_MORE = DECISIONS[1]
 _GRID = 60
 _ITERATIONS = 300
 _MIN_PAIRS = 10  # fewer pairs do not estimate a distribution of effects
@@ -397,3 +399,10 @@ def frame_cleaning(
         margin=margin,
         fdr=fdr,
     )
+
+
+def pairs_needing_more(cleaning: pd.DataFrame) -> list[str]:
+    """The pairs whose evidence the cleaning list cannot settle yet ("needs more judgments")."""
+    if cleaning.empty:
+        return []
+    return [str(pair) for pair in cleaning.loc[cleaning["decision"] == NEEDS_MORE, PAIR_ID]]

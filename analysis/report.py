@@ -55,7 +55,7 @@ import pandas as pd
 from scipy import stats
 
 from analysis.agreement import agreement_table
-from analysis.cleaning import study_cleaning
+from analysis.cleaning import NEEDS_MORE, study_cleaning
 from analysis.competence import QualitySection
 from analysis.diagnostics import annotator_diagnostics
 from analysis.frames import (
@@ -329,9 +329,7 @@ def build_report(
         "n_control_pairs": int(controls[PAIR_ID].nunique()) if not controls.empty else 0,
         "n_failed_pairs": int(len(failed)),
         "n_drop": int((cleaning["decision"] == "drop").sum()) if not cleaning.empty else 0,
-        "n_needs_more": int((cleaning["decision"] == "needs more judgments").sum())
-        if not cleaning.empty
-        else 0,
+        "n_needs_more": int((cleaning["decision"] == NEEDS_MORE).sum()) if not cleaning.empty else 0,
         "side_data": bool(SIDE_CHOSEN in main.columns and main[SIDE_CHOSEN].notna().any()),
         "position_biased": sorted(
             diagnostics.loc[diagnostics["side_a_p_holm"] < alpha, ANNOTATOR].astype(str).tolist()

@@ -14,7 +14,7 @@ from annotator.intake import ingest
 from annotator.people import accounts
 from annotator.people.accounts import SYSTEM, Account
 from annotator.store import db
-from annotator.store.models import Adjudication, User, id_of
+from annotator.store.models import Adjudication, Assignment, Pair, User, id_of
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.apphelpers import CHROMIUM_ARGS, app_for, log_in, running_app, shown_tables, wait_idle
 from tests.utils.databases import built_once, copy_of
@@ -121,6 +121,32 @@ def test_validation_filter_by_annotator(study_db: str, engine: Engine) -> None:
     at.multiselect(key="validation_annotators").select("sim_01").select("sim_02").run()
     assert not at.exception
     assert any("2 annotators" in c.value for c in at.caption)
+
+
+def test_validation_gives_the_uncertain_pairs_one_more_annotator(study_db: str, engine: Engine) -> None:
+    """The cleaning list's "needs more judgments" pairs each get one more annotator from the button."""
+    from analysis.cleaning import pairs_needing_more
+    from annotator.review.study_report import study_report
+
+    with db.session_scope(engine) as session:
+        accounts.add_user(
+            session, username="fresh", role="annotator", password="fresh-password-1", account=SYSTEM
+        )
+        uncertain = pairs_needing_more(study_report(session, study="sample", account=SYSTEM).cleaning)
+    assert uncertain
+    at = _app(_account(engine, "boss"))
+    at.switch_page("views/validation.py").run()
+    at.button(key="validation_needs_more").click().run()
+    assert not at.exception
+    assert any(f"{len(uncertain)} new assignments" in e.value for e in at.success)
+    with Session(engine) as session:
+        fresh = session.exec(
+            select(Pair.external_id)
+            .join(Assignment, col(Assignment.pair_id) == col(Pair.id))
+            .join(User, col(User.id) == col(Assignment.annotator_id))
+            .where(User.username == "fresh")
+        ).all()
+    assert sorted(fresh) == sorted(uncertain)  # the only annotator not yet on these pairs
 
 
 def _page(page: str, account: Account) -> AppTest:

@@ -152,14 +152,38 @@ def assign_(
         str | None, typer.Option(help="Comma-separated usernames (default: all active)")
     ] = None,
     seed: Annotated[int, typer.Option(help="Random seed for sides and queue order")] = 0,
+    needs_more: Annotated[
+        bool,
+        typer.Option(
+            "--needs-more",
+            help="Only the pairs the cleaning list cannot settle yet ('needs more judgments'): one more "
+            "annotator each",
+        ),
+    ] = False,
     database: DbOption = None,
 ) -> None:
     """Assign pairs to annotators: K per pair, balanced load and sides; only adds what is missing."""
     engine = open_db(database)
     names = [n.strip() for n in annotators.split(",") if n.strip()] if annotators else None
     with db.session_scope(engine) as session:
+        more_for = None
+        if needs_more:
+            from analysis.cleaning import pairs_needing_more
+            from annotator.review.study_report import study_report
+
+            report = study_report(session, study=study, account=accounts.SYSTEM, n_boot=200)
+            more_for = pairs_needing_more(report.cleaning)
+            if not more_for:
+                out.print(f"study {study!r}: no pair needs more judgments", highlight=False)
+                return
         summary = assign.assign(
-            session, study=study, overlap=overlap, annotators=names, seed=seed, account=accounts.SYSTEM
+            session,
+            study=study,
+            overlap=overlap,
+            annotators=names,
+            seed=seed,
+            more_for=more_for,
+            account=accounts.SYSTEM,
         )
     out.print(str(summary), highlight=False)
 

@@ -2,6 +2,7 @@
 
 import random
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import case, func, insert
@@ -22,12 +23,16 @@ class AssignSummary:
     created: int
     pairs: int
     annotators: int
+    unfilled: int = 0  # pairs that wanted another annotator and found none free
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"study {self.study!r}: {self.created} new assignments "
             f"({self.pairs} pairs, {self.annotators} annotators)"
         )
+        if self.unfilled:
+            text += f"; {self.unfilled} pairs found no further active annotator"
+        return text
 
 
 def _annotators(session: Session, names: list[str] | None) -> list[User]:
@@ -79,6 +84,7 @@ def assign(
     annotators: list[str] | None = None,
     seed: int = 0,
     overlap_among_named: bool = False,
+    more_for: Sequence[str] | None = None,
     account: Account,
 ) -> AssignSummary:
     """Give every pair of `study` to `overlap` distinct annotators; idempotent, deterministic per seed.
@@ -90,7 +96,9 @@ def assign(
     separate panel, e.g. simulated annotators). The sides of `chosen` keep every pair within one of even,
     and the A slots go to the annotators who have seen `chosen` on B most, so on a first run each
     annotator's A and B counts differ by at most two (tested). New items are appended to each queue in
-    shuffled order. With an `account` (the app), only a researcher may assign.
+    shuffled order. With `more_for` (pair ids, e.g. the cleaning list's "needs more judgments"), only
+    those pairs are assigned, each to one annotator more than it has (the overlap is not used). With an
+    `account` (the app), only a researcher may assign.
     """
     require_role(session, account, "researcher")
     if overlap is None:
@@ -99,21 +107,21 @@ def assign(
         raise UserError("overlap must be at least 1")
     study_row = get_study(session, study)
     users = _annotators(session, annotators)
-    if len(users) < overlap:
+    if more_for is None and len(users) < overlap:
         names = ", ".join(user.username for user in users) or "none"
         raise UserError(
             f"overlap {overlap} needs at least {overlap} active annotators; found {len(users)} ({names})"
         )
     rng = random.Random(seed)
     user_ids = [id_of(user) for user in users]
-    pair_ids = list(  # control pairs are mixed in by controls.mix_controls, never given an overlap
-        session.exec(
-            select(col(Pair.id))
-            .where(Pair.study_id == study_row.id, Pair.control == "")
-            .order_by(col(Pair.id))
-        )
-    )
+    main_pairs = session.exec(  # control pairs are mixed in by controls.mix_controls, never given an overlap
+        select(col(Pair.id), col(Pair.external_id))
+        .where(Pair.study_id == study_row.id, Pair.control == "")
+        .order_by(col(Pair.id))
+    ).all()
+    pair_ids = [int(pair_id or 0) for pair_id, _ in main_pairs]
     main_ids = set(pair_ids)
+    wanted: dict[int, int] = dict.fromkeys(pair_ids, overlap)  # annotators wanted per pair
     existing = session.exec(
         select(Assignment.pair_id, Assignment.annotator_id, Assignment.chosen_side).where(
             Assignment.study_id == study_row.id
@@ -131,6 +139,9 @@ def assign(
         pair_sides[pair_id][side] += 1
         load[annotator_id] += 1
         balance[annotator_id] += 1 if side == "A" else -1
+    if more_for is not None:
+        pair_ids = _more_for(study, main_pairs, more_for)
+        wanted = {pair_id: len(on_pair[pair_id]) + 1 for pair_id in pair_ids}
     tiebreak = {uid: rng.random() for uid in user_ids}
     arm_of = annotator_arms(session, study_id=id_of(study_row), user_ids=user_ids, seed=seed)
     pair_arms: dict[int, Counter[str]] = defaultdict(Counter)  # per pair: slots per arm (balanced)
@@ -138,13 +149,15 @@ def assign(
         if annotator_id in arm_of and pair_id in on_pair and annotator_id in on_pair[pair_id]:
             pair_arms[pair_id][arm_of[annotator_id]] += 1
     new: dict[int, list[tuple[int, str]]] = defaultdict(list)
-    order = [int(pair_id) for pair_id in pair_ids if pair_id is not None]
+    order = list(pair_ids)
     rng.shuffle(order)
+    unfilled = 0
     for pair_id in order:
         picked: list[int] = []
-        for _ in range(overlap - len(on_pair[pair_id])):
+        for _ in range(wanted[pair_id] - len(on_pair[pair_id])):
             free = [uid for uid in user_ids if uid not in on_pair[pair_id]]
             if not free:
+                unfilled += 1
                 break
             uid = min(free, key=lambda u: (pair_arms[pair_id][arm_of[u]], load[u], tiebreak[u]))
             pair_arms[pair_id][arm_of[uid]] += 1
@@ -200,10 +213,25 @@ def assign(
         Event(
             user_id=account.id or None,
             action="assign",
-            detail={"study": study, "overlap": overlap, "created": len(rows), "seed": seed},
+            detail={
+                "study": study,
+                "overlap": overlap if more_for is None else "one more",
+                "created": len(rows),
+                "seed": seed,
+            },
         )
     )
-    return AssignSummary(study, len(rows), len(pair_ids), len(user_ids))
+    return AssignSummary(study, len(rows), len(pair_ids), len(user_ids), unfilled)
+
+
+def _more_for(study: str, main_pairs: Sequence[tuple[int | None, str]], wanted: Sequence[str]) -> list[int]:
+    """The database ids of the study's main pairs named in `wanted`, or a UserError naming the others."""
+    by_name = {name: int(pair_id or 0) for pair_id, name in main_pairs}
+    unknown = [name for name in dict.fromkeys(wanted) if name not in by_name]
+    if unknown:
+        shown = ", ".join(repr(name) for name in unknown[:3]) + (" ..." if len(unknown) > 3 else "")
+        raise UserError(f"study {study!r} has no main pair {shown} ({len(unknown)} unknown)")
+    return [by_name[name] for name in dict.fromkeys(wanted)]
 
 
 def study_overlap(session: Session, study: str) -> int:

@@ -20,6 +20,7 @@ import pandas as pd
 from sqlalchemy import Select, insert, select
 from sqlmodel import Session, col
 
+from analysis.cleaning import NEEDS_MORE
 from analysis.frames import pair_majority, rubric_scores
 from analysis.vocabulary import RUBRIC_PREFIX, SUPPORT_PREFIX
 from annotator import textguard
@@ -201,7 +202,7 @@ def evaluate(
         decision = found.to_numpy(dtype=object)
         evidence_text = out["pair_id"].map(by_pair["evidence"]).fillna("").to_numpy(dtype=object)
         hits["quality_gap"] = np.zeros(len(out), dtype=bool)
-        hits["uncertain"] = decision == "needs more judgments"
+        hits["uncertain"] = decision == NEEDS_MORE
     else:
         hits["quality_gap"] = gap_hit
         hits["uncertain"] = np.zeros(len(out), dtype=bool)

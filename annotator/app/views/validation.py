@@ -4,6 +4,7 @@ JSON, Markdown, the methods paragraph); one cached `build_report` per data versi
 import pandas as pd
 import streamlit as st
 
+from analysis.cleaning import pairs_needing_more
 from analysis.render import (
     CROSSED_COLUMNS,
     EQUIVALENCE_COLUMNS,
@@ -15,9 +16,10 @@ from analysis.render import (
 )
 from analysis.report import Report
 from annotator.app import report_cache
-from annotator.app.common import choose_study, engine, require, session
+from annotator.app.common import choose_study, engine, require, safe_md, session
 from annotator.app.tables import show_plot, show_table
 from annotator.errors import UserError
+from annotator.intake import assign
 from annotator.people.accounts import Account
 from annotator.review import study_progress
 
@@ -88,6 +90,26 @@ def downloads(published: report_cache.Published, study: str, filtered: bool) -> 
         )
     with st.expander("Methods paragraph (the copy button is at its top right)"):
         st.code(published.methods, language=None, wrap_lines=True)
+
+
+def more_judgments(report: Report, study: str, account: Account) -> None:
+    """A button that gives each pair the cleaning list cannot settle yet one more annotator."""
+    pairs = pairs_needing_more(report.cleaning)
+    if not pairs:
+        return
+    if st.button(
+        f"Give the {len(pairs)} pairs that need more judgments one more annotator each",
+        key="validation_needs_more",
+        icon=":material/group_add:",
+        help="Each goes to the least-loaded active annotator not yet on it, on the side seen less often",
+    ):
+        try:
+            with session() as active:
+                summary = assign.assign(active, study=study, more_for=pairs, account=account)
+        except UserError as exc:
+            st.error(safe_md(exc))
+        else:
+            st.success(safe_md(summary))
 
 
 account = require("researcher")
@@ -166,9 +188,12 @@ if study is not None:
     st.header(cleaning_title(report))
     st.caption(
         "Per pair: the empirical-Bayes (shrunken) estimates and the probability of being broken; "
-        "'drop' controls the false discovery rate, 'needs more judgments' feeds dynamic overlap"
+        "'drop' controls the false discovery rate; a pair that 'needs more judgments' can get one more "
+        "annotator with the button below the list (or `annotator assign --needs-more`)"
     )
     show_table(report.failed_pairs.head(SHOWN_FAILED), key="validation_failed")
+    if not (chosen_categories or chosen_annotators):  # the study's own list, not a filtered one
+        more_judgments(report, study, account)
     if len(report.failed_pairs) > SHOWN_FAILED:
         st.caption(f"The first {SHOWN_FAILED} are shown; the JSON report lists them all.")
     for title, note, table in [*benchmark_sections(report), *judge_sections(report)]:  # models, arms, judges
