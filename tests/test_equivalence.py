@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import ttost_ind, ttost_paired
 
 from analysis.equivalence import (
+    _wilcoxon_one_sided,
     holm,
     intersection_union,
     preference_pairs,
@@ -291,6 +293,26 @@ def test_wilcoxon_tost_is_two_shifted_signed_rank_tests() -> None:
         stats.wilcoxon(d - 0.6, alternative="less", zero_method="pratt").pvalue
     )
     assert res.pvalue == max(res.p_lower, res.p_upper)
+
+
+@pytest.mark.parametrize("zero_method", ["wilcox", "pratt"])
+@pytest.mark.parametrize("alternative", ["greater", "less"])
+def test_small_samples_with_ties_give_scipys_sign_flip_p_values(alternative: str, zero_method: str) -> None:
+    """Up to 13 differences with ties or zeros, scipy enumerates every sign flip (a permutation test,
+    one Python call per flip); the signed-rank test counts the same distribution and must agree."""
+    rng = np.random.default_rng(11)
+    checked = 0
+    for n in [*rng.integers(2, 11, size=24), 13]:
+        d = rng.integers(-3, 4, size=int(n)) * rng.choice([0.5, 1.0, 1 / 3]) - rng.choice([0.0, 0.5])
+        if not np.any(d != 0):
+            continue
+        ours = _wilcoxon_one_sided(d, alternative, zero_method)  # type: ignore[arg-type]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            ref = stats.wilcoxon(d, alternative=alternative, zero_method=zero_method)  # type: ignore[call-overload]
+        assert ours == (pytest.approx(ref.statistic, abs=1e-12), pytest.approx(ref.pvalue, abs=1e-12))
+        checked += 1
+    assert checked > 20
 
 
 @pytest.mark.parametrize("n", [7, 40, 300])

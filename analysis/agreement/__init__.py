@@ -19,6 +19,7 @@ from analysis.agreement.kappa import (
     fleiss_table,
     gwet_ac1,
     gwet_ac2,
+    kappa_from_codes,
     percent_agreement,
 )
 from analysis.agreement.table import agreement_table
@@ -34,6 +35,7 @@ __all__ = [
     "gwet_ac1",
     "gwet_ac2",
     "icc",
+    "kappa_from_codes",
     "krippendorff_alpha",
     "percent_agreement",
 ]

@@ -162,8 +162,15 @@ def cohen_kappa(
     ia, ib = scale.get_indexer(a), scale.get_indexer(b)
     if (ia < 0).any() or (ib < 0).any():
         raise ValueError("r1 or r2 contains values not in labels")
-    n_cat = len(scale)
-    observed = np.bincount(ia * n_cat + ib, minlength=n_cat * n_cat).reshape(n_cat, n_cat) / a.size
+    return kappa_from_codes(ia, ib, len(scale), weights=weights)
+
+
+def kappa_from_codes(
+    ia: npt.NDArray[np.intp], ib: npt.NDArray[np.intp], n_cat: int, *, weights: Weights | None = None
+) -> float:
+    """:func:`cohen_kappa` of two raters' labels given as positions 0..n_cat-1 on the scale (for a
+    bootstrap: the labels are encoded once, each resample only counts)."""
+    observed = np.bincount(ia * n_cat + ib, minlength=n_cat * n_cat).reshape(n_cat, n_cat) / ia.size
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
     pos = np.arange(n_cat)
     dist = np.abs(pos[:, None] - pos[None, :]).astype(np.float64)

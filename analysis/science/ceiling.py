@@ -26,7 +26,7 @@ import numpy.typing as npt
 import pandas as pd
 from statsmodels.stats.contingency_tables import mcnemar
 
-from analysis.agreement import cohen_kappa
+from analysis.agreement import kappa_from_codes
 from analysis.equivalence import wilson_interval
 from analysis.frames import (
     ANNOTATOR,
@@ -314,12 +314,13 @@ def kappa_table(
         a = joined["choice"].astype(str).to_numpy()
         b = joined["majority"].astype(str).to_numpy()
         n = len(a)
-        kappa = _kappa(a, b)
+        ia, ib = _choice_codes(a), _choice_codes(b)
+        kappa = _kappa(ia, ib)
         boot = []
         if n >= 2 and not math.isnan(kappa):
             for _ in range(n_boot):
                 take = rng.integers(0, n, n)
-                boot.append(_kappa(a[take], b[take]))
+                boot.append(_kappa(ia[take], ib[take]))
         finite = np.array([k for k in boot if not math.isnan(k)])
         low, high = (
             (float(np.quantile(finite, alpha / 2)), float(np.quantile(finite, 1 - alpha / 2)))
@@ -339,11 +340,17 @@ def kappa_table(
     return pd.DataFrame(rows, columns=["model", "n_pairs", "agreement", "kappa", "ci_low", "ci_high"])
 
 
-def _kappa(a: np.ndarray, b: np.ndarray) -> float:
-    if len(a) == 0:
+def _choice_codes(values: npt.NDArray[np.str_]) -> npt.NDArray[np.intp]:
+    """Each choice's position in CHOICES (-1 for anything else)."""
+    return np.asarray(pd.Index(CHOICES).get_indexer(values), dtype=np.intp)
+
+
+def _kappa(ia: npt.NDArray[np.intp], ib: npt.NDArray[np.intp]) -> float:
+    """Cohen's kappa on CHOICES of two coded label arrays; NaN where it is undefined."""
+    if len(ia) == 0 or (ia < 0).any() or (ib < 0).any():
         return math.nan
     try:
-        return float(cohen_kappa(a, b, labels=list(CHOICES)))
+        return kappa_from_codes(ia, ib, len(CHOICES))
     except (ValueError, ZeroDivisionError):
         return math.nan
 
