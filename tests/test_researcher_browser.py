@@ -26,6 +26,7 @@ from tests.utils.apphelpers import (
     log_in,
     pair_record,
     running_app,
+    wait_drawn,
     wait_idle,
 )
 
@@ -72,8 +73,7 @@ def log_in_as(page: Page, base_url: str, username: str) -> None:
 def open_page(page: Page, base_url: str, path: str, title: str) -> None:
     page.goto(f"{base_url}/{path}")
     page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=120_000)
-    wait_idle(page, timeout_ms=120_000)
-    page.wait_for_timeout(800)  # plotly and the grids draw after the run
+    wait_drawn(page, timeout_ms=120_000)
 
 
 def serious(page: Page) -> list[str]:

@@ -24,6 +24,7 @@ from tests.utils.apphelpers import (
     item_tag,
     log_in,
     running_app,
+    wait_drawn,
     wait_idle,
     wait_next_item,
 )
@@ -153,9 +154,9 @@ def log_in_holding_the_answer_buttons(page: Page, base_url: str, username: str) 
     page.get_by_role("textbox", name="Password").fill(PASSWORD)
     held: list[Route] = []
     page.route(BUTTON_GROUP_JS, lambda route: held.append(route))
-    page.get_by_role("button", name="Log in").click()
+    with page.expect_request(lambda request: "/static/js/ButtonGroup." in request.url):
+        page.get_by_role("button", name="Log in").click()
     page.get_by_role("button", name="Submit and next").wait_for(state="attached")
-    page.wait_for_timeout(300)
     assert held, "the answer buttons are placeholders"
     return held
 
@@ -178,10 +179,9 @@ def test_submit_right_after_login_waits_for_the_whole_form(live: tuple[str, AppD
     )
     assert early["questions"] >= len(KEY_ANSWERS) or not early["clickable"], early
     release(tab, held)
+    shown = item_tag(tab)
     submit.click()  # as soon as it takes a click
-    wait_idle(tab)
-    tab.wait_for_timeout(500)
-    wait_idle(tab)
+    wait_next_item(tab, shown)
     saved = app_db.judgments(assignment_id)
     assert len(saved) == 1
     assert saved[0].confidence == answers["confidence"]
@@ -194,7 +194,7 @@ def test_ctrl_enter_before_the_form_is_there_submits_nothing(live: tuple[str, Ap
     assignment_id, _ = full_draft(app_db, "ann1")
     held = log_in_holding_the_answer_buttons(tab, base_url, "ann1")
     tab.keyboard.press("Control+Enter")
-    tab.wait_for_timeout(700)
+    wait_idle(tab)  # a run the key started (there must be none) has finished
     assert app_db.judgments(assignment_id) == []
     release(tab, held)
     tab.locator("[class*='_confidence'] [data-testid='stButtonGroup'] button").first.wait_for()
@@ -218,8 +218,7 @@ def test_annotator_names_are_hidden_on_the_adjudicate_page(live: tuple[str, AppD
     tab.get_by_role("combobox", name="Study").click()
     tab.get_by_role("option", name="study1").click()
     tab.get_by_role("heading", name="Judgments").wait_for()
-    wait_idle(tab)
-    tab.wait_for_timeout(1000)  # the tables draw their cells
+    wait_drawn(tab)  # the tables draw their cells
     assert not tab.get_by_role("switch", name="Show annotator names").is_checked()
     page_text = text(tab) + str(tab.evaluate("() => document.body.innerHTML"))
     assert "ann1" not in page_text and "ann2" not in page_text

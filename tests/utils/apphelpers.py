@@ -232,6 +232,19 @@ def wait_idle(page: Any, *, timeout_ms: float | None = None) -> None:
     page.wait_for_selector(IDLE, state="attached", timeout=timeout_ms)
 
 
+#: True once the page's lazily loaded elements are drawn: no loading skeleton, every plotly chart has
+#: its SVG and every data grid its canvas.
+DRAWN = """() => !document.querySelector('[data-testid="stSkeleton"]')
+  && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'))
+  && [...document.querySelectorAll('[data-testid="stDataFrame"]')].every(d => d.querySelector('canvas'))"""
+
+
+def wait_drawn(page: Any, *, timeout_ms: float | None = None) -> None:
+    """Wait until the app is idle and the charts and grids of its page are drawn (they load after the run)."""
+    wait_idle(page, timeout_ms=timeout_ms)
+    page.wait_for_function(DRAWN, timeout=timeout_ms)
+
+
 def log_in(
     page: Any, base_url: str, username: str, password: str, *, timeout_ms: float | None = None
 ) -> None:
