@@ -58,7 +58,7 @@ from annotator.study import load_config, parse_config  # noqa: E402
 
 CODE = "LAUNCH42"
 PASSWORD = "bench-launch-password-7731"
-TOKEN = re.compile(r'__psItem !== "(i[0-9a-f]{16})"')
+TOKEN = re.compile(r'"item": "(i[0-9a-f]{16})"')  # the item's tag in the page script's data
 EXPECTED_REFUSAL = "all places in this study are taken"
 
 
