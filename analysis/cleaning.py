@@ -256,28 +256,29 @@ def cleaning_list(
     watch_max = table[[f"p_{w}" for w in watched]].fillna(0.0).max(axis=1).to_numpy() if watched else 0.0
     keep = ~drop & (table["p_broken"].to_numpy() <= fdr) & (watch_max <= fdr)
     table["decision"] = np.where(drop, DECISIONS[0], np.where(keep, DECISIONS[2], DECISIONS[1]))
+    column = {c: table[c].tolist() for c in table.columns}  # plain lists: per-pair words without pandas
     reasons, words = [], []
-    for pair, row in table.iterrows():
-        top = [d for d in present if row[f"p_{d}"] >= max(row["p_broken"], 1e-12) * 0.999]
-        top = [d for d in top if row["p_broken"] > fdr]
+    for i, (p_broken, decision) in enumerate(zip(column["p_broken"], column["decision"], strict=True)):
+        top = [d for d in present if column[f"p_{d}"][i] >= max(p_broken, 1e-12) * 0.999]
+        top = [d for d in top if p_broken > fdr]
         what = [
             "rubric not higher for chosen" if d == "rubric" else f"mean {d} gap beyond +-{margin:g}"
             for d in top
         ]
-        if row["decision"] != DECISIONS[0]:
+        if decision != DECISIONS[0]:
             what += [
-                f"{w} gap possibly beyond +-{margin:g} (P {row[f'p_{w}']:.2f})"
+                f"{w} gap possibly beyond +-{margin:g} (P {column[f'p_{w}'][i]:.2f})"
                 for w in watched
-                if row[f"p_{w}"] > fdr
+                if column[f"p_{w}"][i] > fdr
             ]
-        reasons.append("; ".join(what) if row["decision"] != DECISIONS[2] else "")
-        parts = [f"{int(row['n_judgments'])} judgments"]
+        reasons.append("; ".join(what) if decision != DECISIONS[2] else "")
+        parts = [f"{int(column['n_judgments'][i])} judgments"]
         for item in evidence:
-            if pd.notna(row.get(f"mean_{item}")):
-                parts.append(f"{item} {row[f'mean_{item}']:+.2f} (shrunken {row[f'shrunken_{item}']:+.2f})")
-        parts.append(f"P(broken) {row['p_broken']:.2f}, q {row['q_value']:.2f}")
+            mean = column[f"mean_{item}"][i]
+            if pd.notna(mean):
+                parts.append(f"{item} {mean:+.2f} (shrunken {column[f'shrunken_{item}'][i]:+.2f})")
+        parts.append(f"P(broken) {p_broken:.2f}, q {column['q_value'][i]:.2f}")
         words.append("; ".join(parts))
-        del pair
     table["reason"] = reasons
     table["evidence"] = words
     rank = table["decision"].map({d: i for i, d in enumerate(DECISIONS)})
