@@ -15,6 +15,7 @@ from tests.utils.apphelpers import (
     PASSWORD,
     AppDB,
     build_app_db,
+    open_expander,
     pair_record,
     running_app,
     wait_idle,
@@ -117,10 +118,8 @@ def test_log_in_acknowledge_and_rate_two_items(live: tuple[str, AppDB], tab: Pag
     rate(tab, ANSWERS)
     # The past posts are drawn only when opened (a rerun); the answers given so far must survive it.
     expect(tab.get_by_text("Past post 1: I like quick vegetarian food.")).to_have_count(0)
-    tab.locator("[data-testid='stExpander'] summary", has_text="The user's past posts").click()
-    wait_idle(tab)
-    tab.locator("[data-testid='stExpander'] summary", has_text="Post 2 · cooking").click()
-    wait_idle(tab)
+    open_expander(tab, "The user's past posts", tab.get_by_text("Post 2 · cooking"))
+    open_expander(tab, "Post 2 · cooking", tab.get_by_text("Past post 1: I like quick vegetarian food."))
     expect(tab.get_by_text("Past post 1: I like quick vegetarian food.")).to_be_visible()
     expect(tab.locator(f"[class*='st-key-{FORM}_'] button[aria-checked=true]")).to_have_count(len(ANSWERS))
     # Ctrl+Enter submits even while an answer button has the focus.

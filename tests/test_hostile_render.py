@@ -22,7 +22,7 @@ from annotator.review import adjudicate
 from annotator.store import db
 from annotator.store.models import Assignment, Event, User, id_of
 from tests.utils import apphelpers
-from tests.utils.apphelpers import running_app, wait_idle
+from tests.utils.apphelpers import open_expander, running_app, wait_idle
 from tests.utils.databases import fresh_db_url
 
 pytestmark = pytest.mark.browser
@@ -122,11 +122,8 @@ def assert_inert(page: object, texts: list[str]) -> None:
 def test_the_annotator_page_shows_hostile_texts_as_text(chrome: object, server: Server) -> None:
     page = log_in(chrome, server, "ann1")
     page.get_by_text("Question marker.").wait_for()  # type: ignore[attr-defined]
-    page.get_by_text("The user's past posts").click()  # type: ignore[attr-defined]
-    wait_idle(page)
-    page.locator("[data-testid='stExpander'] summary", has_text="Post 1").first.click()  # type: ignore[attr-defined]
-    page.get_by_text("Post marker.").first.wait_for()  # type: ignore[attr-defined]
-    wait_idle(page)
+    open_expander(page, "The user's past posts", page.get_by_text("Post 1"))  # type: ignore[attr-defined]
+    open_expander(page, "Post 1", page.get_by_text("Post marker."))  # type: ignore[attr-defined]
     markers = ["Question marker.", "Narrative marker.", "Post marker.", "Reason marker.", "Chosen marker."]
     assert_inert(page, [*PAYLOADS, *markers, "Rejected marker.", f"Aspect {MATH}"])
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.utils import apphelpers
-from tests.utils.apphelpers import CHROMIUM_ARGS, one_pair_app, wait_idle
+from tests.utils.apphelpers import CHROMIUM_ARGS, one_pair_app, open_expander
 
 PASSWORD = "render-profile-password-7731"
 IMAGE = "![tracking pixel](http://tracker.invalid/pixel.png?who=annotator)"
@@ -62,11 +62,9 @@ def test_profile_posts_and_rubric_evidence_fetch_nothing_and_render_as_text(app_
             apphelpers.log_in(page, app_url, "ann1", PASSWORD)
             page.get_by_text("Question marker").wait_for()
             page.get_by_text("Evidence marker.").first.wait_for()
-            page.get_by_text("The user's past posts").click()
-            wait_idle(page)
-            page.get_by_text("Post 1").click()
-            wait_idle(page)
+            open_expander(page, "The user's past posts", page.get_by_text("Post 1"))
             post = page.get_by_text("Post marker.")
+            open_expander(page, "Post 1", post)
             post.wait_for()
             post_text = post.locator("xpath=ancestor::*[@data-testid='stExpanderDetails'][1]").inner_text()
             assert "tracker.invalid" in post_text and "Recommended" in post_text

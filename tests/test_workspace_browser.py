@@ -25,6 +25,7 @@ from tests.utils.apphelpers import (
     item_tag,
     log_in,
     long_text,
+    open_expander,
     pair_record,
     press_answer,
     running_app,
@@ -185,8 +186,7 @@ def test_a_phone_shows_one_response_and_its_questions_and_switches_in_place(
 def test_skipping_without_a_reason_asks_for_it(live: tuple[str, AppDB], tab: Page) -> None:
     base_url, app_db = live
     tag = rating_page(tab, base_url, "ann2")
-    tab.get_by_text("Skip this item or report it as broken").click()
-    wait_idle(tab)
+    open_expander(tab, "Skip this item or report it as broken", tab.locator(".st-key-skip button"))
     tab.locator(".st-key-skip button").click()
     wait_idle(tab)
     tab.get_by_text("Please give a reason for skipping").wait_for()
@@ -307,8 +307,11 @@ def test_the_profile_says_how_many_posts_are_hidden_and_searches_them_all(
     live: tuple[str, AppDB], tab: Page
 ) -> None:
     rating_page(tab, live[0], "ann2")
-    tab.get_by_text(f"The user's past posts (showing 10 of {N_POSTS})").click()
-    wait_idle(tab)
+    open_expander(
+        tab,
+        f"The user's past posts (showing 10 of {N_POSTS})",
+        tab.get_by_role("searchbox", name="Search all posts"),
+    )
     tab.get_by_role("searchbox", name="Search all posts").fill("kayak")
     tab.keyboard.press("Enter")
     wait_idle(tab)

@@ -23,6 +23,7 @@ from tests.utils.apphelpers import (
     build_app_db,
     item_tag,
     log_in,
+    open_expander,
     running_app,
     wait_drawn,
     wait_idle,
@@ -120,7 +121,9 @@ def test_an_item_flagged_with_only_a_reason_leaves_the_queue(live: tuple[str, Ap
     base_url, app_db = live
     tag = rating_page(tab, base_url, "ann1")
     flagged = app_db.on_screen("ann1")
-    tab.get_by_text("Skip this item or report it as broken").click()
+    open_expander(
+        tab, "Skip this item or report it as broken", tab.get_by_role("button", name="Flag as broken")
+    )
     tab.get_by_role("textbox", name="Why?").fill("The responses are cut off.")
     tab.get_by_role("button", name="Flag as broken").click()
     wait_next_item(tab, tag)

@@ -232,6 +232,16 @@ def wait_idle(page: Any, *, timeout_ms: float | None = None) -> None:
     page.wait_for_selector(IDLE, state="attached", timeout=timeout_ms)
 
 
+def open_expander(page: Any, label: str, shows: Any) -> None:
+    """Open the expander whose summary says `label`, and wait until `shows` (a locator of what it holds)
+    is visible and the app is idle. Streamlit marks a run as running only when the server has started
+    it, which on a loaded machine can be later than wait_idle's grace; waiting for the contents the run
+    draws (or the opening reveals) makes the next action wait for that run."""
+    page.locator("[data-testid='stExpander'] summary", has_text=label).first.click()
+    shows.first.wait_for()
+    wait_idle(page)
+
+
 #: True once the page's lazily loaded elements are drawn: no loading skeleton, every plotly chart has
 #: its SVG and every data grid its canvas.
 DRAWN = """() => !document.querySelector('[data-testid="stSkeleton"]')
