@@ -49,6 +49,7 @@ from analysis.frames import (
 __all__ = [
     "DECISIONS",
     "ItemEvidence",
+    "bayesian_q_values",
     "cleaning_list",
     "frame_cleaning",
     "item_evidence",
@@ -90,16 +91,27 @@ def npmle_prior(
     >>> round(float(w[np.linspace(-1, 3, 41) > 1].sum()), 1)
     0.2
     """
-    like = _likelihood(x, se, grid)
+    (x_u, se_u), counts, _ = _distinct(x, se)
+    like = _likelihood(x_u, se_u, grid)
+    share = counts / counts.sum()
     w = np.full(len(grid), 1.0 / len(grid))
     for _ in range(iterations):
-        marginal = (like * w).sum(axis=1)
-        new = w * (like / marginal[:, None]).mean(axis=0)
+        new = w * (like.T @ (share / (like @ w)))
         if float(np.abs(new - w).max()) < 1e-7:
             w = new
             break
         w = new
     return w / w.sum()
+
+
+def _distinct(*columns: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
+    """The distinct rows of equal-length columns, how often each occurs, and each row's distinct row.
+    Pair means of integer scores take few values: the EM and the posteriors are computed once per
+    value (the same sums, regrouped)."""
+    rows, inverse, counts = np.unique(
+        np.column_stack(columns), axis=0, return_inverse=True, return_counts=True
+    )
+    return tuple(rows.T), counts.astype(float), inverse.ravel()
 
 
 def _likelihood(x: np.ndarray, se: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -167,12 +179,13 @@ def item_evidence(
             np.concatenate([np.linspace(x.min() - 0.05 * span, x.max() + 0.05 * span, _GRID), [0.0, mu]])
         )
         w = npmle_prior(x, se, grid)
-        post = _likelihood(x, se, grid) * w
+        (x_u, se_u), _, row = _distinct(x, se)
+        post = _likelihood(x_u, se_u, grid) * w
         post /= post.sum(axis=1, keepdims=True)
-        shrunken = post @ grid
-        sd = np.sqrt(np.maximum(post @ grid**2 - shrunken**2, 0.0))
+        mean_u = post @ grid
+        sd_u = np.sqrt(np.maximum(post @ grid**2 - mean_u**2, 0.0))
         hit = np.abs(grid) > bound + 1e-9 if kind == "beyond" else grid <= bound + 1e-9
-        p = post @ hit.astype(float)
+        shrunken, sd, p = mean_u[row], sd_u[row], (post @ hit.astype(float))[row]
         method = f"empirical Bayes over {len(x)} pairs (NPMLE of the effects on a {len(grid)}-point grid)"
     else:
         shrunken, sd = x, se
@@ -244,12 +257,7 @@ def cleaning_list(
     probs = table[[f"p_{d}" for d in present]].fillna(0.0)
     table["p_broken"] = probs.max(axis=1) if present else 0.0
     table["n_judgments"] = table[[c for c in table.columns if c.startswith("n_")]].max(axis=1).astype(int)
-    good = 1.0 - table["p_broken"].to_numpy()
-    order = np.argsort(good, kind="stable")
-    running = np.cumsum(good[order]) / np.arange(1, len(good) + 1)
-    q_sorted = np.minimum.accumulate(running[::-1])[::-1]
-    q = np.empty(len(good))
-    q[order] = q_sorted
+    q = bayesian_q_values(table["p_broken"].to_numpy())
     table["q_value"] = q
     drop = q <= fdr + 1e-12
     watched = [w for w in watch if f"p_{w}" in table.columns]
@@ -257,7 +265,7 @@ def cleaning_list(
     keep = ~drop & (table["p_broken"].to_numpy() <= fdr) & (watch_max <= fdr)
     table["decision"] = np.where(drop, DECISIONS[0], np.where(keep, DECISIONS[2], DECISIONS[1]))
     column = {c: table[c].tolist() for c in table.columns}  # plain lists: per-pair words without pandas
-    reasons, words = [], []
+    reasons = []
     for i, (p_broken, decision) in enumerate(zip(column["p_broken"], column["decision"], strict=True)):
         top = [d for d in present if column[f"p_{d}"][i] >= max(p_broken, 1e-12) * 0.999]
         top = [d for d in top if p_broken > fdr]
@@ -272,13 +280,18 @@ def cleaning_list(
                 if column[f"p_{w}"][i] > fdr
             ]
         reasons.append("; ".join(what) if decision != DECISIONS[2] else "")
-        parts = [f"{int(column['n_judgments'][i])} judgments"]
-        for item in evidence:
-            mean = column[f"mean_{item}"][i]
-            if pd.notna(mean):
-                parts.append(f"{item} {mean:+.2f} (shrunken {column[f'shrunken_{item}'][i]:+.2f})")
-        parts.append(f"P(broken) {p_broken:.2f}, q {column['q_value'][i]:.2f}")
-        words.append("; ".join(parts))
+    parts = [[f"{int(n)} judgments"] for n in column["n_judgments"]]
+    for item in evidence:
+        means = _formatted(column[f"mean_{item}"], "+.2f")
+        shrunken = _formatted(column[f"shrunken_{item}"], "+.2f")
+        for words, mean, shrunk in zip(parts, means, shrunken, strict=True):
+            if mean is not None:
+                words.append(f"{item} {mean} (shrunken {shrunk})")
+    closing = zip(_formatted(column["p_broken"], ".2f"), _formatted(column["q_value"], ".2f"), strict=True)
+    words = [
+        "; ".join([*kept, f"P(broken) {p_text}, q {q_text}"])
+        for kept, (p_text, q_text) in zip(parts, closing, strict=True)
+    ]
     table["reason"] = reasons
     table["evidence"] = words
     rank = table["decision"].map({d: i for i, d in enumerate(DECISIONS)})
@@ -288,6 +301,33 @@ def cleaning_list(
     cols = [PAIR_ID, "n_judgments", "decision", "p_broken", "q_value", "reason", "evidence"]
     cols += [c for c in table.columns if c.startswith(("shrunken_", "p_")) and c != "p_broken"]
     return table.reset_index()[cols]
+
+
+def bayesian_q_values(p_defect: np.ndarray) -> np.ndarray:
+    """Each pair's q-value: the smallest mean posterior probability of being good over the sets of
+    pairs with the largest ``p_defect`` that contain it (Newton et al. 2004). Pairs with the same
+    probability are in or out together (a threshold cannot part them), so they share their q-value
+    whatever order they came in.
+
+    >>> bayesian_q_values(np.array([0.8, 1.0, 0.8, 0.1])).round(3).tolist()
+    [0.133, 0.0, 0.133, 0.325]
+    """
+    good = 1.0 - np.asarray(p_defect, dtype=float)
+    order = np.argsort(good, kind="stable")
+    ranked = good[order]
+    running = np.cumsum(ranked) / np.arange(1, len(ranked) + 1)
+    last_of_tie = np.searchsorted(ranked, ranked, side="right") - 1
+    q_sorted = np.minimum.accumulate(running[last_of_tie][::-1])[::-1]
+    q = np.empty(len(good))
+    q[order] = q_sorted
+    return q
+
+
+def _formatted(values: list[float], spec: str) -> list[str | None]:
+    """Each value in format `spec` (None for a missing one), formatted once per distinct value: pair
+    means and their posteriors repeat across pairs."""
+    cache = {v: format(v, spec) for v in set(values) if v == v}
+    return [cache.get(v) if v == v else None for v in values]
 
 
 Components = tuple[float, float, float]  # pair, annotator and residual variance of a crossed fit

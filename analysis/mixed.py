@@ -89,34 +89,56 @@ class CrossedFit:
 
 
 class _Crossed:
-    """Grouped sums of one data set; evaluates the REML criterion for any variance ratios."""
+    """Grouped sums of one data set; evaluates the REML criterion for any variance ratios.
+
+    A pair's weight in V^-1 depends only on how many judgments it has, c = gp / (1 + gp * size), so
+    every sum over pairs is kept per size class once: an evaluation then costs a few q x q
+    operations (q annotators) whatever the number of judgments."""
 
     def __init__(self, y: np.ndarray, X: np.ndarray, pairs: np.ndarray, annotators: np.ndarray) -> None:
         self.n, self.p = X.shape
-        _, pi = np.unique(pairs, return_inverse=True)
-        _, ai = np.unique(annotators, return_inverse=True)
+        # the codes of np.unique(..., return_inverse=True), by hashing rather than sorting every id
+        pi = pd.factorize(np.asarray(pairs), sort=True)[0]
+        ai = pd.factorize(np.asarray(annotators), sort=True)[0]
         self.n_pairs, self.q = int(pi.max()) + 1, int(ai.max()) + 1
-        self.sizes = np.bincount(pi, minlength=self.n_pairs).astype(float)
+        sizes = np.bincount(pi, minlength=self.n_pairs)
         self.na = np.bincount(ai, minlength=self.q).astype(float)
-        self.pi, self.ai = pi, ai
-        # every (annotator, annotator) couple within a pair: N' diag(c) N by one bincount
-        order = np.argsort(pi, kind="stable")
-        p_sorted, a_sorted = pi[order], ai[order]
-        first = np.searchsorted(p_sorted, np.arange(self.n_pairs))
-        reps = self.sizes.astype(np.int64)[p_sorted]
-        j = np.repeat(np.arange(self.n), reps)
-        k = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
-        self.c_pair = p_sorted[j]
-        self.c_cell = a_sorted[j] * self.q + a_sorted[first[self.c_pair] + k]
-        self.S = np.column_stack(
-            [np.bincount(pi, weights=X[:, k], minlength=self.n_pairs) for k in range(self.p)]
-        )
-        self.t = np.bincount(pi, weights=y, minlength=self.n_pairs)
+        S = np.column_stack([np.bincount(pi, weights=X[:, k], minlength=self.n_pairs) for k in range(self.p)])
+        t = np.bincount(pi, weights=y, minlength=self.n_pairs)
         self.ZX = np.column_stack([np.bincount(ai, weights=X[:, k], minlength=self.q) for k in range(self.p)])
         self.Zy = np.bincount(ai, weights=y, minlength=self.q)
         self.XtX = self._gram(X, X, np.ones(self.n))
         self.Xty = np.array([float((X[:, k] * y).sum()) for k in range(self.p)])
         self.yty = float((y * y).sum())
+        # per size class l: the pairs' count, sum S S', sum S t, sum t^2
+        size_values, size_class = np.unique(sizes, return_inverse=True)
+        self.class_sizes = size_values.astype(float)
+        self.class_pairs = np.bincount(size_class).astype(float)
+        St = np.column_stack([S, t])
+        self.class_gram = np.stack(
+            [self._gram(St, St, (size_class == c).astype(float)) for c in range(len(size_values))]
+        )
+        # per size class, by annotator: N' diag(class) N (the annotator couples within a pair) and
+        # Z' diag(class) N [S t]
+        obs_class = size_class[pi]
+        order = np.argsort(pi, kind="stable")
+        p_sorted, a_sorted = pi[order], ai[order]
+        first = np.searchsorted(p_sorted, np.arange(self.n_pairs))
+        reps = sizes.astype(np.int64)[p_sorted]
+        j = np.repeat(np.arange(self.n), reps)
+        k = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
+        couple_pair = p_sorted[j]
+        cell = (size_class[couple_pair] * self.q + a_sorted[j]) * self.q + a_sorted[first[couple_pair] + k]
+        self.class_couples = np.bincount(cell, minlength=len(size_values) * self.q * self.q).reshape(
+            len(size_values), self.q, self.q
+        )
+        self.class_cross = np.stack(
+            [
+                np.bincount(obs_class * self.q + ai, weights=St[pi, col], minlength=len(size_values) * self.q)
+                for col in range(self.p + 1)
+            ],
+            axis=-1,
+        ).reshape(len(size_values), self.q, self.p + 1)
 
     @staticmethod
     def _gram(A: np.ndarray, B: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -128,21 +150,18 @@ class _Crossed:
 
     def parts(self, gp: float, ga: float) -> tuple[np.ndarray, np.ndarray, float, float]:
         """X'V*^-1 X, its solution beta, Q = y'P*y and log|V*| for V* = V / s2."""
-        c = gp / (1.0 + gp * self.sizes)
-        XWX = self.XtX - self._gram(self.S, self.S, c)
-        XWy = self.Xty - self._gram(self.S, self.t[:, None], c)[:, 0]
-        yWy = self.yty - float((c * self.t * self.t).sum())
-        logdet = float(np.log1p(gp * self.sizes).sum())
+        c = gp / (1.0 + gp * self.class_sizes)
+        gram = np.tensordot(c, self.class_gram, axes=1)
+        XWX = self.XtX - gram[: self.p, : self.p]
+        XWy = self.Xty - gram[: self.p, self.p]
+        yWy = self.yty - float(gram[self.p, self.p])
+        logdet = float((self.class_pairs * np.log1p(gp * self.class_sizes)).sum())
         if ga > 0:
             q = self.q
-            M = np.diag(self.na) - np.bincount(self.c_cell, weights=c[self.c_pair], minlength=q * q).reshape(
-                q, q
-            )
-            cj = c[self.pi]
-            ZWX = self.ZX - np.column_stack(
-                [np.bincount(self.ai, weights=cj * self.S[self.pi, k], minlength=q) for k in range(self.p)]
-            )
-            ZWy = self.Zy - np.bincount(self.ai, weights=cj * self.t[self.pi], minlength=q)
+            M = np.diag(self.na) - np.tensordot(c, self.class_couples, axes=1)
+            cross = np.tensordot(c, self.class_cross, axes=1)
+            ZWX = self.ZX - cross[:, : self.p]
+            ZWy = self.Zy - cross[:, self.p]
             K = np.eye(q) / ga + M
             chol = np.linalg.cholesky(K)
             sol = np.linalg.solve(chol, np.column_stack([ZWX, ZWy]))

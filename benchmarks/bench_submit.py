@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sqlalchemy import insert, update  # noqa: E402
+from sqlalchemy import func, insert, select, update  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 
 from annotator.people.accounts import hash_password  # noqa: E402
@@ -45,7 +45,7 @@ from annotator.server import BROWSER_ARGS as CHROMIUM_ARGS  # noqa: E402
 from annotator.server import IDLE_SELECTOR as IDLE  # noqa: E402
 from annotator.server import background as running_app  # noqa: E402
 from annotator.store import db  # noqa: E402
-from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User  # noqa: E402
+from annotator.store.models import Assignment, Draft, Judgment, Pair, Score, Study, User  # noqa: E402
 from annotator.study import load_config  # noqa: E402
 from benchmarks.potato import VIEWPORT, WARMUP, WORDS, measure_in_page, percentile, potato_latencies  # noqa: E402
 
@@ -336,6 +336,21 @@ def wait_form(page: Any, form: dict[str, str]) -> None:
     settle(page)
 
 
+def last_draft_save(engine: Engine) -> datetime | None:
+    """When a draft was last saved (None: no draft)."""
+    with engine.connect() as connection:
+        return connection.execute(select(func.max(Draft.updated_at))).scalar()  # type: ignore[arg-type]
+
+
+def wait_draft_saved(engine: Engine, *, after: datetime | None, timeout_s: float = 30.0) -> None:
+    """Wait until the server has saved a draft later than `after` (the answer's rerun saves it)."""
+    deadline = time.perf_counter() + timeout_s
+    while (saved := last_draft_save(engine)) is None or (after is not None and saved <= after):
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the answer's draft was not saved")
+        time.sleep(0.02)
+
+
 def measure(url: str, log: Path, *, n: int, form: dict[str, str], reloads: int) -> dict[str, Any]:
     """Submit -> next item (ms, in the page) for `n` items after WARMUP; reload -> draft restored (ms);
     page height and scroll actions per item."""
@@ -363,21 +378,24 @@ def measure(url: str, log: Path, *, n: int, form: dict[str, str], reloads: int) 
             out["keys"].append(keys + 1)
             if k >= WARMUP:
                 out["submit"].append(ms)
-        for _ in range(reloads):
+        engine = db.make_engine(url)
+        key = next(iter(form))
+        for k in range(reloads):
             settle(page)
-            tag = on_screen(page)[0]
-            key = next(iter(form))
+            item = on_screen(page)[1:]  # the tag is new per display; the texts say which item it is
+            saved = last_draft_save(engine)
             page.locator(f".st-key-{FORM}_{key} [data-testid='stButtonGroup'] button").first.focus()
-            page.keyboard.press(form[key])
+            page.keyboard.press("12"[k % 2])  # another answer each time: the same key again would clear it
             page.locator(f".st-key-{FORM}_{key} button[aria-checked=true]").wait_for()
-            page.wait_for_timeout(400)  # the answer reaches the server (the draft is saved on its rerun)
+            wait_draft_saved(engine, after=saved)
             settle(page)
             started = time.perf_counter()
             page.reload()
             page.locator(f".st-key-{FORM}_{key} button[aria-checked=true]").wait_for()
             page.locator(".st-key-annotate_submit button").wait_for()
-            assert on_screen(page)[0] == tag, "the reload brought back another item"
+            assert on_screen(page)[1:] == item, "the reload brought back another item"
             out["reload"].append((time.perf_counter() - started) * 1000)
+        engine.dispose()
         browser.close()
     return out
 

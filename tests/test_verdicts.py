@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.cleaning import frame_cleaning, npmle_prior
+from analysis.cleaning import bayesian_q_values, frame_cleaning, npmle_prior
 from analysis.competence import apply_exclusion
 from analysis.diagnostics import position_bias
 from analysis.mixed import broken_share, crossed_mean
@@ -122,6 +122,34 @@ def test_the_npmle_puts_the_broken_pairs_in_their_own_bump() -> None:
     grid = np.linspace(-1, 2.5, 36)
     w = npmle_prior(g + rng.normal(0, 0.5, 300), np.full(300, 0.5), grid)
     assert w[grid > 1.0].sum() == pytest.approx(0.2, abs=0.07)
+
+
+def test_the_npmle_on_distinct_values_equals_the_em_over_every_pair() -> None:
+    """Pair means of integer scores repeat: the EM runs once per distinct (mean, SE) with its count,
+    which must give the weights of the textbook EM over every pair (Koenker and Mizera 2014, eq. 2)."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(-4, 5, 900) / 3.0
+    se = np.where(rng.random(900) < 0.3, 0.5, 0.4)
+    grid = np.linspace(-1.5, 1.5, 25)
+    like = np.exp(-0.5 * ((x[:, None] - grid) / se[:, None]) ** 2) / se[:, None]
+    w = np.full(len(grid), 1 / len(grid))
+    for _ in range(300):
+        new = w * (like / (like * w).sum(axis=1, keepdims=True)).mean(axis=0)
+        done = np.abs(new - w).max() < 1e-7
+        w = new
+        if done:
+            break
+    assert npmle_prior(x, se, grid) == pytest.approx(w / w.sum(), abs=1e-12)
+
+
+def test_pairs_with_the_same_evidence_get_the_same_q_value_and_decision() -> None:
+    """A threshold on P(broken) cannot part pairs with the same probability: the first of a tie must not
+    get the smaller running mean of the ones before it."""
+    p = np.array([0.97, 0.85, 0.85, 0.85, 0.85, 0.2, 0.05])
+    q = bayesian_q_values(p)
+    assert len(set(q[1:5].round(12))) == 1
+    assert q[1] == pytest.approx((0.03 + 4 * 0.15) / 5)
+    assert q.tolist() == bayesian_q_values(p[::-1])[::-1].tolist(), "the order of the pairs does not matter"
 
 
 # ----------------------------------------------------------------------- assay sensitivity at the ceiling

@@ -37,15 +37,30 @@ def _wide_units(
     long: pd.DataFrame, unit_cols: list[str], what: str
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.str_]]:
     """Ratings (annotators x units) and the pair of each unit."""
-    unit_code, units = pd.factorize(pd.MultiIndex.from_frame(long[unit_cols]))
-    x = _wide(long, unit_cols, what)
-    pairs = np.asarray(units.get_level_values(0)).astype(str)
+    unit_code, first = _unit_codes(long, unit_cols)
+    x = _wide(long, unit_code, what)
+    pairs = np.asarray(long[unit_cols[0]].to_numpy()[first]).astype(str)
     return x, pairs
 
 
-def _wide(long: pd.DataFrame, unit_cols: list[str], what: str) -> npt.NDArray[np.float64]:
-    """Ratings (annotators x units) from long rows with columns unit_cols, annotator, value."""
-    unit_code, _ = pd.factorize(pd.MultiIndex.from_frame(long[unit_cols]))
+def _unit_codes(
+    long: pd.DataFrame, unit_cols: list[str]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Each row's unit (the distinct combinations of unit_cols, numbered in order of first appearance,
+    as pandas.factorize numbers tuples) and the first row of each unit: one factorize per column and
+    one of the combined codes, instead of a factorize of tuples."""
+    key = np.zeros(len(long), dtype=np.int64)
+    for col in unit_cols:
+        codes, uniques = pd.factorize(long[col])
+        key = key * (len(uniques) + 1) + codes + 1  # missing (-1) is its own value
+    unit_code, _ = pd.factorize(key)
+    first = np.full(int(unit_code.max()) + 1 if unit_code.size else 0, len(long), dtype=np.int64)
+    np.minimum.at(first, unit_code, np.arange(len(long)))
+    return unit_code.astype(np.int64), first
+
+
+def _wide(long: pd.DataFrame, unit_code: npt.NDArray[np.int64], what: str) -> npt.NDArray[np.float64]:
+    """Ratings (annotators x units) from long rows with columns annotator and value, and each row's unit."""
     ann_code, ann = pd.factorize(long["annotator"], sort=True)
     n_units = int(unit_code.max()) + 1 if unit_code.size else 0
     cell = ann_code.astype(np.int64) * n_units + unit_code
@@ -241,7 +256,7 @@ def agreement_table(
         if (per_judgment.nunique() > 1).any():
             raise ValueError("preference differs between rows of the same judgment (pair_id, annotator)")
         pref = per_judgment.first().reset_index().rename(columns={"preference": "value"})
-        x = _wide(pref, ["pair_id"], "preference")
+        x = _wide(pref, _unit_codes(pref, ["pair_id"])[0], "preference")
         # one unit per pair: resampling units is resampling pairs
         row = _item_row("preference", "ordinal", x, np.arange(-2.0, 3.0), n_boot, seed, confidence, None)
         row["ci_covers"] = _COVERS["pair"].split(" (")[0] + " (one unit per pair)"
