@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from analysis.render import (
     REPORT_SCHEMA,
     escape_text,
+    json_text,
     methods_paragraph,
     to_html,
     to_json,
@@ -76,6 +77,21 @@ def test_json_validates_and_has_no_nan(study: tuple[str, Engine, Report]) -> Non
         assert row["ci_low"] <= row["estimate"] <= row["ci_high"]
         assert row["low"] == -report.parameters["margin"] and row["high"] == report.parameters["margin"]
         assert isinstance(row["equivalent"], bool)
+
+
+def test_the_json_file_holds_the_report_one_table_row_per_line(study: tuple[str, Engine, Report]) -> None:
+    _, _, report = study
+    text = json_text(report)
+    assert json.loads(text) == json.loads(json.dumps(to_json(report)))
+    lines = text.splitlines()
+    assert lines[0] == "{" and lines[-1] == "}"
+    start = lines.index('  "cleaning": [') + 1
+    rows = lines[start : start + len(report.cleaning)]
+    assert [json.loads(row.rstrip(","))["pair_id"] for row in rows] == report.cleaning["pair_id"].tolist()
+    assert lines[start + len(report.cleaning)].strip().startswith("]"), (
+        "each row of the cleaning list is one line"
+    )
+    assert "NaN" not in text and "Infinity" not in text
 
 
 def test_json_numbers_equal_validate_pairs(study: tuple[str, Engine, Report]) -> None:

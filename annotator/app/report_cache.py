@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from analysis.render import figures, methods_paragraph, to_html, to_json, to_markdown
+from analysis.render import figures, json_text, methods_paragraph, to_html, to_markdown
 from analysis.report import Report
 from annotator.people.accounts import Account
 from annotator.review.study_report import study_report
@@ -42,9 +42,7 @@ class Published:
 
     @cached_property
     def json(self) -> bytes:
-        import json
-
-        return json.dumps(to_json(self.report), indent=2, ensure_ascii=False).encode("utf-8")
+        return json_text(self.report).encode("utf-8")
 
     @cached_property
     def markdown(self) -> bytes:

@@ -1,6 +1,5 @@
 """Reading a study: `quality`, `analyze`, `power`, `adjudicate`, `models queue`, `judges queue`."""
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -320,7 +319,7 @@ def analyze(
                 )
     print_report(result)
     for path, text in (
-        (json_out, lambda: json.dumps(render.to_json(result), indent=2)),
+        (json_out, lambda: render.json_text(result)),
         (html_out, lambda: render.to_html(result)),
         (markdown_out, lambda: render.to_markdown(result)),
     ):
