@@ -88,6 +88,7 @@ __all__ = [
     "STATUSES",
     "VERDICT_KEYS",
     "Report",
+    "ReportSettings",
     "Verdict",
     "build_report",
 ]
@@ -170,38 +171,12 @@ class Report:
         raise KeyError(key)
 
 
-def build_report(
-    frame: pd.DataFrame,
-    *,
-    study: str,
-    quality_items: Sequence[str] = QUALITY_ITEMS,
-    margin: float = DEFAULT_MARGIN,
-    alpha: float = 0.05,
-    scale_min: float = 1,
-    scale_max: float = 5,
-    reliability_threshold: float = 0.1,
-    min_pairs: int = 20,
-    min_control_pairs: int = 5,
-    require_positive_controls: bool = False,
-    target_power: float = 0.8,
-    n_boot: int = 1000,
-    bootstrap: Literal["pair", "unit"] = "pair",
-    seed: int = 0,
-    fast_seconds: float = 10.0,
-    extras: bool = True,
-    predictions: pd.DataFrame | None = None,
-    final: pd.DataFrame | None = None,
-    max_broken_share: float = 0.1,
-    fdr: float = 0.1,
-) -> Report:
-    """Compute the whole validation report from a label frame.
+@dataclass(frozen=True)
+class ReportSettings:
+    """What a validation report is computed with (a study's [analysis] and [validation] settings).
 
-    Parameters
+    Attributes
     ----------
-    frame : pandas.DataFrame
-        The long label frame (:mod:`analysis.frames`), from the database or any tool's file.
-    study : str
-        Name shown in the report.
     quality_items : sequence of str
         The quality dimensions that must be equivalent.
     margin : float, default 0.5
@@ -233,17 +208,61 @@ def build_report(
         category effects, annotator diagnostics, failed pairs, agreement of the rubric and the
         preference). The Monte Carlo benchmark passes False; every verdict is computed the same way
         either way.
+    max_broken_share : float, default 0.1
+        Equivalence also needs the upper confidence bound of the share of pairs beyond the margin
+        below this.
+    fdr : float, default 0.1
+        False discovery rate of the cleaning list's "pairs to drop".
+
+    """
+
+    quality_items: Sequence[str] = QUALITY_ITEMS
+    margin: float = DEFAULT_MARGIN
+    alpha: float = 0.05
+    scale_min: float = 1
+    scale_max: float = 5
+    reliability_threshold: float = 0.1
+    min_pairs: int = 20
+    min_control_pairs: int = 5
+    require_positive_controls: bool = False
+    target_power: float = 0.8
+    n_boot: int = 1000
+    bootstrap: Literal["pair", "unit"] = "pair"
+    seed: int = 0
+    fast_seconds: float = 10.0
+    extras: bool = True
+    max_broken_share: float = 0.1
+    fdr: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.n_boot, int | np.integer) or self.n_boot < 1:
+            raise ValueError(f"n_boot must be a positive integer, got {self.n_boot!r}")
+
+
+def build_report(
+    frame: pd.DataFrame,
+    *,
+    study: str,
+    settings: ReportSettings | None = None,
+    predictions: pd.DataFrame | None = None,
+    final: pd.DataFrame | None = None,
+) -> Report:
+    """Compute the whole validation report from a label frame.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The long label frame (:mod:`analysis.frames`), from the database or any tool's file.
+    study : str
+        Name shown in the report.
+    settings : ReportSettings, optional
+        The study's analysis settings (the defaults when not given).
     predictions : pandas.DataFrame, optional
         Reward-model predictions (``pair_id, model, choice``) for the benchmark section
         (:func:`analysis.science.benchmark_tables`: model vs human accuracy, kappa, McNemar, the
         disagreement queue); study arms and rubric-support answers in `frame` are reported there too.
     final : pandas.DataFrame, optional
         The final labels (``pair_id, preference, keep``): models and people are compared on the kept pairs.
-    max_broken_share : float, default 0.1
-        Equivalence also needs the upper confidence bound of the share of pairs beyond the margin
-        below this.
-    fdr : float, default 0.1
-        False discovery rate of the cleaning list's "pairs to drop".
 
     Returns
     -------
@@ -259,14 +278,13 @@ def build_report(
     >>> import numpy as np
     >>> from analysis.simulation import simulate_frame
     >>> frame = simulate_frame(np.random.default_rng(3), n_pairs=60, pool=12, positive_controls=8, noise=0.4)
-    >>> rep = build_report(frame, study="demo", n_boot=200)
+    >>> rep = build_report(frame, study="demo", settings=ReportSettings(n_boot=200))
     >>> rep.overall, [v.key for v in rep.verdicts]
     ('PASS', ['sample_size', 'equivalence', 'rubric', 'preference', 'reliability', 'sensitivity'])
     """
+    settings = settings or ReportSettings()
     frame = validate_frame(frame)
-    quality_items = list(quality_items)
-    if not isinstance(n_boot, int | np.integer) or n_boot < 1:
-        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
+    quality_items = list(settings.quality_items)
     main, controls = split_controls(frame)
     if main.empty:
         raise ValueError("the frame has no main (non-control) pairs")
@@ -274,43 +292,54 @@ def build_report(
     if n_pairs < 2:
         raise ValueError(f"the statistics need judgments on at least 2 pairs, got {n_pairs}")
     validation = validate_pairs(
-        main, quality_items=quality_items, margin=margin, alpha=alpha, max_broken_share=max_broken_share
+        main,
+        quality_items=quality_items,
+        margin=settings.margin,
+        alpha=settings.alpha,
+        max_broken_share=settings.max_broken_share,
     )
     # without extras only the quality items (the reliability verdict); rubric and preference rows are
     # descriptive
-    agreement_rows = main if extras else main[main[ITEM].isin(quality_items)]
+    agreement_rows = main if settings.extras else main[main[ITEM].isin(quality_items)]
     agreement = agreement_table(
         agreement_rows,
         quality_items=quality_items,
-        n_boot=int(n_boot),
-        seed=seed,
-        confidence=1 - 2 * alpha,
-        scale_min=scale_min,
-        scale_max=scale_max,
-        bootstrap=bootstrap,
+        n_boot=int(settings.n_boot),
+        seed=settings.seed,
+        confidence=1 - 2 * settings.alpha,
+        scale_min=settings.scale_min,
+        scale_max=settings.scale_max,
+        bootstrap=settings.bootstrap,
     )
     per_judgment = judgments(main)
-    design = _design(validation, margin=margin, alpha=alpha, power=target_power)
-    sensitivity_table = _positive_controls(controls, quality_items, alpha, margin)
+    design = _design(validation, margin=settings.margin, alpha=settings.alpha, power=settings.target_power)
+    sensitivity_table = _positive_controls(controls, quality_items, settings.alpha, settings.margin)
     sensitivity = _sensitivity(
-        sensitivity_table, controls, min_control_pairs, require_positive_controls, alpha, margin
+        sensitivity_table,
+        controls,
+        settings.min_control_pairs,
+        settings.require_positive_controls,
+        settings.alpha,
+        settings.margin,
     )
     verdicts = [
-        _sample_size(n_pairs, min_pairs),
-        _equivalence(validation, design, quality_items, alpha, target_power),
-        _rubric(validation, alpha),
-        _preference(validation, alpha),
-        _reliability(agreement, quality_items, reliability_threshold, alpha, sensitivity),
+        _sample_size(n_pairs, settings.min_pairs),
+        _equivalence(validation, design, quality_items, settings.alpha, settings.target_power),
+        _rubric(validation, settings.alpha),
+        _preference(validation, settings.alpha),
+        _reliability(agreement, quality_items, settings.reliability_threshold, settings.alpha, sensitivity),
         sensitivity,
     ]
     overall, reason = _overall(verdicts)
-    if extras:
-        diagnostics = annotator_diagnostics(main, quality_items=quality_items, fast_seconds=fast_seconds)
+    if settings.extras:
+        diagnostics = annotator_diagnostics(
+            main, quality_items=quality_items, fast_seconds=settings.fast_seconds
+        )
         pair_table = _pair_table(main, validation, per_judgment)
-        cleaning = _cleaning(validation, per_judgment, quality_items, margin, fdr)
+        cleaning = _cleaning(validation, per_judgment, quality_items, settings.margin, settings.fdr)
         failed = _failed_pairs(cleaning)
-        bias = _bias(main, validation, per_judgment, alpha)
-        categories = _categories(validation, alpha)
+        bias = _bias(main, validation, per_judgment, settings.alpha)
+        categories = _categories(validation, settings.alpha)
     else:
         diagnostics = pair_table = failed = bias = categories = cleaning = pd.DataFrame()
     control_counts = (
@@ -332,7 +361,7 @@ def build_report(
         "n_needs_more": int((cleaning["decision"] == NEEDS_MORE).sum()) if not cleaning.empty else 0,
         "side_data": bool(SIDE_CHOSEN in main.columns and main[SIDE_CHOSEN].notna().any()),
         "position_biased": sorted(
-            diagnostics.loc[diagnostics["side_a_p_holm"] < alpha, ANNOTATOR].astype(str).tolist()
+            diagnostics.loc[diagnostics["side_a_p_holm"] < settings.alpha, ANNOTATOR].astype(str).tolist()
         )
         if "side_a_p_holm" in diagnostics.columns
         else [],
@@ -340,25 +369,26 @@ def build_report(
         "overall_reason": reason,
     }
     parameters = {
-        "margin": margin,
-        "alpha": alpha,
-        "ci_level_tost": 1 - 2 * alpha,
+        "margin": settings.margin,
+        "alpha": settings.alpha,
+        "ci_level_tost": 1 - 2 * settings.alpha,
         "quality_items": quality_items,
-        "scale_min": scale_min,
-        "scale_max": scale_max,
-        "reliability_threshold": reliability_threshold,
-        "min_pairs": min_pairs,
-        "min_control_pairs": min_control_pairs,
-        "require_positive_controls": require_positive_controls,
-        "target_power": target_power,
-        "n_boot": int(n_boot),
-        "seed": seed,
-        "bootstrap": f"percentile bootstrap over {'pairs (cluster)' if bootstrap == 'pair' else 'units'}",
-        "agreement_ci_level": 1 - 2 * alpha,
-        "fast_seconds": fast_seconds,
+        "scale_min": settings.scale_min,
+        "scale_max": settings.scale_max,
+        "reliability_threshold": settings.reliability_threshold,
+        "min_pairs": settings.min_pairs,
+        "min_control_pairs": settings.min_control_pairs,
+        "require_positive_controls": settings.require_positive_controls,
+        "target_power": settings.target_power,
+        "n_boot": int(settings.n_boot),
+        "seed": settings.seed,
+        "bootstrap": "percentile bootstrap over "
+        + ("pairs (cluster)" if settings.bootstrap == "pair" else "units"),
+        "agreement_ci_level": 1 - 2 * settings.alpha,
+        "fast_seconds": settings.fast_seconds,
         "ties": "a tie counts as half a preference for each response (per-pair share)",
-        "max_broken_share": max_broken_share,
-        "fdr": fdr,
+        "max_broken_share": settings.max_broken_share,
+        "fdr": settings.fdr,
     }
     return Report(
         study=study,
@@ -384,11 +414,11 @@ def build_report(
             predictions=predictions,
             final=final,
             quality_items=quality_items,
-            n_boot=int(n_boot),
-            seed=seed,
-            alpha=alpha,
+            n_boot=int(settings.n_boot),
+            seed=settings.seed,
+            alpha=settings.alpha,
         )
-        if extras
+        if settings.extras
         else None,
     )
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.report import build_report
+from analysis.report import ReportSettings, build_report
 from analysis.simulation import BIAS_SD, NOISE, NOISE_SPREAD, latent_quality, rate, simulate_frame
 
 ITEM = "correctness"
@@ -156,7 +156,11 @@ def one_chunk(args: tuple[Row, float, int, int]) -> list[dict[str, Any]]:
         # the per-response rubric score given directly (item "rubric", a documented input form)
         frame["item"] = frame["item"].replace("rubric:0", "rubric")
         rep = build_report(
-            frame, study=row.name, quality_items=[ITEM], margin=MARGIN, alpha=ALPHA, n_boot=200, extras=False
+            frame,
+            study=row.name,
+            settings=ReportSettings(
+                quality_items=[ITEM], margin=MARGIN, alpha=ALPHA, n_boot=200, extras=False
+            ),
         )
         v = rep.validation
         out.append(

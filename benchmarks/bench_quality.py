@@ -190,9 +190,9 @@ def flags(table: pd.DataFrame) -> dict[str, set[str]]:
 
 
 def _verdicts(frame: pd.DataFrame) -> dict[str, str]:
-    from analysis.report import build_report
+    from analysis.report import ReportSettings, build_report
 
-    report = build_report(frame, study="bench", n_boot=200, extras=False)
+    report = build_report(frame, study="bench", settings=ReportSettings(n_boot=200, extras=False))
     return {v.key: v.status for v in report.verdicts} | {"overall": report.overall}
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.report import build_report  # noqa: E402
+from analysis.report import ReportSettings, build_report  # noqa: E402
 from analysis.simulation import simulate_frame  # noqa: E402
 
 QUALITY = ("correctness", "relevance", "helpfulness")
@@ -38,7 +38,7 @@ def row(studies: int, pairs: int, settings: dict[str, object], seed: int) -> tup
     alphas, passes = [], 0
     for i in range(studies):
         frame = simulate_frame(np.random.default_rng(seed + i), n_pairs=pairs, **settings)  # type: ignore[arg-type]
-        report = build_report(frame, study="bench", n_boot=200, extras=False)
+        report = build_report(frame, study="bench", settings=ReportSettings(n_boot=200, extras=False))
         table = report.agreement
         alphas.append(float(table[table["item"].isin(QUALITY)]["krippendorff_alpha"].mean()))
         passes += report.verdict("reliability").passed

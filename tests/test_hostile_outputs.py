@@ -15,7 +15,7 @@ import yaml
 from sqlalchemy.engine import Engine
 
 from analysis.render import escape_text, to_html, to_markdown
-from analysis.report import build_report
+from analysis.report import ReportSettings, build_report
 from annotator.errors import UserError
 from annotator.people.accounts import SYSTEM
 from annotator.publish import dataset
@@ -162,7 +162,7 @@ def _hostile_frame() -> pd.DataFrame:
 
 
 def test_the_markdown_report_shows_pair_file_text_as_text() -> None:
-    report = build_report(_hostile_frame(), study="<b>s</b>", n_boot=50)
+    report = build_report(_hostile_frame(), study="<b>s</b>", settings=ReportSettings(n_boot=50))
     markdown = to_markdown(report)
     assert not LIVE.search(markdown), LIVE.search(markdown)
     assert "<b>" not in markdown and "| injected | row |" not in markdown

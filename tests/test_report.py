@@ -27,7 +27,7 @@ from analysis.render import (
     to_markdown,
     to_terminal,
 )
-from analysis.report import VERDICT_KEYS, Report, build_report
+from analysis.report import VERDICT_KEYS, Report, ReportSettings, build_report
 from analysis.simulation import simulate_frame
 from analysis.validation import validate_pairs
 from annotator.cli import app
@@ -233,7 +233,7 @@ def _frame(seed: int, **kwargs: object) -> pd.DataFrame:
 
 def test_reliable_study_passes_with_every_verdict_keyed() -> None:
     frame = _frame(3, n_pairs=60, pool=12, positive_controls=8, noise=0.4)
-    rep = build_report(frame, study="ok", n_boot=200)
+    rep = build_report(frame, study="ok", settings=ReportSettings(n_boot=200))
     assert [v.key for v in rep.verdicts] == list(VERDICT_KEYS)
     assert rep.overall == "PASS", rep.overall_reason
     # the positive controls show assay sensitivity, so alpha is reported, not a gate
@@ -245,7 +245,9 @@ def test_reliable_study_passes_with_every_verdict_keyed() -> None:
 
 def test_pure_noise_ratings_do_not_pass() -> None:
     """Uniform 1-5 quality ratings were "equivalent"; reliability now fails them."""
-    rep = build_report(_frame(1, n_pairs=60, pure_noise=True), study="noise", n_boot=200)
+    rep = build_report(
+        _frame(1, n_pairs=60, pure_noise=True), study="noise", settings=ReportSettings(n_boot=200)
+    )
     assert rep.verdict("reliability").status == "fail"
     assert rep.overall == "FAIL"
     assert "reliability: failed" in rep.overall_reason
@@ -255,7 +257,7 @@ def test_two_pairs_rated_once_all_fours_is_not_a_pass() -> None:
     """Once p = 0 and PASS from zero variance; now too few pairs and an undefined test."""
     frame = _frame(0, n_pairs=2, per_pair=1, items=("correctness",), rubric_aspects=0)
     frame["value"] = 4.0
-    rep = build_report(frame, study="tiny", quality_items=["correctness"], n_boot=50)
+    rep = build_report(frame, study="tiny", settings=ReportSettings(quality_items=["correctness"], n_boot=50))
     assert rep.overall != "PASS"
     assert rep.verdict("sample_size").status == "inconclusive"
     assert "at least 20 pairs are needed" in rep.verdict("sample_size").detail
@@ -265,7 +267,7 @@ def test_two_pairs_rated_once_all_fours_is_not_a_pass() -> None:
 
 def test_a_single_annotator_cannot_generalize() -> None:
     frame = _frame(4, n_pairs=60, per_pair=1, noise=0.4)
-    rep = build_report(frame, study="one", n_boot=100)
+    rep = build_report(frame, study="one", settings=ReportSettings(n_boot=100))
     eq = rep.verdict("equivalence")
     assert eq.status == "inconclusive"
     assert "only one annotator" in eq.detail
@@ -276,7 +278,9 @@ def test_panel_equivalence_that_does_not_generalize_says_how_many_annotators() -
     """Three annotators who disagree on the gap: the per-pair TOST passes for this panel, the crossed
     test does not, and the verdict names the pool that would be needed."""
     frame = _frame(7, n_pairs=150, annotator_gap_sd=0.35, noise=0.4, items=("correctness",))
-    rep = build_report(frame, study="panel", quality_items=["correctness"], n_boot=100)
+    rep = build_report(
+        frame, study="panel", settings=ReportSettings(quality_items=["correctness"], n_boot=100)
+    )
     assert rep.validation.iut_panel.equivalent and not rep.validation.iut.equivalent
     eq = rep.verdict("equivalence")
     assert eq.status == "inconclusive"
@@ -286,24 +290,31 @@ def test_panel_equivalence_that_does_not_generalize_says_how_many_annotators() -
 
 def test_positive_controls_required_but_missing_blocks_pass() -> None:
     frame = _frame(3, n_pairs=60, pool=12, noise=0.4)
-    assert build_report(frame, study="x", n_boot=100).verdict("sensitivity").status == "not_assessed"
-    rep = build_report(frame, study="x", n_boot=100, require_positive_controls=True)
+    assert (
+        build_report(frame, study="x", settings=ReportSettings(n_boot=100)).verdict("sensitivity").status
+        == "not_assessed"
+    )
+    rep = build_report(frame, study="x", settings=ReportSettings(n_boot=100, require_positive_controls=True))
     assert rep.verdict("sensitivity").status == "inconclusive" and rep.overall == "INCONCLUSIVE"
 
 
 def test_positive_controls_that_are_not_seen_fail() -> None:
     frame = _frame(3, n_pairs=60, pool=12, positive_controls=10, control_defect=0.0, noise=0.4)
-    rep = build_report(frame, study="x", n_boot=100)
+    rep = build_report(frame, study="x", settings=ReportSettings(n_boot=100))
     assert rep.verdict("sensitivity").status in ("fail", "inconclusive")
     assert rep.overall != "PASS"
-    few = build_report(_frame(3, n_pairs=60, pool=12, positive_controls=3, noise=0.4), study="x", n_boot=100)
+    few = build_report(
+        _frame(3, n_pairs=60, pool=12, positive_controls=3, noise=0.4),
+        study="x",
+        settings=ReportSettings(n_boot=100),
+    )
     assert "too few control pairs (3 of 5)" in few.verdict("sensitivity").detail
 
 
 def test_controls_never_enter_the_main_analysis() -> None:
     frame = _frame(5, n_pairs=40, positive_controls=10, noise=0.4)
-    with_controls = build_report(frame, study="x", n_boot=50)
-    without = build_report(frame[frame["control"] == ""], study="x", n_boot=50)
+    with_controls = build_report(frame, study="x", settings=ReportSettings(n_boot=50))
+    without = build_report(frame[frame["control"] == ""], study="x", settings=ReportSettings(n_boot=50))
     pd.testing.assert_frame_equal(with_controls.validation.crossed, without.validation.crossed)
     assert with_controls.summary["n_pairs"] == 40
 
@@ -311,7 +322,7 @@ def test_controls_never_enter_the_main_analysis() -> None:
 def test_bias_and_category_tables() -> None:
     frame = _frame(6, n_pairs=60, pool=10, noise=0.4)
     frame["category"] = np.where(frame["pair_id"].str[-1].isin(list("01234")), "cooking", "travel")
-    rep = build_report(frame, study="x", n_boot=50)
+    rep = build_report(frame, study="x", settings=ReportSettings(n_boot=50))
     terms = set(rep.bias["term"])
     assert "rate of preferring side A (non-tied judgments)" in terms
     assert "side: chosen shown as A" in terms and "length: chosen - rejected, per 1000 characters" in terms
@@ -321,7 +332,7 @@ def test_bias_and_category_tables() -> None:
 
 
 def test_renderings_of_a_frame_report() -> None:
-    rep = build_report(_frame(3, n_pairs=40, noise=0.4), study="x", n_boot=50)
+    rep = build_report(_frame(3, n_pairs=40, noise=0.4), study="x", settings=ReportSettings(n_boot=50))
     data = to_json(rep)
     jsonschema.validate(data, REPORT_SCHEMA)
     json.dumps(data, allow_nan=False)
@@ -342,7 +353,7 @@ def test_cli_analyze_labels_file_without_a_database(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text(encoding="utf-8"))
     jsonschema.validate(data, REPORT_SCHEMA)
-    direct = to_json(build_report(frame, study="labels", n_boot=50))
+    direct = to_json(build_report(frame, study="labels", settings=ReportSettings(n_boot=50)))
     assert data["equivalence_crossed"] == direct["equivalence_crossed"]
     assert data["verdicts"] == direct["verdicts"]
     both = runner.invoke(app, ["analyze"])
@@ -357,4 +368,4 @@ def test_an_item_scored_on_one_pair_only_is_named_in_one_error(item: str) -> Non
     rows = frame["item"].str.startswith("rubric") if item == "rubric" else frame["item"] == item
     frame = frame[~rows | (frame["pair_id"] == frame["pair_id"].iloc[0])]
     with pytest.raises(ValueError, match=f"'{item}' has scores for both responses of 1 pair"):
-        build_report(frame, study="s", n_boot=20, min_pairs=2)
+        build_report(frame, study="s", settings=ReportSettings(n_boot=20, min_pairs=2))

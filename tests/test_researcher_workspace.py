@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from analysis.readable import cell, label, readable
 from analysis.render import MIN_CATEGORY_PAIRS, figure_captions, figures, to_html
-from analysis.report import build_report
+from analysis.report import ReportSettings, build_report
 from analysis.simulation import simulate_frame
 from annotator.app import report_cache
 from annotator.app.tables import plain_md
@@ -88,7 +88,7 @@ def _category_report() -> object:
     kinds = dict.fromkeys(pairs[:10], "big") | {pairs[10]: "one"} | dict.fromkeys(pairs[11:13], "two")
     kinds[pairs[13]] = "big"
     frame["category"] = frame["pair_id"].map(kinds)
-    return build_report(frame, study="x", n_boot=50)
+    return build_report(frame, study="x", settings=ReportSettings(n_boot=50))
 
 
 def test_category_plot_draws_no_impossible_interval() -> None:

@@ -10,7 +10,7 @@ from analysis.competence import apply_exclusion
 from analysis.diagnostics import position_bias
 from analysis.mixed import broken_share, crossed_mean
 from analysis.render import methods_paragraph, to_markdown
-from analysis.report import build_report
+from analysis.report import ReportSettings, build_report
 from analysis.simulation import simulate_frame
 from analysis.validation import validate_pairs
 
@@ -26,7 +26,8 @@ def _frame(seed: int, **kwargs: object) -> pd.DataFrame:
 
 
 def _report(frame: pd.DataFrame, **kwargs: object) -> object:
-    return build_report(frame, study="t", quality_items=list(ONE), n_boot=30, **kwargs)  # type: ignore[arg-type]
+    settings = ReportSettings(quality_items=list(ONE), n_boot=30, **kwargs)  # type: ignore[arg-type]
+    return build_report(frame, study="t", settings=settings)
 
 
 # ------------------------------------------------- rubric and preference over pairs and annotators

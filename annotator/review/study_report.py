@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 from sqlmodel import Session
 
-from analysis.report import Report, build_report
+from analysis.report import Report, ReportSettings, build_report
 from annotator.errors import UserError
 from annotator.people.accounts import Account
 from annotator.review.readers import label_frame
@@ -172,23 +172,25 @@ def report_from_frame(
         return build_report(
             frame,
             study=study,
-            quality_items=config.dimension_names,
-            margin=settings.margin,
-            alpha=settings.alpha,
-            scale_min=config.quality.scale_min,
-            scale_max=config.quality.scale_max,
-            reliability_threshold=settings.reliability_threshold,
-            min_pairs=settings.min_pairs,
-            min_control_pairs=settings.min_control_pairs,
-            require_positive_controls=settings.require_positive_controls,
-            target_power=settings.target_power,
-            n_boot=n_boot,
-            seed=seed,
+            settings=ReportSettings(
+                quality_items=config.dimension_names,
+                margin=settings.margin,
+                alpha=settings.alpha,
+                scale_min=config.quality.scale_min,
+                scale_max=config.quality.scale_max,
+                reliability_threshold=settings.reliability_threshold,
+                min_pairs=settings.min_pairs,
+                min_control_pairs=settings.min_control_pairs,
+                require_positive_controls=settings.require_positive_controls,
+                target_power=settings.target_power,
+                n_boot=n_boot,
+                seed=seed,
+                extras=extras,
+                max_broken_share=config.validation.max_broken_share,
+                fdr=config.validation.fdr,
+            ),
             predictions=predictions,
             final=final,
-            extras=extras,
-            max_broken_share=config.validation.max_broken_share,
-            fdr=config.validation.fdr,
         )
     except ValueError as exc:
         raise UserError(f"cannot analyse study {study!r}: {exc}") from None
