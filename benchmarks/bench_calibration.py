@@ -85,6 +85,25 @@ ROWS = [
         ann_sd=0.25,
         at_margin=False,
     ),
+    # what buys the power of power_pool20 back under the broken-share bound: judgments or pairs
+    Row(
+        "power_pool20_5",
+        "power at gap 0: pool 20, 5 per pair, 80 pairs",
+        80,
+        5,
+        20,
+        ann_sd=0.25,
+        at_margin=False,
+    ),
+    Row(
+        "power_pool20_200",
+        "power at gap 0: pool 20, 3 per pair, 200 pairs",
+        200,
+        3,
+        20,
+        ann_sd=0.25,
+        at_margin=False,
+    ),
     Row(
         "preference_null",
         "false 'prefer chosen': rate 0.5, Beta(0.3, 0.3) per pair, 3 x 40",
