@@ -26,6 +26,7 @@ from tests.utils.apphelpers import (
     open_expander,
     running_app,
     wait_drawn,
+    wait_for_session_cookie,
     wait_idle,
     wait_next_item,
 )
@@ -293,7 +294,9 @@ def test_import_errors_keep_their_line_breaks(live: tuple[str, AppDB], tab: Page
     bad.write_text('{"id": "x1"}\n{"id": "x2"}\n', encoding="utf-8")
     log_in(tab, live[0], "res1", PASSWORD)
     tab.get_by_role("heading", name="Progress").wait_for()
+    wait_for_session_cookie(tab)  # the new page load logs in by the cookie
     tab.goto(f"{live[0]}/data")
+    tab.get_by_role("heading", name="Import and assign").wait_for()
     wait_idle(tab)
     tab.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(bad))
     wait_idle(tab)

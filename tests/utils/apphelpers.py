@@ -332,6 +332,7 @@ def annotators_page(page: Any, base_url: str, name: str) -> None:
     """The researcher's Annotators page in the browser, as res1, with account `name` chosen."""
     log_in(page, base_url, "res1", PASSWORD)
     page.get_by_role("heading", name="Progress").wait_for()
+    wait_for_session_cookie(page)  # the new page load logs in by the cookie
     page.goto(f"{base_url}/annotators")
     wait_idle(page)
     page.get_by_role("heading", name="Annotators").wait_for()
