@@ -92,9 +92,14 @@ def npmle_prior(
     0.2
     """
     (x_u, se_u), counts, _ = _distinct(x, se)
-    like = _likelihood(x_u, se_u, grid)
+    return _em_weights(_likelihood(x_u, se_u, grid), counts, iterations=iterations)
+
+
+def _em_weights(like: np.ndarray, counts: np.ndarray, *, iterations: int = _ITERATIONS) -> np.ndarray:
+    """The NPMLE's EM on the likelihood of each distinct measurement (rows) at each grid point
+    (columns), each row counted `counts` times."""
     share = counts / counts.sum()
-    w = np.full(len(grid), 1.0 / len(grid))
+    w = np.full(like.shape[1], 1.0 / like.shape[1])
     for _ in range(iterations):
         new = w * (like.T @ (share / (like @ w)))
         if float(np.abs(new - w).max()) < 1e-7:
@@ -178,9 +183,9 @@ def item_evidence(
         grid = np.unique(
             np.concatenate([np.linspace(x.min() - 0.05 * span, x.max() + 0.05 * span, _GRID), [0.0, mu]])
         )
-        w = npmle_prior(x, se, grid)
-        (x_u, se_u), _, row = _distinct(x, se)
-        post = _likelihood(x_u, se_u, grid) * w
+        (x_u, se_u), counts, row = _distinct(x, se)
+        like = _likelihood(x_u, se_u, grid)
+        post = like * _em_weights(like, counts)
         post /= post.sum(axis=1, keepdims=True)
         mean_u = post @ grid
         sd_u = np.sqrt(np.maximum(post @ grid**2 - mean_u**2, 0.0))

@@ -213,7 +213,6 @@ class ReportSettings:
         below this.
     fdr : float, default 0.1
         False discovery rate of the cleaning list's "pairs to drop".
-
     """
 
     quality_items: Sequence[str] = QUALITY_ITEMS
