@@ -28,6 +28,7 @@ __all__ = [
     "DesignResult",
     "PowerResult",
     "achieved_power",
+    "crossed_design_se",
     "overall_pass_power",
     "design_power",
     "pairs_needed",
@@ -243,6 +244,55 @@ class DesignResult:
     residual_var: float
 
 
+def crossed_design_se(
+    *,
+    pair_var: float,
+    annotator_var: float,
+    residual_var: float,
+    n_pairs: int,
+    per_pair: int,
+    pool: int,
+) -> tuple[float, float]:
+    """Standard error and approximate Satterthwaite df of the mean gap for a planned design.
+
+    Parameters
+    ----------
+    pair_var, annotator_var, residual_var : float
+        Variance components of the per-judgment difference (from :func:`fit_crossed` on pilot data).
+    n_pairs : int
+        Pairs in the study.
+    per_pair : int
+        Annotators per pair (overlap).
+    pool : int
+        Annotators in the pool (each rates about ``n_pairs * per_pair / pool`` pairs), ``>= per_pair``.
+
+    Returns
+    -------
+    tuple of float
+        ``(se, df)``. The variance is ``annotator_var / pool + pair_var / n_pairs +
+        residual_var / (n_pairs * per_pair)`` (exact for a balanced design, where every annotator
+        rates equally many pairs); df from Satterthwaite's formula with pool - 1 df for the annotator
+        term and n_pairs - 1 for the rest.
+
+    Examples
+    --------
+    >>> se, df = crossed_design_se(pair_var=0.0, annotator_var=0.0, residual_var=1.0, n_pairs=100,
+    ...                            per_pair=1, pool=10)
+    >>> round(se, 3)
+    0.1
+    """
+    if n_pairs < 2 or per_pair < 1 or pool < per_pair:
+        raise ValueError("need n_pairs >= 2, per_pair >= 1 and pool >= per_pair")
+    va = annotator_var / pool
+    vr = pair_var / n_pairs + residual_var / (n_pairs * per_pair)
+    total = va + vr
+    if pool < 2:
+        return math.sqrt(total), float(n_pairs - 1)
+    denom = va**2 / (pool - 1) + vr**2 / (n_pairs - 1)
+    df = total**2 / denom if denom > 0 else float(n_pairs - 1)
+    return math.sqrt(total), float(df)
+
+
 def design_power(
     *,
     n_pairs: int,
@@ -276,7 +326,7 @@ def design_power(
     -------
     tuple of float
         ``(power, se, df)``: se and Satterthwaite df from
-        :func:`analysis.mixed.crossed_design_se`; power =
+        :func:`crossed_design_se`; power =
         ``F((margin - d)/se - t) - F((-margin - d)/se + t)`` with F the t distribution on df and
         t its 1 - alpha quantile (the estimate's sampling error; the error of the estimated se is
         carried only by the df).
@@ -288,8 +338,6 @@ def design_power(
     >>> round(power, 3), round(se, 3)
     (1.0, 0.077)
     """
-    from analysis.mixed import crossed_design_se
-
     _check(margin, 1.0, alpha)
     se, df = crossed_design_se(
         pair_var=pair_var,
@@ -476,10 +524,10 @@ def overall_pass_power(
     Notes
     -----
     Each simulated study draws, per item, the statistics the verdicts use: the crossed-model mean
-    (normal around the true effect, SE and Satterthwaite df of :func:`analysis.mixed.crossed_design_se`)
+    (normal around the true effect, SE and Satterthwaite df of :func:`crossed_design_se`)
     and its estimated SE (scaled chi-square on those df), and for a quality dimension the variance of
     the per-pair means (scaled chi-square on n_pairs - 1 df) for the share of broken pairs
-    (:func:`analysis.mixed.broken_share_from`). Quality dimensions get a TOST and the broken-share
+    (:func:`analysis.broken_share.broken_share_from`). Quality dimensions get a TOST and the broken-share
     bound, the rubric and the preference a one-sided test, Holm-adjusted together. Items are drawn
     independently (quality dimensions are positively correlated in real data, so the power of their
     intersection is if anything higher). The sample-size, reliability and sensitivity verdicts are
@@ -497,7 +545,7 @@ def overall_pass_power(
     >>> res["power_overall"] > 0.8
     True
     """
-    from analysis.mixed import broken_share_from, crossed_design_se
+    from analysis.broken_share import broken_share_from
 
     rng = np.random.default_rng(seed)
     passes: dict[str, np.ndarray] = {}

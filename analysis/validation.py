@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.broken_share import annotator_design, broken_share
 from analysis.equivalence import (
     IutResult,
     holm,
@@ -41,7 +42,7 @@ from analysis.frames import (
     judgments,
     pair_means_from_differences,
 )
-from analysis.mixed import broken_share, crossed_mean, mixed_effect
+from analysis.mixed import crossed_mean, mixed_effect
 
 __all__ = ["ValidationResult", "minimum_detectable_effect", "preference_scores", "validate_pairs"]
 
@@ -77,7 +78,7 @@ class ValidationResult:
         0 rejected, minus 0.5), generalizing over pairs and annotators (the verdicts), plus
         ``p_holm``. ``superiority`` and ``preference`` are the same claims conditional on this panel.
     broken : pandas.DataFrame
-        One row per dimension: :class:`analysis.mixed.BrokenShare` (share of pairs beyond the margin).
+        One row per dimension: :class:`analysis.broken_share.BrokenShare` (share of pairs beyond the margin).
     iut : IutResult
         All dimensions equivalent in the crossed model (the verdict; Berger 1982).
     iut_panel : IutResult
@@ -220,6 +221,8 @@ def validate_pairs(
             mean_se=res.se,
             mean_df=res.df,
             margin=margin,
+            annotator_var=res.annotator_var,
+            annotator_weight=annotator_design(d),
             max_share=max_broken_share,
             alpha=alpha,
         )

@@ -328,10 +328,11 @@ def one_study2(row: Row2, rng: np.random.Generator) -> dict[str, Any]:
 
     from analysis import report as rp
     from analysis.agreement import agreement_table
+    from analysis.broken_share import annotator_design, broken_share
     from analysis.cleaning import frame_cleaning
     from analysis.equivalence import preference_pairs, superiority_paired
     from analysis.frames import judgment_differences, judgments, pair_means_from_differences, split_controls
-    from analysis.mixed import broken_share, crossed_mean, mixed_effect
+    from analysis.mixed import crossed_mean, mixed_effect
     from analysis.validation import preference_scores, validate_pairs
 
     frame = simulate_frame(
@@ -377,6 +378,7 @@ def one_study2(row: Row2, rng: np.random.Generator) -> dict[str, Any]:
     share = broken_share(
         pm["diff"], pm["n_annotators"], residual_var=res.residual_var, pair_var=res.pair_var,
         mean=res.estimate, mean_se=res.se, mean_df=res.df, margin=MARGIN, alpha=ALPHA,
+        annotator_var=res.annotator_var, annotator_weight=annotator_design(d),
     )  # fmt: skip
     out.update(mean_tost_pass=res.equivalent, few_broken=share.below)
     out["overall_pass"] = False

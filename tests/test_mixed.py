@@ -12,7 +12,8 @@ import pytest
 import statsmodels.api as sm
 
 from analysis.frames import validate_frame
-from analysis.mixed import crossed_design_se, fit_crossed, mixed_effect
+from analysis.mixed import fit_crossed, mixed_effect
+from analysis.power import crossed_design_se
 from analysis.simulation import simulate_frame
 
 pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out

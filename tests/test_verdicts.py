@@ -5,10 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.broken_share import annotator_design, broken_share
 from analysis.cleaning import bayesian_q_values, frame_cleaning, npmle_prior
 from analysis.competence import apply_exclusion
 from analysis.diagnostics import position_bias
-from analysis.mixed import broken_share, crossed_mean
+from analysis.mixed import crossed_mean
 from analysis.render import methods_paragraph, to_markdown
 from analysis.report import ReportSettings, build_report
 from analysis.simulation import simulate_frame
@@ -88,6 +89,45 @@ def test_broken_share_bound_for_equal_pairs_is_small_with_enough_judgments() -> 
     res = broken_share(x, np.full(200, 5), residual_var=0.3, pair_var=0.0, mean=float(x.mean()),
                        mean_se=float(x.std() / np.sqrt(200)), mean_df=199, margin=0.5)  # fmt: skip
     assert res.below and res.upper < 0.05
+
+
+@pytest.mark.parametrize(("pool", "per_pair", "uneven"), [(3, 3, False), (20, 3, False), (12, 3, True)])
+def test_the_annotator_weight_is_the_annotators_share_of_the_spread_of_pair_means(
+    pool: int, per_pair: int, uneven: bool
+) -> None:
+    """Against simulation: annotator effects alone, drawn again and again on one assignment
+    (uneven: two annotators in most pairs, as when two people do most of the work)."""
+    rng = np.random.default_rng(4)
+    n = 60
+    weights = np.r_[np.full(2, 10.0), np.ones(pool - 2)] if uneven else np.ones(pool)
+    rows = [
+        (i, j) for i in range(n) for j in rng.choice(pool, per_pair, replace=False, p=weights / weights.sum())
+    ]
+    judgments = pd.DataFrame(rows, columns=["pair_id", "annotator"])
+    effects = rng.normal(0.0, 1.0, (4000, pool))
+    means = np.stack(
+        [effects[:, judgments["annotator"][judgments["pair_id"] == i]].mean(axis=1) for i in range(n)]
+    )
+    expected = float(np.var(means, axis=0, ddof=1).mean())
+    assert annotator_design(judgments) == pytest.approx(expected, rel=0.05)
+    if pool == per_pair:
+        assert annotator_design(judgments) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_annotator_spread_does_not_count_as_broken_pairs() -> None:
+    """Pool designs: what annotators who see different gaps put into the spread of the pair means is
+    not pair variance, so it does not raise the bound on the broken share."""
+    frame = _frame(6, n_pairs=80, per_pair=3, pool=20, quality_gap=0.0, annotator_gap_sd=0.5)
+    res = validate_pairs(frame, quality_items=list(ONE))
+    fit, d, pm = res.crossed.iloc[0], res.differences["correctness"], res.pair_means["correctness"]
+    assert fit["annotator_var"] > 0.1 and annotator_design(d) > 0.2
+    common = {"residual_var": fit["residual_var"], "pair_var": fit["pair_var"], "mean": fit["estimate"],
+                  "mean_se": fit["se"], "mean_df": fit["df"], "margin": 0.5}  # fmt: skip
+    counted = broken_share(pm["diff"], pm["n_annotators"], **common)
+    apart = broken_share(pm["diff"], pm["n_annotators"], annotator_var=fit["annotator_var"],
+                         annotator_weight=annotator_design(d), **common)  # fmt: skip
+    assert apart.pair_sd_upper < counted.pair_sd_upper - 0.03 and apart.upper <= counted.upper
+    assert res.broken.iloc[0]["upper"] == pytest.approx(apart.upper)
 
 
 # ------------------------------------------------------------------------------- the cleaning list
