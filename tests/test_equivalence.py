@@ -31,7 +31,6 @@ from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import ttost_ind, ttost_paired
 
 from analysis.equivalence import (
-    _wilcoxon_one_sided,
     holm,
     intersection_union,
     preference_pairs,
@@ -42,6 +41,7 @@ from analysis.equivalence import (
     tost_paired,
     wilcoxon_tost_paired,
 )
+from analysis.equivalence.wilcoxon import _wilcoxon_one_sided
 from analysis.frames import pair_majority
 from analysis.validation import validate_pairs
 

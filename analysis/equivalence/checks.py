@@ -1,0 +1,60 @@
+"""The equivalence statistics' shared input checks and the base of their result types."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+
+class _Result:
+    """Base of the result dataclasses: their fields as a plain dict."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (JSON-ready)."""
+        return asdict(self)  # type: ignore[call-overload]
+
+
+def _check_alpha(alpha: float) -> float:
+    alpha = float(alpha)
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+    return alpha
+
+
+def _check_bounds(low: float, high: float) -> tuple[float, float]:
+    low, high = float(low), float(high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"bounds must be finite, got low={low!r}, high={high!r}")
+    if not low < high:
+        raise ValueError(f"low must be smaller than high, got low={low!r}, high={high!r}")
+    return low, high
+
+
+def _vector(x: Any, name: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def _paired_differences(x: Any, y: Any) -> np.ndarray:
+    """x - y with pairs that have a missing value dropped; at least 2 pairs."""
+    xa, ya = _vector(x, "x"), _vector(y, "y")
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y must have the same length for a paired test, got {len(xa)} and {len(ya)}")
+    d = xa - ya
+    d = d[~np.isnan(d)]
+    if len(d) < 2:
+        raise ValueError(f"a paired test needs at least 2 complete pairs, got {len(d)}")
+    return d
+
+
+def _sample(x: Any, name: str) -> np.ndarray:
+    arr = _vector(x, name)
+    arr = arr[~np.isnan(arr)]
+    if len(arr) < 2:
+        raise ValueError(f"{name} needs at least 2 non-missing values, got {len(arr)}")
+    return arr
