@@ -52,8 +52,6 @@ def _verdict_line(verdict: Verdict) -> str:
 
 def to_markdown(report: Report) -> str:
     """The report as Markdown."""
-    v = report.validation
-    level = round(100 * (1 - 2 * report.parameters["alpha"]))
     parts = [
         f"# Validation report: {_md(report.study)}",
         "",
@@ -61,7 +59,25 @@ def to_markdown(report: Report) -> str:
         "",
     ]
     parts += [_verdict_line(x) for x in report.verdicts]
-    parts += ["", "## Equivalence on general quality (chosen - rejected)", ""]
+    parts += _equivalence_parts(report)
+    parts += _rubric_and_preference_parts(report)
+    parts += _descriptive_parts(report)
+    for title, note, table in [
+        *benchmark_sections(report),
+        *quality_sections(report),
+        *judge_sections(report),
+    ]:
+        parts += ["", f"## {_md(title)}", "", _md(note), "", _md_table(table, list(table.columns))]
+    parts += ["", "## Methods", "", _md(methods_paragraph(report)), ""]
+    return "\n".join(parts)
+
+
+def _equivalence_parts(report: Report) -> list[str]:
+    """The equivalence section: the crossed and per-pair TOST tables, the design and broken-share
+    tables, and the crossed rubric and preference models."""
+    v = report.validation
+    level = round(100 * (1 - 2 * report.parameters["alpha"]))
+    parts = ["", "## Equivalence on general quality (chosen - rejected)", ""]
     parts += [
         f"Crossed random-effects TOST (the verdict; generalizes over pairs and annotators, {level}% CI):",
         "",
@@ -86,6 +102,13 @@ def to_markdown(report: Report) -> str:
                 f"{title}, crossed random-effects model (the verdict: pairs and annotators in general):",
             ]
             parts += ["", _md_table(table, [c for c in crossed_cols if c in table.columns])]
+    return parts
+
+
+def _rubric_and_preference_parts(report: Report) -> list[str]:
+    """The rubric-alignment (superiority) and preference-for-chosen sections, conditional on the panel."""
+    v = report.validation
+    parts: list[str] = []
     if not v.superiority.empty:
         parts += ["", "## Rubric alignment (one-sided superiority), conditional on this panel", ""]
         parts.append(
@@ -125,7 +148,12 @@ def to_markdown(report: Report) -> str:
             ],
         )
     )
-    parts += ["", "## Agreement", ""]
+    return parts
+
+
+def _descriptive_parts(report: Report) -> list[str]:
+    """Agreement, control pairs, bias, categories, annotators and the cleaning list."""
+    parts = ["", "## Agreement", ""]
     parts.append(_md_table(report.agreement, list(report.agreement.columns)))
     if not report.controls.empty:
         parts += ["", "## Control pairs", "", _md_table(report.controls, list(report.controls.columns))]
@@ -143,11 +171,4 @@ def to_markdown(report: Report) -> str:
         parts.append("None.")
     else:
         parts.append(_md_table(report.failed_pairs, ["pair_id", "reasons"]))
-    for title, note, table in [
-        *benchmark_sections(report),
-        *quality_sections(report),
-        *judge_sections(report),
-    ]:
-        parts += ["", f"## {_md(title)}", "", _md(note), "", _md_table(table, list(table.columns))]
-    parts += ["", "## Methods", "", _md(methods_paragraph(report)), ""]
-    return "\n".join(parts)
+    return parts
