@@ -326,7 +326,7 @@ def one_study2(row: Row2, rng: np.random.Generator) -> dict[str, Any]:
     overall result is then not PASS, as in build_report)."""
     import pandas as pd
 
-    from analysis import report as rp
+    from analysis import verdicts as rp
     from analysis.agreement import agreement_table
     from analysis.broken_share import annotator_design, broken_share
     from analysis.cleaning import frame_cleaning

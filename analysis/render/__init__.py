@@ -1,0 +1,43 @@
+"""The validation report rendered: JSON (with its schema), Markdown, self-contained HTML (plotly),
+plotly figures, the methods paragraph and the terminal summary, one module per output format and
+:mod:`analysis.render.text` for the wording they share. Nothing here computes a statistic; everything
+comes from :class:`analysis.report.Report`."""
+
+from analysis.render.as_html import to_html
+from analysis.render.as_json import REPORT_SCHEMA, json_text, to_json
+from analysis.render.as_markdown import to_markdown
+from analysis.render.as_terminal import to_terminal
+from analysis.render.plots import MIN_CATEGORY_PAIRS, difference_range, figure_captions, figures
+from analysis.render.text import (
+    CROSSED_COLUMNS,
+    EQUIVALENCE_COLUMNS,
+    benchmark_sections,
+    cleaning_title,
+    escape_text,
+    judge_sections,
+    methods_paragraph,
+    quality_sections,
+    status_word,
+)
+
+__all__ = [
+    "CROSSED_COLUMNS",
+    "EQUIVALENCE_COLUMNS",
+    "MIN_CATEGORY_PAIRS",
+    "REPORT_SCHEMA",
+    "benchmark_sections",
+    "cleaning_title",
+    "difference_range",
+    "escape_text",
+    "figure_captions",
+    "figures",
+    "judge_sections",
+    "json_text",
+    "methods_paragraph",
+    "quality_sections",
+    "status_word",
+    "to_html",
+    "to_json",
+    "to_markdown",
+    "to_terminal",
+]

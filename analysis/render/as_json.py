@@ -1,0 +1,268 @@
+"""The validation report as JSON: :func:`to_json`, :func:`json_text` and the schema both follow
+(:data:`REPORT_SCHEMA`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.render.text import methods_paragraph
+from analysis.report import Report
+
+
+def _clean(value: Any) -> Any:
+    """JSON-ready: NaN/inf become None, NumPy scalars become Python numbers."""
+    if isinstance(value, _Records):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    return value
+
+
+class _Records(list[dict[str, Any]]):
+    """Table rows that are JSON-ready already (:func:`_clean` passes them through)."""
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table's rows, JSON-ready (what :func:`_clean` makes of each row, by columns)."""
+    frame = df.copy()
+    for name in frame.columns:
+        column = frame[name]
+        if pd.api.types.is_datetime64_any_dtype(column):
+            frame[name] = [None if pd.isna(t) else t.isoformat() for t in column]
+        elif pd.api.types.is_float_dtype(column):
+            values = column.to_numpy(dtype=float)
+            frame[name] = pd.Series(values.tolist(), index=frame.index, dtype=object).where(
+                np.isfinite(values), None
+            )
+        elif column.isna().any():  # e.g. a string column's missing values (NaN in pandas' str dtype)
+            frame[name] = column.astype(object).where(column.notna(), None)
+    rows = frame.to_dict(orient="records")
+    needs_cleaning = any(pd.api.types.is_object_dtype(df[name]) for name in df.columns)
+    return _Records(_clean(row) for row in rows) if needs_cleaning else _Records(rows)
+
+
+def json_text(report: Report) -> str:
+    """The report as JSON text: one line per top-level key, and a table one row per line. The
+    standard library's C encoder writes each line (``indent`` would use its Python encoder: 4 s for
+    a 20,000-pair report)."""
+    lines = []
+    for key, value in to_json(report).items():
+        if isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
+            rows = ",\n".join(f"    {json.dumps(row, ensure_ascii=False, allow_nan=False)}" for row in value)
+            text = f"[\n{rows}\n  ]"
+        else:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        lines.append(f"  {json.dumps(key)}: {text}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    """Every number of the report as plain JSON data (see :data:`REPORT_SCHEMA`).
+
+    The agreement coefficient is ``krippendorff_alpha``; ``parameters.alpha`` is the significance
+    level.
+    """
+    v = report.validation
+    return _clean(
+        {
+            "study": report.study,
+            "overall": report.overall,
+            "overall_reason": report.overall_reason,
+            "parameters": report.parameters,
+            "summary": report.summary,
+            "verdicts": [verdict.to_dict() for verdict in report.verdicts],
+            "equivalence_crossed": _records(v.crossed),
+            "equivalence": _records(v.equivalence),
+            "intersection_union": v.iut.to_dict(),
+            "intersection_union_panel": v.iut_panel.to_dict(),
+            "rubric_superiority": _records(v.superiority),
+            "rubric_crossed": _records(v.rubric_crossed),
+            "preference_crossed": _records(v.preference_crossed),
+            "broken_share": _records(v.broken),
+            "cleaning": _records(report.cleaning),
+            "preference": _records(v.preference)[0],
+            "preference_judgments": _records(v.preference_judgments)[0],
+            "holm": _records(v.holm),
+            "agreement": _records(report.agreement),
+            "annotator_design": _records(report.design),
+            "bias": _records(report.bias),
+            "categories": _records(report.categories),
+            "controls": _records(report.controls),
+            "annotator_diagnostics": _records(report.diagnostics),
+            "failed_pairs": _records(report.failed_pairs),
+            "methods": methods_paragraph(report),
+            "quality": None
+            if report.quality is None
+            else {"exclusion": report.quality.exclusion}
+            | {name: _records(df) for name, df in report.quality.tables().items()},
+            **_judges_json(report),
+            "benchmark": None
+            if report.benchmark is None
+            else {"pairs_used": report.benchmark.pairs_used}
+            | {name: _records(df) for name, df in report.benchmark.tables().items()},
+        }
+    )
+
+
+def _judges_json(report: Report) -> dict[str, Any]:
+    """The LLM-judges keys: ``judges`` (one row per judge and item), ``judge_tests``, ``judge_cards``."""
+    section = report.judges
+    if section is None:
+        return {"judges": [], "judge_tests": [], "judge_cards": []}
+    return {name: _records(table) for name, table in section.tables().items()}
+
+
+_NUMBER = {"type": ["number", "null"]}
+
+
+REPORT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": [
+        "study",
+        "overall",
+        "overall_reason",
+        "parameters",
+        "summary",
+        "verdicts",
+        "equivalence_crossed",
+        "equivalence",
+        "intersection_union",
+        "rubric_superiority",
+        "preference",
+        "agreement",
+        "annotator_diagnostics",
+        "failed_pairs",
+    ],
+    "properties": {
+        "study": {"type": "string"},
+        "overall": {"enum": ["PASS", "INCONCLUSIVE", "FAIL"]},
+        "overall_reason": {"type": "string"},
+        "parameters": {
+            "type": "object",
+            "required": [
+                "margin",
+                "alpha",
+                "quality_items",
+                "n_boot",
+                "seed",
+                "reliability_threshold",
+                "min_pairs",
+            ],
+        },
+        "summary": {"type": "object", "required": ["n_pairs", "n_annotators", "n_judgments"]},
+        "verdicts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["key", "claim", "test", "status", "passed", "detail"],
+                "properties": {
+                    "key": {
+                        "enum": [
+                            "sample_size",
+                            "equivalence",
+                            "rubric",
+                            "preference",
+                            "reliability",
+                            "sensitivity",
+                        ]
+                    },
+                    "status": {"enum": ["pass", "fail", "inconclusive", "not_assessed"]},
+                    "passed": {"type": "boolean"},
+                    "claim": {"type": "string"},
+                },
+            },
+        },
+        "equivalence_crossed": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": [
+                    "dimension",
+                    "estimate",
+                    "se",
+                    "df",
+                    "ci_low",
+                    "ci_high",
+                    "pvalue",
+                    "equivalent",
+                ],
+            },
+        },
+        "equivalence": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": [
+                    "dimension",
+                    "estimate",
+                    "ci_low",
+                    "ci_high",
+                    "low",
+                    "high",
+                    "p_value",
+                    "equivalent",
+                ],
+                "properties": {
+                    "dimension": {"type": "string"},
+                    "estimate": _NUMBER,
+                    "ci_low": _NUMBER,
+                    "ci_high": _NUMBER,
+                    "low": {"type": "number"},
+                    "high": {"type": "number"},
+                    "p_value": _NUMBER,
+                    "equivalent": {"type": "boolean"},
+                },
+            },
+        },
+        "intersection_union": {"type": "object", "required": ["equivalent", "pvalue"]},
+        "rubric_superiority": {"type": "array"},
+        "preference": {"type": "object", "required": ["rate", "ci_low", "ci_high", "p_greater", "n_pairs"]},
+        "agreement": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "item",
+                    "krippendorff_alpha",
+                    "krippendorff_alpha_ci_low",
+                    "krippendorff_alpha_ci_high",
+                    "ci_covers",
+                ],
+            },
+        },
+        "annotator_diagnostics": {"type": "array", "items": {"type": "object", "required": ["annotator"]}},
+        "failed_pairs": {"type": "array", "items": {"type": "object", "required": ["pair_id", "reasons"]}},
+        "judges": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "judge",
+                    "item",
+                    "n_pairs",
+                    "winning_rate",
+                    "advantage_probability",
+                    "epsilon",
+                    "can_replace",
+                ],
+                "properties": {"can_replace": {"type": ["boolean", "null"]}},
+            },
+        },
+    },
+}

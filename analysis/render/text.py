@@ -1,0 +1,349 @@
+"""The wording every output format of the validation report shares: the status words, the one
+escaping rule (:func:`escape_text`), number formatting, the methods paragraph, the cleaning title and
+the benchmark, quality and judge sections (title, note, table)."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from analysis.report import Report, Verdict
+
+_WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_assessed": "NOT ASSESSED"}
+
+
+def status_word(verdict: Verdict) -> str:
+    """PASS, FAIL, INCONCLUSIVE or NOT ASSESSED."""
+    return _WORDS[verdict.status]
+
+
+# The columns of the equivalence tables shown in the Markdown and HTML reports.
+CROSSED_COLUMNS = [
+    "dimension",
+    "n_pairs",
+    "n_annotators",
+    "estimate",
+    "se",
+    "df",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "equivalent",
+    "pair_var",
+    "annotator_var",
+    "residual_var",
+]
+EQUIVALENCE_COLUMNS = [
+    "dimension",
+    "n_pairs",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "low",
+    "high",
+    "p_value",
+    "equivalent",
+    "wilcoxon_p_value",
+    "wilcoxon_equivalent",
+]
+
+
+# The characters that start inline Markdown markup wherever they stand (emphasis, code, links and
+# images, raw HTML and entities, table cells, strikethrough, math), the backslash itself, and what
+# starts a block at the beginning of a line (headings, quotes, lists, setext underlines).
+_MARKDOWN_INLINE = re.compile(r"([\\`*_\[\]<>!|~$&])")
+_MARKDOWN_BLOCK = re.compile(r"^(\d{1,9}(?=[.)])|)([#>+=\-.)])")
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+
+
+def escape_text(value: object, fmt: Literal["html", "markdown"]) -> str:
+    """A text from the data (pair ids, categories, annotator, model and study names, reasons) as inert
+    text in a report: the one escaping rule of every output format.
+
+    HTML: ``<``, ``>``, ``&`` and quotes become entities. Markdown: the text is kept on one line (a line
+    break would end a table row or start a block), a block marker at its start is escaped, and every
+    character that starts inline markup is backslash-escaped (CommonMark lets any ASCII punctuation be),
+    so raw HTML, images, links, emphasis, code, tables and math all show as the characters typed.
+
+    >>> escape_text("<img src=x> ![a](http://e/x.png)", "html")
+    '&lt;img src=x&gt; ![a](http://e/x.png)'
+    >>> print(escape_text("<b>x</b>\\n![a](http://e/x.png) | *y*", "markdown"))
+    \\<b\\>x\\</b\\> \\!\\[a\\](http://e/x.png) \\| \\*y\\*
+    >>> print(escape_text("# 1. not a heading", "markdown"))
+    \\# 1. not a heading
+    """
+    text = str(value)
+    if fmt == "html":
+        return html.escape(text, quote=True)
+    text = _LINE_BREAKS.sub(" ", text).lstrip()
+    text = _MARKDOWN_INLINE.sub(r"\\\1", text)
+    return _MARKDOWN_BLOCK.sub(r"\1\\\2", text, count=1)
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if isinstance(value, int | np.integer):
+        return str(value)
+    if isinstance(value, float | np.floating):
+        number = float(value)
+        if not math.isfinite(number):
+            return "n/a"
+        if number != 0 and abs(number) < 10**-digits:
+            return f"{number:.2g}"
+        return f"{number:.{digits}f}"
+    return str(value)
+
+
+def _crossed_table(report: Report) -> pd.DataFrame:
+    return report.validation.crossed.rename(columns={"pvalue": "p_value"})
+
+
+def methods_paragraph(report: Report) -> str:
+    """A methods paragraph stating exactly what was tested, with every parameter."""
+    p, s = report.parameters, report.summary
+    level = round(100 * (1 - 2 * p["alpha"]))
+    crossed = report.validation.crossed
+    dfs = ", ".join(f"{r['dimension']} {r['df']:.1f}" for r in crossed.to_dict("records"))
+    design = report.design
+    n_ann = s["n_annotators"]
+    weak = (
+        f" With {n_ann} annotators the annotator variance rests on {max(n_ann - 1, 0)} degree(s) of freedom, "
+        "so the generalization to other annotators is weak and the test conservative."
+        if n_ann < 6
+        else ""
+    )
+    if not design.empty and design["pool_needed"].notna().any():
+        weak += (
+            f" From the estimated variance components, about {int(design['pool_needed'].max())} annotators "
+            f"(with these {s['n_pairs']} pairs and this overlap) give "
+            f"{round(100 * p['target_power'])}% power if the true gap is 0."
+        )
+    return (
+        f"{n_ann} annotators rated {s['n_pairs']} preference pairs ({s['n_judgments']} judgments)"
+        + (
+            ", blind to which response was constructed to follow the user's rubric and with its side "
+            "counterbalanced"
+            if s.get("side_data")
+            else " (the labels record no display side, so blinding and counterbalancing are not claimed)"
+        )
+        + (
+            f"; {s['n_control_pairs']} control pairs were analysed separately"
+            if s.get("n_control_pairs")
+            else ""
+        )
+        + ". General quality ("
+        + ", ".join(p["quality_items"])
+        + f") was rated {p['scale_min']:g}-{p['scale_max']:g} "
+        "for each response. For each dimension we fitted a linear mixed model to the per-judgment "
+        "differences (chosen - rejected) with crossed random effects of pair and of annotator on the "
+        "difference (REML), so that the mean difference refers to pairs and annotators in general, and "
+        "tested equivalence with two one-sided tests (TOST; Schuirmann 1987) against "
+        f"+-{p['margin']:g} scale "
+        f"points at alpha = {p['alpha']:g} using Satterthwaite degrees of freedom ({dfs}); equivalently, the "
+        f"{level}% CI lies inside the bounds. The dimensions were combined as an intersection-union "
+        "test, all of "
+        f"which must pass, so no multiplicity correction applies (Berger 1982).{weak} A paired TOST "
+        "on per-pair "
+        "mean differences and a Wilcoxon signed-rank TOST (Pratt's treatment of differences on the bound; "
+        "Hodges-Lehmann interval strictly inside the bounds) are reported as conditional on this panel of "
+        "annotators. Equivalence also required few broken pairs: the upper 95% confidence bound of the "
+        "share of pairs whose true gap lies beyond the margin (normal pair gaps; the bound on the mean "
+        f"squared gap) below {p.get('max_broken_share', 0.1):g}. Rubric alignment (per judgment, the "
+        "chosen - rejected difference of the mean of the 0-2 aspect ratings) and the preference for the "
+        "chosen response (per judgment 1, tie 0.5, 0) were each tested one-sided in the same crossed "
+        "random-effects model (Satterthwaite df, the same guard for few annotators), so both refer to "
+        "pairs and annotators in general; the paired t test on per-pair rubric means and the t test on "
+        "per-pair preference shares are reported as conditional on this panel; "
+        f"the two verdict tests were Holm-adjusted; their CIs are {level}% to match the one-sided tests. "
+        "Assay sensitivity: where at least "
+        f"{p['min_control_pairs']} positive-control pairs (a planted quality defect) exist, their "
+        "detected quality gap must exceed the margin (one-sided t test), and Krippendorff's alpha is then "
+        "reported, not a gate; without them the equivalence claim requires Krippendorff's alpha "
+        f"(ordinal) of every quality dimension to exceed {p['reliability_threshold']:g} with the lower "
+        f"end of its {level}% percentile bootstrap CI ({p['bootstrap']}, {p['n_boot']} resamples, seed "
+        f"{p['seed']}). The cleaning list gives per pair empirical-Bayes (NPMLE) shrunken estimates and "
+        "the posterior probability of being broken (a quality gap beyond the margin or no rubric "
+        f"advantage); 'drop' controls the Bayesian false discovery rate at {p.get('fdr', 0.1):g}. No "
+        f"result passes with fewer than {p['min_pairs']} pairs. "
+        "The overall result is PASS only when every verdict passes."
+    )
+
+
+def cleaning_title(report: Report) -> str:
+    """The heading of the cleaning list, with its counts and its error rate."""
+    s = report.summary
+    fdr = report.parameters.get("fdr", 0.1)
+    return (
+        f"Cleaning list: {s.get('n_drop', 0)} pairs to drop (false discovery rate {fdr:.0%}), "
+        f"{s.get('n_needs_more', 0)} need more judgments"
+    )
+
+
+def benchmark_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
+    """The benchmark-science tables to show (title, one-line note, table), in order; none without
+    model predictions, study arms or rubric-support answers."""
+    science = report.benchmark
+    if science is None:
+        return []
+    where = f"on the {science.pairs_used}"
+    notes = {
+        "accuracy": (
+            "Models and the human ceiling",
+            f"Accuracy = share of pairs on which the judge prefers chosen (a tie counts as not), {where}; "
+            "95% Wilson CI (a bootstrap over pairs for the pooled judgments). The human majority, the "
+            "adjudicated preference and each annotator (on the pairs they rated) are the human ceiling.",
+        ),
+        "kappa": ("Models vs the human majority (Cohen's kappa)", "Pairs without a majority are left out."),
+        "tests": (
+            "Model vs human and model vs model",
+            "McNemar's test on the pairs both judged; 95% paired-bootstrap CI of the accuracy difference.",
+        ),
+        "disagreements": (
+            "Pairs where models and people disagree",
+            "A model's choice differs from the human majority (or the people have none): candidates "
+            "for more annotation.",
+        ),
+        "arms": (
+            "Study arms",
+            "Per arm: accuracy (share of judgments preferring chosen) and chosen - rejected rating "
+            "differences; 95% CIs resample pairs and, within each arm, annotators.",
+        ),
+        "arm_differences": ("Arm differences", "Each arm minus the first arm, with 95% bootstrap CIs."),
+        "support_summary": (
+            "Rubric verification",
+            "Is each rubric aspect supported by what the user wrote (0 no, 1 partly, 2 yes)? Support = "
+            "mean answer / 2; Krippendorff's alpha (ordinal) over pair x aspect units.",
+        ),
+        "support_pairs": (
+            "Pairs whose rubric is not supported",
+            "Flagged: an aspect whose majority says no, or a mean support below 0.5 (every pair's and "
+            "every aspect's support rate is in the JSON report).",
+        ),
+    }
+    shown = science.tables() | {"support_pairs": science.support_pairs[science.support_pairs["flagged"]]}
+    return [(*notes[name], table) for name, table in shown.items() if name in notes and not table.empty]
+
+
+def quality_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
+    """The annotator quality-control tables (title, note, table); none when the report has no QC
+    section (controls, attention, competence, the pre-registered exclusion rule)."""
+    qc = report.quality
+    if qc is None or qc.table.empty:
+        return []
+    rule = qc.exclusion
+    timing = "before the first judgment" if rule.get("registered_before_data") else "AFTER data came in"
+    excluded = ", ".join(rule.get("excluded") or []) or "nobody"
+    columns = [
+        "annotator",
+        "judgments",
+        "gold_checks",
+        "gold_accuracy",
+        "swap_checks",
+        "self_consistency",
+        "fast_share",
+        "too_fast",
+        "same_share",
+        "straight_lining",
+        "competence",
+        "competence_preference",
+        "ds_ordinal",
+        "ds_preference",
+        "excluded",
+        "reasons",
+    ]
+    return [
+        (
+            "Annotator quality control",
+            "Control pairs never enter the main analysis; they measure the annotators. gold_accuracy: share "
+            "of control checks answered as known (gold answers, the planted defect rated worse, a duplicate "
+            "seen as a tie); self_consistency: 1 - mean absolute difference to one's own earlier answers on "
+            "swapped repeats (1 = identical); too_fast / straight_lining: attention flags; competence: MACE "
+            "on the quality and rubric ratings (crowd-kit; ds_*: Dawid-Skene). "
+            f"Pre-registered exclusion rule (written {rule.get('registered_at') or 'never'}, {timing}): "
+            f"{str(rule.get('rule')).rstrip('.')}. Excluded: {excluded}.",
+            qc.table[[c for c in columns if c in qc.table.columns]],
+        ),
+        (
+            "Verdicts with and without the excluded annotators",
+            "The same analysis run twice: on every annotator, and without the annotators the rule excludes.",
+            qc.verdicts,
+        ),
+    ]
+
+
+def judge_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
+    """The LLM-judge tables (title, note, table); none when the study has no judge ratings."""
+    section = report.judges
+    if section is None or section.table.empty:
+        return []
+    p = section.parameters
+    level = round(100 * (1 - 2 * p["q"]))
+    shown = [
+        "judge",
+        "item",
+        "n_pairs",
+        "n_tested",
+        "winning_rate",
+        "advantage_probability",
+        "epsilon",
+        "can_replace",
+        "note",
+    ]
+    agreement = [
+        "judge",
+        "item",
+        "alpha_people",
+        "alpha_people_ci_low",
+        "alpha_people_ci_high",
+        "alpha_with_judge",
+        "alpha_with_judge_ci_low",
+        "alpha_with_judge_ci_high",
+        "leniency",
+    ]
+    sections = [
+        (
+            "LLM judges: can a judge replace an annotator? (alternative annotator test)",
+            "Calderon, Reichart & Dror (ACL 2025), per judge and item, on the main pairs: each annotator "
+            "left out in turn; the judge and that annotator are scored against the remaining annotators "
+            "(negative RMSE over both responses; the preference by its direction); one-sided paired t test "
+            f"of rho_annotator - rho_judge >= epsilon ({p['epsilon']:g}: {p.get('epsilon_basis', '')}), "
+            f"Benjamini-Yekutieli over annotators at {p['q']:g}; can replace = winning rate >= 0.5. Needs "
+            f"{p['min_annotators']} annotators with {p['min_items']} pairs each; judge ratings never enter "
+            "the human analysis.",
+            section.table[shown],
+        ),
+        (
+            "LLM judges: agreement as one more rater",
+            f"Krippendorff's alpha (interval) among the people and with the judge added, {level}% "
+            "pair-bootstrap CIs; leniency = the judge's mean rating minus the people's on the same pairs.",
+            section.table[agreement],
+        ),
+    ]
+    if not section.cards.empty:
+        sections.append(
+            (
+                "LLM judges: accuracy against the human majority and bias card",
+                f"Accuracy: the judge's preference direction equals the human majority's (pairs with a "
+                f"majority; {round(100 * (1 - p['q']))}% Wilson CI over pairs). Swap consistency: the same "
+                "direction in both orders; first_position_rate: non-tied preferences for the response shown "
+                "first; length slopes: preference per 1000 characters of chosen - rejected (judge vs the "
+                "people's per-pair mean); calibration of confidence against agreeing with the majority "
+                "(ECE over 10 bins, Brier).",
+                section.cards,
+            )
+        )
+    if not section.queue.empty:
+        sections.append(
+            (
+                "LLM judges: pairs where a judge and the human majority disagree",
+                "Candidates for another look (`annotator judges queue --study S`).",
+                section.queue,
+            )
+        )
+    return sections
