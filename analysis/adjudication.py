@@ -93,6 +93,53 @@ def _objects(values: Sequence[Any]) -> pd.Series:
     return pd.Series(list(values), dtype=object)
 
 
+def _quality_gaps(
+    medians: pd.DataFrame, dimensions: Sequence[str], margin: float
+) -> tuple[np.ndarray, list[list[str]]]:
+    """Per pair: whether a quality dimension's median gap (chosen - rejected) is beyond `margin`, and
+    the gaps beyond it in words ("<dimension> +<gap>")."""
+    gap_words: list[list[str]] = [[] for _ in range(len(medians))]
+    gap_hit = np.zeros(len(medians), dtype=bool)
+    for dimension in dimensions:
+        if f"chosen_{dimension}" not in medians.columns:
+            continue
+        gap = (medians[f"chosen_{dimension}"] - medians[f"rejected_{dimension}"]).to_numpy()
+        beyond = np.abs(np.nan_to_num(gap)) > margin + _GAP_TOLERANCE
+        gap_hit |= beyond
+        for hit_at in np.flatnonzero(beyond):
+            gap_words[hit_at].append(f"{dimension} {gap[hit_at]:+g}")
+    return gap_hit, gap_words
+
+
+def _reason(
+    hit: Sequence[str],
+    counts: Sequence[int],
+    *,
+    n_judgments: int,
+    n_flags: int,
+    margin: float,
+    gaps: Sequence[str],
+    evidence: str,
+    dropped: bool,
+) -> str:
+    """The rules a pair hits (and a drop by the cleaning list) in words, joined by "; "."""
+    chosen, rejected, tie = counts
+    words = []
+    if "no_majority" in hit:
+        words.append(f"no majority (chosen {chosen}, rejected {rejected}, tie {tie})")
+    if "majority_against_chosen" in hit:
+        words.append(f"majority prefers rejected ({rejected} of {n_judgments})")
+    if "quality_gap" in hit:
+        words.append(f"quality gap beyond {margin:g}: {', '.join(gaps)}")
+    if "flagged" in hit:
+        words.append(f"flagged by {n_flags} annotator(s)")
+    if "uncertain" in hit:
+        words.append(f"uncertain, needs more judgments ({evidence})")
+    if dropped:
+        words.append(f"broken: in the drop list ({evidence})")
+    return "; ".join(words)
+
+
 def evaluate(
     pairs: pd.DataFrame,
     judgments: pd.DataFrame,
@@ -159,16 +206,7 @@ def evaluate(
         "majority_against_chosen": has_majority & (out["majority"].to_numpy() == "rejected"),
         "flagged": out["n_flags"].to_numpy() > 0,
     }
-    gap_words: list[list[str]] = [[] for _ in range(len(out))]
-    gap_hit = np.zeros(len(out), dtype=bool)
-    for dimension in dimensions:
-        if f"chosen_{dimension}" not in medians.columns:
-            continue
-        gap = (medians[f"chosen_{dimension}"] - medians[f"rejected_{dimension}"]).to_numpy()
-        beyond = np.abs(np.nan_to_num(gap)) > margin + _GAP_TOLERANCE
-        gap_hit |= beyond
-        for hit_at in np.flatnonzero(beyond):
-            gap_words[hit_at].append(f"{dimension} {gap[hit_at]:+g}")
+    gap_hit, gap_words = _quality_gaps(medians, dimensions, margin)
     use_evidence = evidence is not None and not evidence.empty
     decision = np.full(len(out), "", dtype=object)
     evidence_text = np.full(len(out), "", dtype=object)
@@ -193,22 +231,19 @@ def evaluate(
             reasons.append(f"not enough judgments ({n[position]} of {MIN_JUDGMENTS})")
             continue
         hit = [name for name in RULES if hits[name][position]]
-        words = []
-        chosen, rejected, tie = counts[position]
-        if "no_majority" in hit:
-            words.append(f"no majority (chosen {chosen}, rejected {rejected}, tie {tie})")
-        if "majority_against_chosen" in hit:
-            words.append(f"majority prefers rejected ({rejected} of {n[position]})")
-        if "quality_gap" in hit:
-            words.append(f"quality gap beyond {margin:g}: {', '.join(gap_words[position])}")
-        if "flagged" in hit:
-            words.append(f"flagged by {out['n_flags'].iat[position]} annotator(s)")
-        if "uncertain" in hit:
-            words.append(f"uncertain, needs more judgments ({evidence_text[position]})")
-        if drop[position]:
-            words.append(f"broken: in the drop list ({evidence_text[position]})")
         names.append(",".join(hit))
-        reasons.append("; ".join(words))
+        reasons.append(
+            _reason(
+                hit,
+                counts[position],
+                n_judgments=n[position],
+                n_flags=out["n_flags"].iat[position],
+                margin=margin,
+                gaps=gap_words[position],
+                evidence=evidence_text[position],
+                dropped=bool(drop[position]),
+            )
+        )
     out["rules"] = names
     out["reasons"] = reasons
     out["evidence_decision"] = decision
