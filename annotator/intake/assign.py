@@ -2,8 +2,9 @@
 
 import random
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import case, func, insert
 from sqlmodel import Session, col, select
@@ -76,6 +77,78 @@ def _even_out_sides(new: dict[int, list[tuple[int, str]]], balance: Counter[int]
         new[uid] = [(pair_id, slots[pair_id][uid]) for pair_id, _ in items]
 
 
+def _new_sides(
+    picked: list[int], sides: Counter[str], balance: Counter[int], rng: random.Random
+) -> list[tuple[int, str]]:
+    """The side of `chosen` for each new slot of a pair, as (annotator, side): as many A as keeps the
+    pair within one of even, given to the annotators who have seen `chosen` on B most; an odd slot
+    follows its annotator's balance. Updates the pair's `sides` and the annotators' `balance`."""
+    total = sides["A"] + sides["B"] + len(picked)
+    low = min(len(picked), max(0, total // 2 - sides["A"]))
+    high = min(len(picked), max(0, (total + 1) // 2 - sides["A"]))
+    picked.sort(key=lambda u: (balance[u], rng.random()))
+    out = []
+    for rank, uid in enumerate(picked):
+        if rank < low:
+            side = "A"
+        elif rank < high:
+            side = "A" if balance[uid] < 0 else "B" if balance[uid] > 0 else rng.choice("AB")
+        else:
+            side = "B"
+        sides[side] += 1
+        balance[uid] += 1 if side == "A" else -1
+        out.append((uid, side))
+    return out
+
+
+def _queue_rows(
+    new: Mapping[int, list[tuple[int, str]]],
+    last: Mapping[int, int | None],
+    *,
+    study_id: int,
+    arm_of: Mapping[int, str],
+    rng: random.Random,
+) -> list[dict[str, Any]]:
+    """Assignment rows for the new items, shuffled into each annotator's queue after its last position."""
+    rows = []
+    for uid, items in new.items():
+        rng.shuffle(items)
+        start = (last.get(uid) or 0) + 1
+        for offset, (pair_id, side) in enumerate(items):
+            rows.append(
+                {
+                    "study_id": study_id,
+                    "pair_id": pair_id,
+                    "annotator_id": uid,
+                    "chosen_side": side,
+                    "position": start + offset,
+                    "arm": arm_of[uid],
+                }
+            )
+    return rows
+
+
+def _count_existing(
+    existing: Sequence[tuple[int, int, str]],
+    main_ids: set[int],
+    panel: set[int] | None,
+    *,
+    on_pair: dict[int, set[int]],
+    pair_sides: dict[int, Counter[str]],
+    load: Counter[int],
+    balance: Counter[int],
+) -> None:
+    """Tally the existing assignments of main pairs (only the `panel`'s, when given): who is on each
+    pair, its sides, each annotator's load and side balance."""
+    for pair_id, annotator_id, side in existing:
+        if (panel is not None and annotator_id not in panel) or pair_id not in main_ids:
+            continue
+        on_pair[pair_id].add(annotator_id)
+        pair_sides[pair_id][side] += 1
+        load[annotator_id] += 1
+        balance[annotator_id] += 1 if side == "A" else -1
+
+
 def assign(
     session: Session,
     *,
@@ -131,14 +204,10 @@ def assign(
     pair_sides: dict[int, Counter[str]] = defaultdict(Counter)
     load: Counter[int] = Counter(dict.fromkeys(user_ids, 0))
     balance: Counter[int] = Counter()  # per annotator: times `chosen` was on A minus times on B
-    panel = set(user_ids)
-    for pair_id, annotator_id, side in existing:
-        if (overlap_among_named and annotator_id not in panel) or pair_id not in main_ids:
-            continue
-        on_pair[pair_id].add(annotator_id)
-        pair_sides[pair_id][side] += 1
-        load[annotator_id] += 1
-        balance[annotator_id] += 1 if side == "A" else -1
+    panel = set(user_ids) if overlap_among_named else None
+    _count_existing(
+        existing, main_ids, panel, on_pair=on_pair, pair_sides=pair_sides, load=load, balance=balance
+    )
     if more_for is not None:
         pair_ids = _more_for(study, main_pairs, more_for)
         wanted = {pair_id: len(on_pair[pair_id]) + 1 for pair_id in pair_ids}
@@ -165,25 +234,9 @@ def assign(
             load[uid] += 1
             tiebreak[uid] = rng.random()
             picked.append(uid)
-        # Sides for the new slots: as many A as keeps the pair within one of even, given to the
-        # annotators who have seen `chosen` on B most; an odd slot follows its annotator's balance.
-        sides = pair_sides[pair_id]
-        total = sides["A"] + sides["B"] + len(picked)
-        low = min(len(picked), max(0, total // 2 - sides["A"]))
-        high = min(len(picked), max(0, (total + 1) // 2 - sides["A"]))
-        picked.sort(key=lambda u: (balance[u], rng.random()))
-        for rank, uid in enumerate(picked):
-            if rank < low:
-                side = "A"
-            elif rank < high:
-                side = "A" if balance[uid] < 0 else "B" if balance[uid] > 0 else rng.choice("AB")
-            else:
-                side = "B"
-            sides[side] += 1
-            balance[uid] += 1 if side == "A" else -1
+        for uid, side in _new_sides(picked, pair_sides[pair_id], balance, rng):
             new[uid].append((pair_id, side))
     _even_out_sides(new, balance)
-    rows = []
     last = dict(
         session.exec(
             select(col(Assignment.annotator_id), func.max(Assignment.position))
@@ -191,20 +244,7 @@ def assign(
             .group_by(col(Assignment.annotator_id))
         ).all()
     )
-    for uid, items in new.items():
-        rng.shuffle(items)
-        start = (last.get(uid) or 0) + 1
-        for offset, (pair_id, side) in enumerate(items):
-            rows.append(
-                {
-                    "study_id": study_row.id,
-                    "pair_id": pair_id,
-                    "annotator_id": uid,
-                    "chosen_side": side,
-                    "position": start + offset,
-                    "arm": arm_of[uid],
-                }
-            )
+    rows = _queue_rows(new, last, study_id=id_of(study_row), arm_of=arm_of, rng=rng)
     if rows:
         session.execute(insert(Assignment), rows)
         session.flush()

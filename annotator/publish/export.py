@@ -21,7 +21,7 @@ from sqlmodel import Session, col
 
 from annotator.errors import UserError
 from annotator.people.accounts import SYSTEM, Account, require_role
-from annotator.review import adjudicate
+from annotator.review.final_labels import final_labels
 from annotator.review.readers import label_frame
 from annotator.store.models import Event, Pair
 from annotator.study import get_study
@@ -65,7 +65,7 @@ def adjudicated_frame(session: Session, *, study: str, pseudonymize: bool = Fals
     With rubric verification, ``support_<k>`` is the median answer on rubric aspect k
     (0 = not supported by what the user wrote, 1 = partly, 2 = yes).
     """
-    return _support_columns(adjudicate.final_labels(session, study=study, pseudonymize=pseudonymize))
+    return _support_columns(final_labels(session, study=study, pseudonymize=pseudonymize))
 
 
 def _support_columns(frame: pd.DataFrame) -> pd.DataFrame:

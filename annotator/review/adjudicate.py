@@ -1,12 +1,7 @@
-"""Adjudication: the rules that send a pair to a person, automatic decisions, the queue, human decisions.
+"""Adjudication in the database: evidence, automatic decisions, the queue, one pair, human decisions.
 
-A pair's current judgments are summarised by direction (sign of the preference: chosen > 0,
-rejected < 0, tie = 0). A pair with fewer than two judgments is *unresolved* (not enough data). A pair
-needs a person when any named rule fires (:data:`RULES`); every other pair is resolved automatically,
-*unanimous* when all judgments share one direction, else *majority*. The quality rule uses the same
-evidence as the report's cleaning list (:mod:`analysis.cleaning`, from 10 pairs on): a pair in "drop"
-is settled automatically as not kept, a pair that "needs more judgments" goes to a person, a kept pair
-passes the rule; with fewer pairs the median gap of its judgments decides. Every decision is an
+The rules themselves are pure (:mod:`analysis.adjudication`); this module reads what they need (the
+current judgments and scores, the cleaning list), and records decisions. Every decision is an
 :class:`~annotator.store.models.Adjudication` row (append-only: the latest counts); an automatic decision is
 never recorded over a human one.
 """
@@ -20,12 +15,20 @@ import pandas as pd
 from sqlalchemy import Select, insert, select
 from sqlmodel import Session, col
 
-from analysis.cleaning import NEEDS_MORE
-from analysis.frames import pair_majority, rubric_scores
+from analysis.adjudication import (
+    MIN_JUDGMENTS,
+    PREFERENCES,
+    RULE_LENGTH,
+    UNRESOLVED,
+    auto_decision,
+    auto_rule,
+    evaluate,
+    json_number,
+    keeps,
+)
 from analysis.vocabulary import RUBRIC_PREFIX, SUPPORT_PREFIX
 from annotator import textguard
 from annotator.errors import UserError
-from annotator.people import pseudonyms
 from annotator.people.accounts import SYSTEM, Account, require_role
 from annotator.review import readers
 from annotator.store.models import Adjudication, Event, Method, Pair, Study, User, id_of, utcnow
@@ -33,33 +36,17 @@ from annotator.study import StudyConfig, get_study, parse_config
 
 __all__ = [
     "AUTO_METHODS",
-    "MIN_JUDGMENTS",
     "PREFERENCES",
-    "RULES",
     "AutoSummary",
     "PairDetail",
     "auto_resolve",
     "decide",
-    "evaluate",
-    "final_labels",
     "pair_detail",
     "queue",
 ]
 
-#: The rules that send a pair to a person, by name.
-RULES: dict[str, str] = {
-    "no_majority": "no preference direction (chosen, rejected, tie) has more than half of the judgments",
-    "majority_against_chosen": "more than half of the judgments prefer the rejected response",
-    "quality_gap": "the median chosen - rejected difference on a quality dimension is beyond the margin "
-    "(fewer than 10 pairs)",
-    "uncertain": "the cleaning list's evidence cannot settle the pair (it needs more judgments)",
-    "flagged": "an annotator flagged the item as broken",
-}
-MIN_JUDGMENTS = 2
 AUTO_METHODS: tuple[Method, ...] = ("unanimous", "majority")
 HUMAN_METHOD: Method = "adjudicated"
-UNRESOLVED = "unresolved"
-PREFERENCES = ("chosen", "rejected", "tie")
 PREFERENCE_LABELS = {
     2: "chosen much better",
     1: "chosen better",
@@ -67,183 +54,6 @@ PREFERENCE_LABELS = {
     -1: "rejected better",
     -2: "rejected much better",
 }
-_RULE_LENGTH = 200
-_GAP_TOLERANCE = 1e-9
-
-
-# ------------------------------------------------------------------------------------------ evaluation
-
-
-def _score_columns(items: Sequence[str], dimensions: Sequence[str]) -> list[str]:
-    ordered = [d for d in dimensions if d in items] + sorted(set(items) - set(dimensions) - {"rubric"})
-    if "rubric" in items:
-        ordered.append("rubric")
-    return [f"{response}_{item}" for item in ordered for response in ("chosen", "rejected")]
-
-
-def _medians(judgments: pd.DataFrame, scores: pd.DataFrame, dimensions: Sequence[str]) -> pd.DataFrame:
-    """Per pair: the median over judgments of every quality item and of the rubric (per judgment the
-    mean over aspects), as flat columns ``chosen_<item>`` / ``rejected_<item>``, indexed by pair_db_id."""
-    if scores.empty:
-        return pd.DataFrame(index=pd.Index([], name="pair_db_id"))
-    pair_of = pd.Series(judgments["pair_db_id"].to_numpy(), index=judgments["judgment_id"].to_numpy())
-    scores = scores[scores["judgment_id"].isin(pair_of.index)]  # one read may be newer than the other
-    values = pd.DataFrame(
-        {
-            "pair_db_id": pair_of.reindex(scores["judgment_id"].to_numpy()).to_numpy(),
-            "judgment_id": scores["judgment_id"].to_numpy(),
-            "response": scores["response"].astype(object).to_numpy(),
-            "item": scores["item"].astype(object).to_numpy(),
-            "value": scores["value"].to_numpy(),
-        }
-    )
-    aspect = values["item"].str.startswith(RUBRIC_PREFIX).to_numpy(dtype=bool)
-    rubric = rubric_scores(values, ["pair_db_id", "judgment_id", "response"])
-    quality = values[~aspect]
-    both = pd.concat([quality, rubric[quality.columns]], ignore_index=True)
-    wide = (
-        both.groupby(["pair_db_id", "response", "item"], sort=False)["value"]
-        .median()
-        .unstack(["response", "item"])
-    )
-    wide.columns = [f"{response}_{item}" for response, item in wide.columns]
-    columns = _score_columns(list(both["item"].unique()), dimensions)
-    return wide.reindex(columns=columns)
-
-
-def _objects(values: Sequence[Any]) -> pd.Series:
-    """A column of Python objects (text or None), kept as such rather than inferred as a text dtype."""
-    return pd.Series(list(values), dtype=object)
-
-
-def evaluate(
-    pairs: pd.DataFrame,
-    judgments: pd.DataFrame,
-    scores: pd.DataFrame,
-    *,
-    dimensions: Sequence[str],
-    margin: float,
-    evidence: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """Apply the adjudication rules to every pair.
-
-    Parameters
-    ----------
-    pairs : DataFrame
-        Columns pair_db_id, pair_id, category: every pair to evaluate.
-    judgments, scores : DataFrame
-        :func:`annotator.review.readers.current_judgments` and
-        :func:`annotator.review.readers.current_scores`.
-    dimensions : sequence of str
-        The study's quality dimensions (checked by the ``quality_gap`` rule).
-    margin : float
-        The study's equivalence margin: a larger |median chosen - median rejected| needs a person.
-    evidence : DataFrame, optional
-        The cleaning list (:func:`analysis.cleaning.frame_cleaning`: pair_id, decision, p_broken,
-        reason, evidence); when given (non-empty) it replaces the median rule: "drop" settles the pair
-        as not kept (``evidence_decision``), "needs more judgments" fires ``uncertain``.
-
-    Returns
-    -------
-    DataFrame
-        One row per pair (in the order of `pairs`): pair_db_id, pair_id, category, n_judgments,
-        n_chosen, n_rejected, n_tie, majority (chosen | rejected | tie | None), agreement (share of
-        judgments in the most common direction; NaN without judgments), n_flags, last_submitted_at,
-        status (unresolved | needs_person | auto), method (unanimous | majority | None), rules
-        (comma-separated names of the rules hit), reasons (the same in words), then the median
-        columns ``chosen_<item>`` / ``rejected_<item>``.
-    """
-    out = pairs[["pair_db_id", "pair_id", "category"]].reset_index(drop=True).copy()
-    index = pd.Index(out["pair_db_id"].to_numpy(), name="pair_db_id")
-    votes = (
-        pair_majority(judgments[["pair_db_id", "preference"]], pair_col="pair_db_id")
-        .set_index("pair_db_id")
-        .reindex(index)
-    )
-    out["n_judgments"] = votes["n_votes"].fillna(0).astype("int64").to_numpy()
-    for name in ("n_chosen", "n_rejected", "n_tie"):
-        out[name] = votes[name].fillna(0).astype("int64").to_numpy()
-    flags = judgments.groupby("pair_db_id")["flag"].sum().reindex(index, fill_value=0)
-    out["n_flags"] = flags.astype("int64").to_numpy()
-    last = judgments.groupby("pair_db_id")["submitted_at"].max().reindex(index)
-    n = out["n_judgments"].to_numpy()
-    counts = out[["n_chosen", "n_rejected", "n_tie"]].to_numpy()
-    top = counts.max(axis=1) if len(out) else np.zeros(0, dtype="int64")
-    out["agreement"] = votes["agreement"].to_numpy(dtype=float)
-    has_majority = top * 2 > n
-    out["majority"] = _objects(
-        [m if m in PREFERENCES else None for m in votes["majority"].to_numpy(dtype=object)]
-    )
-    out["last_submitted_at"] = last.to_numpy()
-
-    medians = _medians(judgments, scores, dimensions).reindex(index)
-    hits: dict[str, np.ndarray] = {
-        "no_majority": ~has_majority,
-        "majority_against_chosen": has_majority & (out["majority"].to_numpy() == "rejected"),
-        "flagged": out["n_flags"].to_numpy() > 0,
-    }
-    gap_words: list[list[str]] = [[] for _ in range(len(out))]
-    gap_hit = np.zeros(len(out), dtype=bool)
-    for dimension in dimensions:
-        if f"chosen_{dimension}" not in medians.columns:
-            continue
-        gap = (medians[f"chosen_{dimension}"] - medians[f"rejected_{dimension}"]).to_numpy()
-        beyond = np.abs(np.nan_to_num(gap)) > margin + _GAP_TOLERANCE
-        gap_hit |= beyond
-        for hit_at in np.flatnonzero(beyond):
-            gap_words[hit_at].append(f"{dimension} {gap[hit_at]:+g}")
-    use_evidence = evidence is not None and not evidence.empty
-    decision = np.full(len(out), "", dtype=object)
-    evidence_text = np.full(len(out), "", dtype=object)
-    if use_evidence:
-        assert evidence is not None
-        by_pair = evidence.set_index("pair_id")
-        found = out["pair_id"].map(by_pair["decision"]).fillna("")
-        decision = found.to_numpy(dtype=object)
-        evidence_text = out["pair_id"].map(by_pair["evidence"]).fillna("").to_numpy(dtype=object)
-        hits["quality_gap"] = np.zeros(len(out), dtype=bool)
-        hits["uncertain"] = decision == NEEDS_MORE
-    else:
-        hits["quality_gap"] = gap_hit
-        hits["uncertain"] = np.zeros(len(out), dtype=bool)
-    drop = decision == "drop"
-
-    enough = n >= MIN_JUDGMENTS
-    names, reasons = [], []
-    for position in range(len(out)):
-        if not enough[position]:
-            names.append("")
-            reasons.append(f"not enough judgments ({n[position]} of {MIN_JUDGMENTS})")
-            continue
-        hit = [name for name in RULES if hits[name][position]]
-        words = []
-        chosen, rejected, tie = counts[position]
-        if "no_majority" in hit:
-            words.append(f"no majority (chosen {chosen}, rejected {rejected}, tie {tie})")
-        if "majority_against_chosen" in hit:
-            words.append(f"majority prefers rejected ({rejected} of {n[position]})")
-        if "quality_gap" in hit:
-            words.append(f"quality gap beyond {margin:g}: {', '.join(gap_words[position])}")
-        if "flagged" in hit:
-            words.append(f"flagged by {out['n_flags'].iat[position]} annotator(s)")
-        if "uncertain" in hit:
-            words.append(f"uncertain, needs more judgments ({evidence_text[position]})")
-        if drop[position]:
-            words.append(f"broken: in the drop list ({evidence_text[position]})")
-        names.append(",".join(hit))
-        reasons.append("; ".join(words))
-    out["rules"] = names
-    out["reasons"] = reasons
-    out["evidence_decision"] = decision
-    settled = drop | (out["rules"] == "").to_numpy()
-    out["status"] = np.where(~enough, UNRESOLVED, np.where(settled, "auto", "needs_person"))
-    auto = (out["status"] == "auto").to_numpy()
-    out["method"] = _objects(
-        [("unanimous" if t == k else "majority") if a else None for t, k, a in zip(top, n, auto, strict=True)]
-    )
-    for name in medians.columns:
-        out[name] = medians[name].to_numpy()
-    return out
 
 
 def _config(study: Study) -> StudyConfig:
@@ -398,51 +208,6 @@ class AutoSummary:
         )
 
 
-def _json_number(value: Any) -> float | None:
-    return None if value is None or pd.isna(value) else float(value)
-
-
-def _decision(
-    row: Mapping[str, Any], judgment_ids: list[int], score_columns: Sequence[str]
-) -> dict[str, Any]:
-    scores: dict[str, dict[str, float]] = {"chosen": {}, "rejected": {}}
-    for name in score_columns:
-        value = _json_number(row.get(name))
-        if value is not None:
-            response, item = name.split("_", 1)
-            scores[response][item] = value
-    return {
-        "preference": row["majority"],
-        "keep": _keeps(row),
-        "evidence": row.get("evidence_decision") or "",
-        "agreement": _json_number(row["agreement"]),
-        "n_judgments": int(row["n_judgments"]),
-        "votes": {
-            "chosen": int(row["n_chosen"]),
-            "rejected": int(row["n_rejected"]),
-            "tie": int(row["n_tie"]),
-        },
-        "scores": scores,
-        "judgment_ids": judgment_ids,
-    }
-
-
-def _keeps(row: Mapping[str, Any]) -> bool:
-    return bool(row["majority"] == "chosen" and row.get("evidence_decision") != "drop")
-
-
-def _auto_rule(row: Mapping[str, Any]) -> str:
-    n, majority = int(row["n_judgments"]), row["majority"]
-    if row.get("evidence_decision") == "drop":
-        return f"dropped: the cleaning list's evidence says broken; {row['reasons']}"[:_RULE_LENGTH]
-    if row["method"] == "unanimous":
-        text = f"unanimous: all {n} judgments prefer {majority}; no rule needs a person"
-    else:
-        count = int(row[f"n_{majority}"])
-        text = f"majority: {count} of {n} judgments prefer {majority}; no rule needs a person"
-    return text[:_RULE_LENGTH]
-
-
 def auto_resolve(session: Session, *, study: str, account: Account) -> AutoSummary:
     """Resolve every pair that needs no person, recording each decision as an Adjudication row.
 
@@ -483,7 +248,7 @@ def auto_resolve(session: Session, *, study: str, account: Account) -> AutoSumma
                         "pair_id": pair_db_id,
                         "adjudicator_id": None,
                         "method": UNRESOLVED,
-                        "rule": f"withdrawn: {row['reasons']}"[:_RULE_LENGTH],
+                        "rule": f"withdrawn: {row['reasons']}"[:RULE_LENGTH],
                         "preference": "none",
                         "keep": False,
                         "decision": {
@@ -499,14 +264,14 @@ def auto_resolve(session: Session, *, study: str, account: Account) -> AutoSumma
                 )
                 revoked += 1
             continue
-        decision = _decision(row, judgment_ids, score_columns)
+        decision = auto_decision(row, judgment_ids, score_columns)
         new = {
             "pair_id": pair_db_id,
             "adjudicator_id": None,
             "method": row["method"],
-            "rule": _auto_rule(row),
+            "rule": auto_rule(row),
             "preference": row["majority"] or "none",
-            "keep": _keeps(row),
+            "keep": keeps(row),
             "decision": decision,
             "note": "",
             "created_at": now,
@@ -568,9 +333,9 @@ QUEUE_COLUMNS = [
 def queue(session: Session, *, study: str, account: Account) -> pd.DataFrame:
     """The pairs that need a person, lowest agreement first (then most flags, then pair id).
 
-    A pair is in the queue when a rule fires (:data:`RULES`, named in ``rules`` and explained in
-    ``reasons``) and no person has decided it yet, or a judgment was submitted after the latest human
-    decision (``reopened``). ``pair_db_id`` is the Pair.id to pass to :func:`pair_detail` and
+    A pair is in the queue when a rule fires (:data:`analysis.adjudication.RULES`, named in ``rules``
+    and explained in ``reasons``) and no person has decided it yet, or a judgment was submitted after
+    the latest human decision (``reopened``). ``pair_db_id`` is the Pair.id to pass to :func:`pair_detail` and
     :func:`decide`; ``pair_id`` is the external id. With an `account` (the app), only an adjudicator
     or a researcher may see it.
     """
@@ -802,7 +567,7 @@ def decide(
         pair_id=pair_id,
         adjudicator_id=account.id,
         method=HUMAN_METHOD,
-        rule=f"decided by {account.username}"[:_RULE_LENGTH],
+        rule=f"decided by {account.username}"[:RULE_LENGTH],
         preference=preference,
         keep=keep,
         decision={
@@ -813,7 +578,7 @@ def decide(
             "basis": {
                 "n_judgments": int(evaluation["n_judgments"]),
                 "majority": evaluation["majority"],
-                "agreement": _json_number(evaluation["agreement"]),
+                "agreement": json_number(evaluation["agreement"]),
                 "rules": [r for r in evaluation["rules"].split(",") if r],
                 "judgment_ids": _judgment_ids(judgments).get(pair_id, []),
             },
@@ -839,120 +604,3 @@ def decide(
     )
     session.flush()
     return adjudication
-
-
-# ------------------------------------------------------------------------------------------ final labels
-
-
-FINAL_COLUMNS = [
-    "pair_id",
-    "category",
-    "preference",
-    "keep",
-    "method",
-    "rule",
-    "agreement",
-]
-_TAIL_COLUMNS = ["n_judgments", "adjudicator", "note", "decided_at", "stale"]
-
-
-def _decided_rubric(
-    session: Session, study: Study, pair_db_id: int, given: Mapping[str, Mapping[str, float]]
-) -> dict[str, float]:
-    """The rubric score of each response whose aspects a person decided ("rubric:<k>"): the mean over
-    aspects of the decided value, or else the aspect's median over the current judgments."""
-    decided = {
-        r: {i: v for i, v in items.items() if i.startswith(RUBRIC_PREFIX)} for r, items in given.items()
-    }
-    decided = {r: items for r, items in decided.items() if items}
-    if not decided:
-        return {}
-    scores = readers.current_scores(session, study_id=id_of(study), pair_db_id=pair_db_id)
-    aspects = scores[scores["item"].astype(str).str.startswith(RUBRIC_PREFIX)]
-    medians = aspects.groupby(["response", "item"], observed=True)["value"].median()
-    out = {}
-    for response, items in decided.items():
-        values = {str(item): float(v) for (r, item), v in medians.items() if r == response}
-        values.update({item: float(v) for item, v in items.items()})
-        rows = pd.DataFrame({"key": 0, "item": list(values), "value": list(values.values())})
-        out[response] = float(rubric_scores(rows, ["key"])["value"].iloc[0])
-    return out
-
-
-def final_labels(session: Session, *, study: str, pseudonymize: bool = False) -> pd.DataFrame:
-    """One row per pair: the latest decision and its evidence (see :func:`export.adjudicated_frame`).
-
-    ``stale`` is True when the decision was taken on other judgments than the current ones (an
-    automatic decision: re-run auto_resolve; a human one: the pair is back in the queue).
-    """
-    study_row = get_study(session, study)
-    evaluation, judgments = _evaluation(session, study_row)
-    adjudications = _adjudications(session, id_of(study_row))
-    latest = adjudications.groupby("pair_db_id").tail(1).set_index("pair_db_id")
-    score_columns = [c for c in evaluation.columns if c.startswith(("chosen_", "rejected_"))]
-    out = evaluation.set_index("pair_db_id")
-    decided = latest.reindex(out.index)
-    has = decided["method"].notna().to_numpy()
-    method = decided["method"].where(decided["method"].notna(), UNRESOLVED)
-    pending = np.where(
-        out["status"] == "auto", "not yet auto-resolved (run annotator adjudicate --auto)", out["reasons"]
-    )
-    frame = pd.DataFrame(
-        {
-            "pair_id": out["pair_id"],
-            "category": out["category"],
-            "method": method,
-            "rule": np.where(has, decided["rule"], pending),
-            "agreement": out["agreement"],
-        },
-        index=out.index,
-    )
-    unresolved = (frame["method"] == UNRESOLVED).to_numpy()
-    preference = [
-        None if gone or not isinstance(p, str) or p == "none" else p
-        for p, gone in zip(decided["preference"], unresolved, strict=True)
-    ]
-    keep = [None if gone else bool(k) for k, gone in zip(decided["keep"], unresolved, strict=True)]
-    frame["preference"] = pd.Series(preference, index=frame.index, dtype=object)
-    frame["keep"] = pd.Series(keep, index=frame.index, dtype=object)
-    frame = frame[["pair_id", "category", "preference", "keep", "method", "rule", "agreement"]]
-    for name in score_columns:
-        frame[name] = out[name]
-    human = _is_human(decided.fillna({"method": ""})).to_numpy() & has
-    for position in np.flatnonzero(human):
-        given = decided["decision"].iat[position].get("scores") or {}
-        for response, value in _decided_rubric(session, study_row, int(frame.index[position]), given).items():
-            if f"{response}_rubric" in frame.columns:
-                frame.iat[position, frame.columns.get_loc(f"{response}_rubric")] = value
-        for response, items in given.items():
-            for item, value in items.items():
-                if f"{response}_{item}" in frame.columns:
-                    frame.iat[position, frame.columns.get_loc(f"{response}_{item}")] = value
-    frame["n_judgments"] = out["n_judgments"]
-    adjudicator = pd.Series(
-        [name if isinstance(name, str) else None for name in decided["adjudicator"]],
-        index=frame.index,
-        dtype=object,
-    )
-    if pseudonymize:  # no real name in any column: the rule ("decided by NAME") too
-        codes = pseudonyms.pseudonymize_names(adjudicator, pseudonyms.study_secret(session, study_row))
-        frame["rule"] = [
-            rule.replace(name, code) if isinstance(name, str) and isinstance(rule, str) else rule
-            for rule, name, code in zip(frame["rule"], adjudicator, codes, strict=True)
-        ]
-        adjudicator = codes
-    frame["adjudicator"] = adjudicator
-    frame["note"] = decided["note"].where(has, "")
-    frame["decided_at"] = decided["created_at"]
-    current = _judgment_ids(judgments)
-    stale = []
-    for pair_db_id, decision, method_name in zip(
-        frame.index, decided["decision"], frame["method"], strict=True
-    ):
-        if not isinstance(decision, dict) or method_name == UNRESOLVED:
-            stale.append(False)
-            continue
-        recorded = decision.get("judgment_ids", (decision.get("basis") or {}).get("judgment_ids"))
-        stale.append(recorded != current.get(int(pair_db_id), []))
-    frame["stale"] = stale
-    return frame[[*FINAL_COLUMNS, *score_columns, *_TAIL_COLUMNS]].reset_index(drop=True)

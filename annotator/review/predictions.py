@@ -327,13 +327,13 @@ def disagreement_queue(
     :func:`analysis.science.disagreements`), with the pair's database id (``pair_db_id``) to send back.
     Control pairs never appear. Researchers only."""
     from analysis.science import disagreements, validated_pair_ids
-    from annotator.review import adjudicate
+    from annotator.review.final_labels import final_labels
     from annotator.review.readers import label_frame
 
     require_role(session, account, "researcher")
     frame = label_frame(session, study=study, account=account)
     predictions = prediction_frame(session, study=study, account=account)
-    final = adjudicate.final_labels(session, study=study)
+    final = final_labels(session, study=study)
     pairs = validated_pair_ids(final) if validated_only else None
     queue = disagreements(frame, predictions, final=final, pairs=pairs)
     ids = _known_pairs(session, id_of(get_study(session, study)))

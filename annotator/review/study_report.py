@@ -36,7 +36,7 @@ def study_report(
     """
     config = study_config(session, study)
     frame = label_frame(session, study=study, account=account)
-    from annotator.review.adjudicate import final_labels
+    from annotator.review.final_labels import final_labels
     from annotator.review.predictions import prediction_frame
 
     predictions = prediction_frame(session, study=study, account=account)  # models vs people
