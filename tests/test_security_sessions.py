@@ -132,7 +132,7 @@ def test_a_deactivated_annotator_cannot_submit_from_an_open_page(engine: Engine,
     with db.session_scope(engine) as session:
         assign(session, study="s1", overlap=1, account=SYSTEM)
     with db.session_scope(engine) as session:
-        study_id = labels.annotator_studies(session, user_id=alice.id)[0][0]
+        study_id = labels.annotator_studies(session, account=alice)[0][0]
         item = labels.next_assignment(session, user_id=alice.id, study_id=study_id)
         assert item is not None
         assignment_id = id_of(item)

@@ -15,7 +15,7 @@ from annotator.errors import AuthError, LabelError, UserError
 from annotator.intake import controls
 from annotator.intake.assign import extend_overlap
 from annotator.people.accounts import require_active
-from annotator.people.authorization import own_assignment
+from annotator.people.authorization import Account, own_assignment
 from annotator.people.training import needs_training, qualified
 from annotator.rating import crowd
 from annotator.rating.blinding import preference_index, response_of, side_of, side_texts, signed_preference
@@ -440,12 +440,12 @@ def current_answers(session: Session, *, assignment_id: int, user_id: int) -> Su
     )
 
 
-def annotator_studies(session: Session, *, user_id: int) -> list[tuple[int, str]]:
+def annotator_studies(session: Session, *, account: Account) -> list[tuple[int, str]]:
     """The studies in which the annotator has items, as (id, name)."""
     rows = session.exec(
         select(Study.id, Study.name)
         .join(Assignment, col(Assignment.study_id) == Study.id)
-        .where(Assignment.annotator_id == user_id)
+        .where(Assignment.annotator_id == account.id)
         .distinct()
         .order_by(Study.name)
     ).all()

@@ -204,7 +204,7 @@ def choose_study(account: Account) -> tuple[int, str] | None:
     studies: list[tuple[int, str]] | None = st.session_state.get(STUDIES_KEY)
     if studies is None:
         with session() as active:
-            studies = labels.annotator_studies(active, user_id=account.id)
+            studies = labels.annotator_studies(active, account=account)
         st.session_state[STUDIES_KEY] = studies
     if not studies:
         return None

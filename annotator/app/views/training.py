@@ -145,7 +145,7 @@ def main() -> None:
     account = require("annotator")
     st.title("Training")
     with session() as active:
-        studies = labels.annotator_studies(active, user_id=account.id)
+        studies = labels.annotator_studies(active, account=account)
     if not studies:
         st.info("You have no study yet.")
         return
