@@ -12,7 +12,7 @@ all call :func:`build_report`, so they show the same numbers. Control pairs (the
     per dimension, a TOST on the crossed random-effects model of the per-judgment chosen - rejected
     differences (:mod:`analysis.mixed`, Satterthwaite df, the few-annotator guard), all dimensions
     must pass (intersection-union, Berger 1982); and the upper confidence bound of the share of pairs
-    whose true gap lies beyond the margin (:func:`analysis.mixed.broken_share`) must be below
+    whose true gap lies beyond the margin (:func:`analysis.broken_share.broken_share`) must be below
     ``max_broken_share``. The per-pair TOST is shown as "conditional on this panel of annotators".
 ``rubric``
     *Chosen follows the user's rubric better*, over pairs and annotators: one-sided test of the mean
