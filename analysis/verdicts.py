@@ -195,16 +195,7 @@ def _rubric(validation: ValidationResult, alpha: float) -> Verdict:
         f"pair means): {sup['estimate']:.3f} [{sup['ci_low']:.3f}, {sup['ci_high']:.3f}], d_z = "
         f"{sup['dz']:.2f}, minimum detectable effect at 80% power {sup['mde']:.3f}"
     )
-    if not row["annotator_estimable"]:
-        return Verdict(
-            "rubric", claim, test, "inconclusive",
-            detail + "; one annotator: no claim about annotators in general",
-        )  # fmt: skip
-    if row["p_holm"] < alpha:
-        return Verdict("rubric", claim, test, "pass", detail)
-    if row["ci_high"] < 0:
-        return Verdict("rubric", claim, test, "fail", detail + "; rejected follows the rubric better")
-    return Verdict("rubric", claim, test, "inconclusive", detail + "; not demonstrated")
+    return _one_sided("rubric", claim, test, row, detail, alpha, "rejected follows the rubric better")
 
 
 def _preference(validation: ValidationResult, alpha: float) -> Verdict:
@@ -223,16 +214,23 @@ def _preference(validation: ValidationResult, alpha: float) -> Verdict:
         f"judgments, {int(pref['n_ties'])} ties counted half); conditional on this panel ({pref['method']}): "
         f"{pref['rate']:.3f} [{pref['ci_low']:.3f}, {pref['ci_high']:.3f}]"
     )
+    return _one_sided("preference", claim, test, row, detail, alpha, "annotators prefer rejected")
+
+
+def _one_sided(
+    key: str, claim: str, test: str, row: pd.Series, detail: str, alpha: float, reversed_words: str
+) -> Verdict:
+    """The status of a one-sided crossed-model claim: no claim about annotators in general from one
+    annotator; pass at Holm p < alpha; fail when the whole interval lies on the other side."""
     if not row["annotator_estimable"]:
         return Verdict(
-            "preference", claim, test, "inconclusive",
-            detail + "; one annotator: no claim about annotators in general",
-        )  # fmt: skip
+            key, claim, test, "inconclusive", detail + "; one annotator: no claim about annotators in general"
+        )
     if row["p_holm"] < alpha:
-        return Verdict("preference", claim, test, "pass", detail)
+        return Verdict(key, claim, test, "pass", detail)
     if row["ci_high"] < 0:
-        return Verdict("preference", claim, test, "fail", detail + "; annotators prefer rejected")
-    return Verdict("preference", claim, test, "inconclusive", detail + "; not demonstrated")
+        return Verdict(key, claim, test, "fail", f"{detail}; {reversed_words}")
+    return Verdict(key, claim, test, "inconclusive", detail + "; not demonstrated")
 
 
 CEILING_ADVICE = (
