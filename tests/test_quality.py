@@ -65,27 +65,33 @@ def _crowd(engine: Engine, folder: Path) -> None:
     simulate(engine, study="s1", spec=SPEC)
 
 
-def _quality(engine: Engine) -> QualityResult:
-    with Session(engine) as session:
-        return annotator_quality(session, study="s1", account=SYSTEM)
+@pytest.fixture(scope="module")
+def crowd_quality(crowd_study: str) -> QualityResult:
+    """The quality result of the crowd study, read once for the module (reading writes nothing)."""
+    engine = db.make_engine(crowd_study)
+    try:
+        with Session(engine) as session:
+            return annotator_quality(session, study="s1", account=SYSTEM)
+    finally:
+        engine.dispose()
 
 
-def test_spammers_have_the_lowest_competence(crowd: Engine) -> None:
-    table = _quality(crowd).table.sort_values("competence")
+def test_spammers_have_the_lowest_competence(crowd_quality: QualityResult) -> None:
+    table = crowd_quality.table.sort_values("competence")
     assert set(table["annotator"].iloc[:2]) == {"sim_05", "sim_06"}
 
 
-def test_the_rule_excludes_the_spammers_only(crowd: Engine) -> None:
-    assert _quality(crowd).excluded == ["sim_05", "sim_06"]
+def test_the_rule_excludes_the_spammers_only(crowd_quality: QualityResult) -> None:
+    assert crowd_quality.excluded == ["sim_05", "sim_06"]
 
 
-def test_swapped_repeats_and_positive_controls_feed_the_table(crowd: Engine) -> None:
-    table = _quality(crowd).table.set_index("annotator")
+def test_swapped_repeats_and_positive_controls_feed_the_table(crowd_quality: QualityResult) -> None:
+    table = crowd_quality.table.set_index("annotator")
     assert (table["swap_checks"] == 2).all() and (table["gold_checks"] > 0).any()
 
 
-def test_the_rule_was_registered_before_the_first_judgment(crowd: Engine) -> None:
-    summary = _quality(crowd).summary()
+def test_the_rule_was_registered_before_the_first_judgment(crowd_quality: QualityResult) -> None:
+    summary = crowd_quality.summary()
     assert summary["rule"] == RULE and summary["registered_before_data"] is True
     assert summary["registered_at"] < summary["first_judgment_at"]
 
