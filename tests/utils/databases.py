@@ -42,9 +42,18 @@ class PostgresDatabases:
         self.kept: list[str] = []  # dropped at the end of the session (module-scoped fixtures)
         self.worker = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pg-test-databases")
         self.prepared: list[Future[str]] = []
+        self.copy_option = self._copy_option()
 
     def url(self, name: str) -> str:
         return self.admin_url.set(database=name).render_as_string(hide_password=False)
+
+    def _copy_option(self) -> str:
+        """`STRATEGY FILE_COPY` where the server has the option (PostgreSQL 15 on): a copy of a small
+        template by files and a checkpoint instead of its every block through the WAL (0.03 s instead
+        of 0.12 s per database on this machine; a test cluster runs with fsync off)."""
+        with self.admin.connect() as connection:
+            version = int(connection.execute(text("SHOW server_version_num")).scalar_one())
+        return " STRATEGY FILE_COPY" if version >= 150000 else ""
 
     def _execute(self, statement: str) -> None:
         with self.admin.connect() as connection:
@@ -65,7 +74,7 @@ class PostgresDatabases:
         return self.template
 
     def _copy(self, name: str) -> str:
-        self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{self._template()}"')
+        self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{self._template()}"{self.copy_option}')
         return self.url(name)
 
     def fresh(self, *, migrated: bool = False, keep: bool = False) -> str:
@@ -87,7 +96,9 @@ class PostgresDatabases:
         """A new database holding what `source_url` holds (which no connection may be open to);
         dropped after the current test."""
         name = self._new_name()
-        self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{make_url(source_url).database}"')
+        self._execute(
+            f'CREATE DATABASE "{name}" TEMPLATE "{make_url(source_url).database}"{self.copy_option}'
+        )
         url = self.url(name)
         self.live.append(url)
         return url
