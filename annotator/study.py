@@ -1,6 +1,8 @@
 """The study configuration (rating schema, display options, analysis parameters) from TOML, and the
 one place that looks a study up: :func:`get_study` by name, :func:`study_config` for its parsed config."""
 
+import functools
+import json
 import tomllib
 from dataclasses import dataclass
 from importlib.resources import files
@@ -332,4 +334,10 @@ def study_config(session: Session, study: str | int) -> StudyConfig:
     row = get_study(session, study) if isinstance(study, str) else session.get(Study, study)
     if row is None:
         raise UserError(f"no study with id {study}")
-    return parse_config(row.config, source=f"study {row.name!r}")
+    return _parsed(json.dumps(row.config, sort_keys=True), f"study {row.name!r}")
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(config_json: str, source: str) -> StudyConfig:
+    """A stored config parsed once per text (every submit and page reads it; the model is frozen)."""
+    return parse_config(json.loads(config_json), source=source)

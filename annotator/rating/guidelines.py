@@ -7,6 +7,7 @@ be read against guideline changes (analysis/drift.py). It is the value of a line
 an unversioned file still shows up as a new version.
 """
 
+import functools
 import hashlib
 import os
 import re
@@ -31,11 +32,20 @@ def guidelines_text() -> str:
     chosen = os.environ.get(ENV_VAR, "").strip()
     source: Path | Traversable = Path(chosen) if chosen else DEFAULT_GUIDELINES
     try:
+        if isinstance(source, Path):  # read again only when the file changed (a page draws it often)
+            stat = source.stat()
+            return _read(str(source), stat.st_mtime_ns, stat.st_size)
         return source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         where = f"${ENV_VAR} = {chosen}" if chosen else str(source)
         reason = getattr(exc, "strerror", None) or exc
         raise UserError(f"cannot read the guidelines ({where}): {reason}") from None
+
+
+@functools.lru_cache(maxsize=8)
+def _read(path: str, mtime_ns: int, size: int) -> str:
+    """The text of a file as it was at (mtime, size): a changed file is a new key."""
+    return Path(path).read_text(encoding="utf-8")
 
 
 def guideline_version(text: str | None = None) -> str:
