@@ -29,7 +29,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.competence import apply_exclusion, qc_table
+from analysis.frames import REQUIRED_COLUMNS
 from analysis.simulation import BIAS_SD, NOISE, NOISE_SPREAD, latent_quality, latent_rubric, rate
+from analysis.vocabulary import CONTROL
 
 ITEMS = ("correctness", "relevance", "helpfulness")
 DEFECT_ITEM = {"positive": ("correctness",)}
@@ -154,17 +156,8 @@ def _add_controls(
     return expected, sources, controls
 
 
-FRAME_COLUMNS = [
-    "pair_id",
-    "annotator",
-    "response",
-    "item",
-    "value",
-    "preference",
-    "confidence",
-    "time_s",
-    "control",
-]
+#: The label frame's contract columns, and which control a row belongs to.
+FRAME_COLUMNS = [*REQUIRED_COLUMNS, CONTROL]
 
 
 def simulate_crowd(
