@@ -26,6 +26,8 @@ from analysis.vocabulary import DUPLICATE, GOLD, POSITIVE, RUBRIC_PREFIX, SWAP
 
 __all__ = [
     "QC_COLUMNS",
+    "QC_REPORT_COLUMNS",
+    "QC_TERMINAL_COLUMNS",
     "QualitySection",
     "annotator_competence",
     "apply_exclusion",
@@ -55,6 +57,32 @@ QC_COLUMNS: tuple[str, ...] = (
     "competence_ordinal",
     "ds_preference",
     "ds_ordinal",
+)
+#: The QC table as the report shows it (:func:`qc_table` after :func:`apply_exclusion`): controls,
+#: attention, both competence models, and who is excluded and why.
+QC_REPORT_COLUMNS: tuple[str, ...] = (
+    "annotator",
+    "judgments",
+    "gold_checks",
+    "gold_accuracy",
+    "swap_checks",
+    "self_consistency",
+    "fast_share",
+    "too_fast",
+    "same_share",
+    "straight_lining",
+    "competence",
+    "competence_preference",
+    "ds_ordinal",
+    "ds_preference",
+    "excluded",
+    "reasons",
+)
+#: The same table on a terminal: without the straight-lining share and the other competence models.
+QC_TERMINAL_COLUMNS: tuple[str, ...] = tuple(
+    c
+    for c in QC_REPORT_COLUMNS
+    if c not in {"same_share", "competence_preference", "ds_ordinal", "ds_preference"}
 )
 
 

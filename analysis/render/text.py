@@ -12,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from analysis.competence import QC_REPORT_COLUMNS
 from analysis.report import Report, Verdict
 
 _WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_assessed": "NOT ASSESSED"}
@@ -239,24 +240,6 @@ def quality_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
     rule = qc.exclusion
     timing = "before the first judgment" if rule.get("registered_before_data") else "AFTER data came in"
     excluded = ", ".join(rule.get("excluded") or []) or "nobody"
-    columns = [
-        "annotator",
-        "judgments",
-        "gold_checks",
-        "gold_accuracy",
-        "swap_checks",
-        "self_consistency",
-        "fast_share",
-        "too_fast",
-        "same_share",
-        "straight_lining",
-        "competence",
-        "competence_preference",
-        "ds_ordinal",
-        "ds_preference",
-        "excluded",
-        "reasons",
-    ]
     return [
         (
             "Annotator quality control",
@@ -267,7 +250,7 @@ def quality_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
             "on the quality and rubric ratings (crowd-kit; ds_*: Dawid-Skene). "
             f"Pre-registered exclusion rule (written {rule.get('registered_at') or 'never'}, {timing}): "
             f"{str(rule.get('rule')).rstrip('.')}. Excluded: {excluded}.",
-            qc.table[[c for c in columns if c in qc.table.columns]],
+            qc.table[[c for c in QC_REPORT_COLUMNS if c in qc.table.columns]],
         ),
         (
             "Verdicts with and without the excluded annotators",
