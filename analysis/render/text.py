@@ -86,7 +86,8 @@ def escape_text(value: object, fmt: Literal["html", "markdown"]) -> str:
     return _MARKDOWN_BLOCK.sub(r"\1\\\2", text, count=1)
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
+def format_value(value: Any, digits: int = 3) -> str:
+    """A cell as text: yes/no, whole numbers as they are, others to `digits` places (n/a when not finite)."""
     if isinstance(value, bool | np.bool_):
         return "yes" if value else "no"
     if isinstance(value, int | np.integer):
@@ -101,7 +102,8 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def _crossed_table(report: Report) -> pd.DataFrame:
+def crossed_table(report: Report) -> pd.DataFrame:
+    """The crossed random-effects TOST table as shown (its columns: :data:`CROSSED_COLUMNS`)."""
     return report.validation.crossed.rename(columns={"pvalue": "p_value"})
 
 
@@ -330,3 +332,9 @@ def judge_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
             )
         )
     return sections
+
+
+def extra_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
+    """The titled sections after the main report, in order: benchmark science, annotator quality
+    control, LLM judges (title, note, table)."""
+    return [*benchmark_sections(report), *quality_sections(report), *judge_sections(report)]
