@@ -12,6 +12,7 @@ import pandas as pd
 
 from analysis.render.text import methods_paragraph
 from analysis.report import Report
+from analysis.verdicts import OVERALL, STATUSES, VERDICT_KEYS
 
 
 def json_ready(value: Any) -> Any:
@@ -149,7 +150,7 @@ REPORT_SCHEMA: dict[str, Any] = {
     ],
     "properties": {
         "study": {"type": "string"},
-        "overall": {"enum": ["PASS", "INCONCLUSIVE", "FAIL"]},
+        "overall": {"enum": list(OVERALL)},
         "overall_reason": {"type": "string"},
         "parameters": {
             "type": "object",
@@ -170,17 +171,8 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "required": ["key", "claim", "test", "status", "passed", "detail"],
                 "properties": {
-                    "key": {
-                        "enum": [
-                            "sample_size",
-                            "equivalence",
-                            "rubric",
-                            "preference",
-                            "reliability",
-                            "sensitivity",
-                        ]
-                    },
-                    "status": {"enum": ["pass", "fail", "inconclusive", "not_assessed"]},
+                    "key": {"enum": list(VERDICT_KEYS)},
+                    "status": {"enum": list(STATUSES)},
                     "passed": {"type": "boolean"},
                     "claim": {"type": "string"},
                 },
