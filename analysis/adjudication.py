@@ -7,7 +7,8 @@ needs a person when any named rule fires (:data:`RULES`); every other pair is re
 evidence as the report's cleaning list (:mod:`analysis.cleaning`, from 10 pairs on): a pair in "drop"
 is settled automatically as not kept, a pair that "needs more judgments" goes to a person, a kept pair
 passes the rule; with fewer pairs the median gap of its judgments decides. Pure pandas: the database
-side is :mod:`annotator.review.adjudicate`.
+side is :mod:`annotator.review.adjudicate` (decisions) and :mod:`annotator.review.adjudication_queue`
+(the queue, one pair).
 """
 
 from collections.abc import Mapping, Sequence

@@ -26,6 +26,8 @@ from analysis.vocabulary import DUPLICATE, GOLD, POSITIVE, RUBRIC_PREFIX, SWAP
 
 __all__ = [
     "QC_COLUMNS",
+    "QC_REPORT_COLUMNS",
+    "QC_TERMINAL_COLUMNS",
     "QualitySection",
     "annotator_competence",
     "apply_exclusion",
@@ -56,6 +58,32 @@ QC_COLUMNS: tuple[str, ...] = (
     "ds_preference",
     "ds_ordinal",
 )
+#: The QC table as the report shows it (:func:`qc_table` after :func:`apply_exclusion`): controls,
+#: attention, both competence models, and who is excluded and why.
+QC_REPORT_COLUMNS: tuple[str, ...] = (
+    "annotator",
+    "judgments",
+    "gold_checks",
+    "gold_accuracy",
+    "swap_checks",
+    "self_consistency",
+    "fast_share",
+    "too_fast",
+    "same_share",
+    "straight_lining",
+    "competence",
+    "competence_preference",
+    "ds_ordinal",
+    "ds_preference",
+    "excluded",
+    "reasons",
+)
+#: The same table on a terminal: without the straight-lining share and the other competence models.
+QC_TERMINAL_COLUMNS: tuple[str, ...] = tuple(
+    c
+    for c in QC_REPORT_COLUMNS
+    if c not in {"same_share", "competence_preference", "ds_ordinal", "ds_preference"}
+)
 
 
 def _controls(frame: pd.DataFrame) -> pd.Series:
@@ -79,6 +107,49 @@ def _wide_scores(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.pivot_table(
         index=["pair_id", "annotator"], columns=["response", "item"], values="value", aggfunc="first"
     )
+
+
+def _score(scores: pd.Series, response: str, item: str) -> float:
+    return float(scores.get((response, item), np.nan))
+
+
+def _gold_checks(
+    preference: Any, scores: pd.Series, known: Mapping[str, Any], tolerance: float
+) -> list[tuple[str, bool]]:
+    """A gold judgment's checks: the preference's sign, then each expected score within tolerance."""
+    checks: list[tuple[str, bool]] = []
+    if known.get("preference") is not None:
+        right = np.sign(int(preference)) == np.sign(int(known["preference"]))
+        checks.append(("preference", bool(right)))
+    for response, items in (known.get("scores") or {}).items():
+        for item, target in items.items():
+            got = _score(scores, response, item)
+            if np.isnan(got):
+                continue
+            allowed = 0.0 if str(item).startswith(RUBRIC_PREFIX) else tolerance
+            checks.append((f"{response}:{item}", abs(got - target) <= allowed))
+    return checks
+
+
+def _positive_checks(scores: pd.Series, known: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """A positive control's checks: chosen rated above rejected on every dimension it is worse on."""
+    checks: list[tuple[str, bool]] = []
+    for item in known.get("worse_on") or []:
+        chosen, rejected = _score(scores, "chosen", item), _score(scores, "rejected", item)
+        if not (np.isnan(chosen) or np.isnan(rejected)):
+            checks.append((f"worse:{item}", chosen > rejected))
+    return checks
+
+
+def _duplicate_checks(preference: Any, scores: pd.Series, tolerance: float) -> list[tuple[str, bool]]:
+    """A duplicate's checks: at most "better", and each quality dimension within tolerance."""
+    checks = [("preference", abs(int(preference)) <= 1)]
+    items = {item for response, item in scores.index if not str(item).startswith(RUBRIC_PREFIX)}
+    for item in sorted(items):
+        chosen, rejected = _score(scores, "chosen", item), _score(scores, "rejected", item)
+        if not (np.isnan(chosen) or np.isnan(rejected)):
+            checks.append((f"same:{item}", abs(chosen - rejected) <= tolerance))
+    return checks
 
 
 def control_checks(
@@ -117,37 +188,13 @@ def control_checks(
     for pair_id, annotator, preference, _, control in judgments.itertuples(index=False):
         scores = wide.loc[(pair_id, annotator)]
         known = expected.get(str(pair_id), {})
-
-        def value(response: str, item: str, scores: pd.Series = scores) -> float:
-            return float(scores.get((response, item), np.nan))
-
         if control == GOLD:
-            if known.get("preference") is not None:
-                right = np.sign(int(preference)) == np.sign(int(known["preference"]))
-                rows.append((annotator, pair_id, control, "preference", bool(right)))
-            for response, items in (known.get("scores") or {}).items():
-                for item, target in items.items():
-                    got = value(response, item)
-                    if np.isnan(got):
-                        continue
-                    allowed = 0.0 if str(item).startswith(RUBRIC_PREFIX) else tolerance
-                    rows.append(
-                        (annotator, pair_id, control, f"{response}:{item}", abs(got - target) <= allowed)
-                    )
+            checks = _gold_checks(preference, scores, known, tolerance)
         elif control == POSITIVE:
-            for item in known.get("worse_on") or []:
-                chosen, rejected = value("chosen", item), value("rejected", item)
-                if not (np.isnan(chosen) or np.isnan(rejected)):
-                    rows.append((annotator, pair_id, control, f"worse:{item}", chosen > rejected))
+            checks = _positive_checks(scores, known)
         else:  # duplicate: the same text twice
-            rows.append((annotator, pair_id, control, "preference", abs(int(preference)) <= 1))
-            items = {item for response, item in scores.index if not str(item).startswith(RUBRIC_PREFIX)}
-            for item in sorted(items):
-                chosen, rejected = value("chosen", item), value("rejected", item)
-                if not (np.isnan(chosen) or np.isnan(rejected)):
-                    rows.append(
-                        (annotator, pair_id, control, f"same:{item}", abs(chosen - rejected) <= tolerance)
-                    )
+            checks = _duplicate_checks(preference, scores, tolerance)
+        rows.extend((annotator, pair_id, control, check, correct) for check, correct in checks)
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -130,6 +130,59 @@ def simulated_users(session: Session, spec: SimulationSpec) -> list[str]:
     return names
 
 
+PairNotes = dict[int, tuple[int, str]]  # Pair.id -> (number of rubric aspects, construction note)
+ControlSources = dict[int, tuple[str, int | None, list[str]]]  # Pair.id -> (kind, source, worse_on)
+
+
+def _pair_notes(session: Session, study_id: int, spec: SimulationSpec) -> PairNotes:
+    """Every pair's rubric size and construction note; `spec.broken_share` of the main pairs, drawn
+    from their own random stream (the other draws stay as they were), are noted broken."""
+    pairs = {
+        id_of(p): (len(p.rubric), str(p.meta.get("construction_note", "")))
+        for p in session.exec(select(Pair).where(Pair.study_id == study_id))
+    }
+    if spec.broken_share > 0:
+        main_ids = sorted(
+            id_of(p) for p in session.exec(select(Pair).where(Pair.study_id == study_id, Pair.control == ""))
+        )
+        picked = random.Random(f"broken:{spec.seed}").sample(
+            main_ids, round(spec.broken_share * len(main_ids))
+        )
+        pairs |= {pid: (pairs[pid][0], BROKEN) for pid in picked}
+    return pairs
+
+
+def _control_sources(session: Session, study_id: int) -> ControlSources:
+    """Every control pair's kind, the pair it repeats and the dimensions it is worse on: control pairs
+    share their source's latent truth (see :func:`_control_latent`)."""
+    return {
+        id_of(p): (p.control, p.control_of, [str(d) for d in p.meta.get("worse_on", [])])
+        for p in session.exec(select(Pair).where(Pair.study_id == study_id, Pair.control != ""))
+    }
+
+
+def _draw_latent(
+    rng: random.Random,
+    latents: dict[int, dict[str, float]],
+    pair_id: int,
+    pairs: PairNotes,
+    controls: ControlSources,
+    dimensions: list[str],
+    spec: SimulationSpec,
+) -> None:
+    """Draw the latent truth of `pair_id` into `latents` (a control's from its source's, drawn first
+    when it is not there yet)."""
+    kind, source, worse_on = controls.get(pair_id, ("", None, []))
+    if kind in (SWAP, POSITIVE, DUPLICATE) and source is not None and source in pairs:
+        if source not in latents:
+            n_source, note_source = pairs[source]
+            latents[source] = _pair_latent(rng, dimensions, n_source, note_source, spec)
+        latents[pair_id] = _control_latent(latents[source], kind, worse_on)
+    else:
+        n_aspects, note = pairs[pair_id]
+        latents[pair_id] = _pair_latent(rng, dimensions, n_aspects, note, spec)
+
+
 def simulate(
     engine: Engine, *, study: str, spec: SimulationSpec, progress: Callable[[int], None] | None = None
 ) -> SimulationSummary:
@@ -164,39 +217,17 @@ def simulate(
             .where(Assignment.study_id == study_row.id, col(Assignment.annotator_id).in_(user_ids))
             .order_by(col(Assignment.pair_id), col(Assignment.annotator_id))
         ).all()
-        pairs = {
-            p.id: (len(p.rubric), str(p.meta.get("construction_note", "")))
-            for p in session.exec(select(Pair).where(Pair.study_id == study_row.id))
-        }
-        if spec.broken_share > 0:  # its own random stream: the other draws stay as they were
-            main_ids = sorted(
-                id_of(p)
-                for p in session.exec(select(Pair).where(Pair.study_id == study_row.id, Pair.control == ""))
-            )
-            picked = random.Random(f"broken:{spec.seed}").sample(
-                main_ids, round(spec.broken_share * len(main_ids))
-            )
-            pairs |= {pid: (pairs[pid][0], BROKEN) for pid in picked}
-        controls = {  # control pairs share their source's latent truth (see _control_latent)
-            p.id: (p.control, p.control_of, [str(d) for d in p.meta.get("worse_on", [])])
-            for p in session.exec(select(Pair).where(Pair.study_id == study_row.id, Pair.control != ""))
-        }
+        pairs = _pair_notes(session, id_of(study_row), spec)
+        controls = _control_sources(session, id_of(study_row))
     spammers = set(names[len(names) - spec.spammers :]) if spec.spammers > 0 else set()
     by_id = {id_of(users[name]): name for name in names}
     latents: dict[int, dict[str, float]] = {}
     judged = 0
     pending = []
     for assignment_id, pair_id, annotator_id, status in rows:
-        n_aspects, note = pairs[pair_id]
+        n_aspects, _ = pairs[pair_id]
         if pair_id not in latents:
-            kind, source, worse_on = controls.get(pair_id, ("", None, []))
-            if kind in (SWAP, POSITIVE, DUPLICATE) and source is not None and source in pairs:
-                if source not in latents:
-                    n_source, note_source = pairs[source]
-                    latents[source] = _pair_latent(rng, config.dimension_names, n_source, note_source, spec)
-                latents[pair_id] = _control_latent(latents[source], kind, worse_on)
-            else:
-                latents[pair_id] = _pair_latent(rng, config.dimension_names, n_aspects, note, spec)
+            _draw_latent(rng, latents, pair_id, pairs, controls, config.dimension_names, spec)
         name = by_id[annotator_id]
         # Draw every random number even for done items, so a re-run reproduces the same values.
         if name in spammers:

@@ -29,7 +29,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.competence import apply_exclusion, qc_table
+from analysis.frames import REQUIRED_COLUMNS
 from analysis.simulation import BIAS_SD, NOISE, NOISE_SPREAD, latent_quality, latent_rubric, rate
+from analysis.vocabulary import CONTROL
 
 ITEMS = ("correctness", "relevance", "helpfulness")
 DEFECT_ITEM = {"positive": ("correctness",)}
@@ -68,6 +70,96 @@ def _judge(
     return scores, preference, float(rng.lognormal(math.log(75 * rng.uniform(0.6, 1.6)), 0.4))
 
 
+def _pair_latents(
+    rng: np.random.Generator, pairs: int, aspects: int, rubric_gap: float
+) -> dict[str, dict[str, float]]:
+    """The main pairs' latent truth: quality equal on both sides, chosen `rubric_gap` better on the rubric."""
+    latents: dict[str, dict[str, float]] = {}
+    for i in range(pairs):
+        latent = {}
+        for item in ITEMS:
+            base = float(latent_quality(rng.standard_normal()))
+            latent[f"chosen:{item}"] = latent[f"rejected:{item}"] = base
+        for k in range(aspects):
+            base = float(latent_rubric(rng.standard_normal()))
+            latent[f"rejected:rubric:{k}"], latent[f"chosen:rubric:{k}"] = base, base + rubric_gap
+        latents[f"p{i:03d}"] = latent
+    return latents
+
+
+def _main_queues(
+    rng: np.random.Generator, names: list[str], pair_ids: list[str], per_pair: int
+) -> dict[str, list[str]]:
+    """The main assignments: balanced load, distinct annotators per pair."""
+    load = dict.fromkeys(names, 0)
+    queue: dict[str, list[str]] = {n: [] for n in names}
+    for pair_id in pair_ids:
+        picked = sorted(names, key=lambda n: (load[n], rng.random()))[:per_pair]
+        for n in picked:
+            load[n] += 1
+            queue[n].append(pair_id)
+    return queue
+
+
+def _pool_control(kind: str, latent: dict[str, float]) -> dict[str, Any] | None:
+    """Turn a copy of a pair's latent truth into a gold, positive or duplicate control (in place);
+    its expected answers, or None (a duplicate needs none)."""
+    if kind == "positive":
+        for item in DEFECT_ITEM["positive"]:
+            latent[f"rejected:{item}"] -= 2.0
+        return {"worse_on": list(DEFECT_ITEM["positive"])}
+    if kind == "duplicate":
+        for key in list(latent):
+            if key.startswith("chosen:"):
+                latent["rejected:" + key.removeprefix("chosen:")] = latent[key]
+        return None
+    return {
+        "preference": 1,
+        "scores": {r: {i: round(latent[f"{r}:{i}"]) for i in ITEMS} for r in ("chosen", "rejected")},
+    }
+
+
+def _add_controls(
+    rng: np.random.Generator,
+    queue: dict[str, list[str]],
+    latents: dict[str, dict[str, float]],
+    pairs: int,
+    control_rate: float,
+) -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, str]]:
+    """Append controls to every queue (alternately a swapped repeat of one of their pairs and a gold,
+    positive or duplicate control in turn): (expected answers, swap sources, control kinds)."""
+    expected: dict[str, dict[str, Any]] = {}
+    sources: dict[str, str] = {}
+    controls: dict[str, str] = {}
+    kinds = ("gold", "positive", "duplicate")
+    pool_index = 0
+    for n in queue:
+        extra = round(control_rate * len(queue[n]) / (1 - control_rate))
+        for c in range(extra):
+            if c % 2 == 0:  # a swapped repeat of one of their pairs
+                source = str(rng.choice(queue[n]))
+                control_id = f"swap-{source}"
+                sources[control_id], controls[control_id] = source, "swap"
+                latents[control_id] = latents[source]
+            else:
+                kind = kinds[pool_index % 3]
+                source = f"p{int(rng.integers(pairs)):03d}"
+                control_id = f"{kind}-{pool_index:03d}"
+                pool_index += 1
+                latent = dict(latents[source])
+                known = _pool_control(kind, latent)
+                if known is not None:
+                    expected[control_id] = known
+                latents[control_id] = latent
+                controls[control_id] = kind
+            queue[n].append(control_id)
+    return expected, sources, controls
+
+
+#: The label frame's contract columns, and which control a row belongs to.
+FRAME_COLUMNS = [*REQUIRED_COLUMNS, CONTROL]
+
+
 def simulate_crowd(
     seed: int,
     *,
@@ -85,61 +177,9 @@ def simulate_crowd(
     spammers = set(rng.choice(names, size=round(spam_share * annotators), replace=False).tolist())
     bias = {n: rng.normal(0, BIAS_SD) for n in names}
     noise = {n: NOISE * rng.uniform(*NOISE_SPREAD) for n in names}
-    latents: dict[str, dict[str, float]] = {}
-    for i in range(pairs):
-        latent = {}
-        for item in ITEMS:
-            base = float(latent_quality(rng.standard_normal()))
-            latent[f"chosen:{item}"] = latent[f"rejected:{item}"] = base
-        for k in range(aspects):
-            base = float(latent_rubric(rng.standard_normal()))
-            latent[f"rejected:rubric:{k}"], latent[f"chosen:rubric:{k}"] = base, base + rubric_gap
-        latents[f"p{i:03d}"] = latent
-    # main assignments: balanced load, distinct annotators per pair
-    load = dict.fromkeys(names, 0)
-    queue: dict[str, list[str]] = {n: [] for n in names}
-    for pair_id in latents:
-        picked = sorted(names, key=lambda n: (load[n], rng.random()))[:per_pair]
-        for n in picked:
-            load[n] += 1
-            queue[n].append(pair_id)
-    expected: dict[str, dict[str, Any]] = {}
-    sources: dict[str, str] = {}
-    controls: dict[str, str] = {}
-    kinds = ("gold", "positive", "duplicate")
-    pool_index = 0
-    for n in names:
-        extra = round(control_rate * len(queue[n]) / (1 - control_rate))
-        for c in range(extra):
-            if c % 2 == 0:  # a swapped repeat of one of their pairs
-                source = str(rng.choice(queue[n]))
-                control_id = f"swap-{source}"
-                sources[control_id], controls[control_id] = source, "swap"
-                latents[control_id] = latents[source]
-            else:
-                kind = kinds[pool_index % 3]
-                source = f"p{int(rng.integers(pairs)):03d}"
-                control_id = f"{kind}-{pool_index:03d}"
-                pool_index += 1
-                latent = dict(latents[source])
-                if kind == "positive":
-                    for item in DEFECT_ITEM["positive"]:
-                        latent[f"rejected:{item}"] -= 2.0
-                    expected[control_id] = {"worse_on": list(DEFECT_ITEM["positive"])}
-                elif kind == "duplicate":
-                    for key in list(latent):
-                        if key.startswith("chosen:"):
-                            latent["rejected:" + key.removeprefix("chosen:")] = latent[key]
-                else:
-                    expected[control_id] = {
-                        "preference": 1,
-                        "scores": {
-                            r: {i: round(latent[f"{r}:{i}"]) for i in ITEMS} for r in ("chosen", "rejected")
-                        },
-                    }
-                latents[control_id] = latent
-                controls[control_id] = kind
-            queue[n].append(control_id)
+    latents = _pair_latents(rng, pairs, aspects, rubric_gap)
+    queue = _main_queues(rng, names, list(latents), per_pair)
+    expected, sources, controls = _add_controls(rng, queue, latents, pairs, control_rate)
     rows = []
     for n in names:
         for pair_id in queue[n]:
@@ -150,20 +190,7 @@ def simulate_crowd(
                 rows.append(
                     (pair_id, n, response, item, value, preference, 2.0, seconds, controls.get(pair_id, ""))
                 )
-    frame = pd.DataFrame(
-        rows,
-        columns=[
-            "pair_id",
-            "annotator",
-            "response",
-            "item",
-            "value",
-            "preference",
-            "confidence",
-            "time_s",
-            "control",
-        ],
-    )
+    frame = pd.DataFrame(rows, columns=FRAME_COLUMNS)
     return frame, expected, sources, spammers
 
 

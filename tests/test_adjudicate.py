@@ -13,7 +13,7 @@ from annotator.cli import app
 from annotator.errors import AuthError, UserError
 from annotator.people.accounts import SYSTEM
 from annotator.publish import export
-from annotator.review import adjudicate
+from annotator.review import adjudicate, adjudication_queue, adjudication_reads
 from annotator.store import db
 from annotator.store.models import Adjudication, Event, Pair
 from annotator.study import get_study
@@ -67,7 +67,7 @@ def latest(engine: Engine, external_id: str) -> Adjudication:
 def evaluation(engine: Engine) -> Any:
     with db.session_scope(engine) as session:
         study = get_study(session, STUDY)
-        frame, _ = adjudicate._evaluation(session, study)
+        frame, _ = adjudication_reads.current_evaluation(session, study)
     return frame.set_index("pair_id")
 
 
@@ -180,7 +180,7 @@ def test_auto_resolve_never_overrides_a_human_decision(tmp_path: Path) -> None:
 def test_queue_lists_the_rule_hits_lowest_agreement_first(tmp_path: Path) -> None:
     engine = crafted(tmp_path)
     with db.session_scope(engine) as session:
-        pending = adjudicate.queue(session, study=STUDY, account=SYSTEM)
+        pending = adjudication_queue.queue(session, study=STUDY, account=SYSTEM)
     assert pending["pair_id"].tolist()[0] == "p2"  # 1/3 agreement
     assert set(pending["pair_id"]) == {"p2", "p3", "p4", "p5"}
     assert pending["agreement"].is_monotonic_increasing
@@ -191,10 +191,10 @@ def test_queue_lists_the_rule_hits_lowest_agreement_first(tmp_path: Path) -> Non
             session, pair_id=pair_db_id(engine, "p2"), account=judge, preference="chosen", keep=True
         )
     with db.session_scope(engine) as session:
-        assert "p2" not in set(adjudicate.queue(session, study=STUDY, account=SYSTEM)["pair_id"])
+        assert "p2" not in set(adjudication_queue.queue(session, study=STUDY, account=SYSTEM)["pair_id"])
     rate(engine, "ann1", "p2", preference=-2)  # a later revision reopens the pair
     with db.session_scope(engine) as session:
-        pending = adjudicate.queue(session, study=STUDY, account=SYSTEM).set_index("pair_id")
+        pending = adjudication_queue.queue(session, study=STUDY, account=SYSTEM).set_index("pair_id")
     assert pending.loc["p2", "reopened"]
 
 
@@ -206,7 +206,7 @@ def test_pair_detail_is_unblinded_with_times_and_history(tmp_path: Path) -> None
     auto(engine)
     judge = account(engine, "judge")
     with db.session_scope(engine) as session:
-        detail = adjudicate.pair_detail(session, pair_id=pair_db_id(engine, "p1"), account=judge)
+        detail = adjudication_queue.pair_detail(session, pair_id=pair_db_id(engine, "p1"), account=judge)
     assert detail.pair["chosen"] == "A two-person plan for week 1."
     assert detail.pair["rejected"] == "A generic plan for week 1."
     judgments = detail.judgments.set_index("annotator")
@@ -241,7 +241,7 @@ def test_decide_is_revisable_with_history_and_audit(tmp_path: Path) -> None:
         )
     assert second.id > first.id and second.decision["revision"] == 2
     with db.session_scope(engine) as session:
-        detail = adjudicate.pair_detail(session, pair_id=pair, account=judge)
+        detail = adjudication_queue.pair_detail(session, pair_id=pair, account=judge)
         events = session.exec(select(Event).where(Event.action == "adjudicate")).all()
     assert detail.history["adjudicator"].tolist() == ["judge", "boss"]
     assert detail.history["note"].tolist() == ["clearly worse", "on a second reading"]
@@ -265,7 +265,7 @@ def test_an_annotator_may_not_adjudicate(tmp_path: Path) -> None:
         with pytest.raises(AuthError, match="needs adjudicator or researcher"):
             adjudicate.decide(session, pair_id=pair, account=annotator, preference="chosen", keep=True)
         with pytest.raises(AuthError):
-            adjudicate.pair_detail(session, pair_id=pair, account=annotator)
+            adjudication_queue.pair_detail(session, pair_id=pair, account=annotator)
         with pytest.raises(AuthError):
             adjudicate.auto_resolve(session, study=STUDY, account=annotator)
     assert n_adjudications(engine) == 0
@@ -373,7 +373,7 @@ def test_pair_detail_labels_rubric_scores_by_aspect_name(tmp_path: Path) -> None
     engine = crafted(tmp_path)
     with db.session_scope(engine) as session:
         judge = account(engine, "judge")
-        detail = adjudicate.pair_detail(session, pair_id=pair_db_id(engine, "p1"), account=judge)
+        detail = adjudication_queue.pair_detail(session, pair_id=pair_db_id(engine, "p1"), account=judge)
     labels = dict(zip(detail.scores["item"], detail.scores["label"], strict=True))
     assert labels["rubric:0"].startswith("Aspect 1: ") and labels["rubric:0"] != "Aspect 1: "
     assert labels["correctness"] == "correctness"
@@ -383,7 +383,7 @@ def test_pair_detail_labels_rubric_scores_by_aspect_name(tmp_path: Path) -> None
 def test_hidden_names_are_hidden_in_every_table_of_a_pair(tmp_path: Path) -> None:
     engine = crafted(tmp_path)
     with db.session_scope(engine) as session:
-        detail = adjudicate.pair_detail(
+        detail = adjudication_queue.pair_detail(
             session, pair_id=pair_db_id(engine, "p1"), account=account(engine, "judge"), hide_names=True
         )
     shown = set(detail.judgments["annotator"]) | set(detail.scores["annotator"])
@@ -395,6 +395,6 @@ def test_final_defaults_are_the_medians_over_judgments(tmp_path: Path) -> None:
     engine = crafted(tmp_path)
     with db.session_scope(engine) as session:
         judge = account(engine, "judge")
-        detail = adjudicate.pair_detail(session, pair_id=pair_db_id(engine, "p4"), account=judge)
+        detail = adjudication_queue.pair_detail(session, pair_id=pair_db_id(engine, "p4"), account=judge)
     row = detail.defaults.set_index("item").loc["correctness"]
     assert (row["chosen"], row["rejected"]) == (5.0, 3.0)

@@ -291,7 +291,7 @@ def test_the_rating_page_asks_and_saves_rubric_support(
 
 
 def test_support_answers_are_not_final_scores_to_adjudicate(engine: Engine, tmp_path: Path) -> None:
-    from annotator.review import adjudicate
+    from annotator.review import adjudication_queue
 
     assignment_id, user_id = _support_study(engine, tmp_path)
     form = make_form("x", 1)
@@ -301,7 +301,7 @@ def test_support_answers_are_not_final_scores_to_adjudicate(engine: Engine, tmp_
         labels.submit(session, assignment_id=assignment_id, user_id=user_id, submission=form)
         pair_id = session.get(Assignment, assignment_id).pair_id  # type: ignore[union-attr]
     with Session(engine) as session:
-        detail = adjudicate.pair_detail(session, pair_id=pair_id, account=SYSTEM)
+        detail = adjudication_queue.pair_detail(session, pair_id=pair_id, account=SYSTEM)
     assert not detail.defaults["item"].astype(str).str.startswith("support:").any()
     assert detail.defaults["rejected"].notna().all()
 

@@ -18,7 +18,7 @@ from annotator.intake import assign, ingest
 from annotator.people import accounts
 from annotator.people.accounts import SYSTEM
 from annotator.rating import labels
-from annotator.review import adjudicate
+from annotator.review import adjudicate, adjudication_queue
 from annotator.store import db
 from annotator.store.models import Assignment, Event, User, id_of
 from tests.utils import apphelpers
@@ -170,7 +170,7 @@ def test_the_adjudication_view_shows_hostile_texts_as_text(chrome: object, serve
             )
     with db.session_scope(server.engine) as session:
         adjudicate.auto_resolve(session, study=STUDY, account=SYSTEM)
-        assert len(adjudicate.queue(session, study=STUDY, account=SYSTEM)) == 1
+        assert len(adjudication_queue.queue(session, study=STUDY, account=SYSTEM)) == 1
     page = log_in(chrome, server, "boss")
     page.get_by_role("link", name="Adjudicate").click()  # type: ignore[attr-defined]
     page.get_by_text("Chosen marker.").wait_for(timeout=30_000)  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ from annotator.people import accounts
 from annotator.people.accounts import SYSTEM, Account
 from annotator.publish import export
 from annotator.rating import labels
-from annotator.review import adjudicate, readers, study_progress
+from annotator.review import adjudicate, adjudication_queue, readers, study_progress
 from annotator.store import db
 from annotator.store.models import Adjudication, Assignment, Event, Judgment, User, id_of
 from tests.utils.factories import PASSWORD, make_record, make_user, write_jsonl
@@ -157,9 +157,9 @@ RESEARCHER_CALLS: dict[str, Call] = {
     "study_progress.filter_options": lambda w, s, a: study_progress.filter_options(s, study=STUDY, account=a),
 }
 ADJUDICATOR_CALLS: dict[str, Call] = {
-    "adjudicate.queue": lambda w, s, a: adjudicate.queue(s, study=STUDY, account=a),
+    "adjudication_queue.queue": lambda w, s, a: adjudication_queue.queue(s, study=STUDY, account=a),
     "adjudicate.auto_resolve": lambda w, s, a: adjudicate.auto_resolve(s, study=STUDY, account=a),
-    "adjudicate.pair_detail": lambda w, s, a: adjudicate.pair_detail(s, pair_id=1, account=a),
+    "adjudication_queue.pair_detail": lambda w, s, a: adjudication_queue.pair_detail(s, pair_id=1, account=a),
     "adjudicate.decide": lambda w, s, a: adjudicate.decide(
         s, pair_id=1, account=a, preference="chosen", keep=True
     ),
@@ -272,8 +272,8 @@ GUARDED = {
     ("export", "export"),
     ("export", "record_export"),
     ("adjudicate", "auto_resolve"),
-    ("adjudicate", "queue"),
-    ("adjudicate", "pair_detail"),
+    ("adjudication_queue", "queue"),
+    ("adjudication_queue", "pair_detail"),
     ("adjudicate", "decide"),
     ("dashboard", "reassign_open"),
     ("dashboard", "data_version"),

@@ -4,7 +4,7 @@ plotly figures, the methods paragraph and the terminal summary, one module per o
 comes from :class:`analysis.report.Report`."""
 
 from analysis.render.as_html import to_html
-from analysis.render.as_json import REPORT_SCHEMA, json_text, to_json
+from analysis.render.as_json import REPORT_SCHEMA, json_ready, json_text, to_json
 from analysis.render.as_markdown import to_markdown
 from analysis.render.as_terminal import to_terminal
 from analysis.render.plots import MIN_CATEGORY_PAIRS, difference_range, figure_captions, figures
@@ -13,7 +13,10 @@ from analysis.render.text import (
     EQUIVALENCE_COLUMNS,
     benchmark_sections,
     cleaning_title,
+    crossed_table,
     escape_text,
+    extra_sections,
+    format_value,
     judge_sections,
     methods_paragraph,
     quality_sections,
@@ -27,11 +30,15 @@ __all__ = [
     "REPORT_SCHEMA",
     "benchmark_sections",
     "cleaning_title",
+    "crossed_table",
     "difference_range",
     "escape_text",
+    "extra_sections",
     "figure_captions",
     "figures",
+    "format_value",
     "judge_sections",
+    "json_ready",
     "json_text",
     "methods_paragraph",
     "quality_sections",

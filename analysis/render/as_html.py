@@ -9,18 +9,16 @@ from collections.abc import Sequence
 import pandas as pd
 
 from analysis.readable import readable
-from analysis.render.as_json import _clean
+from analysis.render.as_json import json_ready
 from analysis.render.plots import figure_captions, figures
 from analysis.render.text import (
     CROSSED_COLUMNS,
     EQUIVALENCE_COLUMNS,
-    _crossed_table,
-    benchmark_sections,
     cleaning_title,
+    crossed_table,
     escape_text,
-    judge_sections,
+    extra_sections,
     methods_paragraph,
-    quality_sections,
     status_word,
 )
 from analysis.report import Report
@@ -74,11 +72,7 @@ def to_html(report: Report) -> str:
 
     science = "".join(  # models, arms, rubric support, quality control, judges
         f"<h2>{_html(title)}</h2><p>{_html(note)}</p>{_html_table(table)}"
-        for title, note, table in [
-            *benchmark_sections(report),
-            *quality_sections(report),
-            *judge_sections(report),
-        ]
+        for title, note, table in extra_sections(report)
     )
     body = f"""
 <h1>Validation report: {_html(report.study)}</h1>
@@ -89,7 +83,7 @@ def to_html(report: Report) -> str:
 <ul class="verdicts">{verdicts}</ul>
 <h2>Equivalence on general quality</h2>{plots["forest"]}
 <h3>Crossed random-effects TOST (the verdict: pairs and annotators in general)</h3>
-{_html_table(_crossed_table(report), CROSSED_COLUMNS)}
+{_html_table(crossed_table(report), CROSSED_COLUMNS)}
 <h3>Per-pair TOST, conditional on this panel of annotators</h3>
 {_html_table(v.equivalence, EQUIVALENCE_COLUMNS)}
 <h3>Annotators needed to generalize</h3>{table_or(report.design, "Not estimated.")}
@@ -104,7 +98,7 @@ def to_html(report: Report) -> str:
 <h2>{html.escape(cleaning_title(report))}</h2>{table_or(report.failed_pairs, "None.")}
 {science}
 <h2>Methods</h2><p>{_html(methods_paragraph(report))}</p>
-<h2>Parameters</h2><pre>{_html(json.dumps(_clean(report.parameters), indent=2))}</pre>
+<h2>Parameters</h2><pre>{_html(json.dumps(json_ready(report.parameters), indent=2))}</pre>
 """
     style = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2rem auto;color:#1f2430;
 padding:0 1rem;line-height:1.45;overflow-wrap:anywhere}

@@ -12,16 +12,17 @@ import pandas as pd
 
 from analysis.render.text import methods_paragraph
 from analysis.report import Report
+from analysis.verdicts import OVERALL, STATUSES, VERDICT_KEYS
 
 
-def _clean(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
     """JSON-ready: NaN/inf become None, NumPy scalars become Python numbers."""
     if isinstance(value, _Records):
         return value
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
+        return [json_ready(v) for v in value]
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -32,11 +33,11 @@ def _clean(value: Any) -> Any:
 
 
 class _Records(list[dict[str, Any]]):
-    """Table rows that are JSON-ready already (:func:`_clean` passes them through)."""
+    """Table rows that are JSON-ready already (:func:`json_ready` passes them through)."""
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """A table's rows, JSON-ready (what :func:`_clean` makes of each row, by columns)."""
+    """A table's rows, JSON-ready (what :func:`json_ready` makes of each row, by columns)."""
     frame = df.copy()
     for name in frame.columns:
         column = frame[name]
@@ -51,7 +52,7 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
             frame[name] = column.astype(object).where(column.notna(), None)
     rows = frame.to_dict(orient="records")
     needs_cleaning = any(pd.api.types.is_object_dtype(df[name]) for name in df.columns)
-    return _Records(_clean(row) for row in rows) if needs_cleaning else _Records(rows)
+    return _Records(json_ready(row) for row in rows) if needs_cleaning else _Records(rows)
 
 
 def json_text(report: Report) -> str:
@@ -76,7 +77,7 @@ def to_json(report: Report) -> dict[str, Any]:
     level.
     """
     v = report.validation
-    return _clean(
+    return json_ready(
         {
             "study": report.study,
             "overall": report.overall,
@@ -149,7 +150,7 @@ REPORT_SCHEMA: dict[str, Any] = {
     ],
     "properties": {
         "study": {"type": "string"},
-        "overall": {"enum": ["PASS", "INCONCLUSIVE", "FAIL"]},
+        "overall": {"enum": list(OVERALL)},
         "overall_reason": {"type": "string"},
         "parameters": {
             "type": "object",
@@ -170,17 +171,8 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "required": ["key", "claim", "test", "status", "passed", "detail"],
                 "properties": {
-                    "key": {
-                        "enum": [
-                            "sample_size",
-                            "equivalence",
-                            "rubric",
-                            "preference",
-                            "reliability",
-                            "sensitivity",
-                        ]
-                    },
-                    "status": {"enum": ["pass", "fail", "inconclusive", "not_assessed"]},
+                    "key": {"enum": list(VERDICT_KEYS)},
+                    "status": {"enum": list(STATUSES)},
                     "passed": {"type": "boolean"},
                     "claim": {"type": "string"},
                 },

@@ -11,14 +11,12 @@ import pandas as pd
 from analysis.render.text import (
     CROSSED_COLUMNS,
     EQUIVALENCE_COLUMNS,
-    _crossed_table,
-    _fmt,
-    benchmark_sections,
     cleaning_title,
+    crossed_table,
     escape_text,
-    judge_sections,
+    extra_sections,
+    format_value,
     methods_paragraph,
-    quality_sections,
     status_word,
 )
 from analysis.report import Report, Verdict
@@ -31,8 +29,8 @@ def _md(value: object) -> str:
 def _md_cell(value: Any) -> str:
     """A table cell: a number as formatted (nothing in it to escape), anything else escaped."""
     if isinstance(value, bool | np.bool_ | int | np.integer | float | np.floating):
-        return _fmt(value)
-    return _md(_fmt(value))
+        return format_value(value)
+    return _md(format_value(value))
 
 
 def _md_table(df: pd.DataFrame, columns: Sequence[str]) -> str:
@@ -62,11 +60,7 @@ def to_markdown(report: Report) -> str:
     parts += _equivalence_parts(report)
     parts += _rubric_and_preference_parts(report)
     parts += _descriptive_parts(report)
-    for title, note, table in [
-        *benchmark_sections(report),
-        *quality_sections(report),
-        *judge_sections(report),
-    ]:
+    for title, note, table in extra_sections(report):
         parts += ["", f"## {_md(title)}", "", _md(note), "", _md_table(table, list(table.columns))]
     parts += ["", "## Methods", "", _md(methods_paragraph(report)), ""]
     return "\n".join(parts)
@@ -81,7 +75,7 @@ def _equivalence_parts(report: Report) -> list[str]:
     parts += [
         f"Crossed random-effects TOST (the verdict; generalizes over pairs and annotators, {level}% CI):",
         "",
-        _md_table(_crossed_table(report), CROSSED_COLUMNS),
+        _md_table(crossed_table(report), CROSSED_COLUMNS),
         "",
         "Per-pair TOST, conditional on this panel of annotators:",
         "",

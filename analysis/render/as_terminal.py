@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analysis.render.text import _fmt, cleaning_title, status_word
+from analysis.render.text import cleaning_title, format_value, status_word
 from analysis.report import Report
 
 
@@ -33,9 +33,11 @@ def to_terminal(report: Report) -> str:
     lines.append(f"Agreement (Krippendorff's alpha, {level}% bootstrap CI over pairs)")
     for row in report.agreement.to_dict("records"):
         lines.append(
-            f"  {row['item']:<14} {_fmt(row['krippendorff_alpha'])} "
-            f"[{_fmt(row['krippendorff_alpha_ci_low'])}, {_fmt(row['krippendorff_alpha_ci_high'])}] "
-            f"AC1 {_fmt(row['ac1'])} agreement {_fmt(row['percent_agreement'])} units {row['n_units']}"
+            f"  {row['item']:<14} {format_value(row['krippendorff_alpha'])} "
+            f"[{format_value(row['krippendorff_alpha_ci_low'])}, "
+            f"{format_value(row['krippendorff_alpha_ci_high'])}] "
+            f"AC1 {format_value(row['ac1'])} agreement {format_value(row['percent_agreement'])} "
+            f"units {row['n_units']}"
         )
     lines.append(cleaning_title(report))
     if report.summary.get("position_biased"):
@@ -49,8 +51,8 @@ def to_terminal(report: Report) -> str:
         ]
         for row in overall.to_dict("records"):
             lines.append(
-                f"  {str(row['source']):<24} {_fmt(row['accuracy'])} [{_fmt(row['ci_low'])}, "
-                f"{_fmt(row['ci_high'])}] on {row['n_pairs']} pairs"
+                f"  {str(row['source']):<24} {format_value(row['accuracy'])} [{format_value(row['ci_low'])}, "
+                f"{format_value(row['ci_high'])}] on {row['n_pairs']} pairs"
             )
         lines.append(f"{len(science.disagreements)} pair(s) where a model and the human majority disagree")
     if report.judges is not None and not report.judges.table.empty:
@@ -62,7 +64,7 @@ def to_terminal(report: Report) -> str:
             word = {True: "can replace", False: "cannot replace"}.get(row["can_replace"], "no verdict")
             lines.append(
                 f"  {str(row['judge'])[:24]:<24} {row['item']:<12} {word:<14} winning rate "
-                f"{_fmt(row['winning_rate'])} advantage {_fmt(row['advantage_probability'])} "
+                f"{format_value(row['winning_rate'])} advantage {format_value(row['advantage_probability'])} "
                 f"on {row['n_pairs']} pairs"
             )
     if report.quality is not None and not report.quality.table.empty:

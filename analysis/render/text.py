@@ -12,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from analysis.competence import QC_REPORT_COLUMNS
 from analysis.report import Report, Verdict
 
 _WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_assessed": "NOT ASSESSED"}
@@ -85,7 +86,8 @@ def escape_text(value: object, fmt: Literal["html", "markdown"]) -> str:
     return _MARKDOWN_BLOCK.sub(r"\1\\\2", text, count=1)
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
+def format_value(value: Any, digits: int = 3) -> str:
+    """A cell as text: yes/no, whole numbers as they are, others to `digits` places (n/a when not finite)."""
     if isinstance(value, bool | np.bool_):
         return "yes" if value else "no"
     if isinstance(value, int | np.integer):
@@ -100,7 +102,8 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def _crossed_table(report: Report) -> pd.DataFrame:
+def crossed_table(report: Report) -> pd.DataFrame:
+    """The crossed random-effects TOST table as shown (its columns: :data:`CROSSED_COLUMNS`)."""
     return report.validation.crossed.rename(columns={"pvalue": "p_value"})
 
 
@@ -239,24 +242,6 @@ def quality_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
     rule = qc.exclusion
     timing = "before the first judgment" if rule.get("registered_before_data") else "AFTER data came in"
     excluded = ", ".join(rule.get("excluded") or []) or "nobody"
-    columns = [
-        "annotator",
-        "judgments",
-        "gold_checks",
-        "gold_accuracy",
-        "swap_checks",
-        "self_consistency",
-        "fast_share",
-        "too_fast",
-        "same_share",
-        "straight_lining",
-        "competence",
-        "competence_preference",
-        "ds_ordinal",
-        "ds_preference",
-        "excluded",
-        "reasons",
-    ]
     return [
         (
             "Annotator quality control",
@@ -267,7 +252,7 @@ def quality_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
             "on the quality and rubric ratings (crowd-kit; ds_*: Dawid-Skene). "
             f"Pre-registered exclusion rule (written {rule.get('registered_at') or 'never'}, {timing}): "
             f"{str(rule.get('rule')).rstrip('.')}. Excluded: {excluded}.",
-            qc.table[[c for c in columns if c in qc.table.columns]],
+            qc.table[[c for c in QC_REPORT_COLUMNS if c in qc.table.columns]],
         ),
         (
             "Verdicts with and without the excluded annotators",
@@ -347,3 +332,9 @@ def judge_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
             )
         )
     return sections
+
+
+def extra_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
+    """The titled sections after the main report, in order: benchmark science, annotator quality
+    control, LLM judges (title, note, table)."""
+    return [*benchmark_sections(report), *quality_sections(report), *judge_sections(report)]

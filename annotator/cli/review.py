@@ -25,6 +25,7 @@ from annotator.cli.common import (
 from annotator.errors import UserError
 from annotator.people import accounts
 from annotator.review import adjudicate as adjudication
+from annotator.review import adjudication_queue
 from annotator.store import db
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
@@ -361,7 +362,7 @@ def adjudicate_(
         out.print(str(summary), highlight=False)
     if show_queue:
         with db.session_scope(engine) as session:
-            pending = adjudication.queue(session, study=study, account=accounts.SYSTEM)
+            pending = adjudication_queue.queue(session, study=study, account=accounts.SYSTEM)
         shown = pending if limit <= 0 else pending.head(limit)
         if fmt == "csv":
             sys.stdout.write(queue_csv(shown))

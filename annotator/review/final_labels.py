@@ -11,7 +11,7 @@ from analysis.frames import rubric_scores
 from analysis.vocabulary import RUBRIC_PREFIX
 from annotator.people import pseudonyms
 from annotator.review import readers
-from annotator.review.adjudicate import _adjudications, _evaluation, _is_human, _judgment_ids
+from annotator.review.adjudication_reads import adjudications, current_evaluation, is_human, judgment_ids
 from annotator.store.models import Study, id_of
 from annotator.study import get_study
 
@@ -59,9 +59,9 @@ def final_labels(session: Session, *, study: str, pseudonymize: bool = False) ->
     automatic decision: re-run auto_resolve; a human one: the pair is back in the queue).
     """
     study_row = get_study(session, study)
-    evaluation, judgments = _evaluation(session, study_row)
-    adjudications = _adjudications(session, id_of(study_row))
-    latest = adjudications.groupby("pair_db_id").tail(1).set_index("pair_db_id")
+    evaluation, judgments = current_evaluation(session, study_row)
+    history = adjudications(session, id_of(study_row))
+    latest = history.groupby("pair_db_id").tail(1).set_index("pair_db_id")
     score_columns = [c for c in evaluation.columns if c.startswith(("chosen_", "rejected_"))]
     out = evaluation.set_index("pair_db_id")
     decided = latest.reindex(out.index)
@@ -91,7 +91,7 @@ def final_labels(session: Session, *, study: str, pseudonymize: bool = False) ->
     frame = frame[["pair_id", "category", "preference", "keep", "method", "rule", "agreement"]]
     for name in score_columns:
         frame[name] = out[name]
-    human = _is_human(decided.fillna({"method": ""})).to_numpy() & has
+    human = is_human(decided.fillna({"method": ""})).to_numpy() & has
     for position in np.flatnonzero(human):
         given = decided["decision"].iat[position].get("scores") or {}
         for response, value in _decided_rubric(session, study_row, int(frame.index[position]), given).items():
@@ -117,7 +117,7 @@ def final_labels(session: Session, *, study: str, pseudonymize: bool = False) ->
     frame["adjudicator"] = adjudicator
     frame["note"] = decided["note"].where(has, "")
     frame["decided_at"] = decided["created_at"]
-    current = _judgment_ids(judgments)
+    current = judgment_ids(judgments)
     stale = []
     for pair_db_id, decision, method_name in zip(
         frame.index, decided["decision"], frame["method"], strict=True

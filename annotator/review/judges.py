@@ -14,8 +14,9 @@ Re-importing the same file is a no-op; a changed rating is refused unless ``repl
 """
 
 import math
+import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,77 @@ class _Study:
     scale: tuple[float, float]
 
 
+def _pair_field(record: dict[str, Any], study: _Study, problems: list[str]) -> str:
+    """The record's pair id, noting a missing one or one not in the study."""
+    pair = _text(record, "pair_id", problems)
+    if not pair and not problems:
+        problems.append("field pair_id: missing (the pair's id in the study)")
+    elif pair and pair not in study.pairs:
+        problems.append(f"field pair_id: no pair {pair[:80]!r} in this study")
+    return pair
+
+
+def _order_field(record: dict[str, Any], problems: list[str]) -> str:
+    """The record's order (chosen_first, rejected_first or empty), noting any other."""
+    order = _text(record, "order", problems)
+    if order not in ORDERS:
+        problems.append(
+            f"field order: expected chosen_first or rejected_first (or empty), got {order[:40]!r}"
+        )
+    return order
+
+
+def _item_scale(study: _Study, pair: str, item: str, problems: list[str]) -> tuple[float, float]:
+    """The scale of `item` (a rubric aspect 0-2, a quality dimension the study's), noting an item the
+    pair does not have."""
+    if item.startswith(RUBRIC_PREFIX):
+        index = item.removeprefix(RUBRIC_PREFIX)
+        n_aspects = study.aspects.get(pair, 0)
+        if not index.isdigit() or int(index) >= n_aspects:
+            problems.append(
+                f"field item: {item[:40]!r} is not a rubric aspect of this pair "
+                f"(it has rubric:0 .. rubric:{n_aspects - 1})"
+                if n_aspects
+                else f"field item: {item[:40]!r}: this pair has no rubric aspects"
+            )
+        return 0.0, 2.0
+    if item not in study.dimensions:
+        problems.append(
+            f"field item: expected one of {', '.join(study.dimensions)} or rubric:<k>, got {item[:40]!r}"
+        )
+    return study.scale
+
+
+def _score_value(
+    record: dict[str, Any], study: _Study, pair: str, response: str, item: str, problems: list[str]
+) -> float | None:
+    """The value of a score row, noting an unknown response or item and a missing or out-of-scale value."""
+    if response not in RESPONSES:
+        problems.append(f"field response: expected chosen or rejected, got {response[:40]!r}")
+    lo, hi = _item_scale(study, pair, item, problems)
+    value = _number(record, "value", problems, lo, hi)
+    if value is None and not any(p.startswith("field value") for p in problems):
+        problems.append("field value: missing")
+    return value
+
+
+def _pair_level_problem(
+    known: dict[str, tuple[float, str]], preference: float | None, confidence: float | None, where: str
+) -> list[str]:
+    """A preference or confidence that differs from the one given earlier for the same pair and order
+    (`known`, which records the first of each)."""
+    for field, given in (("preference", preference), ("confidence", confidence)):
+        if given is None:
+            continue
+        if field in known and known[field][0] != given:
+            return [
+                f"field {field}: differs from this pair's {field} at {known[field][1]} "
+                "(one per pair and order)"
+            ]
+        known.setdefault(field, (given, where))
+    return []
+
+
 def _checker(study: _Study) -> Callable[[dict[str, Any], str], tuple[dict[str, Any], list[str]]]:
     seen: dict[tuple[str, str, str, str], str] = {}
     pair_level: dict[tuple[str, str], dict[str, tuple[float, str]]] = {}
@@ -130,16 +202,8 @@ def _checker(study: _Study) -> Callable[[dict[str, Any], str], tuple[dict[str, A
         if not isinstance(record, dict):
             return {}, [f"expected an object, got {type(record).__name__}"]
         problems: list[str] = []
-        pair = _text(record, "pair_id", problems)
-        if not pair and not problems:
-            problems.append("field pair_id: missing (the pair's id in the study)")
-        elif pair and pair not in study.pairs:
-            problems.append(f"field pair_id: no pair {pair[:80]!r} in this study")
-        order = _text(record, "order", problems)
-        if order not in ORDERS:
-            problems.append(
-                f"field order: expected chosen_first or rejected_first (or empty), got {order[:40]!r}"
-            )
+        pair = _pair_field(record, study, problems)
+        order = _order_field(record, problems)
         response = _text(record, "response", problems)
         item = _text(record, "item", problems)
         preference = _number(record, "preference", problems, -2, 2)
@@ -151,28 +215,7 @@ def _checker(study: _Study) -> Callable[[dict[str, Any], str], tuple[dict[str, A
                     "field preference: missing (a row without response, item and value carries it)"
                 )
         else:
-            if response not in RESPONSES:
-                problems.append(f"field response: expected chosen or rejected, got {response[:40]!r}")
-            lo, hi = study.scale
-            if item.startswith(RUBRIC_PREFIX):
-                lo, hi = 0.0, 2.0
-                index = item.removeprefix(RUBRIC_PREFIX)
-                n_aspects = study.aspects.get(pair, 0)
-                if not index.isdigit() or int(index) >= n_aspects:
-                    problems.append(
-                        f"field item: {item[:40]!r} is not a rubric aspect of this pair "
-                        f"(it has rubric:0 .. rubric:{n_aspects - 1})"
-                        if n_aspects
-                        else f"field item: {item[:40]!r}: this pair has no rubric aspects"
-                    )
-            elif item not in study.dimensions:
-                problems.append(
-                    f"field item: expected one of {', '.join(study.dimensions)} or rubric:<k>, "
-                    f"got {item[:40]!r}"
-                )
-            value = _number(record, "value", problems, lo, hi)
-            if value is None and not any(p.startswith("field value") for p in problems):
-                problems.append("field value: missing")
+            value = _score_value(record, study, pair, response, item, problems)
         if problems:
             return {}, problems
         key = (pair, order, response, item)
@@ -182,15 +225,9 @@ def _checker(study: _Study) -> Callable[[dict[str, Any], str], tuple[dict[str, A
             ]
         seen[key] = where
         known = pair_level.setdefault((pair, order), {})
-        for field, given in (("preference", preference), ("confidence", confidence)):
-            if given is None:
-                continue
-            if field in known and known[field][0] != given:
-                return {}, [
-                    f"field {field}: differs from this pair's {field} at {known[field][1]} "
-                    "(one per pair and order)"
-                ]
-            known.setdefault(field, (given, where))
+        problem = _pair_level_problem(known, preference, confidence, where)
+        if problem:
+            return {}, problem
         row = {
             "pair_id": study.pairs[pair],
             "order": order,
@@ -435,6 +472,77 @@ def judge_queue(session: Session, *, study: str, account: Account, judge: str | 
 # ------------------------------------------------------------------------------------------- demo
 
 
+def _simulated_orders(rng: random.Random, facts: _Study, kind: str) -> dict[str, tuple[str, ...]]:
+    """The orders a simulated judge is shown each pair in: both, or for ``lenient`` one random order
+    on two thirds of the pairs."""
+    orders: dict[str, tuple[str, ...]] = {}
+    for pair in facts.pairs:
+        if kind == "lenient" and rng.random() > 1 / 3:
+            orders[pair] = (rng.choice(("chosen_first", "rejected_first")),)
+        else:
+            orders[pair] = ("chosen_first", "rejected_first")
+    return orders
+
+
+def _simulated_scores(
+    rng: random.Random,
+    facts: _Study,
+    means: pd.Series,
+    orders: Mapping[str, tuple[str, ...]],
+    kind: str,
+) -> list[dict[str, Any]]:
+    """A simulated judge's score rows: the people's mean (a point higher for ``lenient``) plus noise,
+    rounded onto the item's scale, in every order the pair is shown in."""
+    lo, hi = facts.scale
+    rows: list[dict[str, Any]] = []
+    for (pair, response, item), mean in means.items():
+        if pair not in facts.pairs:
+            continue
+        top = 2.0 if str(item).startswith(RUBRIC_PREFIX) else hi
+        bottom = 0.0 if str(item).startswith(RUBRIC_PREFIX) else lo
+        for order in orders[pair]:
+            shift = 1.0 if kind == "lenient" else 0.0
+            value = round(min(top, max(bottom, mean + shift + rng.gauss(0, 0.3))))
+            rows.append(
+                {
+                    "pair_id": facts.pairs[pair],
+                    "order": order,
+                    "response": response,
+                    "item": item,
+                    "value": float(value),
+                    "preference": None,
+                    "confidence": None,
+                    "where": "simulated",
+                }
+            )
+    return rows
+
+
+def _simulated_preferences(
+    rng: random.Random,
+    facts: _Study,
+    prefs: pd.Series,
+    orders: Mapping[str, tuple[str, ...]],
+    kind: str,
+) -> dict[tuple[int, str], tuple[float, float]]:
+    """A simulated judge's preference and confidence per (Pair.id, order): ``close`` follows the
+    people's mean preference, ``lenient`` mostly the response shown first."""
+    pair_pref: dict[tuple[int, str], tuple[float, float]] = {}
+    for pair, mean in prefs.items():
+        if pair not in facts.pairs:
+            continue
+        for order in orders[pair]:
+            if kind == "lenient":
+                toward_first = 1.0 if order == "chosen_first" else -1.0
+                pref = max(-2.0, min(2.0, round(0.3 * mean + 1.5 * toward_first)))
+                confidence = 0.95
+            else:
+                pref = max(-2.0, min(2.0, round(mean + rng.gauss(0, 0.4))))
+                confidence = round(min(0.99, 0.55 + 0.2 * abs(pref)), 2)
+            pair_pref[(facts.pairs[pair], order)] = (float(pref), confidence)
+    return pair_pref
+
+
 def simulate_judges(
     engine: Engine, *, study: str, seed: int = 0, judges: dict[str, str] | None = None
 ) -> list[JudgeImport]:
@@ -442,8 +550,6 @@ def simulate_judges(
     mean of the people plus small noise, shown each pair in both orders; ``lenient`` rates a point
     higher and mostly prefers whichever response it was shown first, shown each pair in one random
     order (a third of the pairs in both)."""
-    import random
-
     from annotator.people.accounts import SYSTEM
     from annotator.review.readers import label_frame
 
@@ -454,52 +560,14 @@ def simulate_judges(
         study_id = id_of(get_study(session, study))
     if "control" in frame.columns:
         frame = frame[frame["control"].fillna("") == ""]
-    lo, hi = facts.scale
     means = frame.groupby(["pair_id", "response", "item"])["value"].mean()
     prefs = frame.drop_duplicates(["pair_id", "annotator"]).groupby("pair_id")["preference"].mean()
     summaries = []
     for name, kind in judges.items():
         rng = random.Random(f"{seed}:{name}")
-        rows: list[dict[str, Any]] = []
-        orders: dict[str, tuple[str, ...]] = {}
-        for pair in facts.pairs:
-            if kind == "lenient" and rng.random() > 1 / 3:
-                orders[pair] = (rng.choice(("chosen_first", "rejected_first")),)
-            else:
-                orders[pair] = ("chosen_first", "rejected_first")
-        for (pair, response, item), mean in means.items():
-            if pair not in facts.pairs:
-                continue
-            top = 2.0 if str(item).startswith(RUBRIC_PREFIX) else hi
-            bottom = 0.0 if str(item).startswith(RUBRIC_PREFIX) else lo
-            for order in orders[pair]:
-                shift = 1.0 if kind == "lenient" else 0.0
-                value = round(min(top, max(bottom, mean + shift + rng.gauss(0, 0.3))))
-                rows.append(
-                    {
-                        "pair_id": facts.pairs[pair],
-                        "order": order,
-                        "response": response,
-                        "item": item,
-                        "value": float(value),
-                        "preference": None,
-                        "confidence": None,
-                        "where": "simulated",
-                    }
-                )
-        pair_pref: dict[tuple[int, str], tuple[float, float]] = {}
-        for pair, mean in prefs.items():
-            if pair not in facts.pairs:
-                continue
-            for order in orders[pair]:
-                if kind == "lenient":
-                    toward_first = 1.0 if order == "chosen_first" else -1.0
-                    pref = max(-2.0, min(2.0, round(0.3 * mean + 1.5 * toward_first)))
-                    confidence = 0.95
-                else:
-                    pref = max(-2.0, min(2.0, round(mean + rng.gauss(0, 0.4))))
-                    confidence = round(min(0.99, 0.55 + 0.2 * abs(pref)), 2)
-                pair_pref[(facts.pairs[pair], order)] = (float(pref), confidence)
+        orders = _simulated_orders(rng, facts, kind)
+        rows = _simulated_scores(rng, facts, means, orders, kind)
+        pair_pref = _simulated_preferences(rng, facts, prefs, orders, kind)
         for row in rows:
             row["preference"], row["confidence"] = pair_pref.get((row["pair_id"], row["order"]), (None, None))
         with engine.begin() as connection:

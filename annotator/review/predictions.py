@@ -106,6 +106,55 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:37]}... ({len(text):,} characters)"
 
 
+def _pair_reference(
+    record: dict[str, Any], known: dict[str, int], problems: list[str]
+) -> tuple[str, int | None]:
+    """The record's external pair id (``id`` or ``pair_id``) and its Pair.id, noting a missing or
+    unknown one."""
+    key = "id" if "id" in record else "pair_id"
+    raw = record.get(key)
+    external_id = "" if raw is None or isinstance(raw, bool) else str(raw).strip()
+    pair_db_id = None
+    if not external_id:
+        problems.append("field id: missing (the pair's id, as `id` or `pair_id`)")
+    else:
+        pair_db_id = known.get(external_id)
+        if pair_db_id is None:
+            problems.append(f"field {key}: no pair {external_id[:80]!r} in this study")
+    return external_id, pair_db_id
+
+
+def _given_choice(record: dict[str, Any], problems: list[str]) -> str | None:
+    """The record's own choice (lower case), or None when it gives none or an unknown one (noted)."""
+    raw_choice = record.get("choice")
+    choice = raw_choice.strip().lower() if isinstance(raw_choice, str) and raw_choice.strip() else None
+    if raw_choice is not None and not isinstance(raw_choice, str):
+        problems.append(f"field choice: expected one of {', '.join(CHOICES)}, got {_short(raw_choice)}")
+    elif choice is not None and choice not in CHOICES:
+        problems.append(f"field choice: expected one of {', '.join(CHOICES)}, got {_short(raw_choice)}")
+        choice = None
+    return choice
+
+
+def _settled_choice(
+    chosen: float | None, rejected: float | None, choice: str | None, problems: list[str]
+) -> str | None:
+    """The choice that counts: the one both scores imply (a given choice must agree), else the given
+    one; notes a lone score and a row with neither."""
+    has_scores = chosen is not None and rejected is not None
+    if (chosen is None) != (rejected is None) and not any(p.startswith("field score_") for p in problems):
+        missing = "score_rejected" if rejected is None else "score_chosen"
+        problems.append(f"field {missing}: missing (give both scores, or a choice)")
+    if has_scores:
+        implied = "chosen" if chosen > rejected else "rejected" if chosen < rejected else "tie"  # type: ignore[operator]
+        if choice is not None and choice != implied:
+            problems.append(f"field choice: {choice!r} contradicts the scores (they say {implied!r})")
+        choice = implied
+    elif choice is None and not problems:
+        problems.append("field choice: missing (give score_chosen and score_rejected, or a choice)")
+    return choice
+
+
 def _prediction(record: Any, known: dict[str, int]) -> tuple[dict[str, Any], list[str]]:
     """One record as a ModelPrediction row (without study and model), and its problems.
 
@@ -120,36 +169,10 @@ def _prediction(record: Any, known: dict[str, int]) -> tuple[dict[str, Any], lis
         problems.extend(textguard.value_problems(value, f"field {field}", limit=limit))
     if problems:
         return {}, problems
-    key = "id" if "id" in record else "pair_id"
-    raw = record.get(key)
-    external_id = "" if raw is None or isinstance(raw, bool) else str(raw).strip()
-    pair_db_id = None
-    if not external_id:
-        problems.append("field id: missing (the pair's id, as `id` or `pair_id`)")
-    else:
-        pair_db_id = known.get(external_id)
-        if pair_db_id is None:
-            problems.append(f"field {key}: no pair {external_id[:80]!r} in this study")
+    external_id, pair_db_id = _pair_reference(record, known, problems)
     chosen = _number(record, "score_chosen", problems)
     rejected = _number(record, "score_rejected", problems)
-    raw_choice = record.get("choice")
-    choice = raw_choice.strip().lower() if isinstance(raw_choice, str) and raw_choice.strip() else None
-    if raw_choice is not None and not isinstance(raw_choice, str):
-        problems.append(f"field choice: expected one of {', '.join(CHOICES)}, got {_short(raw_choice)}")
-    elif choice is not None and choice not in CHOICES:
-        problems.append(f"field choice: expected one of {', '.join(CHOICES)}, got {_short(raw_choice)}")
-        choice = None
-    has_scores = chosen is not None and rejected is not None
-    if (chosen is None) != (rejected is None) and not any(p.startswith("field score_") for p in problems):
-        missing = "score_rejected" if rejected is None else "score_chosen"
-        problems.append(f"field {missing}: missing (give both scores, or a choice)")
-    if has_scores:
-        implied = "chosen" if chosen > rejected else "rejected" if chosen < rejected else "tie"  # type: ignore[operator]
-        if choice is not None and choice != implied:
-            problems.append(f"field choice: {choice!r} contradicts the scores (they say {implied!r})")
-        choice = implied
-    elif choice is None and not problems:
-        problems.append("field choice: missing (give score_chosen and score_rejected, or a choice)")
+    choice = _settled_choice(chosen, rejected, _given_choice(record, problems), problems)
     confidence = _number(record, "confidence", problems)
     if confidence is not None and not 0.0 <= confidence <= 1.0:
         problems.append(f"field confidence: must be between 0 and 1, got {confidence:g}")

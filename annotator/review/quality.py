@@ -17,7 +17,7 @@ import pandas as pd
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from analysis.competence import QualitySection, apply_exclusion, qc_table
+from analysis.competence import QC_TERMINAL_COLUMNS, QualitySection, apply_exclusion, qc_table
 from analysis.diagnostics import position_bias
 from analysis.report import Report
 from analysis.vocabulary import POSITIVE
@@ -72,22 +72,7 @@ class QualityResult:
         """A plain-text rendering for the terminal."""
         lines = [f"Quality control of study {self.study!r}: {len(self.table)} annotators"]
         if not self.table.empty:
-            shown = self.table[
-                [
-                    "annotator",
-                    "judgments",
-                    "gold_checks",
-                    "gold_accuracy",
-                    "swap_checks",
-                    "self_consistency",
-                    "fast_share",
-                    "too_fast",
-                    "straight_lining",
-                    "competence",
-                    "excluded",
-                    "reasons",
-                ]
-            ]
+            shown = self.table[list(QC_TERMINAL_COLUMNS)]
             lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
         when = self.registered_at.isoformat(timespec="seconds") if self.registered_at else "never"
         timing = "before the first judgment" if self.registered_before_data else "AFTER data collection began"

@@ -43,9 +43,9 @@ def pg_dump_hint(engine: Engine | URL) -> str:
     )
 
 
-def backup(engine: Engine | str, target: str | Path, *, force: bool = False) -> BackupSummary:
-    """Copy the SQLite database behind `engine` (or a URL) to `target` consistently; record an Event
-    "backup". For another engine, the pg_dump advice (before any connection or driver import)."""
+def _sqlite_engine(engine: Engine | str) -> Engine:
+    """The SQLite engine behind `engine` (or a URL); the pg_dump advice for another engine, before any
+    connection or driver import."""
     if isinstance(engine, str):
         try:
             parsed = make_url(engine)
@@ -56,11 +56,12 @@ def backup(engine: Engine | str, target: str | Path, *, force: bool = False) -> 
         engine = db.make_engine(engine)
     if engine.dialect.name != "sqlite":
         raise UserError(pg_dump_hint(engine))
-    database = engine.url.database
-    if not database or database == ":memory:":
-        raise UserError("an in-memory database cannot be backed up")
-    db.check_schema(engine)
-    target = Path(target)
+    return engine
+
+
+def _writable_target(target: Path, database: str, force: bool) -> Path:
+    """`target`, once it is a file name in an existing folder that is not the database itself (and,
+    unless `force`, does not exist yet)."""
     if target.exists() and not force:
         raise UserError(f"{target} already exists; give --force to overwrite it")
     if target.exists() and target.is_dir():
@@ -70,22 +71,39 @@ def backup(engine: Engine | str, target: str | Path, *, force: bool = False) -> 
         raise UserError(f"{target} is the database itself; choose another file")
     if not target.parent.is_dir():
         raise UserError(f"the folder {target.parent} does not exist")
+    return target
+
+
+def _copy_checked(engine: Engine, temporary: Path, target: Path) -> None:
+    """Copy the database into `temporary` with the online backup API and check the copy's integrity."""
+    raw = engine.raw_connection()
+    try:
+        destination = sqlite3.connect(temporary)
+        try:
+            raw.driver_connection.backup(destination)  # type: ignore[union-attr]
+            check = destination.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise UserError(f"the copy failed its integrity check ({check}); {target} not written")
+            destination.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+        finally:
+            destination.close()
+    finally:
+        raw.close()
+
+
+def backup(engine: Engine | str, target: str | Path, *, force: bool = False) -> BackupSummary:
+    """Copy the SQLite database behind `engine` (or a URL) to `target` consistently; record an Event
+    "backup". For another engine, the pg_dump advice (before any connection or driver import)."""
+    engine = _sqlite_engine(engine)
+    database = engine.url.database
+    if not database or database == ":memory:":
+        raise UserError("an in-memory database cannot be backed up")
+    db.check_schema(engine)
+    target = _writable_target(Path(target), database, force)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
         os.close(os.open(temporary, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600))  # owner-only
-        raw = engine.raw_connection()
-        try:
-            destination = sqlite3.connect(temporary)
-            try:
-                raw.driver_connection.backup(destination)  # type: ignore[union-attr]
-                check = destination.execute("PRAGMA quick_check").fetchone()[0]
-                if check != "ok":
-                    raise UserError(f"the copy failed its integrity check ({check}); {target} not written")
-                destination.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
-            finally:
-                destination.close()
-        finally:
-            raw.close()
+        _copy_checked(engine, temporary, target)
         os.replace(temporary, target)
     except OSError as exc:
         raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None

@@ -7,7 +7,7 @@ from annotator.app.common import choose_study, require, safe_md, session
 from annotator.app.panes import focusable_panes
 from annotator.app.tables import show_table
 from annotator.errors import UserError
-from annotator.review import adjudicate
+from annotator.review import adjudicate, adjudication_queue
 
 PICK_KEY = "adjudicate_pick"
 NAMES_KEY = "adjudicate_names"
@@ -61,7 +61,7 @@ def show_context(pair: dict) -> None:
                         st.markdown(f"**Post {number}**{category}  \n{safe_md(post.get('text', ''))}")
 
 
-def decision_form(detail: adjudicate.PairDetail, pair_db_id: int, account: object) -> None:
+def decision_form(detail: adjudication_queue.PairDetail, pair_db_id: int, account: object) -> None:
     """Final preference (nothing preselected), keep, final scores starting at the medians, a note."""
     with st.form(f"decide_{pair_db_id}"):
         preference = st.radio(
@@ -122,7 +122,7 @@ if study is not None:
         with session() as active:
             st.success(str(adjudicate.auto_resolve(active, study=study, account=account)))
     with session() as active:
-        waiting = adjudicate.queue(active, study=study, account=account)
+        waiting = adjudication_queue.queue(active, study=study, account=account)
     st.header(f"Queue ({len(waiting)})")
     if waiting.empty:
         st.info("Nothing needs a person right now. Run the automatic resolution after new judgments arrive.")
@@ -138,7 +138,7 @@ if study is not None:
         key=PICK_KEY,
     )
     with session() as active:
-        detail = adjudicate.pair_detail(
+        detail = adjudication_queue.pair_detail(
             active, pair_id=int(pick.pair_db_id), account=account, hide_names=not show_names
         )
     pair = detail.pair

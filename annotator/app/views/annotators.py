@@ -56,14 +56,11 @@ def confirm(question: str, action: Callable[[], str | None], success: str, butto
         st.rerun()
 
 
-def manage(account: Account, study: str, names: list[str]) -> None:
-    """Actions on one account, the destructive ones behind a confirmation."""
-    name = st.selectbox("Account", names, key="annotators_name")
-    if name is None:
-        return
-    with session() as active:
-        user = accounts.get_user(active, name)
-        is_active = user.active
+Action = Callable[[], str | None]  # an account action; a secret it returns is shown once
+
+
+def account_actions(account: Account, study: str, name: str) -> dict[str, Action]:
+    """What can be done to the account `name`, each in its own session, as the logged-in `account`."""
 
     def set_active(value: bool) -> Callable[[], None]:
         def act() -> None:
@@ -86,41 +83,71 @@ def manage(account: Account, study: str, names: list[str]) -> None:
             token = accounts.issue_login_token(active, username=name, account=account)
         return f"{base_url()}/?token={token}"
 
-    confirmed: dict[str, tuple[str, Callable[[], str | None], str, str]] = {
+    return {
+        "deactivate": set_active(False),
+        "reactivate": set_active(True),
+        "reassign": reassign,
+        "reset": reset,
+        "link": link,
+    }
+
+
+def confirmations(
+    study: str, name: str, actions: dict[str, Action]
+) -> dict[str, tuple[str, Action, str, str]]:
+    """The destructive actions: their question, action, success text and button, for :func:`confirm`."""
+    return {
         "deactivate": (
             f"Deactivate **{name}**? They are logged out at once and can no longer log in; "
             "their labels are kept. You can reactivate the account later.",
-            set_active(False),
+            actions["deactivate"],
             f"{name} is deactivated; their labels are kept.",
             "Deactivate",
         ),
         "reassign": (
             f"Move every open item of **{name}** in study **{study}** to other annotators?",
-            reassign,
+            actions["reassign"],
             f"Open items of {name} reassigned",
             "Reassign",
         ),
         "reset": (
             f"Give **{name}** a new generated password? Their current password stops working and "
             "they are logged out. The new one is shown once.",
-            reset,
+            actions["reset"],
             f"New password for {name} (shown once; pass it on privately): ",
             "Reset password",
         ),
     }
-    st.caption(f"**{name}** is {'active' if is_active else 'deactivated'}.")
+
+
+def action_buttons(name: str, is_active: bool, actions: dict[str, Action]) -> None:
+    """The row of buttons: the safe actions run at once, the destructive ones wait for a confirmation."""
     buttons = st.columns(4)
     if is_active:
         if buttons[0].button("Deactivate…", key="annotators_deactivate", icon=":material/block:"):
             st.session_state[PENDING_KEY] = ("deactivate", name)
     elif buttons[0].button("Reactivate", key="annotators_reactivate", icon=":material/check_circle:"):
-        run(set_active(True), f"{name} can log in again.")
+        run(actions["reactivate"], f"{name} can log in again.")
     if buttons[1].button("Reassign open items…", key="annotators_reassign", icon=":material/swap_horiz:"):
         st.session_state[PENDING_KEY] = ("reassign", name)
     if buttons[2].button("Reset password…", key="annotators_reset", icon=":material/key:"):
         st.session_state[PENDING_KEY] = ("reset", name)
     if buttons[3].button("Login link", key="annotators_link", icon=":material/link:"):
-        run(link, f"Single-use login link for {name} (valid 7 days, shown once): ")
+        run(actions["link"], f"Single-use login link for {name} (valid 7 days, shown once): ")
+
+
+def manage(account: Account, study: str, names: list[str]) -> None:
+    """Actions on one account, the destructive ones behind a confirmation."""
+    name = st.selectbox("Account", names, key="annotators_name")
+    if name is None:
+        return
+    with session() as active:
+        user = accounts.get_user(active, name)
+        is_active = user.active
+    actions = account_actions(account, study, name)
+    confirmed = confirmations(study, name, actions)
+    st.caption(f"**{name}** is {'active' if is_active else 'deactivated'}.")
+    action_buttons(name, is_active, actions)
     pending = st.session_state.get(PENDING_KEY)
     if pending is not None and pending[1] == name and pending[0] in confirmed:
         confirm(*confirmed[pending[0]])

@@ -10,6 +10,7 @@ from analysis.render import (
     EQUIVALENCE_COLUMNS,
     benchmark_sections,
     cleaning_title,
+    crossed_table,
     figure_captions,
     judge_sections,
     status_word,
@@ -156,7 +157,7 @@ if study is not None:
     st.header("Equivalence on general quality")
     show_plot(plots["forest"], captions["forest"], key="plot_forest")
     st.subheader("Crossed random-effects model (the verdict: pairs and annotators in general)")
-    show_table(report.validation.crossed.rename(columns={"pvalue": "p_value"}), CROSSED_COLUMNS)
+    show_table(crossed_table(report), CROSSED_COLUMNS)
     st.subheader("Per-pair TOST, conditional on this panel of annotators")
     show_table(report.validation.equivalence, EQUIVALENCE_COLUMNS)
     show_plot(plots["differences"], captions["differences"], key="plot_differences")
