@@ -268,7 +268,7 @@ def item_context(account: Account, study_id: int) -> ItemContext:
     with session() as active:
         config = labels.study_config(active, study_id)
         qualification = training.status(active, account=account, study_id=study_id)
-        done = labels.progress(active, user_id=account.id, study_id=study_id)
+        done = labels.progress(active, account=account, study_id=study_id)
         left = crowd.time_left(active, account=account, study_id=study_id)
     deadline = None if left is None else datetime.now(UTC) + left
     context = ItemContext(study_id, config, qualification, done, deadline)
@@ -288,7 +288,7 @@ def load_item(
         return item, config
     with session() as active:
         if item is not None:  # the annotator was on another page: the form's values are gone, the draft not
-            draft = drafts.load_draft(active, assignment_id=item.assignment_id, user_id=account.id)
+            draft = drafts.load_draft(active, assignment_id=item.assignment_id, account=account)
             start_item(item, config, draft.answers if draft else {}, draft.opened_posts if draft else [])
             return item, config
         prefill: Submission | None = st.session_state.pop(PREFILL_KEY, None)
@@ -296,19 +296,19 @@ def load_item(
         resumed = (
             int(reopen)
             if reopen is not None
-            else drafts.resume_assignment(active, user_id=account.id, study_id=study_id)
+            else drafts.resume_assignment(active, account=account, study_id=study_id)
         )
         if resumed is None:
-            assignment = labels.next_assignment(active, user_id=account.id, study_id=study_id)
+            assignment = labels.next_assignment(active, account=account, study_id=study_id)
             if assignment is None:
                 return None
             resumed_id = id_of(assignment)
         else:
             resumed_id = resumed
             if prefill is None:
-                prefill = labels.current_answers(active, assignment_id=resumed_id, user_id=account.id)
-        item = labels.show(active, assignment_id=resumed_id, user_id=account.id, resume=resumed is not None)
-        draft = drafts.load_draft(active, assignment_id=resumed_id, user_id=account.id)
+                prefill = labels.current_answers(active, assignment_id=resumed_id, account=account)
+        item = labels.show(active, assignment_id=resumed_id, account=account, resume=resumed is not None)
+        draft = drafts.load_draft(active, assignment_id=resumed_id, account=account)
     answers = _answers_from(prefill) | (draft.answers if draft else {})
     start_item(item, config, answers, draft.opened_posts if draft else [])
     return item, config
@@ -335,7 +335,7 @@ def keep_draft(item: ItemView, config: StudyConfig) -> None:
             drafts.save_draft(
                 active,
                 assignment_id=item.assignment_id,
-                user_id=account.id,
+                account=account,
                 answers=current_answers(item, config),
                 opened_posts=sorted(st.session_state.get(OPENED_KEY, set())),
             )
@@ -558,10 +558,10 @@ def save(item: ItemView, config: StudyConfig, submission_id: str) -> None:
             labels.submit(
                 active,
                 assignment_id=item.assignment_id,
-                user_id=account.id,
+                account=account,
                 submission=form_answers(item, config, submission_id),
             )
-            drafts.clear_draft(active, assignment_id=item.assignment_id, user_id=account.id)
+            drafts.clear_draft(active, assignment_id=item.assignment_id, account=account)
     except TimeOver:  # after the limit: nothing counts, but the answers are kept as a draft
         keep_draft(item, config)
         st.session_state[LATE_KEY] = LATE
@@ -603,8 +603,8 @@ def skip_item(item: ItemView) -> None:
         if account is None:
             raise UserError("Please log in first.")
         with session() as active:
-            labels.skip(active, assignment_id=item.assignment_id, user_id=account.id, reason=reason)
-            drafts.clear_draft(active, assignment_id=item.assignment_id, user_id=account.id)
+            labels.skip(active, assignment_id=item.assignment_id, account=account, reason=reason)
+            drafts.clear_draft(active, assignment_id=item.assignment_id, account=account)
 
     _act(run, "Skipped: the item moved to the end of your queue.")
 
@@ -622,7 +622,7 @@ def flag_item(item: ItemView) -> None:
         if account is None:
             raise UserError("Please log in first.")
         with session() as active:
-            drafts.flag_item(active, assignment_id=item.assignment_id, user_id=account.id, reason=reason)
+            drafts.flag_item(active, assignment_id=item.assignment_id, account=account, reason=reason)
 
     _act(run, "Flagged: the item went to the researcher and left your queue.")
 
@@ -840,13 +840,13 @@ def main() -> None:
     page_assets()
     st.title("Rate pairs")
     with session() as active:
-        acknowledged = accounts.has_acknowledged(active, user_id=account.id)
+        acknowledged = accounts.has_acknowledged(active, account=account)
     if not acknowledged:
         st.warning("Please read the guidelines once before your first item.", icon=":material/menu_book:")
         st.markdown(safe_md(guidelines_text()))
         if st.button("I have read the guidelines: start rating", type="primary", key="ack_guidelines"):
             with session() as active:
-                accounts.acknowledge_guidelines(active, user_id=account.id)
+                accounts.acknowledge_guidelines(active, account=account)
             st.rerun()
         return
     for key in (STUDIES_KEY, CONTEXT_KEY):  # a page run reads the studies and the item's context afresh
