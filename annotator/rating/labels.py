@@ -175,39 +175,59 @@ def missing_answers(
 ) -> list[str]:
     """Every question of the form left unanswered or out of range, named as the annotator sees it
     (`ask_support`: the rubric-support question of every aspect too)."""
+    problems = _support_problems(n_aspects if ask_support else 0, submission)
+    unknown_sides = set(submission.scores) - set(SIDES)
+    if unknown_sides:  # submit() would otherwise save them as `rejected` scores
+        problems.append(f"unknown responses {sorted(unknown_sides)}; use A and B")
+    for side in SIDES:
+        problems += _side_problems(config, n_aspects, side, submission.scores.get(side, {}))
+    return problems + _decision_problems(submission)
+
+
+def _support_problems(n_asked: int, submission: Submission) -> list[str]:
+    """The rubric-support answers of the first `n_asked` aspects (none asked: none may be given)."""
     problems = []
-    wanted = {f"{SUPPORT_PREFIX}{k}" for k in range(n_aspects)} if ask_support else set()
-    for k in range(n_aspects if ask_support else 0):
+    for k in range(n_asked):
         value = submission.support.get(f"{SUPPORT_PREFIX}{k}")
         if value is None:
             problems.append(f"rubric aspect {k + 1}: is it supported by what the user wrote")
         elif value not in RUBRIC_DOMAIN:
             problems.append(f"rubric aspect {k + 1}: support must be no, partly or yes")
-    if set(submission.support) - wanted:
-        problems.append(f"unknown support items {sorted(set(submission.support) - wanted)}")
+    unknown = set(submission.support) - {f"{SUPPORT_PREFIX}{k}" for k in range(n_asked)}
+    if unknown:
+        problems.append(f"unknown support items {sorted(unknown)}")
+    return problems
+
+
+def _side_problems(
+    config: StudyConfig, n_aspects: int, side: str, given: dict[str, float | None]
+) -> list[str]:
+    """One response's quality dimensions and rubric aspects, and any item the study does not ask."""
+    problems = []
     quality = config.quality
-    unknown_sides = set(submission.scores) - set(SIDES)
-    if unknown_sides:  # submit() would otherwise save them as `rejected` scores
-        problems.append(f"unknown responses {sorted(unknown_sides)}; use A and B")
-    for side in SIDES:
-        given = submission.scores.get(side, {})
-        for dimension in quality.dimensions:
-            value = given.get(dimension.name)
-            if value is None:
-                problems.append(f"Response {side}: {dimension.name}")
-            elif value not in quality.values:
-                problems.append(
-                    f"Response {side}: {dimension.name} must be {quality.scale_min}-{quality.scale_max}"
-                )
-        for k in range(n_aspects):
-            value = given.get(rubric_item(k))
-            if value is None:
-                problems.append(f"Response {side}: rubric aspect {k + 1}")
-            elif value not in RUBRIC_DOMAIN:
-                problems.append(f"Response {side}: rubric aspect {k + 1} must be 0, 1 or 2")
-        unknown = set(given) - set(config.dimension_names) - {rubric_item(k) for k in range(n_aspects)}
-        if unknown:
-            problems.append(f"Response {side}: unknown items {sorted(unknown)}")
+    for dimension in quality.dimensions:
+        value = given.get(dimension.name)
+        if value is None:
+            problems.append(f"Response {side}: {dimension.name}")
+        elif value not in quality.values:
+            problems.append(
+                f"Response {side}: {dimension.name} must be {quality.scale_min}-{quality.scale_max}"
+            )
+    for k in range(n_aspects):
+        value = given.get(rubric_item(k))
+        if value is None:
+            problems.append(f"Response {side}: rubric aspect {k + 1}")
+        elif value not in RUBRIC_DOMAIN:
+            problems.append(f"Response {side}: rubric aspect {k + 1} must be 0, 1 or 2")
+    unknown = set(given) - set(config.dimension_names) - {rubric_item(k) for k in range(n_aspects)}
+    if unknown:
+        problems.append(f"Response {side}: unknown items {sorted(unknown)}")
+    return problems
+
+
+def _decision_problems(submission: Submission) -> list[str]:
+    """The preference, the confidence, and the reason a problem flag needs."""
+    problems = []
     if submission.preference is None:
         problems.append("which response better fits this user")
     elif submission.preference not in range(5):
@@ -234,22 +254,8 @@ def submit(session: Session, *, assignment_id: int, account: Account, submission
         own_assignment(session, earlier.assignment_id, account)
         return earlier
     assignment = own_assignment(session, assignment_id, account)
-    # the pair's rubric only (not its long texts: the item on screen has them)
-    rubric = session.exec(select(Pair.rubric).where(col(Pair.id) == assignment.pair_id)).first()
-    if rubric is None:
-        raise UserError("this item no longer exists")
     pair_id = assignment.pair_id
-    config = study_config(session, assignment.study_id)
-    crowd.check_time(  # a crowd worker's session limit holds on submit too, not only on the page
-        session, account=account, study_id=assignment.study_id, session_minutes=config.crowd.session_minutes
-    )
-    arm = config.display_for(assignment.arm)  # an arm without the rubric asks no rubric questions
-    n_aspects = len(rubric) if arm.show_rubric else 0
-    problems = missing_answers(config, n_aspects, submission, ask_support=arm.ask_support)
-    if problems:
-        raise LabelError("Please answer: " + "; ".join(problems))
-    textguard.check_input(submission.comment, "The comment")
-    textguard.check_input(submission.flag_reason, "The reason for the problem flag")
+    config = _checked_config(session, assignment, account, submission)
     _lock_assignment(session, id_of(assignment))
     earlier = _saved(session, submission.submission_id)  # saved by another process while we waited
     if earlier is not None:
@@ -295,14 +301,7 @@ def submit(session: Session, *, assignment_id: int, account: Account, submission
         if same is not None:
             return same
         raise UserError("this item was just saved from another window; reload to see it") from None
-    for side, items in submission.scores.items():
-        response = response_of(side, chosen_side=assignment.chosen_side)
-        for item, value in items.items():
-            session.add(
-                Score(judgment_id=id_of(judgment), response=response, item=item, value=float(value or 0))
-            )
-    for item, value in submission.support.items():  # about the pair: stored on the `chosen` response
-        session.add(Score(judgment_id=id_of(judgment), response="chosen", item=item, value=float(value or 0)))
+    _add_scores(session, id_of(judgment), submission, chosen_side=assignment.chosen_side)
     first = status != DONE
     session.execute(
         update(Assignment)
@@ -325,6 +324,41 @@ def submit(session: Session, *, assignment_id: int, account: Account, submission
         extend_overlap(session, pair_id=pair_id, config=config)
         session.flush()
     return judgment
+
+
+def _checked_config(
+    session: Session, assignment: Assignment, account: Account, submission: Submission
+) -> StudyConfig:
+    """The study's config, once the submission passes every check before it is saved: the item still
+    exists, a crowd worker's time is not over, every question is answered, and its texts keep the
+    input rule."""
+    # the pair's rubric only (not its long texts: the item on screen has them)
+    rubric = session.exec(select(Pair.rubric).where(col(Pair.id) == assignment.pair_id)).first()
+    if rubric is None:
+        raise UserError("this item no longer exists")
+    config = study_config(session, assignment.study_id)
+    crowd.check_time(  # a crowd worker's session limit holds on submit too, not only on the page
+        session, account=account, study_id=assignment.study_id, session_minutes=config.crowd.session_minutes
+    )
+    arm = config.display_for(assignment.arm)  # an arm without the rubric asks no rubric questions
+    n_aspects = len(rubric) if arm.show_rubric else 0
+    problems = missing_answers(config, n_aspects, submission, ask_support=arm.ask_support)
+    if problems:
+        raise LabelError("Please answer: " + "; ".join(problems))
+    textguard.check_input(submission.comment, "The comment")
+    textguard.check_input(submission.flag_reason, "The reason for the problem flag")
+    return config
+
+
+def _add_scores(session: Session, judgment_id: int, submission: Submission, *, chosen_side: str) -> None:
+    """The judgment's scores, A/B mapped to chosen/rejected; rubric support (about the pair) is stored
+    on the `chosen` response."""
+    for side, items in submission.scores.items():
+        response = response_of(side, chosen_side=chosen_side)
+        for item, value in items.items():
+            session.add(Score(judgment_id=judgment_id, response=response, item=item, value=float(value or 0)))
+    for item, value in submission.support.items():
+        session.add(Score(judgment_id=judgment_id, response="chosen", item=item, value=float(value or 0)))
 
 
 def _saved(session: Session, submission_id: str) -> Judgment | None:
