@@ -7,19 +7,18 @@ per answer: a digit answers the focused question and moves on to the next unansw
 submits from anywhere (static/annotate.js; the page's style is static/annotate.css).
 """
 
-import functools
 import json
 import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from analysis.vocabulary import CONFIDENCE_DOMAIN, RUBRIC_DOMAIN
+from annotator.app.assets import filled, static_text
 from annotator.app.common import (
     ACCOUNT_KEY,
     CURRENT_STUDY_KEY,
@@ -68,7 +67,6 @@ REDRAW_KEY = "annotate_redraw"  # a question's callback asks for the whole page 
 CONTEXT_KEY = "annotate_context"  # what the page reads once per item (see item_context)
 FORM_PREFIX = "q"  # the rating form's widget keys: the same for every item (values reset per item)
 MATCHES_SHOWN = 20
-STATIC = Path(__file__).resolve().parents[1] / "static"  # annotate.js and annotate.css
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 
 
@@ -632,10 +630,6 @@ REASON_NEEDED = {
     "skip": "Please give a reason for skipping, then press Skip again.",
     "flag": "Please say what is wrong with the item, then press the button again.",
 }
-FOCUS_REASON_JS = (
-    "<script>requestAnimationFrame(() =>"
-    " document.querySelector('.st-key-item_reason input')?.focus());</script>"
-)
 
 
 def side_actions(item: ItemView) -> None:
@@ -651,7 +645,7 @@ def side_actions(item: ItemView) -> None:
         st.text_input(REASON_LABEL, key=REASON_KEY)
         if missing:
             st.error(REASON_NEEDED[missing], icon=":material/edit:")
-            st.html(FOCUS_REASON_JS, unsafe_allow_javascript=True)
+            st.html(f"<script>{filled('focus_reason.js')}</script>", unsafe_allow_javascript=True)
         with st.container(horizontal=True, gap="small"):
             st.button(
                 "Skip",
@@ -662,12 +656,6 @@ def side_actions(item: ItemView) -> None:
                 args=(item,),
             )
             st.button("Flag as broken", icon=":material/flag:", key="flag", on_click=flag_item, args=(item,))
-
-
-@functools.cache
-def static_text(name: str) -> str:
-    """A file of static/ (the page's script and style), read once per server process."""
-    return (STATIC / name).read_text(encoding="utf-8")
 
 
 def page_assets() -> None:
@@ -687,7 +675,7 @@ def page_script(item: ItemView, config: StudyConfig) -> None:
     data = data.replace("</", "<\\/")
     st.html(
         '<span class="ps-timer" aria-live="off">Time on this item: <b id="ps-timer">0:00</b></span>'
-        f"<script>(window.psItem || ((c) => {{ window.__psPending = c; }}))({data});</script>",
+        f"<script>{filled('item.js', item=data)}</script>",
         unsafe_allow_javascript=True,
     )
 
@@ -706,32 +694,16 @@ def show_completion(completion: crowd.Completion) -> None:
         st.code(completion.code, language=None)
     if crowd.may_redirect(completion.url):  # https, or http to this machine (a local trial)
         st.link_button("Return to the platform", completion.url, type="primary")
-        st.html(
-            "<script>setTimeout(() => window.top.location.assign("
-            f"{json.dumps(completion.url).replace('</', '<' + chr(92) + '/')}), 5000);</script>",
-            unsafe_allow_javascript=True,
-        )
+        url = json.dumps(completion.url).replace("</", "<" + chr(92) + "/")
+        st.html(f"<script>{filled('redirect.js', url=url)}</script>", unsafe_allow_javascript=True)
 
 
-COUNTDOWN_JS = """
-<span class="ps-countdown" role="timer" aria-live="off">Time left: <b id="ps-countdown">__LEFT__</b></span>
-<script>
-(() => {
-  const end = Date.now() + __MS__;
-  clearInterval(window.__psCountdown);
-  const tick = () => {
-    const el = document.getElementById('ps-countdown');
-    if (!el) return;
-    const s = Math.max(0, Math.round((end - Date.now()) / 1000));
-    el.textContent = Math.floor(s / 60) + ':' + String(s % 60).padStart(2, '0');
-    if (s <= __WARN__) el.parentElement.classList.add('ps-countdown-warn');
-  };
-  tick();
-  window.__psCountdown = setInterval(tick, 1000);
-})();
-</script>
-<style>.ps-countdown-warn { color: #b3261e; font-weight: 600; }</style>
-"""
+COUNTDOWN = (
+    '\n<span class="ps-countdown" role="timer" aria-live="off">'
+    'Time left: <b id="ps-countdown">{left}</b></span>'
+    "\n<script>\n{script}\n</script>"
+    "\n<style>{style}</style>\n"
+)
 
 
 def config_warn_minutes(study_id: int) -> int:
@@ -743,10 +715,10 @@ def config_warn_minutes(study_id: int) -> int:
 def countdown(left: timedelta, warn_minutes: int) -> None:
     """The time left in a timed crowd study, counting down in the browser; a warning once it is short."""
     seconds = int(left.total_seconds())
-    body = (
-        COUNTDOWN_JS.replace("__LEFT__", f"{seconds // 60}:{seconds % 60:02d}")
-        .replace("__MS__", str(seconds * 1000))
-        .replace("__WARN__", str(warn_minutes * 60))
+    body = COUNTDOWN.format(
+        left=f"{seconds // 60}:{seconds % 60:02d}",
+        script=filled("countdown.js", ms=str(seconds * 1000), warn=str(warn_minutes * 60)),
+        style=filled("countdown.css"),
     )
     st.html(body, unsafe_allow_javascript=True)
     if seconds <= warn_minutes * 60:
