@@ -2,6 +2,7 @@
 ``__NAME__`` placeholders filled in by the page that draws them."""
 
 import functools
+import re
 from pathlib import Path
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -15,8 +16,9 @@ def static_text(name: str) -> str:
 
 def filled(name: str, **values: str) -> str:
     """A file of static/ without its final line break, each ``__KEY__`` replaced by ``values["key"]``
-    (in the order given)."""
+    in one pass (a value put in is never read for placeholders)."""
     text = static_text(name).removesuffix("\n")
-    for key, value in values.items():
-        text = text.replace(f"__{key.upper()}__", value)
-    return text
+    if not values:
+        return text
+    wanted = re.compile("|".join(re.escape(f"__{key.upper()}__") for key in values))
+    return wanted.sub(lambda found: values[found.group(0)[2:-2].lower()], text)
