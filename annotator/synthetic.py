@@ -221,6 +221,7 @@ def simulate(
         controls = _control_sources(session, id_of(study_row))
     spammers = set(names[len(names) - spec.spammers :]) if spec.spammers > 0 else set()
     by_id = {id_of(users[name]): name for name in names}
+    acting_as = {id_of(user): accounts.account_of(user) for user in users.values()}  # each submits as itself
     latents: dict[int, dict[str, float]] = {}
     judged = 0
     pending = []
@@ -262,7 +263,7 @@ def simulate(
                 labels.submit(
                     session,
                     assignment_id=id_of(assignment),
-                    user_id=annotator_id,
+                    account=acting_as[annotator_id],
                     submission=fit_to_arm(config, assignment, form),
                 )
                 judged += 1

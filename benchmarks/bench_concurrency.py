@@ -49,9 +49,10 @@ from annotator.people.accounts import (
     SYSTEM,
     hash_password,  # noqa: E402
 )
+from annotator.people.authorization import account_of
 from annotator.rating import labels
 from annotator.store import db  # noqa: E402
-from annotator.store.models import Assignment, Event, Judgment, Pair, Score, User  # noqa: E402
+from annotator.store.models import Assignment, Event, Judgment, Pair, Score, User, id_of  # noqa: E402
 from annotator.study import load_config
 from annotator.synthetic import complete_form
 
@@ -67,7 +68,8 @@ Step = tuple[int, int, str, int]  # user id, assignment id, submission id, answe
 def worker(url: str, steps: list[Step], barrier: Any, results: Any) -> None:
     engine = db.make_engine(url)
     with Session(engine) as session:  # connect and warm up (imports, mapper set-up) before the clock
-        labels.current_answers(session, assignment_id=steps[0][1], user_id=steps[0][0])
+        acting_as = {id_of(user): account_of(user) for user in session.exec(select(User))}  # each as itself
+        labels.current_answers(session, assignment_id=steps[0][1], account=acting_as[steps[0][0]])
     latencies, errors, locked = [], [], 0
     barrier.wait()
     started = time.time()
@@ -79,7 +81,7 @@ def worker(url: str, steps: list[Step], barrier: Any, results: Any) -> None:
                     labels.submit(
                         session,
                         assignment_id=assignment_id,
-                        user_id=user_id,
+                        account=acting_as[user_id],
                         submission=complete_form(
                             submission_id, k, dimensions=DIMENSIONS, n_aspects=N_ASPECTS
                         ),

@@ -32,7 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import create_engine, insert, text, update  # noqa: E402
 from sqlalchemy.engine import Engine, make_url  # noqa: E402
+from sqlmodel import col, select  # noqa: E402
 
+from annotator.people.authorization import Account, account_of  # noqa: E402
 from annotator.rating import labels  # noqa: E402
 from annotator.store import db  # noqa: E402
 from annotator.store.models import Assignment, Judgment, Pair, Study, User  # noqa: E402
@@ -160,13 +162,13 @@ def build(engine: Engine, n_pairs: int, n_judgments: int, *, seed: int = 0) -> N
         )
 
 
-def _call(engine: Engine, study_id: int, user_id: int) -> float:
+def _call(engine: Engine, study_id: int, account: Account) -> float:
     """Milliseconds of next_assignment + show in one committed session, as the annotate page does."""
     start = time.perf_counter()
     with db.session_scope(engine) as session:
-        assignment = labels.next_assignment(session, user_id=user_id, study_id=study_id)
+        assignment = labels.next_assignment(session, account=account, study_id=study_id)
         assert assignment is not None and assignment.id is not None
-        view = labels.show(session, assignment_id=assignment.id, user_id=user_id)
+        view = labels.show(session, assignment_id=assignment.id, account=account)
         assert view.text_a and view.text_b
     return (time.perf_counter() - start) * 1000
 
@@ -178,12 +180,12 @@ def measure(engines: list[Engine], *, calls: int, warmup: int = 3) -> list[list[
     for engine in engines:
         with db.session_scope(engine) as session:
             study_id = session.execute(text("SELECT id FROM study")).scalar_one()
-            user_ids = list(session.execute(text('SELECT id FROM "user" ORDER BY id')).scalars())
-        targets.append((engine, study_id, user_ids))
+            annotators = [account_of(user) for user in session.exec(select(User).order_by(col(User.id)))]
+        targets.append((engine, study_id, annotators))
     timings: list[list[float]] = [[] for _ in engines]
     for k in range(warmup + calls):
-        for (engine, study_id, user_ids), out in zip(targets, timings, strict=True):
-            elapsed = _call(engine, study_id, user_ids[k % len(user_ids)])
+        for (engine, study_id, annotators), out in zip(targets, timings, strict=True):
+            elapsed = _call(engine, study_id, annotators[k % len(annotators)])
             if k >= warmup:
                 out.append(elapsed)
     return timings

@@ -14,13 +14,14 @@ from analysis.science import arm_comparison
 from annotator.errors import ConfigError, LabelError, UserError
 from annotator.intake import assign
 from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import Account, account_of
 from annotator.publish import export
 from annotator.rating import labels
 from annotator.review.readers import label_frame
 from annotator.store import db
-from annotator.store.models import Assignment, Pair, User, id_of
+from annotator.store.models import Assignment, Pair, User
 from annotator.study import StudyConfig, load_config, parse_config
-from tests.utils.factories import DIMENSIONS, make_annotators, make_form, make_study
+from tests.utils.factories import DIMENSIONS, account_for, make_annotators, make_form, make_study
 
 ARMS = {
     "conditions": [
@@ -104,31 +105,31 @@ def test_a_study_without_arms_assigns_the_empty_arm(engine: Engine, tmp_path: Pa
     assert set().union(*_arms_by_user(engine).values()) == {""}
 
 
-def _first_item(engine: Engine, arm: str) -> tuple[int, int]:
+def _first_item(engine: Engine, arm: str) -> tuple[int, Account]:
     with Session(engine) as session:
         row = session.exec(
             select(Assignment.id, Assignment.annotator_id)
             .where(Assignment.arm == arm)
             .order_by(Assignment.id)
         ).first()
-    assert row is not None
-    return int(row[0] or 0), int(row[1])
+        assert row is not None
+        return int(row[0] or 0), account_for(session, int(row[1]))
 
 
 def test_the_profile_only_arm_sees_no_rubric_and_no_narrative(engine: Engine, tmp_path: Path) -> None:
     _arm_study(engine, tmp_path)
-    assignment_id, user_id = _first_item(engine, "profile_only")
+    assignment_id, annotator = _first_item(engine, "profile_only")
     with db.session_scope(engine) as session:
-        item = labels.show(session, assignment_id=assignment_id, user_id=user_id)
+        item = labels.show(session, assignment_id=assignment_id, account=annotator)
     assert (item.rubric, item.narrative) == ([], "")
     assert item.profile
 
 
 def test_the_rubric_arm_sees_everything(engine: Engine, tmp_path: Path) -> None:
     _arm_study(engine, tmp_path)
-    assignment_id, user_id = _first_item(engine, "rubric")
+    assignment_id, annotator = _first_item(engine, "rubric")
     with db.session_scope(engine) as session:
-        item = labels.show(session, assignment_id=assignment_id, user_id=user_id)
+        item = labels.show(session, assignment_id=assignment_id, account=annotator)
     assert len(item.rubric) == 2 and item.narrative
 
 
@@ -143,29 +144,29 @@ def _no_rubric_form(submission_id: str) -> labels.Submission:
 
 def test_the_profile_only_arm_submits_without_rubric_ratings(engine: Engine, tmp_path: Path) -> None:
     _arm_study(engine, tmp_path)
-    assignment_id, user_id = _first_item(engine, "profile_only")
+    assignment_id, annotator = _first_item(engine, "profile_only")
     with db.session_scope(engine) as session:
-        labels.show(session, assignment_id=assignment_id, user_id=user_id)
+        labels.show(session, assignment_id=assignment_id, account=annotator)
         judgment = labels.submit(
-            session, assignment_id=assignment_id, user_id=user_id, submission=_no_rubric_form("s-1")
+            session, assignment_id=assignment_id, account=annotator, submission=_no_rubric_form("s-1")
         )
     assert judgment.id is not None
 
 
 def test_the_label_frame_has_the_arm_of_each_judgment(engine: Engine, tmp_path: Path) -> None:
     _arm_study(engine, tmp_path)
-    assignment_id, user_id = _first_item(engine, "profile_only")
+    assignment_id, annotator = _first_item(engine, "profile_only")
     with db.session_scope(engine) as session:
-        labels.show(session, assignment_id=assignment_id, user_id=user_id)
+        labels.show(session, assignment_id=assignment_id, account=annotator)
         labels.submit(
-            session, assignment_id=assignment_id, user_id=user_id, submission=_no_rubric_form("s-2")
+            session, assignment_id=assignment_id, account=annotator, submission=_no_rubric_form("s-2")
         )
     with Session(engine) as session:
         frame = label_frame(session, study="s1", account=SYSTEM)
     assert set(frame["arm"]) == {"profile_only"}
 
 
-def _support_study(engine: Engine, tmp_path: Path) -> tuple[int, int]:
+def _support_study(engine: Engine, tmp_path: Path) -> tuple[int, Account]:
     rubric = load_config().rubric.model_dump() | {"verify_support": True}
     make_study(engine, tmp_path, 2, config=_config(rubric=rubric), account=SYSTEM)
     make_annotators(engine, 1)
@@ -174,27 +175,29 @@ def _support_study(engine: Engine, tmp_path: Path) -> tuple[int, int]:
     with Session(engine) as session:
         user = session.exec(select(User).where(User.username == "ann00")).one()
         first = session.exec(select(Assignment.id).where(Assignment.annotator_id == user.id)).first()
-    return int(first or 0), id_of(user)
+    return int(first or 0), account_of(user)
 
 
 def test_rubric_verification_asks_every_aspect(engine: Engine, tmp_path: Path) -> None:
-    assignment_id, user_id = _support_study(engine, tmp_path)
+    assignment_id, annotator = _support_study(engine, tmp_path)
     with db.session_scope(engine) as session:
-        item = labels.show(session, assignment_id=assignment_id, user_id=user_id)
+        item = labels.show(session, assignment_id=assignment_id, account=annotator)
         assert item.ask_support
         with pytest.raises(LabelError, match="rubric aspect 2: is it supported by what the user wrote"):
-            labels.submit(session, assignment_id=assignment_id, user_id=user_id, submission=make_form("x", 1))
+            labels.submit(
+                session, assignment_id=assignment_id, account=annotator, submission=make_form("x", 1)
+            )
 
 
 def test_support_answers_are_saved_and_prefilled(engine: Engine, tmp_path: Path) -> None:
-    assignment_id, user_id = _support_study(engine, tmp_path)
+    assignment_id, annotator = _support_study(engine, tmp_path)
     form = make_form("x", 1)
     form = labels.Submission(**{**form.__dict__, "support": {"support:0": 2, "support:1": 0}})
     with db.session_scope(engine) as session:
-        labels.show(session, assignment_id=assignment_id, user_id=user_id)
-        labels.submit(session, assignment_id=assignment_id, user_id=user_id, submission=form)
+        labels.show(session, assignment_id=assignment_id, account=annotator)
+        labels.submit(session, assignment_id=assignment_id, account=annotator, submission=form)
     with Session(engine) as session:
-        again = labels.current_answers(session, assignment_id=assignment_id, user_id=user_id)
+        again = labels.current_answers(session, assignment_id=assignment_id, account=annotator)
         frame = label_frame(session, study="s1", account=SYSTEM)
         final = export.adjudicated_frame(session, study="s1")
     assert again is not None and again.support == {"support:0": 2.0, "support:1": 0.0}
@@ -293,12 +296,12 @@ def test_the_rating_page_asks_and_saves_rubric_support(
 def test_support_answers_are_not_final_scores_to_adjudicate(engine: Engine, tmp_path: Path) -> None:
     from annotator.review import adjudication_queue
 
-    assignment_id, user_id = _support_study(engine, tmp_path)
+    assignment_id, annotator = _support_study(engine, tmp_path)
     form = make_form("x", 1)
     form = labels.Submission(**{**form.__dict__, "support": {"support:0": 2, "support:1": 1}})
     with db.session_scope(engine) as session:
-        labels.show(session, assignment_id=assignment_id, user_id=user_id)
-        labels.submit(session, assignment_id=assignment_id, user_id=user_id, submission=form)
+        labels.show(session, assignment_id=assignment_id, account=annotator)
+        labels.submit(session, assignment_id=assignment_id, account=annotator, submission=form)
         pair_id = session.get(Assignment, assignment_id).pair_id  # type: ignore[union-attr]
     with Session(engine) as session:
         detail = adjudication_queue.pair_detail(session, pair_id=pair_id, account=SYSTEM)
@@ -307,12 +310,12 @@ def test_support_answers_are_not_final_scores_to_adjudicate(engine: Engine, tmp_
 
 
 def test_the_pairs_export_keeps_the_rubric_support(engine: Engine, tmp_path: Path) -> None:
-    assignment_id, user_id = _support_study(engine, tmp_path)
+    assignment_id, annotator = _support_study(engine, tmp_path)
     form = make_form("x", 1)
     form = labels.Submission(**{**form.__dict__, "support": {"support:0": 0, "support:1": 2}})
     with db.session_scope(engine) as session:
-        labels.show(session, assignment_id=assignment_id, user_id=user_id)
-        labels.submit(session, assignment_id=assignment_id, user_id=user_id, submission=form)
+        labels.show(session, assignment_id=assignment_id, account=annotator)
+        labels.submit(session, assignment_id=assignment_id, account=annotator, submission=form)
         pair_id = session.get(Assignment, assignment_id).pair_id  # type: ignore[union-attr]
     with Session(engine) as session:
         records = export.pairs_records(session, study="s1")

@@ -19,7 +19,7 @@ from annotator.store import db
 from annotator.store.backup import backup
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, User, id_of
 from tests.utils.concurrency import SCORES_PER_JUDGMENT, Step, make_small_study, worker
-from tests.utils.factories import make_form
+from tests.utils.factories import account_for, make_form
 
 runner = CliRunner()
 TABLES = (Study, Pair, User, Assignment, Judgment, Score)
@@ -99,16 +99,18 @@ def test_a_restored_backup_works(
     """Copy the backup over a fresh path: `annotator init` is a no-op, the counts are those at backup
     time, and submitting works on it."""
     user_id, queue = next(iter(study.items()))
+    with Session(engine) as session:
+        annotator = account_for(session, user_id)
     for i, assignment_id in enumerate(queue[:4]):
         with db.session_scope(engine) as session:
             labels.submit(
-                session, assignment_id=assignment_id, user_id=user_id, submission=make_form(f"r{i}", i)
+                session, assignment_id=assignment_id, account=annotator, submission=make_form(f"r{i}", i)
             )
     at_backup = _counts(engine)
     target = tmp_path / "backup.db"
     backup(engine, target)
     with db.session_scope(engine) as session:  # work after the backup is not in it
-        labels.submit(session, assignment_id=queue[5], user_id=user_id, submission=make_form("after", 9))
+        labels.submit(session, assignment_id=queue[5], account=annotator, submission=make_form("after", 9))
     restored_path = tmp_path / "restored" / "annotations.db"
     restored_path.parent.mkdir()
     shutil.copyfile(target, restored_path)
@@ -118,11 +120,13 @@ def test_a_restored_backup_works(
     restored = db.make_engine(url)
     assert _counts(restored) == at_backup
     with db.session_scope(restored) as session:
-        pending = labels.next_assignment(session, user_id=user_id, study_id=1)
+        pending = labels.next_assignment(session, account=annotator, study_id=1)
         assert pending is not None and pending.id not in queue[:4]
-        labels.submit(session, assignment_id=id_of(pending), user_id=user_id, submission=make_form("new", 1))
+        labels.submit(
+            session, assignment_id=id_of(pending), account=annotator, submission=make_form("new", 1)
+        )
     with Session(restored) as session:
-        assert labels.progress(session, user_id=user_id, study_id=1).done == 5
+        assert labels.progress(session, account=annotator, study_id=1).done == 5
     restored.dispose()
 
 

@@ -9,6 +9,7 @@ from sqlmodel import Session, select
 from analysis import frames
 from analysis.frames import coded, pair_means, read_labels, validate_frame
 from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import account_of
 from annotator.rating import drafts
 from annotator.review import readers
 from annotator.store import db
@@ -96,19 +97,19 @@ def test_a_draft_is_updated_in_place_and_cleared(rated) -> None:  # type: ignore
         user = session.exec(select(User).where(User.username == ANNOTATORS[0])).one()
         item = session.exec(select(Assignment).where(Assignment.annotator_id == user.id)).first()
         assert item is not None
-    user_id, assignment_id = id_of(user), id_of(item)
+    annotator, assignment_id = account_of(user), id_of(item)
     for answers, opened in (({"preference": 1}, [2]), ({"preference": 3, "comment": "x"}, None)):
         with db.session_scope(rated) as session:
             drafts.save_draft(
-                session, assignment_id=assignment_id, user_id=user_id, answers=answers, opened_posts=opened
+                session, assignment_id=assignment_id, account=annotator, answers=answers, opened_posts=opened
             )
     with Session(rated) as session:
-        draft = drafts.load_draft(session, assignment_id=assignment_id, user_id=user_id)
+        draft = drafts.load_draft(session, assignment_id=assignment_id, account=annotator)
         assert draft is not None
         assert draft.answers == {"preference": 3, "comment": "x"}
         assert draft.opened_posts == [2]  # kept when a later answer does not say
         assert len(session.exec(select(Draft)).all()) == 1
     with db.session_scope(rated) as session:
-        drafts.clear_draft(session, assignment_id=assignment_id, user_id=user_id)
+        drafts.clear_draft(session, assignment_id=assignment_id, account=annotator)
     with Session(rated) as session:
-        assert drafts.load_draft(session, assignment_id=assignment_id, user_id=user_id) is None
+        assert drafts.load_draft(session, assignment_id=assignment_id, account=annotator) is None

@@ -15,11 +15,12 @@ from annotator.errors import IngestError
 from annotator.intake import controls
 from annotator.intake.assign import assign
 from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import account_of
 from annotator.rating import labels
 from annotator.review.readers import label_frame
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, User, id_of
-from tests.utils.factories import make_annotators, make_record
+from tests.utils.factories import account_for, make_annotators, make_record
 from tests.utils.qchelpers import answer_all, qc_study, queue_of
 
 runner = CliRunner()
@@ -131,9 +132,9 @@ def test_a_swap_repeat_looks_like_its_original_with_sides_exchanged(engine: Engi
     repeat, copy = next((a, pair) for a, pair in queue if pair.control == "swap")
     original = next(a for a, pair in queue if pair.id == copy.control_of)
     with db.session_scope(engine) as session:
-        user_id = repeat.annotator_id
-        shown_repeat = asdict(labels.show(session, assignment_id=id_of(repeat), user_id=user_id))
-        shown_original = asdict(labels.show(session, assignment_id=id_of(original), user_id=user_id))
+        annotator = account_for(session, repeat.annotator_id)
+        shown_repeat = asdict(labels.show(session, assignment_id=id_of(repeat), account=annotator))
+        shown_original = asdict(labels.show(session, assignment_id=id_of(original), account=annotator))
     for view in (shown_repeat, shown_original):
         for per_item in ("assignment_id", "revisions", "shown_at", "token"):  # differ between any two items
             view.pop(per_item, None)
@@ -153,7 +154,7 @@ def test_next_assignment_serves_a_control_placed_before_the_main_pairs(
         session.add(gold)
     with Session(engine) as session:
         user = session.exec(select(User)).one()
-        served = labels.next_assignment(session, user_id=id_of(user), study_id=1)
+        served = labels.next_assignment(session, account=account_of(user), study_id=1)
         assert served is not None and served.id == gold.id
 
 

@@ -100,9 +100,9 @@ def _timed_item_on_screen(engine: Engine, tmp_path: Path) -> tuple[accounts.Acco
     qc_study(engine, tmp_path, 5, crowd=PROLIFIC | {"session_minutes": 30})
     account = _enter(engine, _params())
     with db.session_scope(engine) as session:
-        item = labels.next_assignment(session, user_id=account.id, study_id=1)
+        item = labels.next_assignment(session, account=account, study_id=1)
         assert item is not None
-        labels.show(session, assignment_id=id_of(item), user_id=account.id)
+        labels.show(session, assignment_id=id_of(item), account=account)
         return account, id_of(item)
 
 
@@ -113,7 +113,7 @@ def test_the_time_limit_refuses_a_submit_after_it(engine: Engine, tmp_path: Path
         link.started_at = link.started_at - timedelta(minutes=31)
         session.add(link)
     with db.session_scope(engine) as session, pytest.raises(AuthError, match="time for this study is over"):
-        labels.submit(session, assignment_id=item, user_id=account.id, submission=make_form("late", 0))
+        labels.submit(session, assignment_id=item, account=account, submission=make_form("late", 0))
     with Session(engine) as session:
         assert session.exec(select(Judgment)).all() == []
 
@@ -121,7 +121,7 @@ def test_the_time_limit_refuses_a_submit_after_it(engine: Engine, tmp_path: Path
 def test_a_submit_within_the_time_limit_is_saved(engine: Engine, tmp_path: Path) -> None:
     account, item = _timed_item_on_screen(engine, tmp_path)
     with db.session_scope(engine) as session:
-        labels.submit(session, assignment_id=item, user_id=account.id, submission=make_form("in-time", 0))
+        labels.submit(session, assignment_id=item, account=account, submission=make_form("in-time", 0))
     with Session(engine) as session:
         assert len(session.exec(select(Judgment)).all()) == 1
 

@@ -33,8 +33,9 @@ def _two_studies(engine: Engine, folder: Path) -> tuple[Account, int]:
     with db.session_scope(engine) as session:
         for study in ("a1", "b2"):
             assign(session, study=study, overlap=1, account=SYSTEM)
-        accounts.acknowledge_guidelines(session, user_id=user_id)
-        return Account(id=user_id, username="ann00", role="annotator"), int(get_study(session, "b2").id or 0)
+        account = Account(id=user_id, username="ann00", role="annotator")
+        accounts.acknowledge_guidelines(session, account=account)
+        return account, int(get_study(session, "b2").id or 0)
 
 
 @pytest.mark.parametrize("current", ["a1", "b2"])
@@ -60,9 +61,9 @@ def test_flagging_every_item_ends_on_the_no_credit_screen(
     qc_study(engine, tmp_path, 3, crowd=PROLIFIC)
     account = enter(engine, "flagger")
     with db.session_scope(engine) as session:
-        accounts.acknowledge_guidelines(session, user_id=account.id)
+        accounts.acknowledge_guidelines(session, account=account)
         for assignment_id in range(1, 4):
-            drafts.flag_item(session, assignment_id=assignment_id, user_id=account.id, reason="broken")
+            drafts.flag_item(session, assignment_id=assignment_id, account=account, reason="broken")
     monkeypatch.setenv(db.ENV_VAR, db_url)
     at = app_for(account)
     assert not at.exception
@@ -90,7 +91,7 @@ def test_the_countdown_warns_before_the_time_limit(
     qc_study(engine, tmp_path, 3, crowd=PROLIFIC | {"session_minutes": 30, "warn_minutes": 5})
     account = enter(engine, "timed")
     with db.session_scope(engine) as session:
-        accounts.acknowledge_guidelines(session, user_id=account.id)
+        accounts.acknowledge_guidelines(session, account=account)
         row = session.exec(select(CrowdLink)).one()
         row.started_at = row.started_at - timedelta(minutes=27)
         session.add(row)

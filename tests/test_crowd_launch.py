@@ -164,7 +164,7 @@ def test_flagging_everything_earns_no_code_and_says_why(engine: Engine, tmp_path
     account = enter(engine, "flagger")
     for assignment_id in _worker_queue(engine, account):
         with db.session_scope(engine) as session:
-            drafts.flag_item(session, assignment_id=assignment_id, user_id=account.id, reason="broken")
+            drafts.flag_item(session, assignment_id=assignment_id, account=account, reason="broken")
     with db.session_scope(engine) as session:
         result = crowd.completion(session, account=account, study_id=1)
     assert result is not None and not result.credited and result.code == ""
@@ -184,10 +184,10 @@ def test_too_many_flags_earn_no_code_and_real_work_does(engine: Engine, tmp_path
     for number, assignment_id in enumerate(_worker_queue(engine, flagger)):
         with db.session_scope(engine) as session:
             if number < 3:
-                drafts.flag_item(session, assignment_id=assignment_id, user_id=flagger.id, reason="x")
+                drafts.flag_item(session, assignment_id=assignment_id, account=flagger, reason="x")
             else:
                 labels.submit(
-                    session, assignment_id=assignment_id, user_id=flagger.id, submission=make_form("f", 0)
+                    session, assignment_id=assignment_id, account=flagger, submission=make_form("f", 0)
                 )
     assert answer_all(engine, worker.username) == 4
     with db.session_scope(engine) as session:
@@ -205,9 +205,9 @@ def _late_worker(engine: Engine, tmp_path: Path) -> tuple[accounts.Account, int]
     qc_study(engine, tmp_path, 5, crowd=PROLIFIC | {"session_minutes": 30})
     account = enter(engine, "late")
     with db.session_scope(engine) as session:
-        item = labels.next_assignment(session, user_id=account.id, study_id=1)
+        item = labels.next_assignment(session, account=account, study_id=1)
         assert item is not None
-        labels.show(session, assignment_id=id_of(item), user_id=account.id)
+        labels.show(session, assignment_id=id_of(item), account=account)
         row = session.exec(select(CrowdLink)).one()
         row.started_at = row.started_at - timedelta(minutes=31)
         session.add(row)
@@ -217,9 +217,9 @@ def _late_worker(engine: Engine, tmp_path: Path) -> tuple[accounts.Account, int]
 def test_after_the_time_limit_flag_skip_and_submit_are_refused(engine: Engine, tmp_path: Path) -> None:
     account, item = _late_worker(engine, tmp_path)
     for act in (
-        lambda s: drafts.flag_item(s, assignment_id=item, user_id=account.id, reason="broken"),
-        lambda s: labels.skip(s, assignment_id=item, user_id=account.id, reason="later"),
-        lambda s: labels.submit(s, assignment_id=item, user_id=account.id, submission=make_form("late", 0)),
+        lambda s: drafts.flag_item(s, assignment_id=item, account=account, reason="broken"),
+        lambda s: labels.skip(s, assignment_id=item, account=account, reason="later"),
+        lambda s: labels.submit(s, assignment_id=item, account=account, submission=make_form("late", 0)),
     ):
         with db.session_scope(engine) as session, pytest.raises(TimeOver):
             act(session)
@@ -227,9 +227,9 @@ def test_after_the_time_limit_flag_skip_and_submit_are_refused(engine: Engine, t
         assert session.get(Assignment, item).status == "pending"  # type: ignore[union-attr]
         assert crowd.completion(session, account=account, study_id=1) is None
     with db.session_scope(engine) as session:  # the answer can still be kept as a draft
-        drafts.save_draft(session, assignment_id=item, user_id=account.id, answers={"preference": 1})
+        drafts.save_draft(session, assignment_id=item, account=account, answers={"preference": 1})
     with Session(engine) as session:
-        draft = drafts.load_draft(session, assignment_id=item, user_id=account.id)
+        draft = drafts.load_draft(session, assignment_id=item, account=account)
     assert draft is not None and draft.answers == {"preference": 1}
 
 
@@ -253,8 +253,8 @@ def test_the_item_view_carries_a_fresh_random_token_per_display(engine: Engine, 
     account = enter(engine, "w")
     item = _worker_queue(engine, account)[0]
     with db.session_scope(engine) as session:
-        one = labels.show(session, assignment_id=item, user_id=account.id)
-        two = labels.show(session, assignment_id=item, user_id=account.id, resume=True)
+        one = labels.show(session, assignment_id=item, account=account)
+        two = labels.show(session, assignment_id=item, account=account, resume=True)
     assert one.token != two.token
     assert re.fullmatch(r"i[0-9a-f]{16}", one.token) and re.fullmatch(r"i[0-9a-f]{16}", two.token)
 
@@ -294,12 +294,12 @@ def test_a_swapped_repeat_comes_at_least_min_gap_items_after_its_original(
     rng = random.Random(seed)
     first_batch = rng.randint(1, 3)
     with Session(engine) as session:
-        user_id = id_of(session.exec(select(User)).one())
+        annotator = accounts.account_of(session.exec(select(User)).one())
 
     def serve(n: int) -> None:
         for _ in range(n):
             with db.session_scope(engine) as session:
-                item = labels.next_assignment(session, user_id=user_id, study_id=1)
+                item = labels.next_assignment(session, account=annotator, study_id=1)
                 if item is None:
                     return
                 pair = session.get(Pair, item.pair_id)
@@ -308,7 +308,7 @@ def test_a_swapped_repeat_comes_at_least_min_gap_items_after_its_original(
                 labels.submit(
                     session,
                     assignment_id=id_of(item),
-                    user_id=user_id,
+                    account=annotator,
                     submission=make_form(f"s{item.id}", 0),
                 )
 
@@ -348,7 +348,7 @@ def test_drafts_saved_from_many_tabs_at_once_leave_one_draft(engine: Engine, tmp
     def save(k: int) -> None:
         with db.session_scope(engine) as session:
             drafts.save_draft(
-                session, assignment_id=item, user_id=account.id, answers={"preference": k}, opened_posts=[k]
+                session, assignment_id=item, account=account, answers={"preference": k}, opened_posts=[k]
             )
 
     _, errors = race(8, save)

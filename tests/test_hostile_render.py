@@ -24,6 +24,7 @@ from annotator.store.models import Assignment, Event, User, id_of
 from tests.utils import apphelpers
 from tests.utils.apphelpers import open_expander, running_app, wait_idle
 from tests.utils.databases import fresh_db_url
+from tests.utils.factories import account_for
 
 pytestmark = pytest.mark.browser
 
@@ -77,7 +78,7 @@ def _build(folder: Path) -> tuple[str, Engine, dict[str, int]]:
             user = accounts.add_user(session, username=name, role=role, password=PASSWORD, account=SYSTEM)
             users[name] = id_of(user)
             if role == "annotator":
-                accounts.acknowledge_guidelines(session, user_id=users[name])
+                accounts.acknowledge_guidelines(session, account=accounts.account_of(user))
     with db.session_scope(engine) as session:
         assign.assign(session, study=STUDY, overlap=2, account=SYSTEM)
     return url, engine, users
@@ -140,7 +141,9 @@ def test_the_annotator_page_shows_hostile_texts_as_text(chrome: object, server: 
     assert_inert(page, [])
     with Session(server.engine) as session:
         done = session.exec(select(Assignment).where(Assignment.annotator_id == server.users["ann1"])).one()
-        judgment = labels.current_answers(session, assignment_id=id_of(done), user_id=server.users["ann1"])
+        judgment = labels.current_answers(
+            session, assignment_id=id_of(done), account=account_for(session, server.users["ann1"])
+        )
     assert judgment is not None
     assert judgment.comment == COMMENT
     page.close()  # type: ignore[attr-defined]
@@ -152,12 +155,13 @@ def test_the_adjudication_view_shows_hostile_texts_as_text(chrome: object, serve
             mine = session.exec(select(Assignment).where(Assignment.annotator_id == server.users[name])).one()
             if mine.status == "done":
                 continue
-            labels.show(session, assignment_id=id_of(mine), user_id=server.users[name])
+            annotator = account_for(session, server.users[name])
+            labels.show(session, assignment_id=id_of(mine), account=annotator)
             scores = {"correctness": 3, "relevance": 3, "helpfulness": 3, "rubric:0": 1}
             labels.submit(
                 session,
                 assignment_id=id_of(mine),
-                user_id=server.users[name],
+                account=annotator,
                 submission=labels.Submission(
                     submission_id=f"{name}-hostile",
                     preference=4,
@@ -204,7 +208,7 @@ def test_the_server_output_has_no_password_or_pair_text(chrome: object, server: 
             user = accounts.add_user(
                 session, username="ann3", role="annotator", password=PASSWORD, account=SYSTEM
             )
-            accounts.acknowledge_guidelines(session, user_id=id_of(user))
+            accounts.acknowledge_guidelines(session, account=accounts.account_of(user))
     with db.session_scope(server.engine) as session:
         assign.assign(session, study=STUDY, overlap=3, account=SYSTEM)
     page = log_in(chrome, server, "ann3")

@@ -60,9 +60,9 @@ def test_a_nul_in_a_skip_or_flag_reason_is_refused(study: Engine) -> None:
     user = account(study, "ann1")
     assignment = _assignment(study, "ann1")
     with db.session_scope(study) as session, pytest.raises(UserError, match="skipping contains a NUL"):
-        labels.skip(session, assignment_id=assignment, user_id=user.id, reason=NUL)
+        labels.skip(session, assignment_id=assignment, account=user, reason=NUL)
     with db.session_scope(study) as session, pytest.raises(UserError, match="flag contains a NUL"):
-        drafts.flag_item(session, assignment_id=assignment, user_id=user.id, reason=NUL)
+        drafts.flag_item(session, assignment_id=assignment, account=user, reason=NUL)
     with Session(study) as session:
         row = session.get(Assignment, assignment)
         assert row is not None and row.status == "pending" and not row.skip_reason and not row.flag_reason
@@ -75,11 +75,11 @@ def test_a_draft_never_holds_a_nul_and_the_item_can_still_be_submitted(study: En
         drafts.save_draft(
             session,
             assignment_id=assignment,
-            user_id=user.id,
+            account=user,
             answers={"comment": NUL, "preference": 1, "bad\x00key": 2, "score": float("nan")},
         )
     with db.session_scope(study) as session:
-        draft = drafts.load_draft(session, assignment_id=assignment, user_id=user.id)
+        draft = drafts.load_draft(session, assignment_id=assignment, account=user)
     assert draft is not None and draft.answers == {"preference": 1}
     assert _count(study, Draft) == 1
     rate(study, "ann1", "p0", comment="the comment without it")

@@ -14,10 +14,11 @@ from sqlmodel import Session, select
 from annotator.errors import AuthError, LabelError
 from annotator.intake.assign import assign
 from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import Account
 from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, id_of
-from tests.utils.factories import make_annotators, make_study
+from tests.utils.factories import account_for, make_annotators, make_study
 
 DIMENSIONS = ("correctness", "relevance", "helpfulness")
 N_ASPECTS = 2  # make_record's default
@@ -27,8 +28,8 @@ N_ASPECTS = 2  # make_record's default
 class Setup:
     engine: Engine
     study_id: int
-    annotator: int
-    other: int
+    annotator: Account
+    other: Account
     queue: list[int]  # the first annotator's assignment ids in queue order
 
 
@@ -43,7 +44,8 @@ def setup(engine: Engine, tmp_path: Path) -> Iterator[Setup]:
         found = session.exec(
             select(Assignment).where(Assignment.annotator_id == annotator).order_by(Assignment.position)
         ).all()
-        yield Setup(engine, found[0].study_id, annotator, other, [id_of(a) for a in found])
+        me, them = account_for(session, annotator), account_for(session, other)
+        yield Setup(engine, found[0].study_id, me, them, [id_of(a) for a in found])
 
 
 def _set_side(engine: Engine, assignment_id: int, side: str) -> None:
@@ -82,15 +84,15 @@ def _form(
     )
 
 
-def _show(s: Setup, index: int = 0, user: int | None = None) -> labels.ItemView:
+def _show(s: Setup, index: int = 0, user: Account | None = None) -> labels.ItemView:
     with db.session_scope(s.engine) as session:
-        return labels.show(session, assignment_id=s.queue[index], user_id=user or s.annotator)
+        return labels.show(session, assignment_id=s.queue[index], account=user or s.annotator)
 
 
-def _submit(s: Setup, form: labels.Submission, index: int = 0, user: int | None = None) -> Judgment:
+def _submit(s: Setup, form: labels.Submission, index: int = 0, user: Account | None = None) -> Judgment:
     with db.session_scope(s.engine) as session:
         return labels.submit(
-            session, assignment_id=s.queue[index], user_id=user or s.annotator, submission=form
+            session, assignment_id=s.queue[index], account=user or s.annotator, submission=form
         )
 
 
@@ -110,7 +112,7 @@ def _scores(engine: Engine, judgment_id: int | None) -> dict[tuple[str, str], fl
 
 def test_next_assignment_follows_the_queue(setup: Setup) -> None:
     with Session(setup.engine) as session:
-        found = labels.next_assignment(session, user_id=setup.annotator, study_id=setup.study_id)
+        found = labels.next_assignment(session, account=setup.annotator, study_id=setup.study_id)
     assert found is not None and found.id == setup.queue[0]
 
 
@@ -118,7 +120,7 @@ def test_next_assignment_is_none_when_all_are_done(setup: Setup) -> None:
     for index in range(3):
         _submit(setup, _form(f"sub-{index}"), index)
     with Session(setup.engine) as session:
-        assert labels.next_assignment(session, user_id=setup.annotator, study_id=setup.study_id) is None
+        assert labels.next_assignment(session, account=setup.annotator, study_id=setup.study_id) is None
 
 
 def test_the_item_view_has_no_pair_internals() -> None:
@@ -209,7 +211,7 @@ def test_current_answers_come_back_in_a_b_terms(setup: Setup) -> None:
     form = _form(a=4, b=1, preference=3, confidence=2, comment="ok")
     _submit(setup, form)
     with Session(setup.engine) as session:
-        again = labels.current_answers(session, assignment_id=setup.queue[0], user_id=setup.annotator)
+        again = labels.current_answers(session, assignment_id=setup.queue[0], account=setup.annotator)
     assert again is not None
     assert (again.preference, again.confidence, again.comment) == (3, 2, "ok")
     assert again.scores == {
@@ -315,10 +317,10 @@ def test_submit_refuses_another_annotators_item(setup: Setup) -> None:
 def test_a_submission_id_of_another_annotator_is_refused(setup: Setup) -> None:
     _submit(setup, _form("mine"))
     with db.session_scope(setup.engine) as session:
-        theirs = labels.next_assignment(session, user_id=setup.other, study_id=setup.study_id)
+        theirs = labels.next_assignment(session, account=setup.other, study_id=setup.study_id)
         assert theirs is not None
         with pytest.raises(AuthError):
-            labels.submit(session, assignment_id=id_of(theirs), user_id=setup.other, submission=_form("mine"))
+            labels.submit(session, assignment_id=id_of(theirs), account=setup.other, submission=_form("mine"))
 
 
 def test_a_flag_with_a_reason_is_saved(setup: Setup) -> None:
@@ -331,11 +333,11 @@ def test_a_flag_with_a_reason_is_saved(setup: Setup) -> None:
 
 def test_skip_moves_an_item_behind_the_others(setup: Setup) -> None:
     with db.session_scope(setup.engine) as session:
-        labels.skip(session, assignment_id=setup.queue[0], user_id=setup.annotator, reason="unclear question")
+        labels.skip(session, assignment_id=setup.queue[0], account=setup.annotator, reason="unclear question")
     order = []
     for index in range(3):
         with Session(setup.engine) as session:
-            found = labels.next_assignment(session, user_id=setup.annotator, study_id=setup.study_id)
+            found = labels.next_assignment(session, account=setup.annotator, study_id=setup.study_id)
             assert found is not None
             order.append(found.id)
         _submit(setup, _form(f"s{index}"), setup.queue.index(id_of(found)))
@@ -344,22 +346,22 @@ def test_skip_moves_an_item_behind_the_others(setup: Setup) -> None:
 
 def test_skip_needs_a_reason(setup: Setup) -> None:
     with pytest.raises(LabelError, match="reason"), db.session_scope(setup.engine) as session:
-        labels.skip(session, assignment_id=setup.queue[0], user_id=setup.annotator, reason=" ")
+        labels.skip(session, assignment_id=setup.queue[0], account=setup.annotator, reason=" ")
 
 
 def test_skip_refuses_another_annotators_item(setup: Setup) -> None:
     with pytest.raises(AuthError), db.session_scope(setup.engine) as session:
-        labels.skip(session, assignment_id=setup.queue[0], user_id=setup.other, reason="not mine")
+        labels.skip(session, assignment_id=setup.queue[0], account=setup.other, reason="not mine")
 
 
 def test_progress_counts_done_total_and_skipped(setup: Setup) -> None:
     _submit(setup, _form("a"), 0)
     _submit(setup, _form("b"), 0)  # a revision does not count twice
     with db.session_scope(setup.engine) as session:
-        labels.skip(session, assignment_id=setup.queue[1], user_id=setup.annotator, reason="later")
+        labels.skip(session, assignment_id=setup.queue[1], account=setup.annotator, reason="later")
     with Session(setup.engine) as session:
-        mine = labels.progress(session, user_id=setup.annotator, study_id=setup.study_id)
-        theirs = labels.progress(session, user_id=setup.other, study_id=setup.study_id)
+        mine = labels.progress(session, account=setup.annotator, study_id=setup.study_id)
+        theirs = labels.progress(session, account=setup.other, study_id=setup.study_id)
     assert mine == labels.Progress(done=1, total=3, skipped=1)
     assert theirs == labels.Progress(done=0, total=3, skipped=0)
 
@@ -367,6 +369,6 @@ def test_progress_counts_done_total_and_skipped(setup: Setup) -> None:
 def test_finished_items_list_only_done_items(setup: Setup) -> None:
     _submit(setup, _form(), 1)
     with Session(setup.engine) as session:
-        items = labels.finished_items(session, user_id=setup.annotator, study_id=setup.study_id)
+        items = labels.finished_items(session, account=setup.annotator, study_id=setup.study_id)
     assert [item["assignment_id"] for item in items] == [setup.queue[1]]
     assert not any("chosen" in key or "rejected" in key for key in items[0])

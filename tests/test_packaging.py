@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tomllib
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,10 @@ def test_an_installed_wheel_imports_pairs_without_a_config(tmp_path: Path) -> No
     )
     assert built.returncode == 0, built.stderr
     wheel = next((tmp_path / "dist").glob("*.whl"))
+    app = ROOT / "annotator" / "app"
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    for path in [*(app / "static").iterdir(), *(app / "views").glob("*.py")]:  # the pages and their files
+        assert path.relative_to(ROOT).as_posix() in shipped, f"{path.name} is not in the wheel"
     environment = tmp_path / "venv"
     venv.create(environment, system_site_packages=True, with_pip=False)  # this pip installs into it
     python = environment / "bin" / "python"

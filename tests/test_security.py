@@ -97,12 +97,12 @@ def form(submission_id: str, *, comment: str = "", flag_reason: str = "") -> lab
 
 def submit(w: World, name: str, index: int = 0, **kwargs: Any) -> Judgment:
     with db.session_scope(w.engine) as session:
-        labels.show(session, assignment_id=w.queues[name][index], user_id=w.accounts[name].id)
+        labels.show(session, assignment_id=w.queues[name][index], account=w.accounts[name])
     with db.session_scope(w.engine) as session:
         return labels.submit(
             session,
             assignment_id=w.queues[name][index],
-            user_id=w.accounts[name].id,
+            account=w.accounts[name],
             submission=form(f"{name}-{index}", **kwargs),
         )
 
@@ -219,7 +219,7 @@ def test_an_import_by_an_account_is_logged_under_it(world: World) -> None:
 def test_an_annotator_cannot_open_another_annotators_item(world: World) -> None:
     theirs = world.queues["ann2"][0]
     with pytest.raises(AuthError, match="not in your queue"), db.session_scope(world.engine) as session:
-        labels.show(session, assignment_id=theirs, user_id=world.accounts["ann1"].id)
+        labels.show(session, assignment_id=theirs, account=world.accounts["ann1"])
     with Session(world.engine) as session:
         assert session.get(Assignment, theirs).shown_at is None  # type: ignore[union-attr]
 
@@ -227,22 +227,18 @@ def test_an_annotator_cannot_open_another_annotators_item(world: World) -> None:
 def test_an_annotator_cannot_see_another_annotators_answers(world: World) -> None:
     submit(world, "ann2")
     with pytest.raises(AuthError), db.session_scope(world.engine) as session:
-        labels.current_answers(
-            session, assignment_id=world.queues["ann2"][0], user_id=world.accounts["ann1"].id
-        )
+        labels.current_answers(session, assignment_id=world.queues["ann2"][0], account=world.accounts["ann1"])
     with db.session_scope(world.engine) as session:
-        mine = labels.finished_items(session, user_id=world.accounts["ann1"].id, study_id=1)
+        mine = labels.finished_items(session, account=world.accounts["ann1"], study_id=1)
     assert mine == []  # ann2's finished item is not in ann1's list
 
 
 def test_an_annotator_cannot_change_another_annotators_item(world: World) -> None:
     theirs = world.queues["ann2"][0]
     with pytest.raises(AuthError), db.session_scope(world.engine) as session:
-        labels.submit(
-            session, assignment_id=theirs, user_id=world.accounts["ann1"].id, submission=form("evil")
-        )
+        labels.submit(session, assignment_id=theirs, account=world.accounts["ann1"], submission=form("evil"))
     with pytest.raises(AuthError), db.session_scope(world.engine) as session:
-        labels.skip(session, assignment_id=theirs, user_id=world.accounts["ann1"].id, reason="mine now")
+        labels.skip(session, assignment_id=theirs, account=world.accounts["ann1"], reason="mine now")
     with Session(world.engine) as session:
         assignment = session.get(Assignment, theirs)
         assert assignment is not None
@@ -256,7 +252,7 @@ def test_a_resubmitted_id_of_another_annotator_does_not_reveal_their_judgment(wo
         labels.submit(
             session,
             assignment_id=world.queues["ann1"][0],
-            user_id=world.accounts["ann1"].id,
+            account=world.accounts["ann1"],
             submission=form("ann2-0"),
         )
 
@@ -308,17 +304,19 @@ def _keyword(call: ast.Call, name: str) -> str | None:
 @pytest.mark.parametrize("page_file", sorted(p.name for p in PAGES.glob("*.py")))
 def test_pages_pass_the_logged_in_account_to_guarded_services(page_file: str) -> None:
     """Every guarded service call passes `account=account`, and every per-annotator call the
-    logged-in id (`user_id=account.id`), never an id from a widget or the URL."""
+    logged-in account too (`account=account`), never a bare id from a widget or the URL."""
     for call in _calls(PAGES / page_file):
         module, function = _name(call)
         where = f"{page_file}:{call.lineno} {module}.{function}"
         if (module, function) in GUARDED or (None, function) in GUARDED and module is None:
             # `_account`: an argument st.cache_* leaves out of its key (the page checked before)
             assert _keyword(call, "account") in ("account", "_account"), where
-        if module in ("labels", "accounts") and _keyword(call, "user_id") is not None:
-            assert _keyword(call, "user_id") == "account.id", where
+        if module in ("labels", "accounts", "drafts", "work_log", "sessions", "crowd", "training"):
+            assert _keyword(call, "user_id") is None, where
+            if _keyword(call, "account") is not None:
+                assert _keyword(call, "account") in ("account", "_account"), where
         if module == "labels" and function in PER_USER:
-            assert _keyword(call, "user_id") == "account.id", where
+            assert _keyword(call, "account") == "account", where
 
 
 # ---------------------------------------------------------------------------- the audit log itself
@@ -571,7 +569,7 @@ def test_the_audit_log_never_holds_a_password_token_or_text(world: World) -> Non
     submit(world, "ann2", comment=comment)
     with db.session_scope(world.engine) as session:
         labels.skip(
-            session, assignment_id=world.queues["ann1"][1], user_id=world.accounts["ann1"].id, reason=reason
+            session, assignment_id=world.queues["ann1"][1], account=world.accounts["ann1"], reason=reason
         )
         pair_id = session.exec(
             select(Assignment.pair_id).where(Assignment.id == world.queues["ann1"][0])

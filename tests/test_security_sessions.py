@@ -12,7 +12,7 @@ from annotator.errors import AuthError, UserError
 from annotator.people import accounts, sessions
 from annotator.people.accounts import SYSTEM, Account
 from annotator.publish import export
-from annotator.rating import labels
+from annotator.rating import drafts, labels, work_log
 from annotator.store import db
 from annotator.store.models import UserSession, id_of, utcnow
 from tests.utils.factories import PASSWORD, make_study, make_user
@@ -103,9 +103,9 @@ def test_end_all_sessions_counts_what_it_ended(engine: Engine) -> None:
     for _ in range(2):
         _start(engine, alice)
     with db.session_scope(engine) as session:
-        assert sessions.end_all_sessions(session, user_id=alice.id) == 2
+        assert sessions.end_all_sessions(session, account=alice) == 2
     with db.session_scope(engine) as session:
-        assert sessions.end_all_sessions(session, user_id=alice.id) == 0
+        assert sessions.end_all_sessions(session, account=alice) == 0
 
 
 def test_the_system_account_has_no_browser_session(engine: Engine) -> None:
@@ -133,14 +133,45 @@ def test_a_deactivated_annotator_cannot_submit_from_an_open_page(engine: Engine,
         assign(session, study="s1", overlap=1, account=SYSTEM)
     with db.session_scope(engine) as session:
         study_id = labels.annotator_studies(session, account=alice)[0][0]
-        item = labels.next_assignment(session, user_id=alice.id, study_id=study_id)
+        item = labels.next_assignment(session, account=alice, study_id=study_id)
         assert item is not None
         assignment_id = id_of(item)
     _deactivate(engine, "alice")
     with pytest.raises(AuthError, match="deactivated"), db.session_scope(engine) as session:
-        labels.show(session, assignment_id=assignment_id, user_id=alice.id)
+        labels.show(session, assignment_id=assignment_id, account=alice)
     with pytest.raises(AuthError, match="deactivated"), db.session_scope(engine) as session:
-        labels.next_assignment(session, user_id=alice.id, study_id=study_id)
+        labels.next_assignment(session, account=alice, study_id=study_id)
+
+
+# What an open rating or "My work" page reads next: each refuses an account deactivated meanwhile.
+OPEN_PAGE_READS = {
+    "progress": lambda s, account, study_id: labels.progress(s, account=account, study_id=study_id),
+    "finished_items": lambda s, account, study_id: labels.finished_items(
+        s, account=account, study_id=study_id
+    ),
+    "resume_assignment": lambda s, account, study_id: drafts.resume_assignment(
+        s, account=account, study_id=study_id
+    ),
+    "my_work": lambda s, account, study_id: work_log.my_work(s, account=account),
+}
+
+
+@pytest.mark.parametrize("read", sorted(OPEN_PAGE_READS))
+def test_a_deactivated_annotators_open_page_is_refused_at_its_next_read(
+    engine: Engine, tmp_path: Path, read: str
+) -> None:
+    make_study(engine, tmp_path, 2)
+    alice = _account(engine, "alice")
+    from annotator.intake.assign import assign
+
+    with db.session_scope(engine) as session:
+        assign(session, study="s1", overlap=1, account=SYSTEM)
+    with db.session_scope(engine) as session:
+        study_id = labels.annotator_studies(session, account=alice)[0][0]
+        OPEN_PAGE_READS[read](session, alice, study_id)  # works while alice is active
+    _deactivate(engine, "alice")
+    with pytest.raises(AuthError, match="deactivated"), db.session_scope(engine) as session:
+        OPEN_PAGE_READS[read](session, alice, study_id)
 
 
 def test_a_deactivated_researchers_account_can_no_longer_export(engine: Engine, tmp_path: Path) -> None:

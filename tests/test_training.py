@@ -123,7 +123,7 @@ def test_the_rating_page_sends_an_unqualified_annotator_to_training(
     with db.session_scope(engine) as session:
         from annotator.people import accounts
 
-        accounts.acknowledge_guidelines(session, user_id=account.id)
+        accounts.acknowledge_guidelines(session, account=account)
     at = _app(db_url, monkeypatch, account)
     assert not at.exception
     assert any("complete the training first" in info.value for info in at.info)
@@ -147,12 +147,12 @@ def test_the_training_page_shows_feedback_after_an_answer(
 def test_the_service_serves_no_item_before_qualification(engine: Engine, tmp_path: Path) -> None:
     account = _setup(engine, tmp_path)
     with db.session_scope(engine) as session:
-        item = labels.next_assignment(session, user_id=account.id, study_id=1)
+        item = labels.next_assignment(session, account=account, study_id=1)
         assert item is not None
         with pytest.raises(AuthError, match="complete the training first"):
-            labels.show(session, assignment_id=id_of(item), user_id=account.id)
+            labels.show(session, assignment_id=id_of(item), account=account)
     _answer(engine, account, 1)
     _answer(engine, account, 0)
     _comprehend(engine, account, 0)
     with db.session_scope(engine) as session:
-        assert labels.show(session, assignment_id=id_of(item), user_id=account.id).text_a
+        assert labels.show(session, assignment_id=id_of(item), account=account).text_a

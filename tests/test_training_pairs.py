@@ -105,14 +105,14 @@ def test_training_pairs_count_toward_the_pass_threshold(engine: Engine, tmp_path
 def test_training_pairs_alone_close_the_real_queue_until_passed(engine: Engine, tmp_path: Path) -> None:
     account = _setup(engine, tmp_path, [_training_pair(0)])
     with db.session_scope(engine) as session:
-        item = labels.next_assignment(session, user_id=account.id, study_id=1)
+        item = labels.next_assignment(session, account=account, study_id=1)
         assert item is not None
         with pytest.raises(AuthError, match="complete the training first"):
-            labels.show(session, assignment_id=id_of(item), user_id=account.id)
+            labels.show(session, assignment_id=id_of(item), account=account)
     (practice,) = _items(engine, account)
     assert _answer(engine, account, practice.answer).attempt_passed
     with db.session_scope(engine) as session:
-        assert labels.show(session, assignment_id=id_of(item), user_id=account.id).text_a
+        assert labels.show(session, assignment_id=id_of(item), account=account).text_a
 
 
 def test_training_pairs_never_enter_the_real_queue(engine: Engine, tmp_path: Path) -> None:

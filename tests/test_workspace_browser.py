@@ -225,7 +225,7 @@ def test_number_keys_answer_the_focused_question_and_keep_a_draft(live: tuple[st
     assert selected(tab, "B_rubric0") == ["2"]
     assignment = app_db.on_screen("ann2")
     with db.session_scope(app_db.engine) as session:
-        draft = drafts.load_draft(session, assignment_id=assignment, user_id=app_db.users["ann2"])
+        draft = drafts.load_draft(session, assignment_id=assignment, account=app_db.account("ann2"))
     assert draft is not None and draft.answers["A:correctness"] == 4 and draft.answers["B:rubric:0"] == 2
 
 

@@ -134,9 +134,9 @@ def test_an_item_flagged_with_only_a_reason_leaves_the_queue(live: tuple[str, Ap
 
 def full_draft(app_db: AppDB, username: str) -> tuple[int, dict[str, int]]:
     """A draft answering every question of `username`'s next item in study1: (assignment, answers)."""
-    user_id = app_db.users[username]
+    annotator = app_db.account(username)
     with db.session_scope(app_db.engine) as session:
-        found = labels.next_assignment(session, user_id=user_id, study_id=app_db.study_id)
+        found = labels.next_assignment(session, account=annotator, study_id=app_db.study_id)
         assert found is not None
         answers = {
             name.replace("_", ":").replace("rubric", "rubric:"): int(digit)
@@ -144,7 +144,7 @@ def full_draft(app_db: AppDB, username: str) -> tuple[int, dict[str, int]]:
         }
         answers["preference"] -= 1  # keys 1-5 choose preference 0-4
         drafts.save_draft(
-            session, assignment_id=id_of(found), user_id=user_id, answers=answers, opened_posts=[]
+            session, assignment_id=id_of(found), account=annotator, answers=answers, opened_posts=[]
         )
         return id_of(found), answers
 

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 from sqlmodel import Session
 
+from annotator.app.assets import filled
 from annotator.app.theme import apply_theme
 from annotator.errors import UserError
 from annotator.people.accounts import Account
@@ -186,19 +187,13 @@ def sync_cookie() -> None:
     if st.session_state.get(COOKIE_CLEAR_KEY):
         if st.session_state.get(COOKIE_WRITTEN_KEY) is False:
             return
-        st.html(
-            f"<script>fetch('{cookie.ROUTE}', {{method: 'DELETE', credentials: 'same-origin', "
-            f"headers: {{'{cookie.LOGOUT_HEADER}': '1'}}}});</script>",
-            unsafe_allow_javascript=True,
-        )
+        script = filled("cookie_clear.js", route=cookie.ROUTE, header=cookie.LOGOUT_HEADER)
+        st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)
         st.session_state[COOKIE_WRITTEN_KEY] = False
     elif token is not None and not st.session_state.get(COOKIE_WRITTEN_KEY):
         ticket = cookie.issue_ticket(token)  # URL-safe base64: nothing to escape in the script
-        st.html(
-            f"<script>fetch('{cookie.ROUTE}', {{method: 'POST', credentials: 'same-origin', "
-            f"headers: {{'{cookie.TICKET_HEADER}': '{ticket}'}}}});</script>",
-            unsafe_allow_javascript=True,
-        )
+        script = filled("cookie_set.js", route=cookie.ROUTE, header=cookie.TICKET_HEADER, ticket=ticket)
+        st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)
         st.session_state[COOKIE_WRITTEN_KEY] = True
 
 

@@ -2,22 +2,13 @@
 
 import streamlit as st
 
+from annotator.app.assets import filled
 from annotator.app.common import FAVICON, PAGES, current_account, database_down, log_out, sync_cookie
 from annotator.app.panes import focusable_panes
 from annotator.errors import UserError
 
 # A local icon: a Material or emoji icon would be fetched from an external font host on every page.
 st.set_page_config(page_title="Pair Studio", page_icon=str(FAVICON), layout="wide")
-
-
-# Captions in a colour with enough contrast (WCAG AA) in the light and the dark theme alike.
-ACCESSIBLE_CSS = """<style>
-[data-testid="stCaptionContainer"] { opacity: 1; }
-[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * { color: #4a5160; }
-@media (prefers-color-scheme: dark) {
-  [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] * { color: #c3c7d2; }
-}
-</style>"""
 
 
 def page(file: str, title: str, icon: str, *, default: bool = False) -> st.Page:
@@ -69,7 +60,7 @@ def run_pages() -> None:
                 log_out()
                 st.rerun()
     sync_cookie()
-    st.html(ACCESSIBLE_CSS)
+    st.html(f"<style>\n{filled('accessible.css')}\n</style>")  # captions with contrast (WCAG AA)
     navigation.run()
     if account is not None and account.role in ("researcher", "adjudicator"):
         focusable_panes({})  # tables that scroll sideways on a phone take the keyboard focus

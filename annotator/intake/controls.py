@@ -462,7 +462,7 @@ def pick_controls(
     return picked
 
 
-def held_back(session: Session, *, user_id: int, study_id: int) -> set[int]:
+def held_back(session: Session, *, account: Account, study_id: int) -> set[int]:
     """The annotator's pending swapped repeats that may not be served yet: their original is not
     finished, or was finished fewer than `[controls] min_gap` items ago (the next item served would
     come less than min_gap items after it). One indexed read when the queue holds no repeat."""
@@ -470,7 +470,7 @@ def held_back(session: Session, *, user_id: int, study_id: int) -> set[int]:
         select(Assignment.id, Pair.control_of)
         .join(Pair, col(Pair.id) == col(Assignment.pair_id))
         .where(
-            Assignment.annotator_id == user_id,
+            Assignment.annotator_id == account.id,
             Assignment.study_id == study_id,
             Assignment.status == PENDING,
             Pair.control == SWAP,
@@ -482,7 +482,7 @@ def held_back(session: Session, *, user_id: int, study_id: int) -> set[int]:
     finished = session.exec(
         select(Assignment.pair_id)
         .where(
-            Assignment.annotator_id == user_id,
+            Assignment.annotator_id == account.id,
             Assignment.study_id == study_id,
             col(Assignment.status).in_((DONE, FLAGGED)),
             col(Assignment.completed_at).is_not(None),

@@ -26,8 +26,15 @@ from sqlmodel import Session, col, select
 
 from annotator import textguard
 from annotator.errors import AuthError, UserError
-from annotator.people.authorization import DEACTIVATED, SYSTEM, Account, require_active, require_role
-from annotator.store.models import ROLES, Event, LoginThrottle, Role, User, UserSession, id_of, utcnow
+from annotator.people.authorization import (
+    DEACTIVATED,
+    SYSTEM,
+    Account,
+    account_of,
+    require_active,
+    require_role,
+)
+from annotator.store.models import ROLES, Event, LoginThrottle, User, UserSession, id_of, utcnow
 
 # Argon2id with OWASP's parameters (m=46 MiB, t=1 is their floor; t=3 puts a login at ~0.1-0.2 s here).
 HASHER = PasswordHasher(time_cost=3, memory_cost=47104, parallelism=1, hash_len=32, salt_len=16)
@@ -376,20 +383,7 @@ def authenticate(
         user.password_hash = hash_password(password)
     session.add(user)
     session.add(Event(user_id=user.id, action="login", detail={}))
-    return Account(id=id_of(user), username=user.username, role=_role(user.role))
-
-
-def _role(role: str) -> Role:
-    """A role read from the database (never "system")."""
-    for known in ROLES:
-        if role == known:
-            return known
-    raise AuthError(f"account with an unknown role {role!r}")
-
-
-def account_of(user: User) -> Account:
-    """The Account of a user row (for sessions and tokens)."""
-    return Account(id=id_of(user), username=user.username, role=_role(user.role))
+    return account_of(user)
 
 
 def issue_login_token(
@@ -426,19 +420,19 @@ def redeem_login_token(session: Session, token: str) -> Account:
     return account_of(user)
 
 
-def acknowledge_guidelines(session: Session, *, user_id: int) -> None:
+def acknowledge_guidelines(session: Session, *, account: Account) -> None:
     """Record that an annotator has read the guidelines (once; the audit log keeps the moment)."""
-    require_active(session, user_id)
-    user = session.get(User, user_id)
+    require_active(session, account)
+    user = session.get(User, account.id)
     if user is None:
         raise UserError("unknown user")
     if user.guidelines_ack_at is None:
         user.guidelines_ack_at = utcnow()
         session.add(user)
-        session.add(Event(user_id=user_id, action="guidelines_ack", detail={}))
+        session.add(Event(user_id=account.id, action="guidelines_ack", detail={}))
 
 
-def has_acknowledged(session: Session, *, user_id: int) -> bool:
+def has_acknowledged(session: Session, *, account: Account) -> bool:
     """Whether the annotator has acknowledged the guidelines."""
-    user = session.get(User, user_id)
+    user = session.get(User, account.id)
     return user is not None and user.guidelines_ack_at is not None

@@ -1,6 +1,7 @@
-"""Authorization, the one home: who is calling (:class:`Account`, the trusted :data:`SYSTEM`), whether
-the caller's role may do a thing (:func:`require_role`), whether the user is still active
-(:func:`require_active`), and whether an item belongs to the caller (:func:`own_assignment`)."""
+"""Authorization, the one home: who is calling (:class:`Account`, the trusted :data:`SYSTEM`, a user
+row's account :func:`account_of`), whether the caller's role may do a thing (:func:`require_role`),
+whether the caller is still active (:func:`require_active`), and whether an item belongs to the caller
+(:func:`own_assignment`, :func:`check_owner`)."""
 
 from dataclasses import dataclass
 from typing import Literal
@@ -8,10 +9,11 @@ from typing import Literal
 from sqlmodel import Session, col, select
 
 from annotator.errors import AuthError
-from annotator.store.models import Assignment, Role, User
+from annotator.store.models import ROLES, Assignment, Role, User, id_of
 
 DEACTIVATED = "this account is deactivated; ask the study's researcher"
 NOT_YOURS = "this item is not in your queue"
+NO_ACCOUNT = "no account given: this call needs a logged-in user"
 
 SystemRole = Literal["system"]
 
@@ -29,6 +31,19 @@ class Account:
 SYSTEM = Account(id=0, username="system", role="system")
 
 
+def _role(role: str) -> Role:
+    """A role read from the database (never "system")."""
+    for known in ROLES:
+        if role == known:
+            return known
+    raise AuthError(f"account with an unknown role {role!r}")
+
+
+def account_of(user: User) -> Account:
+    """The Account of a user row: what a login, a session or the CLI acting as that user passes on."""
+    return Account(id=id_of(user), username=user.username, role=_role(user.role))
+
+
 def require_role(session: Session, account: Account, *roles: str) -> None:
     """Refuse a service call from an account without one of `roles`, or no longer active.
 
@@ -38,7 +53,7 @@ def require_role(session: Session, account: Account, *roles: str) -> None:
     if account is SYSTEM:
         return
     if not isinstance(account, Account):
-        raise AuthError("no account given: this call needs a logged-in user")
+        raise AuthError(NO_ACCOUNT)
     if account.role not in roles:
         raise AuthError(f"{account.username} ({account.role}) may not do this; it needs {' or '.join(roles)}")
     row = session.exec(select(User.active, User.role).where(User.id == account.id)).first()
@@ -48,30 +63,35 @@ def require_role(session: Session, account: Account, *roles: str) -> None:
         raise AuthError("this account's role has changed; please log in again")
 
 
-def require_active(session: Session, user_id: int) -> None:
-    """Refuse a call for a user who is unknown or deactivated (one indexed read)."""
-    active = session.exec(select(User.active).where(User.id == user_id)).first()
+def require_active(session: Session, account: Account) -> None:
+    """Refuse a call from an account that is unknown or deactivated (one indexed read), so a
+    deactivated user's open page is refused at its next call."""
+    if not isinstance(account, Account):
+        raise AuthError(NO_ACCOUNT)
+    active = session.exec(select(User.active).where(User.id == account.id)).first()
     if not active:
         raise AuthError(DEACTIVATED if active is not None else "unknown account; please log in again")
 
 
-def own_assignment(session: Session, assignment_id: int, user_id: int) -> Assignment:
-    """The assignment, if it belongs to this active user; else an AuthError (a deactivated
+def own_assignment(session: Session, assignment_id: int, account: Account) -> Assignment:
+    """The assignment, if it belongs to this active account; else an AuthError (a deactivated
     annotator's open page is refused at its next call)."""
-    require_active(session, user_id)
+    require_active(session, account)
     assignment = session.get(Assignment, assignment_id)
-    if assignment is None or assignment.annotator_id != user_id:
+    if assignment is None or assignment.annotator_id != account.id:
         raise AuthError(NOT_YOURS)
     return assignment
 
 
-def check_owner(session: Session, assignment_id: int, user_id: int) -> None:
+def check_owner(session: Session, assignment_id: int, account: Account) -> None:
     """The check of :func:`own_assignment` in one indexed read, for a write that needs no row (a
-    draft kept on every answer): the item must be this user's and the user still active."""
+    draft kept on every answer): the item must be this account's and the account still active."""
+    if not isinstance(account, Account):
+        raise AuthError(NO_ACCOUNT)
     active = session.exec(
         select(User.active)
         .join(Assignment, col(Assignment.annotator_id) == User.id)
-        .where(col(Assignment.id) == assignment_id, col(User.id) == user_id)
+        .where(col(Assignment.id) == assignment_id, col(User.id) == account.id)
     ).first()
     if active is None:
         raise AuthError(NOT_YOURS)

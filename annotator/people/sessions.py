@@ -13,7 +13,8 @@ from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from annotator.errors import AuthError
-from annotator.people.accounts import Account, account_of, revoke_sessions
+from annotator.people.accounts import revoke_sessions
+from annotator.people.authorization import Account, account_of
 from annotator.store.models import Event, User, UserSession, utcnow
 
 IDLE = timedelta(hours=12)  # a session unused this long has expired ...
@@ -93,6 +94,6 @@ def end_session(session: Session, token: str) -> None:
         session.add(Event(user_id=int(result[0]), action="logout", detail={}))
 
 
-def end_all_sessions(session: Session, *, user_id: int) -> int:
-    """Log a user out everywhere; the number of sessions ended."""
-    return revoke_sessions(session, user_id)
+def end_all_sessions(session: Session, *, account: Account) -> int:
+    """Log an account out everywhere; the number of sessions ended."""
+    return revoke_sessions(session, account.id)

@@ -27,6 +27,7 @@ from sqlmodel import Session, col, select
 
 from annotator.errors import UserError
 from annotator.people.accounts import Account, require_role
+from annotator.people.authorization import account_of
 from annotator.store.models import Event, Pair, Study, TrainingAnswer, User
 from annotator.study import Training, parse_config
 
@@ -251,13 +252,17 @@ def status(session: Session, *, account: Account, study_id: int) -> TrainingStat
     )
 
 
-def qualified(session: Session, *, user_id: int, study_id: int) -> bool:
-    """Whether a user may open the study's real queue (labels.show checks it on every item)."""
-    user = session.get(User, user_id)
+def qualified(session: Session, *, account: Account, study_id: int) -> bool:
+    """Whether an account may open the study's real queue (labels.show checks it on every item); the
+    role is the stored one: only annotators train."""
+    user = session.get(User, account.id)
     if user is None:
         return False
-    account = Account(id=user_id, username=user.username, role="annotator")
-    return status(session, account=account, study_id=study_id).qualified if user.role == "annotator" else True
+    return (
+        status(session, account=account_of(user), study_id=study_id).qualified
+        if user.role == "annotator"
+        else True
+    )
 
 
 def answer_training(session: Session, *, account: Account, study_id: int, choice: int) -> Feedback:

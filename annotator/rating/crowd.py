@@ -283,6 +283,13 @@ def _link(session: Session, user_id: int, study_id: int) -> CrowdLink | None:
     ).first()
 
 
+def _started(session: Session, user_id: int, study_id: int) -> datetime | None:
+    """When a crowd worker first came to the study (None: not a crowd worker there); one indexed read."""
+    return session.exec(
+        select(CrowdLink.started_at).where(CrowdLink.user_id == user_id, CrowdLink.study_id == study_id)
+    ).first()
+
+
 def time_left(session: Session, *, account: Account, study_id: int) -> timedelta | None:
     """How long a crowd worker may still work in the study (None: no limit, or not a crowd worker)."""
     link = _link(session, account.id, study_id)
@@ -295,26 +302,22 @@ def time_left(session: Session, *, account: Account, study_id: int) -> timedelta
     return max(timedelta(0), _utc(link.started_at) + timedelta(minutes=minutes) - utcnow())
 
 
-def check_time(session: Session, *, user_id: int, study_id: int, session_minutes: int) -> None:
+def check_time(session: Session, *, account: Account, study_id: int, session_minutes: int) -> None:
     """Raise TimeOver when a crowd worker's session time in the study is over (labels.submit calls it).
 
     `session_minutes` is the study's `[crowd] session_minutes` (0 = no limit: nothing is read).
     """
     if not session_minutes:
         return
-    started = session.exec(
-        select(CrowdLink.started_at).where(CrowdLink.user_id == user_id, CrowdLink.study_id == study_id)
-    ).first()
+    started = _started(session, account.id, study_id)
     if started is not None and _over(started, session_minutes):
         raise TimeOver(LATE)
 
 
-def enforce_time(session: Session, *, user_id: int, study_id: int) -> None:
+def enforce_time(session: Session, *, account: Account, study_id: int) -> None:
     """Raise TimeOver for a crowd worker past the study's time limit (skip and flag call it); one
     indexed read for anyone who did not come from a link."""
-    started = session.exec(
-        select(CrowdLink.started_at).where(CrowdLink.user_id == user_id, CrowdLink.study_id == study_id)
-    ).first()
+    started = _started(session, account.id, study_id)
     if started is None:
         return
     study = session.get(Study, study_id)

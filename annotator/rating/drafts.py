@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 from annotator import textguard
 from annotator.errors import LabelError, UserError
 from annotator.people.accounts import Account, require_role
-from annotator.people.authorization import check_owner, own_assignment
+from annotator.people.authorization import check_owner, own_assignment, require_active
 from annotator.rating import crowd
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Draft, Event, Pair, User, utcnow
 from annotator.study import get_study
@@ -56,16 +56,16 @@ def save_draft(
     session: Session,
     *,
     assignment_id: int,
-    user_id: int,
+    account: Account,
     answers: dict[str, Any],
     opened_posts: list[int] | None = None,
 ) -> None:
     """Keep the answers given so far on an item (replacing the earlier draft); one short write, an
     upsert on the item's one draft, so two tabs saving at the same moment never collide."""
-    check_owner(session, assignment_id, user_id)
+    check_owner(session, assignment_id, account)
     row: dict[str, Any] = {
         "assignment_id": assignment_id,
-        "user_id": user_id,
+        "user_id": account.id,
         "answers": _clean(answers),
         "opened_posts": sorted({int(k) for k in (opened_posts or [])}),
         "updated_at": utcnow(),
@@ -79,9 +79,9 @@ def save_draft(
     )
 
 
-def load_draft(session: Session, *, assignment_id: int, user_id: int) -> DraftView | None:
+def load_draft(session: Session, *, assignment_id: int, account: Account) -> DraftView | None:
     """The draft of an item, or None."""
-    check_owner(session, assignment_id, user_id)
+    check_owner(session, assignment_id, account)
     draft = session.exec(select(Draft).where(Draft.assignment_id == assignment_id)).first()
     if draft is None:
         return None
@@ -93,9 +93,9 @@ def load_draft(session: Session, *, assignment_id: int, user_id: int) -> DraftVi
     )
 
 
-def clear_draft(session: Session, *, assignment_id: int, user_id: int) -> None:
+def clear_draft(session: Session, *, assignment_id: int, account: Account) -> None:
     """Forget the draft of an item (after it was submitted, skipped or flagged): one DELETE."""
-    check_owner(session, assignment_id, user_id)
+    check_owner(session, assignment_id, account)
     session.execute(
         delete(Draft)
         .where(col(Draft.assignment_id) == assignment_id)
@@ -103,14 +103,15 @@ def clear_draft(session: Session, *, assignment_id: int, user_id: int) -> None:
     )
 
 
-def resume_assignment(session: Session, *, user_id: int, study_id: int) -> int | None:
+def resume_assignment(session: Session, *, account: Account, study_id: int) -> int | None:
     """The item the annotator last worked on in a study (its draft is the newest), if any: after a
     reload or a crash the same item comes back, pending or being revised."""
+    require_active(session, account)
     row = session.exec(
         select(Draft.assignment_id)
         .join(Assignment, col(Assignment.id) == Draft.assignment_id)
         .where(
-            Draft.user_id == user_id,
+            Draft.user_id == account.id,
             Assignment.study_id == study_id,
             col(Assignment.status).in_((PENDING, DONE)),
         )
@@ -120,15 +121,15 @@ def resume_assignment(session: Session, *, user_id: int, study_id: int) -> int |
     return int(row) if row is not None else None
 
 
-def flag_item(session: Session, *, assignment_id: int, user_id: int, reason: str) -> None:
+def flag_item(session: Session, *, assignment_id: int, account: Account, reason: str) -> None:
     """Flag an item as broken with only a reason: it leaves the queue (status "flagged") and is listed
     for the researcher (:func:`flagged_items`); no rating is needed."""
     reason = reason.strip()
     textguard.check_input(reason, "The reason for the problem flag")
     if not reason:
         raise LabelError("Please say what is wrong with the item")
-    assignment = own_assignment(session, assignment_id, user_id)
-    crowd.enforce_time(session, user_id=user_id, study_id=assignment.study_id)
+    assignment = own_assignment(session, assignment_id, account)
+    crowd.enforce_time(session, account=account, study_id=assignment.study_id)
     if assignment.status == DONE:
         raise UserError("this item is already submitted; use the comment of a revision instead")
     assignment.status = FLAGGED
@@ -139,7 +140,7 @@ def flag_item(session: Session, *, assignment_id: int, user_id: int, reason: str
     draft = session.exec(select(Draft).where(Draft.assignment_id == assignment_id)).first()
     if draft is not None:
         session.delete(draft)
-    session.add(Event(user_id=user_id, action="flag", detail={"assignment": assignment.id}))
+    session.add(Event(user_id=account.id, action="flag", detail={"assignment": assignment.id}))
 
 
 FLAGGED_COLUMNS = ["pair_id", "annotator", "reason", "flagged_at"]

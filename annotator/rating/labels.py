@@ -14,8 +14,7 @@ from annotator import textguard
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.intake import controls
 from annotator.intake.assign import extend_overlap
-from annotator.people.accounts import require_active
-from annotator.people.authorization import Account, own_assignment
+from annotator.people.authorization import Account, own_assignment, require_active
 from annotator.people.training import needs_training, qualified
 from annotator.rating import crowd
 from annotator.rating.blinding import preference_index, response_of, side_of, side_texts, signed_preference
@@ -81,7 +80,7 @@ class Submission:
     support: dict[str, float | None] = field(default_factory=dict)
 
 
-def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignment | None:
+def next_assignment(session: Session, *, account: Account, study_id: int) -> Assignment | None:
     """The annotator's next pending item: among the next QUEUE_WINDOW items of the queue (in queue
     order), the one whose pair has the fewest completed judgments.
 
@@ -89,19 +88,19 @@ def next_assignment(session: Session, *, user_id: int, study_id: int) -> Assignm
     most QUEUE_WINDOW rows, then one indexed `n_done` lookup each), on SQLite and PostgreSQL alike;
     queues are shuffled at assignment, so the window is a fair sample of the remaining pairs.
     """
-    require_active(session, user_id)
-    held = controls.held_back(session, user_id=user_id, study_id=study_id)  # min_gap for repeats
-    best = _next_in_queue(session, user_id=user_id, study_id=study_id, held=held)
+    require_active(session, account)
+    held = controls.held_back(session, account=account, study_id=study_id)  # min_gap for repeats
+    best = _next_in_queue(session, account=account, study_id=study_id, held=held)
     if best is None and held:  # nothing else is left: a repeat held back comes now rather than never
-        best = _next_in_queue(session, user_id=user_id, study_id=study_id, held=set())
+        best = _next_in_queue(session, account=account, study_id=study_id, held=set())
     return session.get(Assignment, best) if best is not None else None
 
 
-def _next_in_queue(session: Session, *, user_id: int, study_id: int, held: set[int]) -> int | None:
+def _next_in_queue(session: Session, *, account: Account, study_id: int, held: set[int]) -> int | None:
     window_rows = (
         select(Assignment.id, Assignment.pair_id, Assignment.position)
         .where(
-            Assignment.annotator_id == user_id,
+            Assignment.annotator_id == account.id,
             Assignment.study_id == study_id,
             Assignment.status == PENDING,
         )
@@ -128,17 +127,17 @@ def _next_in_queue(session: Session, *, user_id: int, study_id: int, held: set[i
     return int(best) if best is not None else None
 
 
-def show(session: Session, *, assignment_id: int, user_id: int, resume: bool = False) -> ItemView:
+def show(session: Session, *, assignment_id: int, account: Account, resume: bool = False) -> ItemView:
     """The blinded view of an item; starts its server-side clock for time on task (`resume`: keep a
     clock that is already running, as after a reload)."""
-    assignment = own_assignment(session, assignment_id, user_id)
+    assignment = own_assignment(session, assignment_id, account)
     pair = session.get(Pair, assignment.pair_id)
     study = session.get(Study, assignment.study_id)
     if pair is None or study is None:
         raise UserError("this item no longer exists")
     config = parse_config(study.config)
     if needs_training(session, study_id=id_of(study), config=config.training) and not qualified(
-        session, user_id=user_id, study_id=id_of(study)
+        session, account=account, study_id=id_of(study)
     ):
         raise AuthError("please complete the training first; your items open once you pass it")
     if not resume or assignment.shown_at is None:
@@ -176,39 +175,59 @@ def missing_answers(
 ) -> list[str]:
     """Every question of the form left unanswered or out of range, named as the annotator sees it
     (`ask_support`: the rubric-support question of every aspect too)."""
+    problems = _support_problems(n_aspects if ask_support else 0, submission)
+    unknown_sides = set(submission.scores) - set(SIDES)
+    if unknown_sides:  # submit() would otherwise save them as `rejected` scores
+        problems.append(f"unknown responses {sorted(unknown_sides)}; use A and B")
+    for side in SIDES:
+        problems += _side_problems(config, n_aspects, side, submission.scores.get(side, {}))
+    return problems + _decision_problems(submission)
+
+
+def _support_problems(n_asked: int, submission: Submission) -> list[str]:
+    """The rubric-support answers of the first `n_asked` aspects (none asked: none may be given)."""
     problems = []
-    wanted = {f"{SUPPORT_PREFIX}{k}" for k in range(n_aspects)} if ask_support else set()
-    for k in range(n_aspects if ask_support else 0):
+    for k in range(n_asked):
         value = submission.support.get(f"{SUPPORT_PREFIX}{k}")
         if value is None:
             problems.append(f"rubric aspect {k + 1}: is it supported by what the user wrote")
         elif value not in RUBRIC_DOMAIN:
             problems.append(f"rubric aspect {k + 1}: support must be no, partly or yes")
-    if set(submission.support) - wanted:
-        problems.append(f"unknown support items {sorted(set(submission.support) - wanted)}")
+    unknown = set(submission.support) - {f"{SUPPORT_PREFIX}{k}" for k in range(n_asked)}
+    if unknown:
+        problems.append(f"unknown support items {sorted(unknown)}")
+    return problems
+
+
+def _side_problems(
+    config: StudyConfig, n_aspects: int, side: str, given: dict[str, float | None]
+) -> list[str]:
+    """One response's quality dimensions and rubric aspects, and any item the study does not ask."""
+    problems = []
     quality = config.quality
-    unknown_sides = set(submission.scores) - set(SIDES)
-    if unknown_sides:  # submit() would otherwise save them as `rejected` scores
-        problems.append(f"unknown responses {sorted(unknown_sides)}; use A and B")
-    for side in SIDES:
-        given = submission.scores.get(side, {})
-        for dimension in quality.dimensions:
-            value = given.get(dimension.name)
-            if value is None:
-                problems.append(f"Response {side}: {dimension.name}")
-            elif value not in quality.values:
-                problems.append(
-                    f"Response {side}: {dimension.name} must be {quality.scale_min}-{quality.scale_max}"
-                )
-        for k in range(n_aspects):
-            value = given.get(rubric_item(k))
-            if value is None:
-                problems.append(f"Response {side}: rubric aspect {k + 1}")
-            elif value not in RUBRIC_DOMAIN:
-                problems.append(f"Response {side}: rubric aspect {k + 1} must be 0, 1 or 2")
-        unknown = set(given) - set(config.dimension_names) - {rubric_item(k) for k in range(n_aspects)}
-        if unknown:
-            problems.append(f"Response {side}: unknown items {sorted(unknown)}")
+    for dimension in quality.dimensions:
+        value = given.get(dimension.name)
+        if value is None:
+            problems.append(f"Response {side}: {dimension.name}")
+        elif value not in quality.values:
+            problems.append(
+                f"Response {side}: {dimension.name} must be {quality.scale_min}-{quality.scale_max}"
+            )
+    for k in range(n_aspects):
+        value = given.get(rubric_item(k))
+        if value is None:
+            problems.append(f"Response {side}: rubric aspect {k + 1}")
+        elif value not in RUBRIC_DOMAIN:
+            problems.append(f"Response {side}: rubric aspect {k + 1} must be 0, 1 or 2")
+    unknown = set(given) - set(config.dimension_names) - {rubric_item(k) for k in range(n_aspects)}
+    if unknown:
+        problems.append(f"Response {side}: unknown items {sorted(unknown)}")
+    return problems
+
+
+def _decision_problems(submission: Submission) -> list[str]:
+    """The preference, the confidence, and the reason a problem flag needs."""
+    problems = []
     if submission.preference is None:
         problems.append("which response better fits this user")
     elif submission.preference not in range(5):
@@ -222,7 +241,7 @@ def missing_answers(
     return problems
 
 
-def submit(session: Session, *, assignment_id: int, user_id: int, submission: Submission) -> Judgment:
+def submit(session: Session, *, assignment_id: int, account: Account, submission: Submission) -> Judgment:
     """Save a judgment and its scores in one transaction; A/B are mapped to chosen/rejected here.
 
     A repeated `submission_id` returns the judgment saved the first time. Submitting an item that
@@ -232,29 +251,15 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     """
     earlier = _saved(session, submission.submission_id)
     if earlier is not None:
-        own_assignment(session, earlier.assignment_id, user_id)
+        own_assignment(session, earlier.assignment_id, account)
         return earlier
-    assignment = own_assignment(session, assignment_id, user_id)
-    # the pair's rubric only (not its long texts: the item on screen has them)
-    rubric = session.exec(select(Pair.rubric).where(col(Pair.id) == assignment.pair_id)).first()
-    if rubric is None:
-        raise UserError("this item no longer exists")
+    assignment = own_assignment(session, assignment_id, account)
     pair_id = assignment.pair_id
-    config = study_config(session, assignment.study_id)
-    crowd.check_time(  # a crowd worker's session limit holds on submit too, not only on the page
-        session, user_id=user_id, study_id=assignment.study_id, session_minutes=config.crowd.session_minutes
-    )
-    arm = config.display_for(assignment.arm)  # an arm without the rubric asks no rubric questions
-    n_aspects = len(rubric) if arm.show_rubric else 0
-    problems = missing_answers(config, n_aspects, submission, ask_support=arm.ask_support)
-    if problems:
-        raise LabelError("Please answer: " + "; ".join(problems))
-    textguard.check_input(submission.comment, "The comment")
-    textguard.check_input(submission.flag_reason, "The reason for the problem flag")
+    config = _checked_config(session, assignment, account, submission)
     _lock_assignment(session, id_of(assignment))
     earlier = _saved(session, submission.submission_id)  # saved by another process while we waited
     if earlier is not None:
-        own_assignment(session, earlier.assignment_id, user_id)
+        own_assignment(session, earlier.assignment_id, account)
         return earlier
     status = session.exec(select(Assignment.status).where(col(Assignment.id) == assignment.id)).one()
     now = utcnow()
@@ -296,14 +301,7 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
         if same is not None:
             return same
         raise UserError("this item was just saved from another window; reload to see it") from None
-    for side, items in submission.scores.items():
-        response = response_of(side, chosen_side=assignment.chosen_side)
-        for item, value in items.items():
-            session.add(
-                Score(judgment_id=id_of(judgment), response=response, item=item, value=float(value or 0))
-            )
-    for item, value in submission.support.items():  # about the pair: stored on the `chosen` response
-        session.add(Score(judgment_id=id_of(judgment), response="chosen", item=item, value=float(value or 0)))
+    _add_scores(session, id_of(judgment), submission, chosen_side=assignment.chosen_side)
     first = status != DONE
     session.execute(
         update(Assignment)
@@ -319,13 +317,48 @@ def submit(session: Session, *, assignment_id: int, user_id: int, submission: Su
     if first:
         session.execute(update(Pair).where(col(Pair.id) == pair_id).values(n_done=Pair.n_done + 1))
     session.add(
-        Event(user_id=user_id, action="submit", detail={"judgment": judgment.id, "revision": revision})
+        Event(user_id=account.id, action="submit", detail={"judgment": judgment.id, "revision": revision})
     )
     session.flush()
     if config.dynamic_overlap.max_overlap > 0:  # disagreeing pairs get another annotator
         extend_overlap(session, pair_id=pair_id, config=config)
         session.flush()
     return judgment
+
+
+def _checked_config(
+    session: Session, assignment: Assignment, account: Account, submission: Submission
+) -> StudyConfig:
+    """The study's config, once the submission passes every check before it is saved: the item still
+    exists, a crowd worker's time is not over, every question is answered, and its texts keep the
+    input rule."""
+    # the pair's rubric only (not its long texts: the item on screen has them)
+    rubric = session.exec(select(Pair.rubric).where(col(Pair.id) == assignment.pair_id)).first()
+    if rubric is None:
+        raise UserError("this item no longer exists")
+    config = study_config(session, assignment.study_id)
+    crowd.check_time(  # a crowd worker's session limit holds on submit too, not only on the page
+        session, account=account, study_id=assignment.study_id, session_minutes=config.crowd.session_minutes
+    )
+    arm = config.display_for(assignment.arm)  # an arm without the rubric asks no rubric questions
+    n_aspects = len(rubric) if arm.show_rubric else 0
+    problems = missing_answers(config, n_aspects, submission, ask_support=arm.ask_support)
+    if problems:
+        raise LabelError("Please answer: " + "; ".join(problems))
+    textguard.check_input(submission.comment, "The comment")
+    textguard.check_input(submission.flag_reason, "The reason for the problem flag")
+    return config
+
+
+def _add_scores(session: Session, judgment_id: int, submission: Submission, *, chosen_side: str) -> None:
+    """The judgment's scores, A/B mapped to chosen/rejected; rubric support (about the pair) is stored
+    on the `chosen` response."""
+    for side, items in submission.scores.items():
+        response = response_of(side, chosen_side=chosen_side)
+        for item, value in items.items():
+            session.add(Score(judgment_id=judgment_id, response=response, item=item, value=float(value or 0)))
+    for item, value in submission.support.items():
+        session.add(Score(judgment_id=judgment_id, response="chosen", item=item, value=float(value or 0)))
 
 
 def _saved(session: Session, submission_id: str) -> Judgment | None:
@@ -351,16 +384,16 @@ def _lock_assignment(session: Session, assignment_id: int) -> None:
         session.execute(select(Assignment.id).where(col(Assignment.id) == assignment_id).with_for_update())
 
 
-def skip(session: Session, *, assignment_id: int, user_id: int, reason: str) -> None:
+def skip(session: Session, *, assignment_id: int, account: Account, reason: str) -> None:
     """Move an item to the end of the annotator's queue, with a reason."""
     if not reason.strip():
         raise LabelError("Please give a reason for skipping")
     textguard.check_input(reason, "The reason for skipping")
-    assignment = own_assignment(session, assignment_id, user_id)
-    crowd.enforce_time(session, user_id=user_id, study_id=assignment.study_id)
+    assignment = own_assignment(session, assignment_id, account)
+    crowd.enforce_time(session, account=account, study_id=assignment.study_id)
     last = session.exec(
         select(func.max(Assignment.position)).where(
-            Assignment.annotator_id == user_id, Assignment.study_id == assignment.study_id
+            Assignment.annotator_id == account.id, Assignment.study_id == assignment.study_id
         )
     ).one()
     assignment.position = int(last or 0) + 1
@@ -368,7 +401,7 @@ def skip(session: Session, *, assignment_id: int, user_id: int, reason: str) -> 
     assignment.skip_reason = reason.strip()
     assignment.shown_at = None
     session.add(assignment)
-    session.add(Event(user_id=user_id, action="skip", detail={"assignment": assignment.id}))
+    session.add(Event(user_id=account.id, action="skip", detail={"assignment": assignment.id}))
 
 
 @dataclass(frozen=True)
@@ -381,11 +414,12 @@ class Progress:
     flagged: int = 0  # flagged as broken: out of the queue, with the researcher
 
 
-def progress(session: Session, *, user_id: int, study_id: int) -> Progress:
+def progress(session: Session, *, account: Account, study_id: int) -> Progress:
     """How many of an annotator's items are done, in all and skipped (still pending)."""
+    require_active(session, account)
     rows = session.exec(
         select(Assignment.status, func.count(), func.sum(case((col(Assignment.skip_count) > 0, 1), else_=0)))
-        .where(Assignment.annotator_id == user_id, Assignment.study_id == study_id)
+        .where(Assignment.annotator_id == account.id, Assignment.study_id == study_id)
         .group_by(Assignment.status)
     ).all()
     done = sum(n for status, n, _ in rows if status == DONE)
@@ -394,12 +428,15 @@ def progress(session: Session, *, user_id: int, study_id: int) -> Progress:
     return Progress(done=done, total=sum(n for _, n, _ in rows), skipped=skipped, flagged=flagged)
 
 
-def finished_items(session: Session, *, user_id: int, study_id: int) -> list[dict[str, Any]]:
+def finished_items(session: Session, *, account: Account, study_id: int) -> list[dict[str, Any]]:
     """The annotator's finished items (newest first), for "My work": no chosen/rejected information."""
+    require_active(session, account)
     rows = session.exec(
         select(Assignment, Pair.question)
         .join(Pair, col(Pair.id) == Assignment.pair_id)
-        .where(Assignment.annotator_id == user_id, Assignment.study_id == study_id, Assignment.status == DONE)
+        .where(
+            Assignment.annotator_id == account.id, Assignment.study_id == study_id, Assignment.status == DONE
+        )
         .order_by(col(Assignment.completed_at).desc())
     ).all()
     return [
@@ -413,9 +450,9 @@ def finished_items(session: Session, *, user_id: int, study_id: int) -> list[dic
     ]
 
 
-def current_answers(session: Session, *, assignment_id: int, user_id: int) -> Submission | None:
+def current_answers(session: Session, *, assignment_id: int, account: Account) -> Submission | None:
     """The current judgment of an item in the annotator's A/B terms, to prefill a revision."""
-    assignment = own_assignment(session, assignment_id, user_id)
+    assignment = own_assignment(session, assignment_id, account)
     if assignment.current_judgment_id is None:
         return None
     judgment = session.get(Judgment, assignment.current_judgment_id)

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from sqlmodel import Session, col, or_, select
 
+from annotator.people.authorization import Account, require_active
 from annotator.rating.blinding import preference_index, side_of
 from annotator.rating.labels import SUPPORT_PREFIX
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Judgment, Pair, Score, Study
@@ -64,15 +65,16 @@ def _as_shown(judgment: Judgment, scores: list[Score], chosen_side: str) -> Answ
     )
 
 
-def my_work(session: Session, *, user_id: int, limit: int = 200) -> list[WorkItem]:
-    """The annotator's submitted, skipped and flagged items, newest first (at most `limit`); three
-    queries whatever the number of items."""
+def my_work(session: Session, *, account: Account, limit: int = 200) -> list[WorkItem]:
+    """The annotator's submitted, skipped and flagged items, newest first (at most `limit`): the
+    active check and three queries, whatever the number of items."""
+    require_active(session, account)
     rows = session.exec(
         select(Assignment, Pair.question, Study.name)
         .join(Pair, col(Pair.id) == Assignment.pair_id)
         .join(Study, col(Study.id) == Assignment.study_id)
         .where(
-            Assignment.annotator_id == user_id,
+            Assignment.annotator_id == account.id,
             or_(
                 col(Assignment.status).in_((DONE, FLAGGED)),
                 (col(Assignment.status) == PENDING) & (col(Assignment.skip_count) > 0),

@@ -415,7 +415,7 @@ def one_pair_app(folder: Path, record: dict[str, Any], *, password: str) -> Iter
         user = accounts.add_user(
             session, username="ann1", role="annotator", password=password, account=SYSTEM
         )
-        accounts.acknowledge_guidelines(session, user_id=id_of(user))
+        accounts.acknowledge_guidelines(session, account=accounts.account_of(user))
     with db.session_scope(engine) as session:
         assign.assign(session, study="render", overlap=1, account=SYSTEM)
     engine.dispose()

@@ -11,9 +11,10 @@ from sqlmodel import Session, col, select
 
 from annotator.intake.assign import assign
 from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import account_of
 from annotator.rating import labels
 from annotator.store import db
-from annotator.store.models import Assignment, Event, Judgment, Pair, Score
+from annotator.store.models import Assignment, Event, Judgment, Pair, Score, User, id_of
 from tests.utils.factories import DIMENSIONS, make_annotators, make_form, make_study
 
 N_ASPECTS = 2  # make_record's default
@@ -29,6 +30,8 @@ def worker(url: str, steps: list[Step], barrier: Any, results: Any) -> None:
     engine = db.make_engine(url)
     latencies, errors = [], []
     try:
+        with Session(engine) as session:  # each user submits as itself
+            acting_as = {id_of(user): account_of(user) for user in session.exec(select(User))}
         for user_id, assignment_id, submission_id, k, sync in steps:
             if sync:
                 barrier.wait(timeout=60)
@@ -38,7 +41,7 @@ def worker(url: str, steps: list[Step], barrier: Any, results: Any) -> None:
                     labels.submit(
                         session,
                         assignment_id=assignment_id,
-                        user_id=user_id,
+                        account=acting_as[user_id],
                         submission=make_form(submission_id, k, n_aspects=N_ASPECTS),
                     )
             except Exception as exc:  # reported to the parent, which fails the test with it

@@ -15,6 +15,7 @@ from sqlmodel import Session, func, select
 from annotator.intake import ingest
 from annotator.people import accounts
 from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import Account, account_of
 from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import Event, Pair, Study, User, id_of
@@ -123,6 +124,14 @@ def make_user(
     session.add(user)
     session.flush()
     return user
+
+
+def account_for(session: Session, user_id: int) -> Account:
+    """The account of user `user_id` as a login would give it (read from its row): how a test acts as
+    that annotator."""
+    user = session.get(User, user_id)
+    assert user is not None, f"no user {user_id}"
+    return account_of(user)
 
 
 def make_annotators(engine: Engine, n: int, *, prefix: str = "ann") -> list[int]:

@@ -8,6 +8,7 @@ from sqlmodel import Session, select
 
 from annotator.intake import ingest
 from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import account_of
 from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, User, id_of
@@ -41,18 +42,17 @@ def answer_all(engine: Engine, username: str, *, study_id: int = 1, k: int = 0) 
     """Let one annotator answer every item the queue serves (the same form each time); returns how many."""
     done = 0
     with db.session_scope(engine) as session:
-        user = session.exec(select(User).where(User.username == username)).one()
-        user_id = id_of(user)
+        annotator = account_of(session.exec(select(User).where(User.username == username)).one())
     while True:
         with db.session_scope(engine) as session:
-            item = labels.next_assignment(session, user_id=user_id, study_id=study_id)
+            item = labels.next_assignment(session, account=annotator, study_id=study_id)
             if item is None:
                 return done
-            labels.show(session, assignment_id=id_of(item), user_id=user_id)
+            labels.show(session, assignment_id=id_of(item), account=annotator)
             labels.submit(
                 session,
                 assignment_id=id_of(item),
-                user_id=user_id,
+                account=annotator,
                 submission=make_form(f"{username}-{item.id}", k),
             )
             done += 1

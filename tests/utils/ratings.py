@@ -68,7 +68,7 @@ def build_study(
 def account(engine: Engine, username: str) -> accounts.Account:
     with Session(engine) as session:
         user = accounts.get_user(session, username)
-        return accounts.Account(id=id_of(user), username=user.username, role=user.role)
+        return accounts.account_of(user)
 
 
 def rate(
@@ -98,7 +98,8 @@ def rate(
         found = session.exec(
             select(Assignment).join(Pair).where(Pair.external_id == pair, Assignment.annotator_id == user.id)
         ).one()
-        labels.show(session, assignment_id=id_of(found), user_id=id_of(user))
+        annotator = accounts.account_of(user)
+        labels.show(session, assignment_id=id_of(found), account=annotator)
         chosen_is_a = found.chosen_side == "A"
         index = 2 - preference if chosen_is_a else 2 + preference
         scores = {
@@ -116,7 +117,7 @@ def rate(
             flag_reason=flag_reason,
         )
         judgment = labels.submit(
-            session, assignment_id=id_of(found), user_id=id_of(user), submission=submission
+            session, assignment_id=id_of(found), account=annotator, submission=submission
         )
         return id_of(judgment)
 

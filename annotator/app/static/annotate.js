@@ -1,5 +1,6 @@
 // The rating page's script (views/annotate.py), installed once per browser tab. The page calls
-// window.psItem({item, start, need}) for the item on screen (see annotate.page_script).
+// window.psItem({item, start, need}) for the item on screen (static/item.js, drawn by
+// rating_render.page_script).
 // - A number key answers the focused question (or, when no question has the focus, the first
 //   unanswered one) and moves the focus to the next unanswered question; when none is left, to the
 //   submit button. Ctrl+Enter (or Cmd+Enter) submits from anywhere.

@@ -21,10 +21,10 @@ st.title(safe_md(title), anchor=False)
 st.markdown(safe_md(body))
 if account.role == "annotator":
     with session() as active:
-        done = accounts.has_acknowledged(active, user_id=account.id)
+        done = accounts.has_acknowledged(active, account=account)
     if done:
         st.success("You have acknowledged these guidelines.", icon=":material/check_circle:")
     elif st.button("I have read the guidelines", type="primary", key="ack_guidelines"):
         with session() as active:
-            accounts.acknowledge_guidelines(active, user_id=account.id)
+            accounts.acknowledge_guidelines(active, account=account)
         st.switch_page("views/annotate.py")

@@ -89,7 +89,7 @@ def show_item(number: int, item: WorkItem, config: StudyConfig) -> None:
 account = require("annotator")
 st.title("My work")
 with session() as active:
-    items = work_log.my_work(active, user_id=account.id)
+    items = work_log.my_work(active, account=account)
     configs = {study_id: labels.study_config(active, study_id) for study_id in {i.study_id for i in items}}
 if not items:
     st.info("You have not submitted, skipped or flagged any item yet.")

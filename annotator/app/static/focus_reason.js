@@ -1,0 +1,1 @@
+requestAnimationFrame(() => document.querySelector('.st-key-item_reason input')?.focus());

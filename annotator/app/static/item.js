@@ -1,0 +1,1 @@
+(window.psItem || ((c) => { window.__psPending = c; }))(__ITEM__);

@@ -1,0 +1,1 @@
+setTimeout(() => window.top.location.assign(__URL__), 5000);
