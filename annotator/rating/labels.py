@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, func, update
+from sqlalchemy import case, func, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -352,13 +352,18 @@ def _checked_config(
 
 def _add_scores(session: Session, judgment_id: int, submission: Submission, *, chosen_side: str) -> None:
     """The judgment's scores, A/B mapped to chosen/rejected; rubric support (about the pair) is stored
-    on the `chosen` response."""
-    for side, items in submission.scores.items():
-        response = response_of(side, chosen_side=chosen_side)
-        for item, value in items.items():
-            session.add(Score(judgment_id=judgment_id, response=response, item=item, value=float(value or 0)))
-    for item, value in submission.support.items():
-        session.add(Score(judgment_id=judgment_id, response="chosen", item=item, value=float(value or 0)))
+    on the `chosen` response. One multi-row INSERT (no ORM object per score)."""
+    answers = [
+        (response_of(side, chosen_side=chosen_side), given) for side, given in submission.scores.items()
+    ]
+    answers.append(("chosen", submission.support))
+    rows = [
+        {"judgment_id": judgment_id, "response": response, "item": item, "value": float(value or 0)}
+        for response, items in answers
+        for item, value in items.items()
+    ]
+    if rows:
+        session.execute(insert(Score), rows)
 
 
 def _saved(session: Session, submission_id: str) -> Judgment | None:
