@@ -90,20 +90,19 @@ class _Rows:
         return self.workers * self.n_labels + self.labels
 
 
-def _rows(tasks: ArrayLike, workers: ArrayLike, labels: ArrayLike, n_labels: int | None) -> _Rows:
+def _rows(tasks: ArrayLike, workers: ArrayLike, labels: ArrayLike) -> _Rows:
+    """The codes checked: equally long, not empty, and each axis coded 0..n-1 with every code used
+    (as :func:`encode` or ``pd.factorize`` gives them; crowd-kit, too, knows only the labels given)."""
     codes = [np.asarray(a, dtype=np.intp).ravel() for a in (tasks, workers, labels)]
     if len({len(c) for c in codes}) != 1 or len(codes[0]) == 0:
         raise ValueError("tasks, workers and labels must be equally long and not empty")
     if min(int(c.min()) for c in codes) < 0:
         raise ValueError("codes must be non-negative")
-    t, w, k = codes
-    n_k = int(k.max()) + 1 if n_labels is None else int(n_labels)
-    if n_k <= int(k.max()):
-        raise ValueError(f"n_labels={n_k} but a label code is {int(k.max())}")
-    for name, c in (("task", t), ("worker", w)):
+    for name, c in zip(("task", "worker", "label"), codes, strict=True):
         if np.bincount(c).min() == 0:
-            raise ValueError(f"every {name} code from 0 to the largest must have a label")
-    return _Rows(t, w, k, int(t.max()) + 1, int(w.max()) + 1, n_k)
+            raise ValueError(f"every {name} code from 0 to the largest must occur")
+    t, w, k = codes
+    return _Rows(t, w, k, int(t.max()) + 1, int(w.max()) + 1, int(k.max()) + 1)
 
 
 def _sums(index: IntArray, weights: FloatArray, n: int) -> FloatArray:
@@ -186,7 +185,6 @@ def dawid_skene(
     workers: ArrayLike,
     labels: ArrayLike,
     *,
-    n_labels: int | None = None,
     n_iter: int = 100,
     tol: float = 1e-5,
 ) -> DawidSkeneFit:
@@ -194,11 +192,10 @@ def dawid_skene(
 
     Start: majority-vote posteriors, their mean as priors, confusion matrices from them. Each
     iteration: E-step, priors = mean posterior, M-step, then the ELBO per row; it stops after at most
-    `n_iter` iterations, or once the ELBO per row grew by less than `tol`. Codes run from 0; every task
-    and worker code up to the largest must have a row; a label code nobody uses (below `n_labels`) is
-    a class with no votes.
+    `n_iter` iterations, or once the ELBO per row grew by less than `tol`. Codes as :func:`encode`
+    gives them (each axis 0..n-1, every code used).
     """
-    rows = _rows(tasks, workers, labels, n_labels)
+    rows = _rows(tasks, workers, labels)
     given = np.bincount(rows.cells, minlength=rows.n_workers * rows.n_labels) > 0
     probas = _majority_probas(rows)
     priors = probas.mean(axis=0)
@@ -294,7 +291,6 @@ def mace(
     workers: ArrayLike,
     labels: ArrayLike,
     *,
-    n_labels: int | None = None,
     n_iter: int = 50,
     alpha: float = 0.5,
     beta: float = 0.5,
@@ -307,12 +303,11 @@ def mace(
     `strategy_prior` on each strategy, a uniform prior on the truth.
 
     From crowd-kit's random start (:func:`_mace_start`), an E-step, then `n_iter` times a variational
-    M-step followed by an E-step; no convergence test. Codes as in :func:`dawid_skene`; a label code
-    nobody uses (below `n_labels`) still counts as a possible truth.
+    M-step followed by an E-step; no convergence test. Codes as in :func:`dawid_skene`.
     """
     if min(alpha, beta, strategy_prior) <= 0:
         raise ValueError("alpha, beta and strategy_prior must be positive")
-    rows = _rows(tasks, workers, labels, n_labels)
+    rows = _rows(tasks, workers, labels)
     spamming, thetas = _mace_start(rows.n_workers, rows.n_labels, default_noise, random_state)
     counts = _mace_e_step(rows, spamming, thetas)
     knowing_prior = np.array([alpha, beta])
