@@ -7,8 +7,9 @@
 
 Both reproduce the fitting conventions of crowd-kit 1.4.2 (``DawidSkene`` and ``MACE(method="vb")``):
 the same initialisation, update order, stopping rule, priors and clipping, so that on the same data
-they give the same numbers (``tests/test_crowd_models.py``). Every step is a grouped sum over the rows
-(``np.bincount``), so an iteration costs O(rows x labels) with no pandas in the loop.
+they give the same numbers (``tests/test_crowd_models.py``). Both models depend on the rows only
+through the sparse count matrix of task x (worker, answer) cells, so every E- and M-step is a product
+with it or its transpose (``scipy.sparse``, no BLAS): O(rows x labels) per iteration, no pandas.
 
 One deliberate difference: crowd-kit's MACE builds each worker's spamming-strategy counts in sorted
 (worker, label) order but reads them in order of first appearance, so when the two orders differ it
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
+from scipy import sparse
 from scipy.special import digamma
 
 __all__ = ["Coded", "DawidSkeneFit", "MaceFit", "dawid_skene", "encode", "mace"]
@@ -74,25 +76,27 @@ def encode(frame: pd.DataFrame) -> Coded:
 
 
 @dataclass(frozen=True)
-class _Rows:
-    """Validated codes and the sizes of the three axes."""
+class _Cells:
+    """The rows as counts: ``counts[t, c]`` answers in task t of cell c = worker * n_labels + answer."""
 
-    tasks: IntArray
-    workers: IntArray
-    labels: IntArray
-    n_tasks: int
+    counts: sparse.csr_matrix  # tasks x cells
+    by_cell: sparse.csr_matrix  # its transpose
     n_workers: int
     n_labels: int
+    per_task: FloatArray  # answers per task, as a column
+    per_cell: FloatArray  # answers per cell
+    answers: FloatArray  # cells x labels: 1 in the column of the cell's answer
 
     @property
-    def cells(self) -> IntArray:
-        """Each row's (worker, label) cell, ``worker * n_labels + label``."""
-        return self.workers * self.n_labels + self.labels
+    def answer(self) -> IntArray:
+        """The answer of each cell."""
+        return np.arange(self.n_workers * self.n_labels) % self.n_labels
 
 
-def _rows(tasks: ArrayLike, workers: ArrayLike, labels: ArrayLike) -> _Rows:
-    """The codes checked: equally long, not empty, and each axis coded 0..n-1 with every code used
-    (as :func:`encode` or ``pd.factorize`` gives them; crowd-kit, too, knows only the labels given)."""
+def _cells(tasks: ArrayLike, workers: ArrayLike, labels: ArrayLike) -> _Cells:
+    """The codes checked (equally long, not empty, each axis coded 0..n-1 with every code used, as
+    :func:`encode` or ``pd.factorize`` gives them; crowd-kit, too, knows only the labels given) and
+    counted by (task, cell)."""
     codes = [np.asarray(a, dtype=np.intp).ravel() for a in (tasks, workers, labels)]
     if len({len(c) for c in codes}) != 1 or len(codes[0]) == 0:
         raise ValueError("tasks, workers and labels must be equally long and not empty")
@@ -102,24 +106,28 @@ def _rows(tasks: ArrayLike, workers: ArrayLike, labels: ArrayLike) -> _Rows:
         if np.bincount(c).min() == 0:
             raise ValueError(f"every {name} code from 0 to the largest must occur")
     t, w, k = codes
-    return _Rows(t, w, k, int(t.max()) + 1, int(w.max()) + 1, int(k.max()) + 1)
+    n_tasks, n_workers, n_labels = int(t.max()) + 1, int(w.max()) + 1, int(k.max()) + 1
+    counts = sparse.csr_matrix(
+        (np.ones(len(t)), (t, w * n_labels + k)), shape=(n_tasks, n_workers * n_labels)
+    )
+    counts.sum_duplicates()
+    answers = np.tile(np.eye(n_labels), (n_workers, 1))
+    return _Cells(
+        counts,
+        counts.T.tocsr(),
+        n_workers,
+        n_labels,
+        np.bincount(t, minlength=n_tasks).astype(np.float64)[:, None],
+        np.bincount(w * n_labels + k, minlength=n_workers * n_labels).astype(np.float64),
+        answers,
+    )
 
 
-def _sums(index: IntArray, weights: FloatArray, n: int) -> FloatArray:
-    """Sum of `weights` by `index` (0..n-1)."""
-    return np.bincount(index, weights=weights, minlength=n).astype(np.float64, copy=False)
-
-
-def _group_sum(index: IntArray, values: FloatArray, n: int) -> FloatArray:
-    """Sum of the rows of `values` (rows x columns) by `index`, as an (n x columns) array."""
-    width = values.shape[1]
-    flat = (index[:, None] * width + np.arange(width)).ravel()
-    return _sums(flat, values.ravel(), n * width).reshape(n, width)
-
-
-def _softmax_rows(log_values: FloatArray) -> FloatArray:
-    scaled = np.exp(log_values - log_values.max(axis=1, keepdims=True))
-    return scaled / scaled.sum(axis=1, keepdims=True)
+def _softmax_rows(log_values: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Each row exponentiated and normalised, and the log of its normaliser."""
+    top = log_values.max(axis=1)
+    log_total = np.log(np.exp(log_values - top[:, None]).sum(axis=1)) + top
+    return np.exp(log_values - log_total[:, None]), log_total
 
 
 @dataclass(frozen=True)
@@ -143,39 +151,24 @@ class DawidSkeneFit:
         return np.einsum("k,wkk->w", self.priors, self.errors)
 
 
-def _majority_probas(rows: _Rows) -> FloatArray:
-    """Each task's share of votes per label (crowd-kit's ``MajorityVote`` probabilities)."""
-    votes = np.bincount(rows.tasks * rows.n_labels + rows.labels, minlength=rows.n_tasks * rows.n_labels)
-    votes = votes.reshape(rows.n_tasks, rows.n_labels).astype(float)
-    return votes / votes.sum(axis=1, keepdims=True)
-
-
-def _ds_m_step(rows: _Rows, probas: FloatArray, given: NDArray[np.bool_]) -> FloatArray:
+def _ds_m_step(cells: _Cells, probas: FloatArray, given: NDArray[np.bool_]) -> FloatArray:
     """Confusion matrices from the posteriors: expected counts of (answer, truth) per worker, floored
     at EPS on the labels the worker gave, normalised over those labels for each truth."""
-    counts = _group_sum(rows.cells, probas[rows.tasks], rows.n_workers * rows.n_labels)
-    counts = np.where(given[:, None], np.maximum(counts, EPS), 0.0)
-    counts = counts.reshape(rows.n_workers, rows.n_labels, rows.n_labels)
-    return counts / counts.sum(axis=1, keepdims=True)
+    expected = np.where(given[:, None], np.maximum(cells.by_cell @ probas, EPS), 0.0)
+    expected = expected.reshape(cells.n_workers, cells.n_labels, cells.n_labels)
+    return expected / expected.sum(axis=1, keepdims=True)
 
 
-def _log_errors(errors: FloatArray, given: NDArray[np.bool_]) -> FloatArray:
-    """log errors as one row per (worker, answer) cell; 0 on cells no row uses."""
-    flat = errors.reshape(-1, errors.shape[2])
-    return np.log(np.where(given[:, None], flat, 1.0))
+def _ds_log_likelihood(cells: _Cells, errors: FloatArray, given: NDArray[np.bool_]) -> FloatArray:
+    """tasks x truths: the log likelihood of each task's answers (log errors, summed)."""
+    flat = errors.reshape(-1, cells.n_labels)
+    return np.asarray(cells.counts @ np.log(np.where(given[:, None], flat, 1.0)))
 
 
-def _ds_e_step(rows: _Rows, priors: FloatArray, log_errors: FloatArray) -> FloatArray:
-    """Posteriors of the true labels: log prior (floored at EPS) plus each answer's log likelihood."""
-    log_like = _group_sum(rows.tasks, log_errors[rows.cells], rows.n_tasks)
-    return _softmax_rows(log_like + np.log(np.maximum(priors, EPS)))
-
-
-def _ds_elbo(rows: _Rows, probas: FloatArray, priors: FloatArray, log_errors: FloatArray) -> float:
+def _ds_elbo(cells: _Cells, probas: FloatArray, log_prior: FloatArray, log_like: FloatArray) -> float:
     """Expected complete-data log likelihood plus the posterior's entropy (probabilities floored at
     EPS inside the entropy, as crowd-kit does)."""
-    joint = log_errors[rows.cells] + np.log(np.maximum(priors, EPS))
-    expectation = float(np.sum(probas[rows.tasks] * joint))
+    expectation = float(np.sum(probas * (log_like + cells.per_task * log_prior)))
     floored = np.maximum(probas, EPS)
     return expectation - float(np.sum(floored * np.log(floored)))
 
@@ -190,23 +183,27 @@ def dawid_skene(
 ) -> DawidSkeneFit:
     """Dawid & Skene (1979) by EM, as crowd-kit's ``DawidSkene(n_iter, tol)`` fits it.
 
-    Start: majority-vote posteriors, their mean as priors, confusion matrices from them. Each
-    iteration: E-step, priors = mean posterior, M-step, then the ELBO per row; it stops after at most
+    Start: majority-vote posteriors (each task's share of votes per label), their mean as priors,
+    confusion matrices from them. Each iteration: E-step (log prior floored at EPS plus the answers'
+    log likelihood), priors = mean posterior, M-step, then the ELBO per row; it stops after at most
     `n_iter` iterations, or once the ELBO per row grew by less than `tol`. Codes as :func:`encode`
     gives them (each axis 0..n-1, every code used).
     """
-    rows = _rows(tasks, workers, labels)
-    given = np.bincount(rows.cells, minlength=rows.n_workers * rows.n_labels) > 0
-    probas = _majority_probas(rows)
+    cells = _cells(tasks, workers, labels)
+    given = cells.per_cell > 0
+    votes = np.asarray(cells.counts @ cells.answers)
+    probas = votes / votes.sum(axis=1, keepdims=True)
     priors = probas.mean(axis=0)
-    errors = _ds_m_step(rows, probas, given)
+    errors = _ds_m_step(cells, probas, given)
+    log_like = _ds_log_likelihood(cells, errors, given)
     history: list[float] = []
     previous = -np.inf
     for _ in range(n_iter):
-        probas = _ds_e_step(rows, priors, _log_errors(errors, given))
+        probas, _ = _softmax_rows(log_like + np.log(np.maximum(priors, EPS)))
         priors = probas.mean(axis=0)
-        errors = _ds_m_step(rows, probas, given)
-        elbo = _ds_elbo(rows, probas, priors, _log_errors(errors, given)) / len(rows.tasks)
+        errors = _ds_m_step(cells, probas, given)
+        log_like = _ds_log_likelihood(cells, errors, given)
+        elbo = _ds_elbo(cells, probas, np.log(np.maximum(priors, EPS)), log_like) / cells.per_cell.sum()
         history.append(elbo)
         if elbo - previous < tol:
             break
@@ -256,27 +253,23 @@ def _mace_start(
     return spamming / spamming.sum(axis=1, keepdims=True), thetas / thetas.sum(axis=1, keepdims=True)
 
 
-def _mace_e_step(rows: _Rows, spamming: FloatArray, thetas: FloatArray) -> _MaceCounts:
+def _mace_e_step(cells: _Cells, spamming: FloatArray, thetas: FloatArray) -> _MaceCounts:
     """Posteriors under a uniform prior on the truth, where an answer a has the likelihood
     spamming * theta[a] + knowing * [truth == a] (summed in logs per task), and the expected counts:
     each answer is known with probability P(truth = a) * knowing / (spamming * theta[a] + knowing)."""
-    guess = spamming[rows.workers, 0] * thetas[rows.workers, rows.labels]
-    knows = spamming[rows.workers, 1]
-    n_cells = rows.n_tasks * rows.n_labels
-    match = _sums(rows.tasks * rows.n_labels + rows.labels, np.log1p(knows / guess), n_cells)
-    spam = _sums(rows.tasks, np.log(guess), rows.n_tasks)
-    log_joint = spam[:, None] + match.reshape(rows.n_tasks, rows.n_labels) - np.log(rows.n_labels)
-    top = log_joint.max(axis=1)
-    log_marginal = np.log(np.exp(log_joint - top[:, None]).sum(axis=1)) + top
-    probas = np.exp(log_joint - log_marginal[:, None])
-    knowing = probas[rows.tasks, rows.labels] * knows / (guess + knows)
-    per_worker = np.column_stack([_sums(rows.workers, w, rows.n_workers) for w in (1.0 - knowing, knowing)])
-    strategy = _sums(rows.cells, 1.0 - knowing, rows.n_workers * rows.n_labels)
+    worker = np.arange(cells.n_workers * cells.n_labels) // cells.n_labels
+    guess = spamming[worker, 0] * thetas.ravel()
+    knows = spamming[worker, 1]
+    per_answer = np.log(guess)[:, None] + cells.answers * np.log1p(knows / guess)[:, None]
+    probas, log_marginal = _softmax_rows(np.asarray(cells.counts @ per_answer) - np.log(cells.n_labels))
+    truth_is_answer = np.asarray(cells.by_cell @ probas)[np.arange(len(worker)), cells.answer]
+    knowing = (truth_is_answer * knows / (guess + knows)).reshape(cells.n_workers, cells.n_labels)
+    strategy = cells.per_cell.reshape(cells.n_workers, cells.n_labels) - knowing
     return _MaceCounts(
         float(np.logaddexp(log_marginal, np.log(1e-8)).sum()),
         probas,
-        per_worker,
-        strategy.reshape(rows.n_workers, rows.n_labels),
+        np.column_stack([strategy.sum(axis=1), knowing.sum(axis=1)]),
+        strategy,
     )
 
 
@@ -307,12 +300,12 @@ def mace(
     """
     if min(alpha, beta, strategy_prior) <= 0:
         raise ValueError("alpha, beta and strategy_prior must be positive")
-    rows = _rows(tasks, workers, labels)
-    spamming, thetas = _mace_start(rows.n_workers, rows.n_labels, default_noise, random_state)
-    counts = _mace_e_step(rows, spamming, thetas)
+    cells = _cells(tasks, workers, labels)
+    spamming, thetas = _mace_start(cells.n_workers, cells.n_labels, default_noise, random_state)
+    counts = _mace_e_step(cells, spamming, thetas)
     knowing_prior = np.array([alpha, beta])
     for _ in range(n_iter):
         spamming = _variational_weights(counts.knowing, knowing_prior)
-        thetas = _variational_weights(counts.strategy, np.full(rows.n_labels, float(strategy_prior)))
-        counts = _mace_e_step(rows, spamming, thetas)
+        thetas = _variational_weights(counts.strategy, np.full(cells.n_labels, float(strategy_prior)))
+        counts = _mace_e_step(cells, spamming, thetas)
     return MaceFit(spamming, thetas, counts.probas, counts.log_marginal_likelihood)
