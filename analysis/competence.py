@@ -14,7 +14,6 @@ Every table has one row per annotator and flat columns; a measure that cannot be
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from analysis.crowd_models import dawid_skene, encode, mace
 from analysis.vocabulary import DUPLICATE, GOLD, POSITIVE, RUBRIC_PREFIX, SWAP
 
 __all__ = [
@@ -306,45 +306,28 @@ Method = Literal["mace", "dawid_skene"]
 
 
 def label_competence(labels: pd.DataFrame, *, method: Method = "mace", seed: int = 0) -> pd.Series:
-    """Competence per worker from a crowd-kit model on (task, worker, label) rows, in [0, 1].
+    """Competence per worker from a crowd label model on (task, worker, label) rows, in [0, 1].
 
-    MACE (Hovy et al. 2013): the probability that the worker is not answering at random (theta).
-    Dawid-Skene (1979): the probability of giving the true label, sum_k prior_k * P(label k | true k).
-    Both are fitted by crowd-kit (``crowdkit.aggregation``); a worker's competence is NaN when the
-    model cannot be fitted (fewer than two workers or two labels).
+    MACE (Hovy et al. 2013): the weight of not answering at random (theta), variational Bayes with
+    20 iterations from the random start `seed`. Dawid-Skene (1979): the probability of giving the true
+    label, sum_k prior_k * P(label k | true k). Both from :mod:`analysis.crowd_models` (crowd-kit's
+    conventions); a worker's competence is NaN when the model cannot be fitted (fewer than two workers
+    or two labels).
     """
     workers = pd.unique(labels["worker"])
     if len(workers) < 2 or labels["label"].nunique() < 2:
         return pd.Series(np.nan, index=workers, dtype=float)
-    from crowdkit.aggregation import MACE, DawidSkene
-
-    # plain values: crowd-kit groups without `observed`, so codes would add every unseen combination
     data = labels[["task", "worker", "label"]].reset_index(drop=True)
     data = data.astype({c: object for c in data.columns if isinstance(data[c].dtype, pd.CategoricalDtype)})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if method == "mace":
-            model = MACE(n_restarts=1, n_iter=20, random_state=seed).fit(data)  # converged by then
-            order = pd.unique(data["worker"])
-            spamming = np.asarray(model.spamming_)
-            return pd.Series(spamming[:, 1], index=order, dtype=float)
-        if method == "dawid_skene":
-            ds = DawidSkene(n_iter=100).fit(data)
-            errors, priors = ds.errors_, ds.priors_
-            if errors is None or priors is None:
-                return pd.Series(np.nan, index=workers, dtype=float)
-            values = {}
-            for worker in workers:
-                matrix = errors.loc[worker]
-                values[worker] = float(
-                    sum(
-                        priors[k] * matrix.loc[k, k]
-                        for k in priors.index
-                        if k in matrix.index and k in matrix.columns
-                    )
-                )
-            return pd.Series(values, dtype=float)
-    raise ValueError(f"method must be 'mace' or 'dawid_skene', got {method!r}")
+    order = pd.unique(data["worker"])
+    coded = encode(data)
+    if method == "mace":
+        values = mace(coded.tasks, coded.workers, coded.labels, n_iter=20, random_state=seed).competence
+    elif method == "dawid_skene":
+        values = dawid_skene(coded.tasks, coded.workers, coded.labels, n_iter=100).accuracy
+    else:
+        raise ValueError(f"method must be 'mace' or 'dawid_skene', got {method!r}")
+    return pd.Series(values, index=coded.worker_names, dtype=float).reindex(order)
 
 
 def _preference_labels(frame: pd.DataFrame) -> pd.DataFrame:
