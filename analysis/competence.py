@@ -5,7 +5,7 @@
   tie is seen as a tie).
 - :func:`self_consistency`: agreement with oneself on swapped repeats (1 = identical answers).
 - :func:`attention`: too-fast judgments (server-measured time under a floor) and straight-lining.
-- :func:`annotator_competence`: Dawid-Skene and MACE competences (crowd-kit) on the preference and
+- :func:`annotator_competence`: Dawid-Skene and MACE competences (analysis.crowd_models) on the preference and
   on the ordinal quality/rubric items, from the main pairs.
 - :func:`apply_exclusion`: a pre-registered rule applied to the per-annotator table.
 
