@@ -69,7 +69,14 @@ from analysis.frames import (
     validate_frame,
 )
 from analysis.judges import JudgeSection
-from analysis.report_tables import _bias, _categories, _cleaning, _design, _failed_pairs, _pair_table
+from analysis.report_tables import (
+    bias_tables,
+    category_table,
+    cleaning_table,
+    design_table,
+    failed_pairs_table,
+    per_pair_table,
+)
 from analysis.science import BenchmarkTables, benchmark_tables
 from analysis.validation import ValidationResult, validate_pairs
 from analysis.verdicts import (
@@ -77,14 +84,14 @@ from analysis.verdicts import (
     STATUSES,
     VERDICT_KEYS,
     Verdict,
-    _equivalence,
-    _overall,
-    _positive_controls,
-    _preference,
-    _reliability,
-    _rubric,
-    _sample_size,
-    _sensitivity,
+    equivalence_verdict,
+    overall_result,
+    positive_control_table,
+    preference_verdict,
+    reliability_verdict,
+    rubric_verdict,
+    sample_size_verdict,
+    sensitivity_verdict,
 )
 from analysis.vocabulary import DEFAULT_MARGIN
 
@@ -271,9 +278,11 @@ def build_report(
         bootstrap=settings.bootstrap,
     )
     per_judgment = judgments(main)
-    design = _design(validation, margin=settings.margin, alpha=settings.alpha, power=settings.target_power)
-    sensitivity_table = _positive_controls(controls, quality_items, settings.alpha, settings.margin)
-    sensitivity = _sensitivity(
+    design = design_table(
+        validation, margin=settings.margin, alpha=settings.alpha, power=settings.target_power
+    )
+    sensitivity_table = positive_control_table(controls, quality_items, settings.alpha, settings.margin)
+    sensitivity = sensitivity_verdict(
         sensitivity_table,
         controls,
         settings.min_control_pairs,
@@ -282,23 +291,25 @@ def build_report(
         settings.margin,
     )
     verdicts = [
-        _sample_size(n_pairs, settings.min_pairs),
-        _equivalence(validation, design, quality_items, settings.alpha, settings.target_power),
-        _rubric(validation, settings.alpha),
-        _preference(validation, settings.alpha),
-        _reliability(agreement, quality_items, settings.reliability_threshold, settings.alpha, sensitivity),
+        sample_size_verdict(n_pairs, settings.min_pairs),
+        equivalence_verdict(validation, design, quality_items, settings.alpha, settings.target_power),
+        rubric_verdict(validation, settings.alpha),
+        preference_verdict(validation, settings.alpha),
+        reliability_verdict(
+            agreement, quality_items, settings.reliability_threshold, settings.alpha, sensitivity
+        ),
         sensitivity,
     ]
-    overall, reason = _overall(verdicts)
+    overall, reason = overall_result(verdicts)
     if settings.extras:
         diagnostics = annotator_diagnostics(
             main, quality_items=quality_items, fast_seconds=settings.fast_seconds
         )
-        pair_table = _pair_table(main, validation, per_judgment)
-        cleaning = _cleaning(validation, per_judgment, quality_items, settings.margin, settings.fdr)
-        failed = _failed_pairs(cleaning)
-        bias = _bias(main, validation, per_judgment, settings.alpha)
-        categories = _categories(validation, settings.alpha)
+        pair_table = per_pair_table(main, validation, per_judgment)
+        cleaning = cleaning_table(validation, per_judgment, quality_items, settings.margin, settings.fdr)
+        failed = failed_pairs_table(cleaning)
+        bias = bias_tables(main, validation, per_judgment, settings.alpha)
+        categories = category_table(validation, settings.alpha)
     else:
         diagnostics = pair_table = failed = bias = categories = cleaning = pd.DataFrame()
     control_counts = (

@@ -29,7 +29,7 @@ from analysis.power import recommend_design
 from analysis.validation import ValidationResult, preference_scores
 
 
-def _design(validation: ValidationResult, *, margin: float, alpha: float, power: float) -> pd.DataFrame:
+def design_table(validation: ValidationResult, *, margin: float, alpha: float, power: float) -> pd.DataFrame:
     """Per dimension: variance components and the annotator pool the crossed TOST would need."""
     rows = []
     for row in validation.crossed.to_dict("records"):
@@ -67,7 +67,9 @@ def _design(validation: ValidationResult, *, margin: float, alpha: float, power:
     return pd.DataFrame(rows)
 
 
-def _pair_table(main: pd.DataFrame, validation: ValidationResult, per_judgment: pd.DataFrame) -> pd.DataFrame:
+def per_pair_table(
+    main: pd.DataFrame, validation: ValidationResult, per_judgment: pd.DataFrame
+) -> pd.DataFrame:
     """Per pair: chosen - rejected mean difference per item and rubric, and the majority preference."""
     table = None
     for item, means in validation.pair_means.items():
@@ -83,7 +85,7 @@ def _pair_table(main: pd.DataFrame, validation: ValidationResult, per_judgment: 
     return table.reset_index()
 
 
-def _cleaning(
+def cleaning_table(
     validation: ValidationResult,
     per_judgment: pd.DataFrame,
     quality_items: Sequence[str],
@@ -111,7 +113,7 @@ def _cleaning(
     )
 
 
-def _failed_pairs(cleaning: pd.DataFrame) -> pd.DataFrame:
+def failed_pairs_table(cleaning: pd.DataFrame) -> pd.DataFrame:
     """The pairs of the cleaning list that are not kept (to drop, or needing more judgments), with
     ``reasons`` saying the decision, the defect and the pair's evidence."""
     if cleaning.empty:
@@ -124,7 +126,7 @@ def _failed_pairs(cleaning: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def _bias(
+def bias_tables(
     main: pd.DataFrame, validation: ValidationResult, per_judgment: pd.DataFrame, alpha: float
 ) -> pd.DataFrame:
     """Position and length bias: the rate of preferring side A, and side / length as covariates."""
@@ -210,7 +212,7 @@ def _bias(
     return pd.DataFrame(rows)
 
 
-def _categories(validation: ValidationResult, alpha: float) -> pd.DataFrame:
+def category_table(validation: ValidationResult, alpha: float) -> pd.DataFrame:
     """Per category and item: mean per-pair difference with its 1 - 2*alpha t interval (forest plot)."""
     rows: list[dict[str, Any]] = []
     for item, d in validation.differences.items():

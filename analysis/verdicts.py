@@ -66,7 +66,7 @@ class Verdict:
         }
 
 
-def _sample_size(n_pairs: int, min_pairs: int) -> Verdict:
+def sample_size_verdict(n_pairs: int, min_pairs: int) -> Verdict:
     ok = n_pairs >= min_pairs
     return Verdict(
         "sample_size",
@@ -78,7 +78,7 @@ def _sample_size(n_pairs: int, min_pairs: int) -> Verdict:
     )
 
 
-def _equivalence(
+def equivalence_verdict(
     validation: ValidationResult,
     design: pd.DataFrame,
     quality_items: Sequence[str],
@@ -178,7 +178,7 @@ def _population(row: pd.Series) -> str:
     )
 
 
-def _rubric(validation: ValidationResult, alpha: float) -> Verdict:
+def rubric_verdict(validation: ValidationResult, alpha: float) -> Verdict:
     claim = "chosen follows the user's rubric better (for pairs and annotators in general)"
     test = (
         "one-sided test of the mean per-judgment rubric difference in a crossed random-effects model "
@@ -198,7 +198,7 @@ def _rubric(validation: ValidationResult, alpha: float) -> Verdict:
     return _one_sided("rubric", claim, test, row, detail, alpha, "rejected follows the rubric better")
 
 
-def _preference(validation: ValidationResult, alpha: float) -> Verdict:
+def preference_verdict(validation: ValidationResult, alpha: float) -> Verdict:
     row = validation.preference_crossed.iloc[0]
     pref = validation.preference.iloc[0]
     claim = "annotators in general prefer chosen for this user (over pairs and annotators)"
@@ -239,7 +239,7 @@ CEILING_ADVICE = (
 )
 
 
-def _reliability(
+def reliability_verdict(
     agreement: pd.DataFrame,
     quality_items: Sequence[str],
     threshold: float,
@@ -312,7 +312,7 @@ def _reliability(
     return Verdict("reliability", claim, test, "pass", detail)
 
 
-def _positive_controls(
+def positive_control_table(
     controls: pd.DataFrame, quality_items: Sequence[str], alpha: float, margin: float = 0.0
 ) -> pd.DataFrame:
     """One row: the positive-control test of gap > margin (empty without positive controls)."""
@@ -360,7 +360,7 @@ def _positive_controls(
     )
 
 
-def _sensitivity(
+def sensitivity_verdict(
     table: pd.DataFrame,
     controls: pd.DataFrame,
     min_pairs: int,
@@ -415,7 +415,7 @@ def _sensitivity(
     )
 
 
-def _overall(verdicts: Sequence[Verdict]) -> tuple[str, str]:
+def overall_result(verdicts: Sequence[Verdict]) -> tuple[str, str]:
     failing = [v for v in verdicts if v.status == "fail"]
     open_ = [v for v in verdicts if v.status == "inconclusive"]
     if failing:

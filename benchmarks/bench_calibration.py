@@ -382,18 +382,18 @@ def one_study2(row: Row2, rng: np.random.Generator) -> dict[str, Any]:
     )  # fmt: skip
     out.update(mean_tost_pass=res.equivalent, few_broken=share.below)
     out["overall_pass"] = False
-    table = rp._positive_controls(controls, [ITEM], ALPHA, MARGIN)
-    sens = rp._sensitivity(table, controls, 5, False, ALPHA, MARGIN)
+    table = rp.positive_control_table(controls, [ITEM], ALPHA, MARGIN)
+    sens = rp.sensitivity_verdict(table, controls, 5, False, ALPHA, MARGIN)
     out["sensitivity_pass"] = sens.passed
     if not (res.equivalent and share.below) or sens.status not in ("pass", "not_assessed"):
         out["equivalence_pass"] = False
         return out
     v = validate_pairs(main, quality_items=[ITEM], margin=MARGIN, alpha=ALPHA)
     verdicts = [
-        rp._sample_size(row.n_pairs, 20),
-        rp._equivalence(v, pd.DataFrame(), [ITEM], ALPHA, 0.8),
-        rp._rubric(v, ALPHA),
-        rp._preference(v, ALPHA),
+        rp.sample_size_verdict(row.n_pairs, 20),
+        rp.equivalence_verdict(v, pd.DataFrame(), [ITEM], ALPHA, 0.8),
+        rp.rubric_verdict(v, ALPHA),
+        rp.preference_verdict(v, ALPHA),
     ]
     out.update(
         equivalence_pass=verdicts[1].passed,
@@ -402,13 +402,13 @@ def one_study2(row: Row2, rng: np.random.Generator) -> dict[str, Any]:
     )
     if all(x.passed for x in verdicts):
         if sens.passed:
-            rel = rp._reliability(pd.DataFrame({"item": []}), [ITEM], 0.1, ALPHA, sens)
+            rel = rp.reliability_verdict(pd.DataFrame({"item": []}), [ITEM], 0.1, ALPHA, sens)
         else:
             agreement = agreement_table(
                 main[main["item"] == ITEM], quality_items=[ITEM], n_boot=200, seed=0, confidence=1 - 2 * ALPHA
             )
-            rel = rp._reliability(agreement, [ITEM], 0.1, ALPHA, sens)
-        overall, _ = rp._overall([*verdicts, rel, sens])
+            rel = rp.reliability_verdict(agreement, [ITEM], 0.1, ALPHA, sens)
+        overall, _ = rp.overall_result([*verdicts, rel, sens])
         out["overall_pass"] = overall == "PASS"
     return out
 

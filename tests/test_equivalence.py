@@ -41,7 +41,7 @@ from analysis.equivalence import (
     tost_paired,
     wilcoxon_tost_paired,
 )
-from analysis.equivalence.wilcoxon import _wilcoxon_one_sided
+from analysis.equivalence.wilcoxon import wilcoxon_one_sided
 from analysis.frames import pair_majority
 from analysis.validation import validate_pairs
 
@@ -306,7 +306,7 @@ def test_small_samples_with_ties_give_scipys_sign_flip_p_values(alternative: str
         d = rng.integers(-3, 4, size=int(n)) * rng.choice([0.5, 1.0, 1 / 3]) - rng.choice([0.0, 0.5])
         if not np.any(d != 0):
             continue
-        ours = _wilcoxon_one_sided(d, alternative, zero_method)  # type: ignore[arg-type]
+        ours = wilcoxon_one_sided(d, alternative, zero_method)  # type: ignore[arg-type]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             ref = stats.wilcoxon(d, alternative=alternative, zero_method=zero_method)  # type: ignore[call-overload]

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 
-class _Result:
+class TestResult:
     """Base of the result dataclasses: their fields as a plain dict."""
 
     def to_dict(self) -> dict[str, Any]:
@@ -17,14 +17,14 @@ class _Result:
         return asdict(self)  # type: ignore[call-overload]
 
 
-def _check_alpha(alpha: float) -> float:
+def check_alpha(alpha: float) -> float:
     alpha = float(alpha)
     if not 0.0 < alpha < 0.5:
         raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
     return alpha
 
 
-def _check_bounds(low: float, high: float) -> tuple[float, float]:
+def check_bounds(low: float, high: float) -> tuple[float, float]:
     low, high = float(low), float(high)
     if not (math.isfinite(low) and math.isfinite(high)):
         raise ValueError(f"bounds must be finite, got low={low!r}, high={high!r}")
@@ -33,16 +33,16 @@ def _check_bounds(low: float, high: float) -> tuple[float, float]:
     return low, high
 
 
-def _vector(x: Any, name: str) -> np.ndarray:
+def as_vector(x: Any, name: str) -> np.ndarray:
     arr = np.asarray(x, dtype=float)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     return arr
 
 
-def _paired_differences(x: Any, y: Any) -> np.ndarray:
+def paired_differences(x: Any, y: Any) -> np.ndarray:
     """x - y with pairs that have a missing value dropped; at least 2 pairs."""
-    xa, ya = _vector(x, "x"), _vector(y, "y")
+    xa, ya = as_vector(x, "x"), as_vector(y, "y")
     if xa.shape != ya.shape:
         raise ValueError(f"x and y must have the same length for a paired test, got {len(xa)} and {len(ya)}")
     d = xa - ya
@@ -52,8 +52,8 @@ def _paired_differences(x: Any, y: Any) -> np.ndarray:
     return d
 
 
-def _sample(x: Any, name: str) -> np.ndarray:
-    arr = _vector(x, name)
+def as_sample(x: Any, name: str) -> np.ndarray:
+    arr = as_vector(x, name)
     arr = arr[~np.isnan(arr)]
     if len(arr) < 2:
         raise ValueError(f"{name} needs at least 2 non-missing values, got {len(arr)}")

@@ -11,7 +11,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from analysis.equivalence.checks import _Result
+from analysis.equivalence.checks import TestResult
 
 
 class _HasVerdict(Protocol):
@@ -23,7 +23,7 @@ class _HasVerdict(Protocol):
 
 
 @dataclass(frozen=True)
-class IutResult(_Result):
+class IutResult(TestResult):
     """Intersection-union verdict over several equivalence tests."""
 
     equivalent: bool

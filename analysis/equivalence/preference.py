@@ -11,11 +11,11 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from analysis.equivalence.checks import _check_alpha, _Result, _vector
+from analysis.equivalence.checks import TestResult, as_vector, check_alpha
 
 
 @dataclass(frozen=True)
-class PreferenceRate(_Result):
+class PreferenceRate(TestResult):
     """How often ``chosen`` was preferred.
 
     ``rate`` = n_chosen / (n_chosen + n_rejected) (ties excluded) with a Wilson 1 - alpha interval,
@@ -40,7 +40,7 @@ class PreferenceRate(_Result):
 
 
 def _preferences(preferences: Any) -> np.ndarray:
-    arr = _vector(preferences, "preferences")
+    arr = as_vector(preferences, "preferences")
     arr = arr[~np.isnan(arr)]
     bad = arr[(arr != np.round(arr)) | (np.abs(arr) > 2)]
     if len(bad):
@@ -88,7 +88,7 @@ def preference_rate(preferences: Any, *, alpha: float = 0.05) -> PreferenceRate:
     >>> res.n_chosen, res.n_ties, round(res.rate, 3), round(res.rate_ties_half, 3)
     (5, 2, 0.833, 0.75)
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     arr = _preferences(preferences)
     n = len(arr)
     n_chosen, n_rejected = int((arr > 0).sum()), int((arr < 0).sum())
@@ -121,7 +121,7 @@ def preference_rate(preferences: Any, *, alpha: float = 0.05) -> PreferenceRate:
 
 
 @dataclass(frozen=True)
-class PairPreference(_Result):
+class PairPreference(TestResult):
     """Preference for ``chosen`` tested at the level of pairs.
 
     Per pair, ``share`` = (judgments preferring chosen + half the ties) / judgments; ``rate`` is the
@@ -177,8 +177,8 @@ def preference_pairs(pair_ids: Any, preferences: Any, *, alpha: float = 0.05) ->
     >>> res.n_pairs, round(res.rate, 3), res.n_ties
     (3, 0.75, 1)
     """
-    alpha = _check_alpha(alpha)
-    pref = _vector(preferences, "preferences")
+    alpha = check_alpha(alpha)
+    pref = as_vector(preferences, "preferences")
     ids = np.asarray(pair_ids).astype(str)
     if len(ids) != len(pref):
         raise ValueError(

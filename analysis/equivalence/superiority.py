@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 from scipy import optimize, stats
 
-from analysis.equivalence.checks import _check_alpha, _paired_differences, _Result
-from analysis.equivalence.wilcoxon import _wilcoxon_one_sided
+from analysis.equivalence.checks import TestResult, check_alpha, paired_differences
+from analysis.equivalence.wilcoxon import wilcoxon_one_sided
 
 
 @dataclass(frozen=True)
-class SuperiorityResult(_Result):
+class SuperiorityResult(TestResult):
     """One-sided superiority of x over y for paired data.
 
     ``estimate`` = mean(x - y) with its 1 - 2*alpha interval (its lower end is the one-sided bound);
@@ -120,8 +120,8 @@ def superiority_paired(x: Any, y: Any, *, alpha: float = 0.05) -> SuperiorityRes
     >>> round(res.estimate, 3), res.superior, round(res.rank_biserial, 2)
     (0.917, True, 1.0)
     """
-    alpha = _check_alpha(alpha)
-    d = _paired_differences(x, y)
+    alpha = check_alpha(alpha)
+    d = paired_differences(x, y)
     n = len(d)
     df = n - 1.0
     mean, sd = float(np.mean(d)), float(np.std(d, ddof=1))
@@ -130,7 +130,7 @@ def superiority_paired(x: Any, y: Any, *, alpha: float = 0.05) -> SuperiorityRes
     # a zero variance leaves the t test undefined (never p = 0): the Wilcoxon test still answers
     p_t = float(stats.t.sf(t, df)) if se > 0 else math.nan
     half = float(stats.t.ppf(1.0 - alpha, df)) * se
-    w, p_w = _wilcoxon_one_sided(d, "greater")
+    w, p_w = wilcoxon_one_sided(d, "greater")
     dz = mean / sd if sd > 0 else math.nan
     dz_low, dz_high, dz_method = _dz_interval(t if sd > 0 else math.nan, df, n, alpha)
     rb, rb_low, rb_high = _rank_biserial(d, alpha)

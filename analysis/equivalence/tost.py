@@ -9,11 +9,11 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
-from analysis.equivalence.checks import _check_alpha, _check_bounds, _paired_differences, _Result, _sample
+from analysis.equivalence.checks import TestResult, as_sample, check_alpha, check_bounds, paired_differences
 
 
 @dataclass(frozen=True)
-class TostResult(_Result):
+class TostResult(TestResult):
     """Result of a two one-sided tests (TOST) equivalence test.
 
     ``estimate`` is mean(x - y) (paired) or mean(x) - mean(y) (independent); ``ci_low``/``ci_high`` is
@@ -170,9 +170,9 @@ def tost_paired(
     >>> round(res.estimate, 2), round(res.pvalue, 4), res.equivalent
     (-1.58, 0.9892, False)
     """
-    alpha = _check_alpha(alpha)
-    low, high = _check_bounds(low, high)
-    d = _paired_differences(x, y)
+    alpha = check_alpha(alpha)
+    low, high = check_bounds(low, high)
+    d = paired_differences(x, y)
     n = len(d)
     sd = float(np.std(d, ddof=1))
     if bounds == "dz":
@@ -215,9 +215,9 @@ def tost_ind(
     >>> round(res.df, 2), round(res.p_upper, 4), res.method
     (17.78, 0.0125, 'Welch t TOST')
     """
-    alpha = _check_alpha(alpha)
-    low, high = _check_bounds(low, high)
-    xa, ya = _sample(x, "x"), _sample(y, "y")
+    alpha = check_alpha(alpha)
+    low, high = check_bounds(low, high)
+    xa, ya = as_sample(x, "x"), as_sample(y, "y")
     nx, ny = len(xa), len(ya)
     vx, vy = float(np.var(xa, ddof=1)), float(np.var(ya, ddof=1))
     if equal_var:

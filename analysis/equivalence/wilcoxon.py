@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
-from analysis.equivalence.checks import _check_alpha, _check_bounds, _paired_differences, _Result
+from analysis.equivalence.checks import TestResult, check_alpha, check_bounds, paired_differences
 
 # Above this many distinct differences the Hodges-Lehmann interval falls back to the sign-test
 # interval around the median (the Walsh averages would need too much memory).
@@ -20,7 +20,7 @@ _SIGN_FLIP_MAX_N = 13  # scipy's wilcoxon enumerates all sign flips up to here w
 
 
 @dataclass(frozen=True)
-class WilcoxonTostResult(_Result):
+class WilcoxonTostResult(TestResult):
     """Rank-based TOST: two one-sided Wilcoxon signed-rank tests on the paired differences.
 
     ``estimate`` is the Hodges-Lehmann pseudo-median of the differences with its 1 - 2*alpha
@@ -87,7 +87,7 @@ def _hodges_lehmann(d: np.ndarray, alpha: float) -> tuple[float, float, float, s
     return estimate, order_stat(k), order_stat(total - k + 1), f"Hodges-Lehmann, {kind} signed-rank interval"
 
 
-def _wilcoxon_one_sided(
+def wilcoxon_one_sided(
     d: np.ndarray, alternative: Literal["greater", "less"], zero_method: Literal["wilcox", "pratt"] = "wilcox"
 ) -> tuple[float, float]:
     """Signed-rank statistic and one-sided p; all-zero differences give (0, 1)."""
@@ -168,11 +168,11 @@ def wilcoxon_tost_paired(
     >>> res.estimate, res.equivalent
     (0.0, True)
     """
-    alpha = _check_alpha(alpha)
-    low, high = _check_bounds(low, high)
-    d = _paired_differences(x, y)
-    _, p_lower = _wilcoxon_one_sided(np.round(d - low, 12), "greater", "pratt")
-    _, p_upper = _wilcoxon_one_sided(np.round(d - high, 12), "less", "pratt")
+    alpha = check_alpha(alpha)
+    low, high = check_bounds(low, high)
+    d = paired_differences(x, y)
+    _, p_lower = wilcoxon_one_sided(np.round(d - low, 12), "greater", "pratt")
+    _, p_upper = wilcoxon_one_sided(np.round(d - high, 12), "less", "pratt")
     estimate, ci_low, ci_high, ci_method = _hodges_lehmann(d, alpha)
     pvalue = max(p_lower, p_upper)
     inside = bool(low < ci_low and ci_high < high)
