@@ -166,10 +166,14 @@ class Training(_Strict):
         return bool(self.items or self.comprehension)
 
 
+#: The crowd platforms a study may take workers from (each has its link parameters in rating/crowd.py).
+PLATFORMS: tuple[str, ...] = ("prolific", "mturk", "generic")
+
+
 class Crowd(_Strict):
     """Crowd-platform links (Prolific, MTurk, any platform that appends a worker id to a link)."""
 
-    platform: str = Field(default="", pattern=r"^(|prolific|mturk|generic)$")  # "" = no crowd entry
+    platform: str = Field(default="", pattern=rf"^(|{'|'.join(PLATFORMS)})$")  # "" = no crowd entry
     worker_param: str = ""  # the URL parameter with the worker id ("" = the platform's own)
     places: int = Field(default=0, ge=0)  # at most this many accounts from links (0 = no link entry)
     completion_code: str = ""

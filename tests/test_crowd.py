@@ -15,7 +15,7 @@ from annotator.people import accounts
 from annotator.rating import crowd, labels
 from annotator.store import db
 from annotator.store.models import Assignment, CrowdLink, Judgment, User, id_of
-from annotator.study import get_study
+from annotator.study import PLATFORMS, get_study
 from tests.utils.apphelpers import IDLE, answer_by_keys, running_app
 from tests.utils.databases import fresh_db_url
 from tests.utils.factories import make_form
@@ -233,3 +233,7 @@ def test_the_finished_screen_sends_the_browser_to_the_completion_url(
     assert tab.url == f"{base}{DONE_PATH}"
     others = [u for u in requested if not u.startswith((base, "data:", "blob:", "about:"))]
     assert others == []
+
+
+def test_every_platform_of_the_config_has_its_link_parameters() -> None:
+    assert set(crowd.WORKER_PARAMS) == set(crowd.STUDY_PARAMS) == set(crowd.SESSION_PARAMS) == set(PLATFORMS)

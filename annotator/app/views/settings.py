@@ -14,7 +14,7 @@ from annotator.intake import ingest, study_settings
 from annotator.people.accounts import Account
 from annotator.review.study_progress import study_names
 from annotator.store.models import Study
-from annotator.study import StudyConfig, get_study, load_config, study_config
+from annotator.study import PLATFORMS, StudyConfig, get_study, load_config, study_config
 
 PREVIEW_ITEMS = 2
 CREATED_KEY = "settings_created"
@@ -112,7 +112,7 @@ def settings_form(base: StudyConfig, tag: str) -> StudyConfig | None:
         key=f"settings_attempts_{tag}",
     )
     st.subheader("Crowd platform")
-    platforms = ["", "prolific", "mturk", "generic"]
+    platforms = ["", *PLATFORMS]
     left, middle, right = st.columns(3)
     platform = left.selectbox(
         "Platform",
