@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analysis.frames import first_rows
 from analysis.vocabulary import RUBRIC_PREFIX
 
 __all__ = ["POSITION_COLUMNS", "annotator_diagnostics", "position_bias"]
@@ -154,7 +155,7 @@ def position_bias(frame: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     from statsmodels.stats.multitest import multipletests
     from statsmodels.stats.proportion import proportion_confint
 
-    j = frame.drop_duplicates(["pair_id", "annotator"])
+    j = frame.iloc[np.flatnonzero(first_rows(frame, ["pair_id", "annotator"]))]
     j = j[j["side_chosen"].notna() & (j["preference"] != 0)]
     prefers_a = (j["preference"] > 0).to_numpy() == (j["side_chosen"] == "A").to_numpy()
     grouped = pd.Series(prefers_a, index=j["annotator"].to_numpy()).groupby(level=0)

@@ -99,7 +99,10 @@ __all__ = [
     "TIME_S",
     "VALUE",
     "add_rubric_means",
+    "as_text",
     "coded",
+    "first_rows",
+    "has_prefix",
     "judgment_differences",
     "judgments",
     "pair_majority",
@@ -224,6 +227,20 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     if missing:
         raise ValueError(f"label frame is missing column(s): {', '.join(missing)}")
     out = df.copy(deep=False)  # copy-on-write: the columns replaced below never touch `df`
+    _check_keys(out)
+    _check_judgment_columns(out)
+    aspect = has_prefix(out[ITEM], RUBRIC_PREFIX)
+    if aspect.any():
+        _integers_in(out.loc[aspect, VALUE], "value (rubric aspects)", 0, 2)
+    _check_optional_columns(out)
+    n_dup = int((~first_rows(out, _KEY)).sum())
+    if n_dup:
+        raise ValueError(f"label frame has {n_dup} duplicate (pair_id, annotator, response, item) row(s)")
+    return out
+
+
+def _check_keys(out: pd.DataFrame) -> None:
+    """The key columns as codes (in place); no missing key, responses chosen/rejected only."""
     for col in (PAIR_ID, ANNOTATOR, RESPONSE, ITEM):
         if out[col].isna().any():
             raise ValueError(f"column '{col}' has {int(out[col].isna().sum())} missing value(s)")
@@ -233,6 +250,10 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(
             f"column 'response' must be 'chosen' or 'rejected', got: {_show(out.loc[bad_resp, RESPONSE])}"
         )
+
+
+def _check_judgment_columns(out: pd.DataFrame) -> None:
+    """value, preference, confidence and time_s as numbers in their ranges (in place)."""
     out[VALUE] = _numeric(out, VALUE, allow_missing=False)
     out[PREFERENCE] = _numeric(out, PREFERENCE, allow_missing=False)
     _integers_in(out[PREFERENCE], PREFERENCE, -2, 2)
@@ -242,11 +263,12 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     out[TIME_S] = _numeric(out, TIME_S, allow_missing=True)
     if (out[TIME_S] < 0).any():
         raise ValueError(f"column 'time_s' must be >= 0, got: {_show(out.loc[out[TIME_S] < 0, TIME_S])}")
-    aspect = out[ITEM].str.startswith(RUBRIC_PREFIX)
-    if aspect.any():
-        _integers_in(out.loc[aspect, VALUE], "value (rubric aspects)", 0, 2)
+
+
+def _check_optional_columns(out: pd.DataFrame) -> None:
+    """control and arm as text ("" when empty), side_chosen A/B, the lengths >= 0 (in place)."""
     if CONTROL in out.columns:
-        out[CONTROL] = out[CONTROL].astype(object).fillna("").astype(str)
+        out[CONTROL] = as_text(out[CONTROL])
         bad = ~out[CONTROL].isin(CONTROL_KINDS)
         if bad.any():
             raise ValueError(
@@ -254,7 +276,7 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
                 f"got: {_show(out.loc[bad, CONTROL])}"
             )
     if ARM in out.columns:
-        out[ARM] = out[ARM].astype(object).fillna("").astype(str)
+        out[ARM] = as_text(out[ARM])
     if SIDE_CHOSEN in out.columns:
         side = out[SIDE_CHOSEN]
         bad = side.notna() & ~side.isin(("A", "B"))
@@ -265,12 +287,35 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
             out[col] = _numeric(out, col, allow_missing=True)
             if (out[col] < 0).any():
                 raise ValueError(f"column '{col}' must be >= 0")
-    dup = out.duplicated(_KEY)
-    if dup.any():
-        raise ValueError(
-            f"label frame has {int(dup.sum())} duplicate (pair_id, annotator, response, item) row(s)"
-        )
-    return out
+
+
+def as_text(values: pd.Series) -> pd.Series:
+    """A text column with ``""`` for missing values (what ``astype(object).fillna("").astype(str)``
+    gives), from the categories for a categorical column instead of one object per row.
+
+    >>> as_text(pd.Series(pd.Categorical(["gold", None, ""]))).tolist()
+    ['gold', '', '']
+    """
+    if not isinstance(values.dtype, pd.CategoricalDtype):
+        return values.astype(object).fillna("").astype(str)
+    categories = values.cat.categories
+    texts = pd.array([*(str(c) for c in categories), ""], dtype=str)
+    codes = values.cat.codes.to_numpy()
+    taken = texts.take(np.where(codes < 0, len(categories), codes))
+    return pd.Series(taken, index=values.index, name=values.name)
+
+
+def has_prefix(items: pd.Series, prefix: str) -> np.ndarray:
+    """Which rows' text starts with `prefix` (for codes, one test per category).
+
+    >>> has_prefix(pd.Series(["rubric:0", "correctness"], dtype="category"), "rubric:").tolist()
+    [True, False]
+    """
+    if isinstance(items.dtype, pd.CategoricalDtype):
+        flags = np.array([str(c).startswith(prefix) for c in items.cat.categories], dtype=bool)
+        codes = items.cat.codes.to_numpy()
+        return np.where(codes >= 0, flags[codes] if len(flags) else False, False)
+    return items.astype(str).str.startswith(prefix).to_numpy(dtype=bool)
 
 
 def rubric_scores(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -306,12 +351,8 @@ def rubric_scores(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 
 
 def _is_aspect(items: pd.Series) -> np.ndarray:
-    """Which rows hold a rubric aspect (``rubric:<k>``); for codes, one test per category."""
-    if isinstance(items.dtype, pd.CategoricalDtype):
-        flags = np.array([str(c).startswith(RUBRIC_PREFIX) for c in items.cat.categories], dtype=bool)
-        codes = items.cat.codes.to_numpy()
-        return np.where(codes >= 0, flags[codes] if len(flags) else False, False)
-    return items.astype(str).str.startswith(RUBRIC_PREFIX).to_numpy(dtype=bool)
+    """Which rows hold a rubric aspect (``rubric:<k>``)."""
+    return has_prefix(items, RUBRIC_PREFIX)
 
 
 def _rubric_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -382,7 +423,7 @@ def split_controls(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     if CONTROL not in frame.columns:
         return frame, frame.iloc[:0]
-    is_control = frame[CONTROL].fillna("").astype(str) != ""
+    is_control = as_text(frame[CONTROL]) != ""
     return frame[~is_control], frame[is_control]
 
 
@@ -564,8 +605,26 @@ def judgments(frame: pd.DataFrame) -> pd.DataFrame:
     """
     cols = [PAIR_ID, ANNOTATOR, *JUDGMENT_COLUMNS]
     cols += [c for c in _OPTIONAL_JUDGMENT_COLUMNS if c in frame.columns]
-    out = frame[cols].drop_duplicates([PAIR_ID, ANNOTATOR])
+    out = frame.iloc[np.flatnonzero(first_rows(frame, [PAIR_ID, ANNOTATOR]))][cols]
     return out.sort_values([PAIR_ID, ANNOTATOR], kind="stable").reset_index(drop=True)
+
+
+def first_rows(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
+    """Which rows are the first of their `keys` (what ``~frame.duplicated(keys)`` gives), from the
+    columns' codes combined into one integer when they are categorical.
+
+    >>> first_rows(pd.DataFrame({"p": ["a", "a", "b"], "q": ["x", "x", "x"]}, dtype="category"), ["p", "q"])
+    array([ True, False,  True])
+    """
+    columns = [frame[c] for c in keys]
+    coded_keys = all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns)
+    sizes = [len(c.cat.categories) + 1 for c in columns] if coded_keys else []
+    if not coded_keys or float(np.prod([float(n) for n in sizes])) >= 2.0**62:
+        return ~frame.duplicated(list(keys)).to_numpy()
+    key = np.zeros(len(frame), dtype=np.int64)
+    for column, size in zip(columns, sizes, strict=True):
+        key = key * size + column.cat.codes.to_numpy().astype(np.int64) + 1  # missing (-1) as its own
+    return ~pd.Series(key).duplicated().to_numpy()
 
 
 def read_labels(path: str | Path) -> pd.DataFrame:
