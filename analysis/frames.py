@@ -296,6 +296,8 @@ def as_text(values: pd.Series) -> pd.Series:
     >>> as_text(pd.Series(pd.Categorical(["gold", None, ""]))).tolist()
     ['gold', '', '']
     """
+    if isinstance(values.dtype, pd.StringDtype):
+        return values.fillna("").astype(str)
     if not isinstance(values.dtype, pd.CategoricalDtype):
         return values.astype(object).fillna("").astype(str)
     categories = values.cat.categories
@@ -359,11 +361,12 @@ def _rubric_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """The ``"rubric"`` rows :func:`add_rubric_means` would add, computed from the aspect rows only
     (without copying the whole frame)."""
     keys = [PAIR_ID, ANNOTATOR, RESPONSE]
-    aspects = frame[_is_aspect(frame[ITEM])]
+    carry = [c for c in (*JUDGMENT_COLUMNS, *_OPTIONAL_JUDGMENT_COLUMNS) if c in frame.columns]
+    aspects = frame.loc[_is_aspect(frame[ITEM]), [*keys, ITEM, VALUE, *carry]]
     means = rubric_scores(aspects, keys)
-    carry = [c for c in (*JUDGMENT_COLUMNS, *_OPTIONAL_JUDGMENT_COLUMNS) if c in aspects.columns]
     if carry and not means.empty:
-        means = means.merge(aspects.drop_duplicates(keys)[[*keys, *carry]], on=keys, how="left")
+        first = aspects.iloc[np.flatnonzero(first_rows(aspects, keys))][[*keys, *carry]]
+        means = means.merge(first, on=keys, how="left")
     return means[[c for c in frame.columns if c in means.columns]]
 
 
@@ -401,7 +404,7 @@ def add_rubric_means(frame: pd.DataFrame) -> pd.DataFrame:
         return base.copy()
     carry = [c for c in (*JUDGMENT_COLUMNS, *_OPTIONAL_JUDGMENT_COLUMNS) if c in base.columns]
     if carry:
-        first = base.drop_duplicates(keys)[[*keys, *carry]]
+        first = base.iloc[np.flatnonzero(first_rows(base, keys))][[*keys, *carry]]
         means = means.merge(first, on=keys, how="left")
     return pd.concat([base, means[[c for c in base.columns if c in means.columns]]], ignore_index=True)
 
