@@ -82,10 +82,9 @@ def annotator_diagnostics(
     if frame.empty:
         raise ValueError("frame has no rows")
     if quality_items is None:
-        quality = frame[~_is_rubric(frame["item"]) & frame["value"].notna()]
+        quality = frame.loc[~_is_rubric(frame["item"]) & frame["value"].notna(), required].copy()
     else:
-        quality = frame[frame["item"].isin(list(quality_items)) & frame["value"].notna()]
-    quality = quality[required].copy()
+        quality = frame.loc[frame["item"].isin(list(quality_items)) & frame["value"].notna(), required].copy()
     quality["value"] = quality["value"].astype(np.float64)
     annotators = pd.Index(sorted(frame["annotator"].unique()), name="annotator")
     out = pd.DataFrame(index=annotators)

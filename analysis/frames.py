@@ -430,11 +430,11 @@ def split_controls(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return frame[~is_control], frame[is_control]
 
 
-def _item_rows(frame: pd.DataFrame, item: str) -> pd.DataFrame:
-    """Rows of one item; the rubric item is derived from its aspects when absent."""
-    rows = frame[frame[ITEM] == item]
+def _item_rows(frame: pd.DataFrame, item: str, columns: list[str]) -> pd.DataFrame:
+    """`columns` of the rows of one item; the rubric item is derived from its aspects when absent."""
+    rows = frame.loc[frame[ITEM] == item, columns]
     if rows.empty and item == RUBRIC_ITEM:
-        rows = _rubric_rows(frame)
+        rows = _rubric_rows(frame)[columns]
     return rows
 
 
@@ -471,12 +471,12 @@ def judgment_differences(frame: pd.DataFrame, item: str) -> pd.DataFrame:
     >>> judgment_differences(df, "relevance")[["annotator", "diff"]].to_dict("records")
     [{'annotator': 'a', 'diff': 1.0}]
     """
-    rows = _item_rows(frame, item)
+    keys = [PAIR_ID, ANNOTATOR]
+    extra = [c for c in (SIDE_CHOSEN, CHOSEN_CHARS, REJECTED_CHARS, CATEGORY) if c in frame.columns]
+    rows = _item_rows(frame, item, [*keys, RESPONSE, VALUE, *extra])
     if rows.empty:
         raise ValueError(f"no scores for item '{item}'")
     is_chosen = (rows[RESPONSE] == CHOSEN).to_numpy()
-    keys = [PAIR_ID, ANNOTATOR]
-    extra = [c for c in (SIDE_CHOSEN, CHOSEN_CHARS, REJECTED_CHARS, CATEGORY) if c in rows.columns]
     chosen = rows.loc[is_chosen, [*keys, VALUE, *extra]].rename(columns={VALUE: CHOSEN})
     rejected = rows.loc[~is_chosen, [*keys, VALUE]].rename(columns={VALUE: REJECTED})
     out = chosen.merge(rejected, on=keys, how="inner").dropna(subset=[CHOSEN, REJECTED])
