@@ -150,6 +150,13 @@ def coded(values: pd.Series, *, with_empty: bool = False) -> pd.Series:
             wanted = sorted({*texts, ""} if with_empty else texts)
             return values if wanted == texts else values.cat.set_categories(wanted)
         values = values.astype(object)
+    codes, uniques = pd.factorize(values.to_numpy(dtype=object))  # missing values get -1
+    if all(isinstance(u, str) for u in uniques):  # text: the sorted categories from the distinct values
+        order = sorted({*uniques, ""} if with_empty else set(uniques))
+        rank = {text: k for k, text in enumerate(order)}
+        remap = np.array([rank[u] for u in uniques] + [-1], dtype=np.int64)
+        categorical = pd.Categorical.from_codes(remap[codes], categories=order)
+        return pd.Series(categorical, index=values.index, name=values.name)
     missing = values.isna().to_numpy()
     text = values.astype(object)
     if not missing.all():
