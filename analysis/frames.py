@@ -42,7 +42,7 @@ chosen_chars, rejected_chars : float
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -434,6 +434,8 @@ def split_controls(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     if CONTROL not in frame.columns:
         return frame, frame.iloc[:0]
     is_control = as_text(frame[CONTROL]) != ""
+    if not is_control.any():  # no copy of the whole frame when every row is main
+        return frame, frame[is_control]
     return frame[~is_control], frame[is_control]
 
 
@@ -670,9 +672,11 @@ def read_labels(path: str | Path) -> pd.DataFrame:
     suffix = path.suffix.lower()
     text_cols = dict.fromkeys((*_TEXT_COLUMNS, JUDGMENT_ID), str)
     if suffix == ".csv":
-        df = pd.read_csv(path, dtype=text_cols)
+        with pd.read_csv(path, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
+            df = _joined(reader)
     elif suffix in (".jsonl", ".ndjson"):
-        df = _read_jsonl(path, text_cols)
+        with pd.read_json(path, lines=True, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
+            df = _joined(reader)
     elif suffix in (".parquet", ".pq"):
         df = pd.read_parquet(path)
     else:
@@ -685,19 +689,19 @@ def read_labels(path: str | Path) -> pd.DataFrame:
 
 #: The text columns read as categorical codes (a judgment's text repeats on each of its scores).
 _TEXT_COLUMNS = (PAIR_ID, ANNOTATOR, RESPONSE, ITEM, CATEGORY, CONTROL, ARM, SIDE_CHOSEN)
-JSONL_CHUNK = 50_000
+CHUNK_ROWS = 50_000
 
 
-def _read_jsonl(path: Path, text_cols: dict[str, type[str]]) -> pd.DataFrame:
-    """A JSON-lines label file, JSONL_CHUNK lines at a time: each chunk's text columns become codes
-    before the next chunk is read, and the chunks' codes are joined over the union of categories."""
+def _joined(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """A CSV or JSON-lines label file read CHUNK_ROWS lines at a time: each chunk's text columns
+    become codes before the next chunk is read (the parser's text of the whole file never exists at
+    once), and the chunks' codes are joined over the union of categories."""
     chunks = []
-    with pd.read_json(path, lines=True, dtype=text_cols, chunksize=JSONL_CHUNK) as reader:
-        for chunk in reader:
-            for name in _TEXT_COLUMNS:
-                if name in chunk.columns:
-                    chunk[name] = coded(chunk[name], with_empty=name not in _KEY)
-            chunks.append(chunk)
+    for chunk in reader:
+        for name in _TEXT_COLUMNS:
+            if name in chunk.columns:
+                chunk[name] = coded(chunk[name], with_empty=name not in _KEY)
+        chunks.append(chunk)
     if not chunks:
         return pd.DataFrame()
     columns = list(dict.fromkeys(c for chunk in chunks for c in chunk.columns))
