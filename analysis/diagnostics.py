@@ -88,7 +88,9 @@ def annotator_diagnostics(
     quality["value"] = quality["value"].astype(np.float64)
     annotators = pd.Index(sorted(frame["annotator"].unique()), name="annotator")
     out = pd.DataFrame(index=annotators)
-    out["n_judgments"] = frame.groupby("annotator")["pair_id"].nunique().reindex(annotators).astype(np.int64)
+    # one row per judgment (its first): judgment-level counts and times without grouping every score
+    firsts = frame.iloc[np.flatnonzero(first_rows(frame, ["pair_id", "annotator"]))]
+    out["n_judgments"] = firsts.groupby("annotator")["pair_id"].nunique().reindex(annotators).astype(np.int64)
 
     # leave-one-out agreement: each value against the mean of the others on the same unit
     unit = ["pair_id", "response", "item"]
@@ -108,7 +110,9 @@ def annotator_diagnostics(
     out["straightlining"] = flat.groupby(level="annotator").mean().reindex(annotators).astype(np.float64)
 
     if "time_s" in frame.columns:
-        times = frame.groupby(["annotator", "pair_id"])["time_s"].first().astype(np.float64).dropna()
+        # first() skips missing times: the judgment's first rows give it only when none is missing
+        timed = firsts if frame["time_s"].notna().all() else frame
+        times = timed.groupby(["annotator", "pair_id"])["time_s"].first().astype(np.float64).dropna()
         by_ann = times.groupby(level="annotator")
         out["median_time_s"] = by_ann.median().reindex(annotators)
         out["share_fast"] = (times < fast_seconds).groupby(level="annotator").mean().reindex(annotators)

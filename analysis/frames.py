@@ -678,7 +678,7 @@ def read_labels(path: str | Path) -> pd.DataFrame:
         with pd.read_json(path, lines=True, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
             df = _joined(reader)
     elif suffix in (".parquet", ".pq"):
-        df = pd.read_parquet(path)
+        df = _read_parquet(path)
     else:
         raise ValueError(f"unsupported labels file type '{path.suffix}': use .csv, .jsonl or .parquet")
     for name in _TEXT_COLUMNS:
@@ -690,6 +690,23 @@ def read_labels(path: str | Path) -> pd.DataFrame:
 #: The text columns read as categorical codes (a judgment's text repeats on each of its scores).
 _TEXT_COLUMNS = (PAIR_ID, ANNOTATOR, RESPONSE, ITEM, CATEGORY, CONTROL, ARM, SIDE_CHOSEN)
 CHUNK_ROWS = 50_000
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """A Parquet label file, CHUNK_ROWS rows at a time into :func:`_joined` (what
+    ``pandas.read_parquet`` gives, without the whole file's Arrow table beside the frame)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    file = pq.ParquetFile(path)
+    try:
+        schema = file.schema_arrow
+        if file.metadata.num_rows == 0:
+            return schema.empty_table().to_pandas()
+        batches = file.iter_batches(batch_size=CHUNK_ROWS)
+        return _joined(pa.Table.from_batches([batch], schema=schema).to_pandas() for batch in batches)
+    finally:
+        file.close()
 
 
 def _joined(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:
