@@ -729,4 +729,8 @@ def _joined(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:
             joined[name] = coded(pd.Series(union_categoricals(parts, sort_categories=True)))
         else:
             joined[name] = pd.concat(parts, ignore_index=True)
+        del parts
+        for chunk in chunks:  # the chunks' copy of a joined column is freed before the next is joined
+            if name in chunk.columns:
+                del chunk[name]
     return pd.DataFrame(joined)
