@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analysis.frames import first_rows
 from analysis.vocabulary import RUBRIC_PREFIX
 
 __all__ = ["POSITION_COLUMNS", "annotator_diagnostics", "position_bias"]
@@ -81,14 +82,15 @@ def annotator_diagnostics(
     if frame.empty:
         raise ValueError("frame has no rows")
     if quality_items is None:
-        quality = frame[~_is_rubric(frame["item"]) & frame["value"].notna()]
+        quality = frame.loc[~_is_rubric(frame["item"]) & frame["value"].notna(), required].copy()
     else:
-        quality = frame[frame["item"].isin(list(quality_items)) & frame["value"].notna()]
-    quality = quality[required].copy()
+        quality = frame.loc[frame["item"].isin(list(quality_items)) & frame["value"].notna(), required].copy()
     quality["value"] = quality["value"].astype(np.float64)
     annotators = pd.Index(sorted(frame["annotator"].unique()), name="annotator")
     out = pd.DataFrame(index=annotators)
-    out["n_judgments"] = frame.groupby("annotator")["pair_id"].nunique().reindex(annotators).astype(np.int64)
+    # one row per judgment (its first): judgment-level counts and times without grouping every score
+    firsts = frame.iloc[np.flatnonzero(first_rows(frame, ["pair_id", "annotator"]))]
+    out["n_judgments"] = firsts.groupby("annotator")["pair_id"].nunique().reindex(annotators).astype(np.int64)
 
     # leave-one-out agreement: each value against the mean of the others on the same unit
     unit = ["pair_id", "response", "item"]
@@ -108,7 +110,9 @@ def annotator_diagnostics(
     out["straightlining"] = flat.groupby(level="annotator").mean().reindex(annotators).astype(np.float64)
 
     if "time_s" in frame.columns:
-        times = frame.groupby(["annotator", "pair_id"])["time_s"].first().astype(np.float64).dropna()
+        # first() skips missing times: the judgment's first rows give it only when none is missing
+        timed = firsts if frame["time_s"].notna().all() else frame
+        times = timed.groupby(["annotator", "pair_id"])["time_s"].first().astype(np.float64).dropna()
         by_ann = times.groupby(level="annotator")
         out["median_time_s"] = by_ann.median().reindex(annotators)
         out["share_fast"] = (times < fast_seconds).groupby(level="annotator").mean().reindex(annotators)
@@ -154,7 +158,7 @@ def position_bias(frame: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     from statsmodels.stats.multitest import multipletests
     from statsmodels.stats.proportion import proportion_confint
 
-    j = frame.drop_duplicates(["pair_id", "annotator"])
+    j = frame.iloc[np.flatnonzero(first_rows(frame, ["pair_id", "annotator"]))]
     j = j[j["side_chosen"].notna() & (j["preference"] != 0)]
     prefers_a = (j["preference"] > 0).to_numpy() == (j["side_chosen"] == "A").to_numpy()
     grouped = pd.Series(prefers_a, index=j["annotator"].to_numpy()).groupby(level=0)

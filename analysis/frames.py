@@ -42,7 +42,7 @@ chosen_chars, rejected_chars : float
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +99,10 @@ __all__ = [
     "TIME_S",
     "VALUE",
     "add_rubric_means",
+    "as_text",
     "coded",
+    "first_rows",
+    "has_prefix",
     "judgment_differences",
     "judgments",
     "pair_majority",
@@ -147,6 +150,13 @@ def coded(values: pd.Series, *, with_empty: bool = False) -> pd.Series:
             wanted = sorted({*texts, ""} if with_empty else texts)
             return values if wanted == texts else values.cat.set_categories(wanted)
         values = values.astype(object)
+    codes, uniques = pd.factorize(values.to_numpy(dtype=object))  # missing values get -1
+    if all(isinstance(u, str) for u in uniques):  # text: the sorted categories from the distinct values
+        order = sorted({*uniques, ""} if with_empty else set(uniques))
+        rank = {text: k for k, text in enumerate(order)}
+        remap = np.array([rank[u] for u in uniques] + [-1], dtype=np.int64)
+        categorical = pd.Categorical.from_codes(remap[codes], categories=order)
+        return pd.Series(categorical, index=values.index, name=values.name)
     missing = values.isna().to_numpy()
     text = values.astype(object)
     if not missing.all():
@@ -224,6 +234,20 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     if missing:
         raise ValueError(f"label frame is missing column(s): {', '.join(missing)}")
     out = df.copy(deep=False)  # copy-on-write: the columns replaced below never touch `df`
+    _check_keys(out)
+    _check_judgment_columns(out)
+    aspect = has_prefix(out[ITEM], RUBRIC_PREFIX)
+    if aspect.any():
+        _integers_in(out.loc[aspect, VALUE], "value (rubric aspects)", 0, 2)
+    _check_optional_columns(out)
+    n_dup = int((~first_rows(out, _KEY)).sum())
+    if n_dup:
+        raise ValueError(f"label frame has {n_dup} duplicate (pair_id, annotator, response, item) row(s)")
+    return out
+
+
+def _check_keys(out: pd.DataFrame) -> None:
+    """The key columns as codes (in place); no missing key, responses chosen/rejected only."""
     for col in (PAIR_ID, ANNOTATOR, RESPONSE, ITEM):
         if out[col].isna().any():
             raise ValueError(f"column '{col}' has {int(out[col].isna().sum())} missing value(s)")
@@ -233,6 +257,10 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(
             f"column 'response' must be 'chosen' or 'rejected', got: {_show(out.loc[bad_resp, RESPONSE])}"
         )
+
+
+def _check_judgment_columns(out: pd.DataFrame) -> None:
+    """value, preference, confidence and time_s as numbers in their ranges (in place)."""
     out[VALUE] = _numeric(out, VALUE, allow_missing=False)
     out[PREFERENCE] = _numeric(out, PREFERENCE, allow_missing=False)
     _integers_in(out[PREFERENCE], PREFERENCE, -2, 2)
@@ -242,11 +270,12 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     out[TIME_S] = _numeric(out, TIME_S, allow_missing=True)
     if (out[TIME_S] < 0).any():
         raise ValueError(f"column 'time_s' must be >= 0, got: {_show(out.loc[out[TIME_S] < 0, TIME_S])}")
-    aspect = out[ITEM].str.startswith(RUBRIC_PREFIX)
-    if aspect.any():
-        _integers_in(out.loc[aspect, VALUE], "value (rubric aspects)", 0, 2)
+
+
+def _check_optional_columns(out: pd.DataFrame) -> None:
+    """control and arm as text ("" when empty), side_chosen A/B, the lengths >= 0 (in place)."""
     if CONTROL in out.columns:
-        out[CONTROL] = out[CONTROL].astype(object).fillna("").astype(str)
+        out[CONTROL] = as_text(out[CONTROL])
         bad = ~out[CONTROL].isin(CONTROL_KINDS)
         if bad.any():
             raise ValueError(
@@ -254,7 +283,7 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
                 f"got: {_show(out.loc[bad, CONTROL])}"
             )
     if ARM in out.columns:
-        out[ARM] = out[ARM].astype(object).fillna("").astype(str)
+        out[ARM] = as_text(out[ARM])
     if SIDE_CHOSEN in out.columns:
         side = out[SIDE_CHOSEN]
         bad = side.notna() & ~side.isin(("A", "B"))
@@ -265,12 +294,37 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
             out[col] = _numeric(out, col, allow_missing=True)
             if (out[col] < 0).any():
                 raise ValueError(f"column '{col}' must be >= 0")
-    dup = out.duplicated(_KEY)
-    if dup.any():
-        raise ValueError(
-            f"label frame has {int(dup.sum())} duplicate (pair_id, annotator, response, item) row(s)"
-        )
-    return out
+
+
+def as_text(values: pd.Series) -> pd.Series:
+    """A text column with ``""`` for missing values (what ``astype(object).fillna("").astype(str)``
+    gives), from the categories for a categorical column instead of one object per row.
+
+    >>> as_text(pd.Series(pd.Categorical(["gold", None, ""]))).tolist()
+    ['gold', '', '']
+    """
+    if isinstance(values.dtype, pd.StringDtype):
+        return values.fillna("").astype(str)
+    if not isinstance(values.dtype, pd.CategoricalDtype):
+        return values.astype(object).fillna("").astype(str)
+    categories = values.cat.categories
+    texts = pd.array([*(str(c) for c in categories), ""], dtype=str)
+    codes = values.cat.codes.to_numpy()
+    taken = texts.take(np.where(codes < 0, len(categories), codes))
+    return pd.Series(taken, index=values.index, name=values.name)
+
+
+def has_prefix(items: pd.Series, prefix: str) -> np.ndarray:
+    """Which rows' text starts with `prefix` (for codes, one test per category).
+
+    >>> has_prefix(pd.Series(["rubric:0", "correctness"], dtype="category"), "rubric:").tolist()
+    [True, False]
+    """
+    if isinstance(items.dtype, pd.CategoricalDtype):
+        flags = np.array([str(c).startswith(prefix) for c in items.cat.categories], dtype=bool)
+        codes = items.cat.codes.to_numpy()
+        return np.where(codes >= 0, flags[codes] if len(flags) else False, False)
+    return items.astype(str).str.startswith(prefix).to_numpy(dtype=bool)
 
 
 def rubric_scores(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -306,23 +360,20 @@ def rubric_scores(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 
 
 def _is_aspect(items: pd.Series) -> np.ndarray:
-    """Which rows hold a rubric aspect (``rubric:<k>``); for codes, one test per category."""
-    if isinstance(items.dtype, pd.CategoricalDtype):
-        flags = np.array([str(c).startswith(RUBRIC_PREFIX) for c in items.cat.categories], dtype=bool)
-        codes = items.cat.codes.to_numpy()
-        return np.where(codes >= 0, flags[codes] if len(flags) else False, False)
-    return items.astype(str).str.startswith(RUBRIC_PREFIX).to_numpy(dtype=bool)
+    """Which rows hold a rubric aspect (``rubric:<k>``)."""
+    return has_prefix(items, RUBRIC_PREFIX)
 
 
 def _rubric_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """The ``"rubric"`` rows :func:`add_rubric_means` would add, computed from the aspect rows only
     (without copying the whole frame)."""
     keys = [PAIR_ID, ANNOTATOR, RESPONSE]
-    aspects = frame[_is_aspect(frame[ITEM])]
+    carry = [c for c in (*JUDGMENT_COLUMNS, *_OPTIONAL_JUDGMENT_COLUMNS) if c in frame.columns]
+    aspects = frame.loc[_is_aspect(frame[ITEM]), [*keys, ITEM, VALUE, *carry]]
     means = rubric_scores(aspects, keys)
-    carry = [c for c in (*JUDGMENT_COLUMNS, *_OPTIONAL_JUDGMENT_COLUMNS) if c in aspects.columns]
     if carry and not means.empty:
-        means = means.merge(aspects.drop_duplicates(keys)[[*keys, *carry]], on=keys, how="left")
+        first = aspects.iloc[np.flatnonzero(first_rows(aspects, keys))][[*keys, *carry]]
+        means = means.merge(first, on=keys, how="left")
     return means[[c for c in frame.columns if c in means.columns]]
 
 
@@ -360,7 +411,7 @@ def add_rubric_means(frame: pd.DataFrame) -> pd.DataFrame:
         return base.copy()
     carry = [c for c in (*JUDGMENT_COLUMNS, *_OPTIONAL_JUDGMENT_COLUMNS) if c in base.columns]
     if carry:
-        first = base.drop_duplicates(keys)[[*keys, *carry]]
+        first = base.iloc[np.flatnonzero(first_rows(base, keys))][[*keys, *carry]]
         means = means.merge(first, on=keys, how="left")
     return pd.concat([base, means[[c for c in base.columns if c in means.columns]]], ignore_index=True)
 
@@ -382,15 +433,17 @@ def split_controls(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     if CONTROL not in frame.columns:
         return frame, frame.iloc[:0]
-    is_control = frame[CONTROL].fillna("").astype(str) != ""
+    is_control = as_text(frame[CONTROL]) != ""
+    if not is_control.any():  # no copy of the whole frame when every row is main
+        return frame, frame[is_control]
     return frame[~is_control], frame[is_control]
 
 
-def _item_rows(frame: pd.DataFrame, item: str) -> pd.DataFrame:
-    """Rows of one item; the rubric item is derived from its aspects when absent."""
-    rows = frame[frame[ITEM] == item]
+def _item_rows(frame: pd.DataFrame, item: str, columns: list[str]) -> pd.DataFrame:
+    """`columns` of the rows of one item; the rubric item is derived from its aspects when absent."""
+    rows = frame.loc[frame[ITEM] == item, columns]
     if rows.empty and item == RUBRIC_ITEM:
-        rows = _rubric_rows(frame)
+        rows = _rubric_rows(frame)[columns]
     return rows
 
 
@@ -427,12 +480,12 @@ def judgment_differences(frame: pd.DataFrame, item: str) -> pd.DataFrame:
     >>> judgment_differences(df, "relevance")[["annotator", "diff"]].to_dict("records")
     [{'annotator': 'a', 'diff': 1.0}]
     """
-    rows = _item_rows(frame, item)
+    keys = [PAIR_ID, ANNOTATOR]
+    extra = [c for c in (SIDE_CHOSEN, CHOSEN_CHARS, REJECTED_CHARS, CATEGORY) if c in frame.columns]
+    rows = _item_rows(frame, item, [*keys, RESPONSE, VALUE, *extra])
     if rows.empty:
         raise ValueError(f"no scores for item '{item}'")
     is_chosen = (rows[RESPONSE] == CHOSEN).to_numpy()
-    keys = [PAIR_ID, ANNOTATOR]
-    extra = [c for c in (SIDE_CHOSEN, CHOSEN_CHARS, REJECTED_CHARS, CATEGORY) if c in rows.columns]
     chosen = rows.loc[is_chosen, [*keys, VALUE, *extra]].rename(columns={VALUE: CHOSEN})
     rejected = rows.loc[~is_chosen, [*keys, VALUE]].rename(columns={VALUE: REJECTED})
     out = chosen.merge(rejected, on=keys, how="inner").dropna(subset=[CHOSEN, REJECTED])
@@ -564,8 +617,26 @@ def judgments(frame: pd.DataFrame) -> pd.DataFrame:
     """
     cols = [PAIR_ID, ANNOTATOR, *JUDGMENT_COLUMNS]
     cols += [c for c in _OPTIONAL_JUDGMENT_COLUMNS if c in frame.columns]
-    out = frame[cols].drop_duplicates([PAIR_ID, ANNOTATOR])
+    out = frame.iloc[np.flatnonzero(first_rows(frame, [PAIR_ID, ANNOTATOR]))][cols]
     return out.sort_values([PAIR_ID, ANNOTATOR], kind="stable").reset_index(drop=True)
+
+
+def first_rows(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
+    """Which rows are the first of their `keys` (what ``~frame.duplicated(keys)`` gives), from the
+    columns' codes combined into one integer when they are categorical.
+
+    >>> first_rows(pd.DataFrame({"p": ["a", "a", "b"], "q": ["x", "x", "x"]}, dtype="category"), ["p", "q"])
+    array([ True, False,  True])
+    """
+    columns = [frame[c] for c in keys]
+    coded_keys = all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns)
+    sizes = [len(c.cat.categories) + 1 for c in columns] if coded_keys else []
+    if not coded_keys or float(np.prod([float(n) for n in sizes])) >= 2.0**62:
+        return ~frame.duplicated(list(keys)).to_numpy()
+    key = np.zeros(len(frame), dtype=np.int64)
+    for column, size in zip(columns, sizes, strict=True):
+        key = key * size + column.cat.codes.to_numpy().astype(np.int64) + 1  # missing (-1) as its own
+    return ~pd.Series(key).duplicated().to_numpy()
 
 
 def read_labels(path: str | Path) -> pd.DataFrame:
@@ -601,11 +672,13 @@ def read_labels(path: str | Path) -> pd.DataFrame:
     suffix = path.suffix.lower()
     text_cols = dict.fromkeys((*_TEXT_COLUMNS, JUDGMENT_ID), str)
     if suffix == ".csv":
-        df = pd.read_csv(path, dtype=text_cols)
+        with pd.read_csv(path, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
+            df = _joined(reader)
     elif suffix in (".jsonl", ".ndjson"):
-        df = _read_jsonl(path, text_cols)
+        with pd.read_json(path, lines=True, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
+            df = _joined(reader)
     elif suffix in (".parquet", ".pq"):
-        df = pd.read_parquet(path)
+        df = _read_parquet(path)
     else:
         raise ValueError(f"unsupported labels file type '{path.suffix}': use .csv, .jsonl or .parquet")
     for name in _TEXT_COLUMNS:
@@ -616,19 +689,36 @@ def read_labels(path: str | Path) -> pd.DataFrame:
 
 #: The text columns read as categorical codes (a judgment's text repeats on each of its scores).
 _TEXT_COLUMNS = (PAIR_ID, ANNOTATOR, RESPONSE, ITEM, CATEGORY, CONTROL, ARM, SIDE_CHOSEN)
-JSONL_CHUNK = 50_000
+CHUNK_ROWS = 50_000
 
 
-def _read_jsonl(path: Path, text_cols: dict[str, type[str]]) -> pd.DataFrame:
-    """A JSON-lines label file, JSONL_CHUNK lines at a time: each chunk's text columns become codes
-    before the next chunk is read, and the chunks' codes are joined over the union of categories."""
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """A Parquet label file, CHUNK_ROWS rows at a time into :func:`_joined` (what
+    ``pandas.read_parquet`` gives, without the whole file's Arrow table beside the frame)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    file = pq.ParquetFile(path)
+    try:
+        schema = file.schema_arrow
+        if file.metadata.num_rows == 0:
+            return schema.empty_table().to_pandas()
+        batches = file.iter_batches(batch_size=CHUNK_ROWS)
+        return _joined(pa.Table.from_batches([batch], schema=schema).to_pandas() for batch in batches)
+    finally:
+        file.close()
+
+
+def _joined(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """A CSV or JSON-lines label file read CHUNK_ROWS lines at a time: each chunk's text columns
+    become codes before the next chunk is read (the parser's text of the whole file never exists at
+    once), and the chunks' codes are joined over the union of categories."""
     chunks = []
-    with pd.read_json(path, lines=True, dtype=text_cols, chunksize=JSONL_CHUNK) as reader:
-        for chunk in reader:
-            for name in _TEXT_COLUMNS:
-                if name in chunk.columns:
-                    chunk[name] = coded(chunk[name], with_empty=name not in _KEY)
-            chunks.append(chunk)
+    for chunk in reader:
+        for name in _TEXT_COLUMNS:
+            if name in chunk.columns:
+                chunk[name] = coded(chunk[name], with_empty=name not in _KEY)
+        chunks.append(chunk)
     if not chunks:
         return pd.DataFrame()
     columns = list(dict.fromkeys(c for chunk in chunks for c in chunk.columns))
@@ -639,4 +729,8 @@ def _read_jsonl(path: Path, text_cols: dict[str, type[str]]) -> pd.DataFrame:
             joined[name] = coded(pd.Series(union_categoricals(parts, sort_categories=True)))
         else:
             joined[name] = pd.concat(parts, ignore_index=True)
+        del parts
+        for chunk in chunks:  # the chunks' copy of a joined column is freed before the next is joined
+            if name in chunk.columns:
+                del chunk[name]
     return pd.DataFrame(joined)

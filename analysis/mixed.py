@@ -135,6 +135,10 @@ class _Crossed:
             ],
             axis=-1,
         ).reshape(len(size_values), self.q, self.p + 1)
+        self._flat = {
+            name: getattr(self, name).reshape(len(size_values), -1)
+            for name in ("class_gram", "class_couples", "class_cross")
+        }
 
     @staticmethod
     def _gram(A: np.ndarray, B: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -144,18 +148,24 @@ class _Crossed:
             [[float((w * A[:, j] * B[:, k]).sum()) for k in range(B.shape[1])] for j in range(A.shape[1])]
         )
 
+    def _weighted(self, c: np.ndarray, name: str) -> np.ndarray:
+        """sum_l c_l A_l of the per-size-class array `name` (what ``np.tensordot(c, A, axes=1)``
+        computes, by the same product, without its per-call bookkeeping)."""
+        stack = getattr(self, name)
+        return np.dot(c.reshape(1, -1), self._flat[name]).reshape(stack.shape[1:])
+
     def parts(self, gp: float, ga: float) -> tuple[np.ndarray, np.ndarray, float, float]:
         """X'V*^-1 X, its solution beta, Q = y'P*y and log|V*| for V* = V / s2."""
         c = gp / (1.0 + gp * self.class_sizes)
-        gram = np.tensordot(c, self.class_gram, axes=1)
+        gram = self._weighted(c, "class_gram")
         XWX = self.XtX - gram[: self.p, : self.p]
         XWy = self.Xty - gram[: self.p, self.p]
         yWy = self.yty - float(gram[self.p, self.p])
         logdet = float((self.class_pairs * np.log1p(gp * self.class_sizes)).sum())
         if ga > 0:
             q = self.q
-            M = np.diag(self.na) - np.tensordot(c, self.class_couples, axes=1)
-            cross = np.tensordot(c, self.class_cross, axes=1)
+            M = np.diag(self.na) - self._weighted(c, "class_couples")
+            cross = self._weighted(c, "class_cross")
             ZWX = self.ZX - cross[:, : self.p]
             ZWy = self.Zy - cross[:, self.p]
             K = np.eye(q) / ga + M
@@ -275,6 +285,14 @@ def fit_crossed(
     >>> round(float(fit.params[0]), 3), round(float(fit.df[0]), 1)
     (0.274, 3.0)
     """
+    model = _checked_model(y, X, pairs, annotators)
+    use_a = annotator_effect and model.q >= 2
+    best_value, best = _best_theta(model, use_a, start)
+    return _fit_at(model, best_value, best, use_a)
+
+
+def _checked_model(y: Any, X: Any, pairs: Any, annotators: Any) -> _Crossed:
+    """The grouped sums of a data set a crossed model can be fitted to, or ValueError why not."""
     y = np.asarray(y, dtype=float)
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
@@ -291,7 +309,11 @@ def fit_crossed(
         raise ValueError(
             f"{model.n} observations leave no residual degrees of freedom for {model.p} fixed effects"
         )
-    use_a = annotator_effect and model.q >= 2
+    return model
+
+
+def _best_theta(model: _Crossed, use_a: bool, start: tuple[float, float] | None) -> tuple[float, np.ndarray]:
+    """The minimum of the profiled REML criterion over theta = sqrt(variance ratios), and where."""
 
     def crit(theta: np.ndarray) -> float:
         return model.profiled(float(theta[0]) ** 2, float(theta[1]) ** 2 if use_a else 0.0)
@@ -318,23 +340,35 @@ def fit_crossed(
     candidates: list[tuple[float, np.ndarray]] = [search(theta0)]
     # near a boundary also fit each component alone (and none)
     if use_a and np.any(candidates[0][1] < _NEAR_ZERO):
-        for free in (0, 1):
-
-            def along(v: float, free: int = free) -> float:
-                theta = np.zeros(2)
-                theta[free] = v
-                return crit(theta)
-
-            res1 = optimize.minimize_scalar(
-                along, bounds=(0.0, _THETA_MAX), method="bounded", options={"xatol": 1e-10}
-            )
-            theta = np.zeros(2)
-            theta[free] = float(res1.x)
-            candidates.append((float(res1.fun), theta))
-        candidates.append((crit(np.zeros(2)), np.zeros(2)))
+        candidates += _one_component_fits(crit)
     best_value, best = min(candidates, key=lambda item: item[0])
     if not math.isfinite(best_value):
         raise ValueError("the REML criterion is not finite (no residual variation)")
+    return best_value, best
+
+
+def _one_component_fits(crit: Any) -> list[tuple[float, np.ndarray]]:
+    """The criterion's minimum with only the pair, only the annotator, and neither component."""
+    candidates = []
+    for free in (0, 1):
+
+        def along(v: float, free: int = free) -> float:
+            theta = np.zeros(2)
+            theta[free] = v
+            return float(crit(theta))
+
+        res1 = optimize.minimize_scalar(
+            along, bounds=(0.0, _THETA_MAX), method="bounded", options={"xatol": 1e-10}
+        )
+        theta = np.zeros(2)
+        theta[free] = float(res1.x)
+        candidates.append((float(res1.fun), theta))
+    candidates.append((float(crit(np.zeros(2))), np.zeros(2)))
+    return candidates
+
+
+def _fit_at(model: _Crossed, best_value: float, best: np.ndarray, use_a: bool) -> CrossedFit:
+    """The fit at the optimum theta: estimates, their covariance, Satterthwaite df, boundaries."""
     gp, ga = float(best[0]) ** 2, (float(best[1]) ** 2 if use_a else 0.0)
     XWX, beta, q, _ = model.parts(gp, ga)
     m = model.n - model.p

@@ -1,7 +1,7 @@
 """End-to-end `annotator analyze` on a large study: 20,000 pairs x 3 annotators (about 1M scores).
 
-Run: python benchmarks/bench_analyze.py [--pairs 5000 20000 50000 100000] [--annotators 3] [--aspects 5]
-     [--n-boot 1000] [--labels parquet csv jsonl]
+Run: python benchmarks/bench_analyze.py [--pairs 5000 20000 100000] [--annotators 3] [--aspects 5]
+     [--n-boot 1000] [--labels parquet csv jsonl] [--repeat 3] [--workdir DIR]
 
 Builds a temporary SQLite database at the current schema and bulk-inserts a complete study with
 SQLAlchemy core `executemany` into the real tables (the models' tables, explicit ids): pairs with
@@ -12,7 +12,10 @@ This is the shape `labels.submit` leaves behind, without its per-judgment cost. 
 `python -m annotator --db URL analyze --study bench --json F --html H --n-boot 1000` as a subprocess and
 reads its peak memory from `/usr/bin/time -v` (or getrusage of the children). With `--labels FMT` it
 also exports the labels (`annotator export labels`) and times `annotator analyze --labels FILE` the same
-way. Goal: 100,000 pairs x 3 in <= 2 GB peak, time linear in the pairs, 20,000 pairs <= 10 s (quiet).
+way. Each figure is run `--repeat` times (wall, CPU, peak RSS and the 1-minute load average before
+each run, then the min and median); `--workdir` keeps the built databases and exported files for the
+next call. Goal: 100,000 pairs x 3 in <= 2 GB peak, time linear in the pairs, 20,000 pairs <= 10 s
+(quiet).
 """
 
 import argparse
@@ -21,10 +24,12 @@ import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -212,50 +217,79 @@ def run_analyze(url: str, folder: Path, n_boot: int) -> tuple[float, float, floa
     return _timed([*command, "--n-boot", str(n_boot)])
 
 
-def run_analyze_labels(url: str, folder: Path, n_boot: int, fmt: str) -> tuple[float, float, float, str]:
-    """Export the study's labels (`annotator export labels`), then time `annotator analyze --labels`."""
+def export_labels(url: str, folder: Path, fmt: str) -> Path:
+    """The study's labels file (`annotator export labels`), exported once per folder."""
     labels = folder / f"labels.{fmt}"
-    export = [sys.executable, "-m", "annotator", "--db", url, "export", "labels", "--study", STUDY]
-    subprocess.run([*export, "--out", str(labels)], check=True, capture_output=True)
+    if not labels.exists():
+        export = [sys.executable, "-m", "annotator", "--db", url, "export", "labels", "--study", STUDY]
+        subprocess.run([*export, "--out", str(labels)], check=True, capture_output=True)
+    return labels
+
+
+def run_analyze_labels(labels: Path, folder: Path, n_boot: int) -> tuple[float, float, float, str]:
+    """Time `annotator analyze --labels FILE` (see `_timed`)."""
     command = [sys.executable, "-m", "annotator", "analyze", "--labels", str(labels)]
     command += ["--json", str(folder / "report-labels.json"), "--n-boot", str(n_boot)]
     return _timed(command)
 
 
-def one_size(n_pairs: int, args: argparse.Namespace) -> list[str]:
-    """Build a study of `n_pairs`, time both analyses; returns the printed lines."""
-    lines = []
-    with tempfile.TemporaryDirectory(prefix="bench_analyze_") as tmp:
-        folder = Path(tmp)
-        url = f"sqlite:///{folder / 'bench.db'}"
-        start = time.perf_counter()
-        counts = build(url, n_pairs=n_pairs, n_annotators=args.annotators, n_aspects=args.aspects)
-        built = time.perf_counter() - start
-        size = (folder / "bench.db").stat().st_size / 2**20
-        print(
-            f"built: {counts['pairs']:,} pairs, {counts['judgments']:,} judgments, "
-            f"{counts['scores']:,} scores in {built:.1f} s ({size:.0f} MB SQLite)",
-            flush=True,
-        )
-        elapsed, peak_mb, cpu, stdout = run_analyze(url, folder, args.n_boot)
-        words = ("PASS", "FAIL", "INCONCLUSIVE", "NOT ASSESSED", "OVERALL")
-        verdicts = [line.strip() for line in stdout.splitlines() if line.startswith(words)]
+def repeated(run: Callable[[], tuple[float, float, float, str]], times: int) -> tuple[list[str], str]:
+    """`times` runs: one line per run (wall, CPU, peak RSS, the 1-minute load average before it) and
+    a summary line with the min and median of each figure; returns (lines, the last run's stdout)."""
+    rows, lines, stdout = [], [], ""
+    for k in range(times):
+        load = os.getloadavg()[0]
+        elapsed, peak_mb, cpu, stdout = run()
+        rows.append((elapsed, cpu, peak_mb, load))
         lines.append(
-            f"{n_pairs:>7,} pairs x {args.annotators}, analyze --study: {elapsed:6.1f} s wall, "
-            f"{cpu:6.1f} s CPU, peak RSS {peak_mb:5.0f} MB, load {os.getloadavg()[0]:.1f}"
+            f"    run {k + 1}: {elapsed:6.1f} s wall, {cpu:6.1f} s CPU, peak RSS {peak_mb:5.0f} MB, "
+            f"load {load:.1f}"
         )
         print(lines[-1], flush=True)
-        for line in verdicts:
+    wall, cpu_s, peak, loads = (sorted(column) for column in zip(*rows, strict=True))
+    summary = (
+        f"{min(wall):6.1f} / {statistics.median(wall):6.1f} s wall (min / median of {times}), "
+        f"{min(cpu_s):6.1f} / {statistics.median(cpu_s):6.1f} s CPU, "
+        f"peak RSS {min(peak):5.0f} / {statistics.median(peak):5.0f} MB, "
+        f"load {min(loads):.1f}-{max(loads):.1f}"
+    )
+    return [*lines, summary], stdout
+
+
+def one_size(n_pairs: int, args: argparse.Namespace) -> list[str]:
+    """Build (or reuse) a study of `n_pairs`, time both analyses; returns the printed lines."""
+    lines = []
+    with tempfile.TemporaryDirectory(prefix="bench_analyze_") as tmp:
+        folder = Path(args.workdir) / f"pairs-{n_pairs}" if args.workdir else Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "bench.db"
+        url = f"sqlite:///{path}"
+        if not path.exists():
+            start = time.perf_counter()
+            counts = build(url, n_pairs=n_pairs, n_annotators=args.annotators, n_aspects=args.aspects)
+            built = time.perf_counter() - start
+            print(
+                f"built: {counts['pairs']:,} pairs, {counts['judgments']:,} judgments, "
+                f"{counts['scores']:,} scores in {built:.1f} s ({path.stat().st_size / 2**20:.0f} MB SQLite)",
+                flush=True,
+            )
+        label = f"{n_pairs:>7,} pairs x {args.annotators}, analyze --study"
+        print(label, flush=True)
+        runs, stdout = repeated(lambda: run_analyze(url, folder, args.n_boot), args.repeat)
+        lines += [label, *runs]
+        words = ("PASS", "FAIL", "INCONCLUSIVE", "NOT ASSESSED", "OVERALL")
+        for line in (line.strip() for line in stdout.splitlines() if line.startswith(words)):
             print(f"  {line}")
         report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
         print(f"  report: {report['summary']}", flush=True)
         for fmt in args.labels:
-            elapsed, peak_mb, cpu, _ = run_analyze_labels(url, folder, args.n_boot, fmt)
-            lines.append(
-                f"{n_pairs:>7,} pairs x {args.annotators}, analyze --labels {fmt}: {elapsed:6.1f} s wall, "
-                f"{cpu:6.1f} s CPU, peak RSS {peak_mb:5.0f} MB, load {os.getloadavg()[0]:.1f}"
+            labels = export_labels(url, folder, fmt)
+            label = f"{n_pairs:>7,} pairs x {args.annotators}, analyze --labels {fmt}"
+            print(label, flush=True)
+            runs, _ = repeated(
+                lambda labels=labels: run_analyze_labels(labels, folder, args.n_boot), args.repeat
             )
-            print(lines[-1], flush=True)
+            lines += [label, *runs]
     return lines
 
 
@@ -265,6 +299,12 @@ def main() -> None:
     parser.add_argument("--annotators", type=int, default=3)
     parser.add_argument("--aspects", type=int, default=5)
     parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (min and median printed)")
+    parser.add_argument(
+        "--workdir",
+        default="",
+        help="keep the databases and label files here and reuse them (default: a temp dir)",
+    )
     parser.add_argument(
         "--labels", nargs="*", default=[], choices=["parquet", "csv", "jsonl"], help="also analyze --labels"
     )

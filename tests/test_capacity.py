@@ -70,7 +70,7 @@ def test_a_coded_frame_round_trips_through_every_labels_file(
 ) -> None:  # type: ignore[no-untyped-def]
     from annotator.publish import export
 
-    monkeypatch.setattr(frames, "JSONL_CHUNK", 5)  # several chunks with different categories
+    monkeypatch.setattr(frames, "CHUNK_ROWS", 5)  # several chunks with different categories
     path = tmp_path / f"labels{suffix}"
     with db.session_scope(rated) as session:
         export.export(session, study=STUDY, kind="labels", fmt=suffix[1:], path=path, account=SYSTEM)

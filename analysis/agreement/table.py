@@ -14,6 +14,7 @@ from analysis.agreement.alpha import alpha_ci, krippendorff_alpha
 from analysis.agreement.icc import _icc_matrix
 from analysis.agreement.inputs import Level
 from analysis.agreement.kappa import fleiss_kappa, fleiss_table, gwet_ac1, percent_agreement
+from analysis.frames import has_prefix
 
 _TABLE_COLUMNS = [
     "item",
@@ -86,6 +87,15 @@ def _slot_icc(x: npt.NDArray[np.float64]) -> tuple[float, float]:
     except ValueError:
         return (np.nan, np.nan)
     return (float(res.at["ICC(A,1)", "ICC"]), float(res.at["ICC(A,k)", "ICC"]))
+
+
+def _equals(items: pd.Series, text: str) -> npt.NDArray[np.bool_]:
+    """Which rows' text is `text` (for codes, one test per category)."""
+    if isinstance(items.dtype, pd.CategoricalDtype):
+        flags = np.array([str(c) == text for c in items.cat.categories], dtype=bool)
+        codes = items.cat.codes.to_numpy()
+        return np.where(codes >= 0, flags[codes] if len(flags) else False, False)
+    return (items.astype(str) == text).to_numpy(dtype=bool)
 
 
 _COVERS = {
@@ -237,11 +247,11 @@ def agreement_table(
         cl = pairs if by_pair else None
         rows.append(_item_row(item, "ordinal", x, quality_domain, n_boot, seed, confidence, cl))
 
-    items = rated["item"].astype(str)
-    if (items == rubric_item).any():
-        rubric = rated[items == rubric_item]
+    whole = _equals(rated["item"], rubric_item)
+    if whole.any():
+        rubric = rated[whole]
     else:
-        rubric = rated[items.str.startswith(f"{rubric_item}:")]
+        rubric = rated[has_prefix(rated["item"], f"{rubric_item}:")]
         rubric = rubric.groupby(["pair_id", "response", "annotator"], as_index=False, sort=False)[
             "value"
         ].mean()

@@ -50,9 +50,23 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
             )
         elif column.isna().any():  # e.g. a string column's missing values (NaN in pandas' str dtype)
             frame[name] = column.astype(object).where(column.notna(), None)
-    rows = frame.to_dict(orient="records")
+    rows = _rows(frame)
     needs_cleaning = any(pd.api.types.is_object_dtype(df[name]) for name in df.columns)
     return _Records(json_ready(row) for row in rows) if needs_cleaning else _Records(rows)
+
+
+def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """``frame.to_dict(orient="records")``, from one list per column when every column is NumPy,
+    object or text data (``tolist`` gives the Python values that ``to_dict`` boxes one at a time)."""
+    names = list(frame.columns)
+    plain = all(
+        (isinstance(dtype, np.dtype) and dtype.kind in "biufO") or isinstance(dtype, pd.StringDtype)
+        for dtype in frame.dtypes
+    )
+    if not plain or len(set(names)) != len(names):
+        return frame.to_dict(orient="records")
+    columns = [frame[name].to_numpy().tolist() for name in names]
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
 def json_text(report: Report) -> str:
@@ -60,12 +74,13 @@ def json_text(report: Report) -> str:
     standard library's C encoder writes each line (``indent`` would use its Python encoder: 4 s for
     a 20,000-pair report)."""
     lines = []
+    encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode  # one encoder for every row
     for key, value in to_json(report).items():
         if isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
-            rows = ",\n".join(f"    {json.dumps(row, ensure_ascii=False, allow_nan=False)}" for row in value)
+            rows = ",\n".join(f"    {encode(row)}" for row in value)
             text = f"[\n{rows}\n  ]"
         else:
-            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+            text = encode(value)
         lines.append(f"  {json.dumps(key)}: {text}")
     return "{\n" + ",\n".join(lines) + "\n}\n"
 

@@ -19,6 +19,7 @@ from analysis.frames import (
     PAIR_ID,
     RESPONSE,
     VALUE,
+    has_prefix,
     split_controls,
 )
 from analysis.science.ceiling import _cluster_boot_ci
@@ -29,8 +30,7 @@ from analysis.vocabulary import SUPPORT_DOMAIN, SUPPORT_LABELS, SUPPORT_PREFIX
 
 def _support_rows(frame: pd.DataFrame) -> pd.DataFrame:
     main, _ = split_controls(frame)
-    item = main[ITEM].astype(str)
-    rows = main[item.str.startswith(SUPPORT_PREFIX) & (main[RESPONSE] == "chosen")]
+    rows = main[has_prefix(main[ITEM], SUPPORT_PREFIX) & (main[RESPONSE] == "chosen").to_numpy(dtype=bool)]
     out = pd.DataFrame(
         {
             PAIR_ID: rows[PAIR_ID].astype(str).to_numpy(),
