@@ -19,7 +19,7 @@ _ICC_DESCRIPTIONS = [
 ]
 
 
-def _icc_matrix(y: npt.NDArray[np.float64], confidence: float) -> pd.DataFrame:
+def icc_matrix(y: npt.NDArray[np.float64], confidence: float) -> pd.DataFrame:
     """The six ICCs of a complete (targets x raters) matrix, as in pingouin 0.7."""
     n, k = y.shape
     if n < 2 or k < 2:
@@ -158,7 +158,7 @@ def icc(
     flat[cell] = values
     wide = flat.reshape(n_t, n_r)
     complete = ~np.isnan(wide).any(axis=1)
-    out = _icc_matrix(wide[complete], confidence)
+    out = icc_matrix(wide[complete], confidence)
     dropped = int(n_t - complete.sum())
     out.attrs.update(
         n_targets=int(complete.sum()),

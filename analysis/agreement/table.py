@@ -11,7 +11,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from analysis.agreement.alpha import alpha_ci, krippendorff_alpha
-from analysis.agreement.icc import _icc_matrix
+from analysis.agreement.icc import icc_matrix
 from analysis.agreement.inputs import Level
 from analysis.agreement.kappa import fleiss_kappa, fleiss_table, gwet_ac1, percent_agreement
 from analysis.frames import has_prefix
@@ -83,7 +83,7 @@ def _slot_icc(x: npt.NDArray[np.float64]) -> tuple[float, float]:
     cols = x[:, (~np.isnan(x)).sum(axis=0) == k].T  # (units, annotators), annotators in sorted order
     y = cols[~np.isnan(cols)].reshape(-1, k)
     try:
-        res = _icc_matrix(y, 0.95)
+        res = icc_matrix(y, 0.95)
     except ValueError:
         return (np.nan, np.nan)
     return (float(res.at["ICC(A,1)", "ICC"]), float(res.at["ICC(A,k)", "ICC"]))

@@ -193,7 +193,7 @@ def outcomes(
 # ------------------------------------------------------------------------------------------ accuracy
 
 
-def _cluster_boot_ci(
+def cluster_boot_ci(
     correct: np.ndarray, clusters: np.ndarray, *, n_boot: int, seed: int, alpha: float
 ) -> tuple[float, float]:
     """Percentile CI of a mean, resampling clusters (pairs) with replacement."""
@@ -243,7 +243,7 @@ def accuracy_table(
                 low, high = wilson_interval(hits, n, alpha)
                 method = "wilson"
             else:
-                low, high = _cluster_boot_ci(
+                low, high = cluster_boot_ci(
                     correct, part[PAIR_ID].to_numpy(), n_boot=n_boot, seed=seed, alpha=alpha
                 )
                 method = "bootstrap over pairs"

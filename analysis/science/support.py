@@ -22,7 +22,7 @@ from analysis.frames import (
     has_prefix,
     split_controls,
 )
-from analysis.science.ceiling import _cluster_boot_ci
+from analysis.science.ceiling import cluster_boot_ci
 from analysis.vocabulary import SUPPORT_DOMAIN, SUPPORT_LABELS, SUPPORT_PREFIX
 
 # ---------------------------------------------------------------------------------- rubric support
@@ -132,6 +132,6 @@ def support_agreement(frame: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0)
         result["percent_agreement"] = float(np.mean(same))
     support = rows[VALUE].to_numpy() / 2.0
     result["support"] = float(support.mean())
-    low, high = _cluster_boot_ci(support, rows[PAIR_ID].to_numpy(), n_boot=n_boot, seed=seed, alpha=0.05)
+    low, high = cluster_boot_ci(support, rows[PAIR_ID].to_numpy(), n_boot=n_boot, seed=seed, alpha=0.05)
     result["support_ci_low"], result["support_ci_high"] = low, high
     return result
