@@ -95,6 +95,15 @@ def check(engine: Engine, payload: bytes, suffix: str) -> None:
     assert after["Pair"] >= before["Pair"]
 
 
+def _utf8(text: str) -> str:
+    """`text` itself if UTF-8 can hold it, else its JSON escape without the quotes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(text)[1:-1]
+    return text
+
+
 def encode(records: list[Any], suffix: str, *, ascii: bool = True) -> bytes:
     """Records as a file of `suffix`. With `ascii`, JSON escapes every non-ASCII character (a lone
     surrogate arrives as a valid escape, backslash-ud800); without, it is written raw through
@@ -124,7 +133,8 @@ def encode(records: list[Any], suffix: str, *, ascii: bool = True) -> bytes:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            as_text = [{k: json.dumps(v, ensure_ascii=True) for k, v in r.items()} for r in rows]
+            # Parquet holds UTF-8 only: a key with a lone surrogate is written as its JSON escape
+            as_text = [{_utf8(k): json.dumps(v, ensure_ascii=True) for k, v in r.items()} for r in rows]
             pq.write_table(pa.Table.from_pylist(as_text), path)
         return path.read_bytes()
 
