@@ -16,7 +16,7 @@ all call :func:`build_report`, so they show the same numbers. Control pairs (the
     ``max_broken_share``. The per-pair TOST is shown as "conditional on this panel of annotators".
 ``rubric``
     *Chosen follows the user's rubric better*, over pairs and annotators: one-sided test of the mean
-    per-judgment rubric difference in the same crossed model (:func:`analysis.mixed.crossed_mean`);
+    per-judgment rubric difference in the same crossed model (:func:`analysis.crossed_mean.crossed_mean`);
     the paired t test on per-pair means is shown, conditional on the panel.
 ``preference``
     *Annotators prefer chosen*, over pairs and annotators: the per-judgment preference score (chosen

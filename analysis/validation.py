@@ -20,6 +20,7 @@ import pandas as pd
 from scipy import stats
 
 from analysis.broken_share import annotator_design, broken_share
+from analysis.crossed_mean import crossed_mean
 from analysis.equivalence import (
     IutResult,
     holm,
@@ -42,7 +43,7 @@ from analysis.frames import (
     judgments,
     pair_means_from_differences,
 )
-from analysis.mixed import crossed_mean, mixed_effect
+from analysis.mixed import mixed_effect
 
 __all__ = ["ValidationResult", "minimum_detectable_effect", "preference_scores", "validate_pairs"]
 
@@ -73,7 +74,7 @@ class ValidationResult:
     holm : pandas.DataFrame
         The superiority family of the verdicts (crossed rubric and preference tests), Holm-adjusted.
     rubric_crossed, preference_crossed : pandas.DataFrame
-        One row each (rubric empty without rubric scores): :class:`analysis.mixed.CrossedMean` of the
+        One row each (rubric empty without rubric scores): :class:`analysis.crossed_mean.CrossedMean` of the
         per-judgment rubric difference and of the per-judgment preference score (1 chosen, 0.5 tie,
         0 rejected, minus 0.5), generalizing over pairs and annotators (the verdicts), plus
         ``p_holm``. ``superiority`` and ``preference`` are the same claims conditional on this panel.

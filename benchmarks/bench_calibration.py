@@ -330,9 +330,10 @@ def one_study2(row: Row2, rng: np.random.Generator) -> dict[str, Any]:
     from analysis.agreement import agreement_table
     from analysis.broken_share import annotator_design, broken_share
     from analysis.cleaning import frame_cleaning
+    from analysis.crossed_mean import crossed_mean
     from analysis.equivalence import preference_pairs, superiority_paired
     from analysis.frames import judgment_differences, judgments, pair_means_from_differences, split_controls
-    from analysis.mixed import crossed_mean, mixed_effect
+    from analysis.mixed import mixed_effect
     from analysis.validation import preference_scores, validate_pairs
 
     frame = simulate_frame(

@@ -8,8 +8,8 @@ import pytest
 from analysis.broken_share import annotator_design, broken_share
 from analysis.cleaning import bayesian_q_values, frame_cleaning, npmle_prior
 from analysis.competence import apply_exclusion
+from analysis.crossed_mean import crossed_mean
 from analysis.diagnostics import position_bias
-from analysis.mixed import crossed_mean
 from analysis.render import methods_paragraph, to_markdown
 from analysis.report import ReportSettings, build_report
 from analysis.simulation import simulate_frame
