@@ -35,7 +35,6 @@ from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Event, Pa
 from annotator.study import get_study, parse_config, study_config
 
 __all__ = [
-    "CONTROL_KINDS",
     "MIXED_KINDS",
     "ControlSummary",
     "degrade",
@@ -47,7 +46,6 @@ __all__ = [
 ]
 
 MakeKind = Literal["swap", "degrade", "duplicate"]
-CONTROL_KINDS = (GOLD, POSITIVE, SWAP, DUPLICATE, "training")
 #: Kinds mixed into every queue at the configured rate (swaps go to the annotator who rated the source).
 MIXED_KINDS = (GOLD, POSITIVE, DUPLICATE)
 DEFECTS = ("truncation", "contradiction", "off_topic")

@@ -13,7 +13,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
-from analysis.vocabulary import GOLD, POSITIVE, PREFERENCE_DOMAIN
+from analysis.vocabulary import GOLD, POSITIVE, PREFERENCE_DOMAIN, TRAINING
 from annotator import textguard
 from annotator.errors import IngestError, UserError
 from annotator.people.accounts import Account, require_role
@@ -364,7 +364,7 @@ def _engine_neutral_problems(
     return problems
 
 
-FILE_CONTROLS = (GOLD, POSITIVE, "training")
+FILE_CONTROLS = (GOLD, POSITIVE, TRAINING)
 
 
 def _control(record: dict[str, Any], problems: list[str]) -> str:
@@ -563,7 +563,6 @@ def import_file(
     config: StudyConfig | None = None,
     replace: bool = False,
     progress: Progress | None = None,
-    user_id: int | None = None,
     account: Account,
     strict: bool = False,
     max_bytes: int = textguard.MAX_BYTES_DEFAULT,
@@ -572,14 +571,12 @@ def import_file(
 
     Re-importing identical records is a no-op; a changed record under an existing id is refused
     unless `replace` is set (then it is updated, but only while it has no judgments). With an
-    Only a researcher (or SYSTEM) may import; the import is logged under that account (for SYSTEM,
-    under `user_id` if given).
+    Only a researcher (or SYSTEM) may import; the import is logged under that account (SYSTEM: no user).
     """
     with Session(engine) as check:
         require_role(check, account, "researcher")
     textguard.check_study_name(study)
-    if account.id:
-        user_id = account.id
+    user_id = account.id or None
     warnings: list[str] = []
     rows = [
         storable(row) for row in load_pairs(path, progress=progress, warnings=warnings, max_bytes=max_bytes)

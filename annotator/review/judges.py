@@ -32,7 +32,7 @@ from analysis.vocabulary import RUBRIC_PREFIX
 from annotator import textguard
 from annotator.errors import IngestError, UserError
 from annotator.intake.ingest import MAX_PROBLEMS, collect_records
-from annotator.people.accounts import Account, require_role
+from annotator.people.accounts import SYSTEM, Account, require_role
 from annotator.store.models import Event, JudgeRating, Pair, Study, id_of
 from annotator.study import get_study, parse_config
 
@@ -304,7 +304,7 @@ def save_judges(
     rows: list[dict[str, Any]],
     replace: bool = False,
     source: str = "",
-    user_id: int | None = None,
+    account: Account,
     study: str = "",
 ) -> JudgeImport:
     """Add `judge`'s rows to the study in the caller's transaction, as one serialized step: the study
@@ -370,7 +370,7 @@ def save_judges(
     if new or changed:
         connection.execute(
             insert(Event).values(
-                user_id=user_id,
+                user_id=account.id or None,
                 action="judges_import",
                 detail={
                     "study": study,
@@ -412,7 +412,7 @@ def import_judges(
             rows=rows,
             replace=replace,
             source=Path(path).name,
-            user_id=account.id or None,
+            account=account,
             study=study,
         )
 
@@ -550,7 +550,6 @@ def simulate_judges(
     mean of the people plus small noise, shown each pair in both orders; ``lenient`` rates a point
     higher and mostly prefers whichever response it was shown first, shown each pair in one random
     order (a third of the pairs in both)."""
-    from annotator.people.accounts import SYSTEM
     from annotator.review.readers import label_frame
 
     judges = judges or {"demo-judge-close": "close", "demo-judge-lenient": "lenient"}
@@ -573,7 +572,13 @@ def simulate_judges(
         with engine.begin() as connection:
             summaries.append(
                 save_judges(
-                    connection, study_id=study_id, judge=name, rows=rows, source="simulated", study=study
+                    connection,
+                    study_id=study_id,
+                    judge=name,
+                    rows=rows,
+                    source="simulated",
+                    account=SYSTEM,
+                    study=study,
                 )
             )
     return summaries
