@@ -13,7 +13,17 @@ from annotator.people import sessions
 from annotator.store import db
 from annotator.store.models import Study
 from annotator.study import DEFAULT_CONFIG, parse_config
-from tests.utils.apphelpers import MAIN, PASSWORD, AppDB, add_study, app_for, build_app_db, open_item_actions
+from tests.utils.apphelpers import (
+    MAIN,
+    PASSWORD,
+    AppDB,
+    add_study,
+    app_for,
+    app_with_session,
+    build_app_db,
+    open_item_actions,
+    post_draft,
+)
 
 pytestmark = pytest.mark.page  # pages in AppTest: the PostgreSQL pass leaves it out
 
@@ -40,15 +50,15 @@ def on_screen(at: AppTest) -> tuple[int, str]:
 
 
 def test_answers_are_kept_as_a_draft_and_come_back_after_a_reload(app_db: AppDB) -> None:
-    first = app_as(app_db, "ann1")
+    """An answer runs nothing on the server: the page script posts the form's state to the draft route."""
+    first, token = app_with_session(app_db.account("ann1"))
     assignment_id, key = on_screen(first)
-    first.segmented_control(key=f"{key}_A_correctness").set_value(4).run()
-    first.segmented_control(key=f"{key}_preference").set_value(3).run()
-    assert not first.exception
+    assert post_draft(first, token, {"A_correctness": 4, "preference": 3}, comment="almost") == 204
     reloaded = app_as(app_db, "ann1")  # a new browser session: what a reload gives
     assert on_screen(reloaded) == (assignment_id, key)
     assert reloaded.segmented_control(key=f"{key}_A_correctness").value == 4
     assert reloaded.segmented_control(key=f"{key}_preference").value == 3
+    assert reloaded.text_area(key=f"{key}_comment").value == "almost"
 
 
 def test_the_draft_is_gone_after_submitting(app_db: AppDB) -> None:
@@ -84,9 +94,9 @@ def test_the_next_item_starts_with_an_empty_form(app_db: AppDB) -> None:
 
 def test_answers_come_back_after_another_page(app_db: AppDB) -> None:
     """Leaving the rating page drops its widgets' values; the draft brings them back."""
-    at = app_as(app_db, "ann1")
+    at, token = app_with_session(app_db.account("ann1"))
     assignment_id, key = on_screen(at)
-    at.segmented_control(key=f"{key}_B_relevance").set_value(2).run()
+    assert post_draft(at, token, {"B_relevance": 2}) == 204
     at.switch_page("views/my_work.py").run()
     assert not at.exception
     at.switch_page("views/annotate.py").run()

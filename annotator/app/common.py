@@ -1,5 +1,6 @@
 """What every page shares: the cached engine, the logged-in account, role checks, a session."""
 
+import functools
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,7 +40,7 @@ CURRENT_STUDY_KEY = "current_study"  # the study id the annotator works on (the 
 SESSION_COOKIE = "pair_studio_session"  # = annotator.app.cookie.COOKIE
 
 
-@st.cache_resource(show_spinner=False)
+@functools.cache  # one per process: the pages' runs and the draft route share it
 def _engine(url: str) -> Engine:
     engine = db.make_engine(url)
     db.check_schema(engine)

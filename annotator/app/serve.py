@@ -1,14 +1,18 @@
 """What `annotator serve` runs: Streamlit's own app for main.py (st.App, served by uvicorn) plus the
-route that sets the session cookie from the server (annotator.app.cookie)."""
+route that sets the session cookie from the server (annotator.app.cookie) and the route that keeps
+the rating form's answers as a draft (annotator.app.draft_route)."""
 
 from pathlib import Path
 
 from starlette.routing import Route
 from streamlit.starlette import App
 
-from annotator.app.cookie import ROUTE, session_cookie
+from annotator.app import cookie, draft_route
 
 app = App(
     str(Path(__file__).with_name("main.py")),
-    routes=[Route(ROUTE, session_cookie, methods=["POST", "DELETE"])],
+    routes=[
+        Route(cookie.ROUTE, cookie.session_cookie, methods=["POST", "DELETE"]),
+        Route(draft_route.ROUTE, draft_route.draft_route, methods=["POST"]),
+    ],
 )

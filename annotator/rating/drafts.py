@@ -57,20 +57,25 @@ def save_draft(
     *,
     assignment_id: int,
     account: Account,
-    answers: dict[str, Any],
+    answers: dict[str, Any] | None,
     opened_posts: list[int] | None = None,
 ) -> None:
     """Keep the answers given so far on an item (replacing the earlier draft); one short write, an
-    upsert on the item's one draft, so two tabs saving at the same moment never collide."""
+    upsert on the item's one draft, so two tabs saving at the same moment never collide. `None`
+    keeps what the draft holds (answers, or the posts opened)."""
     check_owner(session, assignment_id, account)
     row: dict[str, Any] = {
         "assignment_id": assignment_id,
         "user_id": account.id,
-        "answers": _clean(answers),
+        "answers": _clean(answers or {}),
         "opened_posts": sorted({int(k) for k in (opened_posts or [])}),
         "updated_at": utcnow(),
     }
-    kept = ("answers", "updated_at") + (("opened_posts",) if opened_posts is not None else ())
+    kept = (
+        ("updated_at",)
+        + (("answers",) if answers is not None else ())
+        + (("opened_posts",) if opened_posts is not None else ())
+    )
     builder = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     session.execute(
         builder(Draft)

@@ -20,8 +20,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 from streamlit.testing.v1 import AppTest
 
+from annotator.app import draft_route
+from annotator.app.common import engine as app_engine
 from annotator.intake import assign, ingest
-from annotator.people import accounts
+from annotator.people import accounts, sessions
 from annotator.people.accounts import SYSTEM, Account
 from annotator.server import BROWSER_ARGS, IDLE_SELECTOR, background
 from annotator.store import db
@@ -314,6 +316,28 @@ def app_for(account: Account | None, *, timeout: float = 30) -> AppTest:
         at.session_state["account"] = account
         at.session_state["login_at"] = datetime.now(UTC)
     return at.run()
+
+
+def app_with_session(account: Account, *, timeout: float = 30) -> tuple[AppTest, str]:
+    """The app logged in as `account` with a session token (as a password login leaves it), after one
+    run; returns the app and the token (the browser's session cookie)."""
+    with db.session_scope(app_engine()) as session:  # the app's own database ($ANNOTATOR_DB_URL)
+        token = sessions.start_session(session, account=account)
+    at = AppTest.from_file(str(MAIN), default_timeout=timeout)
+    at.session_state["account"] = account
+    at.session_state["login_at"] = datetime.now(UTC)
+    at.session_state["session_token"] = token
+    return at.run(), token
+
+
+def post_draft(at: AppTest, token: str, answers: dict[str, int], comment: str = "") -> int:
+    """What the page script sends after an answer: the form's state ({question's widget key suffix:
+    value}, the comment) for the item on screen, to the draft route; returns the HTTP status."""
+    tag = at.session_state["annotate_item"].token
+    item = draft_route.on_screen(tag)
+    assert item is not None, "the rating page registers the item it draws"
+    chosen = {f"q_{name}": item.questions[f"q_{name}"][1].index(value) for name, value in answers.items()}
+    return draft_route.keep({"item": tag, "answers": chosen, "comment": comment}, token)
 
 
 def shown_tables(at: AppTest) -> list[Any]:

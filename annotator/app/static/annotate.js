@@ -8,6 +8,10 @@
 //   item of n questions takes n digits and Ctrl+Enter.
 // - The submit button takes input only once every question of the item is drawn (data-ps-ready).
 // - On a phone, the A/B switch shows one response (and its questions) at a time.
+// - Drafts: the form is one st.form, so an answer runs nothing on the server; after every answer (and
+//   when the comment's typing pauses) the form's state goes to the draft route
+//   (annotator/app/draft_route.py), one request at a time. A 401 (the login ended, the account was
+//   deactivated) reloads the page, which then shows the login.
 (() => {
   if (window.__psInstalled) return;
   window.__psInstalled = true;
@@ -18,6 +22,11 @@
   let current = { item: null, start: Date.now(), need: [] };
   let watch = null;
   let focusPending = false;
+  const DRAFT_ROUTE = "/_pair/draft";
+  const COMMENT = ".st-key-q_comment textarea";
+  let draftBusy = false;
+  let draftAgain = false;
+  let commentTimer = null;
 
   const groups = () => [...doc.querySelectorAll(`[class*="st-key-q_"] ${GROUP}`)];
   const answered = (group) => !!group.querySelector('button[aria-checked="true"]');
@@ -25,6 +34,40 @@
     const box = group.closest('[class*="st-key-q_A_"], [class*="st-key-q_B_"]');
     if (!box) return null;
     return box.className.includes("st-key-q_A_") ? "A" : "B";
+  };
+
+  const keyOf = (group) => {
+    const box = group.closest('[class*="st-key-q_"]');
+    const name = box && [...box.classList].find((c) => c.startsWith("st-key-q_"));
+    return name ? name.slice("st-key-".length) : null;
+  };
+
+  const formState = () => { // {widget key: index of the selected option} and the comment
+    const answers = {};
+    for (const group of groups()) {
+      const key = keyOf(group);
+      const index = [...group.querySelectorAll("button")].findIndex(
+        (b) => b.getAttribute("aria-checked") === "true");
+      if (key && index >= 0) answers[key] = index;
+    }
+    const comment = doc.querySelector(COMMENT);
+    return { item: current.item, answers, comment: comment ? comment.value : "" };
+  };
+
+  const sendDraft = () => {
+    if (!current.item || !doc.querySelector(SUBMIT)) return;
+    if (draftBusy) { draftAgain = true; return; }
+    draftBusy = true;
+    fetch(DRAFT_ROUTE, {
+      method: "POST", credentials: "same-origin", keepalive: true,
+      headers: { "Content-Type": "application/json", "X-Pair-Studio-Draft": "1" },
+      body: JSON.stringify(formState()),
+    }).then((response) => {
+      if (response.status === 401) window.location.reload();
+    }).catch(() => {}).finally(() => {
+      draftBusy = false;
+      if (draftAgain) { draftAgain = false; sendDraft(); }
+    });
   };
 
   const setSide = (side) => {
@@ -131,8 +174,20 @@
   if (window.__psPending) window.psItem(window.__psPending);
 
   doc.addEventListener("click", (e) => {
-    const button = e.target && e.target.closest && e.target.closest(".ps-switch button");
+    const target = e.target && e.target.closest ? e.target : null;
+    const button = target && target.closest(".ps-switch button");
     if (button) setSide(button.dataset.side);
+    if (target && target.closest(`[class*="st-key-q_"] ${GROUP} button`)) {
+      setTimeout(sendDraft, 0); // after the control has drawn the answer
+    }
+    if (target && target.closest(SUBMIT)) clearTimeout(commentTimer); // the submit carries the comment
+  }, true);
+
+  doc.addEventListener("input", (e) => {
+    if (e.target && e.target.matches && e.target.matches(COMMENT)) {
+      clearTimeout(commentTimer);
+      commentTimer = setTimeout(sendDraft, 700);
+    }
   });
 
   doc.addEventListener("keydown", (e) => {

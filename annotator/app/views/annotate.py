@@ -2,7 +2,9 @@
 beside paragraph, as long as their text: the page scrolls, no box does) with each response's questions
 under it, the preference last. On a phone one response shows at a time, with a sticky A/B switch.
 
-Every answer is kept as a server-side draft as soon as it is given (a reload brings it back). One key
+The questions, the comment and the submit button are one st.form: an answer runs nothing on the
+server until the submit; the page script keeps every answer as a server-side draft through the draft
+route (annotator/app/draft_route.py), and a reload brings it back. One key
 per answer: a digit answers the focused question and moves on to the next unanswered one, Ctrl+Enter
 submits from anywhere (static/annotate.js; the page's style is static/annotate.css).
 
@@ -17,7 +19,7 @@ from annotator.app.common import CURRENT_STUDY_KEY, current_account, require, sa
 from annotator.app.theme import apply_theme
 from annotator.app.views.crowd_finish import config_warn_minutes, countdown, show_completion, time_over
 from annotator.app.views.rating_actions import SAVED_KEY
-from annotator.app.views.rating_form import item_questions
+from annotator.app.views.rating_form import FORM_KEY, item_questions
 from annotator.app.views.rating_item import CONTEXT_KEY, STUDIES_KEY, choose_study, item_context, load_item
 from annotator.app.views.rating_render import (
     KEY_HINT,
@@ -54,7 +56,7 @@ def all_done(account: Account, study_id: int, total: int) -> None:
 
 @st.fragment
 def workspace_area() -> None:
-    """Everything about the item: a submit, a skip, a flag or an answer reruns only this part of the
+    """Everything about the item: a submit, a skip, a flag or an opened post reruns only this part of the
     page (Streamlit fragment), not the navigation, the sidebar and the page's own checks."""
     account = current_account()
     if account is None or account.role != "annotator":  # logged out or deactivated meanwhile
@@ -105,8 +107,9 @@ def workspace_area() -> None:
     questions = item_questions(item, config)
     st.caption(KEY_HINT)
     show_context(item, config)
-    show_responses(item, config, questions)
-    show_decision(item, config, questions)
+    with st.form(FORM_KEY, border=False, enter_to_submit=False):
+        show_responses(item, config, questions)
+        show_decision(item, config, questions)
     side_actions(item)
 
 

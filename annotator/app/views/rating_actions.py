@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from annotator.app import draft_route
 from annotator.app.common import current_account, session
 from annotator.app.views.rating_form import (
     ACTIONS_KEY,
@@ -13,6 +14,7 @@ from annotator.app.views.rating_form import (
     REASON_KEY,
     REASON_MISSING_KEY,
     form_answers,
+    item_tag,
     keep_draft,
 )
 from annotator.app.views.rating_item import forget_item
@@ -36,6 +38,7 @@ def save(item: ItemView, config: StudyConfig, submission_id: str) -> None:
     if account is None or account.role != "annotator":
         st.session_state[ERROR_KEY] = "Please log in as an annotator first."
         return
+    draft_route.close(item_tag(item))  # no draft from the page after this: the submit clears it
     try:
         with session() as active:
             labels.submit(
@@ -85,6 +88,7 @@ def skip_item(item: ItemView) -> None:
     def run() -> None:
         if account is None:
             raise UserError("Please log in first.")
+        draft_route.close(item_tag(item))
         with session() as active:
             labels.skip(active, assignment_id=item.assignment_id, account=account, reason=reason)
             drafts.clear_draft(active, assignment_id=item.assignment_id, account=account)
@@ -104,6 +108,7 @@ def flag_item(item: ItemView) -> None:
     def run() -> None:
         if account is None:
             raise UserError("Please log in first.")
+        draft_route.close(item_tag(item))
         with session() as active:
             drafts.flag_item(active, assignment_id=item.assignment_id, account=account, reason=reason)
 

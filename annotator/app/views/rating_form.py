@@ -1,6 +1,6 @@
 """The rating form's model: which questions an item asks (from the study config and the item's
-display), their widget keys and labels, the answers as the widgets hold them, the server-side draft
-kept on every answer, and the submission the answers make."""
+display), their widget keys and labels, the answers as the widgets hold them, the draft a button's
+callback keeps, and the submission the answers make."""
 
 import re
 import uuid
@@ -21,7 +21,7 @@ OPENED_KEY = "annotate_opened_posts"
 REASON_KEY = "item_reason"  # why the item is skipped or flagged
 ACTIONS_KEY = "item_actions"  # the skip / flag expander (open while a reason is asked for)
 REASON_MISSING_KEY = "item_reason_missing"
-REDRAW_KEY = "annotate_redraw"  # a question's callback asks for the whole page to run again
+FORM_KEY = "rating_form"  # the st.form that holds every question, the comment and the submit button
 FORM_PREFIX = "q"  # the rating form's widget keys: the same for every item (values reset per item)
 
 
@@ -214,8 +214,10 @@ def form_answers(item: ItemView, config: StudyConfig, submission_id: str) -> Sub
 # ------------------------------------------------------------------------------------------ drafts
 
 
-def keep_draft(item: ItemView, config: StudyConfig) -> None:
-    """A widget's callback: keep the answers (and the posts opened) on the server."""
+def keep_draft(item: ItemView, config: StudyConfig, *, answers: bool = True) -> None:
+    """Keep the form's answers (as the widgets hold them when a button's callback runs) and the posts
+    opened on the server; `answers=False` keeps only the posts opened (an answer's draft is kept by
+    the page script through annotator.app.draft_route, the form's values reach the server at submit)."""
     account = current_account()
     if account is None:
         return
@@ -225,12 +227,11 @@ def keep_draft(item: ItemView, config: StudyConfig) -> None:
                 active,
                 assignment_id=item.assignment_id,
                 account=account,
-                answers=current_answers(item, config),
+                answers=current_answers(item, config) if answers else None,
                 opened_posts=sorted(st.session_state.get(OPENED_KEY, set())),
             )
     except (AuthError, UserError) as exc:
         st.session_state[ERROR_KEY] = str(exc)
-        st.session_state[REDRAW_KEY] = True
 
 
 def post_opened(item: ItemView, config: StudyConfig, number: int) -> None:
@@ -238,4 +239,4 @@ def post_opened(item: ItemView, config: StudyConfig, number: int) -> None:
     opened: set[int] = st.session_state.setdefault(OPENED_KEY, set())
     if number not in opened:
         opened.add(number)
-        keep_draft(item, config)
+        keep_draft(item, config, answers=False)

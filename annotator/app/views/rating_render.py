@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 import streamlit as st
 
 from analysis.vocabulary import RUBRIC_DOMAIN
+from annotator.app import draft_route
 from annotator.app.assets import filled, static_text
-from annotator.app.common import ACCOUNT_KEY, SUBMISSION_KEY, safe_md
+from annotator.app.common import SUBMISSION_KEY, TOKEN_KEY, safe_md
 from annotator.app.views.rating_actions import flag_item, save, skip_item
 from annotator.app.views.rating_form import (
     ACTIONS_KEY,
@@ -18,11 +19,9 @@ from annotator.app.views.rating_form import (
     ERROR_KEY,
     REASON_KEY,
     REASON_MISSING_KEY,
-    REDRAW_KEY,
     Question,
     item_questions,
     item_tag,
-    keep_draft,
     legend,
     post_opened,
     widget_key,
@@ -109,25 +108,17 @@ def show_profile(item: ItemView, config: StudyConfig) -> None:
                 st.markdown(safe_md(post.get("text", "")))
 
 
-def ask(item: ItemView, config: StudyConfig, question: Question) -> None:
-    """One question as a segmented control: its label (the accessible name) says which response it is
-    about and what it asks; every option shows its number and its words in full. No help button: it
-    would be a Tab stop between two questions.
-
-    An answer reruns the item area (a fragment; its callback keeps the draft). A question is not a
-    fragment of its own: its rerun would redraw the control under the key handler, which then lost the
-    next digits. When the callback found the login ended, or could not keep the draft, the whole page
-    runs again (the login page, or the item area with the error)."""
-    if st.session_state.pop(REDRAW_KEY, False) or ACCOUNT_KEY not in st.session_state:
-        st.rerun(scope="app")
+def ask(question: Question) -> None:
+    """One question as a segmented control in the rating form: its label (the accessible name) says
+    which response it is about and what it asks; every option shows its number and its words in
+    full. No help button: it would be a Tab stop between two questions. An answer runs nothing on
+    the server (the form sends its values with the submit); the page script keeps it as a draft."""
     st.segmented_control(
         question.label,
         question.options,
         format_func=question.option_labels.__getitem__,
         key=widget_key(question),
         width="stretch",
-        on_change=keep_draft,
-        args=(item, config),
     )
 
 
@@ -178,7 +169,7 @@ def show_responses(item: ItemView, config: StudyConfig, questions: list[Question
                         f"**Rubric fit** · {safe_md(legend(list(RUBRIC_DOMAIN), list(config.rubric.labels)))}"
                     )
                     first_aspect = False
-                ask(item, config, question)
+                ask(question)
 
 
 def show_decision(item: ItemView, config: StudyConfig, questions: list[Question]) -> None:
@@ -188,15 +179,13 @@ def show_decision(item: ItemView, config: StudyConfig, questions: list[Question]
     with left:
         for question in questions:
             if not question.side:
-                ask(item, config, question)
+                ask(question)
     right.text_area(
         "Comment (optional)",
         key=COMMENT_KEY,
         height=68,
-        on_change=keep_draft,
-        args=(item, config),
     )
-    right.button(
+    right.form_submit_button(
         "Submit and next",
         type="primary",
         icon=":material/send:",
@@ -251,8 +240,19 @@ def page_assets() -> None:
 
 def page_script(item: ItemView, config: StudyConfig) -> None:
     """The item on screen for the page's script (static/item.js hands it to annotate.js): its tag, the
-    clock's start and every question it waits for before the submit button takes input."""
-    need = [widget_key(question) for question in item_questions(item, config)]
+    clock's start and every question it waits for before the submit button takes input. The item is
+    registered with the draft route under its tag, with its questions' options in page order."""
+    questions = item_questions(item, config)
+    token = st.session_state.get(TOKEN_KEY)
+    if token:
+        draft_route.show(
+            item_tag(item),
+            assignment_id=item.assignment_id,
+            session_token=token,
+            questions={widget_key(q): (q.name, tuple(q.options)) for q in questions},
+            comment_key="comment",
+        )
+    need = [widget_key(question) for question in questions]
     start = item.shown_at or datetime.now(UTC)
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)

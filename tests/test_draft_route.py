@@ -1,0 +1,142 @@
+"""The draft route: the rating form's answers kept without a page run, only for the item on screen,
+from the login that sees it, while its session is open, and never after the item is submitted."""
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.requests import Request
+
+from annotator.app import draft_route
+from annotator.app.cookie import COOKIE
+from annotator.people import accounts, sessions
+from annotator.people.accounts import SYSTEM
+from annotator.rating import drafts
+from annotator.store import db
+from tests.utils.apphelpers import AppDB, build_app_db
+
+QUESTIONS = {
+    "q_A_correctness": ("A:correctness", (1, 2, 3, 4, 5)),
+    "q_preference": ("preference", (0, 1, 2, 3, 4)),
+}
+
+
+@pytest.fixture
+def on_screen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[AppDB, int, str, str]]:
+    """ann1's first item registered under a tag, as the rating page draws it: (db, assignment, tag, token)."""
+    built = build_app_db(tmp_path / "db", acknowledged=["ann1", "ann2"])
+    monkeypatch.setenv(db.ENV_VAR, built.url)
+    with db.session_scope(built.engine) as session:
+        token = sessions.start_session(session, account=built.account("ann1"))
+    assignment_id = int(built.queue("ann1")[0].id or 0)
+    tag = f"i{tmp_path.name[-12:]}"
+    draft_route.show(
+        tag, assignment_id=assignment_id, session_token=token, questions=QUESTIONS, comment_key="comment"
+    )
+    yield built, assignment_id, tag, token
+    draft_route.close(tag)
+    built.engine.dispose()
+
+
+def draft(built: AppDB, assignment_id: int) -> dict | None:  # type: ignore[type-arg]
+    with db.session_scope(built.engine) as session:
+        found = drafts.load_draft(session, assignment_id=assignment_id, account=built.account("ann1"))
+    return None if found is None else found.answers
+
+
+def post(body: bytes, headers: dict[str, str]) -> int:
+    """The route's answer to one HTTP request (a Starlette request built from its ASGI scope)."""
+    raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    scope = {"type": "http", "method": "POST", "path": draft_route.ROUTE, "headers": raw, "query_string": b""}
+    sent = False
+
+    async def receive() -> dict:  # type: ignore[type-arg]
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return asyncio.run(draft_route.draft_route(Request(scope, receive))).status_code
+
+
+def test_the_route_keeps_the_answers_of_the_item_on_screen(on_screen: tuple[AppDB, int, str, str]) -> None:
+    built, assignment_id, tag, token = on_screen
+    body = json.dumps({"item": tag, "answers": {"q_A_correctness": 3, "q_preference": 0}, "comment": "ok"})
+    headers = {draft_route.DRAFT_HEADER: "1", "cookie": f"{COOKIE}={token}"}
+    assert post(body.encode(), headers) == 204
+    assert draft(built, assignment_id) == {"A:correctness": 4, "preference": 0, "comment": "ok"}
+
+
+def test_a_request_without_the_header_or_with_a_bad_body_is_refused(
+    on_screen: tuple[AppDB, int, str, str],
+) -> None:
+    built, assignment_id, tag, token = on_screen
+    cookie = {"cookie": f"{COOKIE}={token}"}
+    good = json.dumps({"item": tag, "answers": {"q_preference": 1}}).encode()
+    assert post(good, cookie) == 403, "a cross-site form cannot send the custom header"
+    assert post(b"{not json", cookie | {draft_route.DRAFT_HEADER: "1"}) == 400
+    assert post(b"[1, 2]", cookie | {draft_route.DRAFT_HEADER: "1"}) == 400
+    big = json.dumps({"item": tag, "comment": "x" * draft_route.MAX_BODY}).encode()
+    assert post(big, cookie | {draft_route.DRAFT_HEADER: "1"}) == 413
+    assert draft(built, assignment_id) is None
+
+
+def test_only_the_login_that_sees_the_item_keeps_its_draft(on_screen: tuple[AppDB, int, str, str]) -> None:
+    built, assignment_id, tag, _ = on_screen
+    with db.session_scope(built.engine) as session:
+        other = sessions.start_session(session, account=built.account("ann2"))
+    assert draft_route.keep({"item": tag, "answers": {"q_preference": 1}}, other) == 403
+    assert draft_route.keep({"item": tag, "answers": {"q_preference": 1}}, "") == 403
+    assert draft_route.keep({"item": "i-not-on-screen", "answers": {}}, other) == 409
+    assert draft(built, assignment_id) is None
+
+
+def test_an_ended_session_or_a_deactivated_account_gets_401(on_screen: tuple[AppDB, int, str, str]) -> None:
+    built, assignment_id, tag, token = on_screen
+    with db.session_scope(built.engine) as session:
+        accounts.set_active(session, username="ann1", active=False, account=SYSTEM)
+    assert draft_route.keep({"item": tag, "answers": {"q_preference": 1}}, token) == 401
+    with db.session_scope(built.engine) as session:
+        accounts.set_active(session, username="ann1", active=True, account=SYSTEM)
+        sessions.end_session(session, token)
+    assert draft_route.keep({"item": tag, "answers": {"q_preference": 1}}, token) == 401
+    assert draft(built, assignment_id) is None
+
+
+def test_what_fits_no_question_is_left_out(on_screen: tuple[AppDB, int, str, str]) -> None:
+    built, assignment_id, tag, token = on_screen
+    chosen = {"q_A_correctness": 9, "q_preference": True, "q_other": 1, "q_B_x": "2"}
+    assert draft_route.keep({"item": tag, "answers": chosen, "comment": 5}, token) == 204
+    assert draft(built, assignment_id) == {}
+
+
+def test_no_draft_is_kept_once_the_item_is_closed_even_by_posts_in_flight(
+    on_screen: tuple[AppDB, int, str, str],
+) -> None:
+    """Posts racing a submit: close() waits for a draft being written; after it, every post is refused,
+    so the submit's clear leaves no draft behind (on both engines)."""
+    built, assignment_id, tag, token = on_screen
+    statuses: list[int] = []
+    start = threading.Barrier(9)
+
+    def send(k: int) -> None:
+        start.wait()
+        for _ in range(20):
+            statuses.append(draft_route.keep({"item": tag, "answers": {"q_preference": k % 5}}, token))
+
+    threads = [threading.Thread(target=send, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    draft_route.close(tag)
+    with db.session_scope(built.engine) as session:
+        drafts.clear_draft(session, assignment_id=assignment_id, account=built.account("ann1"))
+    for thread in threads:
+        thread.join()
+    assert set(statuses) <= {204, 409} and 409 in statuses
+    assert draft(built, assignment_id) is None
+    assert draft_route.keep({"item": tag, "answers": {"q_preference": 1}}, token) == 409
