@@ -78,11 +78,11 @@ def show(
     now = time.monotonic()
     with _lock:
         found = _items.get(tag)
-        if found is not None and found.assignment_id == assignment_id and not found.closed:
+        if found is not None and found.assignment_id == assignment_id:
             found.expires = now + KEPT_SECONDS
             return
         if len(_items) >= MAX_ITEMS:
-            for old in [k for k, v in _items.items() if v.expires <= now or v.closed] or list(_items)[:1]:
+            for old in [k for k, v in _items.items() if v.expires <= now] or list(_items)[:1]:
                 del _items[old]
         _items[tag] = OnScreen(
             assignment_id, _hash(session_token), questions, comment_key, now + KEPT_SECONDS
