@@ -1,14 +1,15 @@
 """Submit -> next item drawn, in the browser, against Potato 2.12.1 on the same pairs in the same run.
 
 Run from the repository root: `python benchmarks/bench_submit.py [--n 30] [--sizes 100 10000]
-[--no-potato]`. For each size it builds a study in a temporary SQLite database (bulk inserts), starts
-the app, logs in as an annotator in headless Debian chromium (1440x900) and answers each item with number
-keys, then times, inside the page (benchmarks/potato.py `measure_in_page`: from the click event to the
-first animation frame in which the next item's question, both responses and every question of the form
-are drawn and fresh), the click on "Submit and next". Two forms: the study's full form (3 quality
-dimensions and 2 rubric aspects per response, preference, confidence: 12 questions) and a form matched
-to the Potato project (one quality dimension per response, preference, confidence; no rubric). Potato
-2.12.1 (pairwise + one Likert on the same pairs) runs in its own environment (benchmarks/potato.py).
+[--no-potato] [--long-only] [--screenshots DIR]`. For each size it builds a study in a temporary SQLite
+database (bulk inserts), starts the app, logs in as an annotator in headless Debian chromium (1440x900)
+and answers each item with number keys, then times, inside the page (benchmarks/potato.py
+`measure_in_page`: from the click event to the first animation frame in which the next item's question,
+both responses and every question of the form are drawn and fresh), the click on "Submit and next". Two
+forms: the study's full form (3 quality dimensions and 2 rubric aspects per response, preference,
+confidence: 12 questions) and a form matched to the Potato project (one quality dimension per response,
+preference, confidence; no rubric). Potato 2.12.1 (pairwise + one Likert on the same pairs) runs in its
+own environment (benchmarks/potato.py).
 
 Every item is answered as an annotator with a keyboard would: one digit per question (the page puts
 the focus on the first question of a new item and moves it on after each answer) and Ctrl+Enter, the
@@ -405,9 +406,20 @@ PARAGRAPH_TOPS = """() => ["A", "B"].map((side) => Math.round(document.querySele
   `.st-key-pane_${side} [data-testid='stMarkdownContainer']`)[2].getBoundingClientRect().top))"""
 
 
-def measure_long(url: str, log: Path, *, n: int) -> dict[str, Any]:
+def whole_page(page: Any, viewport: dict[str, int], height: int, path: Path) -> None:
+    """A screenshot of the whole page: Streamlit scrolls inside its own container, so the viewport
+    grows to the page's height for the picture and is put back after it."""
+    page.set_viewport_size({"width": viewport["width"], "height": height})
+    settle(page)
+    page.screenshot(path=path)
+    page.set_viewport_size(viewport)
+    settle(page)
+
+
+def measure_long(url: str, log: Path, *, n: int, shots: Path | None = None) -> dict[str, Any]:
     """Keystrokes, page scrolls and boxes with their own scroll per long item at 1440x900, and at
-    390 px wide on each side of the A/B switch (n items answered at the desktop width)."""
+    390 px wide on each side of the A/B switch (n items answered at the desktop width); with `shots`,
+    a full-page screenshot of the first item at each (desktop.png, phone-A.png, phone-B.png)."""
     from playwright.sync_api import sync_playwright
 
     out: dict[str, Any] = {"keys": []}
@@ -418,6 +430,8 @@ def measure_long(url: str, log: Path, *, n: int) -> dict[str, Any]:
         log_in(page, base_url)
         wait_form(page, LONG_FORM)
         out["desktop"] = reading(page)
+        if shots is not None:
+            whole_page(page, VIEWPORT, out["desktop"]["height"], shots / "desktop.png")
         for _ in range(n):
             wait_form(page, LONG_FORM)
             tag = on_screen(page)[0]
@@ -431,21 +445,25 @@ def measure_long(url: str, log: Path, *, n: int) -> dict[str, Any]:
         wait_form(phone, LONG_FORM)
         out["phone_A"] = reading(phone)
         tops_a = phone.evaluate(PARAGRAPH_TOPS)
+        if shots is not None:
+            whole_page(phone, PHONE, out["phone_A"]["height"], shots / "phone-A.png")
         phone.get_by_role("button", name="Response B", exact=True).click()
         out["phone_B"] = reading(phone)
+        if shots is not None:
+            whole_page(phone, PHONE, out["phone_B"]["height"], shots / "phone-B.png")
         tops_b = phone.evaluate(PARAGRAPH_TOPS)
         out["offset"] = abs(tops_a[0] - tops_b[1])  # A's paragraph 2 before the switch, B's after
         browser.close()
     return out
 
 
-def run_long(*, n: int, folder: Path) -> dict[str, Any]:
+def run_long(*, n: int, folder: Path, shots: Path | None = None) -> dict[str, Any]:
     url = f"sqlite:///{folder / 'bench-long.db'}"
     engine = db.make_engine(url)
     db.upgrade(engine)
     build(engine, 20, queue=20, long=True)
     engine.dispose()
-    return measure_long(url, folder / "server-long.log", n=n)
+    return measure_long(url, folder / "server-long.log", n=n, shots=shots)
 
 
 def run_study(n_pairs: int, *, n: int, folder: Path, matched: bool, reloads: int) -> dict[str, Any]:
@@ -472,13 +490,15 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 10_000], help="study sizes (pairs)")
     parser.add_argument("--reloads", type=int, default=10, help="timed reloads (full form, first size)")
     parser.add_argument("--no-potato", action="store_true", help="skip the Potato baseline")
+    parser.add_argument("--screenshots", type=Path, help="save the long item's pages here (PNG)")
+    parser.add_argument("--long-only", action="store_true", help="only the long items' counts")
     args = parser.parse_args()
     if shutil.which("chromium") is None:
         sys.exit("Debian's chromium is needed (apt-get install chromium)")
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        for size in args.sizes:
+        for size in [] if args.long_only else args.sizes:
             full = run_study(size, n=args.n, folder=folder, matched=False, reloads=args.reloads)
             matched = run_study(size, n=args.n, folder=folder, matched=True, reloads=0)
             lines.append(row(f"{size:>6} pairs, Pair Studio full form", full["submit"]))
@@ -495,7 +515,9 @@ def main() -> None:
                 f"{matched['scrolls']} scroll(s), {matched['height']} px"
             )
             print("\n".join(lines[-5:]), flush=True)
-        long = run_long(n=3, folder=folder)
+        if args.screenshots is not None:
+            args.screenshots.mkdir(parents=True, exist_ok=True)
+        long = run_long(n=3, folder=folder, shots=args.screenshots)
         desktop, phone_a, phone_b = long["desktop"], long["phone_A"], long["phone_B"]
         lines.append(
             f"long items (400-600 words, 16 questions): {min(long['keys'])}-{max(long['keys'])} keystrokes "
