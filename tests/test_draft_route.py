@@ -33,9 +33,7 @@ def on_screen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple
         token = sessions.start_session(session, account=built.account("ann1"))
     assignment_id = int(built.queue("ann1")[0].id or 0)
     tag = f"i{tmp_path.name[-12:]}"
-    draft_route.show(
-        tag, assignment_id=assignment_id, session_token=token, questions=QUESTIONS, comment_key="comment"
-    )
+    draft_route.show(tag, assignment_id=assignment_id, session_token=token, questions=QUESTIONS)
     yield built, assignment_id, tag, token
     draft_route.close(tag)
     built.engine.dispose()

@@ -52,7 +52,6 @@ class OnScreen:
     assignment_id: int
     token_hash: str
     questions: dict[str, tuple[str, tuple[int, ...]]]
-    comment_key: str
     expires: float
     lock: threading.Lock = field(default_factory=threading.Lock)
     closed: bool = False
@@ -72,7 +71,6 @@ def show(
     assignment_id: int,
     session_token: str,
     questions: dict[str, tuple[str, tuple[int, ...]]],
-    comment_key: str,
 ) -> None:
     """Register the item drawn under `tag` (again on every run of the page: the same entry)."""
     now = time.monotonic()
@@ -84,9 +82,7 @@ def show(
         if len(_items) >= MAX_ITEMS:
             for old in [k for k, v in _items.items() if v.expires <= now] or list(_items)[:1]:
                 del _items[old]
-        _items[tag] = OnScreen(
-            assignment_id, _hash(session_token), questions, comment_key, now + KEPT_SECONDS
-        )
+        _items[tag] = OnScreen(assignment_id, _hash(session_token), questions, now + KEPT_SECONDS)
 
 
 def on_screen(tag: str) -> OnScreen | None:
@@ -119,7 +115,7 @@ def answers(item: OnScreen, payload: dict[str, Any]) -> dict[str, Any]:
             kept[name] = options[index]
     comment = payload.get("comment")
     if isinstance(comment, str) and comment:
-        kept[item.comment_key] = comment
+        kept[drafts.COMMENT] = comment
     return kept
 
 

@@ -20,6 +20,8 @@ from annotator.rating import crowd
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Draft, Event, Pair, User, utcnow
 from annotator.study import get_study
 
+#: The draft answers' key of the comment (the questions' keys are their names).
+COMMENT = "comment"
 #: The longest draft answer kept (a comment); longer text is cut, the draft is never refused.
 MAX_TEXT = 20_000
 

@@ -176,7 +176,7 @@ def start_item(item: ItemView, config: StudyConfig, answers: dict[str, Any], ope
         state[widget_key(question)] = (
             None if value is None or int(value) not in question.options else int(value)
         )
-    state[COMMENT_KEY] = str(answers.get("comment") or "")
+    state[COMMENT_KEY] = str(answers.get(drafts.COMMENT) or "")
     state[REASON_KEY] = ""
     state[ACTIONS_KEY] = False
     state.pop(REASON_MISSING_KEY, None)
@@ -186,7 +186,7 @@ def current_answers(item: ItemView, config: StudyConfig) -> dict[str, Any]:
     """The answers given so far, read from the widgets' session state, as draft answers."""
     state = st.session_state
     answers: dict[str, Any] = {q.name: state.get(widget_key(q)) for q in item_questions(item, config)}
-    answers["comment"] = state.get(COMMENT_KEY) or ""
+    answers[drafts.COMMENT] = state.get(COMMENT_KEY) or ""
     return {name: value for name, value in answers.items() if value not in (None, "")}
 
 
@@ -206,7 +206,7 @@ def form_answers(item: ItemView, config: StudyConfig, submission_id: str) -> Sub
         scores=scores,
         support=support,
         confidence=answers.get("confidence"),
-        comment=answers.get("comment", ""),
+        comment=answers.get(drafts.COMMENT, ""),
         opened_posts=tuple(sorted(st.session_state.get(OPENED_KEY, set()))),
     )
 

@@ -250,7 +250,6 @@ def page_script(item: ItemView, config: StudyConfig) -> None:
             assignment_id=item.assignment_id,
             session_token=token,
             questions={widget_key(q): (q.name, tuple(q.options)) for q in questions},
-            comment_key="comment",
         )
     need = [widget_key(question) for question in questions]
     start = item.shown_at or datetime.now(UTC)
