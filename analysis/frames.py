@@ -173,23 +173,34 @@ def _show(values: pd.Series | np.ndarray, limit: int = 5) -> str:
 
 
 def _numeric(df: pd.DataFrame, column: str, *, allow_missing: bool) -> pd.Series:
-    """Convert ``column`` to float, raising a clear error for non-numeric or missing entries."""
+    """Convert ``column`` to float, raising a clear error for non-numeric or missing entries (a
+    float column is returned as it is: no copy)."""
     raw = df[column]
-    num = pd.to_numeric(raw, errors="coerce").astype(float)
-    bad = num.isna() & raw.notna()
-    if bad.any():
-        raise ValueError(f"column '{column}' has non-numeric values: {_show(raw[bad])}")
+    if raw.dtype == np.float64:
+        num = raw
+    else:
+        num = pd.to_numeric(raw, errors="coerce").astype(float)
+        bad = num.isna() & raw.notna()
+        if bad.any():
+            raise ValueError(f"column '{column}' has non-numeric values: {_show(raw[bad])}")
     if not allow_missing and num.isna().any():
         raise ValueError(f"column '{column}' has {int(num.isna().sum())} missing value(s)")
     return num
 
 
-def _integers_in(num: pd.Series, column: str, lo: int, hi: int) -> None:
-    """Raise if the non-missing values of ``num`` are not integers in ``lo..hi``."""
-    present = num.dropna()
-    bad = present[(present != np.round(present)) | (present < lo) | (present > hi)]
-    if len(bad):
-        raise ValueError(f"column '{column}' must hold integers in {lo}..{hi}, got: {_show(bad)}")
+def _integers_in(num: pd.Series, column: str, lo: int, hi: int, where: np.ndarray | None = None) -> None:
+    """Raise if the non-missing values of ``num`` (in the rows `where`, default all) are not
+    integers in ``lo..hi``."""
+    values = num.to_numpy()
+    bad = (values < lo) | (values > hi)
+    if values.dtype.kind == "f":
+        bad |= values != np.round(values)
+        bad &= ~np.isnan(values)
+    if where is not None:
+        bad &= where
+    if bad.any():
+        got = _show(values[bad].astype(float))
+        raise ValueError(f"column '{column}' must hold integers in {lo}..{hi}, got: {got}")
 
 
 def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -238,9 +249,9 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     _check_judgment_columns(out)
     aspect = has_prefix(out[ITEM], RUBRIC_PREFIX)
     if aspect.any():
-        _integers_in(out.loc[aspect, VALUE], "value (rubric aspects)", 0, 2)
+        _integers_in(out[VALUE], "value (rubric aspects)", 0, 2, where=aspect)
     _check_optional_columns(out)
-    n_dup = int((~first_rows(out, _KEY)).sum())
+    n_dup = _n_duplicates(out, _KEY)
     if n_dup:
         raise ValueError(f"label frame has {n_dup} duplicate (pair_id, annotator, response, item) row(s)")
     return out
@@ -250,7 +261,8 @@ def _check_keys(out: pd.DataFrame) -> None:
     """The key columns as codes (in place); no missing key, responses chosen/rejected only."""
     for col in (PAIR_ID, ANNOTATOR, RESPONSE, ITEM):
         if out[col].isna().any():
-            raise ValueError(f"column '{col}' has {int(out[col].isna().sum())} missing value(s)")
+            missing = out[col].isna()
+            raise ValueError(f"column '{col}' has {int(missing.sum())} missing value(s)")
         out[col] = coded(out[col])
     bad_resp = ~out[RESPONSE].isin(RESPONSES)
     if bad_resp.any():
@@ -262,14 +274,18 @@ def _check_keys(out: pd.DataFrame) -> None:
 def _check_judgment_columns(out: pd.DataFrame) -> None:
     """value, preference, confidence and time_s as numbers in their ranges (in place)."""
     out[VALUE] = _numeric(out, VALUE, allow_missing=False)
-    out[PREFERENCE] = _numeric(out, PREFERENCE, allow_missing=False)
-    _integers_in(out[PREFERENCE], PREFERENCE, -2, 2)
-    out[PREFERENCE] = out[PREFERENCE].astype(int)
+    if out[PREFERENCE].dtype == np.int64:  # already integers: only the range is checked (no copy)
+        _integers_in(out[PREFERENCE], PREFERENCE, -2, 2)
+    else:
+        out[PREFERENCE] = _numeric(out, PREFERENCE, allow_missing=False)
+        _integers_in(out[PREFERENCE], PREFERENCE, -2, 2)
+        out[PREFERENCE] = out[PREFERENCE].astype(int)
     out[CONFIDENCE] = _numeric(out, CONFIDENCE, allow_missing=True)
     _integers_in(out[CONFIDENCE], CONFIDENCE, 1, 3)
     out[TIME_S] = _numeric(out, TIME_S, allow_missing=True)
-    if (out[TIME_S] < 0).any():
-        raise ValueError(f"column 'time_s' must be >= 0, got: {_show(out.loc[out[TIME_S] < 0, TIME_S])}")
+    negative = out[TIME_S] < 0
+    if negative.any():
+        raise ValueError(f"column 'time_s' must be >= 0, got: {_show(out.loc[negative, TIME_S])}")
 
 
 def _check_optional_columns(out: pd.DataFrame) -> None:
@@ -304,7 +320,7 @@ def as_text(values: pd.Series) -> pd.Series:
     ['gold', '', '']
     """
     if isinstance(values.dtype, pd.StringDtype):
-        return values.fillna("").astype(str)
+        return values if not values.isna().any() else values.fillna("").astype(str)
     if not isinstance(values.dtype, pd.CategoricalDtype):
         return values.astype(object).fillna("").astype(str)
     categories = values.cat.categories
@@ -621,6 +637,31 @@ def judgments(frame: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values([PAIR_ID, ANNOTATOR], kind="stable").reset_index(drop=True)
 
 
+def _combined_codes(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray | None:
+    """The `keys` columns' codes combined into one integer per row (missing as its own code), or
+    None when a column is not categorical or the combination would not fit in 62 bits."""
+    columns = [frame[c] for c in keys]
+    if not all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns):
+        return None
+    sizes = [len(c.cat.categories) + 1 for c in columns]
+    if float(np.prod([float(n) for n in sizes])) >= 2.0**62:
+        return None
+    key = np.zeros(len(frame), dtype=np.int64)
+    for column, size in zip(columns, sizes, strict=True):
+        key = key * size + column.cat.codes.to_numpy().astype(np.int64) + 1
+    return key
+
+
+def _n_duplicates(frame: pd.DataFrame, keys: Sequence[str]) -> int:
+    """How many rows repeat an earlier row's `keys` (``frame.duplicated(keys).sum()``), by sorting
+    the combined codes (a sorted copy instead of a hash table of every row)."""
+    key = _combined_codes(frame, keys)
+    if key is None:
+        return int(frame.duplicated(list(keys)).sum())
+    key.sort()
+    return int(np.count_nonzero(key[1:] == key[:-1]))
+
+
 def first_rows(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     """Which rows are the first of their `keys` (what ``~frame.duplicated(keys)`` gives), from the
     columns' codes combined into one integer when they are categorical.
@@ -628,14 +669,9 @@ def first_rows(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     >>> first_rows(pd.DataFrame({"p": ["a", "a", "b"], "q": ["x", "x", "x"]}, dtype="category"), ["p", "q"])
     array([ True, False,  True])
     """
-    columns = [frame[c] for c in keys]
-    coded_keys = all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns)
-    sizes = [len(c.cat.categories) + 1 for c in columns] if coded_keys else []
-    if not coded_keys or float(np.prod([float(n) for n in sizes])) >= 2.0**62:
+    key = _combined_codes(frame, keys)
+    if key is None:
         return ~frame.duplicated(list(keys)).to_numpy()
-    key = np.zeros(len(frame), dtype=np.int64)
-    for column, size in zip(columns, sizes, strict=True):
-        key = key * size + column.cat.codes.to_numpy().astype(np.int64) + 1  # missing (-1) as its own
     return ~pd.Series(key).duplicated().to_numpy()
 
 

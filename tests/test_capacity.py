@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from sqlmodel import Session, select
@@ -113,3 +114,12 @@ def test_a_draft_is_updated_in_place_and_cleared(rated) -> None:  # type: ignore
         drafts.clear_draft(session, assignment_id=assignment_id, account=annotator)
     with Session(rated) as session:
         assert drafts.load_draft(session, assignment_id=assignment_id, account=annotator) is None
+
+
+def test_validating_a_validated_frame_copies_no_column(rated) -> None:  # type: ignore[no-untyped-def]
+    once = validate_frame(frame_of(rated))
+    again = validate_frame(once)
+    for name in ("value", "preference", "confidence", "time_s", "chosen_chars", "rejected_chars"):
+        assert np.shares_memory(once[name].to_numpy(), again[name].to_numpy()), name
+    for name in ("pair_id", "annotator", "item"):
+        assert np.shares_memory(once[name].array.codes, again[name].array.codes), name
