@@ -717,15 +717,42 @@ def read_labels(path: str | Path) -> pd.DataFrame:
         df = _read_parquet(path)
     else:
         raise ValueError(f"unsupported labels file type '{path.suffix}': use .csv, .jsonl or .parquet")
-    for name in _TEXT_COLUMNS:
-        if name in df.columns:
-            df[name] = coded(df[name], with_empty=name not in _KEY)
+    for name in df.columns:
+        if _codes_wanted(name, df[name]):
+            df[name] = coded(df[name], with_empty=name in _TEXT_COLUMNS and name not in _KEY)
     return validate_frame(df)
 
 
-#: The text columns read as categorical codes (a judgment's text repeats on each of its scores).
-_TEXT_COLUMNS = (PAIR_ID, ANNOTATOR, RESPONSE, ITEM, CATEGORY, CONTROL, ARM, SIDE_CHOSEN)
+#: The text columns read as categorical codes (a judgment's text repeats on each of its scores);
+#: besides the key columns, the optional ones, and the export's judgment-level texts, get ``""`` as a
+#: category. Any other column a file holds as text is coded too (e.g. ``judgment_id``, ``submitted_at``).
+_TEXT_COLUMNS = (
+    PAIR_ID,
+    ANNOTATOR,
+    RESPONSE,
+    ITEM,
+    CATEGORY,
+    CONTROL,
+    ARM,
+    SIDE_CHOSEN,
+    "flag_reason",
+    "comment",
+    "guideline_version",
+)
+#: The numeric columns: never coded, so that a bad value is named by validate_frame.
+_NUMBER_COLUMNS = (VALUE, PREFERENCE, CONFIDENCE, TIME_S, CHOSEN_CHARS, REJECTED_CHARS)
 CHUNK_ROWS = 50_000
+
+
+def _codes_wanted(name: str, values: pd.Series) -> bool:
+    """Whether a read column becomes codes: a named text column, or a column of text only."""
+    if name in _TEXT_COLUMNS:
+        return True
+    if name in _NUMBER_COLUMNS:
+        return False
+    if isinstance(values.dtype, pd.StringDtype):
+        return True
+    return values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) == "string"
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
@@ -751,9 +778,9 @@ def _joined(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:
     once), and the chunks' codes are joined over the union of categories."""
     chunks = []
     for chunk in reader:
-        for name in _TEXT_COLUMNS:
-            if name in chunk.columns:
-                chunk[name] = coded(chunk[name], with_empty=name not in _KEY)
+        for name in chunk.columns:
+            if _codes_wanted(name, chunk[name]):
+                chunk[name] = coded(chunk[name], with_empty=name in _TEXT_COLUMNS and name not in _KEY)
         chunks.append(chunk)
     if not chunks:
         return pd.DataFrame()
@@ -761,7 +788,7 @@ def _joined(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:
     joined: dict[str, object] = {}
     for name in columns:
         parts = [chunk[name] if name in chunk.columns else pd.Series([None] * len(chunk)) for chunk in chunks]
-        if name in _TEXT_COLUMNS and all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
+        if all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
             joined[name] = coded(pd.Series(union_categoricals(parts, sort_categories=True)))
         else:
             joined[name] = pd.concat(parts, ignore_index=True)
