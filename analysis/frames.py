@@ -172,6 +172,12 @@ def _show(values: pd.Series | np.ndarray, limit: int = 5) -> str:
     return shown + (", ..." if len(uniq) > limit else "")
 
 
+def _at(bad: pd.Series | np.ndarray) -> str:
+    """Where the first offending row is: its 1-based position in the frame (a labels file's data
+    row; a CSV's line counts the header too)."""
+    return f" (first at row {int(np.flatnonzero(np.asarray(bad, dtype=bool))[0]) + 1})"
+
+
 def _numeric(df: pd.DataFrame, column: str, *, allow_missing: bool) -> pd.Series:
     """Convert ``column`` to float, raising a clear error for non-numeric or missing entries (a
     float column is returned as it is: no copy)."""
@@ -182,9 +188,9 @@ def _numeric(df: pd.DataFrame, column: str, *, allow_missing: bool) -> pd.Series
         num = pd.to_numeric(raw, errors="coerce").astype(float)
         bad = num.isna() & raw.notna()
         if bad.any():
-            raise ValueError(f"column '{column}' has non-numeric values: {_show(raw[bad])}")
+            raise ValueError(f"column '{column}' has non-numeric values: {_show(raw[bad])}{_at(bad)}")
     if not allow_missing and num.isna().any():
-        raise ValueError(f"column '{column}' has {int(num.isna().sum())} missing value(s)")
+        raise ValueError(f"column '{column}' has {int(num.isna().sum())} missing value(s){_at(num.isna())}")
     return num
 
 
@@ -200,7 +206,7 @@ def _integers_in(num: pd.Series, column: str, lo: int, hi: int, where: np.ndarra
         bad &= where
     if bad.any():
         got = _show(values[bad].astype(float))
-        raise ValueError(f"column '{column}' must hold integers in {lo}..{hi}, got: {got}")
+        raise ValueError(f"column '{column}' must hold integers in {lo}..{hi}, got: {got}{_at(bad)}")
 
 
 def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -253,7 +259,10 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     _check_optional_columns(out)
     n_dup = _n_duplicates(out, _KEY)
     if n_dup:
-        raise ValueError(f"label frame has {n_dup} duplicate (pair_id, annotator, response, item) row(s)")
+        raise ValueError(
+            f"label frame has {n_dup} duplicate (pair_id, annotator, response, item) row(s)"
+            + _at(~first_rows(out, _KEY))
+        )
     return out
 
 
@@ -262,12 +271,13 @@ def _check_keys(out: pd.DataFrame) -> None:
     for col in (PAIR_ID, ANNOTATOR, RESPONSE, ITEM):
         if out[col].isna().any():
             missing = out[col].isna()
-            raise ValueError(f"column '{col}' has {int(missing.sum())} missing value(s)")
+            raise ValueError(f"column '{col}' has {int(missing.sum())} missing value(s){_at(missing)}")
         out[col] = coded(out[col])
     bad_resp = ~out[RESPONSE].isin(RESPONSES)
     if bad_resp.any():
         raise ValueError(
             f"column 'response' must be 'chosen' or 'rejected', got: {_show(out.loc[bad_resp, RESPONSE])}"
+            + _at(bad_resp)
         )
 
 
@@ -285,7 +295,9 @@ def _check_judgment_columns(out: pd.DataFrame) -> None:
     out[TIME_S] = _numeric(out, TIME_S, allow_missing=True)
     negative = out[TIME_S] < 0
     if negative.any():
-        raise ValueError(f"column 'time_s' must be >= 0, got: {_show(out.loc[negative, TIME_S])}")
+        raise ValueError(
+            f"column 'time_s' must be >= 0, got: {_show(out.loc[negative, TIME_S])}{_at(negative)}"
+        )
 
 
 def _check_optional_columns(out: pd.DataFrame) -> None:
@@ -296,7 +308,7 @@ def _check_optional_columns(out: pd.DataFrame) -> None:
         if bad.any():
             raise ValueError(
                 f"column 'control' must be empty or one of {', '.join(CONTROL_KINDS[1:])}, "
-                f"got: {_show(out.loc[bad, CONTROL])}"
+                f"got: {_show(out.loc[bad, CONTROL])}{_at(bad)}"
             )
     if ARM in out.columns:
         out[ARM] = as_text(out[ARM])
@@ -304,12 +316,12 @@ def _check_optional_columns(out: pd.DataFrame) -> None:
         side = out[SIDE_CHOSEN]
         bad = side.notna() & ~side.isin(("A", "B"))
         if bad.any():
-            raise ValueError(f"column 'side_chosen' must be 'A' or 'B', got: {_show(side[bad])}")
+            raise ValueError(f"column 'side_chosen' must be 'A' or 'B', got: {_show(side[bad])}{_at(bad)}")
     for col in (CHOSEN_CHARS, REJECTED_CHARS):
         if col in out.columns:
             out[col] = _numeric(out, col, allow_missing=True)
             if (out[col] < 0).any():
-                raise ValueError(f"column '{col}' must be >= 0")
+                raise ValueError(f"column '{col}' must be >= 0{_at(out[col] < 0)}")
 
 
 def as_text(values: pd.Series) -> pd.Series:
