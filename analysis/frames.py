@@ -332,7 +332,9 @@ def as_text(values: pd.Series) -> pd.Series:
     ['gold', '', '']
     """
     if isinstance(values.dtype, pd.StringDtype):
-        return values if not values.isna().any() else values.fillna("").astype(str)
+        if values.dtype.na_value is not pd.NA and not values.isna().any():
+            return values  # already the text `astype(str)` gives: no copy
+        return values.fillna("").astype(str)
     if not isinstance(values.dtype, pd.CategoricalDtype):
         return values.astype(object).fillna("").astype(str)
     categories = values.cat.categories
