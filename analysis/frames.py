@@ -172,24 +172,41 @@ def _show(values: pd.Series | np.ndarray, limit: int = 5) -> str:
     return shown + (", ..." if len(uniq) > limit else "")
 
 
+def _at(bad: pd.Series | np.ndarray) -> str:
+    """Where the first offending row is: its 1-based position in the frame (a labels file's data
+    row; a CSV's line counts the header too)."""
+    return f" (first at row {int(np.flatnonzero(np.asarray(bad, dtype=bool))[0]) + 1})"
+
+
 def _numeric(df: pd.DataFrame, column: str, *, allow_missing: bool) -> pd.Series:
-    """Convert ``column`` to float, raising a clear error for non-numeric or missing entries."""
+    """Convert ``column`` to float, raising a clear error for non-numeric or missing entries (a
+    float column is returned as it is: no copy)."""
     raw = df[column]
-    num = pd.to_numeric(raw, errors="coerce").astype(float)
-    bad = num.isna() & raw.notna()
-    if bad.any():
-        raise ValueError(f"column '{column}' has non-numeric values: {_show(raw[bad])}")
+    if raw.dtype == np.float64:
+        num = raw
+    else:
+        num = pd.to_numeric(raw, errors="coerce").astype(float)
+        bad = num.isna() & raw.notna()
+        if bad.any():
+            raise ValueError(f"column '{column}' has non-numeric values: {_show(raw[bad])}{_at(bad)}")
     if not allow_missing and num.isna().any():
-        raise ValueError(f"column '{column}' has {int(num.isna().sum())} missing value(s)")
+        raise ValueError(f"column '{column}' has {int(num.isna().sum())} missing value(s){_at(num.isna())}")
     return num
 
 
-def _integers_in(num: pd.Series, column: str, lo: int, hi: int) -> None:
-    """Raise if the non-missing values of ``num`` are not integers in ``lo..hi``."""
-    present = num.dropna()
-    bad = present[(present != np.round(present)) | (present < lo) | (present > hi)]
-    if len(bad):
-        raise ValueError(f"column '{column}' must hold integers in {lo}..{hi}, got: {_show(bad)}")
+def _integers_in(num: pd.Series, column: str, lo: int, hi: int, where: np.ndarray | None = None) -> None:
+    """Raise if the non-missing values of ``num`` (in the rows `where`, default all) are not
+    integers in ``lo..hi``."""
+    values = num.to_numpy()
+    bad = (values < lo) | (values > hi)
+    if values.dtype.kind == "f":
+        bad |= values != np.round(values)
+        bad &= ~np.isnan(values)
+    if where is not None:
+        bad &= where
+    if bad.any():
+        got = _show(values[bad].astype(float))
+        raise ValueError(f"column '{column}' must hold integers in {lo}..{hi}, got: {got}{_at(bad)}")
 
 
 def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -238,11 +255,14 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     _check_judgment_columns(out)
     aspect = has_prefix(out[ITEM], RUBRIC_PREFIX)
     if aspect.any():
-        _integers_in(out.loc[aspect, VALUE], "value (rubric aspects)", 0, 2)
+        _integers_in(out[VALUE], "value (rubric aspects)", 0, 2, where=aspect)
     _check_optional_columns(out)
-    n_dup = int((~first_rows(out, _KEY)).sum())
+    n_dup = _n_duplicates(out, _KEY)
     if n_dup:
-        raise ValueError(f"label frame has {n_dup} duplicate (pair_id, annotator, response, item) row(s)")
+        raise ValueError(
+            f"label frame has {n_dup} duplicate (pair_id, annotator, response, item) row(s)"
+            + _at(~first_rows(out, _KEY))
+        )
     return out
 
 
@@ -250,26 +270,34 @@ def _check_keys(out: pd.DataFrame) -> None:
     """The key columns as codes (in place); no missing key, responses chosen/rejected only."""
     for col in (PAIR_ID, ANNOTATOR, RESPONSE, ITEM):
         if out[col].isna().any():
-            raise ValueError(f"column '{col}' has {int(out[col].isna().sum())} missing value(s)")
+            missing = out[col].isna()
+            raise ValueError(f"column '{col}' has {int(missing.sum())} missing value(s){_at(missing)}")
         out[col] = coded(out[col])
     bad_resp = ~out[RESPONSE].isin(RESPONSES)
     if bad_resp.any():
         raise ValueError(
             f"column 'response' must be 'chosen' or 'rejected', got: {_show(out.loc[bad_resp, RESPONSE])}"
+            + _at(bad_resp)
         )
 
 
 def _check_judgment_columns(out: pd.DataFrame) -> None:
     """value, preference, confidence and time_s as numbers in their ranges (in place)."""
     out[VALUE] = _numeric(out, VALUE, allow_missing=False)
-    out[PREFERENCE] = _numeric(out, PREFERENCE, allow_missing=False)
-    _integers_in(out[PREFERENCE], PREFERENCE, -2, 2)
-    out[PREFERENCE] = out[PREFERENCE].astype(int)
+    if out[PREFERENCE].dtype == np.int64:  # already integers: only the range is checked (no copy)
+        _integers_in(out[PREFERENCE], PREFERENCE, -2, 2)
+    else:
+        out[PREFERENCE] = _numeric(out, PREFERENCE, allow_missing=False)
+        _integers_in(out[PREFERENCE], PREFERENCE, -2, 2)
+        out[PREFERENCE] = out[PREFERENCE].astype(int)
     out[CONFIDENCE] = _numeric(out, CONFIDENCE, allow_missing=True)
     _integers_in(out[CONFIDENCE], CONFIDENCE, 1, 3)
     out[TIME_S] = _numeric(out, TIME_S, allow_missing=True)
-    if (out[TIME_S] < 0).any():
-        raise ValueError(f"column 'time_s' must be >= 0, got: {_show(out.loc[out[TIME_S] < 0, TIME_S])}")
+    negative = out[TIME_S] < 0
+    if negative.any():
+        raise ValueError(
+            f"column 'time_s' must be >= 0, got: {_show(out.loc[negative, TIME_S])}{_at(negative)}"
+        )
 
 
 def _check_optional_columns(out: pd.DataFrame) -> None:
@@ -280,7 +308,7 @@ def _check_optional_columns(out: pd.DataFrame) -> None:
         if bad.any():
             raise ValueError(
                 f"column 'control' must be empty or one of {', '.join(CONTROL_KINDS[1:])}, "
-                f"got: {_show(out.loc[bad, CONTROL])}"
+                f"got: {_show(out.loc[bad, CONTROL])}{_at(bad)}"
             )
     if ARM in out.columns:
         out[ARM] = as_text(out[ARM])
@@ -288,12 +316,12 @@ def _check_optional_columns(out: pd.DataFrame) -> None:
         side = out[SIDE_CHOSEN]
         bad = side.notna() & ~side.isin(("A", "B"))
         if bad.any():
-            raise ValueError(f"column 'side_chosen' must be 'A' or 'B', got: {_show(side[bad])}")
+            raise ValueError(f"column 'side_chosen' must be 'A' or 'B', got: {_show(side[bad])}{_at(bad)}")
     for col in (CHOSEN_CHARS, REJECTED_CHARS):
         if col in out.columns:
             out[col] = _numeric(out, col, allow_missing=True)
             if (out[col] < 0).any():
-                raise ValueError(f"column '{col}' must be >= 0")
+                raise ValueError(f"column '{col}' must be >= 0{_at(out[col] < 0)}")
 
 
 def as_text(values: pd.Series) -> pd.Series:
@@ -304,6 +332,8 @@ def as_text(values: pd.Series) -> pd.Series:
     ['gold', '', '']
     """
     if isinstance(values.dtype, pd.StringDtype):
+        if values.dtype.na_value is not pd.NA and not values.isna().any():
+            return values  # already the text `astype(str)` gives: no copy
         return values.fillna("").astype(str)
     if not isinstance(values.dtype, pd.CategoricalDtype):
         return values.astype(object).fillna("").astype(str)
@@ -621,6 +651,31 @@ def judgments(frame: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values([PAIR_ID, ANNOTATOR], kind="stable").reset_index(drop=True)
 
 
+def _combined_codes(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray | None:
+    """The `keys` columns' codes combined into one integer per row (missing as its own code), or
+    None when a column is not categorical or the combination would not fit in 62 bits."""
+    columns = [frame[c] for c in keys]
+    if not all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns):
+        return None
+    sizes = [len(c.cat.categories) + 1 for c in columns]
+    if float(np.prod([float(n) for n in sizes])) >= 2.0**62:
+        return None
+    key = np.zeros(len(frame), dtype=np.int64)
+    for column, size in zip(columns, sizes, strict=True):
+        key = key * size + column.cat.codes.to_numpy().astype(np.int64) + 1
+    return key
+
+
+def _n_duplicates(frame: pd.DataFrame, keys: Sequence[str]) -> int:
+    """How many rows repeat an earlier row's `keys` (``frame.duplicated(keys).sum()``), by sorting
+    the combined codes (a sorted copy instead of a hash table of every row)."""
+    key = _combined_codes(frame, keys)
+    if key is None:
+        return int(frame.duplicated(list(keys)).sum())
+    key.sort()
+    return int(np.count_nonzero(key[1:] == key[:-1]))
+
+
 def first_rows(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     """Which rows are the first of their `keys` (what ``~frame.duplicated(keys)`` gives), from the
     columns' codes combined into one integer when they are categorical.
@@ -628,14 +683,9 @@ def first_rows(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     >>> first_rows(pd.DataFrame({"p": ["a", "a", "b"], "q": ["x", "x", "x"]}, dtype="category"), ["p", "q"])
     array([ True, False,  True])
     """
-    columns = [frame[c] for c in keys]
-    coded_keys = all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns)
-    sizes = [len(c.cat.categories) + 1 for c in columns] if coded_keys else []
-    if not coded_keys or float(np.prod([float(n) for n in sizes])) >= 2.0**62:
+    key = _combined_codes(frame, keys)
+    if key is None:
         return ~frame.duplicated(list(keys)).to_numpy()
-    key = np.zeros(len(frame), dtype=np.int64)
-    for column, size in zip(columns, sizes, strict=True):
-        key = key * size + column.cat.codes.to_numpy().astype(np.int64) + 1  # missing (-1) as its own
     return ~pd.Series(key).duplicated().to_numpy()
 
 
@@ -681,15 +731,42 @@ def read_labels(path: str | Path) -> pd.DataFrame:
         df = _read_parquet(path)
     else:
         raise ValueError(f"unsupported labels file type '{path.suffix}': use .csv, .jsonl or .parquet")
-    for name in _TEXT_COLUMNS:
-        if name in df.columns:
-            df[name] = coded(df[name], with_empty=name not in _KEY)
+    for name in df.columns:
+        if _codes_wanted(name, df[name]):
+            df[name] = coded(df[name], with_empty=name in _TEXT_COLUMNS and name not in _KEY)
     return validate_frame(df)
 
 
-#: The text columns read as categorical codes (a judgment's text repeats on each of its scores).
-_TEXT_COLUMNS = (PAIR_ID, ANNOTATOR, RESPONSE, ITEM, CATEGORY, CONTROL, ARM, SIDE_CHOSEN)
+#: The text columns read as categorical codes (a judgment's text repeats on each of its scores);
+#: besides the key columns, the optional ones, and the export's judgment-level texts, get ``""`` as a
+#: category. Any other column a file holds as text is coded too (e.g. ``judgment_id``, ``submitted_at``).
+_TEXT_COLUMNS = (
+    PAIR_ID,
+    ANNOTATOR,
+    RESPONSE,
+    ITEM,
+    CATEGORY,
+    CONTROL,
+    ARM,
+    SIDE_CHOSEN,
+    "flag_reason",
+    "comment",
+    "guideline_version",
+)
+#: The numeric columns: never coded, so that a bad value is named by validate_frame.
+_NUMBER_COLUMNS = (VALUE, PREFERENCE, CONFIDENCE, TIME_S, CHOSEN_CHARS, REJECTED_CHARS)
 CHUNK_ROWS = 50_000
+
+
+def _codes_wanted(name: str, values: pd.Series) -> bool:
+    """Whether a read column becomes codes: a named text column, or a column of text only."""
+    if name in _TEXT_COLUMNS:
+        return True
+    if name in _NUMBER_COLUMNS:
+        return False
+    if isinstance(values.dtype, pd.StringDtype):
+        return True
+    return values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) == "string"
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
@@ -715,9 +792,9 @@ def _joined(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:
     once), and the chunks' codes are joined over the union of categories."""
     chunks = []
     for chunk in reader:
-        for name in _TEXT_COLUMNS:
-            if name in chunk.columns:
-                chunk[name] = coded(chunk[name], with_empty=name not in _KEY)
+        for name in chunk.columns:
+            if _codes_wanted(name, chunk[name]):
+                chunk[name] = coded(chunk[name], with_empty=name in _TEXT_COLUMNS and name not in _KEY)
         chunks.append(chunk)
     if not chunks:
         return pd.DataFrame()
@@ -725,7 +802,7 @@ def _joined(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:
     joined: dict[str, object] = {}
     for name in columns:
         parts = [chunk[name] if name in chunk.columns else pd.Series([None] * len(chunk)) for chunk in chunks]
-        if name in _TEXT_COLUMNS and all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
+        if all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
             joined[name] = coded(pd.Series(union_categoricals(parts, sort_categories=True)))
         else:
             joined[name] = pd.concat(parts, ignore_index=True)

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from sqlmodel import Session, select
@@ -113,3 +114,43 @@ def test_a_draft_is_updated_in_place_and_cleared(rated) -> None:  # type: ignore
         drafts.clear_draft(session, assignment_id=assignment_id, account=annotator)
     with Session(rated) as session:
         assert drafts.load_draft(session, assignment_id=assignment_id, account=annotator) is None
+
+
+def test_every_text_column_of_a_labels_file_is_read_as_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(frames, "CHUNK_ROWS", 3)  # several chunks; the comment is empty in some
+    n = 8
+    df = pd.DataFrame(
+        {
+            "pair_id": [f"p{k // 2}" for k in range(n)],
+            "annotator": "ann",
+            "response": ["chosen", "rejected"] * (n // 2),
+            "item": "correctness",
+            "value": 4.0,
+            "preference": 1,
+            "confidence": 2.0,
+            "time_s": 9.0,
+            "judgment_id": [str(k // 2) for k in range(n)],
+            "submitted_at": [f"2026-12-01T10:0{k // 2}:00+00:00" for k in range(n)],
+            "comment": ["", "", "", "", "", "", "ok", "ok"],
+        }
+    )
+    path = tmp_path / "labels.csv"
+    df.to_csv(path, index=False)
+    back = read_labels(path)
+    for name in ("judgment_id", "submitted_at", "comment"):
+        assert isinstance(back[name].dtype, pd.CategoricalDtype), name
+    assert back["submitted_at"].astype(str).tolist() == df["submitted_at"].tolist()
+    assert back["judgment_id"].astype(str).tolist() == df["judgment_id"].tolist()
+    assert back["comment"].astype(object).fillna("").tolist() == df["comment"].tolist()
+    assert back["value"].dtype == float and back["preference"].dtype == int
+
+
+def test_validating_a_validated_frame_copies_no_column(rated) -> None:  # type: ignore[no-untyped-def]
+    once = validate_frame(frame_of(rated))
+    again = validate_frame(once)
+    for name in ("value", "preference", "confidence", "time_s", "chosen_chars", "rejected_chars"):
+        assert np.shares_memory(once[name].to_numpy(), again[name].to_numpy()), name
+    for name in ("pair_id", "annotator", "item"):
+        assert np.shares_memory(once[name].array.codes, again[name].array.codes), name

@@ -253,3 +253,33 @@ def test_read_labels_keeps_optional_text_columns(tmp_path: Path) -> None:
     back = read_labels(path)
     assert back["control"].tolist() == df["control"].tolist()
     assert back["side_chosen"].tolist() == df["side_chosen"].tolist()
+
+
+@pytest.mark.parametrize(
+    ("column", "bad", "message"),
+    [
+        ("value", "x", "column 'value' has non-numeric values: 'x' (first at row 4)"),
+        ("preference", 5, "column 'preference' must hold integers in -2..2, got: 5.0 (first at row 4)"),
+        ("response", "A", "column 'response' must be 'chosen' or 'rejected', got: 'A' (first at row 4)"),
+        ("time_s", -2.0, "column 'time_s' must be >= 0, got: -2.0 (first at row 4)"),
+    ],
+)
+def test_a_bad_labels_file_names_the_column_and_the_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, column: str, bad: object, message: str
+) -> None:
+    monkeypatch.setattr(frames, "CHUNK_ROWS", 2)  # the bad value in the second of several chunks
+    df = _frame().astype({column: object})
+    df.loc[3, column] = bad
+    path = tmp_path / "labels.csv"
+    df.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        read_labels(path)
+
+
+def test_a_duplicated_score_names_its_row() -> None:
+    df = pd.concat([_frame(), _frame().iloc[[5]]], ignore_index=True)
+    with pytest.raises(
+        ValueError,
+        match=re.escape("1 duplicate (pair_id, annotator, response, item) row(s) (first at row 19)"),
+    ):
+        validate_frame(df)

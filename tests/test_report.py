@@ -360,6 +360,17 @@ def test_cli_analyze_labels_file_without_a_database(tmp_path: Path) -> None:
     assert both.exit_code == 1 and "either --study S" in _one_clear_line(both.output)
 
 
+def test_cli_analyze_a_bad_labels_file_names_the_file_the_column_and_the_row(tmp_path: Path) -> None:
+    frame = _frame(3, n_pairs=30, noise=0.4).astype({"value": object})
+    frame.loc[6, "value"] = "good"
+    path = tmp_path / "labels.csv"
+    frame.to_csv(path, index=False)
+    result = runner.invoke(app, ["analyze", "--labels", str(path)])
+    assert result.exit_code == 1
+    line = " ".join(_one_clear_line(result.output).split())  # the terminal may wrap the path
+    assert "labels.csv" in line and "column 'value' has non-numeric values: 'good' (first at row 7)" in line
+
+
 @pytest.mark.parametrize("item", ["correctness", "rubric"])
 def test_an_item_scored_on_one_pair_only_is_named_in_one_error(item: str) -> None:
     """Early in a study (or after a filter) an item may have scores for both responses of one pair:
