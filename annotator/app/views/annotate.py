@@ -97,14 +97,14 @@ def workspace_area() -> None:
         all_done(account, study_id, done.total)
         return
     item, config = loaded
+    questions = item_questions(item, config)
     with top:
-        page_script(item, config)
+        page_script(item, questions)
     if item.revisions:
         st.warning(
             "You are revising an item you already submitted "
             + ("once." if item.revisions == 1 else f"{item.revisions} times.")
         )
-    questions = item_questions(item, config)
     st.caption(KEY_HINT)
     show_context(item, config)
     with st.form(FORM_KEY, border=False, enter_to_submit=False):

@@ -20,7 +20,6 @@ from annotator.app.views.rating_form import (
     REASON_KEY,
     REASON_MISSING_KEY,
     Question,
-    item_questions,
     item_tag,
     legend,
     post_opened,
@@ -238,11 +237,10 @@ def page_assets() -> None:
     st.html(f"<script>{static_text('annotate.js')}</script>", unsafe_allow_javascript=True)
 
 
-def page_script(item: ItemView, config: StudyConfig) -> None:
+def page_script(item: ItemView, questions: list[Question]) -> None:
     """The item on screen for the page's script (static/item.js hands it to annotate.js): its tag, the
     clock's start and every question it waits for before the submit button takes input. The item is
     registered with the draft route under its tag, with its questions' options in page order."""
-    questions = item_questions(item, config)
     token = st.session_state.get(TOKEN_KEY)
     if token:
         draft_route.show(
