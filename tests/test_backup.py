@@ -163,6 +163,7 @@ def test_postgresql_gets_a_pg_dump_hint_without_the_password() -> None:
     assert not Path("copy.db").exists()
 
 
+@pytest.mark.nodb  # no database
 def test_the_pg_dump_hint_needs_no_postgresql_driver(tmp_path: Path) -> None:
     """With psycopg not importable (a fresh `pip install -e ".[test]"`: it is only in the postgres
     extra), `annotator backup` on a PostgreSQL URL still gives the pg_dump advice, not a driver error."""

@@ -78,6 +78,7 @@ def test_the_url_comes_from_the_environment(env_db: str) -> None:
     assert _usernames(env_db) == ["alice"]
 
 
+@pytest.mark.nodb  # no database
 def test_python_dash_m_annotator_help(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "annotator", "--help"],
