@@ -5,7 +5,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, col, func, select
 
 from annotator.demo import CLEAN_STUDY, CREDENTIALS, QUEUE, SAMPLE, STUDY, build_demo
@@ -16,10 +16,24 @@ from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Study, User
 from tests.utils.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle
+from tests.utils.databases import copy_of
 
 pytestmark = pytest.mark.sqlite_only  # the demo is a SQLite file, whatever the tests run on
 
 SIM_USERS = ("sim_01", "sim_02", "sim_03")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The URL of a demo database built once for the module (each test works on its own copy)."""
+    demo = build_demo(tmp_path_factory.mktemp("demo") / "demo.db", rebuild=True)
+    assert demo.built
+    return demo.url
+
+
+def _demo_copy(built: str, tmp_path: Path) -> Path:
+    """A copy of the module's demo database at a path of this test's own."""
+    return Path(make_url(copy_of(built, tmp_path, "demo")).database or "")
 
 
 def _judgments_by(engine: Engine, username: str) -> int:
@@ -65,10 +79,9 @@ def _counts(url: str) -> dict[str, int]:
     return counts
 
 
-def test_demo_database(tmp_path: Path) -> None:
-    path = tmp_path / "demo.db"
-    demo = build_demo(path, rebuild=True)
-    assert demo.built and demo.url == f"sqlite:///{path.resolve()}"
+def test_demo_database(built: str, tmp_path: Path) -> None:
+    path = _demo_copy(built, tmp_path)
+    demo = build_demo(path)  # kept: the copy of the module's build
     n_pairs = len(SAMPLE.read_text(encoding="utf-8").splitlines())
     counts = _counts(demo.url)
     assert counts["pairs"] == n_pairs
@@ -98,12 +111,13 @@ def test_demo_database(tmp_path: Path) -> None:
     assert settled.auto_resolved >= 30 and settled.needs_person <= 9, str(settled)
 
     again = build_demo(path, rebuild=True)
-    assert again.built and _counts(again.url) == counts
+    assert again.built and again.url == f"sqlite:///{path.resolve()}"
+    assert _counts(again.url) == counts
 
 
-def test_demo_is_kept_without_rebuild(tmp_path: Path) -> None:
-    path = tmp_path / "demo.db"
-    demo = build_demo(path, rebuild=True)
+def test_demo_is_kept_without_rebuild(built: str, tmp_path: Path) -> None:
+    path = _demo_copy(built, tmp_path)
+    demo = build_demo(path)
     engine = db.make_engine(demo.url)
     with db.session_scope(engine) as session:
         accounts.add_user(
@@ -117,10 +131,10 @@ def test_demo_is_kept_without_rebuild(tmp_path: Path) -> None:
 
 
 @pytest.mark.browser
-def test_demo_annotator_rates_one_item_in_the_browser(tmp_path: Path) -> None:
+def test_demo_annotator_rates_one_item_in_the_browser(built: str, tmp_path: Path) -> None:
     from playwright import sync_api as playwright
 
-    demo = build_demo(tmp_path / "demo.db", rebuild=True)
+    demo = build_demo(_demo_copy(built, tmp_path))
     engine = db.make_engine(demo.url)
     assert _judgments_by(engine, "demo_annotator") == 0
     log = tmp_path / "streamlit.log"
