@@ -18,7 +18,7 @@ from annotator.rating import labels
 from annotator.store import db
 from annotator.store.backup import backup
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, Study, User, id_of
-from tests.utils.concurrency import SCORES_PER_JUDGMENT, Step, make_small_study, worker
+from tests.utils.concurrency import SCORES_PER_JUDGMENT, Step, make_small_study, plain_main, worker
 from tests.utils.factories import account_for, make_form
 
 runner = CliRunner()
@@ -59,7 +59,8 @@ def test_a_backup_taken_while_another_process_submits_is_consistent(
     ctx = multiprocessing.get_context("spawn")
     results, barrier = ctx.Queue(), ctx.Barrier(1)  # kept alive until the child has unpickled them
     process = ctx.Process(target=worker, args=(db_url, plan, barrier, results))
-    process.start()
+    with plain_main():
+        process.start()
     copies = []
     deadline = time.monotonic() + 120
     while len(copies) < 2 and time.monotonic() < deadline and process.is_alive():

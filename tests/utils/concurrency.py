@@ -1,8 +1,12 @@
 """Processes that submit judgments at the same time, and the checks that nothing was lost."""
 
+import contextlib
 import multiprocessing
+import sys
 import time
+import types
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,14 +56,28 @@ def worker(url: str, steps: list[Step], barrier: Any, results: Any) -> None:
         results.put((latencies, errors))
 
 
+@contextlib.contextmanager
+def plain_main() -> Iterator[None]:
+    """Start spawned processes under a `__main__` with no file: a spawned child runs the parent's
+    `__main__` file again, and after an AppTest of a page in the same test process that file is the
+    page script (the child then dies drawing the page, before it runs its target)."""
+    saved = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = saved
+
+
 def run_workers(url: str, plans: list[list[Step]]) -> tuple[list[float], list[str]]:
     """Run one process per plan at the same time; all their latencies and errors."""
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(len(plans))
     results = ctx.Queue()
     processes = [ctx.Process(target=worker, args=(url, plan, barrier, results)) for plan in plans]
-    for process in processes:
-        process.start()
+    with plain_main():
+        for process in processes:
+            process.start()
     collected = [results.get(timeout=240) for _ in processes]
     for process in processes:
         process.join(timeout=60)
