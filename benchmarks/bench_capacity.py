@@ -1,13 +1,16 @@
 """Capacity: many annotators at once, Pair Studio against Potato 2.12.1 in the same run.
 
 Run from the repository root: `python benchmarks/bench_capacity.py [--annotators 1 10 20]
-[--seconds 90] [--pairs 2000] [--form matched|full] [--no-potato] [--profile FILE]`.
+[--seconds 90] [--pairs 2000] [--form matched|full] [--think S] [--ramp S] [--no-potato]
+[--profile FILE]`.
 
-For each crowd size N both tools get a fresh server and N scripted annotators (one headless chromium
-per 10 annotators, one browser context each, driven by one asyncio Playwright), alternated: Pair
-Studio, then Potato. Every annotator logs in, rates `WARMUP` items untimed, then all start together and
-rate as fast as they can for `--seconds`; each submit is timed inside the page from the click to the
-next item drawn (benchmarks/potato.py's probe and bench_submit.py's predicate). Printed per tool and N:
+For each crowd size N both tools get a fresh server and N scripted annotators (one headless chromium per
+10 annotators, one browser context each, driven by one asyncio Playwright), alternated: Pair Studio, then
+Potato. Annotator k arrives k * `--ramp` seconds after the first; every annotator logs in, rates `WARMUP`
+items untimed, then all start together and rate as fast as they can for `--seconds` (with `--think S`,
+pausing 0.5-1.5 x S seconds after each submit and once at the start); each submit is timed inside the
+page from the click to the next item drawn (benchmarks/potato.py's probe and bench_submit.py's
+predicate). Printed per tool and N:
 
 - submits in the window, p50 / p95 submit -> next item (all annotators' submits in the window);
 - server CPU: utime + stime of the server's process tree (read from /proc, children included) over
@@ -232,6 +235,7 @@ async def pair_studio_annotator(page: Any, base_url: str, user: str, form: dict[
         if k == WARMUP:
             run.ready += 1
             await run.go.wait()
+            await pause(run)  # with a think time the crowd starts spread out, not as one burst
         if k >= WARMUP and time.monotonic() >= run.stop_at:
             return
         await settle(page)
@@ -267,6 +271,7 @@ async def potato_annotator(page: Any, base_url: str, user: str, run: Run) -> Non
         if k == WARMUP:
             run.ready += 1
             await run.go.wait()
+            await pause(run)  # with a think time the crowd starts spread out, not as one burst
         if k >= WARMUP and time.monotonic() >= run.stop_at:
             return
         await page.locator("#next-btn").wait_for()
@@ -296,6 +301,12 @@ def _is_chromium(pid: int) -> bool:
         return False
 
 
+async def arriving(delay: float, work: Any) -> None:
+    """An annotator who arrives `delay` seconds after the first."""
+    await asyncio.sleep(delay)
+    await work
+
+
 async def crowd(
     tool: str,
     base_url: str,
@@ -305,8 +316,10 @@ async def crowd(
     form: dict[str, str],
     profile: str = "",
     think: float = 0.0,
+    ramp: float = 0.0,
 ) -> dict[str, Any]:
-    """N annotators on one server; the figures of the timed window."""
+    """N annotators on one server (annotator k opens the page k * `ramp` seconds after the first);
+    the figures of the timed window."""
     from playwright.async_api import async_playwright
 
     run = Run(seconds=seconds, think=think)
@@ -324,9 +337,10 @@ async def crowd(
             page = await context.new_page()
             user = f"bench{k + 1:02d}"
             if tool == "potato":
-                tasks.append(asyncio.create_task(potato_annotator(page, base_url, user, run)))
+                work = potato_annotator(page, base_url, user, run)
             else:
-                tasks.append(asyncio.create_task(pair_studio_annotator(page, base_url, user, form, run)))
+                work = pair_studio_annotator(page, base_url, user, form, run)
+            tasks.append(asyncio.create_task(arriving(k * ramp, work)))
         while run.ready < n:
             for task in tasks:
                 if task.done() and task.exception():
@@ -373,7 +387,9 @@ def measure_pair_studio(n: int, args: argparse.Namespace, folder: Path) -> dict[
     form = bench_submit.MATCHED_FORM if args.form == "matched" else bench_submit.FULL_FORM
     profile = f"{args.profile}-{n}.txt" if args.profile else ""
     with pair_studio_server(url, folder / f"ps-{n}.log") as (base_url, pid):
-        return asyncio.run(crowd("pairstudio", base_url, pid, n, args.seconds, form, profile, args.think))
+        return asyncio.run(
+            crowd("pairstudio", base_url, pid, n, args.seconds, form, profile, args.think, args.ramp)
+        )
 
 
 def measure_potato(n: int, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
@@ -381,7 +397,7 @@ def measure_potato(n: int, args: argparse.Namespace, folder: Path) -> dict[str, 
     potato.write_project(project, args.pairs)
     with potato.running_potato(project, project / "server.log") as base_url:
         pid = listening_pid(int(base_url.rsplit(":", 1)[1]))
-        return asyncio.run(crowd("potato", base_url, pid, n, args.seconds, {}, "", args.think))
+        return asyncio.run(crowd("potato", base_url, pid, n, args.seconds, {}, "", args.think, args.ramp))
 
 
 def line(result: dict[str, Any]) -> str:
@@ -407,6 +423,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--form", choices=["matched", "full"], default="matched")
     parser.add_argument("--think", type=float, default=0.0, help="mean pause after a submit (s)")
+    parser.add_argument("--ramp", type=float, default=0.0, help="seconds between two annotators' arrivals")
     parser.add_argument("--no-potato", action="store_true")
     parser.add_argument("--profile", help="py-spy raw profile of the Pair Studio server, to FILE-N.txt")
     args = parser.parse_args()
@@ -424,7 +441,7 @@ def main() -> None:
                     print("   error:", error[:300], flush=True)
     print(
         f"\nsubmit -> next item (in the page), {args.form} form, {args.seconds:.0f} s per crowd, "
-        f"{WARMUP} warm-up, think time {args.think:g} s"
+        f"{WARMUP} warm-up, think time {args.think:g} s, arrivals {args.ramp:g} s apart"
     )
     print("\n".join(lines))
 
