@@ -284,12 +284,10 @@ def _check_keys(out: pd.DataFrame) -> None:
 def _check_judgment_columns(out: pd.DataFrame) -> None:
     """value, preference, confidence and time_s as numbers in their ranges (in place)."""
     out[VALUE] = _numeric(out, VALUE, allow_missing=False)
-    if out[PREFERENCE].dtype == np.int64:  # already integers: only the range is checked (no copy)
-        _integers_in(out[PREFERENCE], PREFERENCE, -2, 2)
-    else:
+    if out[PREFERENCE].dtype != np.int64:  # integers already are only range-checked (no copy)
         out[PREFERENCE] = _numeric(out, PREFERENCE, allow_missing=False)
-        _integers_in(out[PREFERENCE], PREFERENCE, -2, 2)
-        out[PREFERENCE] = out[PREFERENCE].astype(int)
+    _integers_in(out[PREFERENCE], PREFERENCE, -2, 2)
+    out[PREFERENCE] = out[PREFERENCE].astype(np.int64, copy=False)
     out[CONFIDENCE] = _numeric(out, CONFIDENCE, allow_missing=True)
     _integers_in(out[CONFIDENCE], CONFIDENCE, 1, 3)
     out[TIME_S] = _numeric(out, TIME_S, allow_missing=True)
