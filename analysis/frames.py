@@ -287,7 +287,7 @@ def _check_judgment_columns(out: pd.DataFrame) -> None:
     if out[PREFERENCE].dtype != np.int64:  # integers already are only range-checked (no copy)
         out[PREFERENCE] = _numeric(out, PREFERENCE, allow_missing=False)
     _integers_in(out[PREFERENCE], PREFERENCE, -2, 2)
-    out[PREFERENCE] = out[PREFERENCE].astype(np.int64, copy=False)
+    out[PREFERENCE] = out[PREFERENCE].astype(np.int64)  # copy-on-write: no copy when int64 already
     out[CONFIDENCE] = _numeric(out, CONFIDENCE, allow_missing=True)
     _integers_in(out[CONFIDENCE], CONFIDENCE, 1, 3)
     out[TIME_S] = _numeric(out, TIME_S, allow_missing=True)
