@@ -16,7 +16,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from annotator.intake import assign, controls, ingest
-from annotator.people import accounts
+from annotator.people import accounts, authorization
 from annotator.review.judges import simulate_judges
 from annotator.review.predictions import simulate_models
 from annotator.store import db
@@ -55,7 +55,7 @@ def build_demo(path: Path = DEMO_DB, *, rebuild: bool = False, seed: int = 7) ->
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     db.upgrade(url)
     engine = db.make_engine(url)
-    ingest.import_file(engine, SAMPLE, study=STUDY, account=accounts.SYSTEM)
+    ingest.import_file(engine, SAMPLE, study=STUDY, account=authorization.SYSTEM)
     simulate(
         engine,
         study=STUDY,
@@ -66,7 +66,7 @@ def build_demo(path: Path = DEMO_DB, *, rebuild: bool = False, seed: int = 7) ->
     with db.session_scope(engine) as session:
         for username, (role, password) in CREDENTIALS.items():
             accounts.add_user(
-                session, username=username, role=role, password=password, account=accounts.SYSTEM
+                session, username=username, role=role, password=password, account=authorization.SYSTEM
             )
     with db.session_scope(engine) as session:
         pairs = assign.study_pair_ids(session, STUDY)[:QUEUE]
@@ -99,11 +99,13 @@ def build_science_demo(engine: Engine, *, seed: int = 7) -> None:
             {"name": "rubric", "description": "Everything: profile, narrative and the rubric"},
         ]
     }
-    ingest.import_file(engine, SAMPLE, study=ARMS_STUDY, config=parse_config(data), account=accounts.SYSTEM)
+    ingest.import_file(
+        engine, SAMPLE, study=ARMS_STUDY, config=parse_config(data), account=authorization.SYSTEM
+    )
     simulate(engine, study=ARMS_STUDY, spec=SimulationSpec(annotators=6, overlap=4, seed=seed, prefix="arm"))
     with db.session_scope(engine) as session:
         for study in (STUDY, ARMS_STUDY):
-            simulate_models(session, study=study, models=DEMO_MODELS, account=accounts.SYSTEM, seed=seed)
+            simulate_models(session, study=study, models=DEMO_MODELS, account=authorization.SYSTEM, seed=seed)
 
 
 def build_clean_demo(engine: Engine, *, seed: int = 7) -> None:
@@ -117,17 +119,17 @@ def build_clean_demo(engine: Engine, *, seed: int = 7) -> None:
         data = load_config().model_dump()
         data["controls"]["rate"] = 0.2  # 8 positive controls among each rater's 33 pairs
         ingest.import_file(
-            engine, path, study=CLEAN_STUDY, config=parse_config(data), account=accounts.SYSTEM
+            engine, path, study=CLEAN_STUDY, config=parse_config(data), account=authorization.SYSTEM
         )
     spec = SimulationSpec(annotators=6, overlap=6, seed=seed, prefix="clean", noise=NOISE, bias_sd=BIAS_SD)
     with db.session_scope(engine) as session:
         users = simulated_users(session, spec)
         assign.assign(
             session, study=CLEAN_STUDY, overlap=6, annotators=users, seed=seed,
-            overlap_among_named=True, account=accounts.SYSTEM,
+            overlap_among_named=True, account=authorization.SYSTEM,
         )  # fmt: skip
     with db.session_scope(engine) as session:
         controls.make_controls(
-            session, study=CLEAN_STUDY, kind="degrade", n=8, seed=seed, account=accounts.SYSTEM
+            session, study=CLEAN_STUDY, kind="degrade", n=8, seed=seed, account=authorization.SYSTEM
         )
     simulate(engine, study=CLEAN_STUDY, spec=spec)

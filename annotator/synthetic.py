@@ -39,7 +39,7 @@ from analysis.vocabulary import (
 )
 from annotator.errors import UserError
 from annotator.intake import assign
-from annotator.people import accounts
+from annotator.people import accounts, authorization
 from annotator.rating import labels
 from annotator.rating.blinding import preference_index, response_of
 from annotator.store.db import lock_study, session_scope
@@ -123,7 +123,7 @@ def simulated_users(session: Session, spec: SimulationSpec) -> list[str]:
                 Event(
                     user_id=int(created[0]),
                     action="user_add",
-                    detail={"username": name, "role": "annotator", "by": accounts.SYSTEM.id},
+                    detail={"username": name, "role": "annotator", "by": authorization.SYSTEM.id},
                 )
             )
     session.flush()
@@ -201,7 +201,7 @@ def simulate(
             annotators=names,
             seed=spec.seed,
             overlap_among_named=True,
-            account=accounts.SYSTEM,
+            account=authorization.SYSTEM,
         )
         study_row = get_study(session, study)
         config = parse_config(study_row.config)
@@ -221,7 +221,9 @@ def simulate(
         controls = _control_sources(session, id_of(study_row))
     spammers = set(names[len(names) - spec.spammers :]) if spec.spammers > 0 else set()
     by_id = {id_of(users[name]): name for name in names}
-    acting_as = {id_of(user): accounts.account_of(user) for user in users.values()}  # each submits as itself
+    acting_as = {
+        id_of(user): authorization.account_of(user) for user in users.values()
+    }  # each submits as itself
     latents: dict[int, dict[str, float]] = {}
     judged = 0
     pending = []

@@ -45,12 +45,9 @@ from sqlmodel import Session, col, select  # noqa: E402
 
 from annotator.intake import ingest  # noqa: E402
 from annotator.intake.assign import assign  # noqa: E402
-from annotator.people.accounts import (
-    SYSTEM,
-    hash_password,  # noqa: E402
-)
-from annotator.people.authorization import account_of
-from annotator.rating import labels
+from annotator.people.accounts import hash_password  # noqa: E402
+from annotator.people.authorization import SYSTEM, account_of  # noqa: E402
+from annotator.rating import labels  # noqa: E402
 from annotator.store import db  # noqa: E402
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, User, id_of  # noqa: E402
 from annotator.study import load_config

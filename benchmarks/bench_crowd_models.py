@@ -137,7 +137,7 @@ def study_crowd(folder: Path) -> tuple[str, pd.DataFrame]:
     from sqlmodel import Session
 
     from annotator.intake import controls
-    from annotator.people.accounts import SYSTEM
+    from annotator.people.authorization import SYSTEM
     from annotator.review.readers import label_frame
     from annotator.store import db
     from annotator.synthetic import SimulationSpec, simulate
@@ -163,7 +163,7 @@ def study_crowd(folder: Path) -> tuple[str, pd.DataFrame]:
 def time_quality(url: str, repeats: int) -> None:
     from sqlmodel import Session
 
-    from annotator.people.accounts import SYSTEM
+    from annotator.people.authorization import SYSTEM
     from annotator.review.quality import annotator_quality
     from annotator.store import db
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_analyze import build  # noqa: E402
 
 from annotator.people import accounts  # noqa: E402
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.server import BROWSER_ARGS as CHROMIUM_ARGS  # noqa: E402
 from annotator.server import IDLE_SELECTOR as IDLE  # noqa: E402
 from annotator.server import background as running_app  # noqa: E402

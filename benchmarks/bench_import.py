@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from annotator.intake.ingest import content_hash, import_file, load_pairs
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.store import db
 
 WORDS = [

@@ -50,7 +50,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 
 from annotator.intake import controls, ingest
 from annotator.people import accounts  # noqa: E402
-from annotator.people.accounts import SYSTEM  # noqa: E402
+from annotator.people.authorization import SYSTEM  # noqa: E402
 from annotator.server import background  # noqa: E402
 from annotator.store import db  # noqa: E402
 from annotator.store.models import CrowdLink, Event, User  # noqa: E402

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from annotator.cli import app
 from annotator.errors import AuthError, UserError
-from annotator.people import accounts, sessions
-from annotator.people.accounts import SYSTEM
+from annotator.people import accounts, authorization, sessions
+from annotator.people.authorization import SYSTEM
 from annotator.store import db
 from annotator.store.models import Event, User
 from tests.utils.factories import make_user
@@ -25,7 +25,7 @@ def _add(engine: Engine, username: str = "alice", role: str = "annotator", passw
         accounts.add_user(session, username=username, role=role, password=password, account=SYSTEM)
 
 
-def _login(engine: Engine, username: str, password: str) -> accounts.Account:
+def _login(engine: Engine, username: str, password: str) -> authorization.Account:
     with db.session_scope(engine) as session:
         return accounts.authenticate(session, username, password)
 
@@ -175,9 +175,9 @@ def test_require_role(engine: Engine) -> None:
     _add(engine)
     account = _login(engine, "alice", PASSWORD)
     with Session(engine) as session:
-        accounts.require_role(session, account, "annotator", "researcher")
+        authorization.require_role(session, account, "annotator", "researcher")
         with pytest.raises(AuthError, match="needs adjudicator or researcher"):
-            accounts.require_role(session, account, "adjudicator", "researcher")
+            authorization.require_role(session, account, "adjudicator", "researcher")
 
 
 def test_list_users_by_name_and_role(engine: Engine) -> None:

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from annotator.cli import app
 from annotator.errors import AuthError, UserError
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.publish import export
 from annotator.review import adjudicate, adjudication_queue, adjudication_reads
 from annotator.store import db

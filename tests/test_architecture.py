@@ -217,3 +217,28 @@ def test_no_stray_vocabulary_or_blinding_literal() -> None:
         if p not in homes and (found := stray_literals(p.read_text(encoding="utf-8")))
     }
     assert stray == {}, f"literals with a home in analysis/vocabulary.py or rating/blinding.py: {stray}"
+
+
+AUTHORIZATION_NAMES = {"SYSTEM", "Account", "require_role", "require_active", "account_of", "own_assignment"}
+
+
+def test_authorization_names_are_imported_from_their_home() -> None:
+    """``Account``, ``SYSTEM`` and the role checks come from people/authorization.py, not via accounts."""
+    strays = []
+    for package in (*PACKAGES, "tests", "benchmarks"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.module == "annotator.people.accounts":
+                    strays += [
+                        f"{path.relative_to(ROOT)}: {a.name}"
+                        for a in node.names
+                        if a.name in AUTHORIZATION_NAMES
+                    ]
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "accounts"
+                    and node.attr in AUTHORIZATION_NAMES
+                ):
+                    strays.append(f"{path.relative_to(ROOT)}:{node.lineno}: accounts.{node.attr}")
+    assert strays == []

@@ -13,8 +13,7 @@ from sqlmodel import Session, select
 from analysis.science import arm_comparison
 from annotator.errors import ConfigError, LabelError, UserError
 from annotator.intake import assign
-from annotator.people.accounts import SYSTEM
-from annotator.people.authorization import Account, account_of
+from annotator.people.authorization import SYSTEM, Account, account_of
 from annotator.publish import export
 from annotator.rating import labels
 from annotator.review.readers import label_frame

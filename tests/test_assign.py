@@ -22,7 +22,7 @@ from annotator.cli import app
 from annotator.errors import UserError
 from annotator.intake.assign import assign
 from annotator.people import accounts
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.store import db
 from annotator.store.models import Assignment, Pair
 from tests.utils.factories import make_annotators, make_study, make_user, temp_engine

@@ -9,8 +9,7 @@ from sqlmodel import Session, select
 
 from analysis import frames
 from analysis.frames import coded, pair_means, read_labels, validate_frame
-from annotator.people.accounts import SYSTEM
-from annotator.people.authorization import account_of
+from annotator.people.authorization import SYSTEM, account_of
 from annotator.rating import drafts
 from annotator.review import readers
 from annotator.store import db

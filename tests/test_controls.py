@@ -14,8 +14,7 @@ from annotator.cli import app
 from annotator.errors import IngestError
 from annotator.intake import controls
 from annotator.intake.assign import assign
-from annotator.people.accounts import SYSTEM
-from annotator.people.authorization import account_of
+from annotator.people.authorization import SYSTEM, account_of
 from annotator.rating import labels
 from annotator.review.readers import label_frame
 from annotator.store import db

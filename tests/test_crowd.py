@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator.errors import AuthError, UserError
-from annotator.people import accounts
+from annotator.people import accounts, authorization
 from annotator.rating import crowd, labels
 from annotator.store import db
 from annotator.store.models import Assignment, CrowdLink, Judgment, User, id_of
@@ -30,7 +30,7 @@ def _params(pid: str = PID) -> dict[str, str]:
     return {"study": "s1", "PROLIFIC_PID": pid, "STUDY_ID": "st123", "SESSION_ID": "se456"}
 
 
-def _enter(engine: Engine, params: dict[str, str]) -> accounts.Account:
+def _enter(engine: Engine, params: dict[str, str]) -> authorization.Account:
     with db.session_scope(engine) as session:
         return crowd.enter(session, study="s1", params=params)
 
@@ -95,7 +95,7 @@ def test_the_time_limit_closes_a_resumed_session(engine: Engine, tmp_path: Path)
         _enter(engine, _params())
 
 
-def _timed_item_on_screen(engine: Engine, tmp_path: Path) -> tuple[accounts.Account, int]:
+def _timed_item_on_screen(engine: Engine, tmp_path: Path) -> tuple[authorization.Account, int]:
     """A worker of a 30-minute Prolific study with its first item shown: the account, the assignment."""
     qc_study(engine, tmp_path, 5, crowd=PROLIFIC | {"session_minutes": 30})
     account = _enter(engine, _params())

@@ -12,7 +12,7 @@ from sqlmodel import select
 from annotator.app.common import CURRENT_STUDY_KEY
 from annotator.intake.assign import assign
 from annotator.people import accounts
-from annotator.people.accounts import SYSTEM, Account
+from annotator.people.authorization import SYSTEM, Account
 from annotator.rating import drafts
 from annotator.store import db
 from annotator.store.models import CrowdLink

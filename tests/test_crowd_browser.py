@@ -9,7 +9,7 @@ from playwright.sync_api import Page, WebSocket, expect
 from sqlmodel import Session, select
 
 from annotator.intake import controls
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, User
 from tests.utils.apphelpers import IDLE, answer_by_keys, running_app, wait_next_item

@@ -14,8 +14,8 @@ from sqlmodel import Session, col, select
 from annotator.errors import BusyError, TimeOver, UserError
 from annotator.intake import controls
 from annotator.intake.assign import assign
-from annotator.people import accounts
-from annotator.people.accounts import SYSTEM
+from annotator.people import accounts, authorization
+from annotator.people.authorization import SYSTEM
 from annotator.rating import crowd, drafts, labels
 from annotator.store import db
 from annotator.store.models import Assignment, CrowdLink, Draft, Event, Pair, Study, User, id_of
@@ -89,7 +89,7 @@ def test_thirty_simultaneous_logins_all_get_in_on_one_connection_each(db_url: st
     db.upgrade(engine)
     watch = ConnectionWatch(engine)
 
-    def login(k: int) -> accounts.Account:
+    def login(k: int) -> authorization.Account:
         with db.session_scope(engine) as session:
             return accounts.authenticate(session, names[k], PASSWORD)
 
@@ -147,7 +147,7 @@ def test_a_bad_pool_setting_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None
 # ---------------------------------------------------------------------------------- completion code
 
 
-def _worker_queue(engine: Engine, account: accounts.Account) -> list[int]:
+def _worker_queue(engine: Engine, account: authorization.Account) -> list[int]:
     with Session(engine) as session:
         return [
             int(a or 0)
@@ -200,7 +200,7 @@ def test_too_many_flags_earn_no_code_and_real_work_does(engine: Engine, tmp_path
 # ------------------------------------------------------------------------------------- time limit
 
 
-def _late_worker(engine: Engine, tmp_path: Path) -> tuple[accounts.Account, int]:
+def _late_worker(engine: Engine, tmp_path: Path) -> tuple[authorization.Account, int]:
     """A worker of a 30-minute study whose time ran out with their first item on screen."""
     qc_study(engine, tmp_path, 5, crowd=PROLIFIC | {"session_minutes": 30})
     account = enter(engine, "late")
@@ -294,7 +294,7 @@ def test_a_swapped_repeat_comes_at_least_min_gap_items_after_its_original(
     rng = random.Random(seed)
     first_batch = rng.randint(1, 3)
     with Session(engine) as session:
-        annotator = accounts.account_of(session.exec(select(User)).one())
+        annotator = authorization.account_of(session.exec(select(User)).one())
 
     def serve(n: int) -> None:
         for _ in range(n):

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from annotator.intake import ingest
 from annotator.people import accounts
-from annotator.people.accounts import SYSTEM, Account
+from annotator.people.authorization import SYSTEM, Account
 from annotator.store import db
 from annotator.store.models import Adjudication, Assignment, Pair, User, id_of
 from annotator.synthetic import SimulationSpec, simulate

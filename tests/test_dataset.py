@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from annotator.errors import UserError
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.publish import dataset
 from annotator.store import db
 from tests.utils.databases import fresh_db_url

@@ -10,7 +10,7 @@ from sqlmodel import Session, col, func, select
 
 from annotator.demo import CLEAN_STUDY, CREDENTIALS, QUEUE, SAMPLE, STUDY, build_demo
 from annotator.people import accounts
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.review.adjudicate import auto_resolve
 from annotator.review.study_report import study_report
 from annotator.store import db

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from annotator.app import draft_route
 from annotator.app.cookie import COOKIE
 from annotator.people import accounts, sessions
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.rating import drafts
 from annotator.store import db
 from tests.utils.apphelpers import AppDB, build_app_db

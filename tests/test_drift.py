@@ -10,7 +10,7 @@ from sqlmodel import Session
 
 from analysis.drift import DRIFT_COLUMNS, agreement_over_time, version_markers
 from annotator.intake.assign import assign
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.review.readers import label_frame
 from annotator.store import db
 from tests.utils.factories import make_annotators

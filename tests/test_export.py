@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from annotator.cli import app
 from annotator.intake import ingest
 from annotator.people import pseudonyms
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.publish import export
 from annotator.review import adjudicate, readers
 from annotator.store import db

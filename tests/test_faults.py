@@ -24,7 +24,7 @@ from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
 from annotator.cli import app
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.review.adjudicate import auto_resolve
 from annotator.store import db
 from annotator.store.models import Adjudication, Assignment, Event, Judgment, Pair, Score, Study

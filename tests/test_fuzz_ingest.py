@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 
 from annotator.errors import UserError
 from annotator.intake import ingest
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from tests.utils.factories import counts, make_plain_record, make_record, write_csv, write_parquet
 
 SETTINGS = settings(

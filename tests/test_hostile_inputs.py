@@ -18,7 +18,7 @@ from annotator import server, textguard
 from annotator.cli import app
 from annotator.errors import UserError
 from annotator.intake import ingest
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.review import predictions
 from annotator.store.models import ModelPrediction
 from tests.utils.factories import counts, make_records, make_study, write_jsonl

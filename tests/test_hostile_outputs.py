@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from analysis.render import escape_text, to_html, to_markdown
 from analysis.report import ReportSettings, build_report
 from annotator.errors import UserError
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.publish import dataset
 from annotator.review import predictions
 from annotator.review.study_report import study_report

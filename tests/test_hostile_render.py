@@ -15,8 +15,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator.intake import assign, ingest
-from annotator.people import accounts
-from annotator.people.accounts import SYSTEM
+from annotator.people import accounts, authorization
+from annotator.people.authorization import SYSTEM
 from annotator.rating import labels
 from annotator.review import adjudicate, adjudication_queue
 from annotator.store import db
@@ -78,7 +78,7 @@ def _build(folder: Path) -> tuple[str, Engine, dict[str, int]]:
             user = accounts.add_user(session, username=name, role=role, password=PASSWORD, account=SYSTEM)
             users[name] = id_of(user)
             if role == "annotator":
-                accounts.acknowledge_guidelines(session, account=accounts.account_of(user))
+                accounts.acknowledge_guidelines(session, account=authorization.account_of(user))
     with db.session_scope(engine) as session:
         assign.assign(session, study=STUDY, overlap=2, account=SYSTEM)
     return url, engine, users
@@ -208,7 +208,7 @@ def test_the_server_output_has_no_password_or_pair_text(chrome: object, server: 
             user = accounts.add_user(
                 session, username="ann3", role="annotator", password=PASSWORD, account=SYSTEM
             )
-            accounts.acknowledge_guidelines(session, account=accounts.account_of(user))
+            accounts.acknowledge_guidelines(session, account=authorization.account_of(user))
     with db.session_scope(server.engine) as session:
         assign.assign(session, study=STUDY, overlap=3, account=SYSTEM)
     page = log_in(chrome, server, "ann3")

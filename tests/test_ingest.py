@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from annotator.cli import app
 from annotator.errors import IngestError, UserError
 from annotator.intake import ingest
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.store.models import Assignment, Event, Pair, Study
 from tests.utils.factories import (
     counts,

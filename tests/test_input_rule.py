@@ -12,7 +12,7 @@ from sqlmodel import Session
 from annotator import textguard
 from annotator.errors import AuthError, UserError
 from annotator.people import accounts
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.rating import drafts, labels
 from annotator.review import adjudicate
 from annotator.store import db

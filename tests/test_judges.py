@@ -25,7 +25,7 @@ from analysis.judges import EPSILON, alt_test, benjamini_yekutieli, calibration,
 from analysis.report import Report
 from annotator.cli import app
 from annotator.errors import IngestError, UserError
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.review import judges, study_progress
 from annotator.review.readers import label_frame
 from annotator.review.study_report import study_report
@@ -413,7 +413,7 @@ def test_the_dataset_card_lists_the_verdicts_or_says_there_is_none(judged: Judge
 
 def test_the_validation_page_shows_the_judges(env_db: str, engine: Engine, tmp_path: Path) -> None:
     from annotator.people import accounts
-    from annotator.people.accounts import Account
+    from annotator.people.authorization import Account
     from annotator.synthetic import SimulationSpec, simulate
     from tests.utils.apphelpers import app_for, shown_tables
 

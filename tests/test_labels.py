@@ -13,8 +13,7 @@ from sqlmodel import Session, select
 
 from annotator.errors import AuthError, LabelError
 from annotator.intake.assign import assign
-from annotator.people.accounts import SYSTEM
-from annotator.people.authorization import Account
+from annotator.people.authorization import SYSTEM, Account
 from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, id_of

@@ -13,7 +13,7 @@ from analysis.cleaning import pairs_needing_more
 from annotator.cli import app
 from annotator.errors import UserError
 from annotator.intake.assign import assign
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, User

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from annotator.cli import app
 from annotator.intake import ingest
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.synthetic import SimulationSpec, simulate
 
 

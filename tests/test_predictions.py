@@ -8,7 +8,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
 from annotator.errors import IngestError, UserError
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.review import predictions
 from annotator.store import db
 from annotator.store.models import Assignment, ModelPrediction, id_of
@@ -109,7 +109,7 @@ def test_reimporting_a_model_replaces_its_predictions(engine: Engine, tmp_path: 
 
 def test_an_annotator_may_not_import_predictions(engine: Engine, tmp_path: Path) -> None:
     from annotator.errors import AuthError
-    from annotator.people.accounts import Account
+    from annotator.people.authorization import Account
 
     _study(engine, tmp_path)
     make_annotators(engine, 1)
@@ -208,7 +208,7 @@ def test_the_validation_page_shows_models_and_the_human_ceiling(
     env_db: str, engine: Engine, tmp_path: Path
 ) -> None:
 
-    from annotator.people.accounts import Account
+    from annotator.people.authorization import Account
     from tests.utils.apphelpers import app_for
     from tests.utils.factories import make_user
     from tests.utils.sciencehelpers import add_models, simulated_study

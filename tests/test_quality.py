@@ -13,7 +13,7 @@ from analysis.render import to_json, to_markdown
 from annotator.cli import app
 from annotator.errors import AuthError
 from annotator.intake import controls
-from annotator.people.accounts import SYSTEM, Account
+from annotator.people.authorization import SYSTEM, Account
 from annotator.review.quality import QualityResult, annotator_quality
 from annotator.review.study_report import study_report
 from annotator.store import db

@@ -33,7 +33,7 @@ from analysis.validation import validate_pairs
 from annotator.cli import app
 from annotator.demo import SAMPLE
 from annotator.intake import ingest
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.review.readers import label_frame
 from annotator.review.study_report import study_report
 from annotator.store import db

@@ -12,7 +12,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page
 from sqlmodel import Session
 
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.study import get_study

@@ -26,7 +26,7 @@ from annotator.app.tables import plain_md
 from annotator.cli import app
 from annotator.errors import ConfigError
 from annotator.intake import assign, study_settings
-from annotator.people.accounts import SYSTEM, Account
+from annotator.people.authorization import SYSTEM, Account
 from annotator.store import db
 from annotator.store.models import Assignment, User, id_of
 from annotator.study import load_config

@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 
 DATA = Path(__file__).parents[1] / "data"
 PAIRS = DATA / "sample_pairs.jsonl"

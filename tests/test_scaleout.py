@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 from annotator.intake import ingest
 from annotator.intake.assign import assign
 from annotator.people import accounts
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.store import db
 from annotator.store.models import Assignment, Event, Judgment, Pair, User
 from tests.utils.apphelpers import CHROMIUM_ARGS, log_in, running_app, wait_idle

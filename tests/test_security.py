@@ -19,7 +19,7 @@ from sqlmodel import Session, func, select
 from annotator.errors import AuthError
 from annotator.intake import assign, ingest
 from annotator.people import accounts
-from annotator.people.accounts import SYSTEM, Account
+from annotator.people.authorization import SYSTEM, Account
 from annotator.publish import export
 from annotator.rating import labels
 from annotator.review import adjudicate, adjudication_queue, readers, study_progress

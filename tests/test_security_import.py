@@ -15,7 +15,7 @@ from annotator import textguard
 from annotator.cli import app
 from annotator.errors import IngestError, UserError
 from annotator.intake import ingest
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.store.models import Pair, Study
 from tests.utils.factories import make_record, make_records, write_jsonl
 

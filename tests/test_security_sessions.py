@@ -9,8 +9,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from annotator.errors import AuthError, UserError
-from annotator.people import accounts, sessions
-from annotator.people.accounts import SYSTEM, Account
+from annotator.people import accounts, authorization, sessions
+from annotator.people.authorization import SYSTEM, Account
 from annotator.publish import export
 from annotator.rating import drafts, labels, work_log
 from annotator.store import db
@@ -20,7 +20,7 @@ from tests.utils.factories import PASSWORD, make_study, make_user
 
 def _account(engine: Engine, name: str, role: str = "annotator") -> Account:
     with db.session_scope(engine) as session:
-        return accounts.account_of(make_user(session, name, role=role))
+        return authorization.account_of(make_user(session, name, role=role))
 
 
 def _start(engine: Engine, account: Account) -> str:

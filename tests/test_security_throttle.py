@@ -11,8 +11,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator.errors import AuthError
-from annotator.people import accounts, sessions
-from annotator.people.accounts import SYSTEM
+from annotator.people import accounts, authorization, sessions
+from annotator.people.authorization import SYSTEM
 from annotator.store import db
 from annotator.store.models import Event, User
 from tests.utils.factories import PASSWORD
@@ -25,7 +25,7 @@ def _add(engine: Engine, name: str = "alice") -> None:
         accounts.add_user(session, username=name, role="annotator", password=PASSWORD, account=SYSTEM)
 
 
-def _login(engine: Engine, name: str, password: str, **kwargs: Any) -> accounts.Account:
+def _login(engine: Engine, name: str, password: str, **kwargs: Any) -> authorization.Account:
     with db.session_scope(engine) as session:
         return accounts.authenticate(session, name, password, **kwargs)
 

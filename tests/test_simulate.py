@@ -13,7 +13,7 @@ from sqlmodel import Session, col, func, select
 from analysis.report import Report
 from annotator.demo import SAMPLE
 from annotator.intake import ingest
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, User

@@ -12,7 +12,7 @@ from annotator import study as study_module
 from annotator.cli import app
 from annotator.errors import ConfigError, UserError
 from annotator.intake.ingest import import_file
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.store.models import Study
 from tests.utils.factories import make_records, write_jsonl
 

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from annotator.errors import AuthError, ConfigError, UserError
 from annotator.intake.assign import assign
 from annotator.people import training
-from annotator.people.accounts import SYSTEM, Account
+from annotator.people.authorization import SYSTEM, Account
 from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import id_of

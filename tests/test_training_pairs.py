@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 from annotator.errors import AuthError
 from annotator.intake.assign import assign
 from annotator.people import training
-from annotator.people.accounts import SYSTEM, Account
+from annotator.people.authorization import SYSTEM, Account
 from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, id_of

@@ -15,7 +15,7 @@ from sqlmodel import Session
 from annotator.app.assets import filled
 from annotator.app.theme import apply_theme
 from annotator.errors import UserError
-from annotator.people.accounts import Account
+from annotator.people.authorization import Account
 from annotator.store import db
 from annotator.study import study_config
 

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 
 from analysis.render import figures, json_text, methods_paragraph, to_html, to_markdown
 from analysis.report import Report
-from annotator.people.accounts import Account
+from annotator.people.authorization import Account
 from annotator.review.study_report import study_report
 from annotator.store import db
 

@@ -21,7 +21,7 @@ from annotator.cli.common import (
     user_errors,
 )
 from annotator.intake import assign, ingest
-from annotator.people import accounts
+from annotator.people import authorization
 from annotator.store import db
 from annotator.study import load_config
 
@@ -58,7 +58,7 @@ def import_(
             config=study_config,
             replace=replace,
             progress=lambda n: bar.advance(task, n),
-            account=accounts.SYSTEM,
+            account=authorization.SYSTEM,
             strict=strict,
             max_bytes=max_bytes,
         )
@@ -89,7 +89,7 @@ def models_import(
             file,
             study=study,
             model=model,
-            account=accounts.SYSTEM,
+            account=authorization.SYSTEM,
             progress=lambda n: bar.advance(task, n),
             max_bytes=max_bytes,
         )
@@ -121,7 +121,7 @@ def judges_import(
             study=study,
             judge=judge,
             replace=replace,
-            account=accounts.SYSTEM,
+            account=authorization.SYSTEM,
             progress=lambda n: bar.advance(task, n),
         )
     out.print(str(summary), highlight=False)
@@ -171,7 +171,7 @@ def assign_(
             from analysis.cleaning import pairs_needing_more
             from annotator.review.study_report import study_report
 
-            report = study_report(session, study=study, account=accounts.SYSTEM, n_boot=200)
+            report = study_report(session, study=study, account=authorization.SYSTEM, n_boot=200)
             more_for = pairs_needing_more(report.cleaning)
             if not more_for:
                 out.print(f"study {study!r}: no pair needs more judgments", highlight=False)
@@ -183,7 +183,7 @@ def assign_(
             annotators=names,
             seed=seed,
             more_for=more_for,
-            account=accounts.SYSTEM,
+            account=authorization.SYSTEM,
         )
     out.print(str(summary), highlight=False)
 
@@ -208,6 +208,6 @@ def controls_make(
             kind=kind,  # type: ignore[arg-type]  # the service refuses an unknown kind in one line
             n=n,
             seed=seed,
-            account=accounts.SYSTEM,
+            account=authorization.SYSTEM,
         )
     out.print(str(summary), highlight=False)

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from annotator.cli.common import DbOption, open_db, out, user_errors, users_app
 from annotator.errors import UserError
-from annotator.people import accounts
+from annotator.people import accounts, authorization
 from annotator.store import db
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
@@ -33,7 +33,7 @@ def users_add(
     engine = open_db(database)
     secret = read_password() if ask else accounts.generate_password()
     with db.session_scope(engine) as session:
-        accounts.add_user(session, username=name, role=role, password=secret, account=accounts.SYSTEM)
+        accounts.add_user(session, username=name, role=role, password=secret, account=authorization.SYSTEM)
     out.print(f"created {role} {name}", highlight=False)
     if not ask:
         out.print(f"password (shown once): {secret}", highlight=False)
@@ -71,7 +71,7 @@ def users_deactivate(name: str, database: DbOption = None) -> None:
     """Deactivate an account (its labels are kept; it can no longer log in)."""
     engine = open_db(database)
     with db.session_scope(engine) as session:
-        accounts.set_active(session, username=name, active=False, account=accounts.SYSTEM)
+        accounts.set_active(session, username=name, active=False, account=authorization.SYSTEM)
     out.print(f"deactivated {name} (all of its sessions ended)", highlight=False)
 
 
@@ -81,7 +81,7 @@ def users_reactivate(name: str, database: DbOption = None) -> None:
     """Reactivate a deactivated account."""
     engine = open_db(database)
     with db.session_scope(engine) as session:
-        accounts.set_active(session, username=name, active=True, account=accounts.SYSTEM)
+        accounts.set_active(session, username=name, active=True, account=authorization.SYSTEM)
     out.print(f"reactivated {name}", highlight=False)
 
 
@@ -91,7 +91,7 @@ def users_reset_password(name: str, database: DbOption = None) -> None:
     """Give an account a new generated password (printed once); ends its sessions."""
     engine = open_db(database)
     with db.session_scope(engine) as session:
-        secret = accounts.reset_password(session, username=name, account=accounts.SYSTEM)
+        secret = accounts.reset_password(session, username=name, account=authorization.SYSTEM)
     out.print(f"new password for {name} (shown once): {secret}", highlight=False)
 
 
@@ -101,7 +101,7 @@ def users_unlock(name: str, database: DbOption = None) -> None:
     """Clear an account's wait after failed logins."""
     engine = open_db(database)
     with db.session_scope(engine) as session:
-        accounts.unlock(session, username=name, account=accounts.SYSTEM)
+        accounts.unlock(session, username=name, account=authorization.SYSTEM)
     out.print(f"unlocked {name}", highlight=False)
 
 
@@ -124,6 +124,6 @@ def users_link(
     engine = open_db(database)
     with db.session_scope(engine) as session:
         token = accounts.issue_login_token(
-            session, username=name, account=accounts.SYSTEM, valid_for=timedelta(days=days)
+            session, username=name, account=authorization.SYSTEM, valid_for=timedelta(days=days)
         )
     out.print(f"{base_url.rstrip('/')}/?token={quote(token)}", highlight=False)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from annotator.cli.common import DbOption, StudyOption, app, db_url, open_sound_db, out, user_errors
-from annotator.people import accounts
+from annotator.people import authorization
 from annotator.publish import export as exporting
 from annotator.store import db
 
@@ -48,7 +48,7 @@ def export_(
             repo=push_to_hub,
             license_id=license_id,
             overwrite=overwrite,
-            account=accounts.SYSTEM,
+            account=authorization.SYSTEM,
         )
         out.print(str(summary), highlight=False)
         return
@@ -63,7 +63,7 @@ def export_(
             path=out_path,
             pseudonymize=pseudonymize,
             validated_only=validated_only,
-            account=accounts.SYSTEM,
+            account=authorization.SYSTEM,
         )
     out.print(f"wrote {rows} rows to {out_path}", highlight=False)
 

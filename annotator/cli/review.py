@@ -23,7 +23,7 @@ from annotator.cli.common import (
     write_text,
 )
 from annotator.errors import UserError
-from annotator.people import accounts
+from annotator.people import authorization
 from annotator.review import adjudicate as adjudication
 from annotator.review import adjudication_queue
 from annotator.store import db
@@ -52,11 +52,15 @@ def models_queue(
     with db.session_scope(engine) as session:
         if send_back > 0:
             queue, created = send_back_disagreements(
-                session, study=study, extra=send_back, validated_only=validated_only, account=accounts.SYSTEM
+                session,
+                study=study,
+                extra=send_back,
+                validated_only=validated_only,
+                account=authorization.SYSTEM,
             )
         else:
             queue = disagreement_queue(
-                session, study=study, validated_only=validated_only, account=accounts.SYSTEM
+                session, study=study, validated_only=validated_only, account=authorization.SYSTEM
             )
             created = 0
     for row in queue.to_dict("records"):
@@ -82,7 +86,7 @@ def judges_queue(
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
-        queue = judge_queue(session, study=study, judge=judge, account=accounts.SYSTEM)
+        queue = judge_queue(session, study=study, judge=judge, account=authorization.SYSTEM)
     for row in queue.to_dict("records"):
         out.print(
             Text(
@@ -107,11 +111,11 @@ def quality(
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
-        result = annotator_quality(session, study=study, account=accounts.SYSTEM)
+        result = annotator_quality(session, study=study, account=authorization.SYSTEM)
         over_time = None
         if drift is not None:
             over_time = agreement_drift(
-                session, study=study, account=accounts.SYSTEM, by=drift, block_size=block_size
+                session, study=study, account=authorization.SYSTEM, by=drift, block_size=block_size
             )
     out.print(result.to_text(), highlight=False)
     if over_time is not None:
@@ -225,7 +229,7 @@ def study_power(study: str, database: str | None, simulations: int) -> None:
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
-        config, power = study_report.study_power(session, study=study, account=accounts.SYSTEM)
+        config, power = study_report.study_power(session, study=study, account=authorization.SYSTEM)
     table = Table(
         "dimension",
         "pairs",
@@ -262,7 +266,7 @@ def study_power(study: str, database: str | None, simulations: int) -> None:
     )
     with db.session_scope(engine) as session:
         overall = study_report.study_overall_power(
-            session, study=study, account=accounts.SYSTEM, n_sim=simulations
+            session, study=study, account=authorization.SYSTEM, n_sim=simulations
         )
     items = ", ".join(
         f"{key.removeprefix('power_')} {value:.3f}"
@@ -316,7 +320,7 @@ def analyze(
             engine = open_sound_db(database)
             with db.session_scope(engine) as session:
                 result = study_report.study_report(
-                    session, study=str(study), n_boot=n_boot, seed=seed, account=accounts.SYSTEM
+                    session, study=str(study), n_boot=n_boot, seed=seed, account=authorization.SYSTEM
                 )
     print_report(result)
     for path, text in (
@@ -358,11 +362,11 @@ def adjudicate_(
     engine = open_db(database)
     if auto:
         with db.session_scope(engine) as session:
-            summary = adjudication.auto_resolve(session, study=study, account=accounts.SYSTEM)
+            summary = adjudication.auto_resolve(session, study=study, account=authorization.SYSTEM)
         out.print(str(summary), highlight=False)
     if show_queue:
         with db.session_scope(engine) as session:
-            pending = adjudication_queue.queue(session, study=study, account=accounts.SYSTEM)
+            pending = adjudication_queue.queue(session, study=study, account=authorization.SYSTEM)
         shown = pending if limit <= 0 else pending.head(limit)
         if fmt == "csv":
             sys.stdout.write(queue_csv(shown))

@@ -11,7 +11,7 @@ from sqlmodel import Session, col, select
 
 from annotator.errors import UserError
 from annotator.intake.controls import mix_controls
-from annotator.people.accounts import Account, require_role
+from annotator.people.authorization import Account, require_role
 from annotator.store.models import PENDING, Assignment, Event, Judgment, Pair, User, id_of
 from annotator.study import StudyConfig, get_study, study_config
 

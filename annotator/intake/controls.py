@@ -30,7 +30,7 @@ from sqlmodel import Session, col, select
 
 from analysis.vocabulary import DUPLICATE, GOLD, POSITIVE, SWAP
 from annotator.errors import UserError
-from annotator.people.accounts import Account, require_role
+from annotator.people.authorization import Account, require_role
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Event, Pair, User, id_of
 from annotator.study import get_study, parse_config, study_config
 

@@ -16,7 +16,7 @@ from sqlmodel import Session, col
 from analysis.vocabulary import GOLD, POSITIVE, PREFERENCE_DOMAIN, TRAINING
 from annotator import textguard
 from annotator.errors import IngestError, UserError
-from annotator.people.accounts import Account, require_role
+from annotator.people.authorization import Account, require_role
 from annotator.store.db import RawJSON, json_serializer
 from annotator.store.models import Event, Pair, Study
 from annotator.study import StudyConfig, load_config

@@ -26,8 +26,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from annotator.errors import UserError
-from annotator.people.accounts import Account, require_role
-from annotator.people.authorization import account_of
+from annotator.people.authorization import Account, account_of, require_role
 from annotator.store.models import Event, Pair, Study, TrainingAnswer, User
 from annotator.study import Training, parse_config
 

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from annotator.errors import UserError
-from annotator.people.accounts import Account, require_role
+from annotator.people.authorization import Account, require_role
 from annotator.publish import export
 from annotator.review.predictions import prediction_frame
 from annotator.review.readers import label_frame

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from annotator.errors import UserError
-from annotator.people.accounts import SYSTEM, Account, require_role
+from annotator.people.authorization import SYSTEM, Account, require_role
 from annotator.review.final_labels import final_labels
 from annotator.review.readers import label_frame
 from annotator.store.models import Event, Pair

@@ -38,7 +38,7 @@ from sqlmodel import Session, col, select
 from annotator.errors import AuthError, ConfigError, TimeOver, UserError
 from annotator.intake.assign import annotator_arms
 from annotator.intake.controls import pick_controls
-from annotator.people.accounts import Account, require_role
+from annotator.people.authorization import Account, require_role
 from annotator.people.pseudonyms import study_secret
 from annotator.store.db import lock_study
 from annotator.store.models import (

@@ -14,8 +14,7 @@ from sqlmodel import Session, col, select
 
 from annotator import textguard
 from annotator.errors import LabelError, UserError
-from annotator.people.accounts import Account, require_role
-from annotator.people.authorization import check_owner, own_assignment, require_active
+from annotator.people.authorization import Account, check_owner, own_assignment, require_active, require_role
 from annotator.rating import crowd
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Draft, Event, Pair, User, utcnow
 from annotator.study import get_study

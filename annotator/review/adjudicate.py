@@ -28,7 +28,7 @@ from analysis.adjudication import (
 from analysis.vocabulary import RUBRIC_PREFIX
 from annotator import textguard
 from annotator.errors import UserError
-from annotator.people.accounts import Account, require_role
+from annotator.people.authorization import Account, require_role
 from annotator.review import adjudication_reads as reads
 from annotator.review.adjudication_reads import HUMAN_METHOD
 from annotator.store.models import Adjudication, Event, Method, id_of, utcnow

@@ -13,7 +13,7 @@ import pandas as pd
 from sqlmodel import Session
 
 from analysis.vocabulary import RUBRIC_PREFIX, SUPPORT_PREFIX
-from annotator.people.accounts import Account, require_role
+from annotator.people.authorization import Account, require_role
 from annotator.review import readers
 from annotator.review.adjudication_reads import (
     adjudications,

@@ -12,7 +12,7 @@ from sqlmodel import Session, col
 
 from analysis.adjudication import evaluate
 from annotator.errors import UserError
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.review import readers
 from annotator.store.models import Adjudication, Method, Pair, Study, User, id_of
 from annotator.study import StudyConfig, parse_config

@@ -32,7 +32,7 @@ from analysis.vocabulary import RUBRIC_PREFIX
 from annotator import textguard
 from annotator.errors import IngestError, UserError
 from annotator.intake.ingest import MAX_PROBLEMS, collect_records
-from annotator.people.accounts import SYSTEM, Account, require_role
+from annotator.people.authorization import SYSTEM, Account, require_role
 from annotator.store.models import Event, JudgeRating, Pair, Study, id_of
 from annotator.study import get_study, parse_config
 

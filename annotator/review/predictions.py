@@ -24,7 +24,7 @@ from annotator import textguard
 from annotator.errors import UserError
 from annotator.intake import assign
 from annotator.intake.ingest import collect_records
-from annotator.people.accounts import Account, require_role
+from annotator.people.authorization import Account, require_role
 from annotator.store.models import Assignment, Event, ModelPrediction, Pair, User, id_of
 from annotator.study import get_study
 

@@ -23,7 +23,7 @@ from analysis.report import Report
 from analysis.vocabulary import POSITIVE
 from annotator.errors import UserError
 from annotator.intake.controls import MIXED_KINDS, swap_sources
-from annotator.people.accounts import Account, require_role
+from annotator.people.authorization import Account, require_role
 from annotator.review.readers import label_frame
 from annotator.store.models import Assignment, Judgment, Pair, id_of
 from annotator.study import StudyConfig, get_study, parse_config

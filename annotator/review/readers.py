@@ -13,7 +13,7 @@ from sqlalchemy import Select, func, select
 from sqlmodel import Session, col
 
 from analysis.frames import coded
-from annotator.people.accounts import Account, require_role
+from annotator.people.authorization import Account, require_role
 from annotator.people.pseudonyms import pseudonymize_names, study_secret
 from annotator.store.models import Assignment, Judgment, Pair, Score, User, id_of
 from annotator.study import get_study

@@ -9,7 +9,7 @@ from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
 from annotator.errors import UserError
-from annotator.people.accounts import Account, require_role
+from annotator.people.authorization import Account, require_role
 from annotator.store.models import (
     PENDING,
     Adjudication,

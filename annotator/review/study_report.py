@@ -14,7 +14,7 @@ from sqlmodel import Session
 
 from analysis.report import Report, ReportSettings, build_report
 from annotator.errors import UserError
-from annotator.people.accounts import Account
+from annotator.people.authorization import Account
 from annotator.review.readers import label_frame
 from annotator.study import StudyConfig, load_config, study_config
 

@@ -23,8 +23,8 @@ from streamlit.testing.v1 import AppTest
 from annotator.app import draft_route
 from annotator.app.common import engine as app_engine
 from annotator.intake import assign, ingest
-from annotator.people import accounts, sessions
-from annotator.people.accounts import SYSTEM, Account
+from annotator.people import accounts, authorization, sessions
+from annotator.people.authorization import SYSTEM, Account
 from annotator.server import BROWSER_ARGS, IDLE_SELECTOR, background
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User, id_of
@@ -439,7 +439,7 @@ def one_pair_app(folder: Path, record: dict[str, Any], *, password: str) -> Iter
         user = accounts.add_user(
             session, username="ann1", role="annotator", password=password, account=SYSTEM
         )
-        accounts.acknowledge_guidelines(session, account=accounts.account_of(user))
+        accounts.acknowledge_guidelines(session, account=authorization.account_of(user))
     with db.session_scope(engine) as session:
         assign.assign(session, study="render", overlap=1, account=SYSTEM)
     engine.dispose()

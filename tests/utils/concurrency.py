@@ -14,8 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from annotator.intake.assign import assign
-from annotator.people.accounts import SYSTEM
-from annotator.people.authorization import account_of
+from annotator.people.authorization import SYSTEM, account_of
 from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, User, id_of

@@ -10,7 +10,7 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 
 from annotator.people import accounts
-from annotator.people.accounts import Account
+from annotator.people.authorization import Account
 from annotator.rating import crowd
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, Study, User

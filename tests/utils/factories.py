@@ -14,8 +14,7 @@ from sqlmodel import Session, func, select
 
 from annotator.intake import ingest
 from annotator.people import accounts
-from annotator.people.accounts import SYSTEM
-from annotator.people.authorization import Account, account_of
+from annotator.people.authorization import SYSTEM, Account, account_of
 from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import Event, Pair, Study, User, id_of

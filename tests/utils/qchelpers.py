@@ -7,8 +7,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator.intake import ingest
-from annotator.people.accounts import SYSTEM
-from annotator.people.authorization import account_of
+from annotator.people.authorization import SYSTEM, account_of
 from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, User, id_of

@@ -9,8 +9,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator.intake import assign, ingest
-from annotator.people import accounts
-from annotator.people.accounts import SYSTEM
+from annotator.people import accounts, authorization
+from annotator.people.authorization import SYSTEM
 from annotator.rating import labels
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, id_of
@@ -65,10 +65,10 @@ def build_study(
     return engine
 
 
-def account(engine: Engine, username: str) -> accounts.Account:
+def account(engine: Engine, username: str) -> authorization.Account:
     with Session(engine) as session:
         user = accounts.get_user(session, username)
-        return accounts.account_of(user)
+        return authorization.account_of(user)
 
 
 def rate(
@@ -98,7 +98,7 @@ def rate(
         found = session.exec(
             select(Assignment).join(Pair).where(Pair.external_id == pair, Assignment.annotator_id == user.id)
         ).one()
-        annotator = accounts.account_of(user)
+        annotator = authorization.account_of(user)
         labels.show(session, assignment_id=id_of(found), account=annotator)
         chosen_is_a = found.chosen_side == "A"
         index = 2 - preference if chosen_is_a else 2 + preference

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
-from annotator.people.accounts import SYSTEM
+from annotator.people.authorization import SYSTEM
 from annotator.review import adjudicate, predictions
 from annotator.store import db
 from annotator.synthetic import SimulationSpec, simulate

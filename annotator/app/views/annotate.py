@@ -31,7 +31,7 @@ from annotator.app.views.rating_render import (
     side_actions,
 )
 from annotator.people import accounts
-from annotator.people.accounts import Account
+from annotator.people.authorization import Account
 from annotator.rating import crowd
 from annotator.rating.guidelines import guidelines_text
 

@@ -11,7 +11,7 @@ from annotator.app.common import choose_study, engine, require, safe_md, session
 from annotator.app.tables import show_table
 from annotator.errors import AuthError, UserError
 from annotator.people import accounts
-from annotator.people.accounts import Account
+from annotator.people.authorization import Account
 from annotator.review import quality, study_progress
 from annotator.review.readers import label_frame
 

@@ -10,7 +10,7 @@ import streamlit as st
 from annotator.app.assets import filled
 from annotator.app.common import safe_md, session
 from annotator.app.views.rating_actions import LATE_KEY
-from annotator.people.accounts import Account
+from annotator.people.authorization import Account
 from annotator.rating import crowd, labels
 
 COUNTDOWN = (

@@ -13,7 +13,7 @@ from annotator.app.tables import show_table
 from annotator.errors import UserError
 from annotator.intake import assign, ingest
 from annotator.people import accounts
-from annotator.people.accounts import Account
+from annotator.people.authorization import Account
 from annotator.store.models import ROLES
 from annotator.study import study_config
 

@@ -10,7 +10,7 @@ import streamlit as st
 from annotator.app.common import ITEM_KEY, PREFILL_KEY, REOPEN_KEY, session
 from annotator.app.views.rating_form import COMMENT_KEY, OPENED_KEY, answers_from, start_item
 from annotator.people import training
-from annotator.people.accounts import Account
+from annotator.people.authorization import Account
 from annotator.rating import crowd, drafts, labels
 from annotator.rating.labels import ItemView, Submission
 from annotator.store.models import id_of

@@ -11,7 +11,7 @@ from annotator.app.common import engine, require, safe_md, session
 from annotator.app.tables import show_table
 from annotator.errors import UserError
 from annotator.intake import ingest, study_settings
-from annotator.people.accounts import Account
+from annotator.people.authorization import Account
 from annotator.review.study_progress import study_names
 from annotator.store.models import Study
 from annotator.study import PLATFORMS, StudyConfig, get_study, load_config, study_config

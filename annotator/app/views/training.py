@@ -5,7 +5,7 @@ import streamlit as st
 from annotator.app.common import CURRENT_STUDY_KEY, require, safe_md, session
 from annotator.errors import UserError
 from annotator.people import training
-from annotator.people.accounts import Account
+from annotator.people.authorization import Account
 from annotator.rating import labels
 from annotator.study import study_config
 

@@ -21,7 +21,7 @@ from annotator.app.common import choose_study, engine, require, safe_md, session
 from annotator.app.tables import show_plot, show_table
 from annotator.errors import UserError
 from annotator.intake import assign
-from annotator.people.accounts import Account
+from annotator.people.authorization import Account
 from annotator.review import study_progress
 
 SHOWN_FAILED = 500
