@@ -63,6 +63,8 @@ from analysis.vocabulary import (
     PAIR_ID,
     PREFERENCE,
     QUALITY_ITEMS,
+    RATER_KIND,
+    RATER_KINDS,
     REJECTED,
     REJECTED_CHARS,
     RESPONSE,
@@ -310,6 +312,14 @@ def _check_optional_columns(out: pd.DataFrame) -> None:
             )
     if ARM in out.columns:
         out[ARM] = as_text(out[ARM])
+    if RATER_KIND in out.columns:
+        out[RATER_KIND] = as_text(out[RATER_KIND])
+        bad = ~out[RATER_KIND].isin(RATER_KINDS)
+        if bad.any():
+            raise ValueError(
+                f"column '{RATER_KIND}' must be empty, 'annotator' or 'owner', "
+                f"got: {_show(out.loc[bad, RATER_KIND])}{_at(bad)}"
+            )
     if SIDE_CHOSEN in out.columns:
         side = out[SIDE_CHOSEN]
         bad = side.notna() & ~side.isin(("A", "B"))
@@ -747,6 +757,7 @@ _TEXT_COLUMNS = (
     CONTROL,
     ARM,
     SIDE_CHOSEN,
+    RATER_KIND,
     "flag_reason",
     "comment",
     "guideline_version",

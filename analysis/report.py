@@ -69,6 +69,7 @@ from analysis.frames import (
     validate_frame,
 )
 from analysis.judges import JudgeSection
+from analysis.owners import OwnerSection, owner_endorsement_verdict, owner_section, split_owners
 from analysis.report_tables import (
     bias_tables,
     category_table,
@@ -129,6 +130,7 @@ class Report:
     quality: QualitySection | None = field(default=None, repr=False)  # annotator QC, exclusion
     cleaning: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)  # drop / needs more / keep
     judges: JudgeSection | None = field(default=None, repr=False)  # LLM judges vs people (analysis.judges)
+    owners: OwnerSection | None = field(default=None, repr=False)  # the profiles' owners (analysis.owners)
 
     def verdict(self, key: str) -> Verdict:
         """The verdict with this key."""
@@ -249,11 +251,12 @@ def build_report(
     ('PASS', ['sample_size', 'equivalence', 'rubric', 'preference', 'reliability', 'sensitivity'])
     """
     settings = settings or ReportSettings()
-    frame = validate_frame(frame)
+    frame, owner_rows = split_owners(validate_frame(frame))
     quality_items = list(settings.quality_items)
     main, controls = split_controls(frame)
     if main.empty:
         raise ValueError("the frame has no main (non-control) pairs")
+    owners = owner_section(main, split_controls(owner_rows)[0], alpha=settings.alpha, predictions=predictions)
     n_pairs = int(main[PAIR_ID].nunique())
     if n_pairs < 2:
         raise ValueError(f"the statistics need judgments on at least 2 pairs, got {n_pairs}")
@@ -300,6 +303,8 @@ def build_report(
         ),
         sensitivity,
     ]
+    if owners is not None:
+        verdicts.append(owner_endorsement_verdict(owners, settings.alpha))
     overall, reason = overall_result(verdicts)
     if settings.extras:
         diagnostics = annotator_diagnostics(
@@ -390,4 +395,5 @@ def build_report(
         )
         if settings.extras
         else None,
+        owners=owners,
     )

@@ -27,12 +27,15 @@ __all__ = [
     "ITEM",
     "JUDGMENT_ID",
     "MAIN",
+    "OWNER",
     "PAIR_ID",
     "POSITIVE",
     "PREFERENCE",
     "PREFERENCE_DOMAIN",
     "PREFERENCE_POINTS",
     "QUALITY_ITEMS",
+    "RATER_KIND",
+    "RATER_KINDS",
     "REJECTED",
     "REJECTED_CHARS",
     "RESPONSE",
@@ -73,6 +76,8 @@ ARM = "arm"
 SIDE_CHOSEN = "side_chosen"
 CHOSEN_CHARS = "chosen_chars"
 REJECTED_CHARS = "rejected_chars"
+#: Optional: who the rater is, ``""`` or ``"annotator"`` (a third party) or ``"owner"`` (the profile's owner).
+RATER_KIND = "rater_kind"
 
 # The two responses of a pair, and the two sides an annotator sees them on.
 CHOSEN = "chosen"
@@ -102,6 +107,11 @@ DUPLICATE = "duplicate"
 TRAINING = "training"
 #: Allowed values of the optional ``control`` column.
 CONTROL_KINDS: tuple[str, ...] = (MAIN, GOLD, POSITIVE, SWAP, DUPLICATE, TRAINING)
+
+# Rater kinds: the owner's judgments never enter the third-party analysis.
+OWNER = "owner"
+#: Allowed values of the optional ``rater_kind`` column.
+RATER_KINDS: tuple[str, ...] = ("", "annotator", OWNER)
 
 # Answer domains.
 #: Preference, signed: -2..2, positive = ``chosen`` preferred, 0 = tie.

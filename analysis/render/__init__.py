@@ -7,6 +7,7 @@ from analysis.render.as_html import to_html
 from analysis.render.as_json import REPORT_SCHEMA, json_ready, json_text, to_json
 from analysis.render.as_markdown import to_markdown
 from analysis.render.as_terminal import to_terminal
+from analysis.render.owner_text import owner_sections
 from analysis.render.plots import MIN_CATEGORY_PAIRS, difference_range, figure_captions, figures
 from analysis.render.text import (
     CROSSED_COLUMNS,
@@ -41,6 +42,7 @@ __all__ = [
     "json_ready",
     "json_text",
     "methods_paragraph",
+    "owner_sections",
     "quality_sections",
     "status_word",
     "to_html",

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.owners import OWNER_ENDORSEMENT
 from analysis.render.text import methods_paragraph
 from analysis.report import Report
 from analysis.verdicts import OVERALL, STATUSES, VERDICT_KEYS
@@ -125,12 +126,23 @@ def to_json(report: Report) -> dict[str, Any]:
             else {"exclusion": report.quality.exclusion}
             | {name: _records(df) for name, df in report.quality.tables().items()},
             **_judges_json(report),
+            **_owners_json(report),
             "benchmark": None
             if report.benchmark is None
             else {"pairs_used": report.benchmark.pairs_used}
             | {name: _records(df) for name, df in report.benchmark.tables().items()},
         }
     )
+
+
+def _owners_json(report: Report) -> dict[str, Any]:
+    """The ``owners`` key, only when the study has owner judgments (without owners the JSON is unchanged)."""
+    section = report.owners
+    if section is None:
+        return {}
+    tables = {"endorsement": section.endorsement, "agreement": section.agreement}
+    tables |= {"rubric": section.rubric, "models": section.models}
+    return {"owners": {"parameters": section.parameters} | {k: _records(df) for k, df in tables.items()}}
 
 
 def _judges_json(report: Report) -> dict[str, Any]:
@@ -186,7 +198,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "required": ["key", "claim", "test", "status", "passed", "detail"],
                 "properties": {
-                    "key": {"enum": list(VERDICT_KEYS)},
+                    "key": {"enum": [*VERDICT_KEYS, OWNER_ENDORSEMENT]},
                     "status": {"enum": list(STATUSES)},
                     "passed": {"type": "boolean"},
                     "claim": {"type": "string"},

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.competence import QC_REPORT_COLUMNS
+from analysis.render.owner_text import owner_sections
 from analysis.report import Report, Verdict
 
 _WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_assessed": "NOT ASSESSED"}
@@ -337,4 +338,9 @@ def judge_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
 def extra_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
     """The titled sections after the main report, in order: benchmark science, annotator quality
     control, LLM judges (title, note, table)."""
-    return [*benchmark_sections(report), *quality_sections(report), *judge_sections(report)]
+    return [
+        *benchmark_sections(report),
+        *quality_sections(report),
+        *judge_sections(report),
+        *owner_sections(report),
+    ]

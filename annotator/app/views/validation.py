@@ -13,6 +13,7 @@ from analysis.render import (
     crossed_table,
     figure_captions,
     judge_sections,
+    owner_sections,
     status_word,
 )
 from analysis.report import Report
@@ -197,7 +198,8 @@ if study is not None:
         more_judgments(report, study, account)
     if len(report.failed_pairs) > SHOWN_FAILED:
         st.caption(f"The first {SHOWN_FAILED} are shown; the JSON report lists them all.")
-    for title, note, table in [*benchmark_sections(report), *judge_sections(report)]:  # models, arms, judges
+    # models, arms, judges, the profiles' owners
+    for title, note, table in [*benchmark_sections(report), *judge_sections(report), *owner_sections(report)]:
         st.header(title)
         st.caption(note)
         show_table(table.head(SHOWN_FAILED), key=f"validation_{title}")

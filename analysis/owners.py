@@ -1,0 +1,420 @@
+"""The profile's owner as a rater: owner endorsement of ``chosen`` and how well others judge for the owner.
+
+A label frame may carry the owner's own judgments: rows whose ``rater_kind`` column is ``"owner"``
+(the ``annotator`` column then names the owner). They never enter the third-party analysis; this module
+reports, with **owners as the unit** (every interval is a leave-one-owner-out jackknife with a t
+quantile on ``owners - 1`` degrees of freedom, so pairs of one owner are never treated as independent):
+
+- owner endorsement: the share of pairs whose owner prefers ``chosen`` (a tie counts half), tested
+  one-sided against one half (its own verdict, ``owner_endorsement``);
+- agreement with the owner of each third-party annotator and of the panel majority: accuracy (same
+  direction: chosen, tie or rejected) and Cohen's kappa;
+- rubric validity: the owners' answers on whether each rubric aspect describes what they want
+  (``support:<k>`` items on the owner's rows: 0 no, 1 partly, 2 yes; partly counts half);
+- reward models scored against the owner's choice beside the third-party majority, on the same pairs.
+
+A frame without owner rows gives no section, and the report is then what it was without this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import stats
+
+from analysis.frames import as_text, has_prefix, judgments, pair_majority
+from analysis.verdicts import Status, Verdict
+from analysis.vocabulary import (
+    ANNOTATOR,
+    CHOSEN,
+    ITEM,
+    OWNER,
+    PAIR_ID,
+    PREFERENCE,
+    RATER_KIND,
+    REJECTED,
+    RESPONSE,
+    SUPPORT_PREFIX,
+    VALUE,
+)
+
+__all__ = [
+    "DIRECTIONS",
+    "MIN_OWNERS",
+    "OWNER_ENDORSEMENT",
+    "OwnerSection",
+    "jackknife_kappa",
+    "jackknife_ratio",
+    "owner_endorsement_verdict",
+    "owner_section",
+    "split_owners",
+]
+
+#: The key of the owners' verdict (present only when the frame has owner judgments).
+OWNER_ENDORSEMENT = "owner_endorsement"
+#: Fewer owners give no verdict on owner endorsement (the jackknife needs a few clusters).
+MIN_OWNERS = 5
+#: The directions a judgment can take, as codes 0, 1, 2 (and 3 for a panel with no majority).
+DIRECTIONS: tuple[str, ...] = (CHOSEN, "tie", REJECTED, "none")
+PANEL = "panel majority"
+
+
+def split_owners(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split a validated label frame into the third-party rows and the owners' rows.
+
+    Without a ``rater_kind`` column every row is third-party (no copy).
+
+    >>> df = pd.DataFrame({"pair_id": ["p", "p"], "rater_kind": ["", "owner"]})
+    >>> [len(part) for part in split_owners(df)]
+    [1, 1]
+    """
+    if RATER_KIND not in frame.columns:
+        return frame, frame.iloc[:0]
+    is_owner = (as_text(frame[RATER_KIND]) == OWNER).to_numpy()
+    if not is_owner.any():
+        return frame, frame.iloc[:0]
+    return frame[~is_owner], frame[is_owner]
+
+
+def _t(alpha: float, g: npt.ArrayLike) -> np.ndarray:
+    """The one-sided 1 - alpha t quantile on g - 1 degrees of freedom (NaN below 2 owners)."""
+    g = np.asarray(g, dtype=np.float64)
+    return np.where(g >= 2, stats.t.ppf(1 - alpha, np.maximum(g - 1, 1)), np.nan)
+
+
+def jackknife_ratio(
+    num: npt.ArrayLike, den: npt.ArrayLike, *, alpha: float = 0.05
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """sum(num) / sum(den) over owners with its leave-one-owner-out jackknife interval.
+
+    Parameters
+    ----------
+    num, den : array_like, shape (..., G)
+        Per-owner sums (e.g. chosen-preferred pairs and pairs); an owner with ``den == 0`` is absent.
+        The ratio is a share: the bounds are clipped to 0..1.
+    alpha : float
+        Each side's level: the interval is 1 - 2*alpha, so its lower end is a one-sided bound at alpha.
+
+    Returns
+    -------
+    estimate, ci_low, ci_high, se : numpy.ndarray, shape (...)
+        NaN bounds with fewer than two owners.
+
+    Examples
+    --------
+    >>> est, lo, hi, se = jackknife_ratio([3, 2, 4, 1], [4, 2, 5, 2])
+    >>> round(float(est), 4), bool(lo < est < hi)
+    (0.7692, True)
+    """
+    n = np.asarray(num, dtype=np.float64)
+    d = np.asarray(den, dtype=np.float64)
+    present = d > 0
+    g = present.sum(-1)
+    total_n, total_d = n.sum(-1, keepdims=True), d.sum(-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = total_n[..., 0] / total_d[..., 0]
+        loo = (total_n - n) / (total_d - d)
+    loo = np.where(present, loo, 0.0)
+    mean = loo.sum(-1) / np.maximum(g, 1)
+    dev = np.where(present, loo - mean[..., None], 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt((g - 1) / g * (dev**2).sum(-1))
+    se = np.where(g >= 2, se, np.nan)
+    half = _t(alpha, g) * se
+    return est, np.maximum(est - half, 0.0), np.minimum(est + half, 1.0), se
+
+
+def _kappa(confusion: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of confusion counts (..., K, K); NaN when chance agreement is 1."""
+    total = confusion.sum((-1, -2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        po = np.trace(confusion, axis1=-2, axis2=-1) / total
+        pe = (confusion.sum(-1) * confusion.sum(-2)).sum(-1) / total**2
+        return np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
+
+
+def jackknife_kappa(
+    confusion: npt.ArrayLike, *, alpha: float = 0.05
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Cohen's kappa of pooled per-owner confusion counts with its leave-one-owner-out jackknife interval.
+
+    Parameters
+    ----------
+    confusion : array_like, shape (..., G, K, K)
+        Per owner, the counts of (rater's direction, owner's direction).
+
+    Returns
+    -------
+    estimate, ci_low, ci_high, se : numpy.ndarray, shape (...)
+    """
+    c = np.asarray(confusion, dtype=np.float64)
+    present = c.sum((-1, -2)) > 0
+    g = present.sum(-1)
+    total = c.sum(-3)
+    est = _kappa(total)
+    loo = _kappa(total[..., None, :, :] - c)
+    ok = present & ~np.isnan(loo)
+    m = ok.sum(-1)
+    mean = np.where(ok, loo, 0.0).sum(-1) / np.maximum(m, 1)
+    dev = np.where(ok, loo - mean[..., None], 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt((m - 1) / m * (dev**2).sum(-1))
+    se = np.where((m >= 2) & (m == g), se, np.nan)
+    half = _t(alpha, g) * se
+    return est, np.maximum(est - half, -1.0), np.minimum(est + half, 1.0), se
+
+
+def _direction(preference: pd.Series | np.ndarray) -> np.ndarray:
+    """0 chosen, 1 tie, 2 rejected (the codes of :data:`DIRECTIONS`)."""
+    p = np.asarray(preference, dtype=np.float64)
+    return np.where(p > 0, 0, np.where(p < 0, 2, 1))
+
+
+@dataclass(frozen=True)
+class OwnerSection:
+    """The owners' section of the report; every table has flat columns."""
+
+    endorsement: pd.DataFrame  # one row: owners, pairs, the share preferring chosen and its interval
+    agreement: pd.DataFrame  # one row per third-party annotator and one for the panel majority
+    rubric: pd.DataFrame  # one row when owners answered on rubric aspects: their endorsement of them
+    models: pd.DataFrame  # one row per model: accuracy against the owner and against the majority
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+def _owner_judgments(owner_rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (pair, owner): the owner's direction."""
+    own = judgments(owner_rows)[[PAIR_ID, ANNOTATOR, PREFERENCE]].rename(columns={ANNOTATOR: OWNER})
+    own[PAIR_ID] = own[PAIR_ID].astype(str)
+    own[OWNER] = own[OWNER].astype(str)
+    own["owner_direction"] = _direction(own[PREFERENCE])
+    return own.drop(columns=[PREFERENCE])
+
+
+def _endorsement(own: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    score = np.array([1.0, 0.5, 0.0])[own["owner_direction"].to_numpy()]
+    per_owner = pd.DataFrame({OWNER: own[OWNER], "score": score}).groupby(OWNER, sort=True)["score"]
+    num, den = per_owner.sum().to_numpy(), per_owner.size().to_numpy()
+    est, lo, hi, se = jackknife_ratio(num, den, alpha=alpha)
+    g = len(num)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = stats.t.sf((est - 0.5) / se, g - 1) if g >= 2 and se > 0 else np.nan
+    return pd.DataFrame(
+        [
+            {
+                "n_owners": g,
+                "n_pairs": int(den.sum()),
+                "estimate": float(est),
+                "ci_low": float(lo),
+                "ci_high": float(hi),
+                "se": float(se),
+                "p_value": float(p),
+            }
+        ]
+    )
+
+
+def _confusion(rater: np.ndarray, owner_dir: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """Per-owner confusion counts (G, K, K) of the rater's and the owner's directions."""
+    _, g_idx = np.unique(owner, return_inverse=True)
+    k = len(DIRECTIONS)
+    out = np.zeros((int(g_idx.max()) + 1 if len(g_idx) else 0, k, k))
+    np.add.at(out, (g_idx, rater, owner_dir), 1.0)
+    return out
+
+
+def _agreement_row(
+    name: str, rater: np.ndarray, owner_dir: np.ndarray, owner: np.ndarray, alpha: float
+) -> dict:
+    c = _confusion(rater, owner_dir, owner)
+    same = np.trace(c, axis1=-2, axis2=-1)
+    acc, acc_lo, acc_hi, _ = jackknife_ratio(same, c.sum((-1, -2)), alpha=alpha)
+    kap, kap_lo, kap_hi, _ = jackknife_kappa(c, alpha=alpha)
+    return {
+        "rater": name,
+        "n_owners": int((c.sum((-1, -2)) > 0).sum()),
+        "n_pairs": len(rater),
+        "accuracy": float(acc),
+        "accuracy_ci_low": float(acc_lo),
+        "accuracy_ci_high": float(acc_hi),
+        "kappa": float(kap),
+        "kappa_ci_low": float(kap_lo),
+        "kappa_ci_high": float(kap_hi),
+    }
+
+
+def _agreement(main: pd.DataFrame, own: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    votes = judgments(main)[[PAIR_ID, ANNOTATOR, PREFERENCE]]
+    votes = votes.assign(**{PAIR_ID: votes[PAIR_ID].astype(str), ANNOTATOR: votes[ANNOTATOR].astype(str)})
+    joined = votes.merge(own, on=PAIR_ID, how="inner")
+    rows = []
+    for name, part in joined.groupby(ANNOTATOR, sort=True):
+        rows.append(
+            _agreement_row(
+                str(name),
+                _direction(part[PREFERENCE]),
+                part["owner_direction"].to_numpy(),
+                part[OWNER].to_numpy(),
+                alpha,
+            )
+        )
+    if not joined.empty:
+        majority = pair_majority(votes)[[PAIR_ID, "majority"]]
+        majority[PAIR_ID] = majority[PAIR_ID].astype(str)
+        both = majority.merge(own, on=PAIR_ID, how="inner")
+        code = both["majority"].map({d: k for k, d in enumerate(DIRECTIONS)}).to_numpy(dtype=np.int64)
+        rows.append(
+            _agreement_row(PANEL, code, both["owner_direction"].to_numpy(), both[OWNER].to_numpy(), alpha)
+        )
+    columns = [
+        "rater",
+        "n_owners",
+        "n_pairs",
+        "accuracy",
+        "accuracy_ci_low",
+        "accuracy_ci_high",
+        "kappa",
+        "kappa_ci_low",
+        "kappa_ci_high",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _rubric(owner_rows: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    rows = owner_rows[
+        has_prefix(owner_rows[ITEM], SUPPORT_PREFIX) & (as_text(owner_rows[RESPONSE]) == CHOSEN)
+    ]
+    if rows.empty:
+        return pd.DataFrame()
+    value = rows[VALUE].to_numpy(dtype=np.float64)
+    per_owner = pd.DataFrame({OWNER: rows[ANNOTATOR].astype(str).to_numpy(), "score": value / 2.0})
+    grouped = per_owner.groupby(OWNER, sort=True)["score"]
+    est, lo, hi, _ = jackknife_ratio(grouped.sum().to_numpy(), grouped.size().to_numpy(), alpha=alpha)
+    return pd.DataFrame(
+        [
+            {
+                "n_owners": int(grouped.ngroups),
+                "n_answers": len(value),
+                "yes": int((value == 2).sum()),
+                "partly": int((value == 1).sum()),
+                "no": int((value == 0).sum()),
+                "endorsement": float(est),
+                "ci_low": float(lo),
+                "ci_high": float(hi),
+            }
+        ]
+    )
+
+
+def _models(
+    main: pd.DataFrame, own: pd.DataFrame, predictions: pd.DataFrame | None, alpha: float
+) -> pd.DataFrame:
+    if (
+        predictions is None
+        or predictions.empty
+        or not {PAIR_ID, "model", "choice"} <= set(predictions.columns)
+    ):
+        return pd.DataFrame()
+    majority = pair_majority(judgments(main)[[PAIR_ID, ANNOTATOR, PREFERENCE]])[[PAIR_ID, "majority"]]
+    majority[PAIR_ID] = majority[PAIR_ID].astype(str)
+    preds = predictions.assign(**{PAIR_ID: predictions[PAIR_ID].astype(str)})
+    joined = preds.merge(own, on=PAIR_ID, how="inner").merge(majority, on=PAIR_ID, how="left")
+    rows = []
+    for model, part in joined.groupby("model", sort=True):
+        choice = part["choice"].astype(str).to_numpy()
+        code = np.select([choice == CHOSEN, choice == REJECTED], [0, 2], 1)
+        owner = part[OWNER].to_numpy()
+        _, g_idx = np.unique(owner, return_inverse=True)
+        n_owners = int(g_idx.max()) + 1
+        hit_owner = np.bincount(g_idx, code == part["owner_direction"].to_numpy(), n_owners)
+        with_majority = part["majority"].notna().to_numpy()
+        hit_major = np.bincount(
+            g_idx, with_majority & (choice == part["majority"].astype(str).to_numpy()), n_owners
+        )
+        size_major = np.bincount(g_idx, with_majority, n_owners)
+        acc, lo, hi, _ = jackknife_ratio(hit_owner, np.bincount(g_idx, minlength=n_owners), alpha=alpha)
+        mac, mlo, mhi, _ = jackknife_ratio(hit_major, size_major, alpha=alpha)
+        rows.append(
+            {
+                "model": str(model),
+                "n_owners": n_owners,
+                "n_pairs": len(part),
+                "accuracy_owner": float(acc),
+                "owner_ci_low": float(lo),
+                "owner_ci_high": float(hi),
+                "accuracy_majority": float(mac),
+                "majority_ci_low": float(mlo),
+                "majority_ci_high": float(mhi),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def owner_section(
+    main: pd.DataFrame,
+    owner_rows: pd.DataFrame,
+    *,
+    alpha: float = 0.05,
+    predictions: pd.DataFrame | None = None,
+) -> OwnerSection | None:
+    """The owners' section from the third-party main rows and the owners' rows (None without owners).
+
+    Parameters
+    ----------
+    main : pandas.DataFrame
+        The validated third-party rows of the main pairs.
+    owner_rows : pandas.DataFrame
+        The owners' rows of the main pairs (:func:`split_owners`); the ``annotator`` column names the owner.
+    alpha : float
+        One-sided level; the intervals are 1 - 2*alpha.
+    predictions : pandas.DataFrame, optional
+        ``pair_id, model, choice`` (``chosen | rejected | tie``): each model against the owner and
+        against the majority.
+    """
+    if owner_rows.empty:
+        return None
+    own = _owner_judgments(owner_rows)
+    return OwnerSection(
+        endorsement=_endorsement(own, alpha),
+        agreement=_agreement(main, own, alpha),
+        rubric=_rubric(owner_rows, alpha),
+        models=_models(main, own, predictions, alpha),
+        parameters={
+            "unit": "owners (leave-one-owner-out jackknife, t on owners - 1 df)",
+            "ci_level": 1 - 2 * alpha,
+            "min_owners": MIN_OWNERS,
+            "ties": "an owner's tie counts half a preference for chosen",
+        },
+    )
+
+
+def owner_endorsement_verdict(section: OwnerSection, alpha: float, min_owners: int = MIN_OWNERS) -> Verdict:
+    """*The profiles' owners prefer chosen*, over owners: the share of pairs whose owner prefers chosen
+    (a tie half) against one half, one-sided at `alpha` with the leave-one-owner-out jackknife."""
+    row = section.endorsement.iloc[0]
+    g, n = int(row["n_owners"]), int(row["n_pairs"])
+    level = round(100 * (1 - 2 * alpha))
+    numbers = (
+        f"{row['estimate']:.1%} of {n} pairs preferred by their owner ({g} owners), "
+        f"{level}% CI [{row['ci_low']:.1%}, {row['ci_high']:.1%}]"
+    )
+    status: Status
+    if g < min_owners or np.isnan(row["ci_low"]):
+        status, reason = "inconclusive", f": at least {min_owners} owners are needed"
+    elif row["ci_low"] > 0.5:
+        status, reason = "pass", ""
+    elif row["ci_high"] < 0.5:
+        status, reason = "fail", ": the owners prefer rejected"
+    else:
+        status, reason = "inconclusive", ": the interval includes one half"
+    return Verdict(
+        OWNER_ENDORSEMENT,
+        "the profiles' owners prefer chosen (population: the owners of these profiles, each owner's pairs)",
+        f"one-sided test of the share of pairs whose owner prefers chosen (tie = half) against 1/2 at "
+        f"alpha = {alpha:g}, owners as the unit (leave-one-owner-out jackknife, t on owners - 1 df)",
+        status,
+        numbers + reason,
+    )

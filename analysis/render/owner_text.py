@@ -1,0 +1,94 @@
+"""The owners' section as titled tables (every renderer shows them) and as terminal lines."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from analysis.report import Report
+
+__all__ = ["owner_lines", "owner_sections"]
+
+
+def owner_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
+    """The owners' tables (title, note, table); none when the study has no owner judgments."""
+    section = report.owners
+    if section is None:
+        return []
+    level = round(100 * section.parameters["ci_level"])
+    unit = f"{level}% CIs over owners ({section.parameters['unit']})"
+    sections = [
+        (
+            "Owners: do the profiles' owners prefer chosen?",
+            f"The share of pairs whose owner prefers chosen (a tie counts half); {unit}. Population: the "
+            "owners of these profiles; owners' judgments never enter the third-party analysis.",
+            section.endorsement,
+        ),
+    ]
+    if not section.agreement.empty:
+        sections.append(
+            (
+                "Owners: how well third parties judge for the owner",
+                "Agreement of each annotator and of the panel majority with the owner's own choice "
+                f"(direction: chosen, tie or rejected; Cohen's kappa corrects for chance); {unit}.",
+                section.agreement,
+            )
+        )
+    if not section.rubric.empty:
+        sections.append(
+            (
+                "Owners: rubric validity",
+                "How often owners say a rubric aspect describes what they want (yes 1, partly 1/2, no 0); "
+                f"{unit}.",
+                section.rubric,
+            )
+        )
+    if not section.models.empty:
+        sections.append(
+            (
+                "Owners: models against the owner and against the third-party majority",
+                "Each model's choice against the owner's and against the panel majority's on the same "
+                "pairs: the human ceiling for a personalized model is how well a person who is not the "
+                f"user does; {unit}.",
+                section.models,
+            )
+        )
+    return sections
+
+
+def format_value(value: float) -> str:
+    """A number to three places (n/a when not finite)."""
+    number = float(value)
+    return f"{number:.3f}" if math.isfinite(number) else "n/a"
+
+
+def owner_lines(report: Report) -> list[str]:
+    """Terminal lines of the owners' section (none without owners)."""
+    section = report.owners
+    if section is None:
+        return []
+    e = section.endorsement.iloc[0]
+    lines = [
+        "",
+        f"Owners ({int(e['n_owners'])} owners, {int(e['n_pairs'])} pairs; CIs over owners)",
+        f"  prefer chosen  {format_value(e['estimate'])} "
+        f"[{format_value(e['ci_low'])}, {format_value(e['ci_high'])}]",
+    ]
+    for row in section.agreement.to_dict("records"):
+        lines.append(
+            f"  {str(row['rater'])[:24]:<24} agrees with owner {format_value(row['accuracy'])} "
+            f"[{format_value(row['accuracy_ci_low'])}, {format_value(row['accuracy_ci_high'])}] "
+            f"kappa {format_value(row['kappa'])} on {row['n_pairs']} pairs"
+        )
+    for row in section.rubric.to_dict("records"):
+        lines.append(
+            f"  rubric aspects endorsed {format_value(row['endorsement'])} "
+            f"[{format_value(row['ci_low'])}, {format_value(row['ci_high'])}] ({row['n_answers']} answers)"
+        )
+    for row in section.models.to_dict("records"):
+        lines.append(
+            f"  {str(row['model'])[:24]:<24} vs owner {format_value(row['accuracy_owner'])} "
+            f"vs majority {format_value(row['accuracy_majority'])} on {row['n_pairs']} pairs"
+        )
+    return lines

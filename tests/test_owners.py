@@ -1,0 +1,116 @@
+"""The profile owner as a rater: owner labels from files, the owners' section and its verdict."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.frames import judgments, pair_majority, read_labels
+from analysis.owner_simulation import with_owners
+from analysis.owners import jackknife_kappa, jackknife_ratio, split_owners
+from analysis.render import to_html, to_markdown, to_terminal
+from analysis.render.as_json import REPORT_SCHEMA, json_text
+from analysis.report import ReportSettings, build_report
+from analysis.simulation import simulate_frame
+
+SETTINGS = ReportSettings(n_boot=50)
+
+
+def _study(seed: int = 1, **owners: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    frame = simulate_frame(np.random.default_rng(seed), n_pairs=40, pool=6, positive_controls=6, noise=0.4)
+    return frame, with_owners(np.random.default_rng(seed + 1), frame, n_owners=8, **owners)
+
+
+def test_without_owners_the_json_report_is_unchanged() -> None:
+    frame, _ = _study()
+    plain = json_text(build_report(frame, study="s", settings=SETTINGS))
+    marked = json_text(build_report(frame.assign(rater_kind=""), study="s", settings=SETTINGS))
+    assert marked == plain
+    assert "owner" not in plain
+
+
+def test_owner_rows_never_enter_the_third_party_analysis() -> None:
+    frame, owned = _study()
+    plain = json.loads(json_text(build_report(frame, study="s", settings=SETTINGS)))
+    with_owner = json.loads(json_text(build_report(owned, study="s", settings=SETTINGS)))
+    assert with_owner["equivalence_crossed"] == plain["equivalence_crossed"]
+    assert with_owner["summary"]["n_annotators"] == plain["summary"]["n_annotators"]
+    assert with_owner["owners"]["endorsement"][0]["n_owners"] == 8
+    assert [v["key"] for v in with_owner["verdicts"]][-1] == "owner_endorsement"
+    jsonschema.validate(with_owner, REPORT_SCHEMA)
+
+
+def test_owners_who_prefer_rejected_fail_the_verdict() -> None:
+    _, owned = _study(follow_panel=0.0, endorse=0.1)
+    report = build_report(owned, study="s", settings=SETTINGS)
+    assert report.verdict("owner_endorsement").status == "fail"
+    assert report.overall == "FAIL"
+
+
+def test_owners_who_follow_the_panel_agree_with_its_majority() -> None:
+    frame, owned = _study(follow_panel=1.0)
+    agreement = build_report(owned, study="s", settings=SETTINGS).owners.agreement.set_index("rater")
+    majority = pair_majority(judgments(frame[frame["control"] == ""]))["majority"]
+    assert agreement.loc["panel majority", "accuracy"] == pytest.approx((majority != "none").mean())
+    assert (agreement.drop(index="panel majority")["accuracy"] < 1.0).any()
+
+
+def test_jackknife_ratio_matches_the_cluster_robust_variance_of_a_ratio() -> None:
+    num, den = np.array([3.0, 2, 4, 1, 5]), np.array([4.0, 2, 5, 2, 6])
+    est, _, _, se = jackknife_ratio(num, den)
+    ratio = num.sum() / den.sum()
+    linear = np.sqrt((len(num) / (len(num) - 1)) * ((num - ratio * den) ** 2).sum()) / den.sum()
+    assert est == pytest.approx(ratio)
+    assert se == pytest.approx(linear, rel=0.25)
+
+
+def test_kappa_of_perfect_agreement_is_one() -> None:
+    confusion = np.zeros((4, 3, 3))
+    confusion[:, 0, 0], confusion[:, 2, 2] = 3, 2
+    est, low, _, _ = jackknife_kappa(confusion)
+    assert est == pytest.approx(1.0) and low == pytest.approx(1.0)
+
+
+def test_owner_labels_are_read_from_every_file_type(tmp_path: Path) -> None:
+    _, owned = _study()
+    expected = int((owned["rater_kind"] == "owner").sum())
+    for name, write in (
+        ("labels.csv", lambda p: owned.to_csv(p, index=False)),
+        ("labels.jsonl", lambda p: owned.to_json(p, orient="records", lines=True)),
+        ("labels.parquet", lambda p: owned.to_parquet(p, index=False)),
+    ):
+        path = tmp_path / name
+        write(path)
+        assert len(split_owners(read_labels(path))[1]) == expected
+
+
+def test_a_bad_rater_kind_names_the_column_and_the_row(tmp_path: Path) -> None:
+    _, owned = _study()
+    owned.loc[4, "rater_kind"] = "boss"
+    path = tmp_path / "labels.csv"
+    owned.to_csv(path, index=False)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "column 'rater_kind' must be empty, 'annotator' or 'owner', got: 'boss' (first at row 5)"
+        ),
+    ):
+        read_labels(path)
+
+
+def test_owner_text_renders_as_text_everywhere() -> None:
+    _, owned = _study()
+    hostile = "<script>alert(1)</script>"
+    owned.loc[owned["rater_kind"] == "owner", "annotator"] = hostile
+    report = build_report(owned, study="s", settings=SETTINGS)
+    html = to_html(report)
+    assert hostile not in html
+    assert "Owners: do the profiles" in html
+    assert "Owners: how well third parties judge" in to_markdown(report)
+    assert "Owners (" in to_terminal(report)
