@@ -124,8 +124,24 @@ def jackknife_ratio(
     with np.errstate(invalid="ignore", divide="ignore"):
         se = np.sqrt((g - 1) / g * (dev**2).sum(-1))
     se = np.where(g >= 2, se, np.nan)
-    half = _t(alpha, g) * se
-    return est, np.maximum(est - half, 0.0), np.minimum(est + half, 1.0), se
+    low, high = _wilson(est, se, total_d[..., 0], _t(alpha, g))
+    return est, low, high, se
+
+
+def _wilson(p: np.ndarray, se: np.ndarray, n: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The Wilson interval of a share `p` of `n` pairs at the effective sample size its clustered
+    standard error `se` implies (n / design effect, the design effect at least 1; Korn & Graubard
+    1998), with the quantile `q` (t on owners - 1 df): unlike p +- q*se it stays inside 0..1 and
+    does not collapse when every owner gives the same answer."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        binomial = p * (1 - p) / n
+        deff = np.where(binomial > 0, se**2 / binomial, 1.0)
+        m = n / np.maximum(deff, 1.0)
+        z2 = q**2 / m
+        centre = (p + z2 / 2) / (1 + z2)
+        half = np.sqrt(q**2 * p * (1 - p) / m + z2**2 / 4) / (1 + z2)
+    ok = ~np.isnan(se)
+    return np.where(ok, centre - half, np.nan), np.where(ok, centre + half, np.nan)
 
 
 def _kappa(confusion: np.ndarray) -> np.ndarray:
@@ -200,8 +216,6 @@ def _endorsement(own: pd.DataFrame, alpha: float) -> pd.DataFrame:
     num, den = per_owner.sum().to_numpy(), per_owner.size().to_numpy()
     est, lo, hi, se = jackknife_ratio(num, den, alpha=alpha)
     g = len(num)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = stats.t.sf((est - 0.5) / se, g - 1) if g >= 2 and se > 0 else np.nan
     return pd.DataFrame(
         [
             {
@@ -211,7 +225,6 @@ def _endorsement(own: pd.DataFrame, alpha: float) -> pd.DataFrame:
                 "ci_low": float(lo),
                 "ci_high": float(hi),
                 "se": float(se),
-                "p_value": float(p),
             }
         ]
     )

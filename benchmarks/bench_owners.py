@@ -1,0 +1,145 @@
+"""Monte Carlo check of the owners' intervals and verdict (analysis.owners), vectorized over studies.
+
+Each study: G owners, each with 1-20 pairs (uniform) or a fixed count; owner g prefers chosen with its
+own probability p_g ~ Beta around the population share (ties with probability 0.1, counted half); a
+third-party annotator takes the owner's direction with probability `a` (the rate at which owners and
+others agree) and else one of the other two directions. Per row, over the studies:
+
+- coverage of the 1 - 2*alpha endorsement interval (the population share: E[p_g], pair counts drawn
+  independently of p_g) and of the annotator's accuracy and Cohen's kappa intervals (their population
+  values);
+- the verdict's false pass rate at a population share of exactly 1/2, and its false fail rate.
+
+Every rate must lie within alpha + 2 Monte Carlo SE (one side of the interval each).
+
+``python benchmarks/bench_owners.py [--studies 2000] [--alpha 0.05]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from analysis.owners import MIN_OWNERS, jackknife_kappa, jackknife_ratio
+
+TIE = 0.1
+
+
+def _joint(mean_chosen: float, accuracy: float) -> np.ndarray:
+    """Population joint of (annotator direction, owner direction) given the owners' mean share."""
+    owner = np.array([mean_chosen * (1 - TIE), TIE, (1 - mean_chosen) * (1 - TIE)])
+    rater = np.full((3, 3), (1 - accuracy) / 2)
+    np.fill_diagonal(rater, accuracy)
+    return rater * owner[None, :]  # rows: annotator, columns: owner
+
+
+def run_row(
+    rng: np.random.Generator,
+    *,
+    studies: int,
+    owners: int,
+    pairs: str,
+    share: float,
+    spread: float,
+    accuracy: float,
+    alpha: float,
+) -> dict[str, float]:
+    """One row: coverage and verdict rates over `studies` simulated studies."""
+    s, g, m = studies, owners, 20
+    n = rng.integers(1, 21, (s, g)) if pairs == "1-20" else np.full((s, g), int(pairs))
+    present = np.arange(m)[None, None, :] < n[..., None]  # (S, G, 20)
+    if spread > 0:  # Beta with mean `share` and sd `spread`
+        k = share * (1 - share) / spread**2 - 1
+        p = rng.beta(share * k, (1 - share) * k, (s, g))
+    else:
+        p = np.full((s, g), share)
+    u = rng.random((s, g, m))
+    owner_dir = np.where(u < TIE, 1, np.where(rng.random((s, g, m)) < p[..., None], 0, 2))
+    same = rng.random((s, g, m)) < accuracy
+    other = (owner_dir + rng.integers(1, 3, (s, g, m))) % 3
+    rater_dir = np.where(same, owner_dir, other)
+    score = np.array([1.0, 0.5, 0.0])[owner_dir]
+    num = np.where(present, score, 0.0).sum(-1)
+    est, lo, hi, _ = jackknife_ratio(num, n, alpha=alpha)
+    truth = TIE / 2 + (1 - TIE) * share  # a tie counts half
+    cover_low = float(np.mean(lo > truth))
+    cover_high = float(np.mean(hi < truth))
+    enough = g >= MIN_OWNERS
+    passed = enough & (lo > 0.5)
+    failed = enough & (hi < 0.5)
+    hit = np.where(present, rater_dir == owner_dir, False).sum(-1)
+    _, alo, ahi, _ = jackknife_ratio(hit, n, alpha=alpha)
+    confusion = np.zeros((s, g, 3, 3))
+    flat = (rater_dir * 3 + owner_dir).reshape(s, g, m)
+    for cell in range(9):
+        confusion[..., cell // 3, cell % 3] = np.where(present, flat == cell, False).sum(-1)
+    _, klo, khi, _ = jackknife_kappa(confusion, alpha=alpha)
+    kappa_true = float(jackknife_kappa(_joint(share, accuracy)[None])[0])
+    return {
+        "endorse_low_miss": cover_low,
+        "endorse_high_miss": cover_high,
+        "pass_rate": float(np.mean(passed)),
+        "fail_rate": float(np.mean(failed)),
+        "accuracy_low_miss": float(np.mean(alo > accuracy)),
+        "accuracy_high_miss": float(np.mean(ahi < accuracy)),
+        "kappa_low_miss": float(np.nanmean(klo > kappa_true)),
+        "kappa_high_miss": float(np.nanmean(khi < kappa_true)),
+        "kappa_undefined": float(np.mean(np.isnan(klo))),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--studies", type=int, default=2000)
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=20261204)
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    limit = args.alpha + 2 * np.sqrt(args.alpha * (1 - args.alpha) / args.studies)
+    print(f"{args.studies} studies per row; each miss rate must be <= alpha + 2 MC SE = {limit:.4f}")
+    header = (
+        "owners pairs  share spread acc | endorse miss lo/hi | pass  fail | accuracy miss lo/hi |"
+        " kappa miss lo/hi | ok kappa-ok"
+    )
+    print(header)
+    start = time.perf_counter()
+    worst = worst_kappa = 0.0
+    for owners in (5, 10, 20, 40):
+        for pairs in ("1-20", "1", "20"):
+            for share, spread in ((0.5, 0.0), (0.5, 0.15), (0.7, 0.15)):
+                for accuracy in (0.5, 0.8):
+                    r = run_row(
+                        rng,
+                        studies=args.studies,
+                        owners=owners,
+                        pairs=pairs,
+                        share=share,
+                        spread=spread,
+                        accuracy=accuracy,
+                        alpha=args.alpha,
+                    )
+                    rates = [r["endorse_low_miss"], r["endorse_high_miss"], r["fail_rate"]]
+                    rates += [r["accuracy_low_miss"], r["accuracy_high_miss"]]
+                    if share == 0.5:
+                        rates.append(r["pass_rate"])
+                    kappa = max(r["kappa_low_miss"], r["kappa_high_miss"])
+                    worst, worst_kappa = max(worst, *rates), max(worst_kappa, kappa)
+                    print(
+                        f"{owners:>6} {pairs:>5} {share:>6.2f} {spread:>6.2f} {accuracy:>3.1f} | "
+                        f"{r['endorse_low_miss']:.4f} {r['endorse_high_miss']:.4f} | "
+                        f"{r['pass_rate']:.4f} {r['fail_rate']:.4f} | "
+                        f"{r['accuracy_low_miss']:.4f} {r['accuracy_high_miss']:.4f} | "
+                        f"{r['kappa_low_miss']:.4f} {r['kappa_high_miss']:.4f} | "
+                        f"{'yes' if max(rates) <= limit else 'NO'} {'yes' if kappa <= limit else 'NO'}",
+                        flush=True,
+                    )
+    print(
+        f"worst rate of the shares and the verdict {worst:.4f}, of kappa {worst_kappa:.4f} "
+        f"(limit {limit:.4f}); {time.perf_counter() - start:.1f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
