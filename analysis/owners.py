@@ -27,6 +27,7 @@ import pandas as pd
 from scipy import stats
 
 from analysis.frames import as_text, has_prefix, judgments, pair_majority
+from analysis.judges import EPSILON, MIN_ANNOTATORS, MIN_ITEMS, benjamini_yekutieli
 from analysis.verdicts import Status, Verdict
 from analysis.vocabulary import (
     ANNOTATOR,
@@ -198,6 +199,7 @@ class OwnerSection:
     agreement: pd.DataFrame  # one row per third-party annotator and one for the panel majority
     rubric: pd.DataFrame  # one row when owners answered on rubric aspects: their endorsement of them
     models: pd.DataFrame  # one row per model: accuracy against the owner and against the majority
+    alt_test: pd.DataFrame = field(default_factory=pd.DataFrame)  # can a model replace an annotator?
     parameters: dict[str, Any] = field(default_factory=dict)
 
 
@@ -260,9 +262,8 @@ def _agreement_row(
 
 
 def _agreement(main: pd.DataFrame, own: pd.DataFrame, alpha: float) -> pd.DataFrame:
-    votes = judgments(main)[[PAIR_ID, ANNOTATOR, PREFERENCE]]
-    votes = votes.assign(**{PAIR_ID: votes[PAIR_ID].astype(str), ANNOTATOR: votes[ANNOTATOR].astype(str)})
-    joined = votes.merge(own, on=PAIR_ID, how="inner")
+    joined = _third_party(main, own)
+    votes = joined[[PAIR_ID, ANNOTATOR, PREFERENCE]]
     rows = []
     for name, part in joined.groupby(ANNOTATOR, sort=True):
         rows.append(
@@ -322,6 +323,13 @@ def _rubric(owner_rows: pd.DataFrame, alpha: float) -> pd.DataFrame:
     )
 
 
+def _usable(predictions: pd.DataFrame | None) -> bool:
+    """True for a non-empty predictions frame with ``pair_id, model, choice``."""
+    return (
+        predictions is not None and not predictions.empty and {PAIR_ID, "model", "choice"} <= set(predictions)
+    )
+
+
 def _models(
     main: pd.DataFrame, own: pd.DataFrame, predictions: pd.DataFrame | None, alpha: float
 ) -> pd.DataFrame:
@@ -366,12 +374,76 @@ def _models(
     return pd.DataFrame(rows)
 
 
+def _third_party(main: pd.DataFrame, own: pd.DataFrame) -> pd.DataFrame:
+    """One row per third-party judgment of an owned pair: its direction beside the owner's."""
+    votes = judgments(main)[[PAIR_ID, ANNOTATOR, PREFERENCE]]
+    votes = votes.assign(**{PAIR_ID: votes[PAIR_ID].astype(str), ANNOTATOR: votes[ANNOTATOR].astype(str)})
+    joined = votes.merge(own, on=PAIR_ID, how="inner")
+    return joined.assign(direction=_direction(joined[PREFERENCE]))
+
+
+def _alt_test(
+    main: pd.DataFrame, own: pd.DataFrame, predictions: pd.DataFrame | None, epsilon: float, q: float
+) -> pd.DataFrame:
+    """The alternative annotator test with the owner as the reference: per model and annotator, on the
+    pairs both judged, d = [annotator agrees with the owner] - [model agrees with the owner]; H0: mean
+    d >= epsilon, one-sided t on owners - 1 df with the leave-one-owner-out jackknife SE;
+    Benjamini-Yekutieli over the annotators at `q`; the model can replace an annotator when it beats at
+    least half of the tested annotators (at least MIN_ANNOTATORS with MIN_ITEMS pairs each)."""
+    if (
+        predictions is None
+        or predictions.empty
+        or not {PAIR_ID, "model", "choice"} <= set(predictions.columns)
+    ):
+        return pd.DataFrame()
+    votes = _third_party(main, own)
+    preds = predictions.assign(**{PAIR_ID: predictions[PAIR_ID].astype(str)})
+    rows = []
+    for model, mine in preds.groupby("model", sort=True):
+        choice = mine["choice"].astype(str).to_numpy()
+        code = pd.Series(np.select([choice == CHOSEN, choice == REJECTED], [0, 2], 1), index=mine[PAIR_ID])
+        both = votes[votes[PAIR_ID].isin(code.index)]
+        p_values, names = [], []
+        for name, part in both.groupby(ANNOTATOR, sort=True):
+            if len(part) < MIN_ITEMS:
+                continue
+            target = part["owner_direction"].to_numpy()
+            d = (part["direction"].to_numpy() == target).astype(float)
+            d -= code.loc[part[PAIR_ID]].to_numpy() == target
+            _, g_idx = np.unique(part[OWNER].to_numpy(), return_inverse=True)
+            sums, sizes = np.bincount(g_idx, d), np.bincount(g_idx)
+            est, _, _, se = jackknife_ratio(sums, sizes, alpha=q)
+            g = len(sizes)
+            if g < 2 or np.isnan(se):
+                continue
+            if se > 0:
+                p = float(stats.t.cdf((est - epsilon) / se, g - 1))
+            else:
+                p = 0.0 if est < epsilon else 1.0
+            p_values.append(p)
+            names.append(str(name))
+        beaten = benjamini_yekutieli(np.array(p_values), q) if p_values else np.array([], dtype=bool)
+        tested = len(p_values)
+        rate = float(np.mean(beaten)) if tested else float("nan")
+        rows.append(
+            {
+                "model": str(model),
+                "n_tested": tested,
+                "winning_rate": rate,
+                "epsilon": epsilon,
+                "can_replace": bool(tested >= MIN_ANNOTATORS and rate >= 0.5),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def owner_section(
     main: pd.DataFrame,
     owner_rows: pd.DataFrame,
     *,
     alpha: float = 0.05,
     predictions: pd.DataFrame | None = None,
+    epsilon: float = EPSILON["crowd"],
 ) -> OwnerSection | None:
     """The owners' section from the third-party main rows and the owners' rows (None without owners).
 
@@ -385,7 +457,9 @@ def owner_section(
         One-sided level; the intervals are 1 - 2*alpha.
     predictions : pandas.DataFrame, optional
         ``pair_id, model, choice`` (``chosen | rejected | tie``): each model against the owner and
-        against the majority.
+        against the majority, and the alternative annotator test with the owner as the reference.
+    epsilon : float
+        The alternative annotator test's cost-benefit margin.
     """
     if owner_rows.empty:
         return None
@@ -395,11 +469,13 @@ def owner_section(
         agreement=_agreement(main, own, alpha),
         rubric=_rubric(owner_rows, alpha),
         models=_models(main, own, predictions, alpha),
+        alt_test=_alt_test(main, own, predictions, epsilon, alpha),
         parameters={
             "unit": "owners (leave-one-owner-out jackknife, t on owners - 1 df)",
             "ci_level": 1 - 2 * alpha,
             "min_owners": MIN_OWNERS,
             "ties": "an owner's tie counts half a preference for chosen",
+            "epsilon": epsilon,
         },
     )
 

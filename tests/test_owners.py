@@ -114,3 +114,24 @@ def test_owner_text_renders_as_text_everywhere() -> None:
     assert "Owners: do the profiles" in html
     assert "Owners: how well third parties judge" in to_markdown(report)
     assert "Owners (" in to_terminal(report)
+
+
+def _predictions(owned: pd.DataFrame, *, follow_owner: bool) -> pd.DataFrame:
+    """One model per pair: the owner's own direction, or always the opposite of it."""
+    own = owned[owned["rater_kind"] == "owner"].drop_duplicates("pair_id")
+    sign = own["preference"].to_numpy() * (1 if follow_owner else -1)
+    choice = np.select([sign > 0, sign < 0], ["chosen", "rejected"], "tie")
+    return pd.DataFrame({"pair_id": own["pair_id"].to_numpy(), "model": "m", "choice": choice})
+
+
+@pytest.mark.parametrize("follow_owner", [True, False])
+def test_a_model_replaces_annotators_only_when_it_judges_for_the_owner(follow_owner: bool) -> None:
+    frame = simulate_frame(np.random.default_rng(5), n_pairs=60, per_pair=3, noise=0.4)
+    owned = with_owners(np.random.default_rng(6), frame, n_owners=10, follow_panel=0.5)
+    predictions = _predictions(owned, follow_owner=follow_owner)
+    section = build_report(owned, study="s", settings=SETTINGS, predictions=predictions).owners
+    row = section.alt_test.iloc[0]
+    assert row["n_tested"] == 3
+    assert bool(row["can_replace"]) is follow_owner
+    models = section.models.iloc[0]
+    assert (models["accuracy_owner"] == 1.0) if follow_owner else (models["accuracy_owner"] < 0.2)

@@ -141,7 +141,7 @@ def _owners_json(report: Report) -> dict[str, Any]:
     if section is None:
         return {}
     tables = {"endorsement": section.endorsement, "agreement": section.agreement}
-    tables |= {"rubric": section.rubric, "models": section.models}
+    tables |= {"rubric": section.rubric, "models": section.models, "alt_test": section.alt_test}
     return {"owners": {"parameters": section.parameters} | {k: _records(df) for k, df in tables.items()}}
 
 

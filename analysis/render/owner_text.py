@@ -54,6 +54,18 @@ def owner_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
                 section.models,
             )
         )
+    if not section.alt_test.empty:
+        sections.append(
+            (
+                "Owners: can a model replace an annotator at judging for the owner?",
+                "The alternative annotator test with the owner as the reference: per model and annotator, "
+                "on the pairs both judged, [annotator agrees with the owner] - [model agrees with the owner] "
+                f"tested against epsilon ({section.parameters['epsilon']:g}) one-sided, owners as the unit; "
+                "Benjamini-Yekutieli over the annotators; can replace = winning rate >= 0.5 with at least 3 "
+                "annotators of 30 pairs each.",
+                section.alt_test,
+            )
+        )
     return sections
 
 
