@@ -2,8 +2,10 @@
 
 A label frame may carry the owner's own judgments: rows whose ``rater_kind`` column is ``"owner"``
 (the ``annotator`` column then names the owner). They never enter the third-party analysis; this module
-reports, with **owners as the unit** (every interval is a leave-one-owner-out jackknife with a t
-quantile on ``owners - 1`` degrees of freedom, so pairs of one owner are never treated as independent):
+reports, with **owners as the unit** (every standard error is a leave-one-owner-out jackknife, so pairs
+of one owner are never treated as independent; a share's interval is the Wilson interval at the
+effective sample size that standard error implies, kappa's is jackknife +- t, both with the t quantile
+on ``owners - 1`` degrees of freedom):
 
 - owner endorsement: the share of pairs whose owner prefers ``chosen`` (a tie counts half), tested
   one-sided against one half (its own verdict, ``owner_endorsement``);
@@ -471,7 +473,7 @@ def owner_section(
         models=_models(main, own, predictions, alpha),
         alt_test=_alt_test(main, own, predictions, epsilon, alpha),
         parameters={
-            "unit": "owners (leave-one-owner-out jackknife, t on owners - 1 df)",
+            "unit": "owners (leave-one-owner-out jackknife; a share: Wilson at the effective sample size)",
             "ci_level": 1 - 2 * alpha,
             "min_owners": MIN_OWNERS,
             "ties": "an owner's tie counts half a preference for chosen",
@@ -503,7 +505,8 @@ def owner_endorsement_verdict(section: OwnerSection, alpha: float, min_owners: i
         OWNER_ENDORSEMENT,
         "the profiles' owners prefer chosen (population: the owners of these profiles, each owner's pairs)",
         f"one-sided test of the share of pairs whose owner prefers chosen (tie = half) against 1/2 at "
-        f"alpha = {alpha:g}, owners as the unit (leave-one-owner-out jackknife, t on owners - 1 df)",
+        f"alpha = {alpha:g}, owners as the unit (leave-one-owner-out jackknife, Wilson interval at the "
+        "effective sample size, t quantile on owners - 1 df)",
         status,
         numbers + reason,
     )

@@ -5,22 +5,27 @@ marks as flawed, plus a simulated 30% of pairs whose `rejected` is clearly worse
 reason: far more than 10% of its pairs lie beyond the equivalence margin, and the cleaning list names
 them. ``sample-clean`` (the sample's pairs without the flawed ones, and positive controls made by
 ``controls make --kind degrade``) PASSES for the right reasons: realistic raters, controls whose
-defect the raters see, few broken pairs, rubric and preference over pairs and annotators.
+defect the raters see, few broken pairs, rubric and preference over pairs and annotators; each of its
+profiles has a simulated owner who judged their own pair (the owners' section of the report).
 """
 
 import json
+import random
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
+from sqlmodel import select
 
 from annotator.intake import assign, controls, ingest
 from annotator.people import accounts, authorization
+from annotator.rating import owners
 from annotator.review.judges import simulate_judges
 from annotator.review.predictions import simulate_models
 from annotator.store import db
-from annotator.study import load_config, parse_config
+from annotator.store.models import Pair, id_of
+from annotator.study import get_study, load_config, parse_config
 from annotator.synthetic import SimulationSpec, simulate, simulated_users
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,7 +117,11 @@ def build_clean_demo(engine: Engine, *, seed: int = 7) -> None:
     """The study that passes: the sample's pairs without the ones it marks as flawed, 8 positive
     controls (a planted defect), 6 realistic simulated raters who rate everything."""
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()
-    kept = [line for line in lines if not json.loads(line).get("construction_note", "").startswith("flawed")]
+    kept = [
+        json.dumps(record | {"user_id": f"owner-{record['id']}"})  # each profile's owner, simulated below
+        for record in map(json.loads, lines)
+        if not record.get("construction_note", "").startswith("flawed")
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sample_clean.jsonl"
         path.write_text("\n".join(kept) + "\n", encoding="utf-8")
@@ -133,3 +142,21 @@ def build_clean_demo(engine: Engine, *, seed: int = 7) -> None:
             session, study=CLEAN_STUDY, kind="degrade", n=8, seed=seed, account=authorization.SYSTEM
         )
     simulate(engine, study=CLEAN_STUDY, spec=spec)
+    simulate_owners(engine, study=CLEAN_STUDY, seed=seed)
+
+
+def simulate_owners(engine: Engine, *, study: str, seed: int) -> None:
+    """Each owned pair's owner judges it: prefers chosen with probability 0.85 (else rejected), and
+    says each rubric aspect describes what they want (yes 0.7, partly 0.2, no 0.1)."""
+    rng = random.Random(seed)
+    with db.session_scope(engine) as session:
+        for pair in session.exec(select(Pair).where(Pair.study_id == id_of(get_study(session, study)))).all():
+            owner = owners.owner_of(pair.meta)
+            if not owner or pair.control:
+                continue
+            prefers = rng.choice((1, 2)) if rng.random() < 0.85 else -1
+            aspects = [rng.choices((2, 1, 0), (0.7, 0.2, 0.1))[0] for _ in pair.rubric]
+            owners.record_owner_judgment(
+                session, study=study, owner=owner, pair_external_id=pair.external_id, preference=prefers,
+                aspects=aspects, confidence=rng.choice((2, 3)), side_chosen=rng.choice("AB"),
+            )  # fmt: skip

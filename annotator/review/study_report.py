@@ -15,8 +15,19 @@ from sqlmodel import Session
 from analysis.report import Report, ReportSettings, build_report
 from annotator.errors import UserError
 from annotator.people.authorization import Account
+from annotator.review.owner_rows import owner_rows
 from annotator.review.readers import label_frame
 from annotator.study import StudyConfig, load_config, study_config
+
+
+def with_owner_rows(frame: pd.DataFrame, owners: pd.DataFrame) -> pd.DataFrame:
+    """The label frame with the owners' rows after it (`frame` itself when there are none)."""
+    if owners.empty:
+        return frame
+    third_party = frame.assign(rater_kind="")
+    return pd.concat(
+        [third_party.astype({c: object for c in owners.columns if c in frame}), owners], ignore_index=True
+    )
 
 
 def study_report(
@@ -36,13 +47,14 @@ def study_report(
     """
     config = study_config(session, study)
     frame = label_frame(session, study=study, account=account)
+    owners = owner_rows(session, study=study, account=account)  # the report's own; never the QC's
     from annotator.review.final_labels import final_labels
     from annotator.review.predictions import prediction_frame
 
     predictions = prediction_frame(session, study=study, account=account)  # models vs people
     final = final_labels(session, study=study) if extras and not predictions.empty else None
     report = report_from_frame(
-        frame,
+        with_owner_rows(frame, owners),
         study=study,
         config=config,
         n_boot=n_boot,
@@ -57,7 +69,7 @@ def study_report(
 
     def rebuild(kept: pd.DataFrame) -> Report:
         return report_from_frame(
-            kept,
+            with_owner_rows(kept, owners),
             study=study,
             config=config,
             n_boot=n_boot,

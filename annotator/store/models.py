@@ -247,3 +247,20 @@ class JudgeRating(SQLModel, table=True):
     preference: float | None = None  # pair level: -2..2, positive = chosen better
     confidence: float | None = None  # pair level: 0..1
     created_at: datetime = Field(default_factory=utcnow)
+
+
+# The profile owner's own judgment of a pair of their profile: preference (-2..2, positive = chosen), the
+# side chosen was shown on, and per rubric aspect whether it describes what they want (0 no, 1 partly,
+# 2 yes). Kept apart from the third-party judgments: no annotator's service reads it; the report adds
+# it as the owners' rows (migration 0010_owners).
+class OwnerJudgment(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("pair_id", "owner"),)
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id", index=True)
+    pair_id: int = Field(foreign_key="pair.id", index=True)
+    owner: str = Field(max_length=200)
+    preference: int
+    confidence: int | None = None
+    side_chosen: str = Field(default="", max_length=1)
+    aspects: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    submitted_at: datetime = Field(default_factory=utcnow)

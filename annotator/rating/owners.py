@@ -1,0 +1,82 @@
+"""The profile owner as a rater: which pairs are an owner's, and recording the owner's own judgment.
+
+A pair's owner is named by the pairs file (an ``owner`` or ``user_id`` key, kept with the pair). An
+owner's judgments live in their own table (:class:`OwnerJudgment`), so no third-party service (queues,
+adjudication, quality control, exports of labels) ever reads them; the report adds them as the owners'
+rows (:func:`annotator.review.owner_rows.owner_rows`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlmodel import Session, select
+
+from analysis.vocabulary import CONFIDENCE_DOMAIN, PREFERENCE_DOMAIN, SUPPORT_DOMAIN
+from annotator.errors import UserError
+from annotator.store.models import OwnerJudgment, Pair, id_of
+from annotator.study import get_study
+
+__all__ = ["OWNER_KEYS", "owner_of", "owner_pairs", "record_owner_judgment"]
+
+#: The pairs-file keys that name a profile's owner, in order of precedence.
+OWNER_KEYS: tuple[str, ...] = ("owner", "user_id")
+
+
+def owner_of(meta: dict[str, Any]) -> str:
+    """The owner a pair's record names ("" when none)."""
+    for key in OWNER_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
+            return str(value).strip()
+    return ""
+
+
+def owner_pairs(session: Session, *, study: str, owner: str) -> list[Pair]:
+    """The main pairs of `study` whose profile belongs to `owner` (never another owner's), by id."""
+    study_id = id_of(get_study(session, study))
+    pairs = session.exec(select(Pair).where(Pair.study_id == study_id, Pair.control == "")).all()
+    return sorted((p for p in pairs if owner and owner_of(p.meta) == owner), key=lambda p: id_of(p))
+
+
+def record_owner_judgment(
+    session: Session,
+    *,
+    study: str,
+    owner: str,
+    pair_external_id: str,
+    preference: int,
+    aspects: Sequence[int] = (),
+    confidence: int | None = None,
+    side_chosen: str = "",
+) -> OwnerJudgment:
+    """Store (or replace) `owner`'s judgment of one of their own pairs.
+
+    Raises UserError when the pair is not the owner's, or an answer is outside its domain
+    (preference -2..2, confidence 1..3, one aspect answer 0..2 per rubric aspect)."""
+    pair = next(
+        (p for p in owner_pairs(session, study=study, owner=owner) if p.external_id == pair_external_id), None
+    )
+    if pair is None:
+        raise UserError(f"pair {pair_external_id!r} of study {study!r} is not a pair of this owner")
+    if preference not in PREFERENCE_DOMAIN:
+        raise UserError(f"preference must be -2..2, got {preference!r}")
+    if confidence is not None and confidence not in CONFIDENCE_DOMAIN:
+        raise UserError(f"confidence must be 1..3, got {confidence!r}")
+    if aspects and (len(aspects) != len(pair.rubric) or any(a not in SUPPORT_DOMAIN for a in aspects)):
+        raise UserError(f"aspects must be one answer 0..2 per rubric aspect ({len(pair.rubric)})")
+    if side_chosen not in ("", "A", "B"):
+        raise UserError(f"side_chosen must be A or B, got {side_chosen!r}")
+    row = session.exec(
+        select(OwnerJudgment).where(OwnerJudgment.pair_id == id_of(pair), OwnerJudgment.owner == owner)
+    ).first() or OwnerJudgment(study_id=pair.study_id, pair_id=id_of(pair), owner=owner, preference=0)
+    row.preference, row.confidence, row.aspects, row.side_chosen = (
+        preference,
+        confidence,
+        list(aspects),
+        side_chosen,
+    )
+    session.add(row)
+    session.flush()
+    return row
