@@ -3,18 +3,31 @@ apart from the third-party judgments, and a study without owners reports as befo
 
 from __future__ import annotations
 
+import threading
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
+from sqlmodel import col, select
+from typer.testing import CliRunner
 
-from annotator.errors import UserError
+from annotator.cli import app
+from annotator.errors import AuthError, UserError
 from annotator.intake import ingest
 from annotator.people.authorization import SYSTEM
+from annotator.people.owner_links import (
+    OwnerSession,
+    issue_owner_link,
+    list_owner_links,
+    redeem_owner_link,
+    revoke_owner_links,
+)
 from annotator.rating.owners import owner_pairs, record_owner_judgment
 from annotator.review.owner_rows import owner_rows
 from annotator.review.readers import label_frame
 from annotator.store import db
+from annotator.store.models import Event
 from tests.utils.factories import make_records, write_jsonl
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -73,3 +86,76 @@ def test_a_second_answer_replaces_the_first(engine: Engine, tmp_path: Path) -> N
     with db.session_scope(engine) as session:
         rows = owner_rows(session, study="s", account=SYSTEM)
     assert rows["preference"].tolist() == [-1]
+
+
+def test_an_owner_link_is_single_use_logged_and_revocable(engine: Engine, tmp_path: Path) -> None:
+    _owned_study(engine, tmp_path)
+    with db.session_scope(engine) as session:
+        token = issue_owner_link(session, study="s", owner="alice", account=SYSTEM)
+        spare = issue_owner_link(session, study="s", owner="alice", account=SYSTEM)
+        with pytest.raises(UserError, match="no pairs whose owner is 'carol'"):
+            issue_owner_link(session, study="s", owner="carol", account=SYSTEM)
+    with db.session_scope(engine) as session:
+        assert redeem_owner_link(session, token) == OwnerSession(study="s", owner="alice")
+    with db.session_scope(engine) as session, pytest.raises(AuthError, match="already used"):
+        redeem_owner_link(session, token)
+    with db.session_scope(engine) as session:
+        assert revoke_owner_links(session, study="s", owner="alice", account=SYSTEM) == 1
+    with db.session_scope(engine) as session, pytest.raises(AuthError):
+        redeem_owner_link(session, spare)
+    with db.session_scope(engine) as session:
+        actions = [e.action for e in session.exec(select(Event).order_by(col(Event.id))).all()]
+        links = list_owner_links(session, study="s", account=SYSTEM)
+    for action in ("owner_link_issued", "owner_login", "owner_link_failed", "owner_link_revoked"):
+        assert action in actions
+    assert [link["open"] for link in links] == [False, False]
+
+
+def test_an_expired_owner_link_is_refused(engine: Engine, tmp_path: Path) -> None:
+    _owned_study(engine, tmp_path)
+    with db.session_scope(engine) as session:
+        token = issue_owner_link(
+            session, study="s", owner="bob", account=SYSTEM, valid_for=timedelta(seconds=-1)
+        )
+    with db.session_scope(engine) as session, pytest.raises(AuthError, match="expired"):
+        redeem_owner_link(session, token)
+
+
+def test_owner_link_cli(engine: Engine, tmp_path: Path) -> None:
+    _owned_study(engine, tmp_path)
+    url = str(engine.url.render_as_string(hide_password=False))
+    runner = CliRunner()
+    made = runner.invoke(
+        app, ["--db", url, "owners", "link", "alice", "--study", "s", "--base-url", "http://x"]
+    )
+    assert made.exit_code == 0 and made.output.startswith("http://x/?owner_token=")
+    listed = runner.invoke(app, ["--db", url, "owners", "list", "--study", "s"])
+    assert listed.exit_code == 0 and "alice" in listed.output
+    revoked = runner.invoke(app, ["--db", url, "owners", "revoke", "alice", "--study", "s"])
+    assert revoked.exit_code == 0 and "revoked 1 link(s) of alice" in revoked.output
+    wrong = runner.invoke(app, ["--db", url, "owners", "link", "nobody", "--study", "s"])
+    assert wrong.exit_code != 0 and "Traceback" not in wrong.output
+
+
+def test_an_owner_link_redeemed_twice_at_once_admits_one(engine: Engine, tmp_path: Path) -> None:
+    _owned_study(engine, tmp_path)
+    with db.session_scope(engine) as session:
+        token = issue_owner_link(session, study="s", owner="alice", account=SYSTEM)
+    barrier = threading.Barrier(4)
+    outcomes: list[str] = []
+
+    def redeem() -> None:
+        barrier.wait()
+        try:
+            with db.session_scope(engine) as session:
+                redeem_owner_link(session, token)
+            outcomes.append("in")
+        except AuthError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=redeem) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["in", "refused", "refused", "refused"]

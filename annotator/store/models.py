@@ -264,3 +264,16 @@ class OwnerJudgment(SQLModel, table=True):
     side_chosen: str = Field(default="", max_length=1)
     aspects: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     submitted_at: datetime = Field(default_factory=utcnow)
+
+
+# A single-use link for a profile's owner to rate their own pairs of one study: only the sha256 of its
+# token is stored; it expires, can be revoked, and is spent on first use (migration 0011_owner_links).
+class OwnerLink(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id", index=True)
+    owner: str = Field(max_length=200)
+    token_hash: str | None = Field(default=None, max_length=64, index=True, unique=True)
+    expires_at: datetime
+    created_at: datetime = Field(default_factory=utcnow)
+    used_at: datetime | None = None
+    revoked_at: datetime | None = None

@@ -1,0 +1,66 @@
+"""Profile owners: `annotator owners link|list|revoke`."""
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from annotator.cli.common import DbOption, StudyOption, app, open_db, out, user_errors
+from annotator.errors import UserError
+from annotator.people import authorization, owner_links
+from annotator.store import db
+
+owners_app = typer.Typer(
+    help="Single-use links for profile owners to rate their own pairs.", no_args_is_help=True
+)
+app.add_typer(owners_app, name="owners")
+
+
+@owners_app.command("link")
+@user_errors
+def owners_link(
+    owner: str,
+    study: StudyOption,
+    base_url: Annotated[
+        str, typer.Option(help="The app's address as owners reach it")
+    ] = "http://localhost:8501",
+    days: Annotated[float, typer.Option(help="Days the link stays valid")] = 7.0,
+    database: DbOption = None,
+) -> None:
+    """Print a single-use link for OWNER to rate the pairs of their own profile in a study."""
+    from datetime import timedelta
+    from urllib.parse import quote
+
+    if days <= 0:
+        raise UserError("--days must be positive")
+    with db.session_scope(open_db(database)) as session:
+        token = owner_links.issue_owner_link(
+            session, study=study, owner=owner, account=authorization.SYSTEM, valid_for=timedelta(days=days)
+        )
+    out.print(f"{base_url.rstrip('/')}/?owner_token={quote(token)}", highlight=False)
+
+
+@owners_app.command("list")
+@user_errors
+def owners_list(study: StudyOption, database: DbOption = None) -> None:
+    """List the owner links of a study."""
+    with db.session_scope(open_db(database)) as session:
+        links = owner_links.list_owner_links(session, study=study, account=authorization.SYSTEM)
+    table = Table("owner", "created", "expires", "used", "revoked", "open")
+    for link in links:
+        when = [
+            f"{link[k]:%Y-%m-%d %H:%M}" if link[k] else "" for k in ("created_at", "expires_at", "used_at")
+        ]
+        revoked = f"{link['revoked_at']:%Y-%m-%d %H:%M}" if link["revoked_at"] else ""
+        table.add_row(Text(str(link["owner"])), *when, revoked, "yes" if link["open"] else "no")
+    out.print(table)
+
+
+@owners_app.command("revoke")
+@user_errors
+def owners_revoke(owner: str, study: StudyOption, database: DbOption = None) -> None:
+    """Revoke every unused link of OWNER in a study."""
+    with db.session_scope(open_db(database)) as session:
+        n = owner_links.revoke_owner_links(session, study=study, owner=owner, account=authorization.SYSTEM)
+    out.print(Text(f"revoked {n} link(s) of {owner}"))

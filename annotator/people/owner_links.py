@@ -1,0 +1,121 @@
+"""Single-use links for profile owners: a researcher makes one per owner of a study; it expires, can be
+revoked, is spent on first use, and every step is in the audit log (Event). Redeeming it gives the
+owner's session: the study and the owner, nothing else (an owner is not an account and reaches only
+the pairs of their own profile, :func:`annotator.rating.owners.owner_pairs`)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlmodel import Session, col, select, update
+
+from annotator.errors import AuthError, UserError
+from annotator.people.authorization import Account, require_role
+from annotator.rating.owners import owner_pairs
+from annotator.store.models import Event, OwnerLink, Study, id_of, utcnow
+from annotator.study import get_study
+
+__all__ = ["OwnerSession", "issue_owner_link", "list_owner_links", "redeem_owner_link", "revoke_owner_links"]
+
+
+@dataclass(frozen=True)
+class OwnerSession:
+    """Who is rating: an owner of one study."""
+
+    study: str
+    owner: str
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def issue_owner_link(
+    session: Session, *, study: str, owner: str, account: Account, valid_for: timedelta = timedelta(days=7)
+) -> str:
+    """A new single-use token for `owner` of `study` (researchers or SYSTEM); only its hash is stored."""
+    require_role(session, account, "researcher")
+    if not owner_pairs(session, study=study, owner=owner):
+        raise UserError(f"study {study!r} has no pairs whose owner is {owner!r}")
+    token = secrets.token_urlsafe(24)
+    study_id = id_of(get_study(session, study))
+    session.add(
+        OwnerLink(study_id=study_id, owner=owner, token_hash=_digest(token), expires_at=utcnow() + valid_for)
+    )
+    session.add(
+        Event(user_id=account.id or None, action="owner_link_issued", detail={"study": study, "owner": owner})
+    )
+    return token
+
+
+def redeem_owner_link(session: Session, token: str) -> OwnerSession:
+    """The owner's session for a token: spent on use; refused when unknown, used, revoked or expired."""
+    link = session.exec(select(OwnerLink).where(OwnerLink.token_hash == _digest(token))).first()
+    if link is None:
+        session.add(Event(user_id=None, action="owner_link_failed", detail={"reason": "bad token"}))
+        session.commit()
+        raise AuthError("this owner link is not valid or was already used")
+    spent = session.execute(
+        update(OwnerLink)
+        .where(col(OwnerLink.id) == link.id, col(OwnerLink.token_hash).is_not(None))
+        .values(token_hash=None, used_at=utcnow())
+    )
+    session.commit()  # spent even when refused below; a second redeemer finds no token
+    study = session.get(Study, link.study_id)
+    detail = {"study": study.name if study else "", "owner": link.owner}
+    if spent.rowcount != 1:  # type: ignore[attr-defined]
+        raise AuthError("this owner link is not valid or was already used")
+    if link.revoked_at is not None or link.expires_at < utcnow():
+        session.add(Event(user_id=None, action="owner_link_failed", detail=detail | {"reason": "expired"}))
+        raise AuthError("this owner link has expired or was revoked")
+    session.add(Event(user_id=None, action="owner_login", detail=detail))
+    return OwnerSession(study=detail["study"], owner=link.owner)
+
+
+def list_owner_links(session: Session, *, study: str, account: Account) -> list[dict[str, object]]:
+    """The links of `study`: owner, created, expires, used, revoked, and whether it still works."""
+    require_role(session, account, "researcher")
+    links = session.exec(
+        select(OwnerLink)
+        .where(OwnerLink.study_id == id_of(get_study(session, study)))
+        .order_by(col(OwnerLink.id))
+    ).all()
+    now = utcnow()
+    return [
+        {
+            "owner": link.owner,
+            "created_at": link.created_at,
+            "expires_at": link.expires_at,
+            "used_at": link.used_at,
+            "revoked_at": link.revoked_at,
+            "open": link.token_hash is not None and link.revoked_at is None and link.expires_at >= now,
+        }
+        for link in links
+    ]
+
+
+def revoke_owner_links(session: Session, *, study: str, owner: str, account: Account) -> int:
+    """Revoke every unused link of `owner` in `study`; returns how many."""
+    require_role(session, account, "researcher")
+    result = session.execute(
+        update(OwnerLink)
+        .where(
+            col(OwnerLink.study_id) == id_of(get_study(session, study)),
+            col(OwnerLink.owner) == owner,
+            col(OwnerLink.token_hash).is_not(None),
+            col(OwnerLink.revoked_at).is_(None),
+        )
+        .values(token_hash=None, revoked_at=utcnow())
+    )
+    n = int(result.rowcount)  # type: ignore[attr-defined]
+    session.add(
+        Event(
+            user_id=account.id or None,
+            action="owner_link_revoked",
+            detail={"study": study, "owner": owner, "n": n},
+        )
+    )
+    return n
