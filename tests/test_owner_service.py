@@ -16,7 +16,7 @@ from annotator.cli import app
 from annotator.errors import AuthError, UserError
 from annotator.intake import ingest
 from annotator.people.authorization import SYSTEM
-from annotator.people.owner_links import (
+from annotator.rating.owner_links import (
     OwnerSession,
     issue_owner_link,
     list_owner_links,

@@ -8,7 +8,8 @@ from rich.text import Text
 
 from annotator.cli.common import DbOption, StudyOption, app, open_db, out, user_errors
 from annotator.errors import UserError
-from annotator.people import authorization, owner_links
+from annotator.people import authorization
+from annotator.rating import owner_links
 from annotator.store import db
 
 owners_app = typer.Typer(
