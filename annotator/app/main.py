@@ -49,7 +49,11 @@ def role_pages(role: str) -> dict[str, list[st.Page]]:
 def run_pages() -> None:
     """Route by role and run the chosen page."""
     account = current_account()
-    if account is None:
+    if account is None and ("owner_token" in st.query_params or "owner_session" in st.session_state):
+        navigation = st.navigation(
+            [page("owner.py", "Your pairs", "person", default=True)]
+        )  # a profile owner
+    elif account is None:
         navigation = st.navigation([page("login.py", "Log in", "login", default=True)])
     else:
         # One flat list: Streamlit draws section headers inside the nav's <ul>, which screen readers reject.

@@ -8,17 +8,27 @@ rows (:func:`annotator.review.owner_rows.owner_rows`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlmodel import Session, select
 
-from analysis.vocabulary import CONFIDENCE_DOMAIN, PREFERENCE_DOMAIN, SUPPORT_DOMAIN
+from analysis.vocabulary import CONFIDENCE_DOMAIN, PREFERENCE_DOMAIN, SIDES, SUPPORT_DOMAIN
 from annotator.errors import UserError
 from annotator.store.models import OwnerJudgment, Pair, id_of
 from annotator.study import get_study
 
-__all__ = ["OWNER_KEYS", "owner_of", "owner_pairs", "record_owner_judgment"]
+__all__ = [
+    "OWNER_KEYS",
+    "OwnerItem",
+    "owner_items",
+    "owner_of",
+    "owner_pairs",
+    "record_owner_judgment",
+    "submit_owner_answer",
+]
 
 #: The pairs-file keys that name a profile's owner, in order of precedence.
 OWNER_KEYS: tuple[str, ...] = ("owner", "user_id")
@@ -80,3 +90,69 @@ def record_owner_judgment(
     session.add(row)
     session.flush()
     return row
+
+
+@dataclass(frozen=True)
+class OwnerItem:
+    """One of an owner's pairs as the owner's page shows it: blinded (texts A and B only)."""
+
+    pair_id: str
+    question: str
+    aspects: list[str]
+    text_a: str
+    text_b: str
+    answered: bool
+
+
+def _side_chosen(owner: str, position: int) -> str:
+    """The side chosen is shown on for the owner's `position`-th pair: alternating from a start drawn
+    from the owner's name, so each owner sees chosen on A about half the time."""
+    start = hashlib.sha256(owner.encode("utf-8", "surrogatepass")).digest()[0] % 2
+    return SIDES[(position + start) % 2]
+
+
+def owner_items(session: Session, *, study: str, owner: str) -> list[OwnerItem]:
+    """The owner's own pairs, blinded and counterbalanced, with whether each is answered."""
+    pairs = owner_pairs(session, study=study, owner=owner)
+    study_id = id_of(get_study(session, study))
+    answered = select(OwnerJudgment.pair_id).where(
+        OwnerJudgment.owner == owner, OwnerJudgment.study_id == study_id
+    )
+    done = set(session.exec(answered).all())
+    items = []
+    for k, pair in enumerate(pairs):
+        chosen_on_a = _side_chosen(owner, k) == SIDES[0]
+        items.append(
+            OwnerItem(
+                pair_id=pair.external_id,
+                question=pair.question,
+                aspects=[str(a.get("aspect", "")) for a in pair.rubric],
+                text_a=pair.chosen if chosen_on_a else pair.rejected,
+                text_b=pair.rejected if chosen_on_a else pair.chosen,
+                answered=id_of(pair) in done,
+            )
+        )
+    return items
+
+
+def submit_owner_answer(
+    session: Session,
+    *,
+    study: str,
+    owner: str,
+    pair_external_id: str,
+    preference_ab: int,
+    aspects: Sequence[int] = (),
+    confidence: int | None = None,
+) -> OwnerJudgment:
+    """Save the owner's answer given on the blinded page: `preference_ab` -2..2 with positive = B
+    better is mapped to chosen/rejected through the side the page showed chosen on."""
+    positions = [p.external_id for p in owner_pairs(session, study=study, owner=owner)]
+    if pair_external_id not in positions:
+        raise UserError(f"pair {pair_external_id!r} of study {study!r} is not a pair of this owner")
+    side = _side_chosen(owner, positions.index(pair_external_id))
+    preference = -preference_ab if side == SIDES[0] else preference_ab
+    return record_owner_judgment(
+        session, study=study, owner=owner, pair_external_id=pair_external_id, preference=preference,
+        aspects=aspects, confidence=confidence, side_chosen=side,
+    )  # fmt: skip

@@ -1,0 +1,95 @@
+"""The profile owner's page: the pairs of their own profile, blinded (A and B), one at a time.
+
+Reached only through an owner link (``?owner_token=...``); the session holds the study and the owner,
+and every read and write goes through :mod:`annotator.rating.owners`, which serves this owner's pairs only.
+"""
+
+import streamlit as st
+
+from annotator.app.common import safe_md, session
+from annotator.errors import UserError
+from annotator.rating import owner_links, owners
+
+OWNER_KEY = "owner_session"
+PREFERENCES = {
+    "A is much better for me": -2,
+    "A is better for me": -1,
+    "About the same": 0,
+    "B is better for me": 1,
+    "B is much better for me": 2,
+}
+ASPECT_ANSWERS = {"Yes": 2, "Partly": 1, "No": 0}
+CONFIDENCE = ("Not sure", "Fairly sure", "Sure")
+
+
+def owner_session() -> owner_links.OwnerSession | None:
+    """The owner of this browser session: from the session, or by redeeming the link in the URL once."""
+    token = st.query_params.get("owner_token")
+    if token:
+        del st.query_params["owner_token"]
+        try:
+            with session() as active:
+                st.session_state[OWNER_KEY] = owner_links.redeem_owner_link(active, token)
+        except UserError as exc:
+            st.error(str(exc))
+    found = st.session_state.get(OWNER_KEY)
+    return found if isinstance(found, owner_links.OwnerSession) else None
+
+
+def owner_page() -> None:
+    """Show the owner's next unanswered pair and save the answer."""
+    who = owner_session()
+    if who is None:
+        st.info("Open the link you were sent to rate the answers written for you.")
+        return
+    with session() as active:
+        items = owners.owner_items(active, study=who.study, owner=who.owner)
+    left = [item for item in items if not item.answered]
+    st.title("Which answer is written for you?")
+    st.caption(
+        f"{len(items) - len(left)} of {len(items)} done. Your answers are seen only by the researchers."
+    )
+    if not left:
+        st.success("Thank you: every pair is answered.")
+        return
+    item = left[0]
+    st.subheader("Your question")
+    st.markdown(safe_md(item.question))
+    col_a, col_b = st.columns(2)
+    with col_a:
+        st.markdown("**Answer A**")
+        st.markdown(safe_md(item.text_a))
+    with col_b:
+        st.markdown("**Answer B**")
+        st.markdown(safe_md(item.text_b))
+    with st.form(key=f"owner_form_{item.pair_id}"):
+        choice = st.radio("Which answer is written for you?", list(PREFERENCES), index=None, key="owner_pref")
+        confidence = st.radio("How sure are you?", CONFIDENCE, index=None, key="owner_conf")
+        answers = []
+        if item.aspects:
+            st.markdown("**Does each point describe what you want?**")
+        for k, aspect in enumerate(item.aspects):
+            answers.append(
+                st.radio(
+                    safe_md(aspect),
+                    list(ASPECT_ANSWERS),
+                    index=None,
+                    key=f"owner_aspect_{k}",
+                    horizontal=True,
+                )
+            )
+        sent = st.form_submit_button("Save and continue", type="primary")
+    if sent:
+        if choice is None or any(a is None for a in answers):
+            st.error("Please answer every question.")
+            return
+        with session() as active:
+            owners.submit_owner_answer(
+                active, study=who.study, owner=who.owner, pair_external_id=item.pair_id,
+                preference_ab=PREFERENCES[choice], aspects=[ASPECT_ANSWERS[str(a)] for a in answers],
+                confidence=None if confidence is None else CONFIDENCE.index(confidence) + 1,
+            )  # fmt: skip
+        st.rerun()
+
+
+owner_page()

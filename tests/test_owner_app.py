@@ -1,0 +1,81 @@
+"""The profile owner's page (AppTest): reached by the link only, one owner's own pairs, blinded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from streamlit.testing.v1 import AppTest
+
+from annotator.intake import ingest
+from annotator.people.authorization import SYSTEM
+from annotator.rating.owner_links import issue_owner_link
+from annotator.review.owner_rows import owner_rows
+from annotator.store import db
+from tests.utils.apphelpers import MAIN
+from tests.utils.factories import make_records, write_jsonl
+
+HOSTILE = "<script>alert('owner')</script> ![x](http://evil.example/i.png) $x$"
+
+
+@pytest.fixture
+def owned(engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Engine:
+    """Study s: pairs 0-2 are alice's, 3-5 bob's; the app reads this database."""
+    records = make_records(6)
+    for k, record in enumerate(records):
+        record["owner"] = "alice" if k < 3 else "bob"
+        record["question"] = f"question of {record['owner']} {k} {HOSTILE}"
+    ingest.import_file(engine, write_jsonl(tmp_path / "pairs.jsonl", records), study="s", account=SYSTEM)
+    monkeypatch.setenv(db.ENV_VAR, engine.url.render_as_string(hide_password=False))
+    return engine
+
+
+def _open(engine: Engine, owner: str) -> AppTest:
+    with db.session_scope(engine) as session:
+        token = issue_owner_link(session, study="s", owner=owner, account=SYSTEM)
+    at = AppTest.from_file(str(MAIN), default_timeout=60)
+    at.query_params["owner_token"] = token
+    return at.run()
+
+
+def _shown(at: AppTest) -> str:
+    return " ".join(str(m.value) for m in at.markdown) + " ".join(str(t.value) for t in at.title)
+
+
+def test_an_owner_sees_only_their_own_pairs_blinded(owned: Engine) -> None:
+    at = _open(owned, "alice")
+    assert not at.exception
+    shown = _shown(at)
+    assert "question of alice" in shown and "question of bob" not in shown
+    assert "chosen" not in shown.lower() and "rejected" not in shown.lower()
+    assert "![x](" not in shown and "$x$" not in shown  # no image fetched, no LaTeX: shown as typed
+    for _ in range(3):
+        at.radio(key="owner_pref").set_value("B is better for me")
+        for k in range(2):
+            at.radio(key=f"owner_aspect_{k}").set_value("Yes")
+        at.button[0].click()
+        at.run()
+        assert not at.exception
+        assert "question of bob" not in _shown(at)
+    assert any("every pair is answered" in str(s.value) for s in at.success)
+    with db.session_scope(owned) as session:
+        rows = owner_rows(session, study="s", account=SYSTEM)
+    assert set(rows["annotator"]) == {"alice"} and rows["pair_id"].nunique() == 3
+    sides = rows.drop_duplicates("pair_id")
+    # B preferred: chosen when chosen was shown on B, else rejected
+    assert ((sides["side_chosen"] == "B") == (sides["preference"] > 0)).all()
+
+
+def test_a_spent_link_opens_nothing(owned: Engine) -> None:
+    with db.session_scope(owned) as session:
+        token = issue_owner_link(session, study="s", owner="bob", account=SYSTEM)
+    first = AppTest.from_file(str(MAIN), default_timeout=60)
+    first.query_params["owner_token"] = token
+    first.run()
+    again = AppTest.from_file(str(MAIN), default_timeout=60)
+    again.query_params["owner_token"] = token
+    again.run()
+    assert not again.exception
+    assert any("already used" in str(e.value) for e in again.error)
+    assert "question of bob" not in _shown(again)
