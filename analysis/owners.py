@@ -225,10 +225,10 @@ def _endorsement(own: pd.DataFrame, alpha: float) -> pd.DataFrame:
             {
                 "n_owners": g,
                 "n_pairs": int(den.sum()),
-                "estimate": float(est),
+                "share": float(est),
                 "ci_low": float(lo),
                 "ci_high": float(hi),
-                "se": float(se),
+                "share_se": float(se),
             }
         ]
     )
@@ -473,7 +473,7 @@ def owner_section(
         models=_models(main, own, predictions, alpha),
         alt_test=_alt_test(main, own, predictions, epsilon, alpha),
         parameters={
-            "unit": "owners (leave-one-owner-out jackknife; a share: Wilson at the effective sample size)",
+            "unit": "leave-one-owner-out jackknife; a share: Wilson at the effective sample size",
             "ci_level": 1 - 2 * alpha,
             "min_owners": MIN_OWNERS,
             "ties": "an owner's tie counts half a preference for chosen",
@@ -489,7 +489,7 @@ def owner_endorsement_verdict(section: OwnerSection, alpha: float, min_owners: i
     g, n = int(row["n_owners"]), int(row["n_pairs"])
     level = round(100 * (1 - 2 * alpha))
     numbers = (
-        f"{row['estimate']:.1%} of {n} pairs preferred by their owner ({g} owners), "
+        f"{row['share']:.1%} of {n} pairs preferred by their owner ({g} owners), "
         f"{level}% CI [{row['ci_low']:.1%}, {row['ci_high']:.1%}]"
     )
     status: Status

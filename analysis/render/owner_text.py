@@ -17,7 +17,7 @@ def owner_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
     if section is None:
         return []
     level = round(100 * section.parameters["ci_level"])
-    unit = f"{level}% CIs over owners ({section.parameters['unit']})"
+    unit = f"{level}% CIs, owners as the unit ({section.parameters['unit']})"
     sections = [
         (
             "Owners: do the profiles' owners prefer chosen?",
@@ -84,7 +84,7 @@ def owner_lines(report: Report) -> list[str]:
     lines = [
         "",
         f"Owners ({int(e['n_owners'])} owners, {int(e['n_pairs'])} pairs; CIs over owners)",
-        f"  prefer chosen  {format_value(e['estimate'])} "
+        f"  prefer chosen  {format_value(e['share'])} "
         f"[{format_value(e['ci_low'])}, {format_value(e['ci_high'])}]",
     ]
     for row in section.agreement.to_dict("records"):
