@@ -6,14 +6,17 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
+from sqlmodel import select
 from streamlit.testing.v1 import AppTest
 
 from annotator.intake import ingest
-from annotator.people.authorization import SYSTEM
+from annotator.people import accounts
+from annotator.people.authorization import SYSTEM, account_of
 from annotator.rating.owner_links import issue_owner_link
 from annotator.review.owner_rows import owner_rows
 from annotator.store import db
-from tests.utils.apphelpers import MAIN
+from annotator.store.models import User
+from tests.utils.apphelpers import MAIN, app_for
 from tests.utils.factories import make_records, write_jsonl
 
 HOSTILE = "<script>alert('owner')</script> ![x](http://evil.example/i.png) $x$"
@@ -79,3 +82,27 @@ def test_a_spent_link_opens_nothing(owned: Engine) -> None:
     assert not again.exception
     assert any("already used" in str(e.value) for e in again.error)
     assert "question of bob" not in _shown(again)
+
+
+def test_a_researcher_makes_and_revokes_an_owner_link(owned: Engine) -> None:
+
+    with db.session_scope(owned) as session:
+        accounts.add_user(
+            session, username="res", role="researcher", password="a long enough pass 1", account=SYSTEM
+        )
+    with db.session_scope(owned) as session:
+        researcher = account_of(session.exec(select(User).where(User.username == "res")).one())
+    at = app_for(researcher, timeout=60)
+    at.switch_page("views/owner_links.py").run()
+    assert not at.exception
+    assert at.selectbox(key="owner_links_owner").options == ["alice", "bob"]
+    at.button(key="owner_links_make").click().run()
+    assert not at.exception
+    link = at.code[0].value
+    assert "/?owner_token=" in link
+    at.button(key="owner_links_revoke").click().run()
+    assert any("Revoked 1 link(s)" in str(s.value) for s in at.success)
+    opened = AppTest.from_file(str(MAIN), default_timeout=60)
+    opened.query_params["owner_token"] = link.split("owner_token=")[1]
+    opened.run()
+    assert any("not valid or was already used" in str(e.value) for e in opened.error)

@@ -35,6 +35,7 @@ def role_pages(role: str) -> dict[str, list[st.Page]]:
             page("progress.py", "Progress", "monitoring", default=True),
             page("validation.py", "Validation", "verified"),
             page("annotators.py", "Annotators", "group"),
+            page("owner_links.py", "Owner links", "person"),
             page("adjudicate.py", "Adjudicate", "gavel"),
         ],
         "Data": [

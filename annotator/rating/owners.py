@@ -26,6 +26,7 @@ __all__ = [
     "owner_items",
     "owner_of",
     "owner_pairs",
+    "study_owners",
     "record_owner_judgment",
     "submit_owner_answer",
 ]
@@ -48,6 +49,13 @@ def owner_pairs(session: Session, *, study: str, owner: str) -> list[Pair]:
     study_id = id_of(get_study(session, study))
     pairs = session.exec(select(Pair).where(Pair.study_id == study_id, Pair.control == "")).all()
     return sorted((p for p in pairs if owner and owner_of(p.meta) == owner), key=lambda p: id_of(p))
+
+
+def study_owners(session: Session, *, study: str) -> list[str]:
+    """The owners the pairs of `study` name, sorted."""
+    study_id = id_of(get_study(session, study))
+    metas = session.exec(select(Pair.meta).where(Pair.study_id == study_id, Pair.control == "")).all()
+    return sorted({owner for owner in (owner_of(dict(meta)) for meta in metas) if owner})
 
 
 def record_owner_judgment(
