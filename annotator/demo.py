@@ -151,7 +151,7 @@ def simulate_owners(engine: Engine, *, study: str, seed: int) -> None:
     rng = random.Random(seed)
     with db.session_scope(engine) as session:
         for pair in session.exec(select(Pair).where(Pair.study_id == id_of(get_study(session, study)))).all():
-            owner = owners.owner_of(pair.meta)
+            owner = pair.owner
             if not owner or pair.control:
                 continue
             prefers = rng.choice((1, 2)) if rng.random() < 0.85 else -1

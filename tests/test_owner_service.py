@@ -23,7 +23,7 @@ from annotator.rating.owner_links import (
     redeem_owner_link,
     revoke_owner_links,
 )
-from annotator.rating.owners import owner_pairs, record_owner_judgment
+from annotator.rating.owners import owner_pairs, record_owner_judgment, study_owners
 from annotator.review.owner_rows import owner_rows
 from annotator.review.readers import label_frame
 from annotator.store import db
@@ -159,3 +159,14 @@ def test_an_owner_link_redeemed_twice_at_once_admits_one(engine: Engine, tmp_pat
     for thread in threads:
         thread.join()
     assert sorted(outcomes) == ["in", "refused", "refused", "refused"]
+
+
+def test_the_owner_is_stored_on_the_pair_and_a_bad_one_names_the_line(engine: Engine, tmp_path: Path) -> None:
+    _owned_study(engine, tmp_path)
+    with db.session_scope(engine) as session:
+        assert study_owners(session, study="s") == sorted(["alice", "bob", HOSTILE])
+    records = make_records(3)
+    records[1]["owner"] = {"name": "x"}
+    bad = write_jsonl(tmp_path / "bad.jsonl", records)
+    with pytest.raises(UserError, match=r"line 2.*field owner: expected text or a whole number, got dict"):
+        ingest.import_file(engine, bad, study="t", account=SYSTEM)

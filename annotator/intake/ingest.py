@@ -311,6 +311,7 @@ def validate_record(record: Any, *, warnings: list[str] | None = None) -> tuple[
         "metadata": meta,
         "is_gold": bool(meta.get(GOLD, False)) if isinstance(meta.get(GOLD, False), bool) else False,
         "control": _control(record, problems),
+        "owner": _owner(record, problems),
     }
     # Serialized once here (stored and hashed as is); one C-level pass per text finds lone surrogates,
     # and only then is the record walked to name the field.
@@ -365,6 +366,29 @@ def _engine_neutral_problems(
 
 
 FILE_CONTROLS = (GOLD, POSITIVE, TRAINING)
+
+
+#: The record keys that name a profile's owner, in order of precedence (kept in the metadata too).
+OWNER_KEYS: tuple[str, ...] = ("owner", "user_id")
+OWNER_CHARS = 200
+
+
+def _owner(record: dict[str, Any], problems: list[str]) -> str:
+    """The profile's owner the record names ("" when none): text or a whole number, at most 200
+    characters."""
+    for key in OWNER_KEYS:
+        value = record.get(key)
+        if value is None or value == "":
+            continue
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            problems.append(f"field {key}: expected text or a whole number, got {type(value).__name__}")
+            return ""
+        owner = str(value).strip()
+        if len(owner) > OWNER_CHARS:
+            problems.append(f"field {key}: longer than {OWNER_CHARS} characters")
+            return ""
+        return owner
+    return ""
 
 
 def _control(record: dict[str, Any], problems: list[str]) -> str:

@@ -1,6 +1,6 @@
 """The profile owner as a rater: which pairs are an owner's, and recording the owner's own judgment.
 
-A pair's owner is named by the pairs file (an ``owner`` or ``user_id`` key, kept with the pair). An
+A pair's owner is named by the pairs file (an ``owner`` or ``user_id`` key, stored on the pair). An
 owner's judgments live in their own table (:class:`OwnerJudgment`), so no third-party service (queues,
 adjudication, quality control, exports of labels) ever reads them; the report adds them as the owners'
 rows (:func:`annotator.review.owner_rows.owner_rows`).
@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlmodel import Session, select
 
@@ -21,41 +20,31 @@ from annotator.store.models import OwnerJudgment, Pair, id_of
 from annotator.study import get_study
 
 __all__ = [
-    "OWNER_KEYS",
     "OwnerItem",
     "owner_items",
-    "owner_of",
     "owner_pairs",
     "study_owners",
     "record_owner_judgment",
     "submit_owner_answer",
 ]
 
-#: The pairs-file keys that name a profile's owner, in order of precedence.
-OWNER_KEYS: tuple[str, ...] = ("owner", "user_id")
-
-
-def owner_of(meta: dict[str, Any]) -> str:
-    """The owner a pair's record names ("" when none)."""
-    for key in OWNER_KEYS:
-        value = meta.get(key)
-        if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
-            return str(value).strip()
-    return ""
-
 
 def owner_pairs(session: Session, *, study: str, owner: str) -> list[Pair]:
     """The main pairs of `study` whose profile belongs to `owner` (never another owner's), by id."""
+    if not owner:
+        return []
     study_id = id_of(get_study(session, study))
-    pairs = session.exec(select(Pair).where(Pair.study_id == study_id, Pair.control == "")).all()
-    return sorted((p for p in pairs if owner and owner_of(p.meta) == owner), key=lambda p: id_of(p))
+    mine = select(Pair).where(Pair.study_id == study_id, Pair.owner == owner, Pair.control == "")
+    return sorted(session.exec(mine).all(), key=id_of)
 
 
 def study_owners(session: Session, *, study: str) -> list[str]:
     """The owners the pairs of `study` name, sorted."""
     study_id = id_of(get_study(session, study))
-    metas = session.exec(select(Pair.meta).where(Pair.study_id == study_id, Pair.control == "")).all()
-    return sorted({owner for owner in (owner_of(dict(meta)) for meta in metas) if owner})
+    named = (
+        select(Pair.owner).where(Pair.study_id == study_id, Pair.control == "", Pair.owner != "").distinct()
+    )
+    return sorted(session.exec(named).all())
 
 
 def record_owner_judgment(

@@ -50,6 +50,7 @@ class Pair(SQLModel, table=True):
         UniqueConstraint("study_id", "external_id"),
         Index("ix_pair_id_n_done", "id", "n_done"),  # the queue order reads n_done from here (0003)
         Index("ix_pair_study_id_control", "study_id", "control"),  # training and control counts (0008)
+        Index("ix_pair_study_id_owner", "study_id", "owner"),  # an owner's pairs (0012)
     )
     id: int | None = Field(default=None, primary_key=True)
     study_id: int = Field(foreign_key="study.id", index=True)
@@ -69,6 +70,7 @@ class Pair(SQLModel, table=True):
     control_of: int | None = Field(
         default=None, foreign_key="pair.id"
     )  # the pair a control derives from (0006)
+    owner: str = Field(default="", max_length=200)  # the profile's owner the pairs file names, or "" (0012)
     created_at: datetime = Field(default_factory=utcnow)
 
 
