@@ -3,6 +3,7 @@ apart from the third-party judgments, and a study without owners reports as befo
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -12,6 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 from typer.testing import CliRunner
 
+from analysis.render.as_json import json_text
 from annotator.cli import app
 from annotator.errors import AuthError, UserError
 from annotator.intake import ingest
@@ -26,8 +28,10 @@ from annotator.rating.owner_links import (
 from annotator.rating.owners import owner_pairs, record_owner_judgment, study_owners
 from annotator.review.owner_rows import owner_rows
 from annotator.review.readers import label_frame
+from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.store.models import Event
+from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.factories import make_records, write_jsonl
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -170,3 +174,25 @@ def test_the_owner_is_stored_on_the_pair_and_a_bad_one_names_the_line(engine: En
     bad = write_jsonl(tmp_path / "bad.jsonl", records)
     with pytest.raises(UserError, match=r"line 2.*field owner: expected text or a whole number, got dict"):
         ingest.import_file(engine, bad, study="t", account=SYSTEM)
+
+
+def test_a_study_report_changes_only_by_the_owners_section(engine: Engine, tmp_path: Path) -> None:
+    _owned_study(engine, tmp_path)
+    simulate(engine, study="s", spec=SimulationSpec(annotators=3, overlap=3, seed=3))
+    with db.session_scope(engine) as session:
+        before = json.loads(json_text(study_report(session, study="s", account=SYSTEM, n_boot=20)))
+        for owner in ("alice", "bob", HOSTILE):
+            for pair in owner_pairs(session, study="s", owner=owner):
+                record_owner_judgment(
+                    session, study="s", owner=owner, pair_external_id=pair.external_id, preference=1
+                )
+    with db.session_scope(engine) as session:
+        after = json.loads(json_text(study_report(session, study="s", account=SYSTEM, n_boot=20)))
+    assert "owners" not in before
+    assert after["owners"]["endorsement"][0]["n_owners"] == 3
+    for key in ("equivalence_crossed", "agreement", "annotator_diagnostics", "quality"):
+        assert after[key] == before[key], key
+    reason = after["summary"].pop("overall_reason")
+    assert reason.endswith("owner_endorsement: not demonstrated")  # 3 owners: too few for a verdict
+    before["summary"].pop("overall_reason")
+    assert after["summary"] == before["summary"]
