@@ -368,3 +368,31 @@ def test_the_same_user_added_at_once_is_one_account_and_clear_refusals(engine: E
     assert [str(e) for e in errors] == ["user 'twin' already exists"] * 5
     with Session(engine) as session:
         assert len(session.exec(select(User).where(User.username == "twin")).all()) == 1
+
+
+@pytest.mark.parametrize("arrivals", [15, 50, 100])
+def test_a_burst_of_first_visits_covers_every_pair_to_its_overlap(
+    engine: Engine, tmp_path: Path, arrivals: int
+) -> None:
+    """15 places x 20 items = 100 pairs x overlap 3: after any burst every pair has 3 +- 1 annotators."""
+    crowd_setup = {**PROLIFIC, "places": 15, "items": 20}
+    qc_study(engine, tmp_path, 100, crowd=crowd_setup, analysis={"overlap": 3})
+    entered, errors = race(arrivals, lambda k: enter(engine, f"burst{k}"))
+    assert len(entered) == 15
+    assert all("places in this study are taken" in str(e) for e in errors)
+    with Session(engine) as session:
+        rows = session.exec(select(Assignment.pair_id, Pair.control).join(Pair)).all()
+        n_pairs = len(session.exec(select(Pair.id).where(Pair.control == "")).all())
+    per_pair: dict[int, int] = {}
+    for pair_id, control in rows:
+        if control == "":
+            per_pair[pair_id] = per_pair.get(pair_id, 0) + 1
+    assert len(per_pair) == n_pairs == 100  # no pair left without an annotator
+    assert min(per_pair.values()) >= 2 and max(per_pair.values()) <= 4
+
+
+def test_prolific_ids_that_differ_only_in_case_are_one_worker(engine: Engine, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 6, crowd=PROLIFIC)
+    first = enter(engine, "casey01")
+    assert enter(engine, "CASEY01").id == first.id
+    assert len(_links(engine)) == 1

@@ -71,6 +71,8 @@ __all__ = [
 
 #: The URL parameter holding the worker id on each platform.
 WORKER_PARAMS = {"prolific": "PROLIFIC_PID", "mturk": "workerId", "generic": "worker_id"}
+#: Platforms whose worker ids ignore case (Prolific's are hexadecimal): one worker, one account.
+CASE_INSENSITIVE_IDS = frozenset({"prolific"})
 #: The platform's study and session parameters (kept with the link entry for reconciliation).
 STUDY_PARAMS = {"prolific": "STUDY_ID", "mturk": "hitId", "generic": "study_id"}
 SESSION_PARAMS = {"prolific": "SESSION_ID", "mturk": "assignmentId", "generic": "session_id"}
@@ -142,14 +144,18 @@ def enter(session: Session, *, study: str, params: Mapping[str, str]) -> Account
 
     A returning worker is looked up first without any lock. A first visit takes the study's lock
     (:func:`lock_study`) before it reads anything it writes by: the pseudonym key (created once), the
-    worker's link (another tab may just have made it) and the number of places taken; so parallel
-    first visits are served one after another and can neither overrun the places nor make two accounts
-    for one worker id. Raises UserError for a link that cannot be used (naming nothing internal), a
+    worker's link (another tab may just have made it), the number of places taken and the assignment
+    counts the newcomer's queue is planned from; so parallel first visits are served one after another
+    and can neither overrun the places, make two accounts for one worker id, nor leave a pair unrated
+    while others get more than their overlap. Prolific's worker ids are compared without case.
+    Raises UserError for a link that cannot be used (naming nothing internal), a
     missing or malformed worker id, or when all places are taken; AuthError when the worker's time is
     up (unless their work is finished: they may come back to their code) or the account was closed.
     """
     study_row, config, rate, overlap = _linked_study(session, study)
     worker = _parameter(params, config.worker_param or WORKER_PARAMS[config.platform], required=True)
+    if config.platform in CASE_INSENSITIVE_IDS:
+        worker = worker.lower()
     platform_study = _parameter(params, STUDY_PARAMS[config.platform], required=False)
     platform_session = _parameter(params, SESSION_PARAMS[config.platform], required=False)
     study_id = id_of(study_row)
@@ -159,15 +165,15 @@ def enter(session: Session, *, study: str, params: Mapping[str, str]) -> Account
             session, study_id, _worker_hash(study_secret(session, study_row), config.platform, worker)
         )
     if link is None:
-        # The queue is planned before the lock (the pairs that need judgments most: a heuristic that
-        # needs no serializing), so the lock is held only to count the places and insert the rows.
-        queue = _plan_work(
-            session, study_id, config.items, overlap, rate, random.Random(secrets.randbits(64))
-        )
+        # The queue is planned under the lock: it reads the assignment counts that the previous
+        # newcomer has just written, so a burst of first visits covers every pair evenly.
         lock_study(session, study_id)
         worker_hash = _worker_hash(study_secret(session, study_row), config.platform, worker)
         link = _find(session, study_id, worker_hash)
         if link is None:
+            queue = _plan_work(
+                session, study_id, config.items, overlap, rate, random.Random(secrets.randbits(64))
+            )
             return _new_worker(
                 session, study_row, config, queue, worker_hash, platform_study, platform_session
             )
