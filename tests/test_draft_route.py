@@ -45,20 +45,27 @@ def draft(built: AppDB, assignment_id: int) -> dict | None:  # type: ignore[type
     return None if found is None else found.answers
 
 
-def post(body: bytes, headers: dict[str, str]) -> int:
-    """The route's answer to one HTTP request (a Starlette request built from its ASGI scope)."""
+def post_chunks(chunks: list[bytes], headers: dict[str, str]) -> tuple[int, int]:
+    """The route's answer to one HTTP request whose body arrives in `chunks` (a Starlette request built
+    from its ASGI scope), and how many chunks the route read."""
     raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
     scope = {"type": "http", "method": "POST", "path": draft_route.ROUTE, "headers": raw, "query_string": b""}
-    sent = False
+    read = 0
 
     async def receive() -> dict:  # type: ignore[type-arg]
-        nonlocal sent
-        if sent:
+        nonlocal read
+        if read >= len(chunks):
             return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
+        read += 1
+        return {"type": "http.request", "body": chunks[read - 1], "more_body": read < len(chunks)}
 
-    return asyncio.run(draft_route.draft_route(Request(scope, receive))).status_code
+    status = asyncio.run(draft_route.draft_route(Request(scope, receive))).status_code
+    return status, read
+
+
+def post(body: bytes, headers: dict[str, str]) -> int:
+    """The route's answer to one HTTP request with its whole body in one piece."""
+    return post_chunks([body], headers)[0]
 
 
 def test_the_route_keeps_the_answers_of_the_item_on_screen(on_screen: tuple[AppDB, int, str, str]) -> None:
@@ -138,3 +145,27 @@ def test_no_draft_is_kept_once_the_item_is_closed_even_by_posts_in_flight(
     assert set(statuses) <= {204, 409} and 409 in statuses
     assert draft(built, assignment_id) is None
     assert draft_route.keep({"item": tag, "answers": {"q_preference": 1}}, token) == 409
+
+
+def test_an_oversized_body_is_refused_without_being_read(on_screen: tuple[AppDB, int, str, str]) -> None:
+    """A declared Content-Length over the limit is refused unread; a chunked body stops at the limit."""
+    _, _, _, token = on_screen
+    headers = {draft_route.DRAFT_HEADER: "1", "cookie": f"{COOKIE}={token}"}
+    chunk = b"x" * 8192
+    many = [chunk] * 25_000  # 200 MB if it were all read
+    status, read = post_chunks(many, headers | {"content-length": str(len(chunk) * len(many))})
+    assert (status, read) == (413, 0)
+    status, read = post_chunks(many, headers)
+    assert status == 413 and read == draft_route.MAX_BODY // len(chunk) + 1
+    assert post_chunks([b"{}"], headers | {"content-length": "12abc"})[0] == 413
+
+
+def test_a_deeply_nested_body_is_a_bad_request(on_screen: tuple[AppDB, int, str, str]) -> None:
+    _, _, tag, token = on_screen
+    headers = {draft_route.DRAFT_HEADER: "1", "cookie": f"{COOKIE}={token}"}
+    deep = b"[" * 30_000 + b"]" * 30_000
+    assert len(deep) <= draft_route.MAX_BODY
+    assert post(deep, headers) == 400
+    nested = ('{"item": "' + tag + '", "answers": ' + '{"a": ' * 9_000 + "1" + "}" * 9_001).encode()
+    assert len(nested) <= draft_route.MAX_BODY
+    assert post(nested, headers) == 400

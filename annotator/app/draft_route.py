@@ -146,17 +146,33 @@ def keep(payload: Any, token: str) -> int:
     return 204
 
 
+async def capped_body(request: Request, limit: int) -> bytes | None:
+    """The request's body, or None once it is over `limit` bytes: a declared Content-Length over the
+    limit is refused before anything is read, and a chunked body stops being read at the limit."""
+    declared = request.headers.get("content-length", "")
+    if not declared.isdigit() and declared:
+        return None
+    if declared and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
 async def draft_route(request: Request) -> Response:
     """POST the form's state (JSON: item tag, answers, comment) with the draft header."""
     headers = {"Cache-Control": "no-store"}
     if request.headers.get(DRAFT_HEADER) != "1":
         return Response(status_code=403, headers=headers)
-    body = await request.body()
-    if len(body) > MAX_BODY:
+    body = await capped_body(request, MAX_BODY)
+    if body is None:
         return Response(status_code=413, headers=headers)
     try:
         payload = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
         return Response(status_code=400, headers=headers)
     status = await run_in_threadpool(keep, payload, request.cookies.get(COOKIE, ""))
     return Response(status_code=status, headers=headers)
