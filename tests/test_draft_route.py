@@ -169,3 +169,13 @@ def test_a_deeply_nested_body_is_a_bad_request(on_screen: tuple[AppDB, int, str,
     nested = ('{"item": "' + tag + '", "answers": ' + '{"a": ' * 9_000 + "1" + "}" * 9_001).encode()
     assert len(nested) <= draft_route.MAX_BODY
     assert post(nested, headers) == 400
+
+
+def test_a_submit_in_one_tab_closes_the_item_in_every_tab(on_screen: tuple[AppDB, int, str, str]) -> None:
+    """A stale tab cannot put a draft on an item submitted from another tab."""
+    built, assignment_id, tag, token = on_screen
+    questions = draft_route.on_screen(tag).questions  # type: ignore[union-attr]
+    draft_route.show("second-tab", assignment_id=assignment_id, session_token=token, questions=questions)
+    draft_route.close("second-tab")  # the submit, from the second tab
+    assert draft_route.keep({"item": tag, "answers": {"q_preference": 1}}, token) == 409
+    assert draft(built, assignment_id) is None

@@ -93,12 +93,17 @@ def on_screen(tag: str) -> OnScreen | None:
 
 def close(tag: str) -> None:
     """The item leaves the screen (submitted, skipped or flagged): no draft is kept for it after this
-    returns (a draft being written now finishes first)."""
+    returns, from this tab or any other tab showing the same assignment (a draft being written now
+    finishes first). Opening it again for revision draws it under a new tag."""
     with _lock:
-        found = _items.pop(tag, None)
-    if found is not None:
-        with found.lock:
-            found.closed = True
+        found = _items.get(tag)
+        gone = (
+            [] if found is None else [k for k, v in _items.items() if v.assignment_id == found.assignment_id]
+        )
+        closed = [_items.pop(k) for k in gone]
+    for item in closed:
+        with item.lock:
+            item.closed = True
 
 
 def answers(item: OnScreen, payload: dict[str, Any]) -> dict[str, Any]:
