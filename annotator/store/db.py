@@ -299,6 +299,14 @@ def check_audit(engine: Engine) -> None:
         )
 
 
+RESTORE = "stop the app and restore the latest backup (annotator backup makes one)"
+
+
+def _damaged(lowered_message: str) -> bool:
+    """Whether a database error says the file itself is damaged (the one case for restoring a backup)."""
+    return any(word in lowered_message for word in ("malformed", "not a database", "corrupt"))
+
+
 def describe_error(exc: DatabaseError) -> str:
     """A one-line explanation of a database failure, with what to do about it."""
     text = str(exc.orig) if exc.orig is not None else str(exc)
@@ -318,12 +326,9 @@ def describe_error(exc: DatabaseError) -> str:
         )
     if "disk" in lowered and "full" in lowered or "no space" in lowered:
         return "the disk is full; free some space and run the command again (nothing partial was saved)"
-    if "malformed" in lowered or "not a database" in lowered or "corrupt" in lowered:
+    if _damaged(lowered):
         return (
-            "the database file is damaged ("
-            + (text.splitlines()[0] if text else "corrupt")
-            + "); stop the app and "
-            "restore the latest backup (annotator backup makes one)"
+            "the database file is damaged (" + (text.splitlines()[0] if text else "corrupt") + f"); {RESTORE}"
         )
     if "unable to open" in lowered:
         return "cannot open the database file; check the path and its folder's permissions"
@@ -336,14 +341,21 @@ def shown_url(url: str) -> str:
 
 
 def integrity_problem(engine: Engine) -> str | None:
-    """None when a SQLite database passes `PRAGMA quick_check` (PostgreSQL: always None), else what failed."""
+    """None when a SQLite database passes `PRAGMA quick_check` (PostgreSQL: always None), else what failed.
+
+    A fault that is not damage (a full disk, a lock, a missing file) is raised as a UserError naming that
+    fault, never reported as a failed integrity check.
+    """
     if engine.dialect.name != "sqlite":
         return None
     try:
         with engine.connect() as connection:
             rows = connection.exec_driver_sql("PRAGMA quick_check").fetchall()
     except DatabaseError as exc:
-        return describe_error(exc)
+        message = str(exc.orig) if exc.orig is not None else str(exc)
+        if not _damaged(message.lower()):
+            raise UserError(describe_error(exc)) from exc
+        return message.splitlines()[0] if message else "corrupt"
     found = [" ".join(str(row[0]).split()) for row in rows]  # one line, whatever SQLite wrote
     return None if found == ["ok"] else "; ".join(found[:3])
 
@@ -353,6 +365,6 @@ def check_integrity(engine: Engine) -> None:
     problem = integrity_problem(engine)
     if problem is not None:
         raise UserError(
-            f"the database {shown_url(str(engine.url))} fails its integrity check ({problem}); restore the "
-            "latest backup"
+            f"the database {shown_url(str(engine.url))} is damaged: it fails its integrity check "
+            f"({problem}); {RESTORE}"
         )
