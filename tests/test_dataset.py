@@ -164,3 +164,29 @@ def test_a_new_export_under_the_same_folder_name_loads_its_own_rows(engine: Engi
         )
         predictions.import_predictions(engine, path, study="s1", model="third", account=SYSTEM)
     assert counts[1] > counts[0]
+
+
+def test_overwrite_mends_what_a_killed_export_left(engine: Engine, tmp_path: Path) -> None:
+    """Killed between the two moves: the old folder lies aside and `out` is gone. The next export puts
+    it back (then replaces it), deletes the leftovers (staging and aside copies) and says so; a folder
+    of someone else's with a similar name is never touched."""
+    simulated_study(engine, tmp_path, 12)
+    out = tmp_path / "ds"
+    with db.session_scope(engine) as session:
+        dataset.export_dataset(session, study="s1", out=out, account=SYSTEM)
+    card = (out / "README.md").read_text(encoding="utf-8")
+    (out).rename(tmp_path / ".ds.old.abcd1234")  # the old folder moved aside, the new one never came
+    (tmp_path / ".ds.zz9_yy8x").mkdir()  # an empty staging folder
+    (tmp_path / ".ds.old.keepmine").mkdir()
+    (tmp_path / ".ds.old.keepmine" / "notes.txt").write_text("mine", encoding="utf-8")
+    with db.session_scope(engine) as session, pytest.raises(UserError) as refused:
+        dataset.export_dataset(session, study="s1", out=out, account=SYSTEM)
+    assert "restored the previous ds" in str(refused.value) and "pass --overwrite" in str(refused.value)
+    assert (out / "README.md").read_text(encoding="utf-8") == card
+    (tmp_path / ".ds.old.efgh5678").mkdir()  # another leftover from a second killed run
+    with db.session_scope(engine) as session:
+        summary = dataset.export_dataset(session, study="s1", out=out, account=SYSTEM, overwrite=True)
+    assert "removed 1 folder(s) an interrupted export left beside ds" in str(summary)
+    hidden = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".ds."))
+    assert hidden == [".ds.old.keepmine"]
+    assert dataset._dataset_folder_problem(out) is None

@@ -48,12 +48,14 @@ class DatasetSummary:
     rows: dict[str, int]
     url: str = ""
     skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was mended first (an interrupted run's folders)
 
     def __str__(self) -> str:
         counts = ", ".join(f"{name} {n}" for name, n in self.rows.items())
         text = f"study {self.study!r}: wrote {self.folder} ({counts})"
         if self.skipped:
             text += f"; no rows for {', '.join(self.skipped)}"
+        text += "".join(f"; {note}" for note in self.notes)
         return text + (f"; pushed to {self.url}" if self.url else "")
 
 
@@ -277,9 +279,13 @@ def export_dataset(
     out = Path(out)
     get_study(session, study)
     study_config(session, study)
+    notes = _mend_interrupted(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         if not overwrite:
-            raise UserError(f"{out} exists and is not empty; choose another folder or pass --overwrite")
+            raise UserError(
+                "".join(f"{note}; " for note in notes)
+                + f"{out} exists and is not empty; choose another folder or pass --overwrite"
+            )
         problem = _dataset_folder_problem(out)
         if problem is not None:
             raise UserError(
@@ -338,7 +344,7 @@ def export_dataset(
         target=out.name,
     )
     skipped = [name for name in CONFIGS if not rows[name]]
-    return DatasetSummary(study, out, rows, skipped=skipped)
+    return DatasetSummary(study, out, rows, skipped=skipped, notes=notes)
 
 
 _PARQUET = re.compile(rf"^({'|'.join(CONFIGS)})/{SPLIT}-00000-of-00001-[0-9a-f]{{16}}\.parquet$")
@@ -370,6 +376,56 @@ def _dataset_folder_problem(folder: Path) -> str | None:
     if named != [name for name in found if name != "README.md"]:
         return "its files are not the ones its dataset card names"
     return None
+
+
+def _leftovers(out: Path) -> tuple[list[Path], list[Path]]:
+    """The folders an interrupted export left beside `out`: (old folders renamed aside, newest first;
+    staging folders). Only hidden folders named as this tool names them and holding nothing but what it
+    writes are counted (so nobody else's folder is ever touched)."""
+    pattern = re.compile(rf"^\.{re.escape(out.name)}\.(old\.)?[A-Za-z0-9_]{{8}}$")
+    aside: list[Path] = []
+    staging: list[Path] = []
+    parent = out.parent if out.parent.is_dir() else None
+    for folder in sorted(
+        parent.iterdir() if parent else (), key=lambda p: p.stat().st_mtime_ns, reverse=True
+    ):
+        found = pattern.match(folder.name)
+        if not found or folder.is_symlink() or not folder.is_dir() or not _only_dataset_files(folder):
+            continue
+        (aside if found.group(1) else staging).append(folder)
+    return aside, staging
+
+
+def _only_dataset_files(folder: Path) -> bool:
+    """Whether `folder` holds only a dataset card and this tool's Parquet files (complete or not)."""
+    for path in folder.rglob("*"):
+        if path.is_symlink():
+            return False
+        name = path.relative_to(folder).as_posix()
+        if path.is_file() and name != "README.md" and not _PARQUET.match(name):
+            return False
+    return True
+
+
+def _mend_interrupted(out: Path) -> list[str]:
+    """Undo what an export killed part-way left behind: when `out` is gone but its previous folder lies
+    aside (killed between the two moves), put that folder back; then delete the other leftovers. Returns
+    what was done, in words."""
+    aside, staging = _leftovers(out)
+    notes: list[str] = []
+    try:
+        if not out.exists() and aside and _dataset_folder_problem(aside[0]) is None:
+            os.replace(aside.pop(0), out)
+            notes.append(f"restored the previous {out.name} that an interrupted export had moved aside")
+        for folder in aside + staging:
+            shutil.rmtree(folder)
+    except OSError as exc:
+        raise UserError(f"cannot tidy an interrupted export beside {out}: {exc.strerror or exc}") from None
+    if aside or staging:
+        notes.append(
+            f"removed {len(aside) + len(staging)} folder(s) an interrupted export left beside {out.name}"
+        )
+    return notes
 
 
 def _swap_in(staging: Path, out: Path) -> None:
