@@ -179,3 +179,21 @@ def test_a_submit_in_one_tab_closes_the_item_in_every_tab(on_screen: tuple[AppDB
     draft_route.close("second-tab")  # the submit, from the second tab
     assert draft_route.keep({"item": tag, "answers": {"q_preference": 1}}, token) == 409
     assert draft(built, assignment_id) is None
+
+
+def test_one_login_reloading_many_times_never_evicts_another_logins_item(
+    on_screen: tuple[AppDB, int, str, str],
+) -> None:
+    """Each login keeps at most MAX_PER_LOGIN items on screen: its own oldest go, nobody else's."""
+    built, assignment_id, tag, token = on_screen
+    with db.session_scope(built.engine) as session:
+        other = sessions.start_session(session, account=built.account("ann2"))
+    other_item = int(built.queue("ann2")[0].id or 0)
+    for k in range(draft_route.MAX_PER_LOGIN * 3):
+        draft_route.show(f"reload{k}", assignment_id=other_item, session_token=other, questions=QUESTIONS)
+    assert draft_route.on_screen(tag) is not None
+    kept = [k for k in range(draft_route.MAX_PER_LOGIN * 3) if draft_route.on_screen(f"reload{k}")]
+    assert kept == list(range(draft_route.MAX_PER_LOGIN * 2, draft_route.MAX_PER_LOGIN * 3))
+    assert draft_route.keep({"item": tag, "answers": {"q_preference": 1}}, token) == 204
+    for k in kept:
+        draft_route.close(f"reload{k}")

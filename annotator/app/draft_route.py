@@ -40,6 +40,7 @@ DRAFT_HEADER = "X-Pair-Studio-Draft"  # a custom header: a cross-site form canno
 MAX_BODY = 64 * 1024  # bytes: the answers and a comment (drafts.MAX_TEXT characters)
 KEPT_SECONDS = 12 * 3600  # an item on screen is forgotten after the app's SESSION_HOURS
 MAX_ITEMS = 20_000  # items on screen kept at once (the oldest go first)
+MAX_PER_LOGIN = 50  # items on screen kept per login (its oldest go first: one login never evicts another's)
 
 _LOG = logging.getLogger(__name__)
 
@@ -79,10 +80,14 @@ def show(
         if found is not None and found.assignment_id == assignment_id:
             found.expires = now + KEPT_SECONDS
             return
+        token_hash = _hash(session_token)
+        mine = [k for k, v in _items.items() if v.token_hash == token_hash]
+        for old in mine[: max(0, len(mine) - MAX_PER_LOGIN + 1)]:
+            del _items[old]
         if len(_items) >= MAX_ITEMS:
             for old in [k for k, v in _items.items() if v.expires <= now] or list(_items)[:1]:
                 del _items[old]
-        _items[tag] = OnScreen(assignment_id, _hash(session_token), questions, now + KEPT_SECONDS)
+        _items[tag] = OnScreen(assignment_id, token_hash, questions, now + KEPT_SECONDS)
 
 
 def on_screen(tag: str) -> OnScreen | None:
