@@ -197,3 +197,13 @@ def test_one_login_reloading_many_times_never_evicts_another_logins_item(
     assert draft_route.keep({"item": tag, "answers": {"q_preference": 1}}, token) == 204
     for k in kept:
         draft_route.close(f"reload{k}")
+
+
+def test_a_login_posting_drafts_faster_than_anyone_types_is_slowed(
+    on_screen: tuple[AppDB, int, str, str],
+) -> None:
+    built, assignment_id, tag, token = on_screen
+    payload = {"item": tag, "answers": {"q_preference": 1}}
+    statuses = [draft_route.keep(payload, token) for _ in range(draft_route.DRAFTS_PER_WINDOW + 5)]
+    assert statuses == [204] * draft_route.DRAFTS_PER_WINDOW + [429] * 5
+    assert draft(built, assignment_id) == {"preference": 1}

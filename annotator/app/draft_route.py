@@ -21,6 +21,7 @@ import json
 import logging
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,7 @@ DRAFT_HEADER = "X-Pair-Studio-Draft"  # a custom header: a cross-site form canno
 MAX_BODY = 64 * 1024  # bytes: the answers and a comment (drafts.MAX_TEXT characters)
 KEPT_SECONDS = 12 * 3600  # an item on screen is forgotten after the app's SESSION_HOURS
 MAX_ITEMS = 20_000  # items on screen kept at once (the oldest go first)
+DRAFTS_PER_WINDOW, WINDOW_SECONDS = 120, 10.0  # drafts per login in a window (a key press posts one)
 MAX_PER_LOGIN = 50  # items on screen kept per login (its oldest go first: one login never evicts another's)
 
 _LOG = logging.getLogger(__name__)
@@ -60,6 +62,22 @@ class OnScreen:
 
 _items: dict[str, OnScreen] = {}
 _lock = threading.Lock()
+_recent: dict[str, deque[float]] = {}  # per login: when its latest drafts came
+
+
+def _within_rate(token_hash: str) -> bool:
+    """Count one draft for the login; False when it has posted DRAFTS_PER_WINDOW in WINDOW_SECONDS."""
+    now = time.monotonic()
+    with _lock:
+        for gone in [k for k, times in _recent.items() if times[-1] <= now - WINDOW_SECONDS]:
+            del _recent[gone]
+        times = _recent.setdefault(token_hash, deque())
+        while times and times[0] <= now - WINDOW_SECONDS:
+            times.popleft()
+        if len(times) >= DRAFTS_PER_WINDOW:
+            return False
+        times.append(now)
+        return True
 
 
 def _hash(token: str) -> str:
@@ -138,6 +156,8 @@ def keep(payload: Any, token: str) -> int:
         return 409  # not on screen (any more): the page's next run draws what is
     if not token or not hmac.compare_digest(item.token_hash, _hash(token)):
         return 403
+    if not _within_rate(item.token_hash):
+        return 429  # the page keeps the answers and sends the next draft later
     kept = answers(item, payload)
     with item.lock:
         if item.closed:
