@@ -349,3 +349,40 @@ def test_only_a_researcher_may_reset_a_password(engine: Engine) -> None:
     bob = _login(engine, "bob", PASSWORD)
     with pytest.raises(AuthError, match="needs researcher"), db.session_scope(engine) as session:
         accounts.reset_password(session, username="alice", account=bob)
+
+
+def test_a_burst_of_password_checks_runs_at_most_the_hashing_bound_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Argon2id (46 MiB and a core each) never runs more than accounts.HASHING allows at the same time:
+    each check waits inside until the bound is filled (or no other check is left to come)."""
+    import threading
+
+    total = 24
+    bound = accounts.HASHING._initial_value  # type: ignore[attr-defined]
+    state = {"running": 0, "done": 0, "most": 0}
+    changed = threading.Condition()
+
+    class CountingHasher:
+        def verify(self, stored: str, raw: bytes) -> bool:
+            with changed:
+                state["running"] += 1
+                state["most"] = max(state["most"], state["running"])
+                changed.notify_all()
+                changed.wait_for(
+                    lambda: state["running"] >= bound or state["running"] + state["done"] == total
+                )
+                state["running"] -= 1
+                state["done"] += 1
+                changed.notify_all()
+            return True
+
+    monkeypatch.setattr(accounts, "HASHER", CountingHasher())
+    check = accounts.verify_password
+    threads = [threading.Thread(target=check, args=("pw", "$argon2id$x")) for _ in range(total)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert state["done"] == total
+    assert state["most"] == bound < total

@@ -8,8 +8,10 @@ a real account's row, so a deactivated user is refused by the next service call.
 import base64
 import hashlib
 import hmac
+import os
 import re
 import secrets
+import threading
 from datetime import datetime, timedelta
 from functools import cache
 from importlib import resources
@@ -38,6 +40,9 @@ from annotator.store.models import ROLES, Event, LoginThrottle, User, UserSessio
 
 # Argon2id with OWASP's parameters (m=46 MiB, t=1 is their floor; t=3 puts a login at ~0.1-0.2 s here).
 HASHER = PasswordHasher(time_cost=3, memory_cost=47104, parallelism=1, hash_len=32, salt_len=16)
+#: Argon2id runs at most this many at once (each takes 46 MiB and a core): a burst of logins queues here,
+#: with no database connection held, instead of holding 100 x 46 MiB and starving the database's writers.
+HASHING = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1000
@@ -57,7 +62,9 @@ def _utf8(password: str) -> bytes:
 
 def hash_password(password: str) -> str:
     """An Argon2id hash (PHC string: $argon2id$v=19$m=...,t=...,p=...$salt$hash)."""
-    return HASHER.hash(_utf8(password))
+    raw = _utf8(password)
+    with HASHING:
+        return HASHER.hash(raw)
 
 
 def _verify_scrypt(password: bytes, stored: str) -> bool:
@@ -83,7 +90,8 @@ def verify_password(password: str, stored: str) -> bool:
     if stored.startswith("scrypt$"):
         return _verify_scrypt(raw, stored)
     try:
-        return HASHER.verify(stored, raw)
+        with HASHING:
+            return HASHER.verify(stored, raw)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return False
 
