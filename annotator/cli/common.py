@@ -4,6 +4,7 @@ error rule (a user mistake is one line and exit 1), opening the database."""
 import functools
 import sqlite3
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -57,6 +58,23 @@ DbOption = Annotated[
 ]
 
 StudyOption = Annotated[str, typer.Option("--study", "-s", help="Study name.")]
+BaseUrlOption = Annotated[str, typer.Option(help="The app's address as the link's user reaches it")]
+LinkDaysOption = Annotated[float, typer.Option(help="Days the link stays valid")]
+
+
+def link_address(base_url: str, parameter: str, token: str) -> str:
+    """The app's address with a single-use link's token as the query `parameter`."""
+    from urllib.parse import quote
+
+    return f"{base_url.rstrip('/')}/?{parameter}={quote(token)}"
+
+
+def link_lifetime(days: float) -> timedelta:
+    """How long a single-use link stays valid (--days); a non-positive value is a user mistake."""
+    if days <= 0:
+        raise UserError("--days must be positive")
+    return timedelta(days=days)
+
 
 MaxBytesOption = Annotated[
     int,

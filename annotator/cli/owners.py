@@ -1,13 +1,21 @@
 """Profile owners: `annotator owners link|list|revoke`."""
 
-from typing import Annotated
-
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from annotator.cli.common import DbOption, StudyOption, app, open_db, out, user_errors
-from annotator.errors import UserError
+from annotator.cli.common import (
+    BaseUrlOption,
+    DbOption,
+    LinkDaysOption,
+    StudyOption,
+    app,
+    link_address,
+    link_lifetime,
+    open_db,
+    out,
+    user_errors,
+)
 from annotator.people import authorization
 from annotator.rating import owner_links
 from annotator.store import db
@@ -23,23 +31,17 @@ app.add_typer(owners_app, name="owners")
 def owners_link(
     owner: str,
     study: StudyOption,
-    base_url: Annotated[
-        str, typer.Option(help="The app's address as owners reach it")
-    ] = "http://localhost:8501",
-    days: Annotated[float, typer.Option(help="Days the link stays valid")] = 7.0,
+    base_url: BaseUrlOption = "http://localhost:8501",
+    days: LinkDaysOption = 7.0,
     database: DbOption = None,
 ) -> None:
     """Print a single-use link for OWNER to rate the pairs of their own profile in a study."""
-    from datetime import timedelta
-    from urllib.parse import quote
-
-    if days <= 0:
-        raise UserError("--days must be positive")
+    valid_for = link_lifetime(days)
     with db.session_scope(open_db(database)) as session:
         token = owner_links.issue_owner_link(
-            session, study=study, owner=owner, account=authorization.SYSTEM, valid_for=timedelta(days=days)
+            session, study=study, owner=owner, account=authorization.SYSTEM, valid_for=valid_for
         )
-    out.print(f"{base_url.rstrip('/')}/?owner_token={quote(token)}", highlight=False)
+    out.print(link_address(base_url, "owner_token", token), highlight=False)
 
 
 @owners_app.command("list")

@@ -6,7 +6,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from annotator.cli.common import DbOption, open_db, out, user_errors, users_app
+from annotator.cli.common import (
+    BaseUrlOption,
+    DbOption,
+    LinkDaysOption,
+    link_address,
+    link_lifetime,
+    open_db,
+    out,
+    user_errors,
+    users_app,
+)
 from annotator.errors import UserError
 from annotator.people import accounts, authorization
 from annotator.store import db
@@ -109,21 +119,15 @@ def users_unlock(name: str, database: DbOption = None) -> None:
 @user_errors
 def users_link(
     name: str,
-    base_url: Annotated[
-        str, typer.Option(help="The app's address as users reach it")
-    ] = "http://localhost:8501",
-    days: Annotated[float, typer.Option(help="Days the link stays valid")] = 7.0,
+    base_url: BaseUrlOption = "http://localhost:8501",
+    days: LinkDaysOption = 7.0,
     database: DbOption = None,
 ) -> None:
     """Print a single-use login link for an account."""
-    from datetime import timedelta
-    from urllib.parse import quote
-
-    if days <= 0:
-        raise UserError("--days must be positive")
+    valid_for = link_lifetime(days)
     engine = open_db(database)
     with db.session_scope(engine) as session:
         token = accounts.issue_login_token(
-            session, username=name, account=authorization.SYSTEM, valid_for=timedelta(days=days)
+            session, username=name, account=authorization.SYSTEM, valid_for=valid_for
         )
-    out.print(f"{base_url.rstrip('/')}/?token={quote(token)}", highlight=False)
+    out.print(link_address(base_url, "token", token), highlight=False)
