@@ -300,26 +300,23 @@ def _check_judgment_columns(out: pd.DataFrame) -> None:
         )
 
 
+def _check_choice(out: pd.DataFrame, column: str, allowed: tuple[str, ...], described: str) -> None:
+    """Make `column` text ("" when empty, in place) and refuse a value outside `allowed`."""
+    out[column] = as_text(out[column])
+    bad = ~out[column].isin(allowed)
+    if bad.any():
+        got = _show(out.loc[bad, column])
+        raise ValueError(f"column '{column}' must be {described}, got: {got}{_at(bad)}")
+
+
 def _check_optional_columns(out: pd.DataFrame) -> None:
     """control and arm as text ("" when empty), side_chosen A/B, the lengths >= 0 (in place)."""
     if CONTROL in out.columns:
-        out[CONTROL] = as_text(out[CONTROL])
-        bad = ~out[CONTROL].isin(CONTROL_KINDS)
-        if bad.any():
-            raise ValueError(
-                f"column 'control' must be empty or one of {', '.join(CONTROL_KINDS[1:])}, "
-                f"got: {_show(out.loc[bad, CONTROL])}{_at(bad)}"
-            )
+        _check_choice(out, CONTROL, CONTROL_KINDS, f"empty or one of {', '.join(CONTROL_KINDS[1:])}")
     if ARM in out.columns:
         out[ARM] = as_text(out[ARM])
     if RATER_KIND in out.columns:
-        out[RATER_KIND] = as_text(out[RATER_KIND])
-        bad = ~out[RATER_KIND].isin(RATER_KINDS)
-        if bad.any():
-            raise ValueError(
-                f"column '{RATER_KIND}' must be empty, 'annotator' or 'owner', "
-                f"got: {_show(out.loc[bad, RATER_KIND])}{_at(bad)}"
-            )
+        _check_choice(out, RATER_KIND, RATER_KINDS, "empty, 'annotator' or 'owner'")
     if SIDE_CHOSEN in out.columns:
         side = out[SIDE_CHOSEN]
         bad = side.notna() & ~side.isin(("A", "B"))
