@@ -4,6 +4,8 @@ by the services, controls that nothing tells apart, and errors that name nothing
 
 import random
 import re
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
@@ -396,3 +398,53 @@ def test_prolific_ids_that_differ_only_in_case_are_one_worker(engine: Engine, tm
     first = enter(engine, "casey01")
     assert enter(engine, "CASEY01").id == first.id
     assert len(_links(engine)) == 1
+
+
+def test_arrivals_waiting_for_the_study_hold_no_connection(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 first visits arrive while another transaction holds the study's lock for longer than the pool's
+    timeout (pool of 2 connections + 2 overflow, 2 s): each waits for its turn without holding a
+    connection, so when the lock is freed all 30 places fill and the other 10 are told the places are
+    taken; nobody is told the server is busy."""
+    monkeypatch.setenv(db.POOL_ENV, "2")
+    monkeypatch.setattr(db, "POOL_TIMEOUT_S", 2)
+    engine = db.make_engine(db_url)
+    db.upgrade(engine)
+    try:
+        qc_study(engine, tmp_path, 40, crowd={**PROLIFIC, "places": 30, "items": 4})
+        with Session(engine) as session:
+            study_id = id_of(session.exec(select(Study)).one())
+        with ThreadPoolExecutor(max_workers=1) as background, Session(engine) as holder:
+            db.lock_study(holder, study_id)
+            burst = background.submit(race, 40, lambda k: enter(engine, f"queue{k}"))
+            time.sleep(3 * db.POOL_TIMEOUT_S)  # the scenario: a lock held past the pool's timeout
+            holder.commit()
+            entered, errors = burst.result(timeout=120)
+        assert [str(e) for e in errors if not isinstance(e, UserError) or isinstance(e, BusyError)] == []
+        assert len(entered) == 30 and len(errors) == 10
+        assert len(_links(engine)) == 30
+    finally:
+        engine.dispose()
+
+
+def test_a_unit_of_work_that_meets_a_lock_runs_again(engine: Engine) -> None:
+    """A lock held too long is one BusyError line from session_scope; with_retries runs the work again
+    and returns its result, and gives up with that line after its attempts."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    runs: list[int] = []
+
+    def work(session: Session) -> int:
+        runs.append(1)
+        if len(runs) < 3:
+            raise OperationalError("UPDATE study", {}, sqlite3.OperationalError("database is locked"))
+        return len(session.exec(select(User)).all())
+
+    assert db.with_retries(engine, work) == 0 and len(runs) == 3
+    runs.clear()
+    with pytest.raises(BusyError, match="locked") as caught:
+        db.with_retries(engine, work, attempts=2)
+    assert len(runs) == 2 and "\n" not in str(caught.value)

@@ -113,3 +113,52 @@ def test_a_real_postgresql_outage_in_the_browser(tmp_path: Path, tab: "Page") ->
     finally:
         proxy.close()
         built.engine.dispose()
+
+
+def test_a_lock_held_too_long_is_a_busy_moment_not_an_outage(app_db: AppDB) -> None:
+    """SQLite's "database is locked" after the busy timeout: a warning that the database is busy (no
+    outage message, no cause line about restoring anything), and the page comes back by itself."""
+    import sqlite3
+
+    at = app_for(app_db.account("ann1"))
+    page_text = [m.value for m in at.markdown]
+    engine = common.engine()
+
+    def locked(*_args: object, **_kwargs: object) -> None:
+        raise OperationalError("UPDATE study", {}, sqlite3.OperationalError("database is locked"))
+
+    event.listen(engine, "before_cursor_execute", locked)
+    try:
+        at.run()
+    finally:
+        event.remove(engine, "before_cursor_execute", locked)
+    assert not at.exception and not at.error
+    assert [w.value for w in at.warning] == [common.BUSY.format(seconds=common.RETRY_SECONDS)]
+    at.run()
+    assert not at.exception and not at.error and not at.warning
+    assert [m.value for m in at.markdown] == page_text
+
+
+def test_a_login_that_meets_a_lock_is_tried_again_and_gets_in(app_db: AppDB) -> None:
+    """The first write of a password login meets "database is locked": the login runs again by itself
+    and the user is signed in, with no error shown."""
+    import sqlite3
+
+    at = app_for(None)
+    engine = common.engine()
+    met: list[str] = []
+
+    def locked_once(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
+        if not met and statement.lstrip().upper().startswith(("INSERT", "UPDATE")):
+            met.append(statement)
+            raise OperationalError(statement, {}, sqlite3.OperationalError("database is locked"))
+
+    event.listen(engine, "before_cursor_execute", locked_once)
+    try:
+        at.text_input(key="login_username").input("ann1")
+        at.text_input(key="login_password").input(PASSWORD)
+        at.button(key="login_submit").click().run()
+    finally:
+        event.remove(engine, "before_cursor_execute", locked_once)
+    assert met and not at.exception and not at.error
+    assert any("Signed in as" in c.value for c in at.sidebar.caption)

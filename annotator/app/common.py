@@ -205,24 +205,34 @@ OUTAGE = (
     "is saved. This page checks again every {seconds} seconds and comes back by itself."
 )
 FAULT = "The database refused this page's request, so it cannot be shown. Please tell the study's researcher."
+BUSY = (
+    "The database is busy with other people's work right now, so this page waited too long. Everything "
+    "you submitted is saved. This page tries again in {seconds} seconds by itself."
+)
 _OUTAGE_SHOWN = "outage_message_shown"
 
 
 def database_down(exc: BaseException) -> bool:
     """Whether `exc` is a database fault; if so, one page-level message says so (with the fault in one
-    line). A lost or refused connection (PostgreSQL down, SQLite locked) also starts a timer that runs
-    the app again as soon as the database answers."""
+    line). A lost or refused connection (PostgreSQL down) also starts a timer that runs the app again
+    as soon as the database answers; so does a lock held too long, which is said to be a busy moment,
+    never an outage."""
     from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
     if not isinstance(exc, DBAPIError):
         return False
-    outage = isinstance(exc, OperationalError | InterfaceError) or (
-        isinstance(exc, DBAPIError) and exc.connection_invalidated
+    busy = db.is_locked(exc)
+    outage = not busy and (
+        isinstance(exc, OperationalError | InterfaceError)
+        or (isinstance(exc, DBAPIError) and exc.connection_invalidated)
     )
-    st.error(OUTAGE.format(seconds=RETRY_SECONDS) if outage else FAULT, icon=":material/cloud_off:")
-    fault = exc if isinstance(exc, DatabaseError) else DatabaseError(None, None, exc.orig or exc)
-    st.caption(f"Cause: {db.describe_error(fault)}")
-    if outage:
+    if busy:
+        st.warning(BUSY.format(seconds=RETRY_SECONDS), icon=":material/hourglass_top:")
+    else:
+        st.error(OUTAGE.format(seconds=RETRY_SECONDS) if outage else FAULT, icon=":material/cloud_off:")
+        fault = exc if isinstance(exc, DatabaseError) else DatabaseError(None, None, exc.orig or exc)
+        st.caption(f"Cause: {db.describe_error(fault)}")
+    if outage or busy:
         st.session_state[_OUTAGE_SHOWN] = True
         _retry_when_back()
     return True

@@ -8,7 +8,7 @@ A worker opens ``<app>/?study=S&PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=...`` (
   `Study.pseudonym_key`), so the raw id is never stored nor shown on any page;
 - the account has no usable password (its hash is not a hash), so it can only come back by its link;
 - a link can create at most `[crowd] places` accounts per study (then it is refused): the place count
-  and the insert are one serialized step (:func:`annotator.store.db.lock_study`), so parallel first
+  and the insert are one serialized step (:func:`annotator.store.db.study_turn`), so parallel first
   visits never overrun the places, and one worker id gets one account whatever the number of tabs;
 - `[crowd] session_minutes` limits how long after the first visit the worker may keep working;
 - the new account gets up to `[crowd] items` of the pairs that still need judgments, with the study's
@@ -40,7 +40,7 @@ from annotator.intake.assign import annotator_arms
 from annotator.intake.controls import pick_controls
 from annotator.people.authorization import Account, require_role
 from annotator.people.pseudonyms import study_secret
-from annotator.store.db import lock_study
+from annotator.store.db import study_turn
 from annotator.store.models import (
     DONE,
     FLAGGED,
@@ -142,15 +142,17 @@ def _find(session: Session, study_id: int, worker_hash: str) -> CrowdLink | None
 def enter(session: Session, *, study: str, params: Mapping[str, str]) -> Account:
     """The annotator account for a crowd link: created on the first visit, resumed afterwards.
 
-    A returning worker is looked up first without any lock. A first visit takes the study's lock
-    (:func:`lock_study`) before it reads anything it writes by: the pseudonym key (created once), the
+    A returning worker is looked up first without any lock. A first visit waits for its turn on the
+    study (:func:`study_turn`: holding no database connection while it waits, then the study's
+    database lock) before it reads anything it writes by: the pseudonym key (created once), the
     worker's link (another tab may just have made it), the number of places taken and the assignment
     counts the newcomer's queue is planned from; so parallel first visits are served one after another
     and can neither overrun the places, make two accounts for one worker id, nor leave a pair unrated
-    while others get more than their overlap. Prolific's worker ids are compared without case.
-    Raises UserError for a link that cannot be used (naming nothing internal), a
-    missing or malformed worker id, or when all places are taken; AuthError when the worker's time is
-    up (unless their work is finished: they may come back to their code) or the account was closed.
+    while others get more than their overlap; a first visit is committed by this call. Prolific's
+    worker ids are compared without case. Raises UserError for a link that cannot be used (naming
+    nothing internal), a missing or malformed worker id, or when all places are taken; AuthError
+    when the worker's time is up (unless their work is finished: they may come back to their code) or
+    the account was closed.
     """
     study_row, config, rate, overlap = _linked_study(session, study)
     worker = _parameter(params, config.worker_param or WORKER_PARAMS[config.platform], required=True)
@@ -167,16 +169,16 @@ def enter(session: Session, *, study: str, params: Mapping[str, str]) -> Account
     if link is None:
         # The queue is planned under the lock: it reads the assignment counts that the previous
         # newcomer has just written, so a burst of first visits covers every pair evenly.
-        lock_study(session, study_id)
-        worker_hash = _worker_hash(study_secret(session, study_row), config.platform, worker)
-        link = _find(session, study_id, worker_hash)
-        if link is None:
-            queue = _plan_work(
-                session, study_id, config.items, overlap, rate, random.Random(secrets.randbits(64))
-            )
-            return _new_worker(
-                session, study_row, config, queue, worker_hash, platform_study, platform_session
-            )
+        with study_turn(session, study_id):
+            worker_hash = _worker_hash(study_secret(session, study_row), config.platform, worker)
+            link = _find(session, study_id, worker_hash)
+            if link is None:
+                queue = _plan_work(
+                    session, study_id, config.items, overlap, rate, random.Random(secrets.randbits(64))
+                )
+                return _new_worker(
+                    session, study_row, config, queue, worker_hash, platform_study, platform_session
+                )
     user = session.get(User, link.user_id)
     if user is None or not user.active:
         raise AuthError("this participation has been closed; please contact the researcher")

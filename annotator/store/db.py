@@ -2,10 +2,13 @@
 
 import json
 import os
-from collections.abc import Iterator
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -32,6 +35,13 @@ POOL_SIZE = 20  # connections kept open; as many more may open at a peak (max_ov
 POOL_TIMEOUT_S = 5
 POOL_ENV = "ANNOTATOR_DB_POOL"  # overrides POOL_SIZE
 POOL_BUSY = "the server is busy (every database connection is in use); please try again in a moment"
+# A unit of work that met a lock held too long, or a full pool, runs again this many times in all.
+ATTEMPTS = 3
+# How long a crowd arrival waits for its turn on a study in this process (holding no connection).
+TURN_WAIT_S = 60
+# SQLSTATEs of PostgreSQL's lock faults: lock_not_available, deadlock_detected, serialization_failure.
+_PG_LOCK_STATES = frozenset({"55P03", "40P01", "40001"})
+T = TypeVar("T")
 
 
 def resolve_url(url: str | None = None) -> str:
@@ -122,10 +132,21 @@ def make_engine(url: str | None = None) -> Engine:
         raise UserError(f"the database driver for {parsed.drivername} is not installed: {exc.name}") from exc
 
 
+def is_locked(exc: BaseException) -> bool:
+    """Whether a database error is a lock held too long (SQLite's "database is locked" after the busy
+    timeout; PostgreSQL's lock timeout, deadlock or serialization failure): trying again works."""
+    if not isinstance(exc, OperationalError | DatabaseError):
+        return False
+    if getattr(exc.orig, "sqlstate", None) in _PG_LOCK_STATES:
+        return True
+    return "database is locked" in str(exc.orig).lower() or "table is locked" in str(exc.orig).lower()
+
+
 @contextmanager
 def session_scope(engine: Engine) -> Iterator[Session]:
     """One unit of work: commit on success, roll back on any error. A pool with no free connection
-    within POOL_TIMEOUT_S raises BusyError (one line: POOL_BUSY), never a hang."""
+    within POOL_TIMEOUT_S raises BusyError (one line: POOL_BUSY), never a hang; so does a lock held
+    too long (one line saying so): the database is fine, and trying again works."""
     with Session(engine, expire_on_commit=False) as session:
         try:
             yield session
@@ -133,9 +154,61 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         except PoolTimeout as exc:
             session.rollback()
             raise BusyError(POOL_BUSY) from exc
+        except DatabaseError as exc:
+            session.rollback()
+            if is_locked(exc):
+                raise BusyError(describe_error(exc)) from exc
+            raise
         except BaseException:
             session.rollback()
             raise
+
+
+def with_retries(engine: Engine, work: Callable[[Session], T], attempts: int = ATTEMPTS) -> T:
+    """`work` in its own unit of work; when it meets a lock held too long or a full pool (BusyError),
+    it is rolled back and run again after a short random pause, up to `attempts` times in all.
+    Only for work that may run twice: each run starts from what is committed."""
+    for attempt in range(1, attempts + 1):
+        try:
+            with session_scope(engine) as session:
+                return work(session)
+        except BusyError:
+            if attempt == attempts:
+                raise
+            time.sleep(random.uniform(0.05, 0.25) * attempt)  # spread the retries of a burst apart
+    raise AssertionError("unreachable")
+
+
+_TURNS: dict[tuple[str, int], threading.Lock] = {}
+_TURNS_GUARD = threading.Lock()
+
+
+def _turn(engine: Engine, study_id: int) -> threading.Lock:
+    key = (engine.url.render_as_string(hide_password=True), study_id)
+    with _TURNS_GUARD:
+        return _TURNS.setdefault(key, threading.Lock())
+
+
+@contextmanager
+def study_turn(session: Session, study_id: int) -> Iterator[None]:
+    """A read-then-write on one study, one at a time, committed before the next one starts.
+
+    The session's transaction so far is committed first, so that while a session waits for its turn
+    (a lock of this server process) it holds no database connection: a burst of arrivals queues here,
+    not in the connection pool. The holder then takes the database's lock (:func:`lock_study`), which
+    still serializes it against other processes, does its work and commits it. BusyError after
+    TURN_WAIT_S without a turn.
+    """
+    session.commit()
+    turn = _turn(session.get_bind().engine, study_id)
+    if not turn.acquire(timeout=TURN_WAIT_S):
+        raise BusyError(POOL_BUSY)
+    try:
+        lock_study(session, study_id)
+        yield
+        session.commit()
+    finally:
+        turn.release()
 
 
 def lock_study(session: Session, study_id: int) -> None:

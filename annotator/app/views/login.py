@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from annotator.app.common import SESSION_COOKIE, log_in, session
+from annotator.app.common import SESSION_COOKIE, engine, log_in, session
 from annotator.errors import AuthError, UserError
 from annotator.people import accounts
 from annotator.rating import crowd
+from annotator.store import db
 
 
 def token_login() -> None:
@@ -65,11 +66,14 @@ def password_login() -> None:
         st.error("Please enter your username and password.")
         return
     try:
-        with session() as active:
-            account = accounts.authenticate(
-                active, username.strip(), password, client=_client(), known_session=_known_session()
-            )
-    except UserError as exc:  # a refused login, or a busy server (BusyError): one line
+        client, known = _client(), _known_session()
+        account = db.with_retries(
+            engine(),
+            lambda active: accounts.authenticate(
+                active, username.strip(), password, client=client, known_session=known
+            ),
+        )
+    except UserError as exc:  # a refused login, or a server still busy after the retries: one line
         st.error(str(exc))
         return
     log_in(account)
@@ -87,8 +91,9 @@ def crowd_login() -> None:
     params = {key: st.query_params.get(key) or "" for key in st.query_params.keys()}
     st.query_params.clear()
     try:
-        with session() as active:
-            account = crowd.enter(active, study=params["study"], params=params)
+        account = db.with_retries(
+            engine(), lambda active: crowd.enter(active, study=params["study"], params=params)
+        )
     except (AuthError, UserError) as exc:
         st.title("Pair Studio")
         st.error(str(exc))
