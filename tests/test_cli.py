@@ -92,6 +92,25 @@ def test_python_dash_m_annotator_help(tmp_path: Path) -> None:
         assert command in result.stdout
 
 
+HEAVY = ("sqlalchemy", "sqlmodel", "alembic", "pandas", "numpy", "scipy", "pyarrow", "streamlit")
+LOADED = (
+    "import sys\nfrom annotator.cli import main\nsys.argv = ['annotator', *sys.argv[1:]]\n"
+    "try:\n    main()\nexcept SystemExit:\n    pass\n"
+    f"print(','.join(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))), file=sys.stderr)"
+)
+
+
+@pytest.mark.nodb  # no database
+@pytest.mark.parametrize(
+    "args", [["--help"], ["users", "--help"], ["analyze", "--help"], ["serve", "--help"]]
+)
+def test_help_loads_neither_the_database_nor_the_statistics_stack(args: list[str]) -> None:
+    """Commands import what they use when they run: `--help` loads Typer and Rich only."""
+    result = subprocess.run([sys.executable, "-c", LOADED, *args], capture_output=True, text=True, timeout=60)
+    assert "Usage" in result.stdout, result.stderr
+    assert result.stderr.strip().splitlines()[-1:] in ([], [""]), result.stderr
+
+
 @pytest.mark.sqlite_only
 def test_long_output_lines_are_not_wrapped(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / ('a-long-folder-name-' * 6)}/annotations.db"

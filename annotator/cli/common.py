@@ -1,5 +1,9 @@
 """What every command shares: the Typer app and its groups, the consoles, the options, the one
-error rule (a user mistake is one line and exit 1), opening the database."""
+error rule (a user mistake is one line and exit 1), opening the database.
+
+Start-up rule: this module and every command module import only Typer, Rich and the standard library at
+module level; each command imports the services it calls inside its body, so `annotator --help` and a
+light command never load SQLAlchemy, pandas or SciPy."""
 
 import functools
 import sqlite3
@@ -10,16 +14,13 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DatabaseError
 
 from annotator.errors import UserError
-from annotator.store import db
 
-if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
-    pass
+if TYPE_CHECKING:  # the database stack loads only for the commands that use it
+    from rich.progress import Progress
+    from sqlalchemy.engine import Engine
 
 app = typer.Typer(
     help="Validate personalized preference pairs with human annotators.",
@@ -94,7 +95,13 @@ def user_errors(command: F) -> F:
             return command(*args, **kwargs)
         except UserError as exc:
             err.print(Text.assemble(("error:", "bold red"), f" {exc}"), highlight=False, soft_wrap=True)
-        except (DatabaseError, sqlite3.DatabaseError) as exc:
+        except Exception as exc:
+            from sqlalchemy.exc import DatabaseError
+
+            from annotator.store import db
+
+            if not isinstance(exc, DatabaseError | sqlite3.DatabaseError):
+                raise
             if isinstance(exc, sqlite3.DatabaseError):  # the raw driver (e.g. the backup API)
                 exc = DatabaseError(None, None, exc)
             err.print(
@@ -120,26 +127,34 @@ def _main(database: DbOption = None) -> None:
 
 def db_url(url: str | None) -> str:
     """The database URL: the command's --db, else the global --db, else $ANNOTATOR_DB_URL or the default."""
+    from annotator.store import db
+
     return db.resolve_url(url or _global["db"])
 
 
-def open_db(url: str | None) -> Engine:
+def open_db(url: str | None) -> "Engine":
     """An engine for a database that is at the current schema."""
+    from annotator.store import db
+
     engine = db.make_engine(db_url(url))
     db.check_schema(engine)
     return engine
 
 
-def open_sound_db(url: str | None) -> Engine:
+def open_sound_db(url: str | None) -> "Engine":
     """An engine for a database at the current schema that passes SQLite's quick_check: a damaged file
     is one line and exit 1, never a report or an export read from it (analyze, export)."""
+    from annotator.store import db
+
     engine = db.make_engine(db_url(url))
     db.check_integrity(engine)
     db.check_schema(engine)
     return engine
 
 
-def progress_bar() -> Progress:
+def progress_bar() -> "Progress":
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -20,10 +20,6 @@ from annotator.cli.common import (
     progress_bar,
     user_errors,
 )
-from annotator.intake import assign, ingest
-from annotator.people import authorization
-from annotator.store import db
-from annotator.study import load_config
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     pass
@@ -47,6 +43,10 @@ def import_(
     database: DbOption = None,
 ) -> None:
     """Import pair records into a study (created on first import); all or nothing."""
+    from annotator.intake import ingest
+    from annotator.people import authorization
+    from annotator.study import load_config
+
     engine = open_db(database)
     study_config = load_config(config) if config is not None else None
     with progress_bar() as bar:
@@ -79,6 +79,7 @@ def models_import(
     database: DbOption = None,
 ) -> None:
     """Import one reward model's per-pair predictions (scores or a choice); all or nothing."""
+    from annotator.people import authorization
     from annotator.review.predictions import import_predictions
 
     engine = open_db(database)
@@ -110,6 +111,7 @@ def judges_import(
     database: DbOption = None,
 ) -> None:
     """Import one LLM judge's ratings (all or nothing; the same file again is a no-op)."""
+    from annotator.people import authorization
     from annotator.review.judges import import_judges
 
     engine = open_db(database)
@@ -163,6 +165,10 @@ def assign_(
     database: DbOption = None,
 ) -> None:
     """Assign pairs to annotators: K per pair, balanced load and sides; only adds what is missing."""
+    from annotator.intake import assign
+    from annotator.people import authorization
+    from annotator.store import db
+
     engine = open_db(database)
     names = [n.strip() for n in annotators.split(",") if n.strip()] if annotators else None
     with db.session_scope(engine) as session:
@@ -199,6 +205,8 @@ def controls_make(
 ) -> None:
     """Derive control pairs from a study's pairs and mix them, unseen, into the queues."""
     from annotator.intake.controls import make_controls
+    from annotator.people import authorization
+    from annotator.store import db
 
     engine = open_db(database)
     with db.session_scope(engine) as session:

@@ -16,9 +16,6 @@ from annotator.cli.common import (
     out,
     user_errors,
 )
-from annotator.people import authorization
-from annotator.rating import owner_links
-from annotator.store import db
 
 owners_app = typer.Typer(
     help="Single-use links for profile owners to rate their own pairs.", no_args_is_help=True
@@ -36,6 +33,10 @@ def owners_link(
     database: DbOption = None,
 ) -> None:
     """Print a single-use link for OWNER to rate the pairs of their own profile in a study."""
+    from annotator.people import authorization
+    from annotator.rating import owner_links
+    from annotator.store import db
+
     valid_for = link_lifetime(days)
     with db.session_scope(open_db(database)) as session:
         token = owner_links.issue_owner_link(
@@ -48,6 +49,10 @@ def owners_link(
 @user_errors
 def owners_list(study: StudyOption, database: DbOption = None) -> None:
     """List the owner links of a study."""
+    from annotator.people import authorization
+    from annotator.rating import owner_links
+    from annotator.store import db
+
     with db.session_scope(open_db(database)) as session:
         links = owner_links.list_owner_links(session, study=study, account=authorization.SYSTEM)
     table = Table("owner", "created", "expires", "used", "revoked", "open")
@@ -64,6 +69,10 @@ def owners_list(study: StudyOption, database: DbOption = None) -> None:
 @user_errors
 def owners_revoke(owner: str, study: StudyOption, database: DbOption = None) -> None:
     """Revoke every unused link of OWNER in a study."""
+    from annotator.people import authorization
+    from annotator.rating import owner_links
+    from annotator.store import db
+
     with db.session_scope(open_db(database)) as session:
         n = owner_links.revoke_owner_links(session, study=study, owner=owner, account=authorization.SYSTEM)
     out.print(Text(f"revoked {n} link(s) of {owner}"))

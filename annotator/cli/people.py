@@ -18,8 +18,6 @@ from annotator.cli.common import (
     users_app,
 )
 from annotator.errors import UserError
-from annotator.people import accounts, authorization
-from annotator.store import db
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     pass
@@ -40,6 +38,9 @@ def users_add(
     database: DbOption = None,
 ) -> None:
     """Create an account (the password is never a command-line argument: `ps` would show it)."""
+    from annotator.people import accounts, authorization
+    from annotator.store import db
+
     engine = open_db(database)
     secret = read_password() if ask else accounts.generate_password()
     with db.session_scope(engine) as session:
@@ -64,6 +65,9 @@ def read_password() -> str:
 @user_errors
 def users_list(database: DbOption = None) -> None:
     """List accounts."""
+    from annotator.people import accounts
+    from annotator.store import db
+
     engine = open_db(database)
     with db.session_scope(engine) as session:
         users = accounts.list_users(session)
@@ -79,6 +83,9 @@ def users_list(database: DbOption = None) -> None:
 @user_errors
 def users_deactivate(name: str, database: DbOption = None) -> None:
     """Deactivate an account (its labels are kept; it can no longer log in)."""
+    from annotator.people import accounts, authorization
+    from annotator.store import db
+
     engine = open_db(database)
     with db.session_scope(engine) as session:
         accounts.set_active(session, username=name, active=False, account=authorization.SYSTEM)
@@ -89,6 +96,9 @@ def users_deactivate(name: str, database: DbOption = None) -> None:
 @user_errors
 def users_reactivate(name: str, database: DbOption = None) -> None:
     """Reactivate a deactivated account."""
+    from annotator.people import accounts, authorization
+    from annotator.store import db
+
     engine = open_db(database)
     with db.session_scope(engine) as session:
         accounts.set_active(session, username=name, active=True, account=authorization.SYSTEM)
@@ -99,6 +109,9 @@ def users_reactivate(name: str, database: DbOption = None) -> None:
 @user_errors
 def users_reset_password(name: str, database: DbOption = None) -> None:
     """Give an account a new generated password (printed once); ends its sessions."""
+    from annotator.people import accounts, authorization
+    from annotator.store import db
+
     engine = open_db(database)
     with db.session_scope(engine) as session:
         secret = accounts.reset_password(session, username=name, account=authorization.SYSTEM)
@@ -109,6 +122,9 @@ def users_reset_password(name: str, database: DbOption = None) -> None:
 @user_errors
 def users_unlock(name: str, database: DbOption = None) -> None:
     """Clear an account's wait after failed logins."""
+    from annotator.people import accounts, authorization
+    from annotator.store import db
+
     engine = open_db(database)
     with db.session_scope(engine) as session:
         accounts.unlock(session, username=name, account=authorization.SYSTEM)
@@ -124,6 +140,9 @@ def users_link(
     database: DbOption = None,
 ) -> None:
     """Print a single-use login link for an account."""
+    from annotator.people import accounts, authorization
+    from annotator.store import db
+
     valid_for = link_lifetime(days)
     engine = open_db(database)
     with db.session_scope(engine) as session:

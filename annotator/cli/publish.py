@@ -6,9 +6,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from annotator.cli.common import DbOption, StudyOption, app, db_url, open_sound_db, out, user_errors
-from annotator.people import authorization
-from annotator.publish import export as exporting
-from annotator.store import db
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     pass
@@ -38,6 +35,10 @@ def export_(
 ) -> None:
     """Export raw labels, adjudicated labels or the (validated) pairs as CSV, JSON Lines or Parquet;
     `dataset` writes a Hub-ready folder (Parquet + dataset card), optionally pushed to the Hub."""
+    from annotator.people import authorization
+    from annotator.publish import export as exporting
+    from annotator.store import db
+
     if kind == "dataset":
         from annotator.publish.dataset import publish
 

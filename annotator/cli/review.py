@@ -23,10 +23,6 @@ from annotator.cli.common import (
     write_text,
 )
 from annotator.errors import UserError
-from annotator.people import authorization
-from annotator.review import adjudicate as adjudication
-from annotator.review import adjudication_queue
-from annotator.store import db
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     import pandas as pd
@@ -46,7 +42,9 @@ def models_queue(
     database: DbOption = None,
 ) -> None:
     """The pairs where a model and the human majority disagree; optionally send them back."""
+    from annotator.people import authorization
     from annotator.review.predictions import disagreement_queue, send_back_disagreements
+    from annotator.store import db
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
@@ -82,7 +80,9 @@ def judges_queue(
     database: DbOption = None,
 ) -> None:
     """The pairs where a judge's preference and the human majority disagree."""
+    from annotator.people import authorization
     from annotator.review.judges import judge_queue
+    from annotator.store import db
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
@@ -107,7 +107,9 @@ def quality(
     database: DbOption = None,
 ) -> None:
     """Per-annotator quality control: gold accuracy, self-consistency, attention, competence, exclusion."""
+    from annotator.people import authorization
     from annotator.review.quality import agreement_drift, annotator_quality
+    from annotator.store import db
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
@@ -225,7 +227,9 @@ def power(
 
 def study_power(study: str, database: str | None, simulations: int) -> None:
     """The achieved power of an existing study and the annotators its crossed-model test would need."""
+    from annotator.people import authorization
     from annotator.review import study_report
+    from annotator.store import db
 
     engine = open_db(database)
     with db.session_scope(engine) as session:
@@ -309,7 +313,9 @@ def analyze(
 ) -> None:
     """Run the validation statistics: equivalence, rubric, preference, reliability, sensitivity."""
     from analysis import render
+    from annotator.people import authorization
     from annotator.review import study_report
+    from annotator.store import db
 
     if (study is None) == (labels is None):
         raise UserError("give either --study S (a study in the database) or --labels FILE")
@@ -355,6 +361,11 @@ def adjudicate_(
     database: DbOption = None,
 ) -> None:
     """Auto-resolve clear pairs (--auto) and list the ones that need an adjudicator (--queue)."""
+    from annotator.people import authorization
+    from annotator.review import adjudicate as adjudication
+    from annotator.review import adjudication_queue
+    from annotator.store import db
+
     if not auto and not show_queue:
         raise UserError("give --auto, --queue or both")
     if fmt not in QUEUE_FORMATS:

@@ -5,7 +5,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from annotator import server
 from annotator.cli.common import (
     DbOption,
     StudyOption,
@@ -18,11 +17,6 @@ from annotator.cli.common import (
     progress_bar,
     user_errors,
 )
-from annotator.demo import build_demo
-from annotator.rating.guidelines import guidelines_text
-from annotator.store import db
-from annotator.synthetic import SimulationSpec
-from annotator.synthetic import simulate as run_simulation
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     pass
@@ -32,6 +26,8 @@ if TYPE_CHECKING:  # the statistics stack loads only for the commands that use i
 @user_errors
 def init(database: DbOption = None) -> None:
     """Create the database, or bring it to the current schema (safe to run again)."""
+    from annotator.store import db
+
     url = db_url(database)
     before = db.upgrade(url)
     out.print(f"database {db.shown_url(url)} at schema {db.head_revision()} (was {before})", highlight=False)
@@ -63,6 +59,9 @@ def simulate(
     database: DbOption = None,
 ) -> None:
     """Simulate annotators with a known truth (through the real assignment and submit code)."""
+    from annotator.synthetic import SimulationSpec
+    from annotator.synthetic import simulate as run_simulation
+
     spec = SimulationSpec(
         annotators=annotators,
         overlap=overlap,
@@ -90,6 +89,10 @@ def serve(
     database: DbOption = None,
 ) -> None:
     """Start the web app on the database."""
+    from annotator import server
+    from annotator.rating.guidelines import guidelines_text
+    from annotator.store import db
+
     url = absolute_url(db_url(database))
     engine = open_db(url)
     db.check_integrity(engine)  # never start as if healthy on a damaged database
@@ -111,6 +114,9 @@ def demo(
     ] = True,
 ) -> None:
     """Build the demo (sample pairs, demo accounts, three simulated annotators) and start the app."""
+    from annotator import server
+    from annotator.demo import build_demo
+
     with err.status("building the demo database..."):
         built = build_demo(rebuild=rebuild)
     out.print(("built " if built.built else "using existing ") + built.url, highlight=False)
