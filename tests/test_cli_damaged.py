@@ -12,27 +12,10 @@ from typer.testing import CliRunner
 
 from annotator.cli import app
 from annotator.store import db
+from tests.utils.damage import damaged_db
 from tests.utils.qchelpers import qc_study
 
 runner = CliRunner()
-
-
-def _damaged_db(folder: Path) -> str:
-    """A SQLite database with 30 pairs, one page in the middle of the file overwritten."""
-    path = folder / "damaged.db"
-    url = f"sqlite:///{path}"
-    db.upgrade(url)
-    engine = db.make_engine(url)
-    qc_study(engine, folder, 30)
-    engine.dispose()
-    connection = sqlite3.connect(path)
-    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    page_size, pages = (connection.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_size", "page_count"))
-    connection.close()
-    with path.open("r+b") as raw:
-        raw.seek(page_size * (pages // 2))
-        raw.write(b"\xff" * page_size)
-    return url
 
 
 @pytest.mark.parametrize(
@@ -40,7 +23,7 @@ def _damaged_db(folder: Path) -> str:
     [["analyze", "--study", "s1"], ["export", "labels", "--study", "s1", "--out", "labels.csv"]],
 )
 def test_a_damaged_file_is_one_line_and_exit_one(tmp_path: Path, command: list[str]) -> None:
-    url = _damaged_db(tmp_path)
+    url = damaged_db(tmp_path)
     result = runner.invoke(app, ["--db", url, *command])
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()

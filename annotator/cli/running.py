@@ -17,6 +17,7 @@ from annotator.cli.common import (
     progress_bar,
     user_errors,
 )
+from annotator.errors import UserError
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     pass
@@ -91,15 +92,30 @@ def serve(
     """Start the web app on the database."""
     from annotator import server
     from annotator.rating.guidelines import guidelines_text
-    from annotator.store import db
+    from annotator.store import db, integrity
 
     url = absolute_url(db_url(database))
     engine = open_db(url)
-    db.check_integrity(engine)  # never start as if healthy on a damaged database
-    db.check_audit(engine)  # nor with an audit log that can be rewritten
-    engine.dispose()
+    db.check_audit(engine)  # never start with an audit log that can be rewritten
     guidelines_text()  # nor with guidelines it cannot show
+    # Nor let anyone write to a damaged database: a small file is checked now, a large one by a guard
+    # that holds every write until its check has passed and stops the server if it fails.
+    path = db.sqlite_file(engine)
+    guard = None
+    if path is not None and integrity.checked_while_starting(path):
+        try:
+            guard = integrity.start_guard(path, db.shown_url(url), db.busy_timeout_ms())
+        except RuntimeError as exc:
+            raise UserError(str(exc)) from None
+    else:
+        db.check_integrity(engine)
+    engine.dispose()
     out.print(f"serving {db.shown_url(url)} at http://{host}:{port}", highlight=False)
+    if guard is not None:
+        out.print(
+            "checking the database's integrity while the server starts; writes wait for it", highlight=False
+        )
+        guard.detach()
     raise typer.Exit(server.run(url, host=host, port=port))
 
 

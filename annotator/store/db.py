@@ -21,6 +21,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session, col, create_engine
 
 from annotator.errors import BusyError, SchemaError, UserError
+from annotator.store.integrity import RESTORE, damaged, refusal, verdict
 from annotator.store.models import Study
 
 DEFAULT_URL = "sqlite:///data/annotations.db"
@@ -372,14 +373,6 @@ def check_audit(engine: Engine) -> None:
         )
 
 
-RESTORE = "stop the app and restore the latest backup (annotator backup makes one)"
-
-
-def _damaged(lowered_message: str) -> bool:
-    """Whether a database error says the file itself is damaged (the one case for restoring a backup)."""
-    return any(word in lowered_message for word in ("malformed", "not a database", "corrupt"))
-
-
 def describe_error(exc: DatabaseError) -> str:
     """A one-line explanation of a database failure, with what to do about it."""
     text = str(exc.orig) if exc.orig is not None else str(exc)
@@ -399,7 +392,7 @@ def describe_error(exc: DatabaseError) -> str:
         )
     if "disk" in lowered and "full" in lowered or "no space" in lowered:
         return "the disk is full; free some space and run the command again (nothing partial was saved)"
-    if _damaged(lowered):
+    if damaged(lowered):
         return (
             "the database file is damaged (" + (text.splitlines()[0] if text else "corrupt") + f"); {RESTORE}"
         )
@@ -426,18 +419,24 @@ def integrity_problem(engine: Engine) -> str | None:
             rows = connection.exec_driver_sql("PRAGMA quick_check").fetchall()
     except DatabaseError as exc:
         message = str(exc.orig) if exc.orig is not None else str(exc)
-        if not _damaged(message.lower()):
+        if not damaged(message.lower()):
             raise UserError(describe_error(exc)) from exc
         return message.splitlines()[0] if message else "corrupt"
-    found = [" ".join(str(row[0]).split()) for row in rows]  # one line, whatever SQLite wrote
-    return None if found == ["ok"] else "; ".join(found[:3])
+    return verdict([tuple(row) for row in rows])
 
 
 def check_integrity(engine: Engine) -> None:
-    """Refuse a database that fails a quick integrity check (e.g. before `serve` starts on it)."""
+    """Refuse a database that fails a quick integrity check (e.g. before `analyze` reads it)."""
     problem = integrity_problem(engine)
     if problem is not None:
-        raise UserError(
-            f"the database {shown_url(str(engine.url))} is damaged: it fails its integrity check "
-            f"({problem}); {RESTORE}"
-        )
+        raise UserError(refusal(shown_url(str(engine.url)), problem))
+
+
+def sqlite_file(engine: Engine) -> Path | None:
+    """The file of a SQLite database given by a plain path (None: PostgreSQL, in memory, or a URI)."""
+    url = engine.url
+    if engine.dialect.name != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    if str(url.query.get("uri", "")).lower() in ("true", "1"):
+        return None
+    return Path(url.database).expanduser()
