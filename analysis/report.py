@@ -70,6 +70,7 @@ from analysis.frames import (
 )
 from analysis.judges import JudgeSection
 from analysis.owners import OwnerSection, owner_endorsement_verdict, owner_section, split_owners
+from analysis.ppi_report import PredictionPoweredSection
 from analysis.report_tables import (
     bias_tables,
     category_table,
@@ -131,6 +132,8 @@ class Report:
     cleaning: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)  # drop / needs more / keep
     judges: JudgeSection | None = field(default=None, repr=False)  # LLM judges vs people (analysis.judges)
     owners: OwnerSection | None = field(default=None, repr=False)  # the profiles' owners (analysis.owners)
+    # equivalence over every pair a judge rated (analysis.ppi_report); None without such a judge
+    prediction_powered: PredictionPoweredSection | None = field(default=None, repr=False)
 
     def verdict(self, key: str) -> Verdict:
         """The verdict with this key."""

@@ -9,6 +9,7 @@ from analysis.render.as_markdown import to_markdown
 from analysis.render.as_terminal import to_terminal
 from analysis.render.owner_text import owner_sections
 from analysis.render.plots import MIN_CATEGORY_PAIRS, difference_range, figure_captions, figures
+from analysis.render.ppi_text import prediction_powered_sections
 from analysis.render.text import (
     CROSSED_COLUMNS,
     EQUIVALENCE_COLUMNS,
@@ -43,6 +44,7 @@ __all__ = [
     "json_text",
     "methods_paragraph",
     "owner_sections",
+    "prediction_powered_sections",
     "quality_sections",
     "status_word",
     "to_html",

@@ -126,6 +126,7 @@ def to_json(report: Report) -> dict[str, Any]:
             else {"exclusion": report.quality.exclusion}
             | {name: _records(df) for name, df in report.quality.tables().items()},
             **_judges_json(report),
+            **_prediction_powered_json(report),
             **_owners_json(report),
             "benchmark": None
             if report.benchmark is None
@@ -143,6 +144,15 @@ def _owners_json(report: Report) -> dict[str, Any]:
     tables = {"endorsement": section.endorsement, "agreement": section.agreement}
     tables |= {"rubric": section.rubric, "models": section.models, "alt_test": section.alt_test}
     return {"owners": {"parameters": section.parameters} | {k: _records(df) for k, df in tables.items()}}
+
+
+def _prediction_powered_json(report: Report) -> dict[str, Any]:
+    """The ``prediction_powered`` keys, only when a judge covers pairs beyond the people's (otherwise the
+    JSON is unchanged)."""
+    section = report.prediction_powered
+    if section is None:
+        return {}
+    return {name: _records(table) for name, table in section.tables().items()}
 
 
 def _judges_json(report: Report) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from analysis.render.owner_text import owner_lines
+from analysis.render.ppi_text import prediction_powered_lines
 from analysis.render.text import cleaning_title, format_value, status_word
 from analysis.report import Report
 
@@ -68,6 +69,7 @@ def to_terminal(report: Report) -> str:
                 f"{format_value(row['winning_rate'])} advantage {format_value(row['advantage_probability'])} "
                 f"on {row['n_pairs']} pairs"
             )
+    lines.extend(prediction_powered_lines(report))
     lines.extend(owner_lines(report))
     if report.quality is not None and not report.quality.table.empty:
         excluded = report.quality.exclusion.get("excluded") or []

@@ -14,6 +14,7 @@ import pandas as pd
 
 from analysis.competence import QC_REPORT_COLUMNS
 from analysis.render.owner_text import owner_sections
+from analysis.render.ppi_text import prediction_powered_sections
 from analysis.report import Report, Verdict
 
 _WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_assessed": "NOT ASSESSED"}
@@ -342,5 +343,6 @@ def extra_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
         *benchmark_sections(report),
         *quality_sections(report),
         *judge_sections(report),
+        *prediction_powered_sections(report),
         *owner_sections(report),
     ]

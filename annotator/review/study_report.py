@@ -98,7 +98,8 @@ def _attach_judges(
     seed: int,
     account: Account,
 ) -> Report:
-    """The report with its LLM-judges section when the study has judge ratings (the same filters)."""
+    """The report with its LLM-judges section when the study has judge ratings (the same filters), and
+    the prediction-powered section when a judge rated pairs beyond the people's (unfiltered only)."""
     import dataclasses
 
     from analysis.frames import split_controls
@@ -124,7 +125,32 @@ def _attach_judges(
         seed=seed,
     )
     section.parameters["epsilon_basis"] = basis
-    return dataclasses.replace(report, judges=section)
+    from analysis.ppi_report import prediction_powered_section
+
+    # over every judged pair only for the whole study: a filtered view's rated pairs are no uniform
+    # sample of the judge's pairs
+    covered = (
+        None
+        if categories or annotators
+        else prediction_powered_section(
+            main,
+            judges,
+            quality_items=config.dimension_names,
+            margin=config.analysis.margin,
+            alpha=config.analysis.alpha,
+            control_pairs=_control_pairs(frame),
+        )
+    )
+    return dataclasses.replace(report, judges=section, prediction_powered=covered)
+
+
+def _control_pairs(frame: pd.DataFrame) -> list[str]:
+    """The ids of the frame's control pairs (their judge ratings stay out of the verdicts)."""
+    from analysis.frames import CONTROL, PAIR_ID
+
+    if CONTROL not in frame.columns:
+        return []
+    return frame.loc[frame[CONTROL].fillna("") != "", PAIR_ID].astype(str).unique().tolist()
 
 
 def labels_report(

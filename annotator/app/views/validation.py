@@ -14,6 +14,7 @@ from analysis.render import (
     figure_captions,
     judge_sections,
     owner_sections,
+    prediction_powered_sections,
     status_word,
 )
 from analysis.report import Report
@@ -199,7 +200,8 @@ if study is not None:
     if len(report.failed_pairs) > SHOWN_FAILED:
         st.caption(f"The first {SHOWN_FAILED} are shown; the JSON report lists them all.")
     # models, arms, judges, the profiles' owners
-    for title, note, table in [*benchmark_sections(report), *judge_sections(report), *owner_sections(report)]:
+    sections = [*benchmark_sections(report), *judge_sections(report), *prediction_powered_sections(report)]
+    for title, note, table in [*sections, *owner_sections(report)]:
         st.header(title)
         st.caption(note)
         show_table(table.head(SHOWN_FAILED), key=f"validation_{title}")

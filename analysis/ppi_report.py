@@ -1,0 +1,205 @@
+"""The report's prediction-powered section: equivalence over every pair a judge rated.
+
+Per judge and quality dimension, :func:`analysis.prediction_powered.prediction_powered_tost` on the
+people's per-judgment differences and the judge's chosen - rejected gap (its ratings averaged over the
+orders it saw a pair in); per judge the intersection-union over the dimensions, as in the people-only
+equivalence verdict. The section exists only when a judge rated main pairs beyond the people's: a
+study without a judge, or with a judge on the people's pairs only, gets none (its report is
+unchanged). The people must have rated a uniform random sample of the judged pairs; the section says
+so. The share of broken pairs is not part of this verdict (it stays the people-only one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from analysis.frames import CHOSEN, ITEM, PAIR_ID, REJECTED, RESPONSE, VALUE, judgment_differences
+from analysis.judges import JUDGE
+from analysis.prediction_powered import prediction_powered_tost
+
+__all__ = ["PredictionPoweredSection", "judge_item_gaps", "prediction_powered_section", "summary_sentences"]
+
+TABLE_COLUMNS = [
+    "judge",
+    "dimension",
+    "n_pairs",
+    "n_rated",
+    "effective_pairs",
+    "lam",
+    "correlation",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "df",
+    "pvalue",
+    "equivalent",
+    "people_estimate",
+    "people_ci_low",
+    "people_ci_high",
+    "people_equivalent",
+    "warnings",
+]
+VERDICT_COLUMNS = [
+    "judge",
+    "status",
+    "n_pairs",
+    "n_rated",
+    "effective_pairs",
+    "lam_min",
+    "lam_max",
+    "sentence",
+]
+
+
+@dataclass(frozen=True)
+class PredictionPoweredSection:
+    """``table``: one row per (judge, dimension) (:data:`TABLE_COLUMNS`); ``verdicts``: one row per
+    judge (:data:`VERDICT_COLUMNS`), the intersection-union over dimensions and its sentence."""
+
+    table: pd.DataFrame
+    verdicts: pd.DataFrame
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The tables by name (the JSON report's keys)."""
+        return {"prediction_powered": self.table, "prediction_powered_verdicts": self.verdicts}
+
+
+def judge_item_gaps(judge_rows: pd.DataFrame, item: str) -> pd.Series:
+    """One judge's chosen - rejected gap per pair on `item` (each response's rating averaged over the
+    orders), indexed by pair id; pairs without both responses rated are left out."""
+    rows = judge_rows[(judge_rows[ITEM] == item) & judge_rows[RESPONSE].isin([CHOSEN, REJECTED])]
+    wide = rows.groupby([PAIR_ID, RESPONSE], observed=True)[VALUE].mean().unstack(RESPONSE)
+    if CHOSEN not in wide.columns or REJECTED not in wide.columns:
+        return pd.Series(dtype=float)
+    return (wide[CHOSEN] - wide[REJECTED]).dropna().astype(float)
+
+
+def _span(values: Sequence[float], digits: int) -> str:
+    """One value, or the range of values, at `digits` decimals."""
+    low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return low if low == high else f"{low} to {high}"
+
+
+def summary_sentences(n_pairs: int, n_rated: int, effective: Sequence[float], lams: Sequence[float]) -> str:
+    """The section's sentences for one judge (`effective` and `lams` per dimension): coverage and
+    effective sample size, lambda, what the judge added."""
+    added = [e - n_rated for e in effective]
+    if max(lams) == 0.0:
+        what = "nothing: its gaps do not track the people's (lambda 0), so the verdict is the people-only one"
+    elif max(added) < 0.5:
+        what = "less than one rated pair's worth of precision"
+    else:
+        what = (
+            f"its ratings count as about {_span(added, 0)} more pairs rated by this panel "
+            f"({_span([e / n_rated for e in effective], 2)} times the people's own precision)"
+        )
+    return (
+        f"Verdict over {n_pairs} pairs, {n_rated} of them rated by people, effective sample size "
+        f"{_span(effective, 0)} (over the dimensions: the rated pairs a people-only analysis with this panel "
+        f"would need for the same precision). Lambda {_span(lams, 2)}: the weight of the judge's gap in the "
+        "estimate, tuned to the data (0 = the judge is not used, 1 = fully). What the judge added: "
+        f"{what}."
+    )
+
+
+def prediction_powered_section(
+    main: pd.DataFrame,
+    judges: pd.DataFrame,
+    *,
+    quality_items: Sequence[str],
+    margin: float,
+    alpha: float = 0.05,
+    control_pairs: Sequence[str] = (),
+) -> PredictionPoweredSection | None:
+    """The prediction-powered equivalence verdict of every judge that rated pairs beyond the people's.
+
+    Parameters
+    ----------
+    main : pandas.DataFrame
+        The label frame's main (non-control) rows.
+    judges : pandas.DataFrame
+        Judge ratings (:data:`analysis.judges.JUDGE_COLUMNS`) on any pairs of the study.
+    quality_items : sequence of str
+        The quality dimensions that must be equivalent.
+    margin, alpha : float
+        The equivalence margin and the level of each one-sided test.
+    control_pairs : sequence of str
+        Control pairs' ids: their judge ratings are left out.
+
+    Returns
+    -------
+    PredictionPoweredSection or None
+        None when no judge rated a main pair beyond the people's on a quality dimension.
+    """
+    if judges.empty or main.empty:
+        return None
+    judges = judges[~judges[PAIR_ID].isin(set(control_pairs))]
+    rated = set(main[PAIR_ID])
+    differences = {}
+    for item in quality_items:
+        try:
+            differences[item] = judgment_differences(main, item)
+        except ValueError:
+            continue
+    rows: list[dict[str, Any]] = []
+    verdicts: list[dict[str, Any]] = []
+    for name in sorted(judges[JUDGE].unique()):
+        mine = judges[judges[JUDGE] == name]
+        results = []
+        for item, diffs in differences.items():
+            gap = judge_item_gaps(mine, item)
+            if gap.index.isin(list(rated)).sum() < 2 or (~gap.index.isin(list(rated))).sum() == 0:
+                continue
+            try:
+                res = prediction_powered_tost(diffs, gap, item=item, margin=margin, alpha=alpha, judge=name)
+            except ValueError:
+                continue
+            results.append(res)
+            rows.append(
+                {"judge": name, "dimension": item} | {c: getattr(res, c) for c in TABLE_COLUMNS[2:-1]}
+            )
+            rows[-1]["warnings"] = "; ".join(res.warnings)
+        if not results:
+            continue
+        verdicts.append(_judge_verdict(name, results, len(differences)))
+    if not rows:
+        return None
+    return PredictionPoweredSection(
+        table=pd.DataFrame(rows, columns=TABLE_COLUMNS),
+        verdicts=pd.DataFrame(verdicts, columns=VERDICT_COLUMNS),
+        parameters={
+            "margin": margin,
+            "alpha": alpha,
+            "sampling": "uniform random sample of the judged pairs",
+        },
+    )
+
+
+def _judge_verdict(name: str, results: list[Any], n_items: int) -> dict[str, Any]:
+    """One judge's intersection-union over the dimensions and its sentences."""
+    if len(results) < n_items:
+        status = "inconclusive"
+    elif all(r.equivalent for r in results):
+        status = "pass"
+    elif any(r.ci_low > r.high or r.ci_high < r.low for r in results):
+        status = "fail"
+    else:
+        status = "inconclusive"
+    effective = [r.effective_pairs for r in results]
+    lams = [r.lam for r in results]
+    n_pairs, n_rated = min(r.n_pairs for r in results), min(r.n_rated for r in results)
+    return {
+        "judge": name,
+        "status": status,
+        "n_pairs": n_pairs,
+        "n_rated": n_rated,
+        "effective_pairs": min(effective),
+        "lam_min": min(lams),
+        "lam_max": max(lams),
+        "sentence": summary_sentences(n_pairs, n_rated, effective, lams),
+    }

@@ -1,0 +1,76 @@
+"""The prediction-powered section as titled tables (every renderer shows them) and as terminal lines."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.ppi_report import PredictionPoweredSection
+from analysis.report import Report
+
+__all__ = ["prediction_powered_lines", "prediction_powered_sections"]
+
+_SHOWN = [
+    "judge",
+    "dimension",
+    "n_pairs",
+    "n_rated",
+    "effective_pairs",
+    "lam",
+    "correlation",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "equivalent",
+    "people_estimate",
+    "people_ci_low",
+    "people_ci_high",
+    "people_equivalent",
+]
+
+
+def _note(section: PredictionPoweredSection) -> str:
+    p = section.parameters
+    level = round(100 * (1 - 2 * p["alpha"]))
+    return (
+        "PPI++ (Angelopoulos, Duchi & Zrnic 2023): a judge rated every pair, people a sample; the mean "
+        "chosen - rejected gap over every judged pair is lambda x the judge's mean gap on the pairs no "
+        "person rated + the people's mean of (gap - lambda x judge gap) on the rated pairs, the latter in "
+        "the crossed random-effects model (pair and annotator effects, Satterthwaite df), so the claim "
+        "holds for pairs and annotators in general whatever the judge is. TOST against +-"
+        f"{p['margin']:g} at {p['alpha']:g} per one-sided test ({level}% CIs), all dimensions must pass. "
+        "Valid when the people rated a uniform random sample of the judged pairs. The share of broken "
+        "pairs stays the people-only verdict's. people_*: the people-only crossed model on the rated pairs."
+    )
+
+
+def prediction_powered_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
+    """The prediction-powered tables (title, note, table); none when no judge covers pairs beyond the
+    people's."""
+    section = report.prediction_powered
+    if section is None:
+        return []
+    verdicts = section.verdicts.assign(status=section.verdicts["status"].str.upper())
+    return [
+        (
+            "LLM judges: equivalence over every judged pair (prediction-powered)",
+            _note(section),
+            section.table[_SHOWN],
+        ),
+        (
+            "LLM judges: what each judge added",
+            "Per judge: the verdict over all its pairs (every dimension), coverage, effective sample size "
+            "and lambda, in words.",
+            verdicts[["judge", "status", "sentence"]],
+        ),
+    ]
+
+
+def prediction_powered_lines(report: Report) -> list[str]:
+    """Terminal lines: one per judge (status and its sentences); none without the section."""
+    section = report.prediction_powered
+    if section is None:
+        return []
+    lines = ["", "LLM judges: equivalence over every judged pair (prediction-powered)"]
+    for row in section.verdicts.to_dict("records"):
+        lines.append(f"  {str(row['judge'])[:24]:<24} {str(row['status']).upper():<13} {row['sentence']}")
+    return lines

@@ -1,0 +1,140 @@
+"""The report's prediction-powered section: present only when a judge covers pairs beyond the people's."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import render
+from analysis.frames import split_controls
+from analysis.ppi_report import judge_item_gaps, prediction_powered_section, summary_sentences
+from analysis.report import ReportSettings, build_report
+from analysis.simulation import simulate_frame
+from annotator.people.authorization import SYSTEM
+from annotator.review import judges
+from annotator.review.readers import label_frame
+from annotator.review.study_report import study_report
+from annotator.store import db
+from annotator.synthetic import SimulationSpec, simulate
+from tests.utils.factories import make_study, temp_engine, write_csv
+
+ITEMS = ("correctness", "relevance", "helpfulness")
+
+
+def _judge_rows(pairs: list[str], gaps: dict[str, float], name: str = "j") -> pd.DataFrame:
+    """A judge frame: per pair and dimension, chosen at 3 + gap/2 and rejected at 3 - gap/2."""
+    rows = []
+    for pair in pairs:
+        for item in ITEMS:
+            gap = gaps[pair]
+            for response, value in (("chosen", 3 + gap / 2), ("rejected", 3 - gap / 2)):
+                rows.append((pair, name, "", response, item, value, np.nan, np.nan))
+    return pd.DataFrame(
+        rows, columns=["pair_id", "judge", "order", "response", "item", "value", "preference", "confidence"]
+    )
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return simulate_frame(np.random.default_rng(4), n_pairs=40, pool=6, noise=0.5, rubric_aspects=0)
+
+
+def test_judge_gap_is_chosen_minus_rejected_averaged_over_orders() -> None:
+    rows = _judge_rows(["p1"], {"p1": 1.0})
+    swapped = rows.assign(
+        order="rejected_first", value=rows["value"] + np.where(rows["response"] == "chosen", 1, 0)
+    )
+    gap = judge_item_gaps(pd.concat([rows.assign(order="chosen_first"), swapped]), "correctness")
+    assert gap.to_dict() == {"p1": pytest.approx(1.5)}
+
+
+def test_no_section_without_a_judge_beyond_the_peoples_pairs(frame: pd.DataFrame) -> None:
+    main, _ = split_controls(frame)
+    rated = sorted(set(main["pair_id"]))
+    only_rated = _judge_rows(rated, dict.fromkeys(rated, 0.0))
+    assert prediction_powered_section(main, only_rated, quality_items=ITEMS, margin=0.5) is None
+    assert prediction_powered_section(main, only_rated.iloc[:0], quality_items=ITEMS, margin=0.5) is None
+
+
+def test_a_report_without_a_judge_is_unchanged(frame: pd.DataFrame) -> None:
+    report = build_report(frame, study="s", settings=ReportSettings(n_boot=20))
+    assert report.prediction_powered is None
+    data = render.to_json(report)
+    assert not any(key.startswith("prediction_powered") for key in data)
+    assert "prediction-powered" not in render.to_markdown(report)
+    assert "prediction-powered" not in render.to_terminal(report)
+    assert "prediction-powered" not in render.to_html(report)
+
+
+def test_the_section_states_coverage_effective_size_lambda_and_what_the_judge_added(
+    frame: pd.DataFrame,
+) -> None:
+    main, _ = split_controls(frame)
+    rated = sorted(set(main["pair_id"]))
+    people = main[main["item"] == "correctness"].pivot_table(
+        index="pair_id", columns="response", values="value"
+    )
+    gaps = (people["chosen"] - people["rejected"]).to_dict()
+    rng = np.random.default_rng(0)
+    unrated = [f"u{i}" for i in range(400)]
+    gaps |= {p: float(rng.normal(0, 0.5)) for p in unrated}
+    section = prediction_powered_section(
+        main, _judge_rows(rated + unrated, gaps), quality_items=ITEMS, margin=0.5
+    )
+    assert section is not None
+    assert list(section.table["dimension"]) == list(ITEMS)
+    assert (section.table["n_pairs"] == 440).all() and (section.table["n_rated"] == 40).all()
+    verdict = section.verdicts.iloc[0]
+    assert verdict["sentence"].startswith(
+        "Verdict over 440 pairs, 40 of them rated by people, effective sample size"
+    )
+    assert "Lambda" in verdict["sentence"] and "What the judge added" in verdict["sentence"]
+    report = dataclasses.replace(
+        build_report(frame, study="s", settings=ReportSettings(n_boot=20)), prediction_powered=section
+    )
+    data = json.loads(json.dumps(render.to_json(report)))
+    jsonschema.validate(data, render.REPORT_SCHEMA)
+    assert len(data["prediction_powered"]) == 3 and data["prediction_powered_verdicts"][0]["judge"] == "j"
+    assert "LLM judges: equivalence over every judged pair (prediction-powered)" in render.to_markdown(report)
+    assert "Verdict over 440 pairs" in render.to_terminal(report)
+
+
+def test_the_sentences_say_when_the_judge_added_nothing() -> None:
+    assert "What the judge added: nothing" in summary_sentences(500, 50, [50.0, 50.0], [0.0, 0.0])
+    sentence = summary_sentences(500, 50, [60.0, 80.0], [0.2, 0.6])
+    assert "effective sample size 60 to 80" in sentence and "Lambda 0.20 to 0.60" in sentence
+    assert "about 10 to 30 more pairs" in sentence
+
+
+def test_a_study_with_a_judge_on_every_pair_gets_the_section(tmp_path: Path) -> None:
+    with temp_engine() as engine:
+        make_study(engine, tmp_path, 40)
+        simulate(engine, study="s1", spec=SimulationSpec(annotators=3, overlap=3, seed=2))
+        make_study(engine, tmp_path, 120, start=40)  # pairs no person rated
+        with db.session_scope(engine) as session:
+            people = label_frame(session, study="s1", account=SYSTEM)
+        means = people.groupby(["pair_id", "response", "item"])["value"].mean()
+        rows = []
+        for i in range(160):
+            for item in ITEMS:
+                for response in ("chosen", "rejected"):
+                    value = means.get((f"pair-{i}", response, item), 3.0 + (i % 3) / 2)
+                    rows.append({"pair_id": f"pair-{i}", "response": response, "item": item, "value": value})
+        judges.import_judges(
+            engine, write_csv(tmp_path / "judge.csv", rows), study="s1", judge="every-pair", account=SYSTEM
+        )
+        with db.session_scope(engine) as session:
+            report = study_report(session, study="s1", n_boot=20, account=SYSTEM)
+            filtered = study_report(
+                session, study="s1", n_boot=20, account=SYSTEM, annotators=["sim_01", "sim_02"]
+            )
+    section = report.prediction_powered
+    assert section is not None and filtered.prediction_powered is None
+    assert set(section.table["n_pairs"]) == {160} and set(section.table["n_rated"]) == {40}
+    assert "Verdict over 160 pairs, 40 of them rated by people" in section.verdicts.iloc[0]["sentence"]
