@@ -70,8 +70,11 @@ def validity(studies: int, rng: np.random.Generator) -> None:
     print(f"worst prediction-powered false PASS: {worst:.4f} (bound {bound:.4f})")
 
 
-def _power(design: Design, studies: int, rng: np.random.Generator) -> dict[str, float]:
-    r = simulate(design, studies, rng)
+def _power(design: Design, studies: int, seed: int) -> dict[str, float]:
+    """Both powers of one design, from draws seeded by the design (common random numbers: the same
+    design gives the same studies wherever it is asked for)."""
+    key = [seed, design.n_total, design.n_rated, design.panel, round(1000 * design.margin)]
+    r = simulate(design, studies, np.random.default_rng(key + [round(100 * design.judge_corr)]))
     return {
         "people": float(r["people"].mean()),
         "ppi": float(r["ppi"].mean()),
@@ -81,18 +84,15 @@ def _power(design: Design, studies: int, rng: np.random.Generator) -> dict[str, 
     }
 
 
-def fewer_judgments(studies: int, rng: np.random.Generator) -> None:
+def fewer_judgments(studies: int, seed: int) -> None:
     se = math.sqrt(0.8 * 0.2 / studies)
     print(
         f"\nFewer judgments: judge gap correlating 0.7 with the people's pair mean, true gap 0, "
         f"{studies} studies per row (MC SE of a power near 0.8: {se:.4f})"
     )
-    for n_total, q, margin, corr in (
-        (5000, 5, 0.3, 0.7),
-        (5000, 5, 0.25, 0.7),
-        (5000, 3, 0.3, 0.7),
-        (5000, 3, 0.3, 0.8),
-    ):
+    designs = [(5000, 5, 0.3, 0.7), (5000, 5, 0.25, 0.7), (5000, 5, 0.25, 0.8), (5000, 3, 0.3, 0.7)]
+    designs += [(5000, 3, 0.3, 0.8)]
+    for n_total, q, margin, corr in designs:
         base = Design(
             n_total=n_total,
             n_rated=10,
@@ -104,7 +104,7 @@ def fewer_judgments(studies: int, rng: np.random.Generator) -> None:
         )
         n0, people0 = 0, 0.0
         for n in range(20, 401, 10):
-            p = _power(replace(base, n_rated=n), studies, rng)["people"]
+            p = _power(replace(base, n_rated=n), studies, seed)["people"]
             if p >= 0.8:
                 n0, people0 = n, p
                 break
@@ -112,10 +112,10 @@ def fewer_judgments(studies: int, rng: np.random.Generator) -> None:
             print(f"  N {n_total} q {q} margin {margin}: people-only power 0.8 not reached with 400 pairs")
             continue
         n1 = math.ceil(0.6 * n0)
-        at = _power(replace(base, n_rated=n1), studies, rng)
+        at = _power(replace(base, n_rated=n1), studies, seed)
         smallest = None
         for n in range(10, n0 + 1, 5):
-            if _power(replace(base, n_rated=n), studies, rng)["ppi"] >= people0:
+            if _power(replace(base, n_rated=n), studies, seed)["ppi"] >= people0:
                 smallest = n
                 break
         reached = "reached" if at["ppi"] >= people0 - 2 * se else "NOT reached"
@@ -129,7 +129,7 @@ def fewer_judgments(studies: int, rng: np.random.Generator) -> None:
         )
 
 
-def useless(studies: int, rng: np.random.Generator) -> None:
+def useless(studies: int, seed: int) -> None:
     print(
         f"\nUseless judge (pure noise): power at the same human budget, {studies} studies per row "
         "(target: within 0.05)"
@@ -143,7 +143,7 @@ def useless(studies: int, rng: np.random.Generator) -> None:
         p = _power(
             Design(n_total=n_total, n_rated=n, panel=q, mean_gap=0.0, judge="useless", margin=margin),
             studies,
-            rng,
+            seed,
         )
         print(
             f"  N {n_total} q {q} margin {margin} n {n}: people-only {p['people']:.4f}, prediction-powered "
@@ -184,8 +184,8 @@ def main() -> None:
     started = time.perf_counter()
     kernel_check(rng)
     validity(args.studies, rng)
-    fewer_judgments(args.studies, rng)
-    useless(args.studies, rng)
+    fewer_judgments(args.studies, args.seed)
+    useless(args.studies, args.seed)
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
 
 
