@@ -101,3 +101,30 @@ def test_the_countdown_warns_before_the_time_limit(
     assert any("Less than 3 minute(s) left" in warning.value for warning in at.warning)
     countdowns = [h.proto.body for h in at.get("html") if "ps-countdown" in h.proto.body]
     assert len(countdowns) == 1 and re.search(r'id="ps-countdown">2:5\d<', countdowns[0])
+
+
+def test_an_answer_sent_after_the_limit_says_it_was_not_counted(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page was drawn with 3 minutes left; the limit passes on the server before the submit
+    arrives: the page says the answer was not counted and shows no item any more."""
+    from annotator.app.views import rating_actions
+
+    qc_study(engine, tmp_path, 3, crowd=PROLIFIC | {"session_minutes": 30, "warn_minutes": 5})
+    account = enter(engine, "late")
+    with db.session_scope(engine) as session:
+        accounts.acknowledge_guidelines(session, account=account)
+        row = session.exec(select(CrowdLink)).one()
+        row.started_at = row.started_at - timedelta(minutes=27)
+        session.add(row)
+    monkeypatch.setenv(db.ENV_VAR, db_url)
+    at = app_for(account)
+    assert not at.exception and at.button(key="annotate_submit")
+    with db.session_scope(engine) as session:  # the server's clock passes the limit meanwhile
+        row = session.exec(select(CrowdLink)).one()
+        row.started_at = row.started_at - timedelta(minutes=10)
+        session.add(row)
+    at.button(key="annotate_submit").click().run()
+    assert not at.exception
+    assert [w.value for w in at.warning if "not counted" in w.value] == [rating_actions.LATE]
+    assert not [b for b in at.button if b.key == "annotate_submit"]
