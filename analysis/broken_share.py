@@ -1,12 +1,15 @@
-"""The share of pairs whose true chosen - rejected gap lies beyond the equivalence margin.
+"""The share of pairs whose true chosen - rejected gap lies beyond the equivalence margin, bounded for
+any distribution of the pair gaps.
 
 An equivalence claim about a pair set also needs few broken pairs: a mean gap inside the margin can
-hide a fifth of pairs far beyond it. The pair gaps are modelled as normal with the crossed fit's
-mean and pair SD (:mod:`analysis.mixed`); the verdict asks that the upper confidence bound of the
-share beyond +-margin is below ``max_broken_share``. The bound comes from the between-pair spread of
-the per-pair mean differences, less what judgment noise and annotator effects put into that spread
-(:func:`annotator_design`: the annotators' share of it, exact for any assignment of annotators to
-pairs).
+hide a fifth of pairs beyond it. The bound rests on one fact that holds whatever the gaps look like:
+the share of pairs with ``|g| > margin`` is at most ``M / margin^2``, with ``M`` the mean squared true
+gap over the pairs (Markov's inequality on ``g^2``; the bound is attained by pairs at 0 and just beyond
+the margin). ``M`` is estimated without a model of the gaps, the noise or the annotators: for a pair
+rated by annotators j != l, ``d_ij * d_il`` has expectation ``g_i^2`` when the judgment noise is
+independent and annotator effects are independent with mean 0 (pairs and annotators in general: the
+crossed pair x annotator model's population). Its upper confidence bound gives the verdict; the lower
+one gives a lower bound on the share from the largest gap the scale allows.
 """
 
 from __future__ import annotations
@@ -21,26 +24,39 @@ from scipy import stats
 
 from analysis.vocabulary import ANNOTATOR, PAIR_ID
 
-__all__ = ["BrokenShare", "annotator_design", "broken_share", "broken_share_from"]
+__all__ = [
+    "DEFAULT_GAP_RANGE",
+    "BrokenShare",
+    "MeanSquare",
+    "broken_share",
+    "broken_share_from",
+    "mean_square",
+    "share_bounds",
+]
+
+#: The largest true gap of the default 1-5 quality scale (a rating difference cannot exceed it).
+DEFAULT_GAP_RANGE = 4.0
 
 
 @dataclass(frozen=True)
 class BrokenShare:
-    """The share of pairs whose true chosen - rejected gap lies beyond the margin.
+    """The share of pairs whose true chosen - rejected gap lies beyond the margin, for any distribution
+    of the gaps.
 
-    ``share``: the estimate under a normal distribution of the pair gaps with the fitted mean and pair
-    SD; ``upper``/``lower``: its one-sided 1 - alpha confidence bounds (from a bound on
-    ``M = mean^2 + s2_pair``, the share's largest value over every normal with that M);
-    ``pair_sd`` and its bounds ``pair_sd_upper``,
-    ``pair_sd_lower``; ``below`` = ``upper < max_share``.
+    ``mean_square``: the estimated mean squared true gap M over the pairs, ``mean_square_se`` its
+    standard error, ``mean_square_upper`` its one-sided 1 - alpha upper bound; ``upper``: the bound on
+    the share, ``min(1, mean_square_upper / margin^2)``; ``lower``: a 1 - alpha lower bound on the share
+    (from M's lower bound and the largest gap the scale allows, ``gap_range``); ``annotator_var``: the
+    moment estimate of the annotators' variance in the gap; ``below`` = ``upper < max_share``.
     """
 
-    share: float
+    n_pairs: int
+    mean_square: float
+    mean_square_se: float
+    mean_square_upper: float
     lower: float
     upper: float
-    pair_sd: float
-    pair_sd_lower: float
-    pair_sd_upper: float
+    annotator_var: float
     max_share: float
     margin: float
     below: bool
@@ -50,91 +66,261 @@ class BrokenShare:
         return asdict(self)
 
 
-def _share_beyond(mean: float, sd: float, margin: float) -> float:
-    if sd <= 0:
-        return float(abs(mean) > margin)
-    return float(stats.norm.cdf((-margin - mean) / sd) + stats.norm.sf((margin - mean) / sd))
+@dataclass(frozen=True)
+class MeanSquare:
+    """Per study: the estimate of the mean squared true gap and what its standard error is made of.
+
+    Arrays of shape (n_studies,): ``n`` pairs, ``estimate`` (M), ``se`` (the larger of ``se_data`` and
+    ``se_floor``), ``se_data`` (from the spread of the per-pair estimates plus the annotators' shared
+    part), ``se_floor`` (the SE at the boundary ``M = floor_mean_square`` under normal judgment noise),
+    ``annotator_var`` and ``noise_var`` (the within-pair variance of one judgment).
+    """
+
+    n: np.ndarray
+    estimate: np.ndarray
+    se: np.ndarray
+    se_data: np.ndarray
+    se_floor: np.ndarray
+    annotator_var: np.ndarray
+    noise_var: np.ndarray
+
+
+def mean_square(
+    diff: Any,
+    pair: Any,
+    annotator: Any,
+    study_of_pair: Any,
+    *,
+    floor_mean_square: float = 0.0,
+) -> MeanSquare:
+    """The mean squared true gap of the pairs of one or many studies, with its standard error.
+
+    Parameters
+    ----------
+    diff : array_like, shape (N,)
+        One chosen - rejected difference per judgment.
+    pair, annotator : array_like of int, shape (N,)
+        Codes 0..P-1 of the judgment's pair and 0..A-1 of its annotator (an annotator belongs to one
+        study; one judgment per pair and annotator).
+    study_of_pair : array_like of int, shape (P,)
+        The study of each pair, codes 0..S-1 (all zeros for one study).
+    floor_mean_square : float, default 0
+        The M at which the SE floor is computed (the boundary of the claim: ``max_share * margin^2``).
+
+    Returns
+    -------
+    MeanSquare
+
+    Notes
+    -----
+    Per pair with k >= 2 judgments, ``U_i = sum_{j != l} d_ij d_il / (k (k - 1))`` is unbiased for
+    ``g_i^2`` (the pair's true gap squared, over annotators in general); a pair with one judgment uses
+    ``d^2`` less the study's within-pair variance. M is the mean of the U_i. Its variance: the spread of
+    the U_i over pairs, plus what the annotators share between pairs (products ``a_j a_l`` of the same
+    two annotators and ``g_i a_j`` of the same annotator; their sizes from the moment estimate of the
+    annotator variance: products of one annotator's within-pair deviations on different pairs). The
+    spread of the U_i grows with their mean, so a study whose M came out low also gets a low SE; the
+    floor (the SE at the boundary under normal noise of the observed within-pair variance) keeps that
+    from passing studies at the boundary more often than alpha with few pairs. Everything is sums over
+    judgments, so many simulated studies are computed at once.
+    """
+    d = np.asarray(diff, dtype=float)
+    pair = np.asarray(pair, dtype=np.int64)
+    annotator = np.asarray(annotator, dtype=np.int64)
+    sp = np.asarray(study_of_pair, dtype=np.int64)
+    n_pairs_all = len(sp)
+    n_studies = int(sp.max()) + 1 if n_pairs_all else 0
+    k = np.bincount(pair, minlength=n_pairs_all).astype(float)
+    s1 = np.bincount(pair, d, minlength=n_pairs_all)
+    s2 = np.bincount(pair, d * d, minlength=n_pairs_all)
+    used, multi = k > 0, k >= 2
+    kk = np.maximum(k, 1.0)
+    xbar = s1 / kk
+    df_within = np.bincount(sp, np.maximum(k - 1.0, 0.0), minlength=n_studies)
+    within = np.bincount(sp, np.where(multi, s2 - s1 * s1 / kk, 0.0), minlength=n_studies) / np.maximum(
+        df_within, 1.0
+    )
+    u = np.where(multi, (s1 * s1 - s2) / np.maximum(k * (k - 1.0), 1.0), s1 * s1 - within[sp])
+    u = np.where(used, u, 0.0)
+    n = np.bincount(sp, used.astype(float), minlength=n_studies)
+    n_safe = np.maximum(n, 1.0)
+    m = np.bincount(sp, u, minlength=n_studies) / n_safe
+    var_u = (np.bincount(sp, u * u, minlength=n_studies) - n * m * m) / np.maximum(n - 1.0, 1.0)
+
+    # the annotator variance: products of one annotator's within-pair deviations on different pairs
+    n_annotators = int(annotator.max()) + 1 if len(annotator) else 0
+    study_of_annotator = np.zeros(n_annotators, dtype=np.int64)
+    study_of_annotator[annotator] = sp[pair]
+    on_multi = multi[pair]
+    r = np.where(on_multi, d - xbar[pair], 0.0)
+    c = np.where(on_multi, 1.0 - 1.0 / kk[pair], 0.0)
+    r1 = np.bincount(annotator, r, minlength=n_annotators)
+    r2 = np.bincount(annotator, r * r, minlength=n_annotators)
+    c1 = np.bincount(annotator, c, minlength=n_annotators)
+    c2 = np.bincount(annotator, c * c, minlength=n_annotators)
+    numerator = np.bincount(study_of_annotator, r1 * r1 - r2, minlength=n_studies)
+    denominator = np.bincount(study_of_annotator, c1 * c1 - c2, minlength=n_studies)
+    first, second = _judgment_pairs(pair, k)
+    kp = k[pair[first]]
+    key = annotator[first] * max(n_annotators, 1) + annotator[second]
+    codes, inverse = np.unique(key, return_inverse=True)
+    inverse = inverse.ravel()
+    key_study = study_of_annotator[codes // max(n_annotators, 1)]
+    co = np.bincount(inverse, 1.0 / kp)
+    co2 = np.bincount(inverse, 1.0 / (kp * kp))
+    denominator = denominator + np.bincount(key_study, co * co - co2, minlength=n_studies)
+    s2a = np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), 0.0)
+    s2a_pos = np.maximum(s2a, 0.0)
+    # the a_j a_l part: each ordered annotator pair's weight in M
+    weight = np.bincount(inverse, 1.0 / (kp * (kp - 1.0))) / n_safe[key_study]
+    var_q = 2.0 * s2a_pos**2 * np.bincount(key_study, weight * weight, minlength=n_studies)
+    # the g_i a_j part: (2/n sum_{i rated by j} g_i / k_i)^2, with g_i g_i' and g_i^2 estimated unbiasedly
+    h = np.where(used[pair], xbar[pair] / kk[pair], 0.0)
+    lam1 = np.bincount(annotator, h, minlength=n_annotators)
+    lam2 = np.bincount(annotator, h * h - u[pair] / kk[pair] ** 2, minlength=n_annotators)
+    lam_sq = 4.0 * (lam1 * lam1 - lam2) / n_safe[study_of_annotator] ** 2
+    var_l = s2a_pos * np.maximum(np.bincount(study_of_annotator, lam_sq, minlength=n_studies), 0.0)
+    se_data = np.sqrt(np.maximum(var_u / n_safe + var_q + var_l, 0.0))
+    # the floor: Var(U_i) at the boundary under normal noise, v = within / k per pair mean
+    v = within[sp] / kk
+    at_floor = np.where(multi, 2.0 * v * v * kk / np.maximum(kk - 1.0, 1.0), 2.0 * v * v) + 4.0 * v * max(
+        float(floor_mean_square), 0.0
+    )
+    var_floor = np.bincount(sp, np.where(used, at_floor, 0.0), minlength=n_studies) / n_safe**2
+    se_floor = np.sqrt(var_floor + var_q + var_l)
+    enough = n >= 3
+    nan = np.full(n_studies, math.nan)
+    return MeanSquare(
+        n=n,
+        estimate=np.where(enough, m, nan),
+        se=np.where(enough, np.maximum(se_data, se_floor), nan),
+        se_data=np.where(enough, se_data, nan),
+        se_floor=np.where(enough, se_floor, nan),
+        annotator_var=s2a,
+        noise_var=within,
+    )
+
+
+def _judgment_pairs(pair: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices (first, second) of every ordered pair of different judgments of the same pair."""
+    order = np.argsort(pair, kind="stable")
+    ps = pair[order]
+    start = np.searchsorted(ps, np.arange(len(k)))
+    pos = np.arange(len(ps)) - start[ps]
+    size = k[ps].astype(np.int64)
+    firsts, seconds = [], []
+    for offset in range(1, int(k.max()) if len(k) else 0):
+        ok = size > offset
+        firsts.append(order[ok])
+        seconds.append(order[start[ps[ok]] + (pos[ok] + offset) % size[ok]])
+    if not firsts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(firsts), np.concatenate(seconds)
+
+
+def share_bounds(
+    estimate: Any, se: Any, *, margin: float, alpha: float = 0.05, gap_range: float = DEFAULT_GAP_RANGE
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bounds on the share of pairs beyond +-margin from M's estimate and SE (arrays or floats).
+
+    Returns ``(upper, lower, mean_square_upper)``: ``upper = min(1, M_up / margin^2)`` (every
+    distribution of gaps with mean square M_up has at most that share beyond the margin) and
+    ``lower = (M_low - margin^2) / (gap_range^2 - margin^2)`` clipped to [0, 1] (with every gap at most
+    ``gap_range``, a share s beyond the margin gives at most ``(1 - s) margin^2 + s gap_range^2``).
+
+    Examples
+    --------
+    >>> up, low, m_up = share_bounds(0.01, 0.005, margin=0.5)
+    >>> round(float(up), 3), float(low)
+    (0.073, 0.0)
+    """
+    z = float(stats.norm.ppf(1 - alpha))
+    est, err = np.asarray(estimate, dtype=float), np.asarray(se, dtype=float)
+    m_up = np.maximum(est + z * err, 0.0)
+    m_low = est - z * err
+    m2 = float(margin) ** 2
+    upper = np.minimum(m_up / m2, 1.0)
+    lower = np.clip((m_low - m2) / (max(float(gap_range), float(margin)) ** 2 - m2 + 1e-300), 0.0, 1.0)
+    return upper, lower, m_up
 
 
 def broken_share(
-    pair_means: Any,
-    judgments_per_pair: Any,
+    differences: pd.DataFrame,
     *,
-    residual_var: float,
-    pair_var: float,
-    mean: float,
-    mean_se: float,
-    mean_df: float,
     margin: float,
-    annotator_var: float = 0.0,
-    annotator_weight: float = 0.0,
     max_share: float = 0.1,
     alpha: float = 0.05,
+    gap_range: float = DEFAULT_GAP_RANGE,
 ) -> BrokenShare:
-    """The estimated share of pairs whose true gap lies beyond +-margin, with confidence bounds.
+    """Bounds on the share of pairs whose true gap lies beyond +-margin, for any distribution of gaps.
 
-        Parameters
-        ----------
-        pair_means : array_like, shape (n,)
-            Per-pair mean chosen - rejected difference.
-        judgments_per_pair : array_like, shape (n,)
-            The judgments behind each mean.
-        residual_var, pair_var : float
-            The judgment-noise and pair variances of the crossed fit.
-        mean, mean_se, mean_df : float
-            The mean gap, its (guarded) standard error and df.
-        margin : float
-            The equivalence margin.
-        annotator_var, annotator_weight : float, default 0
-            The crossed fit's annotator variance, and the design's weight of it in the spread of the
-            per-pair means (:func:`annotator_design`; 0 when every annotator rated every pair).
-        max_share : float, default 0.1
-            The largest share of broken pairs an equivalence claim tolerates.
-        alpha : float, default 0.05
-            One-sided level of the bounds.
+    Parameters
+    ----------
+    differences : pandas.DataFrame
+        One row per judgment with ``pair_id``, ``annotator`` and ``diff`` (chosen - rejected), as
+        :func:`analysis.frames.judgment_differences` gives.
+    margin : float
+        The equivalence margin.
+    max_share : float, default 0.1
+        The largest share of broken pairs an equivalence claim tolerates.
+    alpha : float, default 0.05
+        One-sided level of the bounds.
+    gap_range : float, default 4
+        The largest true gap the scale allows (scale maximum - minimum), for the lower bound.
 
-        Returns
-        -------
-        BrokenShare
+    Returns
+    -------
+    BrokenShare
 
-        Notes
-        -----
-        The pair gaps are modelled as normal with the fitted mean and pair SD (the crossed model's
-        assumption); a mixture of good pairs and pairs broken far beyond the margin has a larger pair SD
-        than its share suggests, so the normal share over-states such a mixture (the safe side). The
-        bound: ``M = mean^2 + s2_pair`` is estimated by ``mean_hat^2 - se^2 + S^2 - s2 * mean(1/k_i)``
-        (``S^2`` the variance of the per-pair means, ``s2 * mean(1/k_i)`` their noise, plus the
-    annotators' part ``s2_annotator * annotator_weight`` when pairs had different annotators); its upper
-        1 - alpha bound adds the root-sum-square of the chi-square excess of ``S^2`` on n - 1 df and the
-        normal-theory spread of ``mean_hat^2``. For a given M the normal share beyond the margin is
-        largest near mean 0, and the bound is that largest share, so a single confidence statement
-        covers both the mean and the pair SD (no Bonferroni split).
+    Notes
+    -----
+    See :func:`mean_square` for the estimate of M and its SE; the bound holds for any distribution of
+    the pair gaps and any distribution of judgment noise with mean 0, independent between judgments,
+    and annotator effects (on the gap: leniency, slope) independent with mean 0 over annotators in
+    general. Pairs at 0 and 10% just beyond the margin are the case it is tight for; a normal spread or
+    pairs far beyond the margin give a bound well above the true share (the price of holding for any
+    distribution).
 
-        Examples
-        --------
-        >>> rng = np.random.default_rng(0)
-        >>> gaps = np.where(rng.random(200) < 0.2, 1.5, 0.0) + rng.normal(0, 0.5, 200)
-        >>> res = broken_share(gaps, np.full(200, 3), residual_var=0.75, pair_var=0.36, mean=0.3,
-        ...                    mean_se=0.05, mean_df=199, margin=0.5)
-        >>> res.below
-        False
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> pair = np.repeat(np.arange(2000), 3)
+    >>> annotator = np.argsort(rng.random((2000, 20)), axis=1)[:, :3].ravel()  # 3 of a pool of 20
+    >>> gap = np.where(np.arange(2000) < 400, 0.6, 0.0)  # a fifth of the pairs just beyond the margin
+    >>> d = pd.DataFrame({"pair_id": pair, "annotator": annotator,
+    ...                   "diff": gap[pair] + rng.normal(0, 0.9, 6000)})
+    >>> res = broken_share(d, margin=0.5)
+    >>> res.below, round(res.upper, 2) > 0.1
+    (False, True)
     """
-    x = np.asarray(pair_means, dtype=float)
-    k = np.asarray(judgments_per_pair, dtype=float)
-    return broken_share_from(
-        float(np.var(x, ddof=1)) if len(x) > 1 else math.nan,
-        len(x),
-        max(float(residual_var), 0.0) * float(np.mean(1.0 / k))
-        + max(float(annotator_var), 0.0) * max(float(annotator_weight), 0.0)
-        if len(k)
-        else math.nan,
-        pair_var=pair_var,
-        mean=mean,
-        mean_se=mean_se,
-        mean_df=mean_df,
-        margin=margin,
-        max_share=max_share,
-        alpha=alpha,
+    pair, _ = pd.factorize(differences[PAIR_ID], sort=True)
+    who, _ = pd.factorize(differences[ANNOTATOR], sort=True)
+    n = int(pair.max()) + 1 if len(pair) else 0
+    stats_ = mean_square(
+        differences["diff"].to_numpy(dtype=float),
+        pair,
+        who,
+        np.zeros(n, dtype=np.int64),
+        floor_mean_square=float(max_share) * float(margin) ** 2,
+    )
+    if n < 3 or not np.isfinite(stats_.estimate[0]):
+        return BrokenShare(
+            n, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, max_share, margin, False
+        )
+    upper, lower, m_up = share_bounds(
+        stats_.estimate, stats_.se, margin=margin, alpha=alpha, gap_range=gap_range
+    )
+    return BrokenShare(
+        n_pairs=n,
+        mean_square=float(stats_.estimate[0]),
+        mean_square_se=float(stats_.se[0]),
+        mean_square_upper=float(m_up[0]),
+        lower=float(lower[0]),
+        upper=float(upper[0]),
+        annotator_var=float(stats_.annotator_var[0]),
+        max_share=float(max_share),
+        margin=float(margin),
+        below=bool(upper[0] < max_share),
     )
 
 
@@ -150,82 +336,36 @@ def broken_share_from(
     margin: float,
     max_share: float = 0.1,
     alpha: float = 0.05,
+    per_pair: float = 3.0,
 ) -> BrokenShare:
-    """:func:`broken_share` from its statistics: the variance `s2` of `n` per-pair means and the part
-    of it that is not pair variance, `noise` (judgment noise ``s2 * mean(1/k_i)`` plus the annotators'
-    part); for simulations that draw the statistics."""
-    pair_sd = math.sqrt(max(float(pair_var), 0.0))
+    """The bound of :func:`broken_share` from summary statistics, for planning by simulation: the
+    variance `s2` of `n` per-pair means, the part of it that is judgment noise `noise`, and the mean
+    gap with its SE (`pair_var` and `mean_df` are accepted for the callers' convenience).
+
+    M is estimated as ``mean^2 - se^2 + s2 - noise``; its SE is the normal-theory one, ``Var(U_i) =
+    2 V^2 + 4 mean^2 V + 2 noise^2 / (k - 1)`` with ``V = s2`` (pairs, annotators and noise normal), with
+    the same floor at the boundary as :func:`mean_square`. An approximation of the verdict for planning,
+    not the verdict."""
+    del pair_var, mean_df
     if n < 3 or not math.isfinite(mean_se):
         return BrokenShare(
-            math.nan, math.nan, math.nan, pair_sd, math.nan, math.nan, max_share, margin, False
+            n, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, max_share, margin, False
         )
-    z = float(stats.norm.ppf(1 - alpha))
-    # M = mean^2 + s2_pair: the share of a normal distribution beyond +-margin depends on (mean, SD)
-    # almost only through M where it matters, and is largest at mean 0 for a given M
-    spread_up = s2 * ((n - 1) / float(stats.chi2.ppf(alpha, n - 1)) - 1.0)
-    spread_low = s2 * (1.0 - (n - 1) / float(stats.chi2.ppf(1 - alpha, n - 1)))
-    se2 = float(mean_se) ** 2
-    mean_part = z * math.sqrt(4 * mean * mean * se2 + 2 * se2 * se2)
-    m_hat = mean * mean - se2 + s2 - noise
-    m_up = max(m_hat + math.hypot(spread_up, mean_part), 0.0)
-    m_low = max(m_hat - math.hypot(spread_low, mean_part), 0.0)
-    sd_up = math.sqrt(max(m_up - max(mean * mean - se2, 0.0), 0.0))
-    sd_low = math.sqrt(max(m_low - mean * mean - z * math.sqrt(4 * mean * mean * se2 + 2 * se2 * se2), 0.0))
-    upper = _worst_share(m_up, margin)
+    k = max(float(per_pair), 2.0)
+    m_hat = mean * mean - mean_se**2 + s2 - noise
+    var_u = 2 * s2 * s2 + 4 * mean * mean * s2 + 2 * noise * noise / (k - 1)
+    floor = 2 * noise * noise * k / (k - 1) + 4 * noise * float(max_share) * float(margin) ** 2
+    se = math.sqrt(max(var_u, floor) / n)
+    upper, lower, m_up = share_bounds(m_hat, se, margin=margin, alpha=alpha)
     return BrokenShare(
-        share=_share_beyond(mean, pair_sd, margin),
-        lower=_share_beyond(0.0, math.sqrt(m_low), margin) if m_low > 0 else 0.0,
-        upper=upper,
-        pair_sd=pair_sd,
-        pair_sd_lower=sd_low,
-        pair_sd_upper=sd_up,
+        n_pairs=n,
+        mean_square=m_hat,
+        mean_square_se=se,
+        mean_square_upper=float(m_up),
+        lower=float(lower),
+        upper=float(upper),
+        annotator_var=math.nan,
         max_share=float(max_share),
         margin=float(margin),
         below=bool(upper < max_share),
     )
-
-
-def _worst_share(m: float, margin: float) -> float:
-    """The largest normal share beyond +-margin over all (mean, SD) with mean^2 + SD^2 = m."""
-    if m <= 0:
-        return 0.0
-    means = np.linspace(0.0, math.sqrt(m), 41)
-    return max(_share_beyond(float(mu), math.sqrt(max(m - mu * mu, 0.0)), margin) for mu in means)
-
-
-def annotator_design(judgments: pd.DataFrame) -> float:
-    """The weight of the annotator variance in the spread of the per-pair mean differences.
-
-    With ``w_ij`` the share of pair i's judgments made by annotator j, the annotator part of pair i's
-    mean is ``sum_j w_ij a_j``; over independent annotator effects of variance ``s2_a`` its expected
-    sample variance across the n pairs is ``s2_a * (sum_ij w_ij^2 - sum_j (sum_i w_ij)^2 / n) / (n - 1)``.
-    The weight is 0 when every annotator rated every pair once (their effects shift every mean alike)
-    and about ``1/k - 1/pool`` when k of a pool rate each pair.
-
-    Parameters
-    ----------
-    judgments : pandas.DataFrame
-        One row per judgment with ``pair_id`` and ``annotator``.
-
-    Returns
-    -------
-    float
-        The weight (0 for fewer than 2 pairs).
-
-    Examples
-    --------
-    >>> crossed = pd.DataFrame({"pair_id": [1, 1, 2, 2], "annotator": ["a", "b", "a", "b"]})
-    >>> annotator_design(crossed)
-    0.0
-    >>> apart = pd.DataFrame({"pair_id": [1, 1, 2, 2], "annotator": ["a", "b", "c", "d"]})
-    >>> annotator_design(apart)  # each mean holds half of two annotators' variance
-    0.5
-    """
-    pair, n = pd.factorize(judgments[PAIR_ID])[0], judgments[PAIR_ID].nunique()
-    if n < 2:
-        return 0.0
-    who = pd.factorize(judgments[ANNOTATOR])[0]
-    per_pair = np.bincount(pair, minlength=n).astype(float)
-    cell = pd.Series(1.0 / per_pair[pair]).groupby([pair, who]).sum()
-    by_annotator = cell.groupby(level=1).sum().to_numpy()
-    return float((np.square(cell.to_numpy()).sum() - np.square(by_annotator).sum() / n) / (n - 1))

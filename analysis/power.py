@@ -541,7 +541,7 @@ def overall_pass_power(
     ...      "annotator_var": 0.0, "residual_var": 0.3},
     ...     {"item": "rubric", "kind": "superiority", "effect": 0.8, "pair_var": 0.05,
     ...      "annotator_var": 0.01, "residual_var": 0.3}])
-    >>> res = overall_pass_power(comps, n_pairs=80, per_pair=3, pool=20, margin=0.5, n_sim=500)
+    >>> res = overall_pass_power(comps, n_pairs=200, per_pair=10, pool=20, margin=0.5, n_sim=500)
     >>> res["power_overall"] > 0.8
     True
     """
@@ -566,7 +566,7 @@ def overall_pass_power(
                     broken_share_from(
                         float(s2[i]), n_pairs, noise, pair_var=comps["pair_var"], mean=float(est[i]),
                         mean_se=float(se_hat[i]), mean_df=df, margin=margin, max_share=max_broken_share,
-                        alpha=alpha,
+                        alpha=alpha, per_pair=per_pair,
                     ).below
                     for i in range(n_sim)
                 ]

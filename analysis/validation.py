@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.broken_share import annotator_design, broken_share
+from analysis.broken_share import DEFAULT_GAP_RANGE, broken_share
 from analysis.crossed_mean import crossed_mean
 from analysis.equivalence import (
     IutResult,
@@ -79,7 +79,8 @@ class ValidationResult:
         0 rejected, minus 0.5), generalizing over pairs and annotators (the verdicts), plus
         ``p_holm``. ``superiority`` and ``preference`` are the same claims conditional on this panel.
     broken : pandas.DataFrame
-        One row per dimension: :class:`analysis.broken_share.BrokenShare` (share of pairs beyond the margin).
+        One row per dimension: :class:`analysis.broken_share.BrokenShare` (bounds on the share of pairs
+        beyond the margin, for any distribution of the pair gaps).
     iut : IutResult
         All dimensions equivalent in the crossed model (the verdict; Berger 1982).
     iut_panel : IutResult
@@ -132,6 +133,14 @@ def _require_two_pairs(pair_means: pd.DataFrame, item: str) -> None:
     complete = int((pair_means["chosen"].notna() & pair_means["rejected"].notna()).sum())
     if complete < 2:
         raise ValueError(f"'{item}' has scores for both responses of {complete} pair(s); the tests need 2")
+
+
+def _gap_range(differences: pd.DataFrame) -> float:
+    """The largest true gap the ratings allow: the default scale's range, or the ratings' own range
+    when they span more."""
+    values = differences[["chosen", "rejected"]].to_numpy(dtype=float)
+    seen = float(np.nanmax(values) - np.nanmin(values)) if values.size else 0.0
+    return max(DEFAULT_GAP_RANGE, seen)
 
 
 def validate_pairs(
@@ -214,18 +223,7 @@ def validate_pairs(
         crossed[item] = res
         crossed_rows.append({"dimension": item, **res.to_dict()})
         share = broken_share(
-            pm["diff"],
-            pm["n_annotators"],
-            residual_var=res.residual_var,
-            pair_var=res.pair_var,
-            mean=res.estimate,
-            mean_se=res.se,
-            mean_df=res.df,
-            margin=margin,
-            annotator_var=res.annotator_var,
-            annotator_weight=annotator_design(d),
-            max_share=max_broken_share,
-            alpha=alpha,
+            d, margin=margin, max_share=max_broken_share, alpha=alpha, gap_range=_gap_range(d)
         )
         broken_rows.append({"dimension": item, **share.to_dict()})
 

@@ -94,18 +94,21 @@ def equivalence_verdict(
     detail = f"crossed model, {level}% CI: " + "; ".join(parts) + f"; max p = {validation.iut.pvalue:.4g}"
     broken = validation.broken
     share_parts = [
-        f"{b['dimension']} {b['share']:.3f} (bound {b['upper']:.3f}; pair SD {b['pair_sd']:.2f}, bound "
-        f"{b['pair_sd_upper']:.2f}, vs margin {b['margin']:g})"
+        f"{b['dimension']} at most {b['upper']:.3f} (mean squared gap {b['mean_square']:.3f}, upper bound "
+        f"{b['mean_square_upper']:.3f}, vs margin squared {b['margin'] ** 2:g})"
         for b in broken.to_dict("records")
     ]
     max_share = float(broken["max_share"].iloc[0]) if not broken.empty else 0.1
     if share_parts:
-        detail += "; share of pairs beyond the margin: " + "; ".join(share_parts)
+        detail += "; share of pairs beyond the margin (any distribution of pair gaps): " + "; ".join(
+            share_parts
+        )
     test = (
         "TOST on a crossed random-effects model (pair and annotator effects on the chosen - rejected "
         f"difference, Satterthwaite df), intersection-union over {len(quality_items)} dimension(s); and "
-        f"the upper confidence bound of the share of pairs whose true gap lies beyond the margin (normal "
-        f"pair gaps with the fitted pair SD) below {max_share:g}"
+        "the upper confidence bound of the share of pairs whose true gap lies beyond the margin below "
+        f"{max_share:g}, valid for any distribution of pair gaps (share <= mean squared gap / margin^2; "
+        "the mean squared gap from products of different annotators' judgments of a pair)"
     )
     claim = (
         "chosen and rejected are equivalent on general quality (for pairs and annotators in general), "

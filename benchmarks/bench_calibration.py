@@ -328,7 +328,7 @@ def one_study2(row: Row2, rng: np.random.Generator) -> dict[str, Any]:
 
     from analysis import verdicts as rp
     from analysis.agreement import agreement_table
-    from analysis.broken_share import annotator_design, broken_share
+    from analysis.broken_share import broken_share
     from analysis.cleaning import frame_cleaning
     from analysis.crossed_mean import crossed_mean
     from analysis.equivalence import preference_pairs, superiority_paired
@@ -374,13 +374,8 @@ def one_study2(row: Row2, rng: np.random.Generator) -> dict[str, Any]:
         return out
     # the equivalence verdict first (mean TOST and the broken share), with the functions validate_pairs calls
     d = judgment_differences(main, ITEM)
-    pm = pair_means_from_differences(d)
     res = mixed_effect(main, ITEM, margin=MARGIN, alpha=ALPHA, differences=d)
-    share = broken_share(
-        pm["diff"], pm["n_annotators"], residual_var=res.residual_var, pair_var=res.pair_var,
-        mean=res.estimate, mean_se=res.se, mean_df=res.df, margin=MARGIN, alpha=ALPHA,
-        annotator_var=res.annotator_var, annotator_weight=annotator_design(d),
-    )  # fmt: skip
+    share = broken_share(d, margin=MARGIN, alpha=ALPHA)
     out.update(mean_tost_pass=res.equivalent, few_broken=share.below)
     out["overall_pass"] = False
     table = rp.positive_control_table(controls, [ITEM], ALPHA, MARGIN)

@@ -100,11 +100,16 @@ def test_demo_database(built: str, tmp_path: Path) -> None:
         failing = study_report(session, study=STUDY, account=SYSTEM, n_boot=100)
         passing = study_report(session, study=CLEAN_STUDY, account=SYSTEM, n_boot=100)
     engine.dispose()
-    assert failing.overall == "FAIL"
-    assert failing.verdict("equivalence").status == "fail"
-    assert "share of broken pairs" in failing.verdict("equivalence").detail
+    assert failing.overall != "PASS"
+    assert "fewer than 10% broken pairs not demonstrated" in failing.verdict("equivalence").detail
     assert failing.summary["n_drop"] >= 10  # the simulated broken pairs and the flawed ones
-    assert passing.overall == "PASS", passing.overall_reason
+    # the clean study: everything holds but the bound on the broken share, which 33 pairs x 6 raters
+    # cannot bring below 10% for every distribution of pair gaps
+    equivalence = passing.verdict("equivalence")
+    assert passing.overall == "INCONCLUSIVE", passing.overall_reason
+    assert equivalence.status == "inconclusive" and "mean gap within the margin not" not in equivalence.detail
+    assert "fewer than 10% broken pairs not demonstrated" in equivalence.detail
+    assert all(v.status in ("pass", "not_assessed") for v in passing.verdicts if v.key != "equivalence")
     assert passing.verdict("sensitivity").status == "pass"  # positive controls, not alpha, certify it
     with db.session_scope(engine) as session:  # the same evidence settles the pairs without a person
         settled = auto_resolve(session, study=STUDY, account=SYSTEM)

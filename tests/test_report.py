@@ -232,7 +232,8 @@ def _frame(seed: int, **kwargs: object) -> pd.DataFrame:
 
 
 def test_reliable_study_passes_with_every_verdict_keyed() -> None:
-    frame = _frame(3, n_pairs=60, pool=12, positive_controls=8, noise=0.4)
+    # 8 judgments per pair: few broken pairs, for any distribution of gaps, needs precise pair means
+    frame = _frame(3, n_pairs=200, per_pair=8, pool=12, positive_controls=8, noise=0.4)
     rep = build_report(frame, study="ok", settings=ReportSettings(n_boot=200))
     assert [v.key for v in rep.verdicts] == list(VERDICT_KEYS)
     assert rep.overall == "PASS", rep.overall_reason
@@ -240,7 +241,7 @@ def test_reliable_study_passes_with_every_verdict_keyed() -> None:
     assert all(v.status == "pass" for v in rep.verdicts if v.key != "reliability")
     assert rep.verdict("reliability").status == "not_assessed"
     assert "reported only" in rep.verdict("reliability").detail
-    assert rep.summary["n_control_pairs"] == 8 and rep.summary["n_pairs"] == 60
+    assert rep.summary["n_control_pairs"] == 8 and rep.summary["n_pairs"] == 200
 
 
 def test_pure_noise_ratings_do_not_pass() -> None:

@@ -1,0 +1,131 @@
+"""The bound on the share of pairs beyond the margin, for any distribution of pair gaps: its estimate,
+its false PASS where the normal-model bound failed, its PASS of a clean study (reduced Monte Carlo with
+a fixed seed; the full table is benchmarks/bench_broken_share_any.py)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.broken_share import broken_share, broken_share_from, mean_square, share_bounds
+
+pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
+
+MARGIN = 0.5
+
+
+def _studies(
+    seed: int,
+    studies: int,
+    n: int,
+    gaps: np.ndarray,
+    *,
+    per_pair: int = 3,
+    pool: int = 20,
+    noise: float = 0.9,
+    annotator_sd: float = 0.25,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Many studies of the crossed model at once: d = gap_i + a_j + noise, `per_pair` of `pool`."""
+    rng = np.random.default_rng(seed)
+    who = np.argsort(rng.random((studies, n, pool)), axis=-1)[..., :per_pair]
+    effects = rng.normal(0.0, annotator_sd, (studies, pool))
+    a = np.take_along_axis(effects[:, None, :], who.reshape(studies, -1)[:, None, :], axis=2).reshape(
+        who.shape
+    )
+    d = gaps[None, :, None] + a + rng.normal(0.0, noise, who.shape)
+    pair = np.repeat(np.arange(studies * n), per_pair)
+    annotator = (who + pool * np.arange(studies)[:, None, None]).ravel()
+    return d.ravel(), pair, annotator, np.repeat(np.arange(studies), n)
+
+
+def _pass_rate(seed: int, studies: int, n: int, gaps: np.ndarray, **kwargs: float) -> float:
+    d, pair, annotator, study = _studies(seed, studies, n, gaps, **kwargs)  # type: ignore[arg-type]
+    est = mean_square(d, pair, annotator, study, floor_mean_square=0.1 * MARGIN**2)
+    upper, _, _ = share_bounds(est.estimate, est.se, margin=MARGIN)
+    return float(np.mean(upper < 0.1))
+
+
+def test_the_estimate_is_the_mean_squared_gap_whatever_annotators_add() -> None:
+    """Clean pairs and annotators who differ (SD 0.5): the pair means spread by their part, the
+    estimate stays at the true mean square 0, and the annotator variance is found."""
+    d, pair, annotator, study = _studies(1, 200, 200, np.zeros(200), annotator_sd=0.5)
+    est = mean_square(d, pair, annotator, study)
+    assert abs(est.estimate.mean()) < 3 * est.estimate.std() / np.sqrt(200)
+    pair_means = np.bincount(pair, d) / 3
+    naive = np.var(pair_means.reshape(200, 200), axis=1, ddof=1) - 0.9**2 / 3  # less the judgment noise
+    assert naive.mean() > 0.05  # what treating the spread as pair variance would take for gaps
+    assert est.annotator_var.mean() == pytest.approx(0.25, abs=0.03)
+
+
+def test_the_estimate_follows_a_two_point_distribution_of_gaps() -> None:
+    gaps = np.where(np.arange(400) < 80, 0.6, 0.0)
+    d, pair, annotator, study = _studies(2, 100, 400, gaps)
+    est = mean_square(d, pair, annotator, study)
+    assert est.estimate.mean() == pytest.approx(0.2 * 0.36, abs=3 * est.estimate.std() / 10)
+
+
+def test_a_fifth_of_pairs_just_beyond_the_margin_does_not_pass() -> None:
+    """The case the normal-model bound passed in 50-67% of studies: 20% of the pairs at 0.6."""
+    gaps = np.where(np.arange(2000) < 400, 0.6, 0.0)
+    assert _pass_rate(3, 60, 2000, gaps) == 0.0
+
+
+@pytest.mark.parametrize(("n", "pool"), [(80, 20), (400, 20), (80, 5)])
+def test_false_pass_at_the_boundary_stays_near_alpha(n: int, pool: int) -> None:
+    """10% of the pairs at 0.51, the rest at 0 (the distribution the bound is tight for): 300
+    studies, false PASS within alpha + 3 Monte Carlo SE."""
+    gaps = np.where(np.arange(n) < round(0.1 * n), 0.51, 0.0)
+    rate = _pass_rate(4, 300, n, gaps, pool=pool)
+    assert rate <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 300)
+
+
+def test_a_clearly_clean_study_passes() -> None:
+    gaps = np.zeros(1000)
+    d, pair, annotator, _ = _studies(5, 1, 1000, gaps, per_pair=5, noise=0.6, annotator_sd=0.1)
+    frame = pd.DataFrame({"pair_id": pair, "annotator": annotator, "diff": d})
+    res = broken_share(frame, margin=MARGIN)
+    assert res.below and res.upper < 0.06 and res.lower == 0.0
+
+
+def test_many_pairs_far_beyond_the_margin_give_a_lower_bound_above_the_limit() -> None:
+    """Half of the pairs at +-3 (mean gap 0): the lower bound from the scale's largest gap reaches
+    the limit, so the verdict can say FAIL."""
+    gaps = np.where(np.arange(300) % 2 == 0, np.where(np.arange(300) % 4 == 0, 3.0, -3.0), 0.0)
+    d, pair, annotator, _ = _studies(6, 1, 300, gaps)
+    res = broken_share(pd.DataFrame({"pair_id": pair, "annotator": annotator, "diff": d}), margin=MARGIN)
+    assert res.lower >= 0.1 and not res.below and res.upper == 1.0
+
+
+def test_too_few_pairs_give_no_bound() -> None:
+    frame = pd.DataFrame({"pair_id": [1, 1, 2, 2], "annotator": ["a", "b", "a", "b"], "diff": [0.0] * 4})
+    res = broken_share(frame, margin=MARGIN)
+    assert not res.below and np.isnan(res.upper)
+
+
+def test_one_judgment_pairs_use_the_within_pair_variance() -> None:
+    """A pair with one judgment contributes d^2 less the study's within-pair variance."""
+    frame = pd.DataFrame(
+        {
+            "pair_id": [1, 1, 2, 2, 3, 3, 4],
+            "annotator": list("ababaca"),
+            "diff": [1.0, 0.0, 0.0, 1.0, 2.0, 0.0, 1.0],
+        }
+    )
+    est = mean_square(frame["diff"], pd.factorize(frame["pair_id"])[0], pd.factorize(frame["annotator"])[0],
+                      np.zeros(4, dtype=int))  # fmt: skip
+    within = (0.5 + 0.5 + 2.0) / 3  # pooled within-pair variance of pairs 1-3
+    assert est.noise_var[0] == pytest.approx(within)
+    assert est.estimate[0] == pytest.approx((0.0 + 0.0 + 0.0 + (1.0 - within)) / 4)
+
+
+def test_the_planning_approximation_follows_the_verdict() -> None:
+    """broken_share_from (for `annotator power`) gives about the verdict's bound on the same data."""
+    gaps = np.zeros(400)
+    d, pair, annotator, _ = _studies(7, 1, 400, gaps, annotator_sd=0.0)
+    frame = pd.DataFrame({"pair_id": pair, "annotator": annotator, "diff": d})
+    res = broken_share(frame, margin=MARGIN)
+    means = np.bincount(pair, d) / 3
+    planned = broken_share_from(
+        float(np.var(means, ddof=1)), 400, res.annotator_var * 0 + 0.81 / 3, pair_var=0.0,
+        mean=float(means.mean()), mean_se=float(means.std() / 20), mean_df=399, margin=MARGIN,
+    )  # fmt: skip
+    assert planned.mean_square_se == pytest.approx(res.mean_square_se, rel=0.25)
