@@ -13,14 +13,15 @@ on ``owners - 1`` degrees of freedom):
   direction: chosen, tie or rejected) and Cohen's kappa;
 - rubric validity: the owners' answers on whether each rubric aspect describes what they want
   (``support:<k>`` items on the owner's rows: 0 no, 1 partly, 2 yes; partly counts half);
-- reward models scored against the owner's choice beside the third-party majority, on the same pairs.
+- reward models and LLM judges scored against the owner's choice beside the third-party majority, on
+  the same pairs (a judge's choice: the sign of its preference, the mean over the orders it rated).
 
 A frame without owner rows gives no section, and the report is then what it was without this module.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ import pandas as pd
 from scipy import stats
 
 from analysis.frames import as_text, has_prefix, judgments, pair_majority
-from analysis.judges import EPSILON, MIN_ANNOTATORS, MIN_ITEMS, benjamini_yekutieli
+from analysis.judges import EPSILON, JUDGE, MIN_ANNOTATORS, MIN_ITEMS, ORDER, benjamini_yekutieli
 from analysis.verdicts import Status, Verdict
 from analysis.vocabulary import (
     ANNOTATOR,
@@ -54,6 +55,7 @@ __all__ = [
     "jackknife_ratio",
     "owner_endorsement_verdict",
     "owner_section",
+    "score_judges",
     "split_owners",
 ]
 
@@ -479,6 +481,49 @@ def owner_section(
             "ties": "an owner's tie counts half a preference for chosen",
             "epsilon": epsilon,
         },
+    )
+
+
+def judge_choices(judges: pd.DataFrame) -> pd.DataFrame:
+    """LLM judges' rows (:data:`analysis.judges.JUDGE_COLUMNS`) as choices, ``pair_id, model, choice``:
+    per judge and pair the sign of its preference toward chosen, the mean over the orders it rated;
+    the model is named "NAME (LLM judge)"."""
+    rows = judges[judges[PREFERENCE].notna()].drop_duplicates([PAIR_ID, JUDGE, ORDER])
+    if rows.empty:
+        return pd.DataFrame(columns=[PAIR_ID, "model", "choice"])
+    mean = rows.groupby([JUDGE, PAIR_ID], observed=True)[PREFERENCE].mean().reset_index()
+    sign = np.sign(mean[PREFERENCE].to_numpy(dtype=float))
+    return pd.DataFrame(
+        {
+            PAIR_ID: mean[PAIR_ID].astype(str),
+            "model": mean[JUDGE].astype(str) + " (LLM judge)",
+            "choice": np.select([sign > 0, sign < 0], [CHOSEN, REJECTED], "tie"),
+        }
+    )
+
+
+def score_judges(
+    section: OwnerSection,
+    main: pd.DataFrame,
+    owner_rows: pd.DataFrame,
+    judges: pd.DataFrame,
+    *,
+    alpha: float = 0.05,
+) -> OwnerSection:
+    """The owners' section with the LLM judges scored against the owners beside the reward models: their
+    accuracy against the owner and the majority, and the alternative annotator test with the owner as
+    the reference (the section's epsilon)."""
+    choices = judge_choices(judges)
+    if choices.empty or owner_rows.empty:
+        return section
+    own = _owner_judgments(owner_rows)
+    epsilon = float(section.parameters.get("epsilon", EPSILON["crowd"]))
+    models = _models(main, own, choices, alpha)
+    alt = _alt_test(main, own, choices, epsilon, alpha)
+    return replace(
+        section,
+        models=pd.concat([section.models, models], ignore_index=True) if not models.empty else section.models,
+        alt_test=pd.concat([section.alt_test, alt], ignore_index=True) if not alt.empty else section.alt_test,
     )
 
 

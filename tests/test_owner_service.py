@@ -196,3 +196,32 @@ def test_a_study_report_changes_only_by_the_owners_section(engine: Engine, tmp_p
     assert reason.endswith("owner_endorsement: not demonstrated")  # 3 owners: too few for a verdict
     before["summary"].pop("overall_reason")
     assert after["summary"] == before["summary"]
+
+
+def test_llm_judges_are_scored_against_the_owners(engine: Engine, tmp_path: Path) -> None:
+    """A judge that always prefers chosen, imported beside owners who do: the owners' section scores it
+    against the owner (on every owned pair it rated) beside the reward models."""
+    from annotator.review.judges import import_judges
+
+    _owned_study(engine, tmp_path)
+    simulate(engine, study="s", spec=SimulationSpec(annotators=3, overlap=3, seed=3))
+    with db.session_scope(engine) as session:
+        for owner in ("alice", "bob", HOSTILE):
+            for pair in owner_pairs(session, study="s", owner=owner):
+                record_owner_judgment(
+                    session, study="s", owner=owner, pair_external_id=pair.external_id, preference=1
+                )
+    ratings = [
+        {"pair_id": f"pair-{k}", "response": side, "item": "correctness", "value": value, "preference": 1}
+        for k in range(5)  # one owned pair left unrated by the judge
+        for side, value in (("chosen", 5), ("rejected", 2))
+    ]
+    import_judges(
+        engine, write_jsonl(tmp_path / "judge.jsonl", ratings), study="s", judge="gpt-x", account=SYSTEM
+    )
+    with db.session_scope(engine) as session:
+        report = json.loads(json_text(study_report(session, study="s", account=SYSTEM, n_boot=20)))
+    share = report["owners"]["endorsement"][0]["share"]
+    (judge,) = [row for row in report["owners"]["models"] if row["model"] == "gpt-x (LLM judge)"]
+    assert judge["n_pairs"] == 5 and judge["n_owners"] == 3
+    assert share > 0.5 and judge["accuracy_owner"] == pytest.approx(share)  # it always says chosen

@@ -125,6 +125,16 @@ def _attach_judges(
         seed=seed,
     )
     section.parameters["epsilon_basis"] = basis
+    if report.owners is not None:  # the judges against the profiles' owners, beside the reward models
+        from analysis.owners import score_judges
+
+        owned = owner_rows(session, study=study, account=account)
+        if categories:
+            owned = owned[owned["category"].isin(list(categories))]
+        owners = score_judges(
+            report.owners, main, split_controls(owned)[0], judges, alpha=config.analysis.alpha
+        )
+        report = dataclasses.replace(report, owners=owners)
     from analysis.ppi_report import prediction_powered_section
 
     # over every judged pair only for the whole study: a filtered view's rated pairs are no uniform
