@@ -2,29 +2,8 @@
 
 A judge's ratings never enter the human analysis; they are compared with it here.
 
-The alternative annotator test (alt-test) of Calderon, Reichart and Dror (ACL 2025, "The Alternative
-Annotator Test for LLM-as-a-Judge: How to Statistically Justify Replacing Human Annotators with LLMs",
-aclanthology.org/2025.acl-long.782; reference code github.com/nitaytech/AltTest) asks, per rated item,
-whether the judge represents the other annotators at least as well as an annotator does:
-
-- Leave annotator ``j`` out. On every instance ``i`` that ``j`` rated, score the judge's annotation and
-  ``j``'s own against the remaining annotators of ``i`` with an alignment score ``S`` (negative RMSE
-  for ratings, accuracy for labels). ``W_f(i) = 1`` when ``S(judge) >= S(j)``, ``W_h(i) = 1`` when
-  ``S(j) >= S(judge)`` (a tie counts for both).
-- ``rho_f(j)`` and ``rho_h(j)`` are the means of ``W_f`` and ``W_h`` over ``j``'s instances. One-sided
-  paired t test of ``H0: rho_h - rho_f >= epsilon`` against ``H1: rho_h - rho_f < epsilon`` (the
-  one-sample t test of ``d = W_h - W_f`` against ``epsilon``, alternative "less"); ``epsilon`` is the
-  cost-benefit margin that credits the judge for being cheaper.
-- Benjamini-Yekutieli (1995/2001) over the annotators at level ``q``; the **winning rate** is the share
-  of annotators whose null is rejected; the judge **can replace** the annotators when it is at least
-  0.5. The **advantage probability** is the mean of ``rho_f`` over annotators (for comparing judges).
-
-The paper's recommendations used here (its FAQ, also in the reference README): ``epsilon = 0.2`` for
-expert annotators, 0.15 for skilled ones (students, trained workers) and 0.1 for crowd workers
-(:data:`EPSILON`); at least 3 annotators (2 work, but without a consensus signal) and at least 30
-instances per annotator for the t test's normality (50-100 recommended; :data:`MIN_ANNOTATORS`,
-:data:`MIN_ITEMS`). Annotators with fewer instances are left out of the test as in the reference code;
-with fewer than 3 annotators left there is no verdict, only a note.
+The kernel of the alternative annotator test lives in :mod:`analysis.alttest`; this module runs it
+per judge and item on the label frame, with a content-blind baseline (:mod:`analysis.judge_baseline`).
 
 Choices the paper leaves open (README "LLM judges"): the instance is the **pair** (both responses'
 ratings form one annotation, scored by negative RMSE over both), because the t test needs independent
@@ -33,7 +12,6 @@ the preference is scored by **accuracy on its direction** (chosen, tie, rejected
 pairwise labels (MT-Bench); the rubric item is the per-response mean over aspects (the one rubric
 score of :func:`analysis.frames.rubric_scores`); a pair the judge saw in both orders counts with the
 mean of the two; Benjamini-Yekutieli runs per (judge, item) over the annotators, at ``q = alpha``.
-A zero-variance ``d`` gets p = 0 when its mean is below epsilon and p = 1 otherwise.
 """
 
 from __future__ import annotations
@@ -41,14 +19,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats
 
 from analysis.agreement import alpha_ci, krippendorff_alpha
+from analysis.alttest import (
+    EPSILON,
+    MIN_ANNOTATORS,
+    MIN_ITEMS,
+    AltTest,
+    Scoring,
+    alt_test,
+    benjamini_yekutieli,
+)
 from analysis.equivalence import wilson_interval
 from analysis.frames import (
     ANNOTATOR,
@@ -67,6 +53,19 @@ from analysis.frames import (
     judgments,
     pair_majority,
     rubric_scores,
+)
+from analysis.judge_baseline import (
+    BASELINE_MARGIN,
+    FIRST_POSITION,
+    LONGER,
+    BlindJudge,
+    ReplaceVerdict,
+    exact_binomial_p,
+    length_preference,
+    longer_ratings,
+    preference_blind,
+    replace_verdict,
+    same_rating,
 )
 
 __all__ = [
@@ -98,178 +97,6 @@ PREFERENCE_ITEM = "preference"
 #: positive = chosen) and `confidence` (0..1) are pair level, repeated on the pair's rows; a row with
 #: empty response and item carries only the preference.
 JUDGE_COLUMNS = (PAIR_ID, JUDGE, ORDER, RESPONSE, ITEM, VALUE, PREFERENCE, CONFIDENCE)
-#: The paper's cost-benefit margin per kind of annotator (FAQ "How do I select the epsilon value?").
-EPSILON = {"expert": 0.2, "skilled": 0.15, "crowd": 0.1}
-#: The paper's minimum annotators (FAQ "Why at least three human annotators?").
-MIN_ANNOTATORS = 3
-#: The paper's minimum instances per annotator for the t test (FAQ "How many instances?").
-MIN_ITEMS = 30
-Scoring = Literal["neg_rmse", "accuracy"]
-_TOL = 1e-9
-
-
-# ------------------------------------------------------------------------------------ the kernel
-
-
-@dataclass(frozen=True)
-class AltTest:
-    """The alt-test on arrays; every field has the leading (batch) shape of the input, annotator
-    fields end with the annotator axis ``m``."""
-
-    n_items: npt.NDArray[np.int64]  # (..., m) instances per annotator
-    rho_judge: npt.NDArray[np.float64]  # (..., m) mean W_f
-    rho_annotator: npt.NDArray[np.float64]  # (..., m) mean W_h
-    p_value: npt.NDArray[np.float64]  # (..., m) one-sided p of H0: rho_h - rho_f >= epsilon
-    tested: npt.NDArray[np.bool_]  # (..., m) at least min_items instances
-    beaten: npt.NDArray[np.bool_]  # (..., m) null rejected by Benjamini-Yekutieli
-    n_tested: npt.NDArray[np.int64]  # (...)
-    winning_rate: npt.NDArray[np.float64]  # (...) NaN without a tested annotator
-    advantage_probability: npt.NDArray[np.float64]  # (...) mean rho_judge over tested annotators
-
-
-def benjamini_yekutieli(
-    p: npt.ArrayLike, q: float, *, valid: npt.ArrayLike | None = None
-) -> npt.NDArray[np.bool_]:
-    """Which hypotheses Benjamini-Yekutieli rejects at FDR ``q``, along the last axis.
-
-    The step-up rule with thresholds ``k / m * q / H_m`` (``H_m = 1 + 1/2 + ... + 1/m``), valid under
-    any dependence (Benjamini & Yekutieli 2001). Only the ``valid`` entries count (``m`` is their
-    number); NaN p-values are never rejected.
-
-    >>> benjamini_yekutieli([0.001, 0.02, 0.04], 0.05).tolist()  # H_3 = 11/6: thresholds .009 .018 .027
-    [True, False, False]
-    """
-    p = np.asarray(p, dtype=np.float64)
-    ok = np.ones(p.shape, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
-    ok = ok & np.isfinite(p)
-    m_all = p.shape[-1]
-    m = (np.ones(p.shape, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)).sum(-1)
-    harmonic = np.concatenate([[1.0], np.cumsum(1.0 / np.arange(1, m_all + 1))])[m]  # H_0 := 1
-    pp = np.where(ok, p, np.inf)
-    order = np.argsort(pp, axis=-1, kind="stable")
-    ranked = np.take_along_axis(pp, order, axis=-1)
-    k = np.arange(1, m_all + 1)
-    thresholds = k / np.maximum(m, 1)[..., None] * (q / harmonic)[..., None]
-    below = ranked <= thresholds
-    n_reject = np.where(below.any(-1), m_all - np.argmax(below[..., ::-1], axis=-1), 0)
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.broadcast_to(np.arange(m_all), order.shape).copy(), axis=-1)
-    return (rank < n_reject[..., None]) & ok
-
-
-def alt_test(
-    humans: npt.ArrayLike,
-    judge: npt.ArrayLike,
-    *,
-    epsilon: float,
-    q: float = 0.05,
-    scoring: Scoring = "neg_rmse",
-    min_items: int = MIN_ITEMS,
-) -> AltTest:
-    """The alternative annotator test (Calderon, Reichart & Dror 2025), vectorised over studies.
-
-    Parameters
-    ----------
-    humans : array_like, shape (..., m, n, r)
-        Annotator ``j``'s annotation of instance ``i`` (``r`` components, e.g. the chosen and the
-        rejected response's rating); NaN where ``j`` did not rate ``i``. For ``scoring="accuracy"``
-        ``r`` is 1 and the values are category codes.
-    judge : array_like, shape (..., n, r)
-        The judge's annotation; NaN where it has none (the instance is then left out).
-    epsilon : float
-        The cost-benefit margin (:data:`EPSILON`).
-    q : float, default 0.05
-        FDR level of Benjamini-Yekutieli over the annotators.
-    scoring : {"neg_rmse", "accuracy"}
-        The alignment score with the remaining annotators: minus the root mean squared difference
-        over them and the components, or the share of them with the same label.
-    min_items : int, default 30
-        Annotators with fewer instances (rated by them, the judge and one more annotator) are left out.
-
-    Returns
-    -------
-    AltTest
-
-    Examples
-    --------
-    Three annotators agree on every label and the judge too: the judge ties everyone (d = 0 < 0.1)
-    and beats all three.
-
-    >>> h = np.ones((3, 40, 1)); f = np.ones((40, 1))
-    >>> r = alt_test(h, f, epsilon=0.1, scoring="accuracy")
-    >>> float(r.winning_rate), float(r.advantage_probability)
-    (1.0, 1.0)
-    """
-    h = np.asarray(humans, dtype=np.float64)
-    f = np.asarray(judge, dtype=np.float64)
-    if h.ndim < 3 or f.shape != h.shape[:-3] + h.shape[-2:]:
-        raise ValueError(f"humans must be (..., m, n, r) and judge (..., n, r); got {h.shape} and {f.shape}")
-    present = np.asarray(~np.isnan(h).any(-1), dtype=bool)  # (..., m, n)
-    count = present.sum(-2)  # (..., n)
-    usable = ~np.isnan(f).any(-1) & (count >= 2)  # (..., n)
-    hz = np.where(present[..., None], h, 0.0)
-    fz = np.where(np.isnan(f), 0.0, f)[..., None, :, :]  # (..., 1, n, r)
-    if scoring == "neg_rmse":
-        s1 = hz.sum(-3, keepdims=True)
-        s2 = (hz**2).sum(-3, keepdims=True)
-        nn = count[..., None, :, None].astype(np.float64)
-        # squared distance to the other annotators (the term of j itself is 0 for j and is removed for f)
-        loss_h = (nn * hz**2 - 2 * hz * s1 + s2).sum(-1)
-        loss_f = (nn * fz**2 - 2 * fz * s1 + s2).sum(-1) - ((fz - hz) ** 2).sum(-1)
-        scale = np.maximum(np.abs(loss_h), np.abs(loss_f)) + 1.0
-        judge_wins = loss_f <= loss_h + _TOL * scale
-        human_wins = loss_h <= loss_f + _TOL * scale
-    elif scoring == "accuracy":
-        if h.shape[-1] != 1:
-            raise ValueError("accuracy scoring takes one component (r = 1)")
-        labels = np.unique(np.concatenate([h[~np.isnan(h)], f[~np.isnan(f)]]))
-        hc = np.where(present, np.searchsorted(labels, np.nan_to_num(h[..., 0])), -1)
-        fc = np.where(np.isnan(f[..., 0]), -1, np.searchsorted(labels, np.nan_to_num(f[..., 0])))
-        n_labels = max(len(labels), 1)
-        onehot = (hc[..., None] == np.arange(n_labels)) & present[..., None]  # (..., m, n, K)
-        counts = onehot.sum(-3)  # (..., n, K)
-        same_h = np.take_along_axis(counts[..., None, :, :], np.maximum(hc, 0)[..., None], -1)[..., 0] - 1
-        fcb = np.broadcast_to(np.maximum(fc, 0)[..., None, :], hc.shape)
-        same_f = np.take_along_axis(counts[..., None, :, :], fcb[..., None], -1)[..., 0] - (hc == fcb)
-        judge_wins = same_f >= same_h
-        human_wins = same_h >= same_f
-    else:
-        raise ValueError(f"scoring must be neg_rmse or accuracy, got {scoring!r}")
-    mask = present & usable[..., None, :]
-    n_items = mask.sum(-1)
-    wf = np.where(mask, judge_wins, 0).astype(np.float64)
-    wh = np.where(mask, human_wins, 0).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        nf = n_items.astype(np.float64)
-        rho_f = wf.sum(-1) / nf
-        rho_h = wh.sum(-1) / nf
-        d = np.where(mask, wh - wf, 0.0)
-        mean = d.sum(-1) / nf
-        var = (np.where(mask, (d - mean[..., None]) ** 2, 0.0)).sum(-1) / (nf - 1)
-        t = (mean - epsilon) / np.sqrt(var / nf)
-        p = stats.t.cdf(t, nf - 1)
-    flat = var <= 1e-15
-    p = np.where(flat, np.where(mean < epsilon, 0.0, 1.0), p)
-    tested = n_items >= max(int(min_items), 2)
-    p = np.where(tested, p, np.nan)
-    beaten = benjamini_yekutieli(p, q, valid=tested)
-    n_tested = tested.sum(-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        winning = np.where(n_tested > 0, beaten.sum(-1) / n_tested, np.nan)
-        advantage = np.where(n_tested > 0, np.where(tested, rho_f, 0.0).sum(-1) / n_tested, np.nan)
-    return AltTest(
-        n_items=n_items,
-        rho_judge=rho_f,
-        rho_annotator=rho_h,
-        p_value=p,
-        tested=tested,
-        beaten=beaten,
-        n_tested=n_tested,
-        winning_rate=winning,
-        advantage_probability=advantage,
-    )
-
-
 # ----------------------------------------------------------------------------- frames -> arrays
 
 
@@ -345,8 +172,20 @@ TABLE_COLUMNS = [
     "winning_rate",
     "advantage_probability",
     "epsilon",
+    "passes_alt_test",
+    "baseline",
+    "baseline_advantage",
+    "baseline_gap",
+    "baseline_winning_rate",
+    "epsilon_too_loose",
+    "margin",
+    "advantage_over_baseline",
+    "advantage_over_baseline_ci_low",
+    "baseline_p_value",
+    "beats_baseline",
     "can_replace",
     "note",
+    "baseline_note",
     "alpha_people",
     "alpha_people_ci_low",
     "alpha_people_ci_high",
@@ -366,6 +205,14 @@ CARD_COLUMNS = [
     "swap_pairs",
     "swap_consistency",
     "first_position_rate",
+    "first_position_n",
+    "first_position_p",
+    "position_bias",
+    "longer_rate_judge",
+    "longer_rate_people",
+    "length_pairs",
+    "length_p",
+    "length_bias",
     "length_slope_judge",
     "length_slope_people",
     "leniency_preference",
@@ -423,6 +270,105 @@ def _direction(values: pd.Series) -> pd.Series:
     return pd.Series(np.select([sign > 0, sign < 0], [CHOSEN, REJECTED], "tie"), index=values.index)
 
 
+def _length_signs(main: pd.DataFrame) -> pd.Series | None:
+    """Per pair: +1 when chosen is the longer response, -1 when rejected is, 0 when equal; None
+    when the label frame has no lengths."""
+    if CHOSEN_CHARS not in main.columns or REJECTED_CHARS not in main.columns:
+        return None
+    per_pair = main.drop_duplicates(PAIR_ID).set_index(PAIR_ID)
+    diff = (per_pair[CHOSEN_CHARS] - per_pair[REJECTED_CHARS]).astype(float)
+    return None if diff.isna().all() else np.sign(diff)
+
+
+def _position_picks(mine: pd.DataFrame, pairs: Sequence[str]) -> np.ndarray:
+    """Per pair, what a judge that picks the response shown first answers in the judge's recorded
+    orders: +1 (chosen shown first), -1, 0 (both orders: the mean is a tie), NaN (no order recorded)."""
+    shown = mine[mine[ORDER].isin([CHOSEN_FIRST, REJECTED_FIRST])].drop_duplicates([PAIR_ID, ORDER])
+    toward = np.where(shown[ORDER] == CHOSEN_FIRST, 1.0, -1.0)
+    mean = pd.Series(toward, index=shown[PAIR_ID].to_numpy()).groupby(level=0).mean()
+    return np.sign(mean.reindex(list(pairs)).to_numpy(dtype=float))
+
+
+def _blinds(
+    preference: bool, h: np.ndarray, mine: pd.DataFrame, lengths: pd.Series | None, pairs: Sequence[str]
+) -> list[BlindJudge]:
+    """The content-blind judges of one item (:mod:`analysis.judge_baseline`)."""
+    signs = None if lengths is None else lengths.reindex(list(pairs)).to_numpy(dtype=float)
+    if preference:
+        blinds = [preference_blind(FIRST_POSITION, _position_picks(mine, pairs))]
+        if signs is not None:
+            blinds.append(preference_blind(LONGER, signs))
+        return blinds
+    blinds = [same_rating(h)]
+    if signs is not None:
+        blinds.append(longer_ratings(h, signs))
+    return blinds
+
+
+def _baseline_fields(
+    verdicts: ReplaceVerdict, passes: bool | None, epsilon: float, margin: float, alpha: float
+) -> dict[str, Any]:
+    """The table's baseline columns: the best content-blind judge (highest advantage probability),
+    its gap and winning rate, the judge's advantage over it, and the verdicts."""
+    names = list(verdicts.blind_alt)
+    best = max(names, key=lambda n: np.nan_to_num(float(verdicts.blind_alt[n].advantage_probability), nan=-1))
+    alt = verdicts.blind_alt[best]
+    test = verdicts.blind_test[best]
+    tested = alt.tested
+    gap = float((alt.rho_annotator - alt.rho_judge)[tested].mean()) if tested.any() else math.nan
+    beats = bool(verdicts.beats_baseline)
+    worst_p = max(float(np.nan_to_num(verdicts.blind_test[n].p_value, nan=1.0)) for n in names)
+    loose = bool(gap < epsilon) if math.isfinite(gap) else None
+    can_replace = None if passes is None else bool(passes and beats)
+    return {
+        "baseline": best,
+        "baseline_advantage": float(alt.advantage_probability),
+        "baseline_gap": gap,
+        "baseline_winning_rate": float(alt.winning_rate),
+        "epsilon_too_loose": loose,
+        "margin": margin,
+        "advantage_over_baseline": float(test.advantage),
+        "advantage_over_baseline_ci_low": float(test.ci_low),
+        "baseline_p_value": worst_p,
+        "beats_baseline": beats,
+        "can_replace": can_replace,
+        "baseline_note": baseline_sentence(
+            best, gap, epsilon, float(test.advantage), float(test.ci_low), margin, beats, alpha
+        ),
+    }
+
+
+def baseline_sentence(
+    best: str,
+    gap: float,
+    epsilon: float,
+    advantage: float,
+    low: float,
+    margin: float,
+    beats: bool,
+    alpha: float,
+) -> str:
+    """One sentence: the best content-blind judge against epsilon, and the judge against it."""
+    if not math.isfinite(gap):
+        return f"no baseline: too few annotators to score a content-blind judge ({best})"
+    if gap < 0:
+        where = f"agrees with the annotators better than they agree with each other (gap {gap:.2f})"
+    else:
+        where = f"comes within {gap:.2f} of the annotators"
+    if gap < epsilon:
+        where += (
+            f", inside epsilon {epsilon:g}: at this epsilon the alt-test cannot tell a judge that reads "
+            "from one that does not"
+        )
+    else:
+        where = f"stays {gap:.2f} behind the annotators, beyond epsilon {epsilon:g}"
+    versus = "beats it" if beats else "does not beat it"
+    return (
+        f"a content-blind judge ({best}) {where}; the judge {versus} by more than {margin:g} "
+        f"(wins {advantage:+.2f} per comparison, {round(100 * (1 - alpha))}% lower bound {low:+.2f})"
+    )
+
+
 def judge_section(
     main: pd.DataFrame,
     judges: pd.DataFrame,
@@ -434,6 +380,7 @@ def judge_section(
     seed: int = 0,
     min_annotators: int = MIN_ANNOTATORS,
     min_items: int = MIN_ITEMS,
+    margin: float = BASELINE_MARGIN,
 ) -> JudgeSection:
     """Every judge against the people on the main pairs of a label frame.
 
@@ -453,6 +400,9 @@ def judge_section(
         Pair-bootstrap resamples and seed of the agreement intervals.
     min_annotators, min_items : int
         The paper's minimums (3 annotators, 30 pairs per annotator); below them, a note, no verdict.
+    margin : float, default 0.05
+        How much more often the judge must win than every content-blind judge
+        (:mod:`analysis.judge_baseline`); "can replace" needs that and the alt-test.
 
     Returns
     -------
@@ -468,6 +418,7 @@ def judge_section(
     tests: list[dict[str, Any]] = []
     cards: list[dict[str, Any]] = []
     queue: list[pd.DataFrame] = []
+    lengths = _length_signs(main)
     human_pref = per_judgment[[PAIR_ID, ANNOTATOR, PREFERENCE]].rename(columns={PREFERENCE: VALUE})
     human_pref = human_pref.assign(**{VALUE: np.sign(human_pref[VALUE].astype(float))})
     for name in sorted(judges[JUDGE].unique()):
@@ -484,8 +435,14 @@ def judge_section(
                 components, scoring = (CHOSEN, REJECTED), "neg_rmse"
             if values.empty:
                 continue
+            scoring_used: Scoring = "accuracy" if scoring == "accuracy" else "neg_rmse"
             annotators, pairs, h, f = _arrays(humans, values, components)
-            result = alt_test(h, f, epsilon=epsilon, q=alpha, scoring=scoring, min_items=min_items)  # type: ignore[arg-type]
+            blinds = _blinds(item == PREFERENCE_ITEM, h, mine, lengths, pairs)
+            verdicts = replace_verdict(
+                h, f, blinds, scoring=scoring_used, epsilon=epsilon, q=alpha, margin=margin,
+                min_items=min_items, min_annotators=min_annotators,
+            )  # fmt: skip
+            result = verdicts.alt
             n_tested = int(result.n_tested)
             judged = ~np.isnan(f).any(-1)
             n_pairs = int((judged & ((~np.isnan(h).any(-1)).sum(0) >= 2)).sum())
@@ -502,6 +459,7 @@ def judge_section(
                     f"pairs the judge rated too; the alternative annotator test needs at least "
                     f"{min_annotators} such annotators (Calderon et al. 2025)"
                 )
+            baseline = _baseline_fields(verdicts, verdict, epsilon, margin, alpha)
             # agreement: the judge as one more rater (units: pair x component), interval level
             flat_h = h.reshape(len(annotators), -1)
             flat_f = f.reshape(1, -1)
@@ -529,7 +487,8 @@ def judge_section(
                     "winning_rate": float(result.winning_rate),
                     "advantage_probability": float(result.advantage_probability),
                     "epsilon": epsilon,
-                    "can_replace": verdict,
+                    "passes_alt_test": verdict,
+                    **baseline,
                     "note": note,
                     "alpha_people": people[0],
                     "alpha_people_ci_low": people[1],
@@ -558,17 +517,22 @@ def judge_section(
         cards.append(_card(name, mine, pref, main, per_judgment, majority, alpha))
         queue.append(_queue(name, pref, majority))
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
-    table["can_replace"] = table["can_replace"].astype(object)
+    for name in ("can_replace", "passes_alt_test", "beats_baseline", "epsilon_too_loose"):
+        table[name] = table[name].astype(object)
+    card_table = pd.DataFrame(cards, columns=CARD_COLUMNS)
+    for name in ("position_bias", "length_bias"):
+        card_table[name] = card_table[name].astype(object)
     return JudgeSection(
         table=table,
         tests=pd.DataFrame(tests, columns=TEST_COLUMNS),
-        cards=pd.DataFrame(cards, columns=CARD_COLUMNS),
+        cards=card_table,
         queue=pd.concat(queue, ignore_index=True) if queue else pd.DataFrame(columns=QUEUE_COLUMNS),
         parameters={
             "epsilon": epsilon,
             "q": alpha,
             "min_annotators": min_annotators,
             "min_items": min_items,
+            "margin": margin,
             "n_boot": n_boot,
         },
     )
@@ -601,16 +565,19 @@ def _card(
             consistency = float(same.mean())
     ordered = per_order[(per_order[ORDER] != "") & (per_order[PREFERENCE] != 0)]
     first = ((ordered[PREFERENCE] > 0) == (ordered[ORDER] == CHOSEN_FIRST)).to_numpy(dtype=float)
+    first_p = exact_binomial_p(int(first.sum()), len(first))
     slope_judge = slope_people = math.nan
-    if CHOSEN_CHARS in main.columns and REJECTED_CHARS in main.columns:
-        lengths = main.drop_duplicates(PAIR_ID).set_index(PAIR_ID)
-        length = (lengths[CHOSEN_CHARS] - lengths[REJECTED_CHARS]).astype(float) / 1000.0
+    length = _length_signs(main)
+    longer = {"judge": math.nan, "people": math.nan, "n": 0, "p": math.nan}
+    if length is not None:
         on = pref.set_index(PAIR_ID)["judge_preference"].dropna()
         on = on[on.index.isin(length.index)]
         people = per_judgment.groupby(PAIR_ID)[PREFERENCE].mean().reindex(on.index)
-        x = length.reindex(on.index).to_numpy(dtype=float)
-        slope_judge = _slope(x, on.to_numpy(dtype=float))
-        slope_people = _slope(x, people.to_numpy(dtype=float))
+        chars = main.drop_duplicates(PAIR_ID).set_index(PAIR_ID)
+        x = ((chars[CHOSEN_CHARS] - chars[REJECTED_CHARS]).astype(float) / 1000.0).reindex(on.index)
+        slope_judge = _slope(x.to_numpy(dtype=float), on.to_numpy(dtype=float))
+        slope_people = _slope(x.to_numpy(dtype=float), people.to_numpy(dtype=float))
+        longer = _longer_test(decided, length)
     raw = per_judgment.groupby(PAIR_ID)[PREFERENCE].mean()
     shared = pref.set_index(PAIR_ID)["judge_preference"].dropna()
     shared = shared[shared.index.isin(raw.index)]
@@ -629,6 +596,14 @@ def _card(
         "swap_pairs": swap_pairs,
         "swap_consistency": consistency,
         "first_position_rate": float(first.mean()) if len(first) else math.nan,
+        "first_position_n": len(first),
+        "first_position_p": first_p,
+        "position_bias": bool(first_p < alpha) if math.isfinite(first_p) else None,
+        "longer_rate_judge": longer["judge"],
+        "longer_rate_people": longer["people"],
+        "length_pairs": longer["n"],
+        "length_p": longer["p"],
+        "length_bias": bool(longer["p"] < alpha) if math.isfinite(longer["p"]) else None,
         "length_slope_judge": slope_judge,
         "length_slope_people": slope_people,
         "leniency_preference": float((shared - raw.reindex(shared.index)).mean())
@@ -637,6 +612,26 @@ def _card(
         "calibration_pairs": len(sure),
         "ece": ece,
         "brier": brier,
+    }
+
+
+def _longer_test(decided: pd.DataFrame, length: pd.Series) -> dict[str, Any]:
+    """On pairs with unequal lengths where the judge and the people's majority both pick a response:
+    how often each picks the longer one, and the exact McNemar p of "as often"."""
+    rows = decided[decided["majority"].isin([CHOSEN, REJECTED])]
+    sign = length.reindex(rows[PAIR_ID].to_numpy()).to_numpy(dtype=float)
+    judge_dir = np.sign(rows["judge_preference"].to_numpy(dtype=float))
+    people_dir = np.where(rows["majority"].to_numpy() == CHOSEN, 1.0, -1.0)
+    keep = (np.nan_to_num(sign) != 0) & (judge_dir != 0)
+    judge_longer = judge_dir[keep] == sign[keep]
+    people_longer = people_dir[keep] == sign[keep]
+    _, _, p = length_preference(judge_longer, people_longer)
+    n = int(keep.sum())
+    return {
+        "judge": float(judge_longer.mean()) if n else math.nan,
+        "people": float(people_longer.mean()) if n else math.nan,
+        "n": n,
+        "p": p,
     }
 
 

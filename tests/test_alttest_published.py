@@ -121,7 +121,9 @@ def _arrays(folder: Path, judge: str, scoring: str) -> tuple[np.ndarray, np.ndar
     instances = sorted({i for a in humans.values() for i in a} | set(llm))
     annotators = sorted(humans)
     if scoring == "accuracy":
-        labels = sorted({str(v) for a in humans.values() for v in a.values()} | {str(v) for v in llm.values()})
+        labels = sorted(
+            {str(v) for a in humans.values() for v in a.values()} | {str(v) for v in llm.values()}
+        )
         code = {label: float(k) for k, label in enumerate(labels)}
 
         def value(x: object) -> float:
@@ -153,7 +155,9 @@ def test_the_published_table_has_forty_results() -> None:
 def test_alt_test_gives_the_published_result(data: str, judge: str) -> None:
     root = _data_dir()
     if not (root / data / "human_annotations.json").is_file():
-        pytest.skip(f"the paper's data is not at {root / data} (set ALTTEST_DATA or place shared/data/alttest)")
+        pytest.skip(
+            f"the paper's data is not at {root / data} (set ALTTEST_DATA or place shared/data/alttest)"
+        )
     scoring, epsilon, published = PUBLISHED[data]
     h, f = _arrays(root / data, judge, scoring)
     result = alt_test(h, f, epsilon=epsilon, q=0.05, scoring=scoring, min_items=30)  # type: ignore[arg-type]

@@ -370,7 +370,13 @@ def test_report_has_a_judges_key_per_judge_and_item(judged: Judged) -> None:
     assert (rows["n_pairs"] == 32).all() and (rows["epsilon"] == 0.2).all()
     close = rows[rows["judge"] == "demo-judge-close"]
     lenient = rows[(rows["judge"] == "demo-judge-lenient") & (rows["item"] != "preference")]
-    assert close["can_replace"].all() and not lenient["can_replace"].any()
+    assert close["passes_alt_test"].all() and not lenient["can_replace"].any()
+    # the sample pairs' chosen response is always the longer one, so a judge that picks the longer
+    # response matches the people's preference: no judge can show it adds anything there
+    preference = close.set_index("item").loc["preference"]
+    assert preference["baseline"] == "longer response" and preference["baseline_advantage"] == 1.0
+    assert preference["passes_alt_test"] and not preference["can_replace"]
+    assert close[close["item"] != "preference"]["can_replace"].all()
     assert (lenient["advantage_probability"] < close["advantage_probability"].min()).all()
     cards = pd.DataFrame(data["judge_cards"]).set_index("judge")
     assert cards.loc["demo-judge-lenient", "first_position_rate"] > 0.9

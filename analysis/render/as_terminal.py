@@ -67,7 +67,9 @@ def to_terminal(report: Report) -> str:
             lines.append(
                 f"  {str(row['judge'])[:24]:<24} {row['item']:<12} {word:<14} winning rate "
                 f"{format_value(row['winning_rate'])} advantage {format_value(row['advantage_probability'])} "
-                f"on {row['n_pairs']} pairs"
+                f"on {row['n_pairs']} pairs; content-blind {row['baseline']} "
+                f"{format_value(row['baseline_advantage'])}"
+                + ("; epsilon too loose" if row["epsilon_too_loose"] is True else "")
             )
     lines.extend(prediction_powered_lines(report))
     lines.extend(owner_lines(report))

@@ -267,6 +267,19 @@ def quality_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
     ]
 
 
+#: What the content-blind baseline table shows (one sentence per idea).
+BASELINE_NOTE = (
+    "A content-blind judge answers from position or length alone (preference: the response the judge was "
+    "shown first, or the longer one; ratings: every response the people's mean rating, or the longer one "
+    "the mean of longer responses), scored against the same annotators; the best of them is shown. "
+    "baseline_gap = rho_annotator - rho_baseline: when it is below epsilon, epsilon is too loose to mean "
+    "anything for this study (a judge that does not read would pass the alt-test). The judge beats the "
+    "baseline when it wins more than {margin:g} more often per comparison (one-sided t test over pairs at "
+    "{q:g}, {level}% lower bound shown) against every content-blind judge; can replace needs that and the "
+    "alt-test."
+)
+
+
 def judge_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
     """The LLM-judge tables (title, note, table); none when the study has no judge ratings."""
     section = report.judges
@@ -282,8 +295,25 @@ def judge_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
         "winning_rate",
         "advantage_probability",
         "epsilon",
+        "passes_alt_test",
         "can_replace",
         "note",
+    ]
+    baseline = [
+        "judge",
+        "item",
+        "epsilon",
+        "baseline",
+        "baseline_advantage",
+        "baseline_gap",
+        "baseline_winning_rate",
+        "epsilon_too_loose",
+        "margin",
+        "advantage_over_baseline",
+        "advantage_over_baseline_ci_low",
+        "baseline_p_value",
+        "beats_baseline",
+        "baseline_note",
     ]
     agreement = [
         "judge",
@@ -303,10 +333,16 @@ def judge_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
             "left out in turn; the judge and that annotator are scored against the remaining annotators "
             "(negative RMSE over both responses; the preference by its direction); one-sided paired t test "
             f"of rho_annotator - rho_judge >= epsilon ({p['epsilon']:g}: {p.get('epsilon_basis', '')}), "
-            f"Benjamini-Yekutieli over annotators at {p['q']:g}; can replace = winning rate >= 0.5. Needs "
+            f"Benjamini-Yekutieli over annotators at {p['q']:g}; passes = winning rate >= 0.5; can replace = "
+            "passes and beats every content-blind judge (next table). Needs "
             f"{p['min_annotators']} annotators with {p['min_items']} pairs each; judge ratings never enter "
             "the human analysis.",
             section.table[shown],
+        ),
+        (
+            "LLM judges: against a judge that does not read the responses (content-blind baseline)",
+            BASELINE_NOTE.format(margin=p.get("margin", 0.05), q=p["q"], level=round(100 * (1 - p["q"]))),
+            section.table[baseline],
         ),
         (
             "LLM judges: agreement as one more rater",
@@ -322,9 +358,11 @@ def judge_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
                 f"Accuracy: the judge's preference direction equals the human majority's (pairs with a "
                 f"majority; {round(100 * (1 - p['q']))}% Wilson CI over pairs). Swap consistency: the same "
                 "direction in both orders; first_position_rate: non-tied preferences for the response shown "
-                "first; length slopes: preference per 1000 characters of chosen - rejected (judge vs the "
-                "people's per-pair mean); calibration of confidence against agreeing with the majority "
-                "(ECE over 10 bins, Brier).",
+                "first (position_bias: exact binomial test against 1/2, p < alpha); longer_rate: picks of "
+                "the longer response by the judge and the people's majority on the same pairs (length_bias: "
+                "exact McNemar test, p < alpha); length slopes: preference per 1000 characters of "
+                "chosen - rejected (judge vs the people's per-pair mean); calibration of confidence "
+                "against agreeing with the majority (ECE over 10 bins, Brier).",
                 section.cards,
             )
         )

@@ -4,6 +4,7 @@ written instance by instance as a reference for the vectorised kernel) and a rat
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy.stats import ttest_1samp
 from sqlalchemy.engine import Engine
 
@@ -57,3 +58,53 @@ def rated_study(engine: Engine, tmp_path: Path, *, n_pairs: int = 32, annotators
     """Study "s1" with `n_pairs` pairs, each rated by all `annotators` simulated annotators."""
     make_study(engine, tmp_path, n_pairs)
     simulate(engine, study="s1", spec=SimulationSpec(annotators=annotators, overlap=annotators, seed=3))
+
+
+def beta_study(
+    *, annotators: int = 5, pairs: int = 200, seed: int = 0, chosen_longer: float = 0.5
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """A main label frame where each pair's P(chosen) ~ Beta(3, 1) and each judgment is a tie with
+    probability 0.1 (else chosen with that probability); one quality item (correctness, 1-5, the same
+    latent quality for both responses plus noise); response lengths unrelated to quality (chosen is the
+    longer one with probability `chosen_longer`). Returns the frame and P(chosen) per pair."""
+    rng = np.random.default_rng(seed)
+    p_chosen = rng.beta(3, 1, size=pairs)
+    longer = rng.random(pairs) < chosen_longer
+    quality = rng.normal(3.5, 0.8, size=(pairs, 2))
+    rows = []
+    for i in range(pairs):
+        for j in range(annotators):
+            pref = 0 if rng.random() < 0.1 else (2 if rng.random() < p_chosen[i] else -2)
+            for k, response in enumerate(("chosen", "rejected")):
+                value = int(np.clip(round(quality[i, k] + rng.normal(0, 0.8)), 1, 5))
+                rows.append(
+                    {
+                        "pair_id": f"p{i:03d}",
+                        "annotator": f"a{j}",
+                        "response": response,
+                        "item": "correctness",
+                        "value": value,
+                        "preference": pref,
+                        "confidence": 2,
+                        "time_s": 10.0,
+                        "chosen_chars": 900 if longer[i] else 500,
+                        "rejected_chars": 500 if longer[i] else 900,
+                    }
+                )
+    return pd.DataFrame(rows), p_chosen
+
+
+def preference_judge(name: str, pairs: list[str], preference: np.ndarray, orders: list[str]) -> pd.DataFrame:
+    """A judge frame with only preferences (one row per pair and order shown)."""
+    return pd.DataFrame(
+        {
+            "pair_id": pairs,
+            "judge": name,
+            "order": orders,
+            "response": "",
+            "item": "",
+            "value": np.nan,
+            "preference": np.asarray(preference, dtype=float),
+            "confidence": np.nan,
+        }
+    )
