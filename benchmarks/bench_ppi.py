@@ -15,6 +15,8 @@ Rows:
   judgments with the same panel), and the smallest ``n`` (steps of 5) at which the prediction-powered
   power reaches the people-only power at ``n0``.
 - **useless judge**: power of both at the same ``n``; the difference must be within 0.05.
+- **planner**: :func:`analysis.ppi_power.judge_plan` (what ``annotator power --judge`` computes) for the
+  same designs, beside the measured numbers.
 - **kernel check**: the vectorized crossed-model arithmetic against the REML fit
   (:func:`analysis.prediction_powered.prediction_powered_tost`) on the same drawn studies.
 
@@ -36,6 +38,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from analysis.ppi_power import judge_plan
 from analysis.ppi_simulation import JUDGES, Design, draw, simulate, verdicts
 from analysis.prediction_powered import prediction_powered_tost
 
@@ -119,6 +122,10 @@ def fewer_judgments(studies: int, seed: int) -> None:
                 smallest = n
                 break
         reached = "reached" if at["ppi"] >= people0 - 2 * se else "NOT reached"
+        plan = judge_plan(
+            n_total=n_total, per_pair=q, pool=q, margin=margin, pair_var=base.pair_sd**2,
+            annotator_var=base.annotator_sd**2, residual_var=base.noise_sd**2, correlation=corr,
+        )  # fmt: skip
         print(
             f"  N {n_total} q {q} margin {margin} judge corr {corr} (measured {at['corr']:.3f}): people-only "
             f"power {people0:.4f} with {n0} pairs ({n0 * q} judgments); prediction-powered power "
@@ -126,6 +133,8 @@ def fewer_judgments(studies: int, seed: int) -> None:
             f"E/H {at['eff']:.2f}): {reached}; smallest n with PPI power >= {people0:.4f}: "
             f"{smallest if smallest else '> ' + str(n0)}"
             + (f" ({100 * (1 - smallest / n0):.0f}% fewer judgments)" if smallest else "")
+            + f"; the planner (`annotator power --judge`) says {plan.people_pairs} people-only, "
+            f"{plan.judge_pairs} with the judge"
         )
 
 

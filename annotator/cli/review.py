@@ -1,5 +1,6 @@
 """Reading a study: `quality`, `analyze`, `power`, `adjudicate`, `models queue`, `judges queue`."""
 
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -148,11 +149,23 @@ def power(
     simulations: Annotated[
         int, typer.Option(min=100, help="Simulated studies for the power of a study's overall PASS")
     ] = 2000,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="With --study: the human sample needed when this judge rates every pair"),
+    ] = None,
+    pairs: Annotated[
+        int | None, typer.Option(min=2, help="With --judge: pairs the judge rates (default: those it rated)")
+    ] = None,
     database: DbOption = None,
 ) -> None:
     """Pairs and annotators needed to show equivalence on quality (exact TOST power; crossed design)."""
     from analysis.power import pairs_needed, recommend_design, simulated_power
 
+    if judge is not None:
+        if study is None:
+            raise UserError("--judge needs --study (the pilot: people and the judge on the same pairs)")
+        judge_power_table(study, judge, pairs, database)
+        return
     if study is not None:
         study_power(study, database, simulations)
 
@@ -223,6 +236,64 @@ def power(
             f"{option.power:.3f}",
         )
     out.print(designs)
+
+
+def judge_power_table(study: str, judge: str, pairs: int | None, database: str | None) -> None:
+    """The human sample for the study's target power when `judge` rates every pair, per dimension."""
+    from annotator.people import authorization
+    from annotator.review.judge_power import judge_power
+    from annotator.store import db
+
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        config, plan = judge_power(
+            session, study=study, judge=judge, account=authorization.SYSTEM, n_total=pairs
+        )
+    target, margin = config.analysis.target_power, config.analysis.margin
+    table = Table(
+        "dimension",
+        "pilot pairs",
+        "judge-people correlation",
+        "pairs judged",
+        "people only: pairs (judgments)",
+        "with the judge: pairs (judgments)",
+        title=f"Pairs people must rate for power {target:g} (margin +-{margin:g}, true gap 0)",
+    )
+
+    def cell(n: float, per_pair: int) -> str:
+        return "not reached" if math.isnan(n) else f"{int(n)} ({int(n) * per_pair})"
+
+    for row in plan.to_dict("records"):
+        table.add_row(
+            Text(str(row["dimension"])),
+            str(row["pilot_pairs"]),
+            f"{row['correlation']:.3f}",
+            str(row["n_total"]),
+            cell(row["people_pairs"], row["per_pair"]),
+            cell(row["judge_pairs"], row["per_pair"]),
+        )
+    out.print(table)
+    first = plan.iloc[0]
+    needed = float(plan["judge_pairs"].max(skipna=False))
+    judged = f"{int(first['n_total'])} pairs judged, {int(first['per_pair'])} annotators per pair"
+    if math.isnan(needed):
+        out.print(
+            Text(
+                f"with the judge, power {target:g} is not reached on every dimension ({judged}): where "
+                "annotators differ in the gap they see, that term does not shrink with more pairs; more "
+                "annotators are needed (`annotator power --study S` gives the pool)"
+            )
+        )
+    else:
+        reached = f"with the judge, {int(needed)} rated pairs reach power {target:g} on every dimension"
+        out.print(Text(f"{reached} ({judged}, a pool of {int(first['pool'])})"))
+    out.print(
+        "From the pilot's crossed-model variance components and the correlation of the judge's chosen - "
+        "rejected gap with the people's pair-mean gap on the pairs both rated (prediction-powered TOST, "
+        "power-tuned lambda, the few-annotator guard); people must rate a uniform random sample of the "
+        "judged pairs.",
+        highlight=False,
+    )
 
 
 def study_power(study: str, database: str | None, simulations: int) -> None:

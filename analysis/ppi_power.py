@@ -1,0 +1,131 @@
+"""Planning a prediction-powered study: how many pairs people must rate when a judge rates them all.
+
+With ``N`` pairs judged, ``n`` of them rated by ``per_pair`` annotators from a pool of ``pool``, the
+variance of the PPI++ mean gap at the optimal lambda (:mod:`analysis.prediction_powered`) is
+
+    annotator_var / pool + s2 * (1 - rho^2 (N - n) / N) / n,     s2 = pair_var + residual_var / per_pair
+
+with ``rho`` the correlation of the judge's gap with the people's pair-mean gap (``s2`` is that pair
+mean's variance over pairs); ``rho = 0`` gives the people-only variance of
+:func:`analysis.power.crossed_design_se`. As in the verdict, the few-annotator guard's interval
+(the annotator term plus ``residual_var / (n per_pair)``, on pool - 1 df) is used when it is wider;
+df by Satterthwaite with pool - 1 and n - 1 df; the power of the TOST as in
+:func:`analysis.power.design_power`. A pilot (people and the judge on the same pairs)
+gives the variance components and ``rho``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy import stats
+
+__all__ = ["JudgePlan", "judge_plan", "ppi_design_power"]
+
+
+def ppi_design_power(
+    *,
+    n_rated: int,
+    n_total: int,
+    per_pair: int,
+    pool: int,
+    margin: float,
+    pair_var: float,
+    annotator_var: float,
+    residual_var: float,
+    correlation: float,
+    alpha: float = 0.05,
+    true_diff: float = 0.0,
+) -> tuple[float, float, float]:
+    """Approximate power, SE and df of the prediction-powered TOST for a planned design.
+
+    Examples
+    --------
+    Without a useful judge the people-only answer, with a good one a smaller SE:
+
+    >>> common = dict(n_rated=50, n_total=5000, per_pair=5, pool=5, margin=0.3, pair_var=0.25,
+    ...               annotator_var=0.01, residual_var=0.36)
+    >>> p0, se0, _ = ppi_design_power(correlation=0.0, **common)
+    >>> p1, se1, _ = ppi_design_power(correlation=0.7, **common)
+    >>> se1 < se0, p1 > p0
+    (True, True)
+    """
+    if not (2 <= n_rated <= n_total and 1 <= per_pair <= pool):
+        raise ValueError("need 2 <= n_rated <= n_total and 1 <= per_pair <= pool")
+    rho2 = min(max(correlation, 0.0), 1.0) ** 2  # lambda is clipped at 0: a negative rho adds nothing
+    va = annotator_var / pool
+    vr = (pair_var + residual_var / per_pair) * (1.0 - rho2 * (n_total - n_rated) / n_total) / n_rated
+    # the few-annotator guard's moment-based variance adds residual_var / (n per_pair) to the annotator
+    # term (its own q - 1 df); the verdict uses the wider of the two intervals
+    guard_va = va + residual_var / (n_rated * per_pair)
+    t_best, se, df = -math.inf, math.nan, math.nan
+    for a_part in (va, guard_va):
+        total = a_part + vr
+        denom = a_part**2 / max(pool - 1, 1) + vr**2 / (n_rated - 1)
+        df_k = total**2 / denom if pool >= 2 and denom > 0 else float(n_rated - 1)
+        half = float(stats.t.ppf(1 - alpha, df_k)) * math.sqrt(total)
+        if half > t_best:
+            t_best, se, df = half, math.sqrt(total), df_k
+    t = float(stats.t.ppf(1 - alpha, df))
+    power = float(stats.t.cdf((margin - true_diff) / se - t, df)) - float(
+        stats.t.cdf((-margin - true_diff) / se + t, df)
+    )
+    return max(0.0, power), se, df
+
+
+@dataclass(frozen=True)
+class JudgePlan:
+    """Rated pairs needed for the target power, people only and with the judge (None: not reachable
+    with up to ``n_total`` pairs), and the powers reached."""
+
+    n_total: int
+    people_pairs: int | None
+    judge_pairs: int | None
+    people_power: float
+    judge_power: float
+
+
+def judge_plan(
+    *,
+    n_total: int,
+    per_pair: int,
+    pool: int,
+    margin: float,
+    pair_var: float,
+    annotator_var: float,
+    residual_var: float,
+    correlation: float,
+    power: float = 0.8,
+    alpha: float = 0.05,
+) -> JudgePlan:
+    """The smallest number of rated pairs (out of ``n_total`` judged) that reaches `power`, without
+    and with the judge (true gap 0; binary search, the power grows with the rated pairs).
+
+    >>> plan = judge_plan(n_total=5000, per_pair=5, pool=5, margin=0.3, pair_var=0.25, annotator_var=0.01,
+    ...                   residual_var=0.36, correlation=0.7)
+    >>> plan.judge_pairs < plan.people_pairs
+    True
+    """
+
+    def at(n: int, rho: float) -> float:
+        return ppi_design_power(
+            n_rated=n, n_total=n_total, per_pair=per_pair, pool=pool, margin=margin, pair_var=pair_var,
+            annotator_var=annotator_var, residual_var=residual_var, correlation=rho, alpha=alpha,
+        )[0]  # fmt: skip
+
+    def smallest(rho: float) -> tuple[int | None, float]:
+        lo, hi = 2, n_total
+        if at(hi, rho) < power:
+            return None, at(hi, rho)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if at(mid, rho) >= power:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo, at(lo, rho)
+
+    people, people_power = smallest(0.0)
+    judge, judge_power = smallest(correlation)
+    return JudgePlan(n_total, people, judge, people_power, judge_power)
