@@ -253,10 +253,10 @@ def judge_power_table(study: str, judge: str, pairs: int | None, database: str |
     table = Table(
         "dimension",
         "pilot pairs",
-        "judge-people correlation",
-        "pairs judged",
-        "people only: pairs (judgments)",
-        "with the judge: pairs (judgments)",
+        "r",
+        "judged",
+        "people only",
+        "with judge",
         title=f"Pairs people must rate for power {target:g} (margin +-{margin:g}, true gap 0)",
     )
 
@@ -288,8 +288,9 @@ def judge_power_table(study: str, judge: str, pairs: int | None, database: str |
         reached = f"with the judge, {int(needed)} rated pairs reach power {target:g} on every dimension"
         out.print(Text(f"{reached} ({judged}, a pool of {int(first['pool'])})"))
     out.print(
-        "From the pilot's crossed-model variance components and the correlation of the judge's chosen - "
-        "rejected gap with the people's pair-mean gap on the pairs both rated (prediction-powered TOST, "
+        "Cells: pairs (judgments). From the pilot's crossed-model variance components and r, the "
+        "correlation of the judge's chosen - rejected gap with the people's pair-mean gap on the pilot "
+        "pairs both rated (prediction-powered TOST, "
         "power-tuned lambda, the few-annotator guard); people must rate a uniform random sample of the "
         "judged pairs.",
         highlight=False,
