@@ -7,6 +7,12 @@ drawn. The first visit of a page is "cold" (its caches empty); the median of the
 Goal: every first draw under 2 s. With --shots DIR it also saves a screenshot of each page at 1440x900
 and at 390 px wide, and prints the serious or critical axe-core violations of each.
 Run: python benchmarks/bench_researcher_pages.py [--visits 3] [--shots DIR] [--db sqlite:///...]
+
+With --pairs N [N ...] it instead times the pages whose work could grow with the study (Progress,
+Validation, Adjudicate, Import and assign) on complete studies of N pairs x 3 annotators built by
+bench_analyze's bulk builder (kept in --workdir for the next call), logged in as a researcher: the
+first visit of Validation includes computing the report (Progress starts it in the background), the
+later visits read it from the cache. The 1-minute load average is printed beside each size.
 """
 
 import argparse
@@ -22,6 +28,8 @@ from playwright.sync_api import Page, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from annotator.demo import CREDENTIALS, build_demo  # noqa: E402
 from annotator.server import BROWSER_ARGS, IDLE_SELECTOR  # noqa: E402
@@ -42,11 +50,21 @@ TALL = "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain] *'
 WIDTHS = {"wide": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
-def log_in(page: Page, base_url: str, username: str) -> None:
+#: (path, title) of the pages whose work could grow with the study, in the order a researcher opens them.
+GROWING = [
+    ("progress", "Progress"),
+    ("validation", "Validation"),
+    ("adjudicate", "Adjudicate"),
+    ("data", "Import and assign"),
+]
+RESEARCHER = ("bench_researcher", "a-long-bench-password-7")
+
+
+def log_in(page: Page, base_url: str, username: str, password: str | None = None) -> None:
     page.goto(base_url)
     page.wait_for_selector(IDLE_SELECTOR, state="attached")
     page.get_by_role("textbox", name="Username").fill(username)
-    page.get_by_role("textbox", name="Password").fill(CREDENTIALS[username][1])
+    page.get_by_role("textbox", name="Password").fill(password or CREDENTIALS[username][1])
     page.get_by_role("button", name="Log in").click()
     page.get_by_role("button", name="Log out").wait_for(timeout=60_000)
 
@@ -56,9 +74,9 @@ def first_draw(page: Page, url: str, title: str) -> tuple[float, float]:
     finished (every element drawn)."""
     start = time.perf_counter()
     page.goto(url)
-    page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=120_000)
+    page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=900_000)
     drawn = time.perf_counter() - start
-    page.wait_for_selector(IDLE_SELECTOR, state="attached", timeout=120_000)
+    page.wait_for_selector(IDLE_SELECTOR, state="attached", timeout=900_000)
     return drawn, time.perf_counter() - start
 
 
@@ -73,12 +91,77 @@ def serious(page: Page) -> list[str]:
     ]
 
 
+def study_database(n_pairs: int, folder: Path) -> str:
+    """A complete study of `n_pairs` x 3 (built once per folder) with a researcher account."""
+    from bench_analyze import build
+    from sqlmodel import select
+
+    from annotator.people import accounts
+    from annotator.people.authorization import SYSTEM
+    from annotator.store import db
+    from annotator.store.models import User
+
+    path = folder / f"pages-{n_pairs}.db"
+    url = f"sqlite:///{path}"
+    if not path.exists():
+        build(url, n_pairs=n_pairs, n_annotators=3, n_aspects=5)
+    engine = db.make_engine(url)
+    with db.session_scope(engine) as session:
+        if session.exec(select(User).where(User.username == RESEARCHER[0])).first() is None:
+            accounts.add_user(
+                session, username=RESEARCHER[0], role="researcher", password=RESEARCHER[1], account=SYSTEM
+            )
+    engine.dispose()
+    return url
+
+
+def by_size(sizes: list[int], visits: int, workdir: Path | None) -> None:
+    """Each growing page at each study size: title drawn and run done, cold and warm."""
+    import os
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench_pages_") as tmp:
+        folder = workdir or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        for n_pairs in sizes:
+            url = study_database(n_pairs, folder)
+            log = Path(tmp) / f"server-{n_pairs}.log"
+            with running_app(url, log) as base_url, sync_playwright() as playwright:
+                browser = playwright.chromium.launch(
+                    executable_path=shutil.which("chromium"), args=list(BROWSER_ARGS)
+                )
+                page = browser.new_context(viewport=WIDTHS["wide"]).new_page()
+                log_in(page, base_url, *RESEARCHER)
+                for path, title in GROWING:
+                    load = os.getloadavg()[0]
+                    times = [first_draw(page, f"{base_url}/{path}", title) for _ in range(visits)]
+                    done = [t[1] for t in times]
+                    warm = statistics.median(done[1:]) if len(done) > 1 else float("nan")
+                    rows.append((n_pairs, title, max(t[0] for t in times[1:] or times), done[0], warm, load))
+                    print(
+                        f"{n_pairs:>7,} pairs {title:<18} drawn {rows[-1][2]:6.2f} s, cold {done[0]:6.2f} s, "
+                        f"warm {warm:6.2f} s, load {load:.1f}",
+                        flush=True,
+                    )
+                browser.close()
+    print("seconds from navigation: title drawn (slowest warm visit); whole run done, first visit (cold)")
+    print("and the median of the later visits (warm); Validation's cold visit computes the report")
+    print(f"{'pairs':>7} {'page':<18} {'drawn':>7} {'cold':>7} {'warm':>7} {'load':>5}")
+    for n_pairs, title, drawn_s, cold, warm, load in rows:
+        print(f"{n_pairs:>7,} {title:<18} {drawn_s:7.2f} {cold:7.2f} {warm:7.2f} {load:5.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--visits", type=int, default=3, help="visits per page (the first is cold)")
+    parser.add_argument("--pairs", type=int, nargs="*", default=None, help="time the growing pages")
+    parser.add_argument("--workdir", type=Path, default=None, help="keep the --pairs databases here")
     parser.add_argument("--shots", type=Path, default=None, help="save screenshots and run axe")
     parser.add_argument("--db", default=None, help="an existing demo database URL")
     args = parser.parse_args()
+    if args.pairs:
+        by_size(args.pairs, args.visits, args.workdir)
+        return
     with tempfile.TemporaryDirectory(prefix="bench_pages_") as tmp:
         url = args.db or build_demo(Path(tmp) / "demo.db", rebuild=True).url
         with running_app(url, Path(tmp) / "server.log") as base_url, sync_playwright() as playwright:

@@ -54,6 +54,7 @@ def timed(argv: list[str], pythonpath: Path) -> tuple[float, float]:
         capture_output=True,
         text=True,
         env=env,
+        cwd=pythonpath,  # `python -m` puts the working folder first on sys.path
         check=True,
     )
     user = float(re.search(r"User time \(seconds\): ([\d.]+)", result.stderr).group(1))  # type: ignore[union-attr]

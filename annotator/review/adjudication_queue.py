@@ -4,13 +4,15 @@ Decisions are written by :mod:`annotator.review.adjudicate`; both read through
 :mod:`annotator.review.adjudication_reads`.
 """
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlmodel import Session
+from sqlalchemy import func, select
+from sqlmodel import Session, col
 
 from analysis.vocabulary import RUBRIC_PREFIX, SUPPORT_PREFIX
 from annotator.people.authorization import Account, require_role
@@ -22,7 +24,7 @@ from annotator.review.adjudication_reads import (
     decision_state,
     pair_and_study,
 )
-from annotator.store.models import id_of
+from annotator.store.models import Adjudication, Judgment, id_of
 from annotator.study import get_study
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "item_labels",
     "pair_detail",
     "queue",
+    "queue_version",
 ]
 
 PREFERENCE_LABELS = {
@@ -56,6 +59,18 @@ QUEUE_COLUMNS = [
     "reopened",
     "last_submitted_at",
 ]
+
+
+def queue_version(session: Session, *, study: str, account: Account) -> tuple[Any, ...]:
+    """What the queue of `study` is computed from, in a few cheap reads: the judgments (count, newest
+    id), the newest decision, and the study's settings. The queue is the same while this is, so a page
+    may keep it for the whole server (judgments are append-only: a new one changes the count)."""
+    require_role(session, account, "adjudicator", "researcher")
+    study_row = get_study(session, study)
+    count, newest = session.execute(select(func.count(col(Judgment.id)), func.max(Judgment.id))).one()
+    decided = session.execute(select(func.max(Adjudication.id))).scalar()
+    settings = json.dumps(study_row.config, sort_keys=True, default=str)
+    return int(count or 0), int(newest or 0), int(decided or 0), settings
 
 
 def queue(session: Session, *, study: str, account: Account) -> pd.DataFrame:

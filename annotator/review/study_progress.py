@@ -2,15 +2,17 @@
 stalled items, judgments over time, the data version that keys the Validation cache, reassignment."""
 
 from datetime import timedelta
+from typing import Any
 
 import pandas as pd
-from sqlalchemy import func
+from sqlalchemy import BigInteger, Integer, case, cast, func
 from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
 from annotator.errors import UserError
 from annotator.people.authorization import Account, require_role
 from annotator.store.models import (
+    FLAGGED,
     PENDING,
     Adjudication,
     Assignment,
@@ -54,65 +56,127 @@ def data_version(session: Session, study: str, *, account: Account) -> tuple[int
     return int(count or 0), int(newest or 0), int(decided or 0), int(predicted or 0), int(judged or 0)
 
 
+PROGRESS_COLUMNS = [
+    "annotator",
+    "active",
+    "assigned",
+    "done",
+    "flagged",
+    "skipped",
+    "median_time_s",
+    "open",
+    "items_per_hour",
+]
+
+
+def _median_times(session: Session, study_id: int) -> dict[str, float]:
+    """Per annotator, the median time on task of the current judgments of their items, in SQL: the one
+    or two middle rows of each annotator's times in order (window functions, both engines)."""
+    ranked = (
+        sql_select(
+            col(User.username).label("annotator"),
+            col(Judgment.time_on_task_s).label("time_s"),
+            func.row_number()
+            .over(partition_by=col(Assignment.annotator_id), order_by=col(Judgment.time_on_task_s))
+            .label("ordinal"),
+            func.count().over(partition_by=col(Assignment.annotator_id)).label("n"),
+        )
+        .join(User, col(User.id) == Assignment.annotator_id)
+        .join(Judgment, col(Judgment.id) == Assignment.current_judgment_id)
+        .where(col(Assignment.study_id) == study_id, col(Judgment.time_on_task_s).is_not(None))
+        .subquery()
+    )
+    middle = ranked.c.ordinal.in_([(ranked.c.n + 1) // 2, (ranked.c.n + 2) // 2])
+    rows = session.execute(
+        sql_select(ranked.c.annotator, func.avg(ranked.c.time_s)).where(middle).group_by(ranked.c.annotator)
+    ).all()
+    return {str(name): float(value) for name, value in rows}
+
+
 def annotator_progress(session: Session, *, study: str, account: Account) -> pd.DataFrame:
-    """Per annotator: assigned, done, skipped, open, items per hour of work, median time on task."""
-    study_id = _researchers_study(session, study, account).id
+    """Per annotator: assigned, done, flagged, skipped, open, median time on task and items per hour of
+    work, counted in the database (one row per annotator comes back, whatever the study's size)."""
+    study_id = id_of(_researchers_study(session, study, account))
+
+    def count_of(condition: Any) -> Any:
+        return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
+
     rows = session.execute(
         sql_select(
             col(User.username),
             col(User.active),
-            col(Assignment.status),
-            col(Assignment.skip_count),
-            col(Judgment.time_on_task_s),
+            func.count(col(Assignment.id)),
+            count_of(col(Assignment.status) == "done"),
+            count_of(col(Assignment.status) == FLAGGED),
+            count_of(col(Assignment.skip_count) > 0),
+            func.coalesce(func.sum(col(Judgment.time_on_task_s)), 0.0),
         )
+        .select_from(Assignment)
         .join(User, col(User.id) == Assignment.annotator_id)
         .outerjoin(Judgment, col(Judgment.id) == Assignment.current_judgment_id)
         .where(col(Assignment.study_id) == study_id)
+        .group_by(col(User.id), col(User.username), col(User.active))
+        .order_by(col(User.username))
     ).all()
-    frame = pd.DataFrame(rows, columns=["annotator", "active", "status", "skip_count", "time_s"])
-    if frame.empty:
-        return pd.DataFrame(
-            columns=[
-                "annotator",
-                "active",
-                "assigned",
-                "done",
-                "skipped",
-                "flagged",
-                "open",
-                "items_per_hour",
-                "median_time_s",
-            ]
-        )
-    frame["time_s"] = pd.to_numeric(frame["time_s"], errors="coerce").astype(float)
-    grouped = frame.groupby("annotator")
     table = pd.DataFrame(
-        {
-            "active": grouped["active"].first(),
-            "assigned": grouped.size(),
-            "done": grouped["status"].apply(lambda s: int((s == "done").sum())),
-            "flagged": grouped["status"].apply(lambda s: int((s == "flagged").sum())),
-            "skipped": grouped["skip_count"].apply(lambda s: int((s > 0).sum())),
-            "median_time_s": grouped["time_s"].median(),
-            "work_s": grouped["time_s"].sum(),
-        }
+        [tuple(row) for row in rows],
+        columns=["annotator", "active", "assigned", "done", "flagged", "skipped", "work_s"],
     )
+    if table.empty:
+        return pd.DataFrame(columns=PROGRESS_COLUMNS)
+    medians = _median_times(session, study_id)
+    table["median_time_s"] = table["annotator"].map(medians).astype(float)
     table["open"] = table["assigned"] - table["done"] - table["flagged"]
-    hours = (table["work_s"] / 3600).where(table["work_s"] > 0)
+    hours = (table["work_s"].astype(float) / 3600).where(table["work_s"] > 0)
     table["items_per_hour"] = table["done"] / hours
-    return table.drop(columns="work_s").reset_index()
+    return table[PROGRESS_COLUMNS]
 
 
-def pair_completion(session: Session, *, study: str, account: Account) -> pd.DataFrame:
-    """Per pair: assigned and completed judgments."""
-    study_id = _researchers_study(session, study, account).id
-    rows = session.exec(
-        select(Pair.external_id, Pair.category, func.count(col(Assignment.id)), Pair.n_done)
-        .outerjoin(Assignment, col(Assignment.pair_id) == Pair.id)
-        .where(Pair.study_id == study_id)
-        .group_by(col(Pair.id))
-    ).all()
-    return pd.DataFrame(rows, columns=["pair_id", "category", "assigned", "done"])
+def _assigned_per_pair(study_id: int) -> Any:
+    """A subquery: pair_id and n, the assignments of each pair of the study that has any."""
+    return (
+        sql_select(col(Assignment.pair_id).label("pair_id"), func.count().label("n"))
+        .where(col(Assignment.study_id) == study_id)
+        .group_by(col(Assignment.pair_id))
+        .subquery()
+    )
+
+
+def pair_counts(session: Session, *, study: str, account: Account) -> dict[str, int]:
+    """The study's pairs and how many are complete (every assignment done), counted in the database."""
+    study_id = id_of(_researchers_study(session, study, account))
+    assigned = _assigned_per_pair(study_id)
+    complete = col(Pair.n_done) >= func.coalesce(assigned.c.n, 0)
+    pairs, done = session.execute(
+        sql_select(func.count(col(Pair.id)), func.coalesce(func.sum(case((complete, 1), else_=0)), 0))
+        .select_from(Pair)
+        .outerjoin(assigned, assigned.c.pair_id == Pair.id)
+        .where(col(Pair.study_id) == study_id)
+    ).one()
+    return {"pairs": int(pairs), "complete": int(done)}
+
+
+def pair_completion(
+    session: Session, *, study: str, account: Account, offset: int = 0, limit: int | None = None
+) -> pd.DataFrame:
+    """Per pair (in import order): assigned and completed judgments; `limit` rows from `offset` (a page
+    of the table), or every pair."""
+    study_id = id_of(_researchers_study(session, study, account))
+    assigned = _assigned_per_pair(study_id)
+    query = (
+        sql_select(
+            col(Pair.external_id), col(Pair.category), func.coalesce(assigned.c.n, 0), col(Pair.n_done)
+        )
+        .select_from(Pair)
+        .outerjoin(assigned, assigned.c.pair_id == Pair.id)
+        .where(col(Pair.study_id) == study_id)
+        .order_by(col(Pair.id))
+        .offset(offset)
+    )
+    if limit is not None:
+        query = query.limit(limit)
+    rows = session.execute(query).all()
+    return pd.DataFrame([tuple(row) for row in rows], columns=["pair_id", "category", "assigned", "done"])
 
 
 def stalled_assignments(
@@ -132,16 +196,45 @@ def stalled_assignments(
     return pd.DataFrame(rows, columns=["annotator", "pair_id", "shown_at"])
 
 
-def judgments_over_time(session: Session, *, study: str, account: Account) -> pd.DataFrame:
-    """Every judgment's submission time (revisions included), for the activity plot."""
-    study_id = _researchers_study(session, study, account).id
-    rows = session.exec(
-        select(Judgment.submitted_at, User.username)
+TIMELINE_BINS = 200  # time bins of the judgments-over-time chart, whatever the study's length
+
+
+def _epoch_seconds(session: Session, column: Any) -> Any:
+    """A datetime column as whole seconds since 1970 (UTC), in the engine's own SQL."""
+    if session.get_bind().dialect.name == "sqlite":
+        return cast(func.strftime("%s", column), Integer)
+    return cast(func.floor(func.extract("epoch", column)), BigInteger)
+
+
+def judgments_over_time(
+    session: Session, *, study: str, account: Account, bins: int = TIMELINE_BINS
+) -> pd.DataFrame:
+    """Judgments submitted (revisions included) per annotator and time bin, counted in the database:
+    at most `bins` equal bins from the first to the last submission. Columns submitted_at (the bin's
+    end, UTC), annotator, judgments (submitted in that bin)."""
+    study_id = id_of(_researchers_study(session, study, account))
+    seconds = _epoch_seconds(session, col(Judgment.submitted_at))
+    of_study = col(Assignment.study_id) == study_id
+    joined = sql_select(func.min(seconds), func.max(seconds)).join(
+        Assignment, col(Assignment.id) == Judgment.assignment_id
+    )
+    first, last = session.execute(joined.where(of_study)).one()
+    if first is None:
+        return pd.DataFrame(columns=["submitted_at", "annotator", "judgments"])
+    width = max(1, -(-(int(last) - int(first) + 1) // bins))  # seconds per bin, rounded up
+    bucket = ((seconds - int(first)) // width).label("bucket")
+    rows = session.execute(
+        sql_select(bucket, col(User.username), func.count())
+        .select_from(Judgment)
         .join(Assignment, col(Assignment.id) == Judgment.assignment_id)
         .join(User, col(User.id) == Assignment.annotator_id)
-        .where(Assignment.study_id == study_id)
+        .where(of_study)
+        .group_by(bucket, col(User.username))
     ).all()
-    return pd.DataFrame(rows, columns=["submitted_at", "annotator"])
+    frame = pd.DataFrame([tuple(row) for row in rows], columns=["bucket", "annotator", "judgments"])
+    ends = int(first) + (frame["bucket"].astype("int64") + 1) * width
+    frame["submitted_at"] = pd.to_datetime(ends.clip(upper=int(last) + 1), unit="s")
+    return frame[["submitted_at", "annotator", "judgments"]]
 
 
 def reassign_open(session: Session, *, account: Account, study: str, username: str) -> int:
@@ -210,21 +303,21 @@ def filter_options(session: Session, *, study: str, account: Account) -> tuple[l
 
 
 def cumulative_judgments(timeline: pd.DataFrame) -> pd.DataFrame:
-    """Per annotator, the running count of judgments over time (from :func:`judgments_over_time`):
+    """Per annotator, the running count of judgments at each bin's end (from :func:`judgments_over_time`):
     columns submitted_at, annotator, judgments."""
-    out = timeline.sort_values("submitted_at", kind="stable").assign(judgments=1)
+    out = timeline.sort_values(["annotator", "submitted_at"], kind="stable").reset_index(drop=True)
     out["judgments"] = out.groupby("annotator")["judgments"].cumsum()
-    return out.reset_index(drop=True)
+    return out.sort_values("submitted_at", kind="stable").reset_index(drop=True)
 
 
-def study_summary(people: pd.DataFrame, pairs: pd.DataFrame, stalled: pd.DataFrame) -> dict[str, int]:
+def study_summary(people: pd.DataFrame, pairs: dict[str, int], stalled: pd.DataFrame) -> dict[str, int]:
     """The headline numbers of the Progress page: pairs, judgments done and assigned, complete pairs,
-    stalled and flagged items."""
+    stalled and flagged items (`pairs` from :func:`pair_counts`)."""
     return {
-        "pairs": len(pairs),
+        "pairs": pairs["pairs"],
         "done": int(people["done"].sum()) if len(people) else 0,
         "assigned": int(people["assigned"].sum()) if len(people) else 0,
-        "complete": int((pairs["done"] >= pairs["assigned"]).sum()) if len(pairs) else 0,
+        "complete": pairs["complete"],
         "stalled": len(stalled),
         "flagged": int(people["flagged"].sum()) if "flagged" in people and len(people) else 0,
     }

@@ -1,12 +1,16 @@
 """Adjudicate: automatic resolution, the queue (lowest agreement first), and a decision on one pair
 with its whole context (question, narrative, rubric with reasons and evidence, profile)."""
 
+from typing import Any
+
+import pandas as pd
 import streamlit as st
 
-from annotator.app.common import choose_study, require, safe_md, session
+from annotator.app.common import choose_study, engine, require, safe_md, session
 from annotator.app.panes import focusable_panes
 from annotator.app.tables import show_table
 from annotator.errors import UserError
+from annotator.people.authorization import Account
 from annotator.review import adjudicate, adjudication_queue
 
 PICK_KEY = "adjudicate_pick"
@@ -111,6 +115,15 @@ def decision_form(detail: adjudication_queue.PairDetail, pair_db_id: int, accoun
     st.rerun()
 
 
+@st.cache_data(max_entries=16, show_spinner="Reading the study's judgments...")
+def cached_queue(url: str, study: str, version: tuple[Any, ...], _account: Account) -> pd.DataFrame:
+    """The queue of one study at one data version (:func:`adjudication_queue.queue_version`), computed
+    once for the whole server: every adjudicator's visit reads it until a judgment, a decision or the
+    settings change."""
+    with session() as active:
+        return adjudication_queue.queue(active, study=study, account=_account)
+
+
 account = require("adjudicator", "researcher")
 st.title("Adjudicate")
 done = st.session_state.pop(DONE_KEY, None)
@@ -122,7 +135,8 @@ if study is not None:
         with session() as active:
             st.success(str(adjudicate.auto_resolve(active, study=study, account=account)))
     with session() as active:
-        waiting = adjudication_queue.queue(active, study=study, account=account)
+        version = adjudication_queue.queue_version(active, study=study, account=account)
+    waiting = cached_queue(str(engine().url), study, version, account)
     st.header(f"Queue ({len(waiting)})")
     if waiting.empty:
         st.info("Nothing needs a person right now. Run the automatic resolution after new judgments arrive.")
