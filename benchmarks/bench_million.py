@@ -208,9 +208,8 @@ def main() -> None:
                 start = time.perf_counter()
                 write_dataset(folder, n_pairs)
                 size = sum(p.stat().st_size for p in folder.rglob("*.parquet")) / 2**20
-                print(
-                    f"{n_pairs:>9,} pairs: wrote the dataset ({size:.0f} MB) in {time.perf_counter() - start:.0f} s"
-                )
+                took = time.perf_counter() - start
+                print(f"{n_pairs:>9,} pairs: wrote the dataset ({size:.0f} MB) in {took:.0f} s", flush=True)
             before = load()
             wall, cpu, peak, out = timed(MOMENTS, str(folder), *QUALITY)
             print(
