@@ -5,7 +5,9 @@ A label frame may carry the owner's own judgments: rows whose ``rater_kind`` col
 reports, with **owners as the unit** (every standard error is a leave-one-owner-out jackknife, so pairs
 of one owner are never treated as independent; a share's interval is the Wilson interval at the
 effective sample size that standard error implies, kappa's is jackknife +- t, both with the t quantile
-on ``owners - 1`` degrees of freedom):
+on ``owners - 1`` degrees of freedom and the jackknife variance times ``G / (G - 1)``, the usual
+small-sample factor for G clusters; kappa's interval only from MIN_KAPPA_OWNERS owners and
+MIN_KAPPA_PAIRS pairs, below which it does not hold its level):
 
 - owner endorsement: the share of pairs whose owner prefers ``chosen`` (a tie counts half), tested
   one-sided against one half (its own verdict, ``owner_endorsement``);
@@ -63,6 +65,10 @@ __all__ = [
 OWNER_ENDORSEMENT = "owner_endorsement"
 #: Fewer owners give no verdict on owner endorsement (the jackknife needs a few clusters).
 MIN_OWNERS = 5
+#: Kappa's jackknife interval needs this many owners and owned pairs (fewer: no interval; measured in
+#: benchmarks/bench_owners.py, where smaller designs miss by up to 0.24 on one side).
+MIN_KAPPA_OWNERS = 10
+MIN_KAPPA_PAIRS = 50
 #: The directions a judgment can take, as codes 0, 1, 2 (and 3 for a panel with no majority).
 DIRECTIONS: tuple[str, ...] = (CHOSEN, "tie", REJECTED, "none")
 PANEL = "panel majority"
@@ -83,6 +89,14 @@ def split_owners(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     if not is_owner.any():
         return frame, frame.iloc[:0]
     return frame[~is_owner], frame[is_owner]
+
+
+def _jackknife_se(dev: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """The leave-one-owner-out standard error from the leave-one-out deviations (..., G) of g present
+    owners, its variance times g / (g - 1) (the small-sample factor for g clusters); NaN below 2."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt((dev**2).sum(-1))  # ((g - 1) / g) * (g / (g - 1)) * sum of squares
+    return np.where(g >= 2, se, np.nan)
 
 
 def _t(alpha: float, g: npt.ArrayLike) -> np.ndarray:
@@ -126,9 +140,7 @@ def jackknife_ratio(
     loo = np.where(present, loo, 0.0)
     mean = loo.sum(-1) / np.maximum(g, 1)
     dev = np.where(present, loo - mean[..., None], 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        se = np.sqrt((g - 1) / g * (dev**2).sum(-1))
-    se = np.where(g >= 2, se, np.nan)
+    se = _jackknife_se(dev, g)
     low, high = _wilson(est, se, total_d[..., 0], _t(alpha, g))
     return est, low, high, se
 
@@ -171,6 +183,7 @@ def jackknife_kappa(
     Returns
     -------
     estimate, ci_low, ci_high, se : numpy.ndarray, shape (...)
+        NaN bounds and se below MIN_KAPPA_OWNERS owners or MIN_KAPPA_PAIRS pairs.
     """
     c = np.asarray(confusion, dtype=np.float64)
     present = c.sum((-1, -2)) > 0
@@ -182,9 +195,8 @@ def jackknife_kappa(
     m = ok.sum(-1)
     mean = np.where(ok, loo, 0.0).sum(-1) / np.maximum(m, 1)
     dev = np.where(ok, loo - mean[..., None], 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        se = np.sqrt((m - 1) / m * (dev**2).sum(-1))
-    se = np.where((m >= 2) & (m == g), se, np.nan)
+    enough = (m == g) & (g >= MIN_KAPPA_OWNERS) & (total.sum((-1, -2)) >= MIN_KAPPA_PAIRS)
+    se = np.where(enough, _jackknife_se(dev, m), np.nan)
     half = _t(alpha, g) * se
     return est, np.maximum(est - half, -1.0), np.minimum(est + half, 1.0), se
 

@@ -13,7 +13,7 @@ import pytest
 
 from analysis.frames import judgments, pair_majority, read_labels
 from analysis.owner_simulation import with_owners
-from analysis.owners import jackknife_kappa, jackknife_ratio, split_owners
+from analysis.owners import MIN_KAPPA_OWNERS, jackknife_kappa, jackknife_ratio, split_owners
 from analysis.render import to_html, to_markdown, to_terminal
 from analysis.render.as_json import REPORT_SCHEMA, json_text
 from analysis.report import ReportSettings, build_report
@@ -71,10 +71,24 @@ def test_jackknife_ratio_matches_the_cluster_robust_variance_of_a_ratio() -> Non
 
 
 def test_kappa_of_perfect_agreement_is_one() -> None:
-    confusion = np.zeros((4, 3, 3))
+    confusion = np.zeros((MIN_KAPPA_OWNERS, 3, 3))
     confusion[:, 0, 0], confusion[:, 2, 2] = 3, 2
     est, low, _, _ = jackknife_kappa(confusion)
     assert est == pytest.approx(1.0) and low == pytest.approx(1.0)
+
+
+def test_kappa_has_no_interval_below_its_owners_or_pairs() -> None:
+    """Below MIN_KAPPA_OWNERS owners or MIN_KAPPA_PAIRS pairs the jackknife interval does not hold its
+    level: the estimate, but no interval."""
+    rng = np.random.default_rng(0)
+    few_owners = rng.integers(0, 4, (MIN_KAPPA_OWNERS - 1, 3, 3)).astype(float) + np.eye(3) * 5
+    few_pairs = np.zeros((MIN_KAPPA_OWNERS, 3, 3))
+    few_pairs[:, 0, 0], few_pairs[:3, 2, 2], few_pairs[3:6, 0, 2] = 2, 1, 1  # 26 pairs
+    enough = np.tile(few_pairs, (2, 1, 1))  # 20 owners, 52 pairs
+    for confusion, interval in ((few_owners, False), (few_pairs, False), (enough, True)):
+        est, low, high, se = jackknife_kappa(confusion)
+        assert np.isfinite(est)
+        assert bool(np.isfinite(low) and np.isfinite(high) and np.isfinite(se)) is interval
 
 
 def test_owner_labels_are_read_from_every_file_type(tmp_path: Path) -> None:
