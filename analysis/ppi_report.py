@@ -6,7 +6,9 @@ orders it saw a pair in); per judge the intersection-union over the dimensions, 
 equivalence verdict. The section exists only when a judge rated main pairs beyond the people's: a
 study without a judge, or with a judge on the people's pairs only, gets none (its report is
 unchanged). The people must have rated a uniform random sample of the judged pairs; the section says
-so. The share of broken pairs is not part of this verdict (it stays the people-only one).
+so. The share of broken pairs is not part of this verdict (it stays the people-only one). The preference
+for chosen gets the same treatment: the per-judgment preference score (chosen 1, tie 0.5, rejected 0)
+against the judge's preference mapped to 0..1, one-sided against 0.5.
 """
 
 from __future__ import annotations
@@ -17,9 +19,21 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.frames import CHOSEN, ITEM, PAIR_ID, REJECTED, RESPONSE, VALUE, judgment_differences
-from analysis.judges import JUDGE
-from analysis.prediction_powered import prediction_powered_tost
+from analysis.frames import (
+    ANNOTATOR,
+    CHOSEN,
+    ITEM,
+    PAIR_ID,
+    PREFERENCE,
+    REJECTED,
+    RESPONSE,
+    VALUE,
+    judgment_differences,
+    judgments,
+)
+from analysis.judges import JUDGE, ORDER
+from analysis.prediction_powered import prediction_powered_share, prediction_powered_tost
+from analysis.validation import preference_scores
 
 __all__ = ["PredictionPoweredSection", "judge_item_gaps", "prediction_powered_section", "summary_sentences"]
 
@@ -43,6 +57,23 @@ TABLE_COLUMNS = [
     "people_equivalent",
     "warnings",
 ]
+PREFERENCE_COLUMNS = [
+    "judge",
+    "status",
+    "n_pairs",
+    "n_rated",
+    "effective_pairs",
+    "lam",
+    "correlation",
+    "share",
+    "ci_low",
+    "ci_high",
+    "p_greater",
+    "people_share",
+    "people_ci_low",
+    "people_ci_high",
+    "people_p_greater",
+]
 VERDICT_COLUMNS = [
     "judge",
     "status",
@@ -62,11 +93,16 @@ class PredictionPoweredSection:
 
     table: pd.DataFrame
     verdicts: pd.DataFrame
+    preference: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PREFERENCE_COLUMNS))
     parameters: dict[str, Any] = field(default_factory=dict)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The tables by name (the JSON report's keys)."""
-        return {"prediction_powered": self.table, "prediction_powered_verdicts": self.verdicts}
+        return {
+            "prediction_powered": self.table,
+            "prediction_powered_verdicts": self.verdicts,
+            "prediction_powered_preference": self.preference,
+        }
 
 
 def judge_item_gaps(judge_rows: pd.DataFrame, item: str) -> pd.Series:
@@ -83,6 +119,38 @@ def _span(values: Sequence[float], digits: int) -> str:
     """One value, or the range of values, at `digits` decimals."""
     low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
     return low if low == high else f"{low} to {high}"
+
+
+def judge_preference_scores(judge_rows: pd.DataFrame) -> pd.Series:
+    """One judge's predicted preference score per pair: its preference (-2..2, averaged over the
+    orders) mapped to 0..1 (1 = chosen much better), indexed by pair id."""
+    per_order = judge_rows.drop_duplicates([PAIR_ID, ORDER]).dropna(subset=[PREFERENCE])
+    return (per_order.groupby(PAIR_ID)[PREFERENCE].mean().astype(float) + 2.0) / 4.0
+
+
+def _preference_row(
+    name: str, scores: pd.DataFrame, judge_rows: pd.DataFrame, alpha: float
+) -> dict[str, Any] | None:
+    """The prediction-powered preference share of one judge, or None when it adds no pairs."""
+    predicted = judge_preference_scores(judge_rows)
+    rated = set(scores[PAIR_ID])
+    if predicted.index.isin(list(rated)).sum() < 2 or predicted.index.isin(list(rated)).all():
+        return None
+    try:
+        res = prediction_powered_share(scores, predicted, alpha=alpha, judge=name)
+    except ValueError:
+        return None
+    if res.annotator_estimable and res.p_greater < alpha:
+        status = "pass"
+    elif res.ci_high < 0.5:
+        status = "fail"
+    else:
+        status = "inconclusive"
+    return (
+        {"status": status, "lam": res.lam}
+        | {c: getattr(res, c) for c in PREFERENCE_COLUMNS if c not in ("status", "lam", "n_pairs")}
+        | {"n_pairs": res.n_pairs, "judge": name}
+    )
 
 
 def summary_sentences(n_pairs: int, n_rated: int, effective: Sequence[float], lams: Sequence[float]) -> str:
@@ -134,7 +202,8 @@ def prediction_powered_section(
     Returns
     -------
     PredictionPoweredSection or None
-        None when no judge rated a main pair beyond the people's on a quality dimension.
+        None when no judge rated a main pair beyond the people's (on a quality dimension or by a
+        preference).
     """
     if judges.empty or main.empty:
         return None
@@ -148,8 +217,20 @@ def prediction_powered_section(
             continue
     rows: list[dict[str, Any]] = []
     verdicts: list[dict[str, Any]] = []
+    preference: list[dict[str, Any]] = []
+    per_judgment = judgments(main)
+    scores = pd.DataFrame(
+        {
+            PAIR_ID: per_judgment[PAIR_ID].to_numpy(),
+            ANNOTATOR: per_judgment[ANNOTATOR].to_numpy(),
+            "score": preference_scores(per_judgment).to_numpy(),
+        }
+    )
     for name in sorted(judges[JUDGE].unique()):
         mine = judges[judges[JUDGE] == name]
+        share = _preference_row(name, scores, mine, alpha)
+        if share is not None:
+            preference.append(share)
         results = []
         for item, diffs in differences.items():
             gap = judge_item_gaps(mine, item)
@@ -167,11 +248,12 @@ def prediction_powered_section(
         if not results:
             continue
         verdicts.append(_judge_verdict(name, results, len(differences)))
-    if not rows:
+    if not rows and not preference:
         return None
     return PredictionPoweredSection(
         table=pd.DataFrame(rows, columns=TABLE_COLUMNS),
         verdicts=pd.DataFrame(verdicts, columns=VERDICT_COLUMNS),
+        preference=pd.DataFrame(preference, columns=PREFERENCE_COLUMNS),
         parameters={
             "margin": margin,
             "alpha": alpha,

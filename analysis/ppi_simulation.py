@@ -171,9 +171,7 @@ def draw(design: Design, n_studies: int, rng: np.random.Generator) -> tuple[Arra
     shift = np.where(category == 0, -design.category_shift, design.category_shift)
     g = design.mean_gap + shift + rng.normal(0, design.pair_sd, (s, big_n))
     f = judge_gaps(design, g, category, rng)
-    # the people rate a uniform random sample: the first n of a random permutation
-    order = np.argsort(rng.random((s, big_n)), axis=1)
-    g, f = np.take_along_axis(g, order, 1), np.take_along_axis(f, order, 1)
+    # the pairs are independent draws, so the first n are a uniform random sample of the N
     bias = rng.normal(0, design.annotator_sd, (s, 1, q))
     d = g[:, :n, None] + bias + rng.normal(0, design.noise_sd, (s, n, q))
     return d, f[:, :n], f[:, n:]

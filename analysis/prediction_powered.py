@@ -40,16 +40,18 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
-from analysis.crossed_mean import crossed_mean
+from analysis.crossed_mean import CrossedMean, crossed_mean
 from analysis.equivalence import tost_from_estimate
 from analysis.frames import ANNOTATOR, PAIR_ID
 
 __all__ = [
     "PPIMean",
     "PredictionPowered",
+    "PredictionPoweredShare",
     "combine_parts",
     "power_tuned_lambda",
     "ppi_mean",
+    "prediction_powered_share",
     "prediction_powered_tost",
 ]
 
@@ -242,6 +244,62 @@ class PredictionPowered:
         return out
 
 
+@dataclass(frozen=True)
+class _Core:
+    """The PPI++ mean of a per-judgment value over every judged pair, and the people-only one."""
+
+    estimate: float
+    se: float
+    df: float
+    lam: float
+    correlation: float
+    n_rated: int
+    n_unrated: int
+    n_obs: int
+    effective: float
+    people: CrossedMean
+    messages: list[str]
+
+
+def _core(values: pd.DataFrame, column: str, judge_value: pd.Series, item: str, alpha: float) -> _Core:
+    """PPI++ with the human correction in the crossed model (see the module docstring)."""
+    judged = judge_value.dropna().astype(float).groupby(level=0).mean()
+    messages: list[str] = []
+    rated = values[values[PAIR_ID].isin(judged.index)]
+    left_out = int(values[PAIR_ID].nunique() - rated[PAIR_ID].nunique())
+    if left_out:
+        messages.append(f"{left_out} rated pair(s) without a judge rating are left out")
+    n_rated = int(rated[PAIR_ID].nunique())
+    if n_rated < 2:
+        raise ValueError(f"need at least 2 pairs rated by people and the judge on '{item}', got {n_rated}")
+    y = rated[column].to_numpy(dtype=float)
+    pairs, annotators = rated[PAIR_ID].to_numpy(), rated[ANNOTATOR].to_numpy()
+    pair_mean = rated.groupby(PAIR_ID, sort=False)[column].mean()
+    h = pair_mean.to_numpy(dtype=float)
+    f_l = judged.reindex(pair_mean.index).to_numpy(dtype=float)
+    f_u = judged[~judged.index.isin(pair_mean.index)].to_numpy(dtype=float)
+    lam = float(power_tuned_lambda(h, f_l, f_u))
+    correlation = float(np.corrcoef(h, f_l)[0, 1]) if np.ptp(h) > 0 and np.ptp(f_l) > 0 else math.nan
+    if len(f_u) == 0:
+        messages.append("the judge rated no pair beyond the people's: the verdict is the people-only one")
+    people = crossed_mean(y, pairs, annotators, item=item, alpha=alpha)
+    correction = crossed_mean(
+        y - lam * judged.reindex(pairs).to_numpy(dtype=float), pairs, annotators, item=item, alpha=alpha
+    )
+    messages += [w for w in correction.warnings if w not in messages]
+    if not people.annotator_estimable:
+        messages.append("only 1 annotator: the result is conditional on this annotator")
+    estimate = correction.estimate + (lam * float(f_u.mean()) if len(f_u) else 0.0)
+    var, df, _ = combine_parts(correction.se**2, correction.df, lam, f_u)
+    se, df_f = math.sqrt(float(var)), float(df)
+    if not math.isfinite(df_f):
+        df_f = float(max(n_rated - 1, 1))
+    effective = n_rated * people.se**2 / se**2 if se > 0 else math.nan
+    return _Core(
+        estimate, se, df_f, lam, correlation, n_rated, len(f_u), len(y), float(effective), people, messages
+    )
+
+
 def prediction_powered_tost(
     differences: pd.DataFrame,
     judge_gap: pd.Series,
@@ -287,53 +345,20 @@ def prediction_powered_tost(
     margin = float(margin)
     if not (math.isfinite(margin) and margin > 0):
         raise ValueError(f"margin must be a positive number, got {margin!r}")
-    gap = judge_gap.dropna().astype(float)
-    gap = gap.groupby(level=0).mean()
-    messages: list[str] = []
-    rated = differences[differences[PAIR_ID].isin(gap.index)]
-    left_out = int(differences[PAIR_ID].nunique() - rated[PAIR_ID].nunique())
-    if left_out:
-        messages.append(f"{left_out} rated pair(s) without a judge rating are left out")
-    rated_ids = pd.unique(rated[PAIR_ID])
-    if len(rated_ids) < 2:
-        raise ValueError(
-            f"need at least 2 pairs rated by people and the judge on '{item}', got {len(rated_ids)}"
-        )
-    d = rated["diff"].to_numpy(dtype=float)
-    pairs = rated[PAIR_ID].to_numpy()
-    annotators = rated[ANNOTATOR].to_numpy()
-    pair_mean = rated.groupby(PAIR_ID, sort=False)["diff"].mean()
-    f_l = gap.reindex(pair_mean.index).to_numpy(dtype=float)
-    f_u = gap[~gap.index.isin(pair_mean.index)].to_numpy(dtype=float)
-    h = pair_mean.to_numpy(dtype=float)
-    lam = float(power_tuned_lambda(h, f_l, f_u))
-    correlation = float(np.corrcoef(h, f_l)[0, 1]) if np.ptp(h) > 0 and np.ptp(f_l) > 0 else math.nan
-    if len(f_u) == 0:
-        messages.append("the judge rated no pair beyond the people's: the verdict is the people-only one")
-    people = crossed_mean(d, pairs, annotators, item=item, alpha=alpha)
-    f_per = gap.reindex(pairs).to_numpy(dtype=float)
-    correction = crossed_mean(d - lam * f_per, pairs, annotators, item=item, alpha=alpha)
-    messages += [w for w in correction.warnings if w not in messages]
-    estimate = correction.estimate + (lam * float(f_u.mean()) if len(f_u) else 0.0)
-    var, df, _ = combine_parts(correction.se**2, correction.df, lam, f_u)
-    se, df_f = math.sqrt(float(var)), float(df)
-    if not math.isfinite(df_f):
-        df_f = float(max(len(rated_ids) - 1, 1))
-    tost = tost_from_estimate(estimate, se, df_f, -margin, margin, alpha, len(d), MODEL)
+    core = _core(differences, "diff", judge_gap, item, alpha)
+    people = core.people
+    tost = tost_from_estimate(core.estimate, core.se, core.df, -margin, margin, alpha, core.n_obs, MODEL)
+    people_df = people.df if math.isfinite(people.df) else max(core.n_rated - 1, 1)
     people_tost = tost_from_estimate(
-        people.estimate, people.se, people.df if math.isfinite(people.df) else max(len(rated_ids) - 1, 1),
-        -margin, margin, alpha, len(d), MODEL,
-    )  # fmt: skip
-    effective = len(rated_ids) * people.se**2 / se**2 if se > 0 else math.nan
-    if not people.annotator_estimable:
-        messages.append("only 1 annotator: the result is conditional on this annotator")
+        people.estimate, people.se, people_df, -margin, margin, alpha, core.n_obs, MODEL
+    )
     return PredictionPowered(
         item=item,
         judge=judge,
         model=MODEL,
         estimate=tost.estimate,
-        se=se,
-        df=df_f,
+        se=core.se,
+        df=core.df,
         ci_low=tost.ci_low,
         ci_high=tost.ci_high,
         p_lower=tost.p_lower,
@@ -343,19 +368,91 @@ def prediction_powered_tost(
         low=-margin,
         high=margin,
         alpha=float(alpha),
-        lam=lam,
-        correlation=correlation,
-        n_pairs=len(rated_ids) + len(f_u),
-        n_rated=len(rated_ids),
-        n_unrated=len(f_u),
-        n_judgments=len(d),
+        lam=core.lam,
+        correlation=core.correlation,
+        n_pairs=core.n_rated + core.n_unrated,
+        n_rated=core.n_rated,
+        n_unrated=core.n_unrated,
+        n_judgments=core.n_obs,
         n_annotators=people.n_annotators,
-        effective_pairs=float(effective),
+        effective_pairs=core.effective,
         people_estimate=people.estimate,
         people_se=people.se,
         people_df=float(people_tost.df),
         people_ci_low=people_tost.ci_low,
         people_ci_high=people_tost.ci_high,
         people_equivalent=bool(people_tost.equivalent and people.annotator_estimable),
-        warnings=messages,
+        warnings=core.messages,
+    )
+
+
+@dataclass(frozen=True)
+class PredictionPoweredShare:
+    """The prediction-powered one-sided test that people prefer chosen, over every judged pair.
+
+    ``share``: the PPI++ mean preference score (chosen 1, tie 0.5, rejected 0) with its 1 - 2*alpha
+    interval ``ci_low``/``ci_high`` and the one-sided ``p_greater`` of share > 0.5; ``people_*`` the
+    people-only crossed model on the rated pairs; the rest as in :class:`PredictionPowered`.
+    """
+
+    judge: str
+    share: float
+    se: float
+    df: float
+    ci_low: float
+    ci_high: float
+    p_greater: float
+    lam: float
+    correlation: float
+    n_pairs: int
+    n_rated: int
+    effective_pairs: float
+    people_share: float
+    people_ci_low: float
+    people_ci_high: float
+    people_p_greater: float
+    annotator_estimable: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+def prediction_powered_share(
+    scores: pd.DataFrame, judge_score: pd.Series, *, alpha: float = 0.05, judge: str = ""
+) -> PredictionPoweredShare:
+    """The share of judgments preferring chosen over every judged pair (one-sided against 0.5).
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        ``pair_id, annotator, score``: each judgment's preference score (1 chosen, 0.5 tie, 0 rejected).
+    judge_score : pandas.Series
+        The judge's prediction of that score per pair id (e.g. its preference -2..2 mapped to 0..1).
+    alpha : float, default 0.05
+        One-sided level; the interval is 1 - 2*alpha.
+    judge : str
+        The judge's name (reported only).
+    """
+    centred = scores.assign(score=scores["score"].astype(float) - 0.5)
+    core = _core(centred, "score", judge_score.astype(float) - 0.5, "preference", alpha)
+    t = float(stats.t.ppf(1 - alpha, core.df))
+    p = float(stats.t.sf(core.estimate / core.se, core.df)) if core.se > 0 else math.nan
+    people = core.people
+    return PredictionPoweredShare(
+        judge=judge,
+        share=0.5 + core.estimate,
+        se=core.se,
+        df=core.df,
+        ci_low=0.5 + core.estimate - t * core.se,
+        ci_high=0.5 + core.estimate + t * core.se,
+        p_greater=p,
+        lam=core.lam,
+        correlation=core.correlation,
+        n_pairs=core.n_rated + core.n_unrated,
+        n_rated=core.n_rated,
+        effective_pairs=core.effective,
+        people_share=0.5 + people.estimate,
+        people_ci_low=0.5 + people.ci_low,
+        people_ci_high=0.5 + people.ci_high,
+        people_p_greater=people.p_greater,
+        annotator_estimable=people.annotator_estimable,
+        warnings=core.messages,
     )

@@ -28,13 +28,15 @@ ITEMS = ("correctness", "relevance", "helpfulness")
 
 
 def _judge_rows(pairs: list[str], gaps: dict[str, float], name: str = "j") -> pd.DataFrame:
-    """A judge frame: per pair and dimension, chosen at 3 + gap/2 and rejected at 3 - gap/2."""
+    """A judge frame: per pair and dimension, chosen at 3 + gap/2 and rejected at 3 - gap/2; the
+    preference is the gap, clipped to -2..2."""
     rows = []
     for pair in pairs:
         for item in ITEMS:
             gap = gaps[pair]
+            preference = float(np.clip(gap, -2, 2))
             for response, value in (("chosen", 3 + gap / 2), ("rejected", 3 - gap / 2)):
-                rows.append((pair, name, "", response, item, value, np.nan, np.nan))
+                rows.append((pair, name, "", response, item, value, preference, np.nan))
     return pd.DataFrame(
         rows, columns=["pair_id", "judge", "order", "response", "item", "value", "preference", "confidence"]
     )
@@ -101,6 +103,10 @@ def test_the_section_states_coverage_effective_size_lambda_and_what_the_judge_ad
     data = json.loads(json.dumps(render.to_json(report)))
     jsonschema.validate(data, render.REPORT_SCHEMA)
     assert len(data["prediction_powered"]) == 3 and data["prediction_powered_verdicts"][0]["judge"] == "j"
+    share = data["prediction_powered_preference"][0]
+    assert (share["n_pairs"], share["n_rated"]) == (440, 40)
+    assert share["ci_low"] < share["share"] < share["ci_high"] and share["status"] in ("pass", "inconclusive")
+    assert "preference for chosen over every judged pair" in render.to_markdown(report)
     assert "LLM judges: equivalence over every judged pair (prediction-powered)" in render.to_markdown(report)
     assert "Verdict over 440 pairs" in render.to_terminal(report)
 

@@ -9,7 +9,12 @@ import pandas as pd
 import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
-from analysis.prediction_powered import power_tuned_lambda, ppi_mean, prediction_powered_tost
+from analysis.prediction_powered import (
+    power_tuned_lambda,
+    ppi_mean,
+    prediction_powered_share,
+    prediction_powered_tost,
+)
 
 
 def _labeled(seed: int, n: int, n_u: int, slope: float, noise: float) -> tuple[np.ndarray, ...]:
@@ -144,3 +149,17 @@ def test_rated_pairs_the_judge_missed_are_left_out_with_a_warning() -> None:
     with pytest.raises(ValueError, match="margin must be a positive number"):
         prediction_powered_tost(_differences(gaps[:40], 3, rng, 0.1), judge, item="q", margin=0)
     assert math.isfinite(res.df)
+
+
+def test_the_preference_share_is_ppi_plus_plus_on_the_scores() -> None:
+    rng = np.random.default_rng(12)
+    lean = rng.normal(0.3, 1.0, 800)  # the pair's lean toward chosen
+    judge = pd.Series(np.clip(lean / 2 + 0.5, 0, 1), index=[f"p{i}" for i in range(800)])
+    score = np.where(lean[:60] + rng.normal(0, 0.5, 60) > 0, 1.0, 0.0)
+    scores = pd.DataFrame({"pair_id": [f"p{i}" for i in range(60)], "annotator": "a0", "score": score})
+    res = prediction_powered_share(scores, judge)
+    point = float(ppi_mean_pointestimate(score, judge.to_numpy()[:60], judge.to_numpy()[60:], lam=None)[0])
+    assert res.share == pytest.approx(point, abs=1e-8)
+    assert res.lam > 0.3 and res.n_pairs == 800 and res.n_rated == 60
+    assert res.effective_pairs > 60
+    assert not res.annotator_estimable  # one annotator: no claim about annotators in general

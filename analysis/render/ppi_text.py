@@ -50,19 +50,35 @@ def prediction_powered_sections(report: Report) -> list[tuple[str, str, pd.DataF
     if section is None:
         return []
     verdicts = section.verdicts.assign(status=section.verdicts["status"].str.upper())
-    return [
-        (
-            "LLM judges: equivalence over every judged pair (prediction-powered)",
-            _note(section),
-            section.table[_SHOWN],
-        ),
-        (
-            "LLM judges: what each judge added",
-            "Per judge: the verdict over all its pairs (every dimension), coverage, effective sample size "
-            "and lambda, in words.",
-            verdicts[["judge", "status", "sentence"]],
-        ),
-    ]
+    sections = []
+    if not section.table.empty:
+        sections += [
+            (
+                "LLM judges: equivalence over every judged pair (prediction-powered)",
+                _note(section),
+                section.table[_SHOWN],
+            ),
+            (
+                "LLM judges: what each judge added",
+                "Per judge: the verdict over all its pairs (every dimension), coverage, effective sample "
+                "size and lambda, in words.",
+                verdicts[["judge", "status", "sentence"]],
+            ),
+        ]
+    if not section.preference.empty:
+        level = round(100 * (1 - 2 * section.parameters["alpha"]))
+        sections.append(
+            (
+                "LLM judges: preference for chosen over every judged pair (prediction-powered)",
+                "The share of judgments preferring chosen (a tie counts half) over every pair the judge "
+                "gave a preference, by PPI++ with the judge's preference mapped to 0..1 and the human "
+                "correction in the crossed model; one-sided test of share > 0.5 at "
+                f"{section.parameters['alpha']:g} ({level}% CIs), not Holm-adjusted with the rubric test as "
+                "the people-only verdict is. people_*: the people-only crossed model on the rated pairs.",
+                section.preference.assign(status=section.preference["status"].str.upper()),
+            )
+        )
+    return sections
 
 
 def prediction_powered_lines(report: Report) -> list[str]:
@@ -73,4 +89,11 @@ def prediction_powered_lines(report: Report) -> list[str]:
     lines = ["", "LLM judges: equivalence over every judged pair (prediction-powered)"]
     for row in section.verdicts.to_dict("records"):
         lines.append(f"  {str(row['judge'])[:24]:<24} {str(row['status']).upper():<13} {row['sentence']}")
+    for row in section.preference.to_dict("records"):
+        lines.append(
+            f"  {str(row['judge'])[:24]:<24} {str(row['status']).upper():<13} preference for chosen over "
+            f"{row['n_pairs']} pairs ({row['n_rated']} rated by people): share {row['share']:.3f} "
+            f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}], p {row['p_greater']:.4g}, lambda "
+            f"{row['lam']:.2f}, effective sample size {row['effective_pairs']:.0f}"
+        )
     return lines
