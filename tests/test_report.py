@@ -18,8 +18,10 @@ from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
 from analysis.render import (
+    REPORT_FORMATS,
     REPORT_SCHEMA,
     escape_text,
+    format_of_file,
     json_text,
     methods_paragraph,
     to_html,
@@ -190,6 +192,29 @@ def test_cli_analyze_writes_three_files(tmp_path: Path, study: tuple[str, Engine
     assert data["verdicts"] == expected["verdicts"]
     assert "<!DOCTYPE html>" in paths["html"].read_text(encoding="utf-8")
     assert "# Validation report: sample" in paths["md"].read_text(encoding="utf-8")
+
+
+def test_cli_analyze_writes_every_registered_format_by_suffix(
+    tmp_path: Path, study: tuple[str, Engine, Report]
+) -> None:
+    """`--out FILE` (repeatable) writes each registered format, chosen by the file's suffix, with the
+    same bytes the registry's renderer gives; an unknown suffix is one line and nothing is written."""
+    url, _, report = study
+    paths = [tmp_path / f"report.{fmt.suffix}" for fmt in REPORT_FORMATS]
+    args = ["--db", url, "analyze", "--study", STUDY, "--n-boot", "100"]
+    result = runner.invoke(app, args + [x for path in paths for x in ("--out", str(path))])
+    assert result.exit_code == 0, result.output
+    for path, fmt in zip(paths, REPORT_FORMATS, strict=True):
+        assert format_of_file(path) is fmt
+        assert path.stat().st_size > 0
+    assert json.loads(paths[[f.name for f in REPORT_FORMATS].index("json")].read_text()) == json.loads(
+        json_text(report)
+    )
+    bad = tmp_path / "report.docx"
+    result = runner.invoke(app, args + ["--out", str(bad)])
+    assert result.exit_code == 1
+    assert "must end in one of .html, .json, .md" in _one_clear_line(result.output)
+    assert not bad.exists()
 
 
 def _one_clear_line(output: str) -> str:

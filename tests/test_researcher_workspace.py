@@ -258,9 +258,10 @@ def test_downloads_have_the_numbers_of_annotator_analyze(engine: Engine, tmp_pat
     again = report_cache.request(key, SYSTEM, engine=engine, compute=counted)
     published = first.result(timeout=120)
     assert again is first and calls == ["x"], "one build_report per key"
-    assert json.loads(published.json) == json.loads(out.read_text(encoding="utf-8"))
-    assert published.methods in published.markdown.decode("utf-8")
-    assert published.html.startswith(b"<!DOCTYPE html>")
+    assert json.loads(published.file("json")) == json.loads(out.read_text(encoding="utf-8"))
+    assert published.methods in published.file("markdown").decode("utf-8")
+    assert published.file("html").startswith(b"<!DOCTYPE html>")
+    assert published.file("html") is published.file("html")  # made once
 
 
 def test_validation_page_offers_the_three_files_and_the_methods(

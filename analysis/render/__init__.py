@@ -7,6 +7,7 @@ from analysis.render.as_html import to_html
 from analysis.render.as_json import REPORT_SCHEMA, json_ready, json_text, to_json
 from analysis.render.as_markdown import to_markdown
 from analysis.render.as_terminal import to_terminal
+from analysis.render.formats import REPORT_FORMATS, ReportFormat, format_for, format_of_file
 from analysis.render.owner_text import owner_sections
 from analysis.render.plots import MIN_CATEGORY_PAIRS, difference_range, figure_captions, figures
 from analysis.render.ppi_text import prediction_powered_sections
@@ -29,7 +30,9 @@ __all__ = [
     "CROSSED_COLUMNS",
     "EQUIVALENCE_COLUMNS",
     "MIN_CATEGORY_PAIRS",
+    "REPORT_FORMATS",
     "REPORT_SCHEMA",
+    "ReportFormat",
     "benchmark_sections",
     "cleaning_title",
     "crossed_table",
@@ -38,6 +41,8 @@ __all__ = [
     "extra_sections",
     "figure_captions",
     "figures",
+    "format_for",
+    "format_of_file",
     "format_value",
     "judge_sections",
     "json_ready",

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from analysis.render import figures, json_text, methods_paragraph, to_html, to_markdown
+from analysis.render import figures, format_for, methods_paragraph
 from analysis.report import Report
 from annotator.people.authorization import Account
 from annotator.review.study_report import study_report
@@ -35,18 +35,14 @@ class Published:
     plots: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    @cached_property
-    def html(self) -> bytes:
+    _files: dict[str, bytes] = field(default_factory=dict, repr=False)
+
+    def file(self, name: str) -> bytes:
+        """The report in the registered format `name` (analysis.render.REPORT_FORMATS), made once."""
         with self._lock:
-            return to_html(self.report).encode("utf-8")
-
-    @cached_property
-    def json(self) -> bytes:
-        return json_text(self.report).encode("utf-8")
-
-    @cached_property
-    def markdown(self) -> bytes:
-        return to_markdown(self.report).encode("utf-8")
+            if name not in self._files:
+                self._files[name] = format_for(name).render(self.report).encode("utf-8")
+            return self._files[name]
 
     @cached_property
     def methods(self) -> str:

@@ -379,6 +379,13 @@ def analyze(
     markdown_out: Annotated[
         Path | None, typer.Option("--markdown", help="Write the report as Markdown")
     ] = None,
+    out_files: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--out",
+            help="Write the report to FILE in the format its suffix names (.html, .json, .md); repeatable",
+        ),
+    ] = None,
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the agreement CIs")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed")] = 0,
     database: DbOption = None,
@@ -391,6 +398,12 @@ def analyze(
 
     if (study is None) == (labels is None):
         raise UserError("give either --study S (a study in the database) or --labels FILE")
+    named = {"json": json_out, "html": html_out, "markdown": markdown_out}
+    targets = [(path, render.format_for(name)) for name, path in named.items() if path is not None]
+    try:
+        targets += [(path, render.format_of_file(path)) for path in out_files or []]
+    except KeyError as exc:
+        raise UserError(str(exc.args[0])) from None
     with err.status("computing the validation report..."):
         if labels is not None:
             result = study_report.labels_report(labels, config_path=config, n_boot=n_boot, seed=seed)
@@ -401,14 +414,9 @@ def analyze(
                     session, study=str(study), n_boot=n_boot, seed=seed, account=authorization.SYSTEM
                 )
     print_report(result)
-    for path, text in (
-        (json_out, lambda: render.json_text(result)),
-        (html_out, lambda: render.to_html(result)),
-        (markdown_out, lambda: render.to_markdown(result)),
-    ):
-        if path is not None:
-            write_text(path, text())
-            out.print(f"wrote {path}", highlight=False)
+    for path, fmt in targets:
+        write_text(path, fmt.render(result))
+        out.print(f"wrote {path}", highlight=False)
 
 
 def print_report(result: "Report") -> None:

@@ -1,6 +1,8 @@
 """Validation: the same report as `annotator analyze`, live, with filters, and its downloads (HTML,
 JSON, Markdown, the methods paragraph); one cached `build_report` per data version and filter set."""
 
+import functools
+
 import pandas as pd
 import streamlit as st
 
@@ -8,6 +10,7 @@ from analysis.cleaning import pairs_needing_more
 from analysis.render import (
     CROSSED_COLUMNS,
     EQUIVALENCE_COLUMNS,
+    REPORT_FORMATS,
     benchmark_sections,
     cleaning_title,
     crossed_table,
@@ -64,8 +67,8 @@ def headline(report: Report) -> str:
 
 
 def downloads(published: report_cache.Published, study: str, filtered: bool) -> None:
-    """The report to publish: HTML (self-contained), JSON and Markdown, made when a button is pressed,
-    and the methods paragraph to copy."""
+    """The report to publish in every registered format (analysis.render.REPORT_FORMATS), made when a
+    button is pressed, and the methods paragraph to copy."""
     st.header("Download the report")
     st.caption(
         "The same numbers as `annotator analyze --study "
@@ -75,19 +78,14 @@ def downloads(published: report_cache.Published, study: str, filtered: bool) -> 
         + " The HTML file opens offline (plotly is inside it)."
     )
     name = study + ("-filtered" if filtered else "")
-    columns = st.columns(3)
-    files = (
-        ("HTML report", lambda: published.html, "html", "text/html"),
-        ("JSON report", lambda: published.json, "json", "application/json"),
-        ("Markdown report", lambda: published.markdown, "md", "text/markdown"),
-    )
-    for column, (title, data, suffix, mime) in zip(columns, files, strict=True):
+    columns = st.columns(len(REPORT_FORMATS))
+    for column, fmt in zip(columns, REPORT_FORMATS, strict=True):
         column.download_button(
-            title,
-            data,
-            file_name=f"{name}-report.{suffix}",
-            mime=mime,
-            key=f"validation_download_{suffix}",
+            fmt.title,
+            functools.partial(published.file, fmt.name),
+            file_name=f"{name}-report.{fmt.suffix}",
+            mime=fmt.mime,
+            key=f"validation_download_{fmt.suffix}",
             icon=":material/download:",
             on_click="ignore",
         )
