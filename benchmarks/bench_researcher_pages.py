@@ -115,7 +115,7 @@ def study_database(n_pairs: int, folder: Path) -> str:
     return url
 
 
-def by_size(sizes: list[int], visits: int, workdir: Path | None) -> None:
+def by_size(sizes: list[int], visits: int, workdir: Path | None, only: list[str] | None = None) -> None:
     """Each growing page at each study size: title drawn and run done, cold and warm."""
     import os
 
@@ -133,6 +133,8 @@ def by_size(sizes: list[int], visits: int, workdir: Path | None) -> None:
                 page = browser.new_context(viewport=WIDTHS["wide"]).new_page()
                 log_in(page, base_url, *RESEARCHER)
                 for path, title in GROWING:
+                    if only and path not in only:
+                        continue
                     load = os.getloadavg()[0]
                     times = [first_draw(page, f"{base_url}/{path}", title) for _ in range(visits)]
                     done = [t[1] for t in times]
@@ -156,11 +158,12 @@ def main() -> None:
     parser.add_argument("--visits", type=int, default=3, help="visits per page (the first is cold)")
     parser.add_argument("--pairs", type=int, nargs="*", default=None, help="time the growing pages")
     parser.add_argument("--workdir", type=Path, default=None, help="keep the --pairs databases here")
+    parser.add_argument("--only", nargs="*", default=None, help="with --pairs: these pages (e.g. progress)")
     parser.add_argument("--shots", type=Path, default=None, help="save screenshots and run axe")
     parser.add_argument("--db", default=None, help="an existing demo database URL")
     args = parser.parse_args()
     if args.pairs:
-        by_size(args.pairs, args.visits, args.workdir)
+        by_size(args.pairs, args.visits, args.workdir, args.only)
         return
     with tempfile.TemporaryDirectory(prefix="bench_pages_") as tmp:
         url = args.db or build_demo(Path(tmp) / "demo.db", rebuild=True).url

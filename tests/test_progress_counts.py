@@ -168,3 +168,19 @@ def test_the_adjudication_queue_version_changes_with_judgments_decisions_and_set
         row.config = {**row.config, "note": "changed"}
         session.add(row)
     assert version()[3] != third[3]
+
+
+def test_the_queue_and_a_pair_read_with_the_studys_evidence_once_are_the_same(
+    engine: Engine, study: str
+) -> None:
+    with db.session_scope(engine) as session:
+        evidence = adjudication_queue.study_evidence(session, study=study, account=SYSTEM)
+        fresh = adjudication_queue.queue(session, study=study, account=SYSTEM)
+        reused = adjudication_queue.queue(session, study=study, account=SYSTEM, evidence=evidence)
+        assert not evidence.empty and not fresh.empty
+        assert fresh.equals(reused)
+        pair_id = int(fresh["pair_db_id"].iloc[0])
+        one = adjudication_queue.pair_detail(session, pair_id=pair_id, account=SYSTEM)
+        same = adjudication_queue.pair_detail(session, pair_id=pair_id, account=SYSTEM, evidence=evidence)
+    assert one.evaluation == same.evaluation
+    assert one.judgments.equals(same.judgments) and one.scores.equals(same.scores)

@@ -18,7 +18,12 @@ def export_(
     study: StudyOption,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="File to write (dataset: a folder)")],
     fmt: Annotated[
-        str | None, typer.Option("--format", "-f", help="csv, jsonl or parquet (default: from --out)")
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="csv, jsonl, parquet or parquet-dataset (labels: a folder by item; default: from --out)",
+        ),
     ] = None,
     pseudonymize: Annotated[
         bool, typer.Option(help="Replace usernames with stable codes (labels, adjudicated)")

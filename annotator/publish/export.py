@@ -9,6 +9,7 @@ import getpass
 import io
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ from annotator.study import get_study
 
 __all__ = [
     "EXPORT_KINDS",
+    "DATASET_FORMAT",
     "FORMATS",
     "adjudicated_frame",
     "build",
@@ -41,6 +43,9 @@ __all__ = [
 
 Format = Literal["csv", "jsonl", "parquet"]
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
+#: The labels as a folder: a Parquet dataset partitioned by item (item=<name>/part-0.parquet, hive
+#: style, readable by pyarrow, DuckDB, Polars and Spark) with the sums query beside it in _sums.sql.
+DATASET_FORMAT = "parquet-dataset"
 EXPORT_KINDS: tuple[str, ...] = ("labels", "adjudicated", "pairs")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -347,6 +352,42 @@ def write_frame(data: pd.DataFrame | Sequence[dict[str, Any]], path: str | Path,
     return len(data)
 
 
+def write_label_dataset(frame: pd.DataFrame, path: str | Path) -> int:
+    """Write a label frame to the new folder `path` as a Parquet dataset partitioned by item, with
+    :data:`analysis.sufficient.SUMS_SQL` in ``_sums.sql`` (the per-pair and per-annotator sums for any
+    SQL engine over the files); returns the number of rows. Written to a temporary folder next to
+    `path` and renamed; an existing `path` is refused."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    from analysis.sufficient import SUMS_SQL
+
+    path = Path(path)
+    if path.exists():
+        raise UserError(f"cannot write {path}: it already exists (a dataset is written to a new folder)")
+    try:
+        temporary = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent or "."))
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        table = pa.Table.from_pandas(frame.astype({"item": str}), preserve_index=False)
+        ds.write_dataset(
+            table,
+            temporary,
+            format="parquet",
+            partitioning=["item"],
+            partitioning_flavor="hive",
+            basename_template="part-{i}.parquet",
+            existing_data_behavior="overwrite_or_ignore",
+        )
+        (temporary / "_sums.sql").write_text(SUMS_SQL.strip() + "\n", encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as exc:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return len(frame)
+
+
 # ------------------------------------------------------------------------------------- the export
 
 
@@ -426,7 +467,10 @@ def export(
     Only a researcher (or SYSTEM) may export.
     """
     require_role(session, account, "researcher")
-    _check_format(fmt)
+    if fmt == DATASET_FORMAT and kind != "labels":
+        raise UserError(f"--format {DATASET_FORMAT} is for the labels export only")
+    if fmt != DATASET_FORMAT:
+        _check_format(fmt)
     data = build(
         session,
         study=study,
@@ -435,7 +479,11 @@ def export(
         validated_only=validated_only,
         account=account,
     )
-    rows = write_frame(data, path, fmt)
+    if fmt == DATASET_FORMAT:
+        assert isinstance(data, pd.DataFrame)
+        rows = write_label_dataset(data, path)
+    else:
+        rows = write_frame(data, path, fmt)
     record_export(
         session,
         study=study,

@@ -19,6 +19,7 @@ from annotator.people.authorization import Account, require_role
 from annotator.review import readers
 from annotator.review.adjudication_reads import (
     adjudications,
+    cleaning_evidence,
     config_of,
     current_evaluation,
     decision_state,
@@ -35,6 +36,7 @@ __all__ = [
     "pair_detail",
     "queue",
     "queue_version",
+    "study_evidence",
 ]
 
 PREFERENCE_LABELS = {
@@ -73,7 +75,16 @@ def queue_version(session: Session, *, study: str, account: Account) -> tuple[An
     return int(count or 0), int(newest or 0), int(decided or 0), settings
 
 
-def queue(session: Session, *, study: str, account: Account) -> pd.DataFrame:
+def study_evidence(session: Session, *, study: str, account: Account) -> pd.DataFrame:
+    """The study's cleaning list, the evidence the queue's rules read (the whole study: pass it to
+    :func:`queue` and :func:`pair_detail` to read it once per data version)."""
+    require_role(session, account, "adjudicator", "researcher")
+    return cleaning_evidence(session, get_study(session, study))
+
+
+def queue(
+    session: Session, *, study: str, account: Account, evidence: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The pairs that need a person, lowest agreement first (then most flags, then pair id).
 
     A pair is in the queue when a rule fires (:data:`analysis.adjudication.RULES`, named in ``rules``
@@ -84,7 +95,7 @@ def queue(session: Session, *, study: str, account: Account) -> pd.DataFrame:
     """
     require_role(session, account, "adjudicator", "researcher")
     study_row = get_study(session, study)
-    evaluation, _ = current_evaluation(session, study_row)
+    evaluation, _ = current_evaluation(session, study_row, evidence=evidence)
     state = decision_state(evaluation, adjudications(session, id_of(study_row)))
     reopened = state["reopened"].to_numpy()
     waiting = (evaluation["status"] == "needs_person").to_numpy() & (
@@ -144,7 +155,14 @@ def _final_defaults(long: pd.DataFrame, labels: Mapping[str, str], order: Sequen
     return out.reset_index(drop=True)
 
 
-def pair_detail(session: Session, *, pair_id: int, account: Account, hide_names: bool = False) -> PairDetail:
+def pair_detail(
+    session: Session,
+    *,
+    pair_id: int,
+    account: Account,
+    hide_names: bool = False,
+    evidence: pd.DataFrame | None = None,
+) -> PairDetail:
     """Everything an adjudicator needs about one pair (`pair_id` is Pair.id, ``pair_db_id`` in the queue).
 
     Unblinded: chosen and rejected are named, and so are the annotators unless `hide_names` (then
@@ -156,7 +174,7 @@ def pair_detail(session: Session, *, pair_id: int, account: Account, hide_names:
     pair, study = pair_and_study(session, pair_id)
     study_id = id_of(study)
     config = config_of(study)
-    evaluated, judgments = current_evaluation(session, study, pair_id)
+    evaluated, judgments = current_evaluation(session, study, pair_id, evidence)
     evaluation = evaluated.iloc[0]
     scores = readers.current_scores(session, study_id=study_id, pair_db_id=pair_id)
     view = judgments.assign(

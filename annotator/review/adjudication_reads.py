@@ -21,6 +21,7 @@ __all__ = [
     "ADJUDICATION_COLUMNS",
     "HUMAN_METHOD",
     "adjudications",
+    "cleaning_evidence",
     "config_of",
     "current_evaluation",
     "decision_state",
@@ -58,9 +59,11 @@ def _pairs(session: Session, study_id: int, pair_db_id: int | None = None) -> pd
 
 
 def current_evaluation(
-    session: Session, study: Study, pair_db_id: int | None = None
+    session: Session, study: Study, pair_db_id: int | None = None, evidence: pd.DataFrame | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The evaluation of a study's pairs (or one pair) and the current judgments it was built on."""
+    """The evaluation of a study's pairs (or one pair) and the current judgments it was built on;
+    `evidence` is the study's :func:`cleaning_evidence` when the caller already has it (it reads the
+    whole study)."""
     study_id = id_of(study)
     config = config_of(study)
     judgments = readers.current_judgments(session, study_id=study_id, pair_db_id=pair_db_id)
@@ -71,17 +74,18 @@ def current_evaluation(
         readers.current_scores(session, study_id=study_id, pair_db_id=pair_db_id),
         dimensions=config.dimension_names,
         margin=config.analysis.margin,
-        evidence=_evidence(session, study, config),
+        evidence=cleaning_evidence(session, study) if evidence is None else evidence,
     )
     return evaluation, judgments
 
 
-def _evidence(session: Session, study: Study, config: StudyConfig) -> pd.DataFrame:
+def cleaning_evidence(session: Session, study: Study) -> pd.DataFrame:
     """The study's cleaning list (the same evidence as the report's), or empty when it cannot be
     computed (fewer than 10 pairs, or data the crossed fits cannot take)."""
     from analysis.cleaning import frame_cleaning
     from analysis.frames import split_controls
 
+    config = config_of(study)
     frame = readers.label_frame(session, study=study.name, account=SYSTEM)
     if frame.empty:
         return pd.DataFrame()

@@ -116,12 +116,19 @@ def decision_form(detail: adjudication_queue.PairDetail, pair_db_id: int, accoun
 
 
 @st.cache_data(max_entries=16, show_spinner="Reading the study's judgments...")
-def cached_queue(url: str, study: str, version: tuple[Any, ...], _account: Account) -> pd.DataFrame:
-    """The queue of one study at one data version (:func:`adjudication_queue.queue_version`), computed
-    once for the whole server: every adjudicator's visit reads it until a judgment, a decision or the
-    settings change."""
+def cached_evidence(url: str, study: str, version: tuple[Any, ...], _account: Account) -> pd.DataFrame:
+    """The study's cleaning list at one data version (:func:`adjudication_queue.queue_version`),
+    computed once for the whole server until a judgment, a decision or the settings change."""
     with session() as active:
-        return adjudication_queue.queue(active, study=study, account=_account)
+        return adjudication_queue.study_evidence(active, study=study, account=_account)
+
+
+@st.cache_data(max_entries=16, show_spinner="Reading the study's judgments...")
+def cached_queue(url: str, study: str, version: tuple[Any, ...], _account: Account) -> pd.DataFrame:
+    """The queue of one study at one data version, computed once for the whole server."""
+    evidence = cached_evidence(url, study, version, _account)
+    with session() as active:
+        return adjudication_queue.queue(active, study=study, account=_account, evidence=evidence)
 
 
 account = require("adjudicator", "researcher")
@@ -153,7 +160,11 @@ if study is not None:
     )
     with session() as active:
         detail = adjudication_queue.pair_detail(
-            active, pair_id=int(pick.pair_db_id), account=account, hide_names=not show_names
+            active,
+            pair_id=int(pick.pair_db_id),
+            account=account,
+            hide_names=not show_names,
+            evidence=cached_evidence(str(engine().url), study, version, account),
         )
     pair = detail.pair
     st.header(f"Pair {safe_md(pair['pair_id'])}")
