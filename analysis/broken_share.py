@@ -174,12 +174,18 @@ def mean_square(
     # the a_j a_l part: each ordered annotator pair's weight in M
     weight = np.bincount(inverse, 1.0 / (kp * (kp - 1.0))) / n_safe[key_study]
     var_q = 2.0 * s2a_pos**2 * np.bincount(key_study, weight * weight, minlength=n_studies)
-    # the g_i a_j part: (2/n sum_{i rated by j} g_i / k_i)^2, with g_i g_i' and g_i^2 estimated unbiasedly
+    # the g_i a_j part: (2/n sum_{i rated by j} g_i / k_i)^2, with g_i^2 estimated by U_i and g_i g_i'
+    # by the product of the pair means less what annotators who rated both put into it
     h = np.where(used[pair], xbar[pair] / kk[pair], 0.0)
+    inv_k2 = np.where(used[pair], 1.0 / kk[pair] ** 2, 0.0)
     lam1 = np.bincount(annotator, h, minlength=n_annotators)
     lam2 = np.bincount(annotator, h * h - u[pair] / kk[pair] ** 2, minlength=n_annotators)
-    lam_sq = 4.0 * (lam1 * lam1 - lam2) / n_safe[study_of_annotator] ** 2
-    var_l = s2a_pos * np.maximum(np.bincount(study_of_annotator, lam_sq, minlength=n_studies), 0.0)
+    lam_sq = np.bincount(study_of_annotator, lam1 * lam1 - lam2, minlength=n_studies)
+    self_k = np.bincount(annotator, inv_k2, minlength=n_annotators)
+    self_k4 = np.bincount(annotator, inv_k2 * inv_k2, minlength=n_annotators)
+    shared = np.bincount(study_of_annotator, self_k * self_k - self_k4, minlength=n_studies)
+    shared += np.bincount(key_study, co2 * co2 - np.bincount(inverse, 1.0 / kp**4), minlength=n_studies)
+    var_l = s2a_pos * np.maximum(4.0 * (lam_sq - s2a_pos * shared) / n_safe**2, 0.0)
     se_data = np.sqrt(np.maximum(var_u / n_safe + var_q + var_l, 0.0))
     # the floor: Var(U_i) at the boundary under normal noise, v = within / k per pair mean
     v = within[sp] / kk

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.frames import first_rows
-from analysis.vocabulary import RUBRIC_PREFIX
+from analysis.vocabulary import RUBRIC_PREFIX, SIDE_CHOSEN, SIDES
 
-__all__ = ["POSITION_COLUMNS", "annotator_diagnostics", "position_bias"]
+__all__ = ["POSITION_COLUMNS", "annotator_diagnostics", "position_bias", "side_balance"]
 
 #: The position-bias columns, added when the frame has ``side_chosen``.
 POSITION_COLUMNS = ["n_side", "side_a_rate", "side_a_ci_low", "side_a_ci_high", "side_a_p", "side_a_p_holm"]
@@ -172,3 +172,33 @@ def position_bias(frame: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     ]
     out["side_a_p_holm"] = multipletests(out["side_a_p"], method="holm")[1] if len(out) else []
     return out
+
+
+def side_balance(frame: pd.DataFrame) -> dict[str, float]:
+    """How often ``chosen`` was shown on side A, over the judgments that record a side.
+
+    Returns ``side_judgments`` (judgments with a side), ``side_a_judgments`` (chosen on A),
+    ``side_a_share`` and ``side_a_p`` (two-sided exact binomial test of 0.5); NaN without sides.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"pair_id": ["p1", "p2", "p3", "p4"], "annotator": "x",
+    ...     "side_chosen": ["A", "A", "A", "A"]})
+    >>> res = side_balance(frame)
+    >>> res["side_a_share"], round(res["side_a_p"], 3)
+    (1.0, 0.125)
+    """
+    from scipy import stats
+
+    nan = float("nan")
+    if SIDE_CHOSEN not in frame.columns:
+        return {"side_judgments": 0, "side_a_judgments": 0, "side_a_share": nan, "side_a_p": nan}
+    j = frame.iloc[np.flatnonzero(first_rows(frame, ["pair_id", "annotator"]))]
+    sides = j[SIDE_CHOSEN].dropna().astype(str)
+    n, on_a = int(len(sides)), int((sides == SIDES[0]).sum())
+    return {
+        "side_judgments": n,
+        "side_a_judgments": on_a,
+        "side_a_share": on_a / n if n else nan,
+        "side_a_p": float(stats.binomtest(on_a, n, 0.5).pvalue) if n else nan,
+    }

@@ -56,7 +56,7 @@ import pandas as pd
 from analysis.agreement import agreement_table
 from analysis.cleaning import NEEDS_MORE
 from analysis.competence import QualitySection
-from analysis.diagnostics import annotator_diagnostics
+from analysis.diagnostics import annotator_diagnostics, side_balance
 from analysis.frames import (
     ANNOTATOR,
     CONTROL,
@@ -185,6 +185,9 @@ class ReportSettings:
         below this.
     fdr : float, default 0.1
         False discovery rate of the cleaning list's "pairs to drop".
+    collected_here : bool, default False
+        The labels were collected with this tool (its pages show annotators only sides A and B), so
+        the methods may call them blind; labels from a file are not called blind.
     """
 
     quality_items: Sequence[str] = QUALITY_ITEMS
@@ -204,6 +207,7 @@ class ReportSettings:
     extras: bool = True
     max_broken_share: float = 0.1
     fdr: float = 0.1
+    collected_here: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.n_boot, int | np.integer) or self.n_boot < 1:
@@ -266,6 +270,7 @@ def build_report(
     validation = validate_pairs(
         main,
         quality_items=quality_items,
+        gap_range=float(settings.scale_max - settings.scale_min),
         margin=settings.margin,
         alpha=settings.alpha,
         max_broken_share=settings.max_broken_share,
@@ -338,6 +343,7 @@ def build_report(
         "n_drop": int((cleaning["decision"] == "drop").sum()) if not cleaning.empty else 0,
         "n_needs_more": int((cleaning["decision"] == NEEDS_MORE).sum()) if not cleaning.empty else 0,
         "side_data": bool(SIDE_CHOSEN in main.columns and main[SIDE_CHOSEN].notna().any()),
+        **side_balance(main),
         "position_biased": sorted(
             diagnostics.loc[diagnostics["side_a_p_holm"] < settings.alpha, ANNOTATOR].astype(str).tolist()
         )
@@ -367,6 +373,7 @@ def build_report(
         "ties": "a tie counts as half a preference for each response (per-pair share)",
         "max_broken_share": settings.max_broken_share,
         "fdr": settings.fdr,
+        "collected_here": settings.collected_here,
     }
     return Report(
         study=study,

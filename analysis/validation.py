@@ -150,6 +150,7 @@ def validate_pairs(
     margin: float = 0.5,
     alpha: float = 0.05,
     max_broken_share: float = 0.1,
+    gap_range: float | None = None,
 ) -> ValidationResult:
     """Run the validation statistics on a label frame (main pairs only; controls removed first).
 
@@ -165,6 +166,9 @@ def validate_pairs(
         Level of every one-sided test (TOST intervals are 1 - 2*alpha).
     max_broken_share : float, default 0.1
         The largest share of pairs beyond the margin an equivalence claim tolerates.
+    gap_range : float, optional
+        The largest true gap the quality scale allows (maximum - minimum), for the lower bound on the
+        broken share; by default the 1-5 scale's 4, or the ratings' own range when they span more.
 
     Returns
     -------
@@ -223,7 +227,11 @@ def validate_pairs(
         crossed[item] = res
         crossed_rows.append({"dimension": item, **res.to_dict()})
         share = broken_share(
-            d, margin=margin, max_share=max_broken_share, alpha=alpha, gap_range=_gap_range(d)
+            d,
+            margin=margin,
+            max_share=max_broken_share,
+            alpha=alpha,
+            gap_range=_gap_range(d) if gap_range is None else float(gap_range),
         )
         broken_rows.append({"dimension": item, **share.to_dict()})
 

@@ -32,6 +32,10 @@ VERDICT_KEYS: tuple[str, ...] = (
 STATUSES: tuple[str, ...] = ("pass", "fail", "inconclusive", "not_assessed")
 OVERALL: tuple[str, ...] = ("PASS", "INCONCLUSIVE", "FAIL")
 Status = Literal["pass", "fail", "inconclusive", "not_assessed"]
+#: The model and population of the claims that generalize over pairs and annotators.
+CROSSED_POPULATION = (
+    "under the crossed pair x annotator model, for pairs like these and annotators like this panel"
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,7 @@ def sample_size_verdict(n_pairs: int, min_pairs: int) -> Verdict:
     ok = n_pairs >= min_pairs
     return Verdict(
         "sample_size",
-        f"the study has at least {min_pairs} pairs",
+        f"the study has at least {min_pairs} pairs (a count of this study's pairs; no model)",
         "count of main (non-control) pairs with judgments",
         "pass" if ok else "inconclusive",
         f"{n_pairs} pairs"
@@ -111,8 +115,9 @@ def equivalence_verdict(
         "the mean squared gap from products of different annotators' judgments of a pair)"
     )
     claim = (
-        "chosen and rejected are equivalent on general quality (for pairs and annotators in general), "
-        f"with fewer than {max_share:.0%} of pairs beyond the margin"
+        f"{CROSSED_POPULATION}: chosen and rejected are equivalent on general quality (mean gap within the "
+        f"margin), with fewer than {max_share:.0%} of pairs beyond the margin (for any distribution of "
+        "pair gaps)"
     )
     n_annotators = int(crossed["n_annotators"].max())
     outside = crossed[(crossed["ci_low"] > crossed["high"]) | (crossed["ci_high"] < crossed["low"])]
@@ -182,7 +187,7 @@ def _population(row: pd.Series) -> str:
 
 
 def rubric_verdict(validation: ValidationResult, alpha: float) -> Verdict:
-    claim = "chosen follows the user's rubric better (for pairs and annotators in general)"
+    claim = f"{CROSSED_POPULATION}: annotators judge that chosen follows the user's rubric better"
     test = (
         "one-sided test of the mean per-judgment rubric difference in a crossed random-effects model "
         "(pair and annotator effects, Satterthwaite df; Holm-adjusted with the preference test)"
@@ -204,7 +209,10 @@ def rubric_verdict(validation: ValidationResult, alpha: float) -> Verdict:
 def preference_verdict(validation: ValidationResult, alpha: float) -> Verdict:
     row = validation.preference_crossed.iloc[0]
     pref = validation.preference.iloc[0]
-    claim = "annotators in general prefer chosen for this user (over pairs and annotators)"
+    claim = (
+        f"{CROSSED_POPULATION}: annotators (not the user) prefer chosen as the better fit for the user's "
+        "profile and rubric"
+    )
     test = (
         "one-sided test of the mean per-judgment preference score (chosen 1, tie 0.5, rejected 0) > 0.5 "
         "in a crossed random-effects model (pair and annotator effects, Satterthwaite df; Holm-adjusted "
@@ -250,7 +258,10 @@ def reliability_verdict(
     sensitivity: Verdict | None = None,
 ) -> Verdict:
     level = round(100 * (1 - 2 * alpha))
-    claim = "the quality ratings are reliable enough to support an equivalence claim (assay sensitivity)"
+    claim = (
+        "for these pairs as this panel rated them: the quality ratings are reliable enough to support an "
+        "equivalence claim (assay sensitivity)"
+    )
     test = (
         f"Krippendorff's alpha (ordinal) per quality dimension: the lower end of its {level}% pair-bootstrap "
         f"CI must exceed {threshold:g}"
@@ -371,7 +382,10 @@ def sensitivity_verdict(
     alpha: float,
     margin: float = 0.0,
 ) -> Verdict:
-    claim = "annotators detect a known quality defect of at least the margin's size (positive controls)"
+    claim = (
+        "for positive-control pairs like these, rated by this panel (not annotators in general): the "
+        "annotators detect a known quality defect of at least the margin's size"
+    )
     test = (
         "one-sided t test over positive-control pairs: chosen (intact) - rejected (planted defect) quality, "
         f"summed over the dimensions, > {margin:g} (the equivalence margin); at least {min_pairs} control "

@@ -81,6 +81,18 @@ def test_json_validates_and_has_no_nan(study: tuple[str, Engine, Report]) -> Non
         assert isinstance(row["equivalent"], bool)
 
 
+def test_labels_collected_by_this_tool_are_called_blind_by_its_configuration(
+    study: tuple[str, Engine, Report],
+) -> None:
+    """A study in the database was rated on this tool's A/B pages; its sides were assigned here."""
+    _, _, report = study
+    text = methods_paragraph(report)
+    assert "with this tool" in text and "blind by the tool's configuration" in text
+    n = report.summary["side_judgments"]
+    assert n == report.summary["n_judgments"] and "chosen was shown on side A in " in text
+    assert 0.3 < report.summary["side_a_share"] < 0.7  # assigned balanced
+
+
 def test_the_json_file_holds_the_report_one_table_row_per_line(study: tuple[str, Engine, Report]) -> None:
     _, _, report = study
     text = json_text(report)

@@ -210,13 +210,43 @@ def test_an_annotator_who_always_picks_side_a_is_named() -> None:
 # ------------------------------------------------------------------------------------- words
 
 
-def test_blinding_is_claimed_only_with_side_data_and_advice_states_its_gap() -> None:
+def test_blind_is_said_only_of_this_tools_own_collection_and_the_side_is_measured() -> None:
     frame = _frame(6, n_pairs=40, rubric_aspects=1)
-    with_side = methods_paragraph(_report(frame, extras=False))  # type: ignore[arg-type]
+    from_file = methods_paragraph(_report(frame, extras=False))  # type: ignore[arg-type]
+    here = methods_paragraph(_report(frame, extras=False, collected_here=True))  # type: ignore[arg-type]
+    assert "blind by the tool's configuration" in here
+    assert "blind by" not in from_file and "is not known to this tool" in from_file
+    assert "counterbalanced" not in here and "counterbalanced" not in from_file
+    on_a = int((frame.drop_duplicates(["pair_id", "annotator"])["side_chosen"] == "A").sum())
+    assert f"chosen was shown on side A in {on_a} of 120 judgments" in from_file
+    assert "two-sided exact binomial test against 50%" in from_file
+    assert "if the true gap is 0" in here
+
+
+def test_a_file_with_every_chosen_on_side_a_is_not_called_counterbalanced() -> None:
+    frame = _frame(6, n_pairs=40, rubric_aspects=1).assign(side_chosen="A")
+    rep = _report(frame, extras=False)
+    text = methods_paragraph(rep)  # type: ignore[arg-type]
+    assert "counterbalanced" not in text and "blind by" not in text
+    assert "chosen was shown on side A in 120 of 120 judgments (100.0%" in text
+    assert rep.summary["side_a_p"] < 1e-30  # type: ignore[attr-defined]
     without = methods_paragraph(_report(frame.drop(columns="side_chosen"), extras=False))  # type: ignore[arg-type]
-    assert "blind to which response" in with_side
-    assert "blind to" not in without and "not claimed" in without
-    assert "if the true gap is 0" in with_side
+    assert "no display side" in without and "side A in" not in without
+
+
+def test_every_claim_names_its_model_and_population() -> None:
+    frame = _frame(6, n_pairs=40, rubric_aspects=1, positive_controls=6)
+    rep = _report(frame, extras=False)
+    claims = {v.key: v.claim for v in rep.verdicts}  # type: ignore[attr-defined]
+    for key in ("equivalence", "rubric", "preference"):
+        assert "under the crossed pair x annotator model" in claims[key]
+        assert "pairs like these and annotators like this panel" in claims[key]
+    assert "this panel" in claims["sensitivity"] and "this panel" in claims["reliability"]
+    assert "no model" in claims["sample_size"]
+    assert "any distribution of pair gaps" in claims["equivalence"]
+    # the preference is the annotators' judgment of the fit to the user, not the user's own
+    assert "annotators (not the user) prefer chosen" in claims["preference"]
+    assert "for this user" not in claims["preference"]
 
 
 def test_an_open_verdict_reads_not_demonstrated() -> None:

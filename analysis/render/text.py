@@ -109,6 +109,30 @@ def crossed_table(report: Report) -> pd.DataFrame:
     return report.validation.crossed.rename(columns={"pvalue": "p_value"})
 
 
+def _collection(p: dict[str, Any], s: dict[str, Any]) -> str:
+    """How the labels were collected, as far as this tool knows: "blind" only for its own pages (a
+    property of their configuration), and the measured side of chosen instead of "counterbalanced"."""
+    if p.get("collected_here"):
+        how = (
+            " with this tool, whose pages show an annotator only the texts A and B, never which "
+            "response was constructed to follow the user's rubric (blind by the tool's configuration)"
+        )
+    else:
+        how = (
+            " (labels read from a file: how they were collected, and whether the annotators were blind "
+            "to which response was constructed to follow the rubric, is not known to this tool)"
+        )
+    n_side = int(s.get("side_judgments") or 0)
+    if n_side:
+        side = (
+            f"; chosen was shown on side A in {int(s['side_a_judgments'])} of {n_side} judgments "
+            f"({s['side_a_share']:.1%}; two-sided exact binomial test against 50%, p = {s['side_a_p']:.3g})"
+        )
+    else:
+        side = "; the labels record no display side, so the side balance cannot be measured"
+    return how + side
+
+
 def methods_paragraph(report: Report) -> str:
     """A methods paragraph stating exactly what was tested, with every parameter."""
     p, s = report.parameters, report.summary
@@ -131,12 +155,7 @@ def methods_paragraph(report: Report) -> str:
         )
     return (
         f"{n_ann} annotators rated {s['n_pairs']} preference pairs ({s['n_judgments']} judgments)"
-        + (
-            ", blind to which response was constructed to follow the user's rubric and with its side "
-            "counterbalanced"
-            if s.get("side_data")
-            else " (the labels record no display side, so blinding and counterbalancing are not claimed)"
-        )
+        + _collection(p, s)
         + (
             f"; {s['n_control_pairs']} control pairs were analysed separately"
             if s.get("n_control_pairs")

@@ -64,6 +64,7 @@ def study_report(
         predictions=predictions,
         final=final,
         extras=extras,
+        collected_here=True,
     )
     from annotator.review.quality import attach_quality  # annotator QC, verdicts without the excluded
 
@@ -76,6 +77,7 @@ def study_report(
             seed=seed,
             categories=categories,
             annotators=annotators,
+            collected_here=True,
         )
 
     report = attach_quality(
@@ -199,8 +201,11 @@ def report_from_frame(
     predictions: pd.DataFrame | None = None,
     final: pd.DataFrame | None = None,
     extras: bool = True,
+    collected_here: bool = False,
 ) -> Report:
     """Filter a label frame (by category and annotator) and build the report, or explain why not.
+
+    `collected_here`: the labels come from this tool's database (its blinded pages), not a file.
 
     `predictions` and `final` (model predictions, final labels) feed the benchmark section; without
     `extras` only the verdicts are computed (no descriptive tables, no benchmark section)."""
@@ -236,6 +241,7 @@ def report_from_frame(
                 extras=extras,
                 max_broken_share=config.validation.max_broken_share,
                 fdr=config.validation.fdr,
+                collected_here=collected_here,
             ),
             predictions=predictions,
             final=final,
