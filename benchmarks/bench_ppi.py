@@ -50,7 +50,12 @@ def validity(studies: int, rng: np.random.Generator) -> None:
     print(f"\nValidity: share of PASS at the margin (bound alpha + 2 MC SE = {bound:.4f}; {studies} studies")
     print(f"{'design':28} {'judge':28} {'boundary':>8} {'people':>7} {'PPI':>7} {'lambda':>7} {'E/H':>6}")
     worst = 0.0
-    for n_total, n, q, margin in ((2000, 60, 3, 0.5), (2000, 100, 5, 0.3), (500, 200, 5, 0.3)):
+    for n_total, n, q, margin in (
+        (2000, 20, 3, 0.5),
+        (2000, 60, 3, 0.5),
+        (2000, 100, 5, 0.3),
+        (500, 200, 5, 0.3),
+    ):
         for judge in JUDGES:
             for sign in (1, -1):
                 design = Design(

@@ -10,19 +10,20 @@ import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
+from sqlalchemy.engine import Engine
 
 from analysis import render
 from analysis.frames import split_controls
 from analysis.ppi_report import judge_item_gaps, prediction_powered_section, summary_sentences
 from analysis.report import ReportSettings, build_report
 from analysis.simulation import simulate_frame
-from annotator.people.authorization import SYSTEM
-from annotator.review import judges
-from annotator.review.readers import label_frame
+from annotator.people import accounts
+from annotator.people.authorization import SYSTEM, Account
 from annotator.review.study_report import study_report
 from annotator.store import db
-from annotator.synthetic import SimulationSpec, simulate
-from tests.utils.factories import make_study, temp_engine, write_csv
+from tests.utils.apphelpers import app_for, shown_tables
+from tests.utils.factories import temp_engine
+from tests.utils.judgehelpers import judged_beyond_people
 
 ITEMS = ("correctness", "relevance", "helpfulness")
 
@@ -120,21 +121,7 @@ def test_the_sentences_say_when_the_judge_added_nothing() -> None:
 
 def test_a_study_with_a_judge_on_every_pair_gets_the_section(tmp_path: Path) -> None:
     with temp_engine() as engine:
-        make_study(engine, tmp_path, 40)
-        simulate(engine, study="s1", spec=SimulationSpec(annotators=3, overlap=3, seed=2))
-        make_study(engine, tmp_path, 120, start=40)  # pairs no person rated
-        with db.session_scope(engine) as session:
-            people = label_frame(session, study="s1", account=SYSTEM)
-        means = people.groupby(["pair_id", "response", "item"])["value"].mean()
-        rows = []
-        for i in range(160):
-            for item in ITEMS:
-                for response in ("chosen", "rejected"):
-                    value = means.get((f"pair-{i}", response, item), 3.0 + (i % 3) / 2)
-                    rows.append({"pair_id": f"pair-{i}", "response": response, "item": item, "value": value})
-        judges.import_judges(
-            engine, write_csv(tmp_path / "judge.csv", rows), study="s1", judge="every-pair", account=SYSTEM
-        )
+        judged_beyond_people(engine, tmp_path, rated=40, unrated=120)
         with db.session_scope(engine) as session:
             report = study_report(session, study="s1", n_boot=20, account=SYSTEM)
             filtered = study_report(
@@ -144,3 +131,22 @@ def test_a_study_with_a_judge_on_every_pair_gets_the_section(tmp_path: Path) -> 
     assert section is not None and filtered.prediction_powered is None
     assert set(section.table["n_pairs"]) == {160} and set(section.table["n_rated"]) == {40}
     assert "Verdict over 160 pairs, 40 of them rated by people" in section.verdicts.iloc[0]["sentence"]
+
+
+def test_the_validation_page_shows_the_section(env_db: str, engine: Engine, tmp_path: Path) -> None:
+    judged_beyond_people(engine, tmp_path, rated=30, unrated=60)
+    with db.session_scope(engine) as session:
+        user = accounts.add_user(
+            session, username="boss", role="researcher", password="boss-password", account=SYSTEM
+        )
+        boss = Account(id=user.id or 0, username="boss", role="researcher")
+    at = app_for(boss, timeout=180)
+    at.switch_page("views/validation.py").run()
+    assert not at.exception
+    titles = [s.value for s in [*at.header, *at.subheader]]
+    assert "LLM judges: equivalence over every judged pair (prediction-powered)" in titles
+    assert "LLM judges: what each judge added" in titles
+    assert any(
+        "Verdict over 90 pairs, 30 of them rated by people" in str(frame.to_dict())
+        for frame in shown_tables(at)
+    )

@@ -108,3 +108,36 @@ def preference_judge(name: str, pairs: list[str], preference: np.ndarray, orders
             "confidence": np.nan,
         }
     )
+
+
+def judged_beyond_people(engine: Engine, folder: Path, *, rated: int = 40, unrated: int = 120) -> None:
+    """Study "s1": `rated` pairs rated by 3 simulated annotators, `unrated` more no person rated, and a
+    judge "every-pair" on all of them that gives the people's pairs the people's mean ratings (and the
+    others a rating that depends on the pair only)."""
+    from sqlmodel import Session
+
+    from annotator.people.authorization import SYSTEM
+    from annotator.review.judges import import_judges
+    from annotator.review.readers import label_frame
+    from tests.utils.factories import write_csv
+
+    make_study(engine, folder, rated)
+    simulate(engine, study="s1", spec=SimulationSpec(annotators=3, overlap=3, seed=2))
+    make_study(engine, folder, unrated, start=rated)
+    with Session(engine) as session:
+        people = label_frame(session, study="s1", account=SYSTEM)
+    means = people.groupby(["pair_id", "response", "item"])["value"].mean()
+    rows = [
+        {
+            "pair_id": f"pair-{i}",
+            "response": response,
+            "item": item,
+            "value": means.get((f"pair-{i}", response, item), 3.0 + (i % 3) / 2),
+        }
+        for i in range(rated + unrated)
+        for item in ("correctness", "relevance", "helpfulness")
+        for response in ("chosen", "rejected")
+    ]
+    import_judges(
+        engine, write_csv(folder / "judge.csv", rows), study="s1", judge="every-pair", account=SYSTEM
+    )
