@@ -50,6 +50,11 @@ BROWSER_ARGS = (
 IDLE_SELECTOR = "[data-test-script-state='notRunning']"
 
 
+def address(host: str, port: int) -> str:
+    """The address the server binds, as a URL (an IPv6 host in brackets)."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def command(*, host: str, port: int) -> list[str]:
     """The command line that runs the app."""
     return [

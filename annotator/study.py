@@ -292,8 +292,22 @@ class StudyConfig(_Strict):
         )
 
 
+#: The tables a study must ask its questions with; a config without one takes the default study's.
+QUESTION_TABLES = ("quality", "rubric", "preference")
+
+
+@functools.cache
+def _default_questions() -> dict[str, Any]:
+    """The question tables of the default study (its TOML text, read once)."""
+    data = tomllib.loads(DEFAULT_CONFIG.read_text(encoding="utf-8"))
+    return {name: data[name] for name in QUESTION_TABLES}
+
+
 def parse_config(data: dict[str, Any], *, source: str = "study config") -> StudyConfig:
-    """Validate a config mapping; a problem raises ConfigError naming the key."""
+    """Validate a config mapping (a question table it leaves out is the default study's); a problem
+    raises ConfigError naming the key."""
+    if isinstance(data, dict):
+        data = {**{k: v for k, v in _default_questions().items() if k not in data}, **data}
     try:
         return StudyConfig.model_validate(data)
     except ValidationError as exc:

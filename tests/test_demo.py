@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, col, func, select
+from typer.testing import CliRunner
 
-from annotator.demo import CLEAN_STUDY, CREDENTIALS, QUEUE, SAMPLE, STUDY, build_demo
+from annotator.cli import app, running
+from annotator.demo import CLEAN_STUDY, CREDENTIALS, QUEUE, SAMPLE, STUDY, Demo, build_demo
 from annotator.people import accounts
 from annotator.people.authorization import SYSTEM
 from annotator.review.adjudicate import auto_resolve
@@ -166,3 +168,19 @@ def test_demo_annotator_rates_one_item_in_the_browser(built: str, tmp_path: Path
         browser.close()
     assert _judgments_by(engine, "demo_annotator") == 1, log.read_text(errors="replace")[-2000:]
     engine.dispose()
+
+
+def test_demo_prints_the_address_it_binds(built: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    bound: list[tuple[str, str, int]] = []
+
+    def serve(url: str, *, host: str, port: int) -> int:  # the server's start, recorded instead of run
+        bound.append((url, host, port))
+        return 0
+
+    monkeypatch.setattr(running.server, "run", serve)
+    monkeypatch.setattr(running, "build_demo", lambda rebuild: Demo(built, False, CREDENTIALS))
+    result = CliRunner().invoke(app, ["demo", "--port", "8765"])
+    assert result.exit_code == 0, result.output
+    assert bound == [(built, "127.0.0.1", 8765)]
+    assert "open http://127.0.0.1:8765" in result.output
+    assert "localhost" not in result.output

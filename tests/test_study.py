@@ -53,9 +53,22 @@ def test_a_wrong_preference_label_count_names_the_key(tmp_path: Path) -> None:
         study_module.load_config(path)
 
 
-def test_a_missing_section_is_named() -> None:
-    with pytest.raises(ConfigError, match=re.escape("rubric: Field required")):
-        study_module.parse_config({"quality": {"dimensions": []}, "preference": {}})
+def test_a_table_given_incomplete_is_named() -> None:
+    with pytest.raises(ConfigError, match=re.escape("preference.labels: Field required")):
+        study_module.parse_config({"preference": {}})
+
+
+def test_a_config_with_only_an_analysis_table_takes_the_default_questions(tmp_path: Path) -> None:
+    path = tmp_path / "study.toml"
+    path.write_text("[analysis]\nmargin = 0.3\noverlap = 2\n", encoding="utf-8")
+    config = study_module.load_config(path)
+    default = study_module.load_config()
+    assert (config.analysis.margin, config.analysis.overlap) == (0.3, 2)
+    assert (config.quality, config.rubric, config.preference) == (
+        default.quality,
+        default.rubric,
+        default.preference,
+    )
 
 
 def test_a_missing_config_file_is_a_config_error(tmp_path: Path) -> None:

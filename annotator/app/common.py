@@ -18,6 +18,11 @@ from annotator.errors import UserError
 from annotator.people.authorization import Account
 from annotator.store import db
 from annotator.study import study_config
+from annotator.textguard import MAX_BYTES_DEFAULT
+
+#: How large an upload may be, as the server takes it (annotator.server.FLAGS) and every upload box's
+#: label says it (Streamlit's own note counts in powers of 1000 and shows 512 MB as "1GB").
+UPLOAD_LIMIT = f"at most {MAX_BYTES_DEFAULT // 2**20} MB"
 
 # Not "pages/": that name would switch on Streamlit's legacy multipage mode, bypassing the router.
 PAGES = Path(__file__).parent / "views"

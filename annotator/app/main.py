@@ -1,5 +1,7 @@
 """Entry router: the page list depends on the logged-in role (a page a role may not see is not registered)."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from annotator.app.assets import filled
@@ -11,40 +13,50 @@ from annotator.errors import UserError
 st.set_page_config(page_title="Pair Studio", page_icon=str(FAVICON), layout="wide")
 
 
+#: Every role's pages in menu order (file in views/, title, Material icon); the first is the role's
+#: start page. A page a role may not open is not registered for it.
+GUIDELINES = ("guidelines.py", "Guidelines", "menu_book")
+ROLE_PAGES: dict[str, list[tuple[str, str, str]]] = {
+    "annotator": [
+        ("annotate.py", "Rate pairs", "rate_review"),
+        ("my_work.py", "My work", "history"),
+        ("training.py", "Training", "school"),
+        GUIDELINES,
+    ],
+    "adjudicator": [("adjudicate.py", "Adjudicate", "gavel"), GUIDELINES],
+    "researcher": [
+        ("progress.py", "Progress", "monitoring"),
+        ("validation.py", "Validation", "verified"),
+        ("annotators.py", "Annotators", "group"),
+        ("owner_links.py", "Owner links", "person"),
+        ("adjudicate.py", "Adjudicate", "gavel"),
+        ("data.py", "Import and assign", "database"),
+        ("settings.py", "Study settings", "tune"),
+        ("downloads.py", "Downloads", "download"),
+        GUIDELINES,
+    ],
+}
+
+
 def page(file: str, title: str, icon: str, *, default: bool = False) -> st.Page:
     """A page from a file in views/ (AppTest's switch_page needs file pages)."""
     return st.Page(str(PAGES / file), title=title, icon=f":material/{icon}:", default=default)
 
 
-def role_pages(role: str) -> dict[str, list[st.Page]]:
-    """The pages a role may open; nothing else is registered for it."""
-    guidelines = page("guidelines.py", "Guidelines", "menu_book")
-    if role == "annotator":
-        return {
-            "Annotate": [
-                page("annotate.py", "Rate pairs", "rate_review", default=True),
-                page("my_work.py", "My work", "history"),
-                page("training.py", "Training", "school"),
-                guidelines,
-            ]
-        }
-    if role == "adjudicator":
-        return {"Adjudicate": [page("adjudicate.py", "Adjudicate", "gavel", default=True), guidelines]}
-    return {
-        "Study": [
-            page("progress.py", "Progress", "monitoring", default=True),
-            page("validation.py", "Validation", "verified"),
-            page("annotators.py", "Annotators", "group"),
-            page("owner_links.py", "Owner links", "person"),
-            page("adjudicate.py", "Adjudicate", "gavel"),
-        ],
-        "Data": [
-            page("data.py", "Import and assign", "database"),
-            page("settings.py", "Study settings", "tune"),
-            page("downloads.py", "Downloads", "download"),
-            guidelines,
-        ],
-    }
+def role_pages(role: str) -> list[st.Page]:
+    """The pages a role may open, its start page first; nothing else is registered for it."""
+    return [page(*spec, default=number == 0) for number, spec in enumerate(ROLE_PAGES[role])]
+
+
+def login_pages() -> list[st.Page]:
+    """The login page, also (hidden) at every other page's address: a link to a page opens the login,
+    and after it the page, never "Page not found"."""
+    addresses = sorted({Path(file).stem for specs in ROLE_PAGES.values() for file, _, _ in specs})
+    hidden = [
+        st.Page(str(PAGES / "login.py"), title="Log in", url_path=address, visibility="hidden")
+        for address in addresses
+    ]
+    return [page("login.py", "Log in", "login", default=True), *hidden]
 
 
 def run_pages() -> None:
@@ -55,10 +67,10 @@ def run_pages() -> None:
             [page("owner.py", "Your pairs", "person", default=True)]
         )  # a profile owner
     elif account is None:
-        navigation = st.navigation([page("login.py", "Log in", "login", default=True)])
+        navigation = st.navigation(login_pages())
     else:
         # One flat list: Streamlit draws section headers inside the nav's <ul>, which screen readers reject.
-        navigation = st.navigation([p for pages in role_pages(account.role).values() for p in pages])
+        navigation = st.navigation(role_pages(account.role))
         with st.sidebar:
             st.caption(f"Signed in as **{account.username}** · {account.role}")
             if st.button("Log out", key="logout", icon=":material/logout:"):

@@ -110,7 +110,7 @@ def serve(
     else:
         db.check_integrity(engine)
     engine.dispose()
-    out.print(f"serving {db.shown_url(url)} at http://{host}:{port}", highlight=False)
+    out.print(f"serving {db.shown_url(url)} at {server.address(host, port)}", highlight=False)
     if guard is not None:
         out.print(
             "checking the database's integrity while the server starts; writes wait for it", highlight=False
@@ -141,7 +141,5 @@ def demo(
         table.add_row(username, role, password)
     out.print(table)
     if serve_app:
-        out.print(
-            f"open http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}", highlight=False
-        )
+        out.print(f"open {server.address(host, port)}", highlight=False)
         raise typer.Exit(server.run(built.url, host=host, port=port))

@@ -23,6 +23,7 @@ from annotator.app.views.rating_form import FORM_KEY, item_questions
 from annotator.app.views.rating_item import CONTEXT_KEY, STUDIES_KEY, choose_study, item_context, load_item
 from annotator.app.views.rating_render import (
     KEY_HINT,
+    KEY_HINT_KEY,
     page_assets,
     page_script,
     show_context,
@@ -105,7 +106,8 @@ def workspace_area() -> None:
             "You are revising an item you already submitted "
             + ("once." if item.revisions == 1 else f"{item.revisions} times.")
         )
-    st.caption(KEY_HINT)
+    with st.container(key=KEY_HINT_KEY):  # hidden on a phone (no keyboard; static/annotate.css)
+        st.caption(KEY_HINT)
     show_context(item, config)
     with st.form(FORM_KEY, border=False, enter_to_submit=False):
         show_responses(item, config, questions)

@@ -7,8 +7,7 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from annotator import textguard
-from annotator.app.common import choose_study, engine, require, session
+from annotator.app.common import UPLOAD_LIMIT, choose_study, engine, require, session
 from annotator.app.tables import show_table
 from annotator.errors import UserError
 from annotator.intake import assign, ingest
@@ -70,10 +69,9 @@ st.caption(
 )
 with st.form("import_form"):
     upload = st.file_uploader(
-        "Pair file",
+        f"Pair file (JSONL, JSON, CSV or Parquet; {UPLOAD_LIMIT})",
         type=["jsonl", "json", "csv", "parquet"],
         key="import_file",
-        help=f"At most {textguard.MAX_BYTES_DEFAULT // 2**20} MB of text (`annotator import --max-bytes`).",
     )
     study = st.text_input("Study", key="import_study")
     replace = st.checkbox("Replace records that changed under the same id", key="import_replace")

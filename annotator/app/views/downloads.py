@@ -51,7 +51,7 @@ if study is not None:
             st.warning(f"{title}: {exc}")
             continue
         st.download_button(
-            f"{title} ({len(data)} rows)",
+            f"{title} ({len(data)} {'row' if len(data) == 1 else 'rows'})",
             payload,
             file_name=f"{study}-{kind}.{fmt}",
             key=f"download_{kind}",

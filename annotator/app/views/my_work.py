@@ -4,7 +4,7 @@ submitting it again adds a revision."""
 
 import streamlit as st
 
-from analysis.vocabulary import RUBRIC_PREFIX
+from analysis.vocabulary import RUBRIC_PREFIX, SUPPORT_PREFIX
 from annotator.app.common import ITEM_KEY, REOPEN_KEY, require, safe_md, session
 from annotator.rating import labels, work_log
 from annotator.rating.work_log import SKIPPED, SUBMITTED, Answers, WorkItem
@@ -24,6 +24,20 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+def score_name(name: str) -> str:
+    """A score's name as the annotator reads it: "correctness", "rubric aspect 1" (aspects count from 1)."""
+    for prefix, words in ((RUBRIC_PREFIX, "rubric aspect"), (SUPPORT_PREFIX, "aspect")):
+        if name.startswith(prefix) and name.removeprefix(prefix).isdigit():
+            return f"{words} {int(name.removeprefix(prefix)) + 1}"
+    return name
+
+
+def _order(name: str) -> tuple[int, int, str]:
+    """Quality dimensions first (by name), then the rubric aspects in their own order."""
+    number = name.rsplit(":", 1)[-1]
+    return (1, int(number), "") if ":" in name and number.isdigit() else (0, 0, name)
+
+
 def answer_lines(answers: Answers, config: StudyConfig) -> list[str]:
     """One revision's answers as short Markdown lines, in the A/B terms the annotator saw."""
     preference = config.preference.labels[answers.preference] if 0 <= answers.preference < 5 else "?"
@@ -35,13 +49,12 @@ def answer_lines(answers: Answers, config: StudyConfig) -> list[str]:
     lines = [f"**Preference:** {safe_md(preference)} · **confidence:** {safe_md(confidence)}"]
     for side in ("A", "B"):
         scores = answers.scores.get(side, {})
-        parts = [
-            f"{name.replace(RUBRIC_PREFIX, 'rubric aspect ')} {_number(v)}"
-            for name, v in sorted(scores.items())
-        ]
+        parts = [f"{score_name(name)}: {_number(scores[name])}" for name in sorted(scores, key=_order)]
         lines.append(f"**Response {side}:** " + (" · ".join(parts) if parts else "-"))
     if answers.support:
-        support = " · ".join(f"{k} {_number(v)}" for k, v in answers.support.items())
+        support = " · ".join(
+            f"{score_name(k)}: {_number(answers.support[k])}" for k in sorted(answers.support, key=_order)
+        )
         lines.append(f"**Rubric support:** {support}")
     if answers.comment.strip():
         lines.append(f"**Comment:** {safe_md(answers.comment)}")

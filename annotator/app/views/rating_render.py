@@ -37,6 +37,7 @@ KEY_HINT = (
     f"(1-5 scales, 0-2 rubric) · **{SUBMIT_KEYS}** submits · **Tab** / **Shift+Tab** move between "
     f"questions · **{SKIP_KEYS}** skips (after a reason). Answers are kept as a draft as you give them."
 )
+KEY_HINT_KEY = "key_hint"  # the container of KEY_HINT
 SUBMIT_BUTTON = "annotate_submit"
 MATCHES_SHOWN = 20
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")

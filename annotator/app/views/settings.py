@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotator.app.common import engine, require, safe_md, session
+from annotator.app.common import UPLOAD_LIMIT, engine, require, safe_md, session
 from annotator.app.tables import show_table
 from annotator.errors import UserError
 from annotator.intake import ingest, study_settings
@@ -44,7 +44,7 @@ def checked_pairs(data: bytes, name: str) -> tuple[list[dict], str]:
 def base_config() -> tuple[StudyConfig | None, str]:
     """The settings to start the form from: an uploaded study.toml (read by the CLI's loader) or the
     defaults; and a tag that changes with the upload (the form starts over for a new file)."""
-    upload = st.file_uploader("study.toml (optional)", type=["toml"], key="settings_toml")
+    upload = st.file_uploader(f"study.toml (optional; {UPLOAD_LIMIT})", type=["toml"], key="settings_toml")
     if upload is None:
         return load_config(), "default"
     data = upload.getvalue()
@@ -237,7 +237,11 @@ def create(account: Account) -> None:
     if created:
         st.success(created)
     name = st.text_input("Study name", key="settings_name")
-    upload = st.file_uploader("Pairs file", type=["jsonl", "json", "csv", "parquet"], key="settings_pairs")
+    upload = st.file_uploader(
+        f"Pairs file (JSONL, JSON, CSV or Parquet; {UPLOAD_LIMIT})",
+        type=["jsonl", "json", "csv", "parquet"],
+        key="settings_pairs",
+    )
     base, tag = base_config()
     if base is None:
         return

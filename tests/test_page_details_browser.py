@@ -1,0 +1,134 @@
+"""Small things a reader sees, in headless Debian chromium at 1440x900 and 390 px: a page's address
+opened before logging in, the upload limit, singular counts, My work's answer names, scale labels that
+wrap between words only, and keyboard hints that a phone does not show. One server for the module."""
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from tests.utils.apphelpers import (
+    PASSWORD,
+    VIEWPORT,
+    build_app_db,
+    log_in,
+    running_app,
+    wait_for_session_cookie,
+    wait_idle,
+)
+from tests.utils.ratings import rate
+
+pytestmark = pytest.mark.browser
+PHONE = {"width": 390, "height": 844}
+SHOTS = Path(tempfile.gettempdir()) / "annotator-screenshots"
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """study1 with one pair: ann1 has rated it (My work has answers), ann2 has it still to rate."""
+    folder = tmp_path_factory.mktemp("details")
+    app_db = build_app_db(folder / "db", n_pairs=1, acknowledged=["ann1", "ann2"])
+    rate(app_db.engine, "ann1", "EXT-00000-zq", chosen={"rubric:0": 2, "rubric:1": 1})
+    app_db.engine.dispose()
+    with running_app(app_db.url, folder / "server.log") as base_url:
+        yield base_url
+
+
+def new_tab(chrome: Browser, viewport: dict[str, int]) -> Page:
+    page = chrome.new_context(viewport=viewport).new_page()  # type: ignore[arg-type]
+    page.set_default_timeout(30_000)
+    return page
+
+
+def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["1440", "390"])
+def test_a_page_opened_by_its_address_before_login_opens_after_it(
+    live: str, chrome: Browser, viewport: dict[str, int]
+) -> None:
+    page = new_tab(chrome, viewport)
+    page.goto(f"{live}/downloads")
+    wait_idle(page)
+    page.get_by_role("button", name="Log in").wait_for()
+    assert page.get_by_text("Page not found").count() == 0
+    page.get_by_role("textbox", name="Username").fill("res1")
+    page.get_by_role("textbox", name="Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("heading", name="Downloads").wait_for()
+    assert page.url.endswith("/downloads")
+    assert page.get_by_text("Page not found").count() == 0
+    shot(page, f"progress_direct_{viewport['width']}")
+    page.context.close()
+
+
+def test_upload_boxes_state_the_real_limit_and_counts_are_singular(live: str, tab: Page) -> None:
+    log_in(tab, live, "res1", PASSWORD)
+    wait_for_session_cookie(tab)
+    for address, label in (("settings", "Pairs file"), ("settings", "study.toml"), ("data", "Pair file")):
+        tab.goto(f"{live}/{address}")
+        wait_idle(tab)
+        box = tab.locator("[data-testid='stFileUploader']", has_text=label).first
+        box.wait_for()
+        assert "at most 512 MB" in box.inner_text()
+        assert "GB" not in box.inner_text(), "Streamlit's note counts 512 MB as 1GB"
+    shot(tab, "data_upload")
+    tab.goto(f"{live}/downloads")
+    wait_idle(tab)
+    tab.get_by_text("Validated pairs only").click()  # the one pair, adjudicated or not
+    wait_idle(tab)
+    button = tab.get_by_role("button", name="Pairs (")
+    button.wait_for()
+    assert button.inner_text().strip().endswith("(1 row)"), button.inner_text()
+    shot(tab, "downloads")
+
+
+def test_my_work_names_each_rubric_answer_by_its_aspect_number(live: str, tab: Page) -> None:
+    log_in(tab, live, "ann1", PASSWORD)
+    wait_for_session_cookie(tab)
+    tab.goto(f"{live}/my_work")
+    wait_idle(tab)
+    line = tab.get_by_text("Response A:").first
+    line.wait_for()
+    text = tab.locator("[data-testid='stMarkdownContainer']", has_text="Response A:").first.inner_text()
+    assert "rubric aspect 0" not in text
+    assert "rubric aspect 1:" in text and "rubric aspect 2:" in text
+    shot(tab, "my_work")
+
+
+#: For every scale option's label: the words drawn on more than one line (a word broken inside).
+BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const p of document.querySelectorAll('[class*="st-key-q_"] [data-testid="stButtonGroup"] button p')) {
+    const node = p.firstChild;
+    if (!node || node.nodeType !== Node.TEXT_NODE) continue;
+    const text = node.textContent;
+    for (const match of text.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + match[0].length);
+      const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+      if (tops.size > 1) broken.push(match[0]);
+    }
+  }
+  return broken;
+}"""
+
+
+@pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["1440", "390"])
+def test_scale_labels_wrap_between_words_and_key_hints_need_a_keyboard(
+    live: str, chrome: Browser, viewport: dict[str, int]
+) -> None:
+    page = new_tab(chrome, viewport)
+    log_in(page, live, "ann2", PASSWORD)
+    page.locator("[class*='_confidence'] [data-testid='stButtonGroup'] button").first.wait_for()
+    wait_idle(page)
+    shot(page, f"rating_{viewport['width']}")
+    assert page.evaluate(BROKEN_WORDS) == []
+    hint = page.get_by_text("a digit answers the question in focus")
+    assert hint.is_visible() == (viewport["width"] > 640), "keyboard hints show with a keyboard only"
+    page.context.close()
