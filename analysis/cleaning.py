@@ -16,7 +16,9 @@ pair's posterior gives a shrunken estimate and the probability that it is broken
 taking the larger of the two probabilities (a lower bound on "either", so the list errs on keeping).
 "Pairs to drop": the largest set whose mean posterior probability of being good is at most ``fdr``
 (the Bayesian FDR, Newton et al. 2004; each pair's ``q_value`` is the smallest such level that drops
-it). "Keep": probability of being broken at most ``fdr``. Everything else "needs more judgments".
+it), among the pairs with at least two judgments: one judgment cannot tell a broken pair from one
+annotator's slip, so such a pair is never dropped. "Keep": probability of being broken at most
+``fdr``. Everything else "needs more judgments".
 
 References
 ----------
@@ -60,6 +62,7 @@ __all__ = [
 
 #: The three decisions of the cleaning list.
 DECISIONS: tuple[str, ...] = ("drop", "needs more judgments", "keep")
+MIN_JUDGMENTS_TO_DROP = 2  # a pair judged once is never dropped (its evidence is one annotator's)
 NEEDS_MORE = DECISIONS[1]
 _GRID = 60
 _ITERATIONS = 300
@@ -262,9 +265,11 @@ def cleaning_list(
     probs = table[[f"p_{d}" for d in present]].fillna(0.0)
     table["p_broken"] = probs.max(axis=1) if present else 0.0
     table["n_judgments"] = table[[c for c in table.columns if c.startswith("n_")]].max(axis=1).astype(int)
-    q = bayesian_q_values(table["p_broken"].to_numpy())
+    replicated = table["n_judgments"].to_numpy() >= MIN_JUDGMENTS_TO_DROP
+    q = np.full(len(table), np.nan)
+    q[replicated] = bayesian_q_values(table["p_broken"].to_numpy()[replicated])
     table["q_value"] = q
-    drop = q <= fdr + 1e-12
+    drop = replicated & (np.nan_to_num(q, nan=np.inf) <= fdr + 1e-12)
     watched = [w for w in watch if f"p_{w}" in table.columns]
     watch_max = table[[f"p_{w}" for w in watched]].fillna(0.0).max(axis=1).to_numpy() if watched else 0.0
     keep = ~drop & (table["p_broken"].to_numpy() <= fdr) & (watch_max <= fdr)
@@ -294,7 +299,7 @@ def cleaning_list(
                 words.append(f"{item} {mean} (shrunken {shrunk})")
     closing = zip(_formatted(column["p_broken"], ".2f"), _formatted(column["q_value"], ".2f"), strict=True)
     words = [
-        "; ".join([*kept, f"P(broken) {p_text}, q {q_text}"])
+        "; ".join([*kept, f"P(broken) {p_text}, q {q_text or 'none (one judgment: never dropped)'}"])
         for kept, (p_text, q_text) in zip(parts, closing, strict=True)
     ]
     table["reason"] = reasons

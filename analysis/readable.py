@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["LABELS", "cell", "label", "labels", "readable", "whole"]
+__all__ = ["LABELS", "SHARE_LABELS", "cell", "label", "labels", "readable", "whole"]
 
 #: Column name -> the label a reader sees (units in parentheses; "0-1" marks a share).
 LABELS: dict[str, str] = {
@@ -181,6 +181,14 @@ LABELS: dict[str, str] = {
     "wilcoxon_equivalent": "Equivalent (Wilcoxon)",
     "wilcoxon_estimate": "Hodges-Lehmann estimate",
     "wilcoxon_p_value": "p (Wilcoxon)",
+}
+
+#: The crossed fit of the preference, whose estimate and interval are a share (0-1), not points.
+SHARE_LABELS: dict[str, str] = {
+    "estimate": "Share preferring chosen (0-1)",
+    "ci_low": "CI low (0-1)",
+    "ci_high": "CI high (0-1)",
+    "se": "Standard error (0-1)",
 }
 
 _P_VALUES = {c for c in LABELS if c.startswith("p_") or c.endswith("p_value") or c == "pvalue"}

@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.agreement import agreement_table
+from analysis.agreement.table import MIN_REPLICATED_UNITS
 from analysis.cleaning import NEEDS_MORE
 from analysis.competence import QualitySection
 from analysis.diagnostics import annotator_diagnostics, side_balance
@@ -214,6 +215,11 @@ class ReportSettings:
             raise ValueError(f"n_boot must be a positive integer, got {self.n_boot!r}")
 
 
+def replicated_pairs(main: pd.DataFrame) -> int:
+    """The main pairs judged by at least two annotators."""
+    return int((main.groupby(PAIR_ID)[ANNOTATOR].nunique() >= 2).sum())
+
+
 def build_report(
     frame: pd.DataFrame,
     *,
@@ -288,6 +294,7 @@ def build_report(
         scale_min=settings.scale_min,
         scale_max=settings.scale_max,
         bootstrap=settings.bootstrap,
+        min_units=MIN_REPLICATED_UNITS,
     )
     per_judgment = judgments(main)
     design = design_table(
@@ -303,7 +310,7 @@ def build_report(
         settings.margin,
     )
     verdicts = [
-        sample_size_verdict(n_pairs, settings.min_pairs),
+        sample_size_verdict(n_pairs, replicated_pairs(main), settings.min_pairs),
         equivalence_verdict(validation, design, quality_items, settings.alpha, settings.target_power),
         rubric_verdict(validation, settings.alpha),
         preference_verdict(validation, settings.alpha),

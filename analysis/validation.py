@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ from analysis.equivalence import (
     IutResult,
     holm,
     intersection_union,
+    logit_interval,
     preference_pairs,
     preference_rate,
     superiority_paired,
@@ -270,7 +272,7 @@ def validate_pairs(
         item="preference",
         alpha=alpha,
     )
-    preference_crossed = pd.DataFrame([{"dimension": "preference", **pc.to_dict()}])
+    preference_crossed = pd.DataFrame([{"dimension": "preference", **as_share(pc.to_dict(), alpha)}])
     family["preference"] = pc.p_greater if math.isfinite(pc.p_greater) else 1.0
     holm_table = holm(family, alpha=alpha).set_index("test")
     holm_panel = holm(panel, alpha=alpha).set_index("test")
@@ -295,6 +297,15 @@ def validate_pairs(
         preference_crossed=preference_crossed,
         broken=pd.DataFrame(broken_rows),
     )
+
+
+def as_share(row: dict[str, Any], alpha: float) -> dict[str, Any]:
+    """A crossed fit of the preference score - 0.5 as a share preferring chosen: the estimate moved
+    back by 0.5 and its 1 - 2*alpha interval drawn on the logit scale (inside 0..1)."""
+    share = row["estimate"] + 0.5
+    quantile = float(stats.t.ppf(1 - alpha, row["df"])) if row["df"] > 0 else math.nan
+    low, high = logit_interval(share, row["se"], quantile) if math.isfinite(quantile) else (math.nan,) * 2
+    return row | {"estimate": share, "ci_low": low, "ci_high": high}
 
 
 def preference_scores(per_judgment: pd.DataFrame) -> pd.Series:

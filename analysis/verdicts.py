@@ -70,14 +70,18 @@ class Verdict:
         }
 
 
-def sample_size_verdict(n_pairs: int, min_pairs: int) -> Verdict:
-    ok = n_pairs >= min_pairs
+def sample_size_verdict(n_pairs: int, n_replicated: int, min_pairs: int) -> Verdict:
+    """Enough pairs that can inform the verdicts: main pairs rated by two or more annotators (a pair
+    rated once cannot tell its own gap from its one annotator's habit, nor show agreement)."""
+    ok = n_replicated >= min_pairs
     return Verdict(
         "sample_size",
-        f"the study has at least {min_pairs} pairs (a count of this study's pairs; no model)",
-        "count of main (non-control) pairs with judgments",
+        f"the study has at least {min_pairs} pairs rated by two or more annotators (a count of this study's "
+        "pairs; no model)",
+        "count of main (non-control) pairs with judgments by at least two annotators",
         "pass" if ok else "inconclusive",
-        f"{n_pairs} pairs"
+        f"{n_replicated} of {n_pairs} pairs rated by two or more annotators"
+        + (f" ({n_pairs - n_replicated} rated once)" if n_pairs > n_replicated else "")
         + ("" if ok else f": at least {min_pairs} pairs are needed before any result can PASS"),
     )
 
@@ -220,26 +224,34 @@ def preference_verdict(validation: ValidationResult, alpha: float) -> Verdict:
     )
     level = round(100 * (1 - 2 * alpha))
     detail = (
-        f"share {0.5 + row['estimate']:.3f} [{0.5 + row['ci_low']:.3f}, {0.5 + row['ci_high']:.3f}] "
+        f"share {row['estimate']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
         f"({level}% CI), Holm p = {row['p_holm']:.4g} ({_population(row)}; {int(pref['n_judgments'])} "
         f"judgments, {int(pref['n_ties'])} ties counted half); conditional on this panel ({pref['method']}): "
         f"{pref['rate']:.3f} [{pref['ci_low']:.3f}, {pref['ci_high']:.3f}]"
     )
-    return _one_sided("preference", claim, test, row, detail, alpha, "annotators prefer rejected")
+    return _one_sided("preference", claim, test, row, detail, alpha, "annotators prefer rejected", null=0.5)
 
 
 def _one_sided(
-    key: str, claim: str, test: str, row: pd.Series, detail: str, alpha: float, reversed_words: str
+    key: str,
+    claim: str,
+    test: str,
+    row: pd.Series,
+    detail: str,
+    alpha: float,
+    reversed_words: str,
+    *,
+    null: float = 0.0,
 ) -> Verdict:
     """The status of a one-sided crossed-model claim: no claim about annotators in general from one
-    annotator; pass at Holm p < alpha; fail when the whole interval lies on the other side."""
+    annotator; pass at Holm p < alpha; fail when the whole interval lies on the other side of `null`."""
     if not row["annotator_estimable"]:
         return Verdict(
             key, claim, test, "inconclusive", detail + "; one annotator: no claim about annotators in general"
         )
     if row["p_holm"] < alpha:
         return Verdict(key, claim, test, "pass", detail)
-    if row["ci_high"] < 0:
+    if row["ci_high"] < null:
         return Verdict(key, claim, test, "fail", f"{detail}; {reversed_words}")
     return Verdict(key, claim, test, "inconclusive", detail + "; not demonstrated")
 
@@ -276,9 +288,9 @@ def reliability_verdict(
         )
         if not (isinstance(lo, float) and math.isfinite(lo)):
             missing.append(str(row["item"]))
-            parts.append(f"{row['item']} alpha n/a")
+            parts.append(f"{row['item']}: {row.get('note') or 'alpha n/a'}")
             continue
-        parts.append(f"{row['item']} alpha {a:.3f} [{lo:.3f}, {hi:.3f}]")
+        parts.append(f"{row['item']} alpha {a:.3f} [{lo:.3f}, {hi:.3f}] ({int(row['n_units'])} units)")
         if not lo > threshold:
             low_items.append(str(row["item"]))
         if hi < threshold:

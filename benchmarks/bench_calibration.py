@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.report import ReportSettings, build_report
+from analysis.report import ReportSettings, build_report, replicated_pairs
 from analysis.simulation import BIAS_SD, NOISE, NOISE_SPREAD, latent_quality, rate, simulate_frame
 
 ITEM = "correctness"
@@ -386,7 +386,7 @@ def one_study2(row: Row2, rng: np.random.Generator) -> dict[str, Any]:
         return out
     v = validate_pairs(main, quality_items=[ITEM], margin=MARGIN, alpha=ALPHA)
     verdicts = [
-        rp.sample_size_verdict(row.n_pairs, 20),
+        rp.sample_size_verdict(row.n_pairs, replicated_pairs(main), 20),
         rp.equivalence_verdict(v, pd.DataFrame(), [ITEM], ALPHA, 0.8),
         rp.rubric_verdict(v, ALPHA),
         rp.preference_verdict(v, ALPHA),

@@ -465,7 +465,7 @@ def test_agreement_table_columns_and_units() -> None:
     assert list(table.columns) == [
         "item", "level", "krippendorff_alpha", "krippendorff_alpha_ci_low", "krippendorff_alpha_ci_high",
         "icc_a1", "icc_ak", "fleiss_kappa", "ac1", "percent_agreement", "n_units", "n_ratings", "ci_level",
-        "ci_covers",
+        "ci_covers", "note",
     ]  # fmt: skip
     assert table["item"].tolist() == ["correctness", "helpfulness", "rubric", "preference"]
     assert table["level"].tolist() == ["ordinal", "ordinal", "interval", "ordinal"]

@@ -134,7 +134,7 @@ def test_logged_out_visitor_sees_only_the_login_page(app_db: AppDB) -> None:
     assert at.text_input(key="login_username")
     with pytest.raises(ValueError, match="Could not find a navigation page") as refused:
         at.switch_page("views/annotate.py")
-    assert registered(str(refused.value)) == ["login.py"]
+    assert set(registered(str(refused.value))) == {"login.py"}  # also hidden at the other pages' addresses
 
 
 def test_annotator_page_list_holds_only_annotator_pages(app_db: AppDB) -> None:

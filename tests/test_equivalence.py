@@ -406,8 +406,12 @@ def test_preference_pairs_is_a_t_test_of_per_pair_shares() -> None:
     ref = stats.ttest_1samp(shares, 0.5, alternative="greater")
     assert res.rate == pytest.approx(shares.mean())
     assert res.p_greater == pytest.approx(ref.pvalue)
-    half = stats.t.ppf(0.95, 3) * shares.std(ddof=1) / 2
-    assert (res.ci_low, res.ci_high) == pytest.approx((shares.mean() - half, shares.mean() + half))
+    # the t interval drawn on the logit scale (delta method): inside 0..1
+    m, se = shares.mean(), shares.std(ddof=1) / 2
+    half = stats.t.ppf(0.95, 3) * se / (m * (1 - m))
+    logit = np.log(m / (1 - m))
+    expected = 1 / (1 + np.exp(-(logit - half))), 1 / (1 + np.exp(-(logit + half)))
+    assert (res.ci_low, res.ci_high) == pytest.approx(expected)
     assert (res.n_pairs, res.n_chosen, res.n_rejected, res.n_ties) == (4, 6, 3, 2)
 
 

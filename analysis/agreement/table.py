@@ -31,7 +31,11 @@ _TABLE_COLUMNS = [
     "n_ratings",
     "ci_level",
     "ci_covers",
+    "note",
 ]
+#: Fewer units with two or more ratings than this give no agreement coefficient in a report: the
+#: table says "too few doubly rated pairs" with the count instead (agreement_table's `min_units`).
+MIN_REPLICATED_UNITS = 10
 
 
 def _wide_units(
@@ -113,10 +117,11 @@ def _item_row(
     seed: int,
     confidence: float,
     clusters: npt.NDArray[np.str_] | None,
+    min_units: int = 0,
 ) -> dict[str, object]:
     counts = (~np.isnan(x)).sum(axis=0)
     pairable = counts >= 2
-    row: dict[str, object] = dict.fromkeys(_TABLE_COLUMNS, np.nan)
+    row: dict[str, object] = dict.fromkeys(_TABLE_COLUMNS, np.nan) | {"note": ""}
     row.update(
         item=item,
         level=level,
@@ -125,7 +130,12 @@ def _item_row(
         ci_level=confidence,
         ci_covers=_COVERS["unit" if clusters is None else "pair"],
     )
-    if x.shape[0] < 2 or not pairable.any():
+    if x.shape[0] < 2 or not pairable.any() or pairable.sum() < min_units:
+        if pairable.sum() < min_units:
+            row["note"] = (
+                f"too few doubly rated pairs: {int(pairable.sum())} units rated twice or more, "
+                f"{min_units} needed for a coefficient"
+            )
         return row
 
     def safe(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -167,6 +177,7 @@ def agreement_table(
     scale_min: float = 1,
     scale_max: float = 5,
     bootstrap: Literal["pair", "unit"] = "pair",
+    min_units: int = 0,
 ) -> pd.DataFrame:
     """Agreement per rated item of a study, one row per quality item, the rubric and the preference.
 
@@ -191,13 +202,16 @@ def agreement_table(
         ``"pair"``: resample pairs (both responses of a pair together; a cluster bootstrap).
         ``"unit"``: resample (pair, response) units independently. ``ci_covers`` says which
         population the interval covers.
+    min_units : int, default 0
+        An item with fewer units rated twice or more gets no coefficient (NaN) and a ``note`` saying
+        so (a report uses :data:`MIN_REPLICATED_UNITS`).
 
     Returns
     -------
-    DataFrame, shape (items, 14)
+    DataFrame, shape (items, 15)
         Columns ``item, level, krippendorff_alpha, krippendorff_alpha_ci_low,
         krippendorff_alpha_ci_high, icc_a1, icc_ak, fleiss_kappa, ac1, percent_agreement, n_units,
-        n_ratings, ci_level, ci_covers``.
+        n_ratings, ci_level, ci_covers, note``.
 
     Notes
     -----
@@ -245,7 +259,7 @@ def agreement_table(
             raise ValueError(f"quality item {item!r} has no ratings in frame")
         x, pairs = _wide_units(sub, unit, item)
         cl = pairs if by_pair else None
-        rows.append(_item_row(item, "ordinal", x, quality_domain, n_boot, seed, confidence, cl))
+        rows.append(_item_row(item, "ordinal", x, quality_domain, n_boot, seed, confidence, cl, min_units))
 
     whole = _equals(rated["item"], rubric_item)
     if whole.any():
@@ -258,7 +272,7 @@ def agreement_table(
     if not rubric.empty:
         x, pairs = _wide_units(rubric, unit, rubric_item)
         cl = pairs if by_pair else None
-        rows.append(_item_row(rubric_item, "interval", x, None, n_boot, seed, confidence, cl))
+        rows.append(_item_row(rubric_item, "interval", x, None, n_boot, seed, confidence, cl, min_units))
 
     if "preference" in frame.columns and frame["preference"].notna().any():
         pref = frame.loc[frame["preference"].notna(), ["pair_id", "annotator", "preference"]]
@@ -268,7 +282,9 @@ def agreement_table(
         pref = per_judgment.first().reset_index().rename(columns={"preference": "value"})
         x = _wide(pref, _unit_codes(pref, ["pair_id"])[0], "preference")
         # one unit per pair: resampling units is resampling pairs
-        row = _item_row("preference", "ordinal", x, np.arange(-2.0, 3.0), n_boot, seed, confidence, None)
+        row = _item_row(
+            "preference", "ordinal", x, np.arange(-2.0, 3.0), n_boot, seed, confidence, None, min_units
+        )
         row["ci_covers"] = _COVERS["pair"].split(" (")[0] + " (one unit per pair)"
         rows.append(row)
     out = pd.DataFrame(rows, columns=_TABLE_COLUMNS)

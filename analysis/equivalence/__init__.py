@@ -14,6 +14,7 @@ from analysis.equivalence.combine import IutResult, holm, intersection_union
 from analysis.equivalence.preference import (
     PairPreference,
     PreferenceRate,
+    logit_interval,
     preference_pairs,
     preference_rate,
     wilson_interval,
@@ -32,6 +33,7 @@ __all__ = [
     "holm",
     "intersection_union",
     "PairPreference",
+    "logit_interval",
     "preference_pairs",
     "preference_rate",
     "superiority_paired",

@@ -60,6 +60,20 @@ def wilson_interval(count: float, nobs: int, alpha: float) -> tuple[float, float
     return float(low), float(high)
 
 
+def logit_interval(share: float, se: float, quantile: float) -> tuple[float, float]:
+    """The interval ``share`` +- ``quantile`` standard errors drawn on the logit scale (delta method),
+    so that it stays inside 0..1; a share of exactly 0 or 1, or no standard error, gives the point.
+
+    >>> [round(x, 3) for x in logit_interval(0.92, 0.05, 1.7)]
+    [0.784, 0.973]
+    """
+    if not (0 < share < 1) or not math.isfinite(se) or se <= 0:
+        return share, share
+    center = math.log(share / (1 - share))
+    half = quantile * se / (share * (1 - share))
+    return 1 / (1 + math.exp(-(center - half))), 1 / (1 + math.exp(-(center + half)))
+
+
 def preference_rate(preferences: Any, *, alpha: float = 0.05) -> PreferenceRate:
     """Rate at which ``chosen`` is preferred, with Wilson intervals and an exact binomial test.
 
@@ -127,8 +141,9 @@ class PairPreference(TestResult):
     Per pair, ``share`` = (judgments preferring chosen + half the ties) / judgments; ``rate`` is the
     mean share over pairs (every pair weighs the same, however many judgments it has), with a one-sided
     t test of H1: rate > 0.5 over pairs (``p_greater``) and the matching 1 - 2*alpha interval (its
-    lower end is the one-sided bound). When every pair has the same share the t test is undefined and
-    an exact sign test over pairs (shares above vs below 0.5) is used instead (``method`` says so).
+    lower end is the one-sided bound), drawn on the logit scale so that it stays inside 0..1. When every
+    pair has the same share the t test is undefined and an exact sign test over pairs (shares above vs
+    below 0.5) is used instead, with a Wilson interval over pairs (``method`` says so).
     ``rate_judgments`` is the pooled share of non-tied judgments preferring chosen (descriptive only).
     """
 
@@ -201,9 +216,8 @@ def preference_pairs(pair_ids: Any, preferences: Any, *, alpha: float = 0.05) ->
     if se > 0:
         t = (mean - 0.5) / se
         p = float(stats.t.sf(t, df))
-        half = float(stats.t.ppf(1 - alpha, df)) * se
-        ci_low, ci_high = mean - half, mean + half
-        method = "one-sided t test of per-pair shares vs 0.5 (ties count half)"
+        ci_low, ci_high = logit_interval(mean, se, float(stats.t.ppf(1 - alpha, df)))
+        method = "one-sided t test of per-pair shares vs 0.5 (ties count half); logit interval"
     else:
         above, below = int((share > 0.5).sum()), int((share < 0.5).sum())
         p = (
@@ -211,8 +225,8 @@ def preference_pairs(pair_ids: Any, preferences: Any, *, alpha: float = 0.05) ->
             if above + below
             else 1.0
         )
-        ci_low = ci_high = mean
-        method = "exact sign test over pairs (every pair has the same share; no t test)"
+        ci_low, ci_high = wilson_interval(mean * n_pairs, n_pairs, 2 * alpha)
+        method = "exact sign test over pairs (every pair has the same share; no t test); Wilson interval"
     decided = n_chosen + n_rejected
     return PairPreference(
         n_pairs=n_pairs,

@@ -89,7 +89,10 @@ def _equivalence_parts(report: Report) -> list[str]:
         parts.append(_md_table(v.broken, list(v.broken.columns)))
     crossed_cols = ["dimension", "estimate", "se", "df", "ci_low", "ci_high", "p_greater", "p_holm",
                     "n_pairs", "n_annotators", "annotator_var", "warnings"]  # fmt: skip
-    for title, table in (("Rubric", v.rubric_crossed), ("Preference score - 0.5", v.preference_crossed)):
+    for title, table in (
+        ("Rubric", v.rubric_crossed),
+        ("Preference (a share: estimate and CI in 0-1)", v.preference_crossed),
+    ):
         if not table.empty:
             parts += [
                 "",

@@ -33,6 +33,15 @@ def _interval_bars(estimate: pd.Series, low: pd.Series, high: pd.Series) -> dict
     }
 
 
+def axis_range(columns: list[pd.Series], *, low: float, high: float, pad: float = 0.05) -> list[float]:
+    """An axis from `low` to `high`, widened to hold every finite value of `columns` (with `pad`)."""
+    values = np.concatenate([c.to_numpy(dtype=float) for c in columns]) if columns else np.array([])
+    values = values[np.isfinite(values)]
+    if values.size:
+        low, high = min(low, float(values.min()) - pad), max(high, float(values.max()) + pad)
+    return [low, high]
+
+
 def figure_captions(report: Report) -> dict[str, str]:
     """What each figure of :func:`figures` shows, in a sentence or two (under the figure in the app and
     in the HTML report)."""
@@ -167,7 +176,9 @@ def figures(report: Report) -> dict[str, Any]:
         xaxis_title="Krippendorff's alpha (1 perfect, 0 chance)",
         yaxis_title="item",
         height=340,
-        xaxis_range=[-0.2, 1],
+        xaxis_range=axis_range(
+            [ag["krippendorff_alpha"], ag["krippendorff_alpha_ci_low"].clip(-1, 1)], low=-0.2, high=1
+        ),
         **layout,
     )
     return {

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.cleaning import pairs_needing_more
+from analysis.readable import SHARE_LABELS
 from analysis.render import (
     CROSSED_COLUMNS,
     EQUIVALENCE_COLUMNS,
@@ -173,10 +174,8 @@ if study is not None:
     show_plot(plots["categories"], captions["categories"], key="plot_categories")
     st.header("Rubric alignment and preference")
     st.subheader("Over pairs and annotators (the verdicts)")
-    show_table(
-        pd.concat([report.validation.rubric_crossed, report.validation.preference_crossed]),
-        key="validation_crossed_rubric_preference",
-    )
+    show_table(report.validation.rubric_crossed, key="validation_crossed_rubric")
+    show_table(report.validation.preference_crossed, key="validation_crossed_preference", labels=SHARE_LABELS)
     st.subheader("Rubric alignment, conditional on this panel of annotators")
     show_table(report.validation.superiority, SUPERIORITY_COLUMNS)
     if report.summary.get("position_biased"):
