@@ -40,6 +40,7 @@ ITEM_KEY = "annotate_item"  # the ItemView on the rating page
 PREFILL_KEY = "annotate_prefill"  # the answers to start from (a revision, a draft)
 SUBMISSION_KEY = "submission_id"  # fixed when an item is drawn: a repeated submit is a no-op
 REOPEN_KEY = "annotate_reopen"  # an assignment My work asks the rating page to open for revision
+REOPEN_STUDY_KEY = "annotate_reopen_study"  # (id, name) of its study: the rating page switches to it
 CURRENT_STUDY_KEY = "current_study"  # the study id the annotator works on (the Training page follows it)
 #: The cookie that keeps the login across a reload: a revocable, expiring session token only.
 SESSION_COOKIE = "pair_studio_session"  # = annotator.app.cookie.COOKIE

@@ -127,6 +127,20 @@ def resume_assignment(session: Session, *, account: Account, study_id: int) -> i
     return int(row) if row is not None else None
 
 
+def last_worked_study(session: Session, *, account: Account) -> int | None:
+    """The study of the item the annotator last worked on (its draft is the newest of all their
+    drafts), if any: a new page load opens that study, with that item."""
+    require_active(session, account)
+    row = session.exec(
+        select(Assignment.study_id)
+        .join(Draft, col(Draft.assignment_id) == Assignment.id)
+        .where(Draft.user_id == account.id, col(Assignment.status).in_((PENDING, DONE)))
+        .order_by(col(Draft.updated_at).desc())
+        .limit(1)
+    ).first()
+    return int(row) if row is not None else None
+
+
 def flag_item(session: Session, *, assignment_id: int, account: Account, reason: str) -> None:
     """Flag an item as broken with only a reason: it leaves the queue (status "flagged") and is listed
     for the researcher (:func:`flagged_items`); no rating is needed."""

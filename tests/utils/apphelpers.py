@@ -445,3 +445,28 @@ def one_pair_app(folder: Path, record: dict[str, Any], *, password: str) -> Iter
     engine.dispose()
     with running_app(url, folder / "server.log") as base_url:
         yield base_url
+
+
+def add_annotator(app_db: AppDB, username: str, studies: Sequence[str]) -> None:
+    """A new annotator (password PASSWORD, guidelines read) with every pair of `studies` in their queue,
+    study by study in the order given, chosen on A and B in turn."""
+    with db.session_scope(app_db.engine) as session:
+        user = User(username=username, role="annotator", password_hash=password_hash(), active=True)
+        user.guidelines_ack_at = user.created_at
+        session.add(user)
+        session.flush()
+        app_db.users[username] = id_of(user)
+        position = 0
+        for name in studies:
+            study_id = int(session.exec(select(Study.id).where(Study.name == name)).one() or 0)
+            for pair_id in session.exec(select(Pair.id).where(Pair.study_id == study_id).order_by(Pair.id)):
+                position += 1
+                session.add(
+                    Assignment(
+                        study_id=study_id,
+                        pair_id=pair_id,
+                        annotator_id=id_of(user),
+                        chosen_side="AB"[position % 2],
+                        position=position,
+                    )
+                )

@@ -1,11 +1,14 @@
 // The rating page's script (views/annotate.py), installed once per browser tab. The page calls
-// window.psItem({item, start, need}) for the item on screen (static/item.js, drawn by
+// window.psItem({item, start, need, answered}) for the item on screen (static/item.js, drawn by
 // rating_render.page_script).
 // - A number key answers the focused question (or, when no question has the focus, the first
 //   unanswered one) and moves the focus to the next unanswered question; when none is left, to the
 //   submit button. Ctrl+Enter (or Cmd+Enter) submits from anywhere.
-// - A new item: the page goes to the top and the first unanswered question takes the focus, so an
-//   item of n questions takes n digits and Ctrl+Enter.
+// - A new item (after login, a change of study, a submit, a skip): the page goes to the top and,
+//   once the form holds the new item's values, its first unanswered question takes the focus (from
+//   wherever it was, the study picker too), scrolled into view if the top of the page does not show
+//   it; so an item of n questions takes n digits and Ctrl+Enter.
+// - The study picker never takes a digit: a digit there answers the first unanswered question.
 // - The submit button takes input only once every question of the item is drawn (data-ps-ready).
 // - On a phone, the A/B switch shows one response (and its questions) at a time.
 // - Drafts: the form is one st.form, so an answer runs nothing on the server; after every answer (and
@@ -17,6 +20,7 @@
   window.__psInstalled = true;
   const doc = document;
   const SUBMIT = ".st-key-annotate_submit button";
+  const STUDY_PICKER = ".st-key-annotate_study"; // rating_item.STUDY_KEY
   const GROUP = '[data-testid="stButtonGroup"]';
   const IDLE = "[data-test-script-state='notRunning']"; // Streamlit's run is over
   let current = { item: null, start: Date.now(), need: [] };
@@ -129,16 +133,25 @@
       doc.body.dataset.psReady = current.item;
     }
     if (focusPending) { // once the run is over (the form holds this item's values): the first question
-      if (!doc.querySelector(IDLE) || doc.querySelector("[data-stale='true']")) return false;
+      if (!doc.querySelector(IDLE) || doc.querySelector("[data-stale='true']") || !formShowsItem()) return false;
       focusPending = false;
-      const active = doc.activeElement;
-      if (!active || !active.closest || !active.closest("input, textarea, [contenteditable='true']")) {
-        const first = nextUnanswered(null);
-        const button = first && (first.querySelector('button[aria-checked="true"]') || first.querySelector("button"));
-        if (button) button.focus({ preventScroll: true });
+      const first = nextUnanswered(null) || groups()[0];
+      const button = first && (first.querySelector('button[aria-checked="true"]') || first.querySelector("button"));
+      if (button) {
+        button.focus({ preventScroll: true });
+        const box = first.getBoundingClientRect();
+        if (box.bottom > window.innerHeight || box.top < 0) first.scrollIntoView({ block: "nearest" });
       }
     }
     return true;
+  };
+
+  // Whether the form shows the item's own answers (a draft's or a revision's, else none): the questions'
+  // widget keys are the same on every item, so for a moment after a new item the old answers can
+  // still be drawn; the focus waits for the new item's values.
+  const formShowsItem = () => {
+    const given = current.answered || [];
+    return groups().every((group) => answered(group) === given.includes(keyOf(group)));
   };
 
   const tick = () => {
@@ -165,7 +178,8 @@
         if (ready()) watch.disconnect();
       });
       watch.observe(doc.body, {
-        childList: true, subtree: true, attributes: true, attributeFilter: ["data-stale", "data-test-script-state"],
+        childList: true, subtree: true, attributes: true,
+        attributeFilter: ["data-stale", "data-test-script-state", "aria-checked"],
       });
     }
     tick();
@@ -209,9 +223,11 @@
       return;
     }
     if (e.ctrlKey || e.metaKey || e.altKey || !/^[0-9]$/.test(e.key)) return;
+    const picker = !!(target && target.closest && target.closest(STUDY_PICKER));
+    if (picker) e.preventDefault(); // a digit is an answer, never a study name
     if (!doc.querySelector(SUBMIT)) return; // not the rating page
-    if (target && target.closest && target.closest("input, textarea, select, [contenteditable='true']")) return;
-    const focused = target && target.closest ? target.closest(`[class*="st-key-q_"] ${GROUP}`) : null;
+    if (!picker && target && target.closest && target.closest("input, textarea, select, [contenteditable='true']")) return;
+    const focused = !picker && target && target.closest ? target.closest(`[class*="st-key-q_"] ${GROUP}`) : null;
     const group = focused || nextUnanswered(null);
     if (!group) return;
     for (const option of group.querySelectorAll("button")) {

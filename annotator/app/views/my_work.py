@@ -5,7 +5,7 @@ submitting it again adds a revision."""
 import streamlit as st
 
 from analysis.vocabulary import RUBRIC_PREFIX, SUPPORT_PREFIX
-from annotator.app.common import ITEM_KEY, REOPEN_KEY, require, safe_md, session
+from annotator.app.common import ITEM_KEY, REOPEN_KEY, REOPEN_STUDY_KEY, require, safe_md, session
 from annotator.rating import labels, work_log
 from annotator.rating.work_log import SKIPPED, SUBMITTED, Answers, WorkItem
 from annotator.study import StudyConfig
@@ -61,9 +61,11 @@ def answer_lines(answers: Answers, config: StudyConfig) -> list[str]:
     return lines
 
 
-def reopen(assignment_id: int) -> None:
+def reopen(item: WorkItem) -> None:
+    """Open the item on the rating page, under its own study."""
     st.session_state.pop(ITEM_KEY, None)
-    st.session_state[REOPEN_KEY] = assignment_id
+    st.session_state[REOPEN_KEY] = item.assignment_id
+    st.session_state[REOPEN_STUDY_KEY] = (item.study_id, item.study)
     st.switch_page("views/annotate.py")
 
 
@@ -77,13 +79,13 @@ def show_item(number: int, item: WorkItem, config: StudyConfig) -> None:
         if item.state == SUBMITTED:
             left.caption(f"{safe_md(item.study)} · finished{when} · {revisions(len(item.revisions))}")
             if right.button("Revise", key=f"reopen_{item.assignment_id}", icon=":material/edit:"):
-                reopen(item.assignment_id)
+                reopen(item)
         elif item.state == SKIPPED:
             times = "once" if item.skips == 1 else f"{item.skips} times"
             left.caption(f"{safe_md(item.study)} · skipped {times}, still in your queue")
             left.markdown(f"**Why you skipped it:** {safe_md(item.reason) or '-'}")
             if right.button("Rate now", key=f"reopen_{item.assignment_id}", icon=":material/rate_review:"):
-                reopen(item.assignment_id)
+                reopen(item)
         else:
             left.caption(f"{safe_md(item.study)} · flagged as broken{when} · with the researcher")
             left.markdown(f"**What you reported:** {safe_md(item.reason) or '-'}")

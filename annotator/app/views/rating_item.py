@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
-from annotator.app.common import ITEM_KEY, PREFILL_KEY, REOPEN_KEY, session
+from annotator.app.common import ITEM_KEY, PREFILL_KEY, REOPEN_KEY, REOPEN_STUDY_KEY, session
 from annotator.app.views.rating_form import COMMENT_KEY, OPENED_KEY, answers_from, start_item
 from annotator.people import training
 from annotator.people.authorization import Account
@@ -16,14 +16,18 @@ from annotator.rating.labels import ItemView, Submission
 from annotator.store.models import id_of
 from annotator.study import StudyConfig
 
-STUDY_KEY = "annotate_study"
+STUDY_KEY = "annotate_study"  # the study picker (static/annotate.js keeps digits out of it)
+STUDY_PARAM = "study_name"  # the page address's study (not "study": a crowd link's parameter)
 STUDIES_KEY = "annotate_studies"  # the annotator's studies, read once per page run (see choose_study)
 CONTEXT_KEY = "annotate_context"  # what the page reads once per item (see item_context)
 INDEX_KEY = "annotate_profile_index"  # the item's profile search index (rating_render.show_profile)
 
 
 def choose_study(account: Account) -> tuple[int, str] | None:
-    """The study to work on (a choice only when the annotator has several). The list is read once per
+    """The study to work on (a choice only when the annotator has several), kept in the page's address
+    (?study_name=...) so that a reload opens the same study. A new page opens, in this order: the study
+    a reopened item belongs to (REOPEN_STUDY_KEY, set by My work), the address's study, the study of
+    the item last worked on (its draft is the newest), the first study. The list is read once per
     page run: an answer's or a submit's rerun of the item area reuses it."""
     studies: list[tuple[int, str]] | None = st.session_state.get(STUDIES_KEY)
     if studies is None:
@@ -32,9 +36,24 @@ def choose_study(account: Account) -> tuple[int, str] | None:
         st.session_state[STUDIES_KEY] = studies
     if not studies:
         return None
+    by_name = {name: (study_id, name) for study_id, name in studies}
+    reopened = st.session_state.pop(REOPEN_STUDY_KEY, None)
+    addressed = by_name.get(st.query_params.get(STUDY_PARAM, ""))
+    if reopened in studies:
+        st.session_state[STUDY_KEY] = reopened
+    elif addressed is not None and STUDY_KEY not in st.session_state:
+        st.session_state[STUDY_KEY] = addressed
+    if st.session_state.get(STUDY_KEY) not in studies:
+        with session() as active:
+            last = drafts.last_worked_study(active, account=account)
+        st.session_state[STUDY_KEY] = next((s for s in studies if s[0] == last), studies[0])
     if len(studies) == 1:
-        return studies[0]
-    return st.selectbox("Study", studies, format_func=lambda s: s[1], key=STUDY_KEY, width=280)
+        chosen = studies[0]
+    else:
+        chosen = st.selectbox("Study", studies, format_func=lambda s: s[1], key=STUDY_KEY, width=280)
+    if st.query_params.get(STUDY_PARAM) != chosen[1]:
+        st.query_params[STUDY_PARAM] = chosen[1]
+    return chosen
 
 
 @dataclass(frozen=True)

@@ -240,7 +240,8 @@ def page_assets() -> None:
 
 def page_script(item: ItemView, questions: list[Question]) -> None:
     """The item on screen for the page's script (static/item.js hands it to annotate.js): its tag, the
-    clock's start and every question it waits for before the submit button takes input. The item is
+    clock's start, every question it waits for before the submit button takes input and those the
+    item starts answered (the focus waits until the form shows them). The item is
     registered with the draft route under its tag, with its questions' options in page order."""
     token = st.session_state.get(TOKEN_KEY)
     if token:
@@ -251,10 +252,13 @@ def page_script(item: ItemView, questions: list[Question]) -> None:
             questions={widget_key(q): (q.name, tuple(q.options)) for q in questions},
         )
     need = [widget_key(question) for question in questions]
+    answered = [key for key in need if st.session_state.get(key) is not None]  # a draft's or a revision's
     start = item.shown_at or datetime.now(UTC)
     if start.tzinfo is None:
         start = start.replace(tzinfo=UTC)
-    data = json.dumps({"item": item_tag(item), "start": int(start.timestamp() * 1000), "need": need})
+    data = json.dumps(
+        {"item": item_tag(item), "start": int(start.timestamp() * 1000), "need": need, "answered": answered}
+    )
     data = data.replace("</", "<\\/")
     st.html(
         '<span class="ps-timer" aria-live="off">Time on this item: <b id="ps-timer">0:00</b></span>'
