@@ -2,6 +2,7 @@
 opened before logging in, the upload limit, singular counts, My work's answer names, scale labels that
 wrap between words only, and keyboard hints that a phone does not show. One server for the module."""
 
+import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from tests.utils.apphelpers import (
     VIEWPORT,
     build_app_db,
     log_in,
+    pair_record,
     running_app,
     wait_for_session_cookie,
     wait_idle,
@@ -132,3 +134,42 @@ def test_scale_labels_wrap_between_words_and_key_hints_need_a_keyboard(
     hint = page.get_by_text("a digit answers the question in focus")
     assert hint.is_visible() == (viewport["width"] > 640), "keyboard hints show with a keyboard only"
     page.context.close()
+
+
+#: The rating form's question labels in page order (a question's label is its accessible name).
+QUESTION_LABELS = """() => [...document.querySelectorAll('[class*="st-key-q_"]')]
+  .filter((box) => box.querySelector('[data-testid="stButtonGroup"]'))
+  .map((box) => box.querySelector('[data-testid="stWidgetLabel"]').innerText.trim())"""
+
+
+def test_the_new_study_preview_counts_posts_and_asks_what_the_rating_page_asks(
+    live: str, chrome: Browser, tmp_path: Path
+) -> None:
+    rating = new_tab(chrome, VIEWPORT)
+    log_in(rating, live, "ann2", PASSWORD)  # study1's one pair, unrated: the default study's questions
+    rating.locator("[class*='_confidence'] [data-testid='stButtonGroup'] button").first.wait_for()
+    asked = rating.evaluate(QUESTION_LABELS)
+    rating.context.close()
+    record = pair_record(0)
+    pairs = tmp_path / "preview.jsonl"
+    pairs.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    for viewport in (VIEWPORT, PHONE):
+        page = new_tab(chrome, viewport)
+        log_in(page, live, "res1", PASSWORD)
+        wait_for_session_cookie(page)
+        page.goto(f"{live}/settings")
+        wait_idle(page)
+        box = page.locator("[data-testid='stFileUploader']", has_text="Pairs file").first
+        box.locator("input[type=file]").set_input_files(str(pairs))
+        page.get_by_text("Preview: the first items").wait_for()
+        wait_idle(page)
+        item = page.locator("[data-testid='stVerticalBlock']", has=page.get_by_text("Item 1 ·")).last
+        text = item.inner_text()
+        assert f"{len(record['profile'])} posts" in text, text
+        listed = item.locator("li").evaluate_all(
+            "(items) => items.map((li) => li.innerText.split('\\n')[0].trim())"
+        )
+        assert listed == asked, "the preview asks the rating page's questions, in its order"
+        assert any("Quick recipes" in q for q in listed), "the rubric's aspects are asked"
+        shot(page, f"preview_{viewport['width']}")
+        page.context.close()

@@ -143,29 +143,54 @@ def show(session: Session, *, assignment_id: int, account: Account, resume: bool
     if not resume or assignment.shown_at is None:
         assignment.shown_at = utcnow()
     session.add(assignment)
-    texts = side_texts(assignment.chosen_side, chosen=pair.chosen, rejected=pair.rejected)
-    display = config.display
-    arm = config.display_for(assignment.arm)  # the annotator's study arm may hide parts
-    return ItemView(
-        assignment_id=id_of(assignment),
+    return item_view(
+        config,
         study=study.name,
+        pair=pair,
+        chosen_side=assignment.chosen_side,
+        arm=assignment.arm,
+        assignment_id=id_of(assignment),
+        revisions=assignment.revisions,
+        shown_at=assignment.shown_at,
+    )
+
+
+def item_view(
+    config: StudyConfig,
+    *,
+    study: str,
+    pair: Any,
+    chosen_side: str,
+    arm: str = "",
+    assignment_id: int = 0,
+    revisions: int = 0,
+    shown_at: datetime | None = None,
+) -> ItemView:
+    """What an annotator in `arm` is shown of `pair` (a Pair, or any object with its fields: question,
+    narrative, profile, rubric, chosen, rejected) with chosen on `chosen_side`: the one rule of what
+    the rating page shows, also for a study's preview before it exists."""
+    texts = side_texts(chosen_side, chosen=pair.chosen, rejected=pair.rejected)
+    shown = config.display_for(arm)  # the annotator's study arm may hide parts
+    return ItemView(
+        assignment_id=assignment_id,
+        study=study,
         question=pair.question,
-        narrative=pair.narrative if arm.show_narrative else "",
-        profile=list(pair.profile) if arm.show_profile else [],
+        narrative=pair.narrative if shown.show_narrative else "",
+        profile=list(pair.profile) if shown.show_profile else [],
         rubric=[
             {
                 "aspect": str(a.get("aspect", "")),
                 "reason": str(a.get("reason") or ""),
                 "evidence": str(a.get("evidence") or ""),
             }
-            for a in (pair.rubric if arm.show_rubric else [])
+            for a in (pair.rubric if shown.show_rubric else [])
         ],
         text_a=texts[0],
         text_b=texts[1],
-        revisions=assignment.revisions,
-        profile_shown=display.profile_posts,
-        shown_at=assignment.shown_at,
-        ask_support=arm.ask_support and bool(pair.rubric),
+        revisions=revisions,
+        profile_shown=config.display.profile_posts,
+        shown_at=shown_at,
+        ask_support=shown.ask_support and bool(pair.rubric),
         token="i" + secrets.token_hex(8),
     )
 

@@ -2,21 +2,27 @@
 form, a preview of the first items as an annotator sees them) and read a study's registered settings."""
 
 import hashlib
+import json
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import streamlit as st
 
 from annotator.app.common import UPLOAD_LIMIT, engine, require, safe_md, session
 from annotator.app.tables import show_table
+from annotator.app.views.rating_form import Question, item_questions
 from annotator.errors import UserError
 from annotator.intake import ingest, study_settings
 from annotator.people.authorization import Account
+from annotator.rating import labels
+from annotator.rating.labels import ItemView
 from annotator.review.study_progress import study_names
 from annotator.store.models import Study
 from annotator.study import PLATFORMS, StudyConfig, get_study, load_config, study_config
 
 PREVIEW_ITEMS = 2
+PAIR_FIELDS = ("question", "narrative", "profile", "rubric", "chosen", "rejected")
 CREATED_KEY = "settings_created"
 
 
@@ -201,33 +207,42 @@ def settings_form(base: StudyConfig, tag: str) -> StudyConfig | None:
         return None
 
 
+def preview_item(row: dict, config: StudyConfig, chosen_on: str) -> ItemView:
+    """A checked pair row (its list fields are JSON text) as the rating page will show it."""
+    fields = {key: json.loads(row[key]) if key in ("profile", "rubric") else row[key] for key in PAIR_FIELDS}
+    return labels.item_view(config, study="", pair=SimpleNamespace(**fields), chosen_side=chosen_on)
+
+
+def question_line(number: int, question: Question) -> str:
+    """One question as a numbered Markdown line: its label as the rating page draws it, then its options."""
+    options = safe_md(" · ".join(question.option_labels[v] for v in question.options))
+    return f"{number}. {question.label}  \n   :gray[{options}]"
+
+
 def preview(records: list[dict], config: StudyConfig) -> None:
-    """The first items as an annotator sees them: chosen on A, then on B (sides are counterbalanced)."""
-    shown = config.display_for("")
+    """The first items as an annotator sees them (chosen on A, then on B: sides are counterbalanced),
+    with every question of the rating form, worded and ordered as the rating page asks it."""
     for number, record in enumerate(records, start=1):
-        chosen_on = "A" if number % 2 else "B"
+        item = preview_item(record, config, "A" if number % 2 else "B")
         with st.container(border=True):
-            st.markdown(f"**Item {number}** · {safe_md(record.get('question', ''))}")
-            if shown.show_narrative and record.get("narrative"):
-                st.caption(f"The user's own explanation: {safe_md(record['narrative'])}")
-            if shown.show_profile and record.get("profile"):
-                st.caption(f"{len(record['profile'])} past posts of the user are shown above the responses.")
+            st.markdown(f"**Item {number}** · {safe_md(item.question)}")
+            if item.narrative:
+                st.caption(f"The user's own explanation: {safe_md(item.narrative)}")
+            if item.profile:
+                posts = len(item.profile)
+                shown = min(item.profile_shown, posts)
+                st.caption(
+                    f"The user's past posts: {posts} {'post' if posts == 1 else 'posts'}, the {shown} most "
+                    "relevant to the question listed first (all searchable)."
+                )
             left, right = st.columns(2)
-            texts = {"A": record.get("chosen", ""), "B": record.get("rejected", "")}
-            if chosen_on == "B":
-                texts = {"A": texts["B"], "B": texts["A"]}
-            for column, side in ((left, "A"), (right, "B")):
+            for column, side, text in ((left, "A", item.text_a), (right, "B", item.text_b)):
                 with column:
                     st.markdown(f"**Response {side}**")
-                    st.markdown(safe_md(texts[side]))
-            questions = [f"{d.question} ({d.labels[0]} … {d.labels[-1]})" for d in config.quality.dimensions]
-            aspects = record.get("rubric_aspects") or []
-            if shown.show_rubric and aspects:
-                questions.append(f"{config.rubric.question} ({len(aspects)} aspects of the user's rubric)")
-            questions.append(f"{config.preference.question} ({' / '.join(config.preference.labels)})")
-            st.markdown(
-                "Asked for each response, then once:  \n" + "  \n".join(f"- {safe_md(q)}" for q in questions)
-            )
+                    st.markdown(safe_md(text))
+            questions = item_questions(item, config)
+            st.markdown(f"**The {len(questions)} questions, in the rating page's order:**")
+            st.markdown("\n".join(question_line(k, q) for k, q in enumerate(questions, start=1)))
 
 
 def create(account: Account) -> None:
