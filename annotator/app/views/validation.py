@@ -3,7 +3,6 @@ JSON, Markdown, the methods paragraph); one cached `build_report` per data versi
 
 import functools
 
-import pandas as pd
 import streamlit as st
 
 from analysis.cleaning import pairs_needing_more
