@@ -9,7 +9,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, col, func, select
 from typer.testing import CliRunner
 
-from annotator.cli import app, running
+from annotator import demo, server
+from annotator.cli import app
 from annotator.demo import CLEAN_STUDY, CREDENTIALS, QUEUE, SAMPLE, STUDY, Demo, build_demo
 from annotator.people import accounts
 from annotator.people.authorization import SYSTEM
@@ -177,8 +178,8 @@ def test_demo_prints_the_address_it_binds(built: str, monkeypatch: pytest.Monkey
         bound.append((url, host, port))
         return 0
 
-    monkeypatch.setattr(running.server, "run", serve)
-    monkeypatch.setattr(running, "build_demo", lambda rebuild: Demo(built, False, CREDENTIALS))
+    monkeypatch.setattr(server, "run", serve)  # the command imports both when it runs
+    monkeypatch.setattr(demo, "build_demo", lambda rebuild: Demo(built, False, CREDENTIALS))
     result = CliRunner().invoke(app, ["demo", "--port", "8765"])
     assert result.exit_code == 0, result.output
     assert bound == [(built, "127.0.0.1", 8765)]
