@@ -181,6 +181,18 @@ LABELS: dict[str, str] = {
     "wilcoxon_equivalent": "Equivalent (Wilcoxon)",
     "wilcoxon_estimate": "Hodges-Lehmann estimate",
     "wilcoxon_p_value": "p (Wilcoxon)",
+    "correlation": "Correlation with people",
+    "effective_pairs": "Effective sample size (pairs)",
+    "lam": "Lambda (0-1)",
+    "n_rated": "Rated by people",
+    "people_ci_high": "People only: CI high",
+    "people_ci_low": "People only: CI low",
+    "people_equivalent": "People only: equivalent",
+    "people_estimate": "People only: estimate (points)",
+    "people_p_greater": "People only: p (one-sided)",
+    "people_share": "People only: share (0-1)",
+    "sentence": "In words",
+    "share": "Share (0-1)",
 }
 
 #: The crossed fit of the preference, whose estimate and interval are a share (0-1), not points.
