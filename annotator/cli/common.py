@@ -47,6 +47,10 @@ judges_app = typer.Typer(
 
 app.add_typer(judges_app, name="judges")
 
+study_app = typer.Typer(help="Archive, restore or delete a study.", no_args_is_help=True)
+
+app.add_typer(study_app, name="study")
+
 out = Console(soft_wrap=True, markup=False)
 
 err = Console(stderr=True, markup=False, soft_wrap=True)  # one line per message, never wrapped

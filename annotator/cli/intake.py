@@ -1,4 +1,5 @@
-"""Bringing pairs and work in: `import`, `assign`, `controls make`, `models import`, `judges import`."""
+"""Bringing pairs and work in (and undoing it): `import`, `assign` (`--unassign`), `study archive |
+restore | delete`, `controls make`, `models import`, `judges import`."""
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -18,6 +19,7 @@ from annotator.cli.common import (
     open_db,
     out,
     progress_bar,
+    study_app,
     user_errors,
 )
 
@@ -162,15 +164,32 @@ def assign_(
             "annotator each",
         ),
     ] = False,
+    unassign: Annotated[
+        bool,
+        typer.Option(
+            "--unassign",
+            help="Remove the items not yet started (no judgment, no draft) of --annotators (default: "
+            "everyone); started items are listed and kept",
+        ),
+    ] = False,
     database: DbOption = None,
 ) -> None:
     """Assign pairs to annotators: K per pair, balanced load and sides; only adds what is missing."""
-    from annotator.intake import assign
+    from annotator.intake import assign, study_admin
     from annotator.people import authorization
     from annotator.store import db
 
     engine = open_db(database)
     names = [n.strip() for n in annotators.split(",") if n.strip()] if annotators else None
+    if unassign:
+        with db.session_scope(engine) as session:
+            removed = study_admin.unassign(
+                session, study=study, annotators=names, account=authorization.SYSTEM
+            )
+        out.print(str(removed), highlight=False)
+        for username, pair, why in removed.kept:
+            out.print(f"  kept: {username} {pair} ({why})", highlight=False)
+        return
     with db.session_scope(engine) as session:
         more_for = None
         if needs_more:
@@ -192,6 +211,55 @@ def assign_(
             account=authorization.SYSTEM,
         )
     out.print(str(summary), highlight=False)
+
+
+@study_app.command("archive")
+@user_errors
+def study_archive(study: StudyOption, database: DbOption = None) -> None:
+    """Hide a study from every picker; its data are kept and `study restore` brings it back."""
+    from annotator.intake import study_admin
+    from annotator.people import authorization
+    from annotator.store import db
+
+    with db.session_scope(open_db(database)) as session:
+        line = study_admin.set_archived(session, study=study, archived=True, account=authorization.SYSTEM)
+    out.print(line, highlight=False)
+
+
+@study_app.command("restore")
+@user_errors
+def study_restore(study: StudyOption, database: DbOption = None) -> None:
+    """Bring an archived study back into the pickers."""
+    from annotator.intake import study_admin
+    from annotator.people import authorization
+    from annotator.store import db
+
+    with db.session_scope(open_db(database)) as session:
+        line = study_admin.set_archived(session, study=study, archived=False, account=authorization.SYSTEM)
+    out.print(line, highlight=False)
+
+
+@study_app.command("delete")
+@user_errors
+def study_delete(
+    study: StudyOption,
+    confirm: Annotated[
+        str | None, typer.Option(help="The study's name again (asked for when not given)")
+    ] = None,
+    database: DbOption = None,
+) -> None:
+    """Delete a study nobody has rated yet (refused once it has judgments: archive it instead)."""
+    from annotator.intake import study_admin
+    from annotator.people import authorization
+    from annotator.store import db
+
+    if confirm is None:
+        confirm = typer.prompt(f"Type the study's name ({study}) to delete it")
+    with db.session_scope(open_db(database)) as session:
+        line = study_admin.delete_study(
+            session, study=study, confirm=str(confirm), account=authorization.SYSTEM
+        )
+    out.print(line, highlight=False)
 
 
 @controls_app.command("make")

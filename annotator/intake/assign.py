@@ -179,6 +179,8 @@ def assign(
     if overlap < 1:
         raise UserError("overlap must be at least 1")
     study_row = get_study(session, study)
+    if study_row.archived_at is not None:
+        raise UserError(f"study {study!r} is archived; restore it first (`annotator study restore`)")
     users = _annotators(session, annotators)
     if more_for is None and len(users) < overlap:
         names = ", ".join(user.username for user in users) or "none"
@@ -258,6 +260,7 @@ def assign(
                 "overlap": overlap if more_for is None else "one more",
                 "created": len(rows),
                 "seed": seed,
+                "annotators": [user.username for user in users],
             },
         )
     )
@@ -272,6 +275,20 @@ def _more_for(study: str, main_pairs: Sequence[tuple[int | None, str]], wanted: 
         shown = ", ".join(repr(name) for name in unknown[:3]) + (" ..." if len(unknown) > 3 else "")
         raise UserError(f"study {study!r} has no main pair {shown} ({len(unknown)} unknown)")
     return [by_name[name] for name in dict.fromkeys(wanted)]
+
+
+def assigned_annotators(session: Session, study: str) -> list[str]:
+    """The active annotators who already have items in `study` (the accounts last used for it), by name."""
+    study_row = get_study(session, study)
+    return list(
+        session.exec(
+            select(User.username)
+            .join(Assignment, col(Assignment.annotator_id) == User.id)
+            .where(Assignment.study_id == study_row.id, User.role == "annotator", User.active == True)  # noqa: E712
+            .distinct()
+            .order_by(User.username)
+        )
+    )
 
 
 def study_overlap(session: Session, study: str) -> int:

@@ -10,11 +10,19 @@ import pandas as pd
 from sqlalchemy import delete
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from annotator import textguard
-from annotator.errors import LabelError, UserError
-from annotator.people.authorization import Account, check_owner, own_assignment, require_active, require_role
+from annotator.errors import AuthError, LabelError, UserError
+from annotator.people.authorization import (
+    NOT_YOURS,
+    Account,
+    check_owner,
+    own_assignment,
+    require_active,
+    require_role,
+)
 from annotator.rating import crowd
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Draft, Event, Pair, User, utcnow
 from annotator.study import get_study
@@ -78,11 +86,14 @@ def save_draft(
         + (("opened_posts",) if opened_posts is not None else ())
     )
     builder = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    session.execute(
-        builder(Draft)
-        .values(**row)
-        .on_conflict_do_update(index_elements=["assignment_id"], set_={k: row[k] for k in kept})
-    )
+    try:
+        session.execute(
+            builder(Draft)
+            .values(**row)
+            .on_conflict_do_update(index_elements=["assignment_id"], set_={k: row[k] for k in kept})
+        )
+    except IntegrityError:  # the item was unassigned between the check and the write
+        raise AuthError(NOT_YOURS) from None
 
 
 def load_draft(session: Session, *, assignment_id: int, account: Account) -> DraftView | None:

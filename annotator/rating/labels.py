@@ -14,7 +14,7 @@ from annotator import textguard
 from annotator.errors import AuthError, LabelError, UserError
 from annotator.intake import controls
 from annotator.intake.assign import extend_overlap
-from annotator.people.authorization import Account, own_assignment, require_active
+from annotator.people.authorization import NOT_YOURS, Account, own_assignment, require_active
 from annotator.people.training import needs_training, qualified
 from annotator.rating import crowd
 from annotator.rating.blinding import preference_index, response_of, side_of, side_texts, signed_preference
@@ -286,7 +286,9 @@ def submit(session: Session, *, assignment_id: int, account: Account, submission
     if earlier is not None:
         own_assignment(session, earlier.assignment_id, account)
         return earlier
-    status = session.exec(select(Assignment.status).where(col(Assignment.id) == assignment.id)).one()
+    status = session.exec(select(Assignment.status).where(col(Assignment.id) == assignment.id)).first()
+    if status is None:  # unassigned by the researcher while this submit waited for the lock
+        raise AuthError(NOT_YOURS)
     now = utcnow()
     shown = assignment.shown_at or now
     if shown.tzinfo is None:
@@ -508,11 +510,11 @@ def current_answers(session: Session, *, assignment_id: int, account: Account) -
 
 
 def annotator_studies(session: Session, *, account: Account) -> list[tuple[int, str]]:
-    """The studies in which the annotator has items, as (id, name)."""
+    """The studies in use (not archived) in which the annotator has items, as (id, name)."""
     rows = session.exec(
         select(Study.id, Study.name)
         .join(Assignment, col(Assignment.study_id) == Study.id)
-        .where(Assignment.annotator_id == account.id)
+        .where(Assignment.annotator_id == account.id, col(Study.archived_at).is_(None))
         .distinct()
         .order_by(Study.name)
     ).all()

@@ -35,8 +35,8 @@ def _researchers_study(session: Session, study: str, account: Account) -> Study:
 
 
 def study_names(session: Session) -> list[str]:
-    """Every study, by name."""
-    return list(session.exec(select(Study.name).order_by(Study.name)))
+    """Every study in use (archived ones are left out), by name."""
+    return list(session.exec(select(Study.name).where(col(Study.archived_at).is_(None)).order_by(Study.name)))
 
 
 def data_version(session: Session, study: str, *, account: Account) -> tuple[int, ...]:

@@ -42,6 +42,7 @@ class Study(SQLModel, table=True):
     config: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
     pseudonym_key: str | None = Field(default=None, max_length=64)  # per-study secret for pseudonyms (0004)
+    archived_at: datetime | None = None  # set: hidden from every picker, data kept, restorable (0013)
 
 
 # A preference pair: one user, one question, a chosen and a rejected response.

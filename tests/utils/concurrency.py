@@ -6,7 +6,7 @@ import sys
 import time
 import types
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +14,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from annotator.intake.assign import assign
+from annotator.intake.study_admin import unassign
 from annotator.people.authorization import SYSTEM, account_of
-from annotator.rating import labels
+from annotator.rating import drafts, labels
 from annotator.store import db
 from annotator.store.models import Assignment, Event, Judgment, Pair, Score, User, id_of
 from tests.utils.factories import DIMENSIONS, make_annotators, make_form, make_study
@@ -82,6 +83,59 @@ def run_workers(url: str, plans: list[list[Step]]) -> tuple[list[float], list[st
         process.join(timeout=60)
         assert process.exitcode == 0
     return [x for lat, _ in collected for x in lat], [e for _, errs in collected for e in errs]
+
+
+def draft_worker(url: str, steps: list[tuple[int, int]], barrier: Any, results: Any) -> None:
+    """Save a draft on each (user_id, assignment_id) in order, after the barrier; report errors."""
+    engine = db.make_engine(url)
+    errors = []
+    try:
+        with Session(engine) as session:
+            acting_as = {id_of(user): account_of(user) for user in session.exec(select(User))}
+        barrier.wait(timeout=60)
+        for user_id, assignment_id in steps:
+            try:
+                with db.session_scope(engine) as session:
+                    drafts.save_draft(
+                        session, assignment_id=assignment_id, account=acting_as[user_id], answers={"k": 1}
+                    )
+            except Exception as exc:  # reported to the parent, which checks it
+                errors.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        engine.dispose()
+        results.put(([], errors))
+
+
+def unassign_worker(url: str, study: str, barrier: Any, results: Any) -> None:
+    """Unassign every item of `study` not yet started, after the barrier; report any error."""
+    engine = db.make_engine(url)
+    errors = []
+    try:
+        barrier.wait(timeout=60)
+        with db.session_scope(engine) as session:
+            unassign(session, study=study, account=SYSTEM)
+    except Exception as exc:  # reported to the parent, which fails the test with it
+        errors.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        engine.dispose()
+        results.put(([], errors))
+
+
+def run_processes(targets: list[tuple[Callable[..., None], tuple[Any, ...]]]) -> list[str]:
+    """Run each (function, arguments) in its own process at once; each function takes a barrier and a
+    result queue after its arguments, and waits at the barrier once. All their errors."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(targets))
+    results = ctx.Queue()
+    processes = [ctx.Process(target=fn, args=(*args, barrier, results)) for fn, args in targets]
+    with plain_main():
+        for process in processes:
+            process.start()
+    collected = [results.get(timeout=240) for _ in processes]
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    return [e for _, errs in collected for e in errs]
 
 
 def queues(engine: Engine) -> dict[int, list[int]]:
