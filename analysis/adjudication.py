@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.cleaning import NEEDS_MORE
+from analysis.cleaning import DROP, NEEDS_MORE
 from analysis.frames import pair_majority, rubric_scores
 from analysis.vocabulary import RUBRIC_PREFIX
 
@@ -222,7 +222,7 @@ def evaluate(
     else:
         hits["quality_gap"] = gap_hit
         hits["uncertain"] = np.zeros(len(out), dtype=bool)
-    drop = decision == "drop"
+    drop = decision == DROP
 
     enough = n >= MIN_JUDGMENTS
     names, reasons = [], []
@@ -292,12 +292,12 @@ def auto_decision(
 
 
 def keeps(row: Mapping[str, Any]) -> bool:
-    return bool(row["majority"] == "chosen" and row.get("evidence_decision") != "drop")
+    return bool(row["majority"] == "chosen" and row.get("evidence_decision") != DROP)
 
 
 def auto_rule(row: Mapping[str, Any]) -> str:
     n, majority = int(row["n_judgments"]), row["majority"]
-    if row.get("evidence_decision") == "drop":
+    if row.get("evidence_decision") == DROP:
         return f"dropped: the cleaning list's evidence says broken; {row['reasons']}"[:RULE_LENGTH]
     if row["method"] == "unanimous":
         text = f"unanimous: all {n} judgments prefer {majority}; no rule needs a person"

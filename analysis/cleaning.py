@@ -50,6 +50,10 @@ from analysis.frames import (
 
 __all__ = [
     "DECISIONS",
+    "DROP",
+    "KEEP",
+    "NEEDS_MORE",
+    "RULE",
     "ItemEvidence",
     "bayesian_q_values",
     "cleaning_list",
@@ -60,10 +64,16 @@ __all__ = [
     "study_cleaning",
 ]
 
-#: The three decisions of the cleaning list.
-DECISIONS: tuple[str, ...] = ("drop", "needs more judgments", "keep")
+#: The three decisions of the cleaning list, by name; DECISIONS is their order in the list.
+DROP, NEEDS_MORE, KEEP = "drop", "needs more judgments", "keep"
+DECISIONS: tuple[str, ...] = (DROP, NEEDS_MORE, KEEP)
 MIN_JUDGMENTS_TO_DROP = 2  # a pair judged once is never dropped (its evidence is one annotator's)
-NEEDS_MORE = DECISIONS[1]
+#: The cleaning list's rule in one sentence (the pages and docs say it in these words).
+RULE = (
+    "Per pair: the empirical-Bayes (shrunken) estimates and the probability of being broken; "
+    f"'{DROP}' controls the false discovery rate; a pair that '{NEEDS_MORE}' can get one more "
+    "annotator"
+)
 _GRID = 60
 _ITERATIONS = 300
 _MIN_PAIRS = 10  # fewer pairs do not estimate a distribution of effects
@@ -273,7 +283,7 @@ def cleaning_list(
     watched = [w for w in watch if f"p_{w}" in table.columns]
     watch_max = table[[f"p_{w}" for w in watched]].fillna(0.0).max(axis=1).to_numpy() if watched else 0.0
     keep = ~drop & (table["p_broken"].to_numpy() <= fdr) & (watch_max <= fdr)
-    table["decision"] = np.where(drop, DECISIONS[0], np.where(keep, DECISIONS[2], DECISIONS[1]))
+    table["decision"] = np.where(drop, DROP, np.where(keep, KEEP, NEEDS_MORE))
     column = {c: table[c].tolist() for c in table.columns}  # plain lists: per-pair words without pandas
     reasons = []
     for i, (p_broken, decision) in enumerate(zip(column["p_broken"], column["decision"], strict=True)):
@@ -283,13 +293,13 @@ def cleaning_list(
             "rubric not higher for chosen" if d == "rubric" else f"mean {d} gap beyond +-{margin:g}"
             for d in top
         ]
-        if decision != DECISIONS[0]:
+        if decision != DROP:
             what += [
                 f"{w} gap possibly beyond +-{margin:g} (P {column[f'p_{w}'][i]:.2f})"
                 for w in watched
                 if column[f"p_{w}"][i] > fdr
             ]
-        reasons.append("; ".join(what) if decision != DECISIONS[2] else "")
+        reasons.append("; ".join(what) if decision != KEEP else "")
     parts = [[f"{int(n)} judgments"] for n in column["n_judgments"]]
     for item in evidence:
         means = _formatted(column[f"mean_{item}"], "+.2f")

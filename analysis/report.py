@@ -36,8 +36,8 @@ all call :func:`build_report`, so they show the same numbers. Control pairs (the
     assessed" (unless ``require_positive_controls``) and reliability is the gate. An inconclusive
     sensitivity verdict keeps the study from PASS whatever else holds.
 
-The cleaning list (:mod:`analysis.cleaning`): per pair shrunken estimates and a probability of being
-broken; "drop" at the false discovery rate ``fdr``, "needs more judgments", "keep".
+The cleaning list: :mod:`analysis.cleaning` (its rule is ``cleaning.RULE``), at the false discovery
+rate ``fdr``.
 
 Status of a verdict: ``pass``, ``fail`` (the data contradict the claim), ``inconclusive`` (not demonstrated)
 or ``not_assessed``. The overall result is PASS only when no verdict fails or is inconclusive; FAIL
@@ -55,7 +55,7 @@ import pandas as pd
 
 from analysis.agreement import agreement_table
 from analysis.agreement.table import MIN_REPLICATED_UNITS
-from analysis.cleaning import NEEDS_MORE
+from analysis.cleaning import DROP, NEEDS_MORE
 from analysis.competence import QualitySection
 from analysis.diagnostics import annotator_diagnostics, side_balance
 from analysis.frames import (
@@ -348,7 +348,7 @@ def build_report(
         "n_scores": int(len(main)),
         "n_control_pairs": int(controls[PAIR_ID].nunique()) if not controls.empty else 0,
         "n_failed_pairs": int(len(failed)),
-        "n_drop": int((cleaning["decision"] == "drop").sum()) if not cleaning.empty else 0,
+        "n_drop": int((cleaning["decision"] == DROP).sum()) if not cleaning.empty else 0,
         "n_needs_more": int((cleaning["decision"] == NEEDS_MORE).sum()) if not cleaning.empty else 0,
         "side_data": bool(SIDE_CHOSEN in main.columns and main[SIDE_CHOSEN].notna().any()),
         **side_balance(main),

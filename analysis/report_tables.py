@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.cleaning import study_cleaning
+from analysis.cleaning import KEEP, study_cleaning
 from analysis.frames import (
     ANNOTATOR,
     CATEGORY,
@@ -118,7 +118,7 @@ def failed_pairs_table(cleaning: pd.DataFrame) -> pd.DataFrame:
     ``reasons`` saying the decision, the defect and the pair's evidence."""
     if cleaning.empty:
         return pd.DataFrame(columns=[PAIR_ID, "decision", "reasons"])
-    out = cleaning[cleaning["decision"] != "keep"].copy()
+    out = cleaning[cleaning["decision"] != KEEP].copy()
     out["reasons"] = [
         f"{d}: {r or 'uncertain'} ({e})"
         for d, r, e in zip(out["decision"], out["reason"], out["evidence"], strict=True)

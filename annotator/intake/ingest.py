@@ -22,7 +22,9 @@ from annotator.store.models import Event, Pair, Study
 from annotator.study import StudyConfig, load_config
 
 MAX_PROBLEMS = 20
+#: The pair file types `annotator import` and the upload fields take (one reader each in load_pairs).
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+UPLOAD_TYPES = [suffix.lstrip(".") for suffix in SUFFIXES]  # the same, as st.file_uploader takes them
 NATIVE_FIELDS = ("id", "question", "profile", "rubric_aspects", "narrative", "category", "chosen", "rejected")
 LIST_FIELDS = ("profile", "rubric_aspects")
 JSON_FIELDS = ("profile", "rubric", "metadata")

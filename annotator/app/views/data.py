@@ -70,7 +70,7 @@ st.caption(
 with st.form("import_form"):
     upload = st.file_uploader(
         f"Pair file (JSONL, JSON, CSV or Parquet; {UPLOAD_LIMIT})",
-        type=["jsonl", "json", "csv", "parquet"],
+        type=ingest.UPLOAD_TYPES,
         key="import_file",
     )
     study = st.text_input("Study", key="import_study")

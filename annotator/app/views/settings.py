@@ -254,7 +254,7 @@ def create(account: Account) -> None:
     name = st.text_input("Study name", key="settings_name")
     upload = st.file_uploader(
         f"Pairs file (JSONL, JSON, CSV or Parquet; {UPLOAD_LIMIT})",
-        type=["jsonl", "json", "csv", "parquet"],
+        type=ingest.UPLOAD_TYPES,
         key="settings_pairs",
     )
     base, tag = base_config()

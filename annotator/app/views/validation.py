@@ -5,6 +5,7 @@ import functools
 
 import streamlit as st
 
+from analysis import cleaning
 from analysis.cleaning import pairs_needing_more
 from analysis.readable import SHARE_LABELS
 from analysis.render import (
@@ -185,11 +186,7 @@ if study is not None:
     st.header("Agreement")
     show_table(report.agreement, AGREEMENT_COLUMNS)
     st.header(cleaning_title(report))
-    st.caption(
-        "Per pair: the empirical-Bayes (shrunken) estimates and the probability of being broken; "
-        "'drop' controls the false discovery rate; a pair that 'needs more judgments' can get one more "
-        "annotator with the button below the list (or `annotator assign --needs-more`)"
-    )
+    st.caption(cleaning.RULE + " with the button below the list (or `annotator assign --needs-more`)")
     show_table(report.failed_pairs.head(SHOWN_FAILED), key="validation_failed")
     if not (chosen_categories or chosen_annotators):  # the study's own list, not a filtered one
         more_judgments(report, study, account)
