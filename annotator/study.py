@@ -232,6 +232,16 @@ class Judges(_Strict):
     epsilon: float | None = Field(default=None, ge=0, lt=1)
 
 
+class Owners(_Strict):
+    """What a profile's owner is asked on their page (from an owner link): which answer is written for
+    them is always asked; how sure, each rubric aspect (yes / partly / no) and the quality items (for
+    each answer, on the study's scale) unless turned off."""
+
+    ask_confidence: bool = True
+    ask_rubric: bool = True
+    ask_quality: bool = True
+
+
 @dataclass(frozen=True)
 class ArmDisplay:
     """What an annotator in one arm sees and is asked (the study's display settings and its arm's)."""
@@ -260,6 +270,7 @@ class StudyConfig(_Strict):
     dynamic_overlap: DynamicOverlap = DynamicOverlap()
     arms: Arms = Arms()
     judges: Judges = Judges()
+    owners: Owners = Owners()
 
     @property
     def judge_epsilon(self) -> tuple[float, str]:

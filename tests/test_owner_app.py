@@ -16,8 +16,10 @@ from annotator.rating.owner_links import issue_owner_link
 from annotator.review.owner_rows import owner_rows
 from annotator.store import db
 from annotator.store.models import User
+from annotator.study import load_config
 from tests.utils.apphelpers import MAIN, app_for
 from tests.utils.factories import make_records, write_jsonl
+from tests.utils.qchelpers import qc_config
 
 HOSTILE = "<script>alert('owner')</script> ![x](http://evil.example/i.png) $x$"
 
@@ -53,13 +55,18 @@ def test_an_owner_sees_only_their_own_pairs_blinded(owned: Engine) -> None:
     assert "question of alice" in shown and "question of bob" not in shown
     assert "chosen" not in shown.lower() and "rejected" not in shown.lower()
     assert "![x](" not in shown and "$x$" not in shown  # no image fetched, no LaTeX: shown as typed
+    dimensions = load_config().quality.dimensions
+    top = len(dimensions[0].labels) - 1
     for _ in range(3):
         at.radio(key="owner_pref").set_value("B is better for me")
         for k in range(2):
             at.radio(key=f"owner_aspect_{k}").set_value("Yes")
+        for dimension in dimensions:  # the study's quality items, as on the rating page: B best, A worst
+            at.radio(key=f"owner_quality_A_{dimension.name}").set_value(0)
+            at.radio(key=f"owner_quality_B_{dimension.name}").set_value(top)
         at.button[0].click()
         at.run()
-        assert not at.exception
+        assert not at.exception and not at.error
         assert "question of bob" not in _shown(at)
     assert any("every pair is answered" in str(s.value) for s in at.success)
     with db.session_scope(owned) as session:
@@ -68,6 +75,33 @@ def test_an_owner_sees_only_their_own_pairs_blinded(owned: Engine) -> None:
     sides = rows.drop_duplicates("pair_id")
     # B preferred: chosen when chosen was shown on B, else rejected
     assert ((sides["side_chosen"] == "B") == (sides["preference"] > 0)).all()
+    quality = rows[rows["item"].isin([d.name for d in dimensions])]
+    assert len(quality) == 3 * 2 * len(dimensions)
+    best = load_config().quality.scale_max
+    on_b = quality["response"] == quality["side_chosen"].map({"A": "rejected", "B": "chosen"})
+    assert (quality.loc[on_b, "value"] == best).all() and (quality.loc[~on_b, "value"] == 1).all()
+
+
+def test_a_study_may_ask_owners_only_the_preference(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[owners] ask_quality, ask_rubric and ask_confidence off: the page asks which answer only."""
+    records = make_records(2)
+    for record in records:
+        record["owner"] = "carol"
+    config = qc_config(owners={"ask_quality": False, "ask_rubric": False, "ask_confidence": False})
+    path = write_jsonl(tmp_path / "pairs.jsonl", records)
+    ingest.import_file(engine, path, study="s", config=config, account=SYSTEM)
+    monkeypatch.setenv(db.ENV_VAR, engine.url.render_as_string(hide_password=False))
+    at = _open(engine, "carol")
+    assert [r.key for r in at.radio] == ["owner_pref"]
+    at.radio(key="owner_pref").set_value("A is better for me")
+    at.button[0].click()
+    at.run()
+    assert not at.exception and not at.error
+    with db.session_scope(engine) as session:
+        rows = owner_rows(session, study="s", account=SYSTEM)
+    assert list(rows["item"]) == ["preference"] and rows["confidence"].isna().all()
 
 
 def test_a_spent_link_opens_nothing(owned: Engine) -> None:

@@ -225,3 +225,34 @@ def test_llm_judges_are_scored_against_the_owners(engine: Engine, tmp_path: Path
     (judge,) = [row for row in report["owners"]["models"] if row["model"] == "gpt-x (LLM judge)"]
     assert judge["n_pairs"] == 5 and judge["n_owners"] == 3
     assert share > 0.5 and judge["accuracy_owner"] == pytest.approx(share)  # it always says chosen
+
+
+def test_owner_quality_ratings_cover_every_dimension_on_the_scale(engine: Engine, tmp_path: Path) -> None:
+    """An owner's quality ratings are mapped from the page's A/B to chosen/rejected; a missing dimension
+    or a point off the scale is one line naming it, and nothing is saved."""
+    from annotator.rating.owners import submit_owner_answer
+    from annotator.study import load_config
+
+    _owned_study(engine, tmp_path)
+    names = load_config().dimension_names
+    with db.session_scope(engine) as session:
+        pair = owner_pairs(session, study="s", owner="alice")[0]
+        with pytest.raises(UserError, match=f"quality rating {names[0]} of chosen must be 1..5, got 9"):
+            record_owner_judgment(
+                session, study="s", owner="alice", pair_external_id=pair.external_id, preference=1,
+                scores={"chosen": dict.fromkeys(names, 9), "rejected": dict.fromkeys(names, 1)},
+            )  # fmt: skip
+        with pytest.raises(UserError, match="quality ratings of rejected must cover"):
+            record_owner_judgment(
+                session, study="s", owner="alice", pair_external_id=pair.external_id, preference=1,
+                scores={"chosen": dict.fromkeys(names, 3), "rejected": {names[0]: 2}},
+            )  # fmt: skip
+        saved = submit_owner_answer(
+            session, study="s", owner="alice", pair_external_id=pair.external_id, preference_ab=1,
+            scores_ab={"A": dict.fromkeys(names, 2), "B": dict.fromkeys(names, 5)},
+        )  # fmt: skip
+        on_b = saved.side_chosen == "B"
+        assert saved.scores["chosen"] == dict.fromkeys(names, 5 if on_b else 2)
+        assert saved.scores["rejected"] == dict.fromkeys(names, 2 if on_b else 5)
+    with db.session_scope(engine) as session:
+        assert len(owner_rows(session, study="s", account=SYSTEM)) == 1 + 2 * len(names)

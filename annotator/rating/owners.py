@@ -9,7 +9,7 @@ rows (:func:`annotator.review.owner_rows.owner_rows`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlmodel import Session, select
@@ -17,10 +17,11 @@ from sqlmodel import Session, select
 from analysis.vocabulary import CONFIDENCE_DOMAIN, PREFERENCE_DOMAIN, SIDES, SUPPORT_DOMAIN
 from annotator.errors import UserError
 from annotator.store.models import OwnerJudgment, Pair, id_of
-from annotator.study import get_study
+from annotator.study import StudyConfig, get_study, study_config
 
 __all__ = [
     "OwnerItem",
+    "check_scores",
     "owner_items",
     "owner_pairs",
     "study_owners",
@@ -57,11 +58,14 @@ def record_owner_judgment(
     aspects: Sequence[int] = (),
     confidence: int | None = None,
     side_chosen: str = "",
+    scores: Mapping[str, Mapping[str, int]] | None = None,
 ) -> OwnerJudgment:
     """Store (or replace) `owner`'s judgment of one of their own pairs.
 
-    Raises UserError when the pair is not the owner's, or an answer is outside its domain
-    (preference -2..2, confidence 1..3, one aspect answer 0..2 per rubric aspect)."""
+    `scores` are the owner's quality ratings, {"chosen" | "rejected": {dimension: point}} (every
+    dimension of the study for both, on its scale), or none. Raises UserError when the pair is not the
+    owner's, or an answer is outside its domain (preference -2..2, confidence 1..3, one aspect answer
+    0..2 per rubric aspect, a quality point on the study's scale)."""
     pair = next(
         (p for p in owner_pairs(session, study=study, owner=owner) if p.external_id == pair_external_id), None
     )
@@ -75,18 +79,41 @@ def record_owner_judgment(
         raise UserError(f"aspects must be one answer 0..2 per rubric aspect ({len(pair.rubric)})")
     if side_chosen not in ("", "A", "B"):
         raise UserError(f"side_chosen must be A or B, got {side_chosen!r}")
+    checked = check_scores(study_config(session, study), scores) if scores else {}
     row = session.exec(
         select(OwnerJudgment).where(OwnerJudgment.pair_id == id_of(pair), OwnerJudgment.owner == owner)
     ).first() or OwnerJudgment(study_id=pair.study_id, pair_id=id_of(pair), owner=owner, preference=0)
-    row.preference, row.confidence, row.aspects, row.side_chosen = (
+    row.preference, row.confidence, row.aspects, row.side_chosen, row.scores = (
         preference,
         confidence,
         list(aspects),
         side_chosen,
+        checked,
     )
     session.add(row)
     session.flush()
     return row
+
+
+def check_scores(config: StudyConfig, scores: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    """The owner's quality ratings as stored, {"chosen" | "rejected": {dimension: point}}: every quality
+    dimension of the study for both responses, each a whole point on the study's scale (UserError
+    naming the first that is not)."""
+    low, high = config.quality.scale_min, config.quality.scale_max
+    names = config.dimension_names
+    checked: dict[str, dict[str, int]] = {}
+    for response in ("chosen", "rejected"):
+        given = scores.get(response, {})
+        if set(given) != set(names):
+            raise UserError(
+                f"quality ratings of {response} must cover {', '.join(names)}, got {sorted(given)}"
+            )
+        for name in names:
+            point = given[name]
+            if isinstance(point, bool) or not isinstance(point, int) or not low <= point <= high:
+                raise UserError(f"quality rating {name} of {response} must be {low}..{high}, got {point!r}")
+        checked[response] = {name: int(given[name]) for name in names}
+    return checked
 
 
 @dataclass(frozen=True)
@@ -141,15 +168,21 @@ def submit_owner_answer(
     preference_ab: int,
     aspects: Sequence[int] = (),
     confidence: int | None = None,
+    scores_ab: Mapping[str, Mapping[str, int]] | None = None,
 ) -> OwnerJudgment:
     """Save the owner's answer given on the blinded page: `preference_ab` -2..2 with positive = B
-    better is mapped to chosen/rejected through the side the page showed chosen on."""
+    better, and the quality ratings of answers "A" and "B", are mapped to chosen/rejected through the
+    side the page showed chosen on."""
     positions = [p.external_id for p in owner_pairs(session, study=study, owner=owner)]
     if pair_external_id not in positions:
         raise UserError(f"pair {pair_external_id!r} of study {study!r} is not a pair of this owner")
     side = _side_chosen(owner, positions.index(pair_external_id))
     preference = -preference_ab if side == SIDES[0] else preference_ab
+    other = SIDES[1] if side == SIDES[0] else SIDES[0]
+    scores = (
+        None if not scores_ab else {"chosen": scores_ab.get(side, {}), "rejected": scores_ab.get(other, {})}
+    )
     return record_owner_judgment(
         session, study=study, owner=owner, pair_external_id=pair_external_id, preference=preference,
-        aspects=aspects, confidence=confidence, side_chosen=side,
+        aspects=aspects, confidence=confidence, side_chosen=side, scores=scores,
     )  # fmt: skip

@@ -16,8 +16,9 @@ __all__ = ["owner_rows"]
 
 def owner_rows(session: Session, *, study: str, account: Account) -> pd.DataFrame:
     """One row per owner judgment and rubric aspect (item ``support:<k>`` on ``chosen``; item
-    ``preference`` when the owner answered no aspect), with ``rater_kind = "owner"``; empty without
-    owner judgments. Only a researcher (or SYSTEM) may read it."""
+    ``preference`` when the owner answered no aspect), plus one per quality rating the owner gave (item
+    the dimension, on ``chosen`` or ``rejected``), with ``rater_kind = "owner"``; empty without owner
+    judgments. Only a researcher (or SYSTEM) may read it."""
     require_role(session, account, "researcher")
     study_id = id_of(get_study(session, study))
     rows = session.exec(
@@ -27,16 +28,21 @@ def owner_rows(session: Session, *, study: str, account: Account) -> pd.DataFram
     ).all()
     records = []
     for judgment, external_id, category in rows:
-        answers: list[tuple[int | None, float]] = [(k, float(v)) for k, v in enumerate(judgment.aspects)]
-        answers = answers or [(None, float(judgment.preference))]
-        for aspect, value in answers:
+        answers = [("chosen", support_item(k), float(v)) for k, v in enumerate(judgment.aspects)]
+        answers = answers or [("chosen", "preference", float(judgment.preference))]
+        answers += [
+            (response, name, float(point))
+            for response, rated in sorted((judgment.scores or {}).items())
+            for name, point in rated.items()
+        ]
+        for response, item, value in answers:
             records.append(
                 {
                     "pair_id": external_id,
                     "annotator": judgment.owner,
-                    "response": "chosen",
-                    "item": "preference" if aspect is None else support_item(aspect),
-                    "value": float(value),
+                    "response": response,
+                    "item": item,
+                    "value": value,
                     "preference": judgment.preference,
                     "confidence": judgment.confidence,
                     "time_s": float("nan"),

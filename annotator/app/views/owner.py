@@ -6,9 +6,11 @@ and every read and write goes through :mod:`annotator.rating.owners`, which serv
 
 import streamlit as st
 
+from analysis.vocabulary import SIDES
 from annotator.app.common import safe_md, session
 from annotator.errors import UserError
 from annotator.rating import owner_links, owners
+from annotator.study import StudyConfig, study_config
 
 OWNER_KEY = "owner_session"
 PREFERENCES = {
@@ -44,6 +46,7 @@ def owner_page() -> None:
         return
     with session() as active:
         items = owners.owner_items(active, study=who.study, owner=who.owner)
+        config = study_config(active, who.study)
     left = [item for item in items if not item.answered]
     st.title("Which answer is written for you?")
     st.caption(
@@ -62,13 +65,20 @@ def owner_page() -> None:
     with col_b:
         st.markdown("**Answer B**")
         st.markdown(safe_md(item.text_b))
+    asked = config.owners
     with st.form(key=f"owner_form_{item.pair_id}"):
+        quality = quality_questions(config) if asked.ask_quality else {}
         choice = st.radio("Which answer is written for you?", list(PREFERENCES), index=None, key="owner_pref")
-        confidence = st.radio("How sure are you?", CONFIDENCE, index=None, key="owner_conf")
+        confidence = (
+            st.radio("How sure are you?", CONFIDENCE, index=None, key="owner_conf")
+            if asked.ask_confidence
+            else None
+        )
         answers = []
-        if item.aspects:
+        aspects = item.aspects if asked.ask_rubric else []
+        if aspects:
             st.markdown("**Does each point describe what you want?**")
-        for k, aspect in enumerate(item.aspects):
+        for k, aspect in enumerate(aspects):
             answers.append(
                 st.radio(
                     safe_md(aspect),
@@ -80,16 +90,45 @@ def owner_page() -> None:
             )
         sent = st.form_submit_button("Save and continue", type="primary")
     if sent:
-        if choice is None or any(a is None for a in answers):
+        missing = any(p is None for rated in quality.values() for p in rated.values())
+        if choice is None or any(a is None for a in answers) or missing:
             st.error("Please answer every question.")
             return
-        with session() as active:
-            owners.submit_owner_answer(
-                active, study=who.study, owner=who.owner, pair_external_id=item.pair_id,
-                preference_ab=PREFERENCES[choice], aspects=[ASPECT_ANSWERS[str(a)] for a in answers],
-                confidence=None if confidence is None else CONFIDENCE.index(confidence) + 1,
-            )  # fmt: skip
+        scale = config.quality.scale_min
+        try:
+            with session() as active:
+                owners.submit_owner_answer(
+                    active, study=who.study, owner=who.owner, pair_external_id=item.pair_id,
+                    preference_ab=PREFERENCES[choice], aspects=[ASPECT_ANSWERS[str(a)] for a in answers],
+                    confidence=None if confidence is None else CONFIDENCE.index(confidence) + 1,
+                    scores_ab={
+                        side: {name: scale + int(p or 0) for name, p in rated.items()}
+                        for side, rated in quality.items()
+                    } or None,
+                )  # fmt: skip
+        except UserError as exc:
+            st.error(str(exc))
+            return
         st.rerun()
+
+
+def quality_questions(config: StudyConfig) -> dict[str, dict[str, int | None]]:
+    """The study's quality items for answers A and B, as the rating page labels them: {side: {dimension:
+    index of the chosen point, or None}}."""
+    if config.quality.intro:
+        st.markdown(safe_md(config.quality.intro))
+    chosen: dict[str, dict[str, int | None]] = {side: {} for side in SIDES}
+    for dimension in config.quality.dimensions:
+        for side in SIDES:
+            chosen[side][dimension.name] = st.radio(
+                f"Answer {side}: {safe_md(dimension.question)}",
+                range(len(dimension.labels)),
+                format_func=dimension.labels.__getitem__,
+                index=None,
+                key=f"owner_quality_{side}_{dimension.name}",
+                horizontal=True,
+            )
+    return chosen
 
 
 owner_page()
