@@ -34,7 +34,7 @@ unbalanced crossed random effects models. Electron. J. Statist. 11(1), 1235-1296
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,6 +77,8 @@ class GroupSums:
     annotator_n: np.ndarray
     annotator_s: np.ndarray
     annotator_s2: np.ndarray
+    pair_units: tuple[str, ...] = ()  # the pair id of each code, when known (parquet_sums)
+    annotator_units: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,15 +182,17 @@ def parquet_sums(path: str | Path, item: str) -> GroupSums:
     del table, signed
     judgments = judgments.filter(pc.equal(judgments["diff_count"], 2))  # both responses scored
     diff = judgments["diff_sum"].to_numpy()
-    pairs = _codes(judgments[PAIR_ID])
-    annotators = _codes(judgments[ANNOTATOR])
-    return group_sums(diff, pairs, annotators)
+    pairs, pair_units = _codes(judgments[PAIR_ID])
+    annotators, annotator_units = _codes(judgments[ANNOTATOR])
+    sums = group_sums(diff, pairs, annotators)
+    return replace(sums, pair_units=pair_units, annotator_units=annotator_units)
 
 
-def _codes(column: pa.ChunkedArray) -> np.ndarray:
-    """Codes 0..K-1 of a column's values, in order of first appearance."""
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Codes 0..K-1 of a column's values (in order of first appearance) and the value of each code."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    values = pc.cast(column, pa.string()).combine_chunks()
-    return np.asarray(pc.dictionary_encode(values).indices.to_numpy(zero_copy_only=False))
+    encoded = pc.dictionary_encode(pc.cast(column, pa.string()).combine_chunks())
+    codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False))
+    return codes, tuple(encoded.dictionary.to_pylist())

@@ -168,19 +168,12 @@ def spark_check(folder: Path) -> None:
         (r["side"], r["item"], r["unit"]): (float(r["n"]), float(r["s"]), float(r["s2"])) for r in rows
     }
     worst, compared = 0.0, 0
-    import pyarrow.compute as pc
-
     for item in [*QUALITY, *(f"rubric:{k}" for k in range(ASPECTS))]:
         sums = parquet_sums(folder, item)
-        table = ds.dataset(str(folder), format="parquet", partitioning="hive").to_table(
-            columns=["pair_id", "annotator"], filter=ds.field("item") == item
-        )
-        for side, column, n, s, s2 in (
-            ("pair", "pair_id", sums.pair_n, sums.pair_s, sums.pair_s2),
-            ("annotator", "annotator", sums.annotator_n, sums.annotator_s, sums.annotator_s2),
+        for side, units, n, s, s2 in (
+            ("pair", sums.pair_units, sums.pair_n, sums.pair_s, sums.pair_s2),
+            ("annotator", sums.annotator_units, sums.annotator_n, sums.annotator_s, sums.annotator_s2),
         ):
-            units = pc.unique(pc.cast(table[column], pa.string())).to_pylist()
-            # parquet_sums codes units in order of first appearance, as pc.unique lists them
             for code, unit in enumerate(units):
                 mine = (float(n[code]), float(s[code]), float(s2[code]))
                 theirs = found[(side, item, unit)]

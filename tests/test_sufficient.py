@@ -130,7 +130,16 @@ def test_a_partitioned_parquet_dataset_gives_the_same_moments_as_the_frame(tmp_p
         codes_pair = diffs["pair_id"].astype("category").cat.codes.to_numpy()
         codes_annotator = diffs["annotator"].astype("category").cat.codes.to_numpy()
         expected = crossed_moments(group_sums(diffs["diff"].to_numpy(), codes_pair, codes_annotator))
-        found = crossed_moments(parquet_sums(tmp_path / "labels", item))
+        sums = parquet_sums(tmp_path / "labels", item)
+        by_unit = {
+            side: {u: (float(n[k]), float(t[k]), float(t2[k])) for k, u in enumerate(units)}
+            for side, units, n, t, t2 in (
+                ("pair", sums.pair_units, sums.pair_n, sums.pair_s, sums.pair_s2),
+                ("annotator", sums.annotator_units, sums.annotator_n, sums.annotator_s, sums.annotator_s2),
+            )
+        }
+        assert by_unit == _reference(frame, item)  # integer scores: the sums are exact
+        found = crossed_moments(sums)
         assert found.n_obs == expected.n_obs == len(diffs)
         for field in ("mean", "se", "pair_var", "annotator_var", "residual_var"):
             assert getattr(found, field) == pytest.approx(getattr(expected, field), rel=1e-12, abs=1e-12)
