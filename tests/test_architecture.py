@@ -242,3 +242,12 @@ def test_authorization_names_are_imported_from_their_home() -> None:
                 ):
                     strays.append(f"{path.relative_to(ROOT)}:{node.lineno}: accounts.{node.attr}")
     assert strays == []
+
+
+def test_app_views_holds_only_pages() -> None:
+    """Every file in app/views/ is a page the router registers; a page's parts live elsewhere
+    (the rating page's in app/rating_page/)."""
+    router = (ROOT / "annotator" / "app" / "main.py").read_text(encoding="utf-8")
+    files = sorted(p.name for p in (ROOT / "annotator" / "app" / "views").glob("*.py"))
+    assert "annotate.py" in files
+    assert [name for name in files if f'"{name}"' not in router] == []

@@ -108,7 +108,7 @@ def test_an_answer_sent_after_the_limit_says_it_was_not_counted(
 ) -> None:
     """The page was drawn with 3 minutes left; the limit passes on the server before the submit
     arrives: the page says the answer was not counted and shows no item any more."""
-    from annotator.app.views import rating_actions
+    from annotator.app.rating_page import actions
 
     qc_study(engine, tmp_path, 3, crowd=PROLIFIC | {"session_minutes": 30, "warn_minutes": 5})
     account = enter(engine, "late")
@@ -126,5 +126,5 @@ def test_an_answer_sent_after_the_limit_says_it_was_not_counted(
         session.add(row)
     at.button(key="annotate_submit").click().run()
     assert not at.exception
-    assert [w.value for w in at.warning if "not counted" in w.value] == [rating_actions.LATE]
+    assert [w.value for w in at.warning if "not counted" in w.value] == [actions.LATE]
     assert not [b for b in at.button if b.key == "annotate_submit"]

@@ -1,6 +1,6 @@
 // The rating page's script (views/annotate.py), installed once per browser tab. The page calls
 // window.psItem({item, start, need, answered}) for the item on screen (static/item.js, drawn by
-// rating_render.page_script).
+// rating_page.render.page_script).
 // - A number key answers the focused question (or, when no question has the focus, the first
 //   unanswered one) and moves the focus to the next unanswered question; when none is left, to the
 //   submit button. Ctrl+Enter (or Cmd+Enter) submits from anywhere.
@@ -20,7 +20,7 @@
   window.__psInstalled = true;
   const doc = document;
   const SUBMIT = ".st-key-annotate_submit button";
-  const STUDY_PICKER = ".st-key-annotate_study"; // rating_item.STUDY_KEY
+  const STUDY_PICKER = ".st-key-annotate_study"; // rating_page.item.STUDY_KEY
   const GROUP = '[data-testid="stButtonGroup"]';
   const IDLE = "[data-test-script-state='notRunning']"; // Streamlit's run is over
   let current = { item: null, start: Date.now(), need: [] };

@@ -8,20 +8,19 @@ route (annotator/app/draft_route.py), and a reload brings it back. One key
 per answer: a digit answers the focused question and moves on to the next unanswered one, Ctrl+Enter
 submits from anywhere (static/annotate.js; the page's style is static/annotate.css).
 
-This file is the page: it puts the parts together. The form's model is rating_form.py, the item on
-screen rating_item.py, the drawing rating_render.py, the buttons rating_actions.py, and a crowd
-worker's countdown and completion screen crowd_finish.py.
+This file is the page: it puts the parts together, which live in app/rating_page/ (form.py the form's
+model, item.py the item on screen, render.py the drawing, actions.py the buttons, crowd_finish.py a
+crowd worker's countdown and completion screen).
 """
 
 import streamlit as st
 
 from annotator.app.common import CURRENT_STUDY_KEY, current_account, require, safe_md, session
-from annotator.app.theme import apply_theme
-from annotator.app.views.crowd_finish import config_warn_minutes, countdown, show_completion, time_over
-from annotator.app.views.rating_actions import SAVED_KEY
-from annotator.app.views.rating_form import FORM_KEY, item_questions
-from annotator.app.views.rating_item import CONTEXT_KEY, STUDIES_KEY, choose_study, item_context, load_item
-from annotator.app.views.rating_render import (
+from annotator.app.rating_page.actions import SAVED_KEY
+from annotator.app.rating_page.crowd_finish import config_warn_minutes, countdown, show_completion, time_over
+from annotator.app.rating_page.form import FORM_KEY, item_questions
+from annotator.app.rating_page.item import CONTEXT_KEY, STUDIES_KEY, choose_study, item_context, load_item
+from annotator.app.rating_page.render import (
     KEY_HINT,
     KEY_HINT_KEY,
     page_assets,
@@ -31,6 +30,7 @@ from annotator.app.views.rating_render import (
     show_responses,
     side_actions,
 )
+from annotator.app.theme import apply_theme
 from annotator.people import accounts
 from annotator.people.authorization import Account
 from annotator.rating import crowd

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import streamlit as st
 
 from annotator.app.common import UPLOAD_LIMIT, engine, require, safe_md, session
+from annotator.app.rating_page.form import Question, item_questions
 from annotator.app.tables import show_table
-from annotator.app.views.rating_form import Question, item_questions
 from annotator.errors import UserError
 from annotator.intake import ingest, study_settings
 from annotator.people.authorization import Account

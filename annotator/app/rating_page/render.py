@@ -12,8 +12,8 @@ from analysis.vocabulary import RUBRIC_DOMAIN
 from annotator.app import draft_route
 from annotator.app.assets import filled, static_text
 from annotator.app.common import SUBMISSION_KEY, TOKEN_KEY, safe_md
-from annotator.app.views.rating_actions import flag_item, save, skip_item
-from annotator.app.views.rating_form import (
+from annotator.app.rating_page.actions import flag_item, save, skip_item
+from annotator.app.rating_page.form import (
     ACTIONS_KEY,
     COMMENT_KEY,
     ERROR_KEY,
@@ -25,7 +25,7 @@ from annotator.app.views.rating_form import (
     post_opened,
     widget_key,
 )
-from annotator.app.views.rating_item import INDEX_KEY
+from annotator.app.rating_page.item import INDEX_KEY
 from annotator.rating import profile_search
 from annotator.rating.labels import ItemView
 from annotator.study import StudyConfig

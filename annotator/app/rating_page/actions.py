@@ -8,7 +8,7 @@ import streamlit as st
 
 from annotator.app import draft_route
 from annotator.app.common import current_account, session
-from annotator.app.views.rating_form import (
+from annotator.app.rating_page.form import (
     ACTIONS_KEY,
     ERROR_KEY,
     REASON_KEY,
@@ -17,7 +17,7 @@ from annotator.app.views.rating_form import (
     item_tag,
     keep_draft,
 )
-from annotator.app.views.rating_item import forget_item
+from annotator.app.rating_page.item import forget_item
 from annotator.errors import AuthError, LabelError, TimeOver, UserError
 from annotator.rating import drafts, labels
 from annotator.rating.labels import ItemView

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import streamlit as st
 
 from annotator.app.common import ITEM_KEY, PREFILL_KEY, REOPEN_KEY, REOPEN_STUDY_KEY, session
-from annotator.app.views.rating_form import COMMENT_KEY, OPENED_KEY, answers_from, start_item
+from annotator.app.rating_page.form import COMMENT_KEY, OPENED_KEY, answers_from, start_item
 from annotator.people import training
 from annotator.people.authorization import Account
 from annotator.rating import crowd, drafts, labels
@@ -20,7 +20,7 @@ STUDY_KEY = "annotate_study"  # the study picker (static/annotate.js keeps digit
 STUDY_PARAM = "study_name"  # the page address's study (not "study": a crowd link's parameter)
 STUDIES_KEY = "annotate_studies"  # the annotator's studies, read once per page run (see choose_study)
 CONTEXT_KEY = "annotate_context"  # what the page reads once per item (see item_context)
-INDEX_KEY = "annotate_profile_index"  # the item's profile search index (rating_render.show_profile)
+INDEX_KEY = "annotate_profile_index"  # the item's profile search index (render.show_profile)
 
 
 def choose_study(account: Account) -> tuple[int, str] | None:

@@ -9,7 +9,7 @@ import streamlit as st
 
 from annotator.app.assets import filled
 from annotator.app.common import safe_md, session
-from annotator.app.views.rating_actions import LATE_KEY
+from annotator.app.rating_page.actions import LATE_KEY
 from annotator.people.authorization import Account
 from annotator.rating import crowd, labels
 
