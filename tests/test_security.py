@@ -28,7 +28,12 @@ from annotator.store.models import Adjudication, Assignment, Event, Judgment, Us
 from tests.utils.factories import PASSWORD, make_record, make_user, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ROOT / "annotator" / "app" / "views"
+# The pages and the rating page's parts: every file that calls a service for the logged-in user.
+PAGE_FILES = sorted(
+    str(p.relative_to(ROOT / "annotator" / "app"))
+    for folder in ("views", "rating_page")
+    for p in (ROOT / "annotator" / "app" / folder).glob("*.py")
+)
 STUDY = "s1"
 DIMENSIONS = ("correctness", "relevance", "helpfulness")
 
@@ -301,11 +306,12 @@ def _keyword(call: ast.Call, name: str) -> str | None:
     return None if found is None else ast.unparse(found.value)
 
 
-@pytest.mark.parametrize("page_file", sorted(p.name for p in PAGES.glob("*.py")))
+@pytest.mark.parametrize("page_file", PAGE_FILES)
 def test_pages_pass_the_logged_in_account_to_guarded_services(page_file: str) -> None:
     """Every guarded service call passes `account=account`, and every per-annotator call the
     logged-in account too (`account=account`), never a bare id from a widget or the URL."""
-    for call in _calls(PAGES / page_file):
+    assert "rating_page/actions.py" in PAGE_FILES
+    for call in _calls(ROOT / "annotator" / "app" / page_file):
         module, function = _name(call)
         where = f"{page_file}:{call.lineno} {module}.{function}"
         if (module, function) in GUARDED or (None, function) in GUARDED and module is None:

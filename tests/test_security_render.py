@@ -40,8 +40,8 @@ def test_safe_md_neutralizes_images_directives_and_headings(typed: str, shown: s
 
 def test_every_page_renders_pair_text_through_safe_md() -> None:
     """No page passes a pair's texts to st.markdown without the one rule (a grep over the views)."""
-    views = Path(__file__).resolve().parents[1] / "annotator" / "app" / "views"
-    for page in views.glob("*.py"):
+    app = Path(__file__).resolve().parents[1] / "annotator" / "app"
+    for page in [*app.glob("views/*.py"), *app.glob("rating_page/*.py")]:
         text = page.read_text(encoding="utf-8")
         for field in ("chosen", "rejected", "narrative", "question"):
             assert f"st.markdown(pair[{field!r}])" not in text, page.name
