@@ -266,7 +266,7 @@ class OwnerJudgment(SQLModel, table=True):
     confidence: int | None = None
     side_chosen: str = Field(default="", max_length=1)
     aspects: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    # the owner's quality ratings: {"chosen" | "rejected": {dimension: point}} (migration 0013)
+    # the owner's quality ratings: {"chosen" | "rejected": {dimension: point}} (migration 0014)
     scores: dict[str, dict[str, int]] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     submitted_at: datetime = Field(default_factory=utcnow)
 

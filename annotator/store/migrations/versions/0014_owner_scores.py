@@ -1,7 +1,7 @@
 """ownerjudgment.scores: the profile owner's quality ratings of each response
 
-Revision ID: 0013_owner_scores
-Revises: 0012_pair_owner
+Revision ID: 0014_owner_scores
+Revises: 0013_study_archive
 Create Date: 2026-12-04 04:50:00.000000
 
 {"chosen" | "rejected": {dimension: point}}; judgments saved before keep {} (no quality asked).
@@ -10,8 +10,8 @@ Create Date: 2026-12-04 04:50:00.000000
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013_owner_scores"
-down_revision = "0012_pair_owner"
+revision = "0014_owner_scores"
+down_revision = "0013_study_archive"
 branch_labels = None
 depends_on = None
 
