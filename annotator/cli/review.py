@@ -372,6 +372,18 @@ def analyze(
     config: Annotated[
         Path | None, typer.Option("--config", help="Study TOML for --labels (default: the default study)")
     ] = None,
+    judges: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--judges",
+            help="With --labels: an LLM judge's ratings (as for judges import; the judge's name from a "
+            "judge column or the file name); repeatable",
+        ),
+    ] = None,
+    pairs: Annotated[
+        Path | None,
+        typer.Option("--pairs", help="With --judges: the pair file (its pairs may include unrated ones)"),
+    ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write every number as JSON")] = None,
     html_out: Annotated[
         Path | None, typer.Option("--html", help="Write the self-contained HTML report")
@@ -404,9 +416,15 @@ def analyze(
         targets += [(path, render.format_of_file(path)) for path in out_files or []]
     except KeyError as exc:
         raise UserError(str(exc.args[0])) from None
+    if judges and labels is None:
+        raise UserError("--judges goes with --labels (a study's judges come from `annotator judges import`)")
+    if pairs is not None and not judges:
+        raise UserError("--pairs goes with --judges (the pairs the judges rated)")
     with err.status("computing the validation report..."):
         if labels is not None:
-            result = study_report.labels_report(labels, config_path=config, n_boot=n_boot, seed=seed)
+            result = study_report.labels_report(
+                labels, config_path=config, n_boot=n_boot, seed=seed, judges=judges or (), pairs=pairs
+            )
         else:
             engine = open_sound_db(database)
             with db.session_scope(engine) as session:

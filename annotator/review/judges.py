@@ -16,7 +16,7 @@ Re-importing the same file is a no-op; a changed rating is refused unless ``repl
 import math
 import random
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,8 @@ from annotator.study import get_study, parse_config
 
 __all__ = [
     "JudgeImport",
+    "file_study",
+    "read_judge_files",
     "import_judges",
     "judge_frame",
     "judge_queue",
@@ -277,6 +279,124 @@ def load_judges(path: str | Path, study: _Study, *, progress: Progress | None = 
     """Read and check a whole judge file against the study; raise IngestError naming each problem's
     line (or row) and field (up to 20)."""
     return _fill_pair_level(collect_records(path, _checker(study), what="judge rating", progress=progress))
+
+
+# ------------------------------------------------------------------------------------ files alone
+
+
+def file_study(
+    frame: pd.DataFrame, *, dimensions: Sequence[str], scale: tuple[float, float], pairs: Path | None = None
+) -> _Study:
+    """What judge files are checked against without a database: the main pairs of a pair file
+    (`pairs`, which may hold pairs no person rated; its rubric sizes) or else of the label frame (a
+    pair's rubric size from the highest ``rubric:<k>`` rated on it)."""
+    if pairs is not None:
+        from annotator.intake.ingest import load_pairs
+
+        records = [r for r in load_pairs(pairs) if not r.get("control")]
+        ids = [str(r["external_id"]) for r in records]
+        aspects = {str(r["external_id"]): len(r.get("rubric") or []) for r in records}
+    else:
+        main = frame[frame["control"].fillna("") == ""] if "control" in frame.columns else frame
+        ids = sorted({str(x) for x in main["pair_id"]})
+        items = main[main["item"].astype(str).str.startswith(RUBRIC_PREFIX)]
+        index = items["item"].astype(str).str.removeprefix(RUBRIC_PREFIX)
+        index = pd.to_numeric(index, errors="coerce")
+        sizes = (index.groupby(items["pair_id"].astype(str)).max() + 1).dropna().astype(int)
+        aspects = {pair: int(sizes.get(pair, 0)) for pair in ids}
+    return _Study(
+        pairs={pair: k for k, pair in enumerate(ids)},
+        aspects=aspects,
+        dimensions=tuple(dimensions),
+        scale=(float(scale[0]), float(scale[1])),
+    )
+
+
+def _judged_checker(
+    study: _Study, default: str
+) -> Callable[[dict[str, Any], str], tuple[dict[str, Any], list[str]]]:
+    """The judges-import check per row, one per judge named in the row's ``judge`` field (or
+    `default` when it is empty)."""
+    checkers: dict[str, Callable[[dict[str, Any], str], tuple[dict[str, Any], list[str]]]] = {}
+
+    def check(record: Any, where: str) -> tuple[dict[str, Any], list[str]]:
+        if not isinstance(record, dict):
+            return {}, [f"expected an object, got {type(record).__name__}"]
+        problems: list[str] = []
+        judge = _text(record, "judge", problems) or default
+        if problems:
+            return {}, problems
+        if not judge:
+            return {}, ["field judge: missing (and the file's name is no judge name to take instead)"]
+        if len(judge) > MAX_JUDGE_NAME or not JUDGE_NAME.match(judge):
+            return {}, [
+                f"field judge: {judge[:60]!r} may hold only letters, digits and . _ : / + @ - (and starts "
+                "with a letter or digit)"
+            ]
+        checker = checkers.setdefault(judge, _checker(study))
+        row, found = checker(record, where)
+        return ({**row, "judge": judge} if row else row), found
+
+    return check
+
+
+def read_judge_files(paths: Sequence[Path], study: _Study) -> pd.DataFrame:
+    """Judge files read and checked like ``judges import`` (every problem named by file, line or row
+    and field; all or nothing) into a judge frame (:data:`analysis.judges.JUDGE_COLUMNS`, pair_id the
+    pair's id). A judge's name comes from each row's ``judge`` field, else from the file name; a judge
+    may appear in one file only."""
+    ids = {k: pair for pair, k in study.pairs.items()}
+    frames: list[pd.DataFrame] = []
+    owner: dict[str, Path] = {}
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            raise UserError(f"{path}: no such file")
+        rows = collect_records(path, _judged_checker(study, _default_judge(path)), what="judge rating")
+        rows = _fill_pair_level_by_judge(rows)
+        for judge in sorted({r["judge"] for r in rows}):
+            if judge in owner:
+                raise UserError(
+                    f"{path}: judge {judge!r} is already given in {owner[judge]} (one file per judge)"
+                )
+            owner[judge] = path
+        frames.append(
+            pd.DataFrame(
+                [
+                    (
+                        ids[r["pair_id"]],
+                        r["judge"],
+                        r["order"],
+                        r["response"],
+                        r["item"],
+                        r["value"],
+                        r["preference"],
+                        r["confidence"],
+                    )
+                    for r in rows
+                ],  # fmt: skip
+                columns=list(JUDGE_COLUMNS),
+            )
+        )
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(JUDGE_COLUMNS))
+    for name in ("value", "preference", "confidence"):
+        frame[name] = frame[name].astype("float64")
+    return frame
+
+
+def _default_judge(path: Path) -> str:
+    """The file's name without its suffix when it is a judge name, else "" (each row then needs a
+    judge field)."""
+    name = path.stem
+    return name if len(name) <= MAX_JUDGE_NAME and JUDGE_NAME.match(name) else ""
+
+
+def _fill_pair_level_by_judge(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`_fill_pair_level` per judge."""
+    out: list[dict[str, Any]] = []
+    for judge in sorted({r["judge"] for r in rows}):
+        out.extend(_fill_pair_level([r for r in rows if r["judge"] == judge]))
+    return out
 
 
 # ------------------------------------------------------------------------------------------- writing

@@ -105,7 +105,6 @@ def _attach_judges(
     import dataclasses
 
     from analysis.frames import split_controls
-    from analysis.judges import judge_section
     from annotator.review.judges import judge_frame
 
     judges = judge_frame(session, study=study, account=account)
@@ -115,6 +114,41 @@ def _attach_judges(
         frame = frame[frame["category"].isin(list(categories))]
     if annotators:
         frame = frame[frame["annotator"].isin(list(annotators))]
+    whole = not (categories or annotators)
+    report = judge_report(report, frame, judges, config, n_boot=n_boot, seed=seed, whole=whole)
+    if report.owners is not None:  # the judges against the profiles' owners, beside the reward models
+        from analysis.owners import score_judges
+
+        owned = owner_rows(session, study=study, account=account)
+        if categories:
+            owned = owned[owned["category"].isin(list(categories))]
+        main, _ = split_controls(frame)
+        owners = score_judges(
+            report.owners, main, split_controls(owned)[0], judges, alpha=config.analysis.alpha
+        )
+        report = dataclasses.replace(report, owners=owners)
+    return report
+
+
+def judge_report(
+    report: Report,
+    frame: pd.DataFrame,
+    judges: pd.DataFrame,
+    config: StudyConfig,
+    *,
+    n_boot: int,
+    seed: int,
+    whole: bool,
+) -> Report:
+    """The report with its judge sections from a label frame and a judge frame (no database): the
+    alternative annotator test with its content-blind baseline, and, when `whole` (the whole study:
+    a filtered view's rated pairs are no uniform sample of the judge's pairs), the prediction-powered
+    verdicts over every judged pair. The database path and ``analyze --labels --judges`` both call it."""
+    import dataclasses
+
+    from analysis.frames import split_controls
+    from analysis.judges import judge_section
+
     main, _ = split_controls(frame)
     epsilon, basis = config.judge_epsilon
     section = judge_section(
@@ -127,33 +161,20 @@ def _attach_judges(
         seed=seed,
     )
     section.parameters["epsilon_basis"] = basis
-    if report.owners is not None:  # the judges against the profiles' owners, beside the reward models
-        from analysis.owners import score_judges
-
-        owned = owner_rows(session, study=study, account=account)
-        if categories:
-            owned = owned[owned["category"].isin(list(categories))]
-        owners = score_judges(
-            report.owners, main, split_controls(owned)[0], judges, alpha=config.analysis.alpha
-        )
-        report = dataclasses.replace(report, owners=owners)
+    report = dataclasses.replace(report, judges=section)
+    if not whole:
+        return report
     from analysis.ppi_report import prediction_powered_section
 
-    # over every judged pair only for the whole study: a filtered view's rated pairs are no uniform
-    # sample of the judge's pairs
-    covered = (
-        None
-        if categories or annotators
-        else prediction_powered_section(
-            main,
-            judges,
-            quality_items=config.dimension_names,
-            margin=config.analysis.margin,
-            alpha=config.analysis.alpha,
-            control_pairs=_control_pairs(frame),
-        )
+    covered = prediction_powered_section(
+        main,
+        judges,
+        quality_items=config.dimension_names,
+        margin=config.analysis.margin,
+        alpha=config.analysis.alpha,
+        control_pairs=_control_pairs(frame),
     )
-    return dataclasses.replace(report, judges=section, prediction_powered=covered)
+    return dataclasses.replace(report, prediction_powered=covered)
 
 
 def _control_pairs(frame: pd.DataFrame) -> list[str]:
@@ -172,10 +193,14 @@ def labels_report(
     study: str | None = None,
     n_boot: int = 1000,
     seed: int = 0,
+    judges: Sequence[Path] = (),
+    pairs: Path | None = None,
 ) -> Report:
     """The report of a labels file (CSV, JSONL or Parquet in the long label format) without a database.
 
-    The settings come from `config_path` (a study TOML; default: the default study).
+    The settings come from `config_path` (a study TOML; default: the default study). `judges` are
+    judge files (checked like ``judges import`` against the pairs of `pairs`, a pair file, or else of
+    the labels file): the report then has the judge sections too.
     """
     from analysis.frames import read_labels
 
@@ -186,7 +211,21 @@ def labels_report(
         raise UserError(f"{path}: no such file") from None
     except (ValueError, OSError) as exc:
         raise UserError(f"{path}: {exc}") from None
-    return report_from_frame(frame, study=study or Path(path).stem, config=config, n_boot=n_boot, seed=seed)
+    judged = None
+    if judges:
+        from annotator.review.judges import file_study, read_judge_files
+
+        facts = file_study(
+            frame,
+            dimensions=config.dimension_names,
+            scale=(config.quality.scale_min, config.quality.scale_max),
+            pairs=pairs,
+        )
+        judged = read_judge_files(judges, facts)
+    report = report_from_frame(frame, study=study or Path(path).stem, config=config, n_boot=n_boot, seed=seed)
+    if judged is None:
+        return report
+    return judge_report(report, frame, judged, config, n_boot=n_boot, seed=seed, whole=True)
 
 
 def report_from_frame(

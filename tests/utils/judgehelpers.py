@@ -61,11 +61,16 @@ def rated_study(engine: Engine, tmp_path: Path, *, n_pairs: int = 32, annotators
 
 
 def beta_study(
-    *, annotators: int = 5, pairs: int = 200, seed: int = 0, chosen_longer: float = 0.5
+    *,
+    annotators: int = 5,
+    pairs: int = 200,
+    seed: int = 0,
+    chosen_longer: float = 0.5,
+    items: tuple[str, ...] = ("correctness",),
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """A main label frame where each pair's P(chosen) ~ Beta(3, 1) and each judgment is a tie with
-    probability 0.1 (else chosen with that probability); one quality item (correctness, 1-5, the same
-    latent quality for both responses plus noise); response lengths unrelated to quality (chosen is the
+    probability 0.1 (else chosen with that probability); quality `items` (1-5: a latent quality per
+    response plus noise); response lengths unrelated to quality (chosen is the
     longer one with probability `chosen_longer`). Returns the frame and P(chosen) per pair."""
     rng = np.random.default_rng(seed)
     p_chosen = rng.beta(3, 1, size=pairs)
@@ -76,21 +81,22 @@ def beta_study(
         for j in range(annotators):
             pref = 0 if rng.random() < 0.1 else (2 if rng.random() < p_chosen[i] else -2)
             for k, response in enumerate(("chosen", "rejected")):
-                value = int(np.clip(round(quality[i, k] + rng.normal(0, 0.8)), 1, 5))
-                rows.append(
-                    {
-                        "pair_id": f"p{i:03d}",
-                        "annotator": f"a{j}",
-                        "response": response,
-                        "item": "correctness",
-                        "value": value,
-                        "preference": pref,
-                        "confidence": 2,
-                        "time_s": 10.0,
-                        "chosen_chars": 900 if longer[i] else 500,
-                        "rejected_chars": 500 if longer[i] else 900,
-                    }
-                )
+                for item in items:
+                    value = int(np.clip(round(quality[i, k] + rng.normal(0, 0.8)), 1, 5))
+                    rows.append(
+                        {
+                            "pair_id": f"p{i:03d}",
+                            "annotator": f"a{j}",
+                            "response": response,
+                            "item": item,
+                            "value": value,
+                            "preference": pref,
+                            "confidence": 2,
+                            "time_s": 10.0,
+                            "chosen_chars": 900 if longer[i] else 500,
+                            "rejected_chars": 500 if longer[i] else 900,
+                        }
+                    )
     return pd.DataFrame(rows), p_chosen
 
 

@@ -1,0 +1,168 @@
+"""`annotator analyze --labels FILE --judges FILE`: the alternative annotator test and its content-blind
+baseline from files alone, with the checks of `judges import` (every problem named by file, row and
+field; nothing written) and hostile text kept as text."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from analysis.render import REPORT_SCHEMA
+from annotator.cli import app
+from tests.utils.judgehelpers import beta_study, preference_judge
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def labels(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    """A labels CSV (5 annotators x 60 pairs, P(chosen) ~ Beta(3, 1)) and each pair's P(chosen)."""
+    frame, p_chosen = beta_study(
+        annotators=5, pairs=60, seed=11, items=("correctness", "relevance", "helpfulness")
+    )
+    path = tmp_path_factory.mktemp("labels") / "labels.csv"
+    frame.to_csv(path, index=False)
+    return path, p_chosen
+
+
+def _pairs() -> list[str]:
+    return [f"p{i:03d}" for i in range(60)]
+
+
+def _good_judge(path: Path, p_chosen: np.ndarray) -> Path:
+    """No judge column (the name comes from the file); the preference in both orders."""
+    pref = np.where(p_chosen > 0.5, 2.0, -2.0)
+    frame = preference_judge(
+        "x",
+        [*_pairs(), *_pairs()],
+        np.concatenate([pref, pref]),
+        ["chosen_first"] * 60 + ["rejected_first"] * 60,
+    )
+    frame = frame.drop(columns=["judge", "value", "confidence"]).assign(rationale="<script>alert(1)</script>")
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _first_judge(path: Path) -> Path:
+    """A judge column; picks whichever response it was shown first."""
+    first = np.random.default_rng(2).random(60) < 0.5
+    orders = ["chosen_first" if f else "rejected_first" for f in first]
+    frame = preference_judge("first-position", _pairs(), np.where(first, 2.0, -2.0), orders)
+    frame.drop(columns=["value", "confidence"]).to_csv(path, index=False)
+    return path
+
+
+def _lines(output: str) -> list[str]:
+    assert "Traceback" not in output
+    return [" ".join(line.split()) for line in output.splitlines() if line.strip()]
+
+
+def test_analyze_runs_the_alt_test_and_the_baseline_on_files(
+    labels: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    path, p_chosen = labels
+    good = _good_judge(tmp_path / "good-judge.csv", p_chosen)
+    first = _first_judge(tmp_path / "judge-two.csv")
+    out, html = tmp_path / "report.json", tmp_path / "report.html"
+    result = runner.invoke(
+        app,
+        [
+            "analyze",
+            "--labels",
+            str(path),
+            "--judges",
+            str(good),
+            "--judges",
+            str(first),
+            "--json",
+            str(out),
+            "--html",
+            str(html),
+            "--n-boot",
+            "20",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    jsonschema.validate(data, REPORT_SCHEMA)
+    rows = {(row["judge"], row["item"]): row for row in data["judges"]}
+    assert list(rows) == [("first-position", "preference"), ("good-judge", "preference")]
+    assert rows[("good-judge", "preference")]["can_replace"] is True
+    assert rows[("first-position", "preference")]["can_replace"] is False
+    assert rows[("first-position", "preference")]["beats_baseline"] is False
+    assert rows[("first-position", "preference")]["baseline"] in ("first position", "longer response")
+    cards = {card["judge"]: card for card in data["judge_cards"]}
+    assert cards["first-position"]["position_bias"] is True
+    page = html.read_text(encoding="utf-8")
+    assert "content-blind" in page and "<script>alert(1)" not in page
+
+
+def test_a_bad_judge_file_names_file_row_and_field_and_writes_nothing(
+    labels: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    path, p_chosen = labels
+    bad = _good_judge(tmp_path / "bad-judge.csv", p_chosen)
+    frame = pd.read_csv(bad)
+    frame.loc[2, "preference"] = 7
+    frame.to_csv(bad, index=False)
+    out = tmp_path / "report.json"
+    result = runner.invoke(app, ["analyze", "--labels", str(path), "--judges", str(bad), "--json", str(out)])
+    assert result.exit_code == 1
+    lines = _lines(result.output)
+    assert "bad-judge.csv" in lines[0]
+    assert lines[1:] == ["row 4, field preference: must be between -2 and 2, got 7"]
+    assert not out.exists()
+
+
+def test_a_pair_outside_the_labels_is_refused(labels: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = labels
+    judge = preference_judge("j", ["p000", "nope"], np.array([1.0, 1.0]), ["", ""])
+    file = tmp_path / "j.csv"
+    judge.to_csv(file, index=False)
+    result = runner.invoke(app, ["analyze", "--labels", str(path), "--judges", str(file)])
+    assert result.exit_code == 1
+    assert "row 3, field pair_id: no pair 'nope' in this study" in _lines(result.output)
+
+
+def test_a_hostile_judge_name_is_refused_as_text(labels: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, _ = labels
+    judge = preference_judge("<img src=x onerror=alert(1)>", ["p000"], np.array([1.0]), [""])
+    file = tmp_path / "hostile.csv"
+    judge.to_csv(file, index=False)
+    result = runner.invoke(app, ["analyze", "--labels", str(path), "--judges", str(file)])
+    assert result.exit_code == 1
+    lines = _lines(result.output)
+    assert lines[1].startswith("row 2, field judge: '<img src=x onerror=alert(1)>' may hold only letters")
+
+
+def test_without_a_judge_column_the_file_name_must_be_a_judge_name(
+    labels: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    path, _ = labels
+    file = tmp_path / "my judge!.csv"
+    preference_judge("x", ["p000"], np.array([1.0]), [""]).drop(columns=["judge"]).to_csv(file, index=False)
+    result = runner.invoke(app, ["analyze", "--labels", str(path), "--judges", str(file)])
+    assert result.exit_code == 1
+    assert "row 2, field judge: missing (and the file's name is no judge name to take instead)" in _lines(
+        result.output
+    )
+
+
+def test_judges_need_labels_and_one_file_per_judge(labels: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, p_chosen = labels
+    good = _good_judge(tmp_path / "good.csv", p_chosen)
+    alone = runner.invoke(app, ["analyze", "--study", "s1", "--judges", str(good)])
+    assert alone.exit_code == 1 and _lines(alone.output) == [
+        "error: --judges goes with --labels (a study's judges come from `annotator judges import`)"
+    ]
+    copy = tmp_path / "copy.csv"
+    pd.read_csv(good).assign(judge="good").to_csv(copy, index=False)
+    twice = runner.invoke(
+        app, ["analyze", "--labels", str(path), "--judges", str(good), "--judges", str(copy)]
+    )
+    assert twice.exit_code == 1
+    assert any("judge 'good' is already given in" in line for line in _lines(twice.output))
