@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import select
+from streamlit.testing.v1 import AppTest
 
 from annotator.app.common import CURRENT_STUDY_KEY
 from annotator.intake.assign import assign
@@ -85,19 +86,33 @@ def test_flagging_every_item_ends_on_the_no_credit_screen(
     assert any(cell.startswith("no credit: 0 of your items were rated") for cell in cells), cells
 
 
-def test_the_countdown_warns_before_the_time_limit(
-    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    qc_study(engine, tmp_path, 3, crowd=PROLIFIC | {"session_minutes": 30, "warn_minutes": 5})
+def _move_start(engine: Engine, *, minutes: int) -> None:
+    """Move the crowd worker's start `minutes` earlier (as if that much time had passed)."""
+    with db.session_scope(engine) as session:
+        row = session.exec(select(CrowdLink)).one()
+        row.started_at = row.started_at - timedelta(minutes=minutes)
+        session.add(row)
+
+
+def _three_minutes_left(
+    engine: Engine, db_url: str, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> AppTest:
+    """A crowd worker of a 30-minute study (warning at 5) with 3 minutes left, on the rating page."""
+    qc_study(engine, folder, 3, crowd=PROLIFIC | {"session_minutes": 30, "warn_minutes": 5})
     account = enter(engine, "timed")
     with db.session_scope(engine) as session:
         accounts.acknowledge_guidelines(session, account=account)
-        row = session.exec(select(CrowdLink)).one()
-        row.started_at = row.started_at - timedelta(minutes=27)
-        session.add(row)
+    _move_start(engine, minutes=27)
     monkeypatch.setenv(db.ENV_VAR, db_url)
     at = app_for(account)
     assert not at.exception
+    return at
+
+
+def test_the_countdown_warns_before_the_time_limit(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = _three_minutes_left(engine, db_url, tmp_path, monkeypatch)
     assert any("Less than 3 minute(s) left" in warning.value for warning in at.warning)
     countdowns = [h.proto.body for h in at.get("html") if "ps-countdown" in h.proto.body]
     assert len(countdowns) == 1 and re.search(r'id="ps-countdown">2:5\d<', countdowns[0])
@@ -110,20 +125,9 @@ def test_an_answer_sent_after_the_limit_says_it_was_not_counted(
     arrives: the page says the answer was not counted and shows no item any more."""
     from annotator.app.rating_page import actions
 
-    qc_study(engine, tmp_path, 3, crowd=PROLIFIC | {"session_minutes": 30, "warn_minutes": 5})
-    account = enter(engine, "late")
-    with db.session_scope(engine) as session:
-        accounts.acknowledge_guidelines(session, account=account)
-        row = session.exec(select(CrowdLink)).one()
-        row.started_at = row.started_at - timedelta(minutes=27)
-        session.add(row)
-    monkeypatch.setenv(db.ENV_VAR, db_url)
-    at = app_for(account)
-    assert not at.exception and at.button(key="annotate_submit")
-    with db.session_scope(engine) as session:  # the server's clock passes the limit meanwhile
-        row = session.exec(select(CrowdLink)).one()
-        row.started_at = row.started_at - timedelta(minutes=10)
-        session.add(row)
+    at = _three_minutes_left(engine, db_url, tmp_path, monkeypatch)
+    assert at.button(key="annotate_submit")
+    _move_start(engine, minutes=10)  # the server's clock passes the limit meanwhile
     at.button(key="annotate_submit").click().run()
     assert not at.exception
     assert [w.value for w in at.warning if "not counted" in w.value] == [actions.LATE]
