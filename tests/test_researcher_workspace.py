@@ -219,12 +219,15 @@ def test_assign_picker_in_the_app_previews_then_commits(engine: Engine, tmp_path
     at = app_for(boss)
     at.switch_page("views/data.py").run()
     assert not at.exception
+    assert at.multiselect(key="assign_annotators").value == []  # nobody is picked at first
     at.multiselect(key="assign_annotators").set_value(["ann00", "ann02"]).run()
     at.number_input(key="assign_overlap").set_value(2).run()
     table = at.table[0].value
     assert list(table["Annotator"]) == ["ann00", "ann02"] and list(table["New items"]) == [6, 6]
     assert _assignments(engine) == 0
     at.button(key="assign_commit").click().run()
+    assert not at.exception and _assignments(engine) == 0  # a confirm of the count comes first
+    at.button(key="assign_confirm").click().run()
     assert not at.exception and _assignments(engine) == 12
     assert "12 new assignments" in at.success[0].value
 

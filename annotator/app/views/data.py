@@ -7,27 +7,38 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from annotator.app.common import UPLOAD_LIMIT, choose_study, engine, require, session
+from annotator.app.common import UPLOAD_LIMIT, choose_study, engine, require, safe_md, session
 from annotator.app.tables import show_table
 from annotator.errors import UserError
-from annotator.intake import assign, ingest
+from annotator.intake import assign, ingest, study_admin
 from annotator.people import accounts
 from annotator.people.authorization import Account
 from annotator.store.models import ROLES
 from annotator.study import study_config
 
+PICKED_FOR_KEY = "assign_annotators_for"  # the study whose annotators the picker was last filled with
+CONFIRM_KEY = "assign_confirm_pending"  # the settings and count of a preview waiting for its confirm
 
-def assign_picker(account: Account) -> None:
-    """Assign with a picker: which annotators, the overlap, the seed; the resulting load per annotator
-    (and arm) is shown before anything is written, from the very `assign` that then commits."""
-    study = choose_study("assign_study")
-    if study is None:
-        return
+
+def assign_picker(account: Account, study: str) -> None:
+    """Assign with a picker: which annotators (none at first, or those already on the study), the
+    overlap, the seed; the load per annotator (and arm) and the count of new assignments are shown,
+    and only a confirm of that count writes them (from the very `assign` the preview ran)."""
     with session() as active:
         people = [u.username for u in accounts.list_users(active, role="annotator") if u.active]
         overlap_default = assign.study_overlap(active, study)
         arms = study_config(active, study).arms.names
-    names = st.multiselect("Annotators", people, default=people, key="assign_annotators")
+        already = assign.assigned_annotators(active, study)
+    if st.session_state.get(PICKED_FOR_KEY) != study:
+        st.session_state[PICKED_FOR_KEY] = study
+        st.session_state["assign_annotators"] = [name for name in already if name in people]
+        st.session_state.pop(CONFIRM_KEY, None)
+    names = st.multiselect(
+        "Annotators",
+        people,
+        key="assign_annotators",
+        help="Starts with the annotators already on this study (none for a new study).",
+    )
     left, right = st.columns(2)
     overlap = left.number_input(
         "Annotators per pair", min_value=1, value=overlap_default, key="assign_overlap"
@@ -39,24 +50,126 @@ def assign_picker(account: Account) -> None:
         if arms
         else "This study has no arms."
     )
+    if not names:
+        st.info("Choose the annotators to assign.", icon=":material/group_add:")
+        return
     chosen = {"study": study, "overlap": int(overlap), "annotators": names, "seed": int(seed)}
     try:
         with Session(engine(), expire_on_commit=False) as active:
             summary, load = assign.preview(active, **chosen, account=account)  # type: ignore[arg-type]
     except UserError as exc:  # the settings chosen so far cannot be assigned: say why, nothing to commit
-        st.warning(f"Nothing to assign with these settings: {exc}", icon=":material/warning:")
+        st.warning(f"Nothing to assign with these settings: {safe_md(exc)}", icon=":material/warning:")
         return
     st.subheader("Load per annotator if you assign now")
     show_table(pd.DataFrame(load), key="assign_preview")
     st.caption(
         f"Would add {summary.created} assignments ({summary.pairs} pairs, {summary.annotators} annotators)."
     )
-    if st.button("Assign", type="primary", key="assign_commit", disabled=summary.created == 0):
+    pending = st.session_state.get(CONFIRM_KEY)
+    if pending is not None and pending != (chosen, summary.created):
+        st.session_state.pop(CONFIRM_KEY, None)  # the settings changed since: preview again
+        pending = None
+    if pending is None:
+        if st.button("Assign…", type="primary", key="assign_commit", disabled=summary.created == 0):
+            st.session_state[CONFIRM_KEY] = (chosen, summary.created)
+            st.rerun()
+        return
+    st.warning(
+        f"Add {summary.created} new assignments for {summary.annotators} annotators? "
+        "They appear in the annotators' queues at once.",
+        icon=":material/help:",
+    )
+    yes, no = st.columns(2)
+    if yes.button(f"Confirm: add {summary.created}", type="primary", key="assign_confirm"):
+        st.session_state.pop(CONFIRM_KEY, None)
         try:
             with session() as active:
-                st.success(str(assign.assign(active, **chosen, account=account)))  # type: ignore[arg-type]
+                st.success(safe_md(assign.assign(active, **chosen, account=account)))  # type: ignore[arg-type]
         except UserError as exc:
-            st.error(str(exc))
+            st.error(safe_md(exc))
+    if no.button("Cancel", key="assign_cancel"):
+        st.session_state.pop(CONFIRM_KEY, None)
+        st.rerun()
+
+
+def unassign_picker(account: Account, study: str) -> None:
+    """Take items not yet started away from chosen annotators: the count and the started items kept
+    are shown first; the button names the count."""
+    with session() as active:
+        on_study = assign.assigned_annotators(active, study)
+    if not on_study:
+        st.caption("Nobody has items in this study yet.")
+        return
+    names = st.multiselect("Annotators to unassign", on_study, default=[], key="unassign_annotators")
+    if not names:
+        st.caption("Choose annotators to see what would be removed.")
+        return
+    try:
+        with Session(engine(), expire_on_commit=False) as active:
+            summary = study_admin.unassign_preview(active, study=study, annotators=names, account=account)
+    except UserError as exc:
+        st.error(safe_md(exc))
+        return
+    st.caption(
+        f"Would remove {summary.removed} items not yet started; {len(summary.kept)} started items "
+        "(a judgment or a draft) are kept."
+    )
+    if summary.kept:
+        kept = pd.DataFrame(summary.kept, columns=["annotator", "pair", "started"])
+        show_table(kept, key="unassign_kept")
+    if st.button(f"Unassign {summary.removed} items", key="unassign_commit", disabled=summary.removed == 0):
+        try:
+            with session() as active:
+                done = study_admin.unassign(active, study=study, annotators=names, account=account)
+            st.success(safe_md(done))
+        except UserError as exc:
+            st.error(safe_md(exc))
+
+
+def restore_picker(account: Account) -> None:
+    """Bring an archived study back into the pickers (nothing shown when none is archived)."""
+    with session() as active:
+        archived = study_admin.archived_studies(active)
+    if not archived:
+        return
+    st.header("Archived studies")
+    back = st.selectbox("Archived study", archived, key="study_restore_pick")
+    if st.button("Restore", key="study_restore", icon=":material/unarchive:") and back:
+        with session() as active:
+            line = study_admin.set_archived(active, study=back, archived=False, account=account)
+        st.session_state["study_admin_done"] = line
+        st.rerun()
+
+
+def archive_and_delete(account: Account, study: str) -> None:
+    """Archive the study (hidden from every picker, data kept; restored under Archived studies) or
+    delete it when nobody has rated it (its name typed again)."""
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Archive")
+        st.caption(
+            "Hidden from every picker (annotators' too); nothing is deleted; "
+            "restore it under Archived studies."
+        )
+        if st.button("Archive this study", key="study_archive", icon=":material/archive:"):
+            with session() as active:
+                line = study_admin.set_archived(active, study=study, archived=True, account=account)
+            st.session_state["study_admin_done"] = line
+            st.rerun()
+    with right:
+        st.subheader("Delete")
+        st.caption("Only a study nobody has rated yet; its pairs and queues are deleted for good.")
+        typed = st.text_input("Type the study's name to delete it", key="study_delete_name")
+        if st.button(
+            "Delete this study", key="study_delete", icon=":material/delete:", disabled=typed != study
+        ):
+            try:
+                with session() as active:
+                    line = study_admin.delete_study(active, study=study, confirm=typed, account=account)
+                st.session_state["study_admin_done"] = line
+                st.rerun()
+            except UserError as exc:
+                st.error(safe_md(exc))
 
 
 account = require("researcher")
@@ -93,7 +206,16 @@ with st.form("import_form"):
                     st.code(str(exc).replace(str(path), upload.name), language=None, wrap_lines=True)
 
 st.header("Assign")
-assign_picker(account)
+if "study_admin_done" in st.session_state:  # an archive, restore or delete of the run before
+    st.success(safe_md(st.session_state.pop("study_admin_done")))
+chosen_study = choose_study("assign_study")
+if chosen_study is not None:
+    assign_picker(account, chosen_study)
+    st.header("Unassign")
+    unassign_picker(account, chosen_study)
+    st.header("Archive or delete the study")
+    archive_and_delete(account, chosen_study)
+restore_picker(account)
 
 st.header("Create an account")
 with st.form("account_form"):
