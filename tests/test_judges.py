@@ -437,6 +437,8 @@ def test_the_validation_page_shows_the_judges(env_db: str, engine: Engine, tmp_p
     titles = [s.value for s in [*at.header, *at.subheader]]
     assert "LLM judges: can a judge replace an annotator? (alternative annotator test)" in titles
     assert "LLM judges: accuracy against the human majority and bias card" in titles
+    assert "LLM judges: against a judge that does not read the responses (content-blind baseline)" in titles
+    assert any("A content-blind judge answers from position or length alone" in c.value for c in at.caption)
     assert any(  # the tables as a person reads them (labelled columns, escaped Markdown)
         "no verdict: 0 of 3 annotators rated at least 30 pairs" in str(frame.to_dict()).replace("\\", "")
         for frame in shown_tables(at)
