@@ -204,6 +204,16 @@ BAD_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
         "line 2: not valid JSON",
     ),
     "invalid json document": (_raw("bad.json", b"[{"), "not valid JSON"),
+    "json broken deep in a line": (
+        _raw("deep.json", b'[{"id": "p", "question": "' + b"x" * 180 + b'" "chosen": "a"}]'),
+        "Expecting ',' delimiter (line 1, column 198, character 198)",
+    ),
+    "json lines named .json": (
+        _raw("lines.json", (json.dumps(make_record(0)) + "\n" + json.dumps(make_record(1)) + "\n").encode()),
+        f"a second value starts at line 2, column 1, character {len(json.dumps(make_record(0))) + 2}, after "
+        "the first one ended (a .json file holds one array of records; a file of one record per line is "
+        "JSON Lines: name it .jsonl)",
+    ),
     "json not an array": (_raw("obj.json", b'{"id": 1}'), "expected a JSON array"),
     "missing field": (
         _lines("p.jsonl", make_record(0), {k: v for k, v in make_record(1).items() if k != "chosen"}),
@@ -240,7 +250,7 @@ BAD_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
     ),
     "csv list column not json": (
         lambda folder: write_csv(folder / "p.csv", [make_record(0), make_record(1, profile="[not json")]),
-        "row 3, field profile: not valid JSON",
+        "row 3, field profile: not valid JSON: Expecting value (character 2 of the cell)",
     ),
     "csv with only a header": (_raw("p.csv", b"id,question,chosen,rejected\n"), "no pair records found"),
 }

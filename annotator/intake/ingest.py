@@ -124,13 +124,23 @@ def _read_jsonl(path: Path, max_bytes: int) -> Iterator[tuple[str, Any]]:
         raise IngestError(str(path), bad[:MAX_PROBLEMS], len(bad))
 
 
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """Where a JSON document breaks: the line, the column and the character counted from the file's
+    start; a second value after the first (a JSON Lines file named .json) is said as such."""
+    where = f"line {exc.lineno}, column {exc.colno}, character {exc.pos + 1}"
+    if exc.msg == "Extra data":
+        return (
+            f"a second value starts at {where}, after the first one ended (a .json file holds one array of "
+            "records; a file of one record per line is JSON Lines: name it .jsonl)"
+        )
+    return f"{exc.msg} ({where})"
+
+
 def _read_json(path: Path, text: str) -> Iterator[tuple[str, Any]]:
     try:
         data = textguard.loads(text)
     except json.JSONDecodeError as exc:
-        raise UserError(
-            f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
+        raise UserError(f"{path}: not valid JSON: {json_problem(exc)}") from None
     except ValueError as exc:
         raise UserError(f"{path}: not valid JSON: {exc}") from None
     if isinstance(data, dict) and isinstance(data.get("data"), list):
@@ -156,7 +166,10 @@ def _read_csv(path: Path, text: str) -> Iterator[tuple[str, Any]]:
                 try:
                     record[field] = textguard.loads(cell)
                 except json.JSONDecodeError as exc:
-                    bad.append(f"row {number}, field {field}: not valid JSON: {exc.msg}")
+                    bad.append(
+                        f"row {number}, field {field}: not valid JSON: {exc.msg} (character {exc.pos + 1} "
+                        "of the cell)"
+                    )
                 except ValueError as exc:
                     bad.append(f"row {number}, field {field}: not valid JSON: {exc}")
             elif isinstance(cell, str) and field in LIST_FIELDS:
