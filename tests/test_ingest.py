@@ -205,7 +205,7 @@ BAD_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
     ),
     "invalid json document": (_raw("bad.json", b"[{"), "not valid JSON"),
     "json broken deep in a line": (
-        _raw("deep.json", b'[{"id": "p", "question": "' + b"x" * 180 + b'" "chosen": "a"}]'),
+        _raw("deep.json", b'[{"id": "p", "question": "' + b"x" * 169 + b'" "chosen": "a"}]'),
         "Expecting ',' delimiter (line 1, column 198, character 198)",
     ),
     "json lines named .json": (
@@ -274,7 +274,8 @@ def test_a_csv_cell_that_is_not_json_is_reported_once(tmp_path: Path) -> None:
     with pytest.raises(IngestError) as info:
         ingest.load_pairs(path)
     assert info.value.problems == [
-        "row 2, field rubric_aspects: not valid JSON: Expecting property name enclosed in double quotes"
+        "row 2, field rubric_aspects: not valid JSON: Expecting property name enclosed in double quotes "
+        "(character 2 of the cell)"
     ]
 
 
