@@ -57,6 +57,8 @@ from analysis.agreement import agreement_table
 from analysis.agreement.table import MIN_REPLICATED_UNITS
 from analysis.cleaning import DROP, NEEDS_MORE
 from analysis.competence import QualitySection
+from analysis.design import Design
+from analysis.design_verdict import allocation_table, registered_equivalence
 from analysis.diagnostics import annotator_diagnostics, side_balance
 from analysis.frames import (
     ANNOTATOR,
@@ -131,6 +133,8 @@ class Report:
     benchmark: BenchmarkTables | None = field(default=None, repr=False)  # models, arms, rubric support
     quality: QualitySection | None = field(default=None, repr=False)  # annotator QC, exclusion
     cleaning: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)  # drop / needs more / keep
+    # the registered adaptive design's "few broken pairs" test per dimension (analysis.design_verdict)
+    allocation: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     judges: JudgeSection | None = field(default=None, repr=False)  # LLM judges vs people (analysis.judges)
     owners: OwnerSection | None = field(default=None, repr=False)  # the profiles' owners (analysis.owners)
     # equivalence over every pair a judge rated (analysis.ppi_report); None without such a judge
@@ -189,6 +193,10 @@ class ReportSettings:
     collected_here : bool, default False
         The labels were collected with this tool (its pages show annotators only sides A and B), so
         the methods may call them blind; labels from a file are not called blind.
+    allocation : analysis.design.Design, optional
+        The study's registered allocation; a two-stage or sequential one replaces the "few broken
+        pairs" part of the equivalence verdict by the test calibrated for it
+        (:mod:`analysis.design_verdict`).
     """
 
     quality_items: Sequence[str] = QUALITY_ITEMS
@@ -209,6 +217,7 @@ class ReportSettings:
     max_broken_share: float = 0.1
     fdr: float = 0.1
     collected_here: bool = False
+    allocation: Design | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.n_boot, int | np.integer) or self.n_boot < 1:
@@ -319,6 +328,17 @@ def build_report(
         ),
         sensitivity,
     ]
+    allocation = pd.DataFrame()
+    if settings.allocation is not None and settings.allocation.kind != "fixed":
+        allocation = allocation_table(
+            validation,
+            quality_items,
+            settings.allocation,
+            margin=settings.margin,
+            max_share=settings.max_broken_share,
+            alpha=settings.alpha,
+        )
+        verdicts[1] = registered_equivalence(verdicts[1], validation, allocation)
     if owners is not None:
         verdicts.append(owner_endorsement_verdict(owners, settings.alpha))
     overall, reason = overall_result(verdicts)
@@ -382,6 +402,7 @@ def build_report(
         "max_broken_share": settings.max_broken_share,
         "fdr": settings.fdr,
         "collected_here": settings.collected_here,
+        "allocation": settings.allocation.to_dict() if settings.allocation is not None else None,
     }
     return Report(
         study=study,
@@ -402,6 +423,7 @@ def build_report(
         design=design,
         pair_table=pair_table,
         cleaning=cleaning,
+        allocation=allocation,
         benchmark=benchmark_tables(
             main,
             predictions=predictions,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sqlmodel import Session, select
@@ -16,6 +16,9 @@ from sqlmodel import Session, select
 from analysis.vocabulary import CONFIDENCE_POINTS, DEFAULT_MARGIN, PREFERENCE_POINTS, RUBRIC_POINTS
 from annotator.errors import ConfigError, UserError
 from annotator.store.models import Study
+
+if TYPE_CHECKING:
+    from analysis.design import Design
 
 #: The default study, shipped inside the package (data/study.toml in a checkout is the same file).
 DEFAULT_CONFIG: Traversable = files("annotator") / "defaults" / "study.toml"
@@ -105,6 +108,29 @@ class Validation(_Strict):
 
     max_broken_share: float = Field(default=0.1, gt=0, lt=1)  # upper bound of the share beyond the margin
     fdr: float = Field(default=0.1, gt=0, lt=1)  # false discovery rate of "pairs to drop"
+
+
+class Allocation(_Strict):
+    """How the main pairs' judgments are spent (analysis.design): registered with the study, and the
+    "few broken pairs" test is calibrated for it. fixed: `analysis.overlap` per pair; two_stage:
+    `first_stage` per pair, then the rest of `budget` (judgments per pair on average) in blocks of
+    `second_stage` to the pairs that look most broken after the first stage; sequential: `first_stage`
+    per pair, then one at a time to the pair that looks most broken now. `looks`: the registered looks
+    at the verdict (the last at the end of the budget), sharing alpha."""
+
+    design: Literal["fixed", "two_stage", "sequential"] = "fixed"
+    first_stage: int = Field(default=2, ge=1)
+    budget: float = Field(default=3.0, gt=0)
+    second_stage: int = Field(default=8, ge=1)
+    looks: int = Field(default=1, ge=1, le=50)
+
+    @model_validator(mode="after")
+    def _budget_covers_first_stage(self) -> Self:
+        if self.design != "fixed" and self.budget < self.first_stage:
+            raise ValueError(
+                f"budget {self.budget:g} is below the first stage's {self.first_stage} judgments"
+            )
+        return self
 
 
 class Controls(_Strict):
@@ -262,6 +288,7 @@ class StudyConfig(_Strict):
     display: Display = Display()
     analysis: Analysis = Analysis()
     validation: Validation = Validation()
+    allocation: Allocation = Allocation()
     controls: Controls = Controls()
     attention: Attention = Attention()
     exclusion: Exclusion = Exclusion()
@@ -281,6 +308,17 @@ class StudyConfig(_Strict):
         if self.judges.epsilon is not None:
             return self.judges.epsilon, "set in the study's [judges] epsilon"
         return EPSILON[kind], f"the paper's value for {kind} annotators"
+
+    @property
+    def design(self) -> "Design":
+        """The registered allocation as an :class:`analysis.design.Design` (fixed: the overlap)."""
+        from analysis.design import Design
+
+        a = self.allocation
+        if a.design == "fixed":
+            overlap = self.analysis.overlap
+            return Design("fixed", overlap, float(overlap), a.second_stage, a.looks)
+        return Design(a.design, a.first_stage, a.budget, a.second_stage, a.looks)
 
     @property
     def dimension_names(self) -> list[str]:

@@ -110,6 +110,7 @@ def to_json(report: Report) -> dict[str, Any]:
             "preference_crossed": _records(v.preference_crossed),
             "broken_share": _records(v.broken),
             "cleaning": _records(report.cleaning),
+            "allocation": _records(report.allocation),
             "preference": _records(v.preference)[0],
             "preference_judgments": _records(v.preference_judgments)[0],
             "holm": _records(v.holm),

@@ -160,7 +160,8 @@ def assign_(
         bool,
         typer.Option(
             "--needs-more",
-            help="Only the pairs the cleaning list cannot settle yet ('needs more judgments'): one more "
+            help="Only the pairs that get the next judgments: under the study's registered adaptive "
+            "design the pairs of its rule, else the cleaning list's 'needs more judgments'; one more "
             "annotator each",
         ),
     ] = False,
@@ -193,14 +194,14 @@ def assign_(
     with db.session_scope(engine) as session:
         more_for = None
         if needs_more:
-            from analysis.cleaning import pairs_needing_more
-            from annotator.review.study_report import study_report
+            from annotator.review.study_report import standing, study_report
 
             report = study_report(session, study=study, account=authorization.SYSTEM, n_boot=200)
-            more_for = pairs_needing_more(report.cleaning)
+            words, more_for = standing(report)
             if not more_for:
-                out.print(f"study {study!r}: no pair needs more judgments", highlight=False)
+                out.print(f"study {study!r}: {words}; no pair needs more judgments", highlight=False)
                 return
+            out.print(f"study {study!r}: {words}", highlight=False)
         summary = assign.assign(
             session,
             study=study,

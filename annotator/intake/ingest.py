@@ -15,11 +15,11 @@ from sqlmodel import Session, col
 
 from analysis.vocabulary import GOLD, POSITIVE, PREFERENCE_DOMAIN, TRAINING
 from annotator import textguard
-from annotator.errors import IngestError, UserError
+from annotator.errors import ConfigError, IngestError, UserError
 from annotator.people.authorization import Account, require_role
 from annotator.store.db import RawJSON, json_serializer
 from annotator.store.models import Event, Pair, Study
-from annotator.study import StudyConfig, load_config
+from annotator.study import StudyConfig, load_config, parse_config
 
 MAX_PROBLEMS = 20
 #: The pair file types `annotator import` and the upload fields take (one reader each in load_pairs).
@@ -576,13 +576,21 @@ def load_pairs(
 # -------------------------------------------------------------------------------------------- importing
 
 
+def _registered(stored: Any) -> Any:
+    """A stored config as the current schema reads it (a section added since then gets its defaults)."""
+    try:
+        return parse_config(dict(stored)).model_dump()
+    except ConfigError:
+        return stored
+
+
 def ensure_study(connection: Any, name: str, config: StudyConfig | None) -> int:
     """The id of study `name`, creating it with `config` (or the default) on first import."""
     found = connection.execute(
         select(col(Study.id), col(Study.config)).where(col(Study.name) == name)
     ).first()
     if found is not None:
-        if config is not None and config.model_dump() != found.config:
+        if config is not None and config.model_dump() != _registered(found.config):
             raise UserError(
                 f"study {name!r} already exists with another configuration; a study's config is fixed "
                 "at its first import"

@@ -281,6 +281,7 @@ def report_from_frame(
                 max_broken_share=config.validation.max_broken_share,
                 fdr=config.validation.fdr,
                 collected_here=collected_here,
+                allocation=config.design,
             ),
             predictions=predictions,
             final=final,
@@ -393,3 +394,28 @@ def study_overall_power(
         x.key: x.status for x in report.verdicts if x.key in ("sample_size", "reliability", "sensitivity")
     }
     return result | {"n_pairs": n_pairs, "per_pair": per_pair, "pool": pool, "n_sim": n_sim, "pilot": pilot}
+
+
+def standing(report: Report) -> tuple[str, list[str]]:
+    """Where the study stands ("settled: PASS", "settled: FAIL" or "not settled: about N more judgments,
+    on these pairs") and the pairs that get the next judgments: under a registered adaptive design those
+    of its rule (:mod:`analysis.design_verdict`), else the cleaning list's "needs more judgments"."""
+    from analysis.cleaning import pairs_needing_more
+    from analysis.design_verdict import registered_design
+    from analysis.design_verdict import standing as design_standing
+
+    design = registered_design(report.parameters)
+    if design is not None:
+        return design_standing(
+            report.overall,
+            report.validation,
+            report.allocation,
+            design,
+            margin=float(report.parameters["margin"]),
+        )
+    if report.overall in ("PASS", "FAIL"):
+        return f"settled: {report.overall}", []
+    pairs = pairs_needing_more(report.cleaning) if not report.cleaning.empty else []
+    if not pairs:
+        return "not settled: see the verdicts", []
+    return f"not settled: about {len(pairs)} more judgments, on these pairs", pairs

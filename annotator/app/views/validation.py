@@ -6,7 +6,6 @@ import functools
 import streamlit as st
 
 from analysis import cleaning
-from analysis.cleaning import pairs_needing_more
 from analysis.readable import SHARE_LABELS
 from analysis.render import (
     CROSSED_COLUMNS,
@@ -28,7 +27,7 @@ from annotator.app.tables import show_plot, show_table
 from annotator.errors import UserError
 from annotator.intake import assign
 from annotator.people.authorization import Account
-from annotator.review import study_progress
+from annotator.review import study_progress, study_report
 
 SHOWN_FAILED = 500
 SUPERIORITY_COLUMNS = ["dimension", "n", "estimate", "ci_low", "ci_high", "dz", "p_t", "p_wilcoxon", "p_holm"]
@@ -95,8 +94,9 @@ def downloads(published: report_cache.Published, study: str, filtered: bool) -> 
 
 
 def more_judgments(report: Report, study: str, account: Account) -> None:
-    """A button that gives each pair the cleaning list cannot settle yet one more annotator."""
-    pairs = pairs_needing_more(report.cleaning)
+    """A button that gives each pair that gets the next judgments (the registered design's rule, else
+    the cleaning list's "needs more judgments") one more annotator."""
+    _, pairs = study_report.standing(report)
     if not pairs:
         return
     if st.button(
@@ -150,6 +150,8 @@ if study is not None:
     boxes = {"pass": st.success, "fail": st.error, "inconclusive": st.warning, "not_assessed": st.info}
     overall_box = {"PASS": st.success, "FAIL": st.error}.get(report.overall, st.warning)
     overall_box(headline(report))
+    words, next_pairs = study_report.standing(report)
+    st.markdown(safe_md(words + (": " + ", ".join(next_pairs[:20]) if next_pairs else "")))
     for verdict in report.verdicts:
         boxes[verdict.status](
             f"**{status_word(verdict)}: {verdict.claim}** ({verdict.test})  \n{verdict.detail}"
