@@ -172,9 +172,18 @@ def _second_stage(first_means: np.ndarray, design: Design, noise_var: float, mar
 
 
 def look_points(design: Design, n_pairs: int) -> list[int]:
-    """The judgment counts at which the registered looks fall (the last is the whole budget)."""
+    """The judgment counts at which the registered looks fall: evenly over the judgments after the first
+    stage for an adaptive design (the first look one step into the adaptive phase, the last at the end of
+    the budget), evenly over the whole study for a fixed one.
+
+    Examples
+    --------
+    >>> look_points(Design("sequential", 1, 3.0, looks=4), 80)
+    [120, 160, 200, 240]
+    """
     total = design.total(n_pairs)
-    return [int(round(total * (j + 1) / design.looks)) for j in range(design.looks)]
+    start = 0 if design.kind == "fixed" else min(design.first_stage * n_pairs, total)
+    return [int(round(start + (total - start) * (j + 1) / design.looks)) for j in range(design.looks)]
 
 
 def simulate_design(
@@ -188,6 +197,7 @@ def simulate_design(
     looks: list[int] | None = None,
     judge: Any = None,
     known_var: bool = False,
+    on_look: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run the registered procedure on many simulated studies at once.
 
@@ -207,6 +217,11 @@ def simulate_design(
         ``judge(rng, studies, pairs, counts) -> array``: one judgment's gap for each (study, pair),
         ``counts`` the judgments those pairs had before (default: the true gap plus normal noise of
         variance ``noise_var``).
+    known_var : bool, default False
+        Use ``noise_var`` instead of the estimate (for checks).
+    on_look : callable, optional
+        ``on_look(look, sums, counts, noise_var)`` at every look (per-pair sums and counts, shape
+        (S, n), and the estimated noise variance, shape (S,)), for other statistics of the same studies.
 
     Returns
     -------
@@ -236,15 +251,17 @@ def simulate_design(
     log_var = np.zeros((s_count, len(points)))
     first_total = design.first_stage * n
 
-    def within() -> np.ndarray:
+    def within(fallback: float = noise_var) -> np.ndarray:
+        """The pooled within-pair variance (`fallback` where there is none yet: the allocation rule
+        needs a value, the statistic takes NaN and so never passes there, as the report does)."""
         if known_var:
             return np.full(s_count, noise_var)
         df = np.maximum(counts - 1, 0).sum(axis=1)
         ss = (squares - np.where(counts > 0, sums**2 / np.maximum(counts, 1), 0.0)).sum(axis=1)
-        return np.where((df > 0) & (ss > 0), ss / np.maximum(df, 1), noise_var)
+        return np.where((df > 0) & (ss > 0), ss / np.maximum(df, 1), fallback)
 
     def statistic() -> np.ndarray:
-        s2 = within()[:, None]
+        s2 = within(math.nan)[:, None]
         means = sums / np.maximum(counts, 1)
         a = margin * means * counts / s2
         ev = -(margin**2) * counts / (2 * s2) + np.logaddexp(a, -a) - math.log(2.0)
@@ -282,10 +299,14 @@ def simulate_design(
         if step < first_total:
             first_sums[r, c] += y
         while look < len(points) and step + 1 >= points[look]:
-            out[:, look], log_var[:, look] = statistic(), np.log(within())
+            out[:, look], log_var[:, look] = statistic(), np.log(within(math.nan))
+            if on_look is not None:
+                on_look(look, sums, counts, within(math.nan))
             look += 1
     while look < len(points):
-        out[:, look], log_var[:, look] = statistic(), np.log(within())
+        out[:, look], log_var[:, look] = statistic(), np.log(within(math.nan))
+        if on_look is not None:
+            on_look(look, sums, counts, within(math.nan))
         look += 1
     return out, log_var, counts
 
@@ -311,6 +332,7 @@ def _boundary_gaps(n_sim: int, n_pairs: int, margin: float, max_share: float) ->
 def _spend(t: np.ndarray, alpha: float) -> np.ndarray:
     """Per-look critical values: one quantile level for every look, so that P(some look < its value)
     is alpha over the simulated paths ``t`` (shape (S, looks))."""
+    t = np.where(np.isfinite(t), t, np.inf)  # a look without a noise estimate never passes
     if t.shape[1] == 1:
         return np.quantile(t, alpha, axis=0)
     lo, hi = alpha / t.shape[1], alpha
@@ -372,7 +394,7 @@ def critical_values(
     high, _ = _boundary_run(
         design, n_pairs, noise_over_margin2 * math.exp(SLOPE_STEP), max_share, n_sim, seed + 2
     )
-    slope = (np.quantile(high, alpha, axis=0) - np.quantile(low, alpha, axis=0)) / (2 * SLOPE_STEP)
+    slope = (np.nanquantile(high, alpha, axis=0) - np.nanquantile(low, alpha, axis=0)) / (2 * SLOPE_STEP)
     shifted = t - slope * (log_var - math.log(noise_over_margin2))
     return tuple(float(v) for v in _spend(shifted, alpha))
 

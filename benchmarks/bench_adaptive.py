@@ -42,7 +42,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
-from analysis.design import Design, critical_values, noise_ratio, simulate_design
+from analysis.design import Design, critical_values, look_points, noise_ratio, simulate_design
 from analysis.simulation import BIAS_SD, NOISE, NOISE_SPREAD, QUALITY_MEAN, QUALITY_SD
 
 MARGIN, SHARE, ALPHA = 0.5, 0.1, 0.05
@@ -270,6 +270,79 @@ def part_budget(args: argparse.Namespace) -> None:
             )
 
 
+def _e_value_pass(sums: np.ndarray, counts: np.ndarray, noise_var: np.ndarray, n: int) -> np.ndarray:
+    """The anytime-valid alternative: per pair the e-value of "|gap| >= margin" against "gap 0"
+    (``exp(k m^2 / (2 s2) - m |sum| / s2)``, a test supermartingale under each side of the null for
+    normal noise of variance s2), and the claim passes when the product of the ceil(10%) smallest
+    reaches 1 / alpha (every set of that many pairs is then rejected as "all broken", by Ville's
+    inequality at any stopping time)."""
+    s2 = noise_var[:, None]
+    log_e = counts * MARGIN**2 / (2 * s2) - MARGIN * np.abs(sums) / s2
+    k = math.ceil(SHARE * n - 1e-9)
+    smallest = np.sort(log_e, axis=1)[:, :k].sum(axis=1)
+    return smallest >= math.log(1 / ALPHA)
+
+
+def part_looks(args: argparse.Namespace) -> None:
+    """5 and 10 looks, stopping at the first PASS: false PASS at the edge and power at 0."""
+    print(
+        "| design | looks | configuration | group-sequential (SE) | final critical value at every look | "
+        "anytime-valid e-values | judgments at stop (group-sequential, mean) |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    base = {"two-stage 2 + 8": Design("two_stage", 2, 3.0, 8), "sequential 1": Design("sequential", 1, 3.0)}
+    for name, plain in base.items():
+        for looks in args.looks:
+            design = Design(plain.kind, plain.first_stage, plain.budget, plain.second_stage, looks)
+            for cfg in ("edge", "zero"):
+                rng = np.random.default_rng(zlib.crc32(f"{name}|{looks}|{cfg}".encode()))
+                gaps = configurations(rng, args.studies, args.pairs)[cfg]
+                judge = generator(args.generators[0], gaps, args.pool, rng)
+                e_pass = np.zeros((args.studies, looks), dtype=bool)
+
+                def record(look: int, sums: np.ndarray, counts: np.ndarray, s2: np.ndarray) -> None:
+                    e_pass[:, look] = _e_value_pass(sums, counts, s2, args.pairs)  # noqa: B023
+
+                t, log_var, _ = simulate_design(
+                    gaps, design, RESIDUAL_VAR, MARGIN, SHARE, rng, judge=judge, on_look=record
+                )
+                ratios = [
+                    [noise_ratio(float(v), MARGIN) for v in np.exp(log_var[:, j])] for j in range(looks)
+                ]
+                gs = np.column_stack(
+                    [
+                        t[:, j]
+                        < np.array(
+                            [
+                                critical_values(design, args.pairs, r, SHARE, ALPHA, args.calibration)[j]
+                                for r in ratios[j]
+                            ]
+                        )
+                        for j in range(looks)
+                    ]
+                )
+                final = np.column_stack(
+                    [
+                        t[:, j]
+                        < np.array(
+                            [
+                                critical_values(plain, args.pairs, r, SHARE, ALPHA, args.calibration)[-1]
+                                for r in ratios[j]
+                            ]
+                        )
+                        for j in range(looks)
+                    ]
+                )
+                points = np.array(look_points(design, args.pairs))
+                stop = np.where(gs.any(axis=1), points[np.argmax(gs, axis=1)], points[-1])
+                row = [gs.any(axis=1).mean(), final.any(axis=1).mean(), e_pass.any(axis=1).mean()]
+                print(
+                    f"| {name} | {looks} | {cfg} | {row[0]:.4f} ({_se(row[0], args.studies):.4f}) | "
+                    f"{row[1]:.4f} | {row[2]:.4f} | {stop.mean():.0f} |",
+                    flush=True,
+                )
+
+
 def main() -> None:
     """Print the tables of the chosen parts."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -283,14 +356,13 @@ def main() -> None:
         "--configs", default="zero,edge,edge051,broken20,normal,uniform,skewed", type=lambda v: v.split(",")
     )
     ap.add_argument("--budgets", default="3,4,5,6", type=lambda v: [float(x) for x in v.split(",")])
+    ap.add_argument("--looks", default="5,10", type=lambda v: [int(x) for x in v.split(",")])
     args = ap.parse_args()
     if args.part == "designs":
         part_designs(args)
     elif args.part == "budget":
         part_budget(args)
     else:
-        from benchmarks.bench_adaptive_looks import part_looks
-
         part_looks(args)
 
 

@@ -67,7 +67,8 @@ def test_evidence_grows_with_the_gap_and_is_symmetric() -> None:
 
 
 def test_look_points_end_at_the_budget() -> None:
-    assert look_points(Design("sequential", 1, 3.0, looks=4), 80) == [60, 120, 180, 240]
+    assert look_points(Design("sequential", 1, 3.0, looks=4), 80) == [120, 160, 200, 240]
+    assert look_points(Design("fixed", 3, 3.0, looks=3), 80) == [80, 160, 240]
 
 
 def test_nothing_is_settled_before_the_first_look() -> None:
