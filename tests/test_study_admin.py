@@ -44,7 +44,10 @@ def _start(engine: Engine, user_id: int, *, judged: int, drafted: int) -> None:
         account = account_for(session, user_id)
         for k, assignment_id in enumerate(queue[:judged]):
             labels.submit(
-                session, assignment_id=assignment_id, account=account, submission=make_form(f"s{k}", k)
+                session,
+                assignment_id=assignment_id,
+                account=account,
+                submission=make_form(f"u{user_id}-{k}", k),
             )
         for assignment_id in queue[judged : judged + drafted]:
             drafts.save_draft(session, assignment_id=assignment_id, account=account, answers={"q": 1})
@@ -218,3 +221,30 @@ def test_unassign_in_parallel_with_submits_and_drafts_never_removes_a_started_it
         (event,) = [e.detail for e in session.exec(select(Event).where(Event.action == "unassign"))]
     assert left == judged | drafted
     assert event["removed"] + len(left) == 30
+
+
+def test_a_pair_is_complete_only_with_the_studys_overlap_of_judgments(engine: Engine, tmp_path: Path) -> None:
+    """A pair nobody has yet is never complete; in a crowd study (items assigned as workers arrive) a
+    pair also needs the overlap (3) of judgments."""
+    from annotator.intake.assign import assign_pairs, study_pair_ids
+    from annotator.review.study_progress import pair_counts
+
+    make_study(engine, tmp_path, 5)
+    users = make_annotators(engine, 3)
+    with db.session_scope(engine) as session:
+        first = study_pair_ids(session, "s1")[0]
+        for name in ("ann00", "ann01"):
+            assign_pairs(session, study="s1", annotator=name, pair_ids=[first])
+    for user_id in users[:2]:
+        _start(engine, user_id, judged=1, drafted=0)
+    with db.session_scope(engine) as session:
+        assert pair_counts(session, study="s1", account=SYSTEM) == {"pairs": 5, "complete": 1}
+        row = session.exec(select(Study)).one()
+        row.config = {**row.config, "crowd": {"platform": "prolific", "places": 5}}
+        session.add(row)
+    with db.session_scope(engine) as session:
+        assert pair_counts(session, study="s1", account=SYSTEM) == {"pairs": 5, "complete": 0}
+        assign_pairs(session, study="s1", annotator="ann02", pair_ids=[first])
+    _start(engine, users[2], judged=1, drafted=0)
+    with db.session_scope(engine) as session:
+        assert pair_counts(session, study="s1", account=SYSTEM) == {"pairs": 5, "complete": 1}

@@ -5,7 +5,7 @@ from datetime import timedelta
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import BigInteger, Integer, case, cast, func
+from sqlalchemy import BigInteger, Integer, and_, case, cast, func
 from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
@@ -25,7 +25,7 @@ from annotator.store.models import (
     id_of,
     utcnow,
 )
-from annotator.study import get_study
+from annotator.study import get_study, study_config
 
 
 def _researchers_study(session: Session, study: str, account: Account) -> Study:
@@ -143,10 +143,20 @@ def _assigned_per_pair(study_id: int) -> Any:
 
 
 def pair_counts(session: Session, *, study: str, account: Account) -> dict[str, int]:
-    """The study's pairs and how many are complete (every assignment done), counted in the database."""
+    """The study's pairs and how many are complete, counted in the database: every assignment done
+    and at least one. In a crowd study (items assigned as workers arrive) a main pair also needs the
+    study's overlap of judgments; a pair nobody has yet is never complete."""
     study_id = id_of(_researchers_study(session, study, account))
+    config = study_config(session, study_id)
+    floor = config.analysis.overlap if config.crowd.platform else 1
     assigned = _assigned_per_pair(study_id)
-    complete = col(Pair.n_done) >= func.coalesce(assigned.c.n, 0)
+    n_assigned = func.coalesce(assigned.c.n, 0)
+    needed = case(
+        (n_assigned > floor, n_assigned),
+        (and_(col(Pair.control) != "", n_assigned >= 1), n_assigned),
+        else_=floor,
+    )
+    complete = col(Pair.n_done) >= needed
     pairs, done = session.execute(
         sql_select(func.count(col(Pair.id)), func.coalesce(func.sum(case((complete, 1), else_=0)), 0))
         .select_from(Pair)

@@ -54,6 +54,9 @@ if study is not None:
                 "annotator": "annotator",
             },
         )
+        figure.update_yaxes(rangemode="tozero", tickformat="d")  # counts: whole numbers only
+        if int(timeline["judgments"].sum()) <= 10:
+            figure.update_yaxes(tick0=0, dtick=1)
         show_plot(
             figure,
             "Each line is one annotator's running count of submitted judgments (revisions included), "
