@@ -15,6 +15,8 @@ Rows:
   judgments with the same panel), and the smallest ``n`` (steps of 5) at which the prediction-powered
   power reaches the people-only power at ``n0``.
 - **useless judge**: power of both at the same ``n``; the difference must be within 0.05.
+- **preference share** at its null (true share 0.5 over pairs and annotators; per-judgment score 1/0.5/0
+  from a latent lean plus an annotator shift and noise): the one-sided PASS rate, 5 judges.
 - **planner**: :func:`analysis.ppi_power.judge_plan` (what ``annotator power --judge`` computes) for the
   same designs, beside the measured numbers.
 - **kernel check**: the vectorized crossed-model arithmetic against the REML fit
@@ -35,12 +37,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from analysis.ppi_power import judge_plan
-from analysis.ppi_simulation import JUDGES, Design, draw, simulate, verdicts
-from analysis.prediction_powered import prediction_powered_tost
+from analysis.ppi_simulation import JUDGES, Design, balanced_crossed_mean, draw, simulate, verdicts
+from analysis.prediction_powered import combine_parts, power_tuned_lambda, prediction_powered_tost
 
 ALPHA = 0.05
 
@@ -189,6 +192,38 @@ def kernel_check(rng: np.random.Generator, studies: int = 100) -> None:
     )
 
 
+def preference_validity(studies: int, rng: np.random.Generator) -> None:
+    """The prediction-powered preference share at its null (true share 0.5): one-sided PASS rate."""
+    bound = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / studies)
+    print(f"\nPreference share at the null (true share 0.5; bound {bound:.4f}; {studies} studies per row)")
+    n_total, n, q = 2000, 60, 3
+    for judge in ("tracking", "always chosen", "position-biased", "anti-correlated", "useless"):
+        lean = rng.normal(0.0, 1.0, (studies, n_total))  # the pair's lean toward chosen
+        first = np.where(rng.random((studies, n_total)) < 0.5, 1.0, 0.0)
+        f = {
+            "tracking": stats.norm.cdf(lean + rng.normal(0, 0.5, lean.shape)),
+            "always chosen": np.full(lean.shape, 0.9) + rng.normal(0, 0.05, lean.shape),
+            "position-biased": 0.8 * first + 0.1,
+            "anti-correlated": 1.0 - stats.norm.cdf(lean),
+            "useless": rng.random(lean.shape),
+        }[judge]
+        bias = rng.normal(0, 0.3, (studies, 1, q))
+        x = lean[:, :n, None] + bias + rng.normal(0, 1.0, (studies, n, q))
+        score = np.where(x > 0.2, 1.0, np.where(x < -0.2, 0.0, 0.5)) - 0.5  # ties count half
+        fl, fu = f[:, :n] - 0.5, f[:, n:] - 0.5
+        lam = power_tuned_lambda(score.mean(2), fl, fu)
+        m, se_c, df_c = balanced_crossed_mean(score - lam[:, None, None] * fl[:, :, None], ALPHA)
+        var, df, _ = combine_parts(se_c**2, df_c, lam, fu)
+        est = m + lam * fu.mean(1)
+        p_ppi = stats.t.sf(est / np.sqrt(var), df)
+        pm, pse, pdf = balanced_crossed_mean(score, ALPHA)
+        p_people = stats.t.sf(pm / pse, pdf)
+        print(
+            f"  N {n_total} {q} x {n} {judge:18} people {np.mean(p_people < ALPHA):.4f} prediction-powered "
+            f"{np.mean(p_ppi < ALPHA):.4f} (lambda {lam.mean():.3f})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=int, default=2000)
@@ -198,6 +233,7 @@ def main() -> None:
     started = time.perf_counter()
     kernel_check(rng)
     validity(args.studies, rng)
+    preference_validity(args.studies, np.random.default_rng(args.seed))
     fewer_judgments(args.studies, args.seed)
     useless(args.studies, args.seed)
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
