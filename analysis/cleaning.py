@@ -47,6 +47,7 @@ from analysis.frames import (
     judgment_differences,
     judgments,
 )
+from analysis.settings import DEFAULTS
 
 __all__ = [
     "DECISIONS",
@@ -224,8 +225,8 @@ def cleaning_list(
     evidence: Mapping[str, ItemEvidence],
     *,
     defects: Sequence[str],
-    fdr: float = 0.1,
-    margin: float = 0.5,
+    fdr: float = DEFAULTS.fdr,
+    margin: float = DEFAULTS.margin,
     watch: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Combine per-item evidence into the cleaning list.
@@ -374,7 +375,7 @@ def study_cleaning(
     *,
     quality_items: Sequence[str],
     margin: float,
-    fdr: float = 0.1,
+    fdr: float = DEFAULTS.fdr,
 ) -> pd.DataFrame:
     """The cleaning list of a study from its per-judgment differences and crossed-fit components.
 
@@ -426,7 +427,7 @@ def study_cleaning(
 
 
 def frame_cleaning(
-    frame: pd.DataFrame, *, quality_items: Sequence[str], margin: float, fdr: float = 0.1
+    frame: pd.DataFrame, *, quality_items: Sequence[str], margin: float, fdr: float = DEFAULTS.fdr
 ) -> pd.DataFrame:
     """The cleaning list of a label frame of main pairs (fits the crossed models itself).
 

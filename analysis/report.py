@@ -47,7 +47,7 @@ when any verdict fails; else INCONCLUSIVE, with the reasons.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import numpy as np
@@ -83,6 +83,7 @@ from analysis.report_tables import (
     per_pair_table,
 )
 from analysis.science import BenchmarkTables, benchmark_tables
+from analysis.settings import DEFAULTS, AnalysisSettings
 from analysis.validation import ValidationResult, validate_pairs
 from analysis.verdicts import (
     OVERALL,
@@ -98,7 +99,6 @@ from analysis.verdicts import (
     sample_size_verdict,
     sensitivity_verdict,
 )
-from analysis.vocabulary import DEFAULT_MARGIN
 
 __all__ = [
     "OVERALL",
@@ -200,24 +200,31 @@ class ReportSettings:
     """
 
     quality_items: Sequence[str] = QUALITY_ITEMS
-    margin: float = DEFAULT_MARGIN
-    alpha: float = 0.05
+    margin: float = DEFAULTS.margin
+    alpha: float = DEFAULTS.alpha
     scale_min: float = 1
     scale_max: float = 5
-    reliability_threshold: float = 0.1
-    min_pairs: int = 20
-    min_control_pairs: int = 5
-    require_positive_controls: bool = False
-    target_power: float = 0.8
+    reliability_threshold: float = DEFAULTS.reliability_threshold
+    min_pairs: int = DEFAULTS.min_pairs
+    min_control_pairs: int = DEFAULTS.min_control_pairs
+    require_positive_controls: bool = DEFAULTS.require_positive_controls
+    target_power: float = DEFAULTS.target_power
     n_boot: int = 1000
     bootstrap: Literal["pair", "unit"] = "pair"
     seed: int = 0
     fast_seconds: float = 10.0
     extras: bool = True
-    max_broken_share: float = 0.1
-    fdr: float = 0.1
+    max_broken_share: float = DEFAULTS.max_broken_share
+    fdr: float = DEFAULTS.fdr
     collected_here: bool = False
     allocation: Design | None = None
+
+    @classmethod
+    def of(cls, analysis: AnalysisSettings, **rest: Any) -> ReportSettings:
+        """Report settings from a study's analysis settings (every field passed through) and `rest`
+        (quality items, scale, bootstrap, ...)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in analysis.as_dict().items() if k in names}, **rest)
 
     def __post_init__(self) -> None:
         if not isinstance(self.n_boot, int | np.integer) or self.n_boot < 1:

@@ -46,6 +46,7 @@ from analysis.frames import (
     pair_means_from_differences,
 )
 from analysis.mixed import mixed_effect
+from analysis.settings import DEFAULTS
 
 __all__ = ["ValidationResult", "minimum_detectable_effect", "preference_scores", "validate_pairs"]
 
@@ -113,7 +114,9 @@ class ValidationResult:
         return self.crossed
 
 
-def minimum_detectable_effect(n: int, sd: float, *, alpha: float = 0.05, power: float = 0.8) -> float:
+def minimum_detectable_effect(
+    n: int, sd: float, *, alpha: float = DEFAULTS.alpha, power: float = DEFAULTS.target_power
+) -> float:
     """Smallest true mean difference a one-sided paired t test detects with `power`.
 
     ``(t_{1-alpha, n-1} + t_{power, n-1}) * sd / sqrt(n)`` (the usual normal-theory approximation with
@@ -149,9 +152,9 @@ def validate_pairs(
     frame: pd.DataFrame,
     *,
     quality_items: Sequence[str] = QUALITY_ITEMS,
-    margin: float = 0.5,
-    alpha: float = 0.05,
-    max_broken_share: float = 0.1,
+    margin: float = DEFAULTS.margin,
+    alpha: float = DEFAULTS.alpha,
+    max_broken_share: float = DEFAULTS.max_broken_share,
     gap_range: float | None = None,
 ) -> ValidationResult:
     """Run the validation statistics on a label frame (main pairs only; controls removed first).

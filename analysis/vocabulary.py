@@ -21,7 +21,6 @@ __all__ = [
     "CONFIDENCE_POINTS",
     "CONTROL",
     "CONTROL_KINDS",
-    "DEFAULT_MARGIN",
     "DUPLICATE",
     "GOLD",
     "ITEM",
@@ -125,9 +124,6 @@ RUBRIC_DOMAIN: tuple[int, ...] = (0, 1, 2)
 RUBRIC_POINTS = len(RUBRIC_DOMAIN)
 #: Rubric support: 0 no, 1 partly, 2 yes.
 SUPPORT_DOMAIN: tuple[int, ...] = (0, 1, 2)
-
-#: The equivalence margin on the quality scales, in scale points (+-), when a study sets none.
-DEFAULT_MARGIN = 0.5
 
 
 def rubric_item(aspect: int) -> str:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sqlmodel import Session, select
 
-from analysis.vocabulary import CONFIDENCE_POINTS, DEFAULT_MARGIN, PREFERENCE_POINTS, RUBRIC_POINTS
+from analysis.settings import DEFAULTS, AnalysisSettings
+from analysis.vocabulary import CONFIDENCE_POINTS, PREFERENCE_POINTS, RUBRIC_POINTS
 from annotator.errors import ConfigError, UserError
 from annotator.store.models import Study
 
@@ -92,22 +93,24 @@ class Display(_Strict):
 
 
 class Analysis(_Strict):
-    margin: float = Field(default=DEFAULT_MARGIN, gt=0)
-    alpha: float = Field(default=0.05, gt=0, lt=0.5)
-    overlap: int = Field(default=3, ge=1)
+    """The analysis settings; each field's meaning and default: analysis.settings.AnalysisSettings."""
+
+    margin: float = Field(default=DEFAULTS.margin, gt=0)
+    alpha: float = Field(default=DEFAULTS.alpha, gt=0, lt=0.5)
+    overlap: int = Field(default=DEFAULTS.overlap, ge=1)
     # The verdict thresholds of analysis.report.build_report:
-    reliability_threshold: float = Field(default=0.1, ge=-1, lt=1)  # Krippendorff's alpha floor (CI low end)
-    min_pairs: int = Field(default=20, ge=2)  # no PASS with fewer main pairs
-    min_control_pairs: int = Field(default=5, ge=1)  # positive controls needed for a sensitivity verdict
-    require_positive_controls: bool = False  # True: no PASS without a sensitivity verdict
-    target_power: float = Field(default=0.8, gt=0, lt=1)  # for the annotators-needed advice
+    reliability_threshold: float = Field(default=DEFAULTS.reliability_threshold, ge=-1, lt=1)
+    min_pairs: int = Field(default=DEFAULTS.min_pairs, ge=2)
+    min_control_pairs: int = Field(default=DEFAULTS.min_control_pairs, ge=1)
+    require_positive_controls: bool = DEFAULTS.require_positive_controls
+    target_power: float = Field(default=DEFAULTS.target_power, gt=0, lt=1)
 
 
 class Validation(_Strict):
     """How few broken pairs an equivalence claim needs, and the error rate of the cleaning list."""
 
-    max_broken_share: float = Field(default=0.1, gt=0, lt=1)  # upper bound of the share beyond the margin
-    fdr: float = Field(default=0.1, gt=0, lt=1)  # false discovery rate of "pairs to drop"
+    max_broken_share: float = Field(default=DEFAULTS.max_broken_share, gt=0, lt=1)
+    fdr: float = Field(default=DEFAULTS.fdr, gt=0, lt=1)
 
 
 class Allocation(_Strict):
@@ -311,6 +314,10 @@ class StudyConfig(_Strict):
         if self.judges.epsilon is not None:
             return self.judges.epsilon, "set in the study's [judges] epsilon"
         return EPSILON[kind], f"the paper's value for {kind} annotators"
+
+    def analysis_settings(self) -> AnalysisSettings:
+        """The study's [analysis] and [validation] tables as one analysis settings model."""
+        return AnalysisSettings(**self.analysis.model_dump(), **self.validation.model_dump())
 
     @property
     def design(self) -> "Design":

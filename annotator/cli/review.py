@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from analysis.settings import DEFAULTS
 from annotator.cli.common import (
     QUEUE_FORMATS,
     DbOption,
@@ -132,7 +133,7 @@ def quality(
 @app.command()
 @user_errors
 def power(
-    margin: Annotated[float, typer.Option(help="Equivalence margin (scale points)")] = 0.5,
+    margin: Annotated[float, typer.Option(help="Equivalence margin (scale points)")] = DEFAULTS.margin,
     sd: Annotated[float, typer.Option(help="SD of one annotator's chosen - rejected difference")] = 1.0,
     annotators: Annotated[int, typer.Option(help="Annotators per pair")] = 3,
     target: Annotated[float, typer.Option("--power", help="Target power")] = 0.8,

@@ -259,27 +259,18 @@ def report_from_frame(
         )
     if frame["pair_id"].nunique() < 2:
         raise UserError(f"study {study!r} needs judgments on at least 2 pairs for the statistics")
-    settings = config.analysis
     try:
         return build_report(
             frame,
             study=study,
-            settings=ReportSettings(
+            settings=ReportSettings.of(
+                config.analysis_settings(),
                 quality_items=config.dimension_names,
-                margin=settings.margin,
-                alpha=settings.alpha,
                 scale_min=config.quality.scale_min,
                 scale_max=config.quality.scale_max,
-                reliability_threshold=settings.reliability_threshold,
-                min_pairs=settings.min_pairs,
-                min_control_pairs=settings.min_control_pairs,
-                require_positive_controls=settings.require_positive_controls,
-                target_power=settings.target_power,
                 n_boot=n_boot,
                 seed=seed,
                 extras=extras,
-                max_broken_share=config.validation.max_broken_share,
-                fdr=config.validation.fdr,
                 collected_here=collected_here,
                 allocation=config.design,
             ),
