@@ -259,7 +259,7 @@ def _confusion(rater: np.ndarray, owner_dir: np.ndarray, owner: np.ndarray) -> n
 
 def _agreement_row(
     name: str, rater: np.ndarray, owner_dir: np.ndarray, owner: np.ndarray, alpha: float
-) -> dict:
+) -> dict[str, Any]:
     c = _confusion(rater, owner_dir, owner)
     same = np.trace(c, axis1=-2, axis2=-1)
     acc, acc_lo, acc_hi, _ = jackknife_ratio(same, c.sum((-1, -2)), alpha=alpha)

@@ -3,8 +3,8 @@ AC1, percent agreement, units used)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -138,7 +138,7 @@ def _item_row(
             )
         return row
 
-    def safe(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def safe(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except ValueError:  # undefined for these data (e.g. no variation): reported as NaN

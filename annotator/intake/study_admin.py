@@ -177,7 +177,7 @@ def _work(session: Session, study_id: int) -> dict[str, int]:
         .join(Pair, col(Pair.id) == Adjudication.pair_id)
         .where(Pair.study_id == study_id),
     }
-    found = {kind: int(session.exec(query).one()) for kind, query in counts.items()}  # type: ignore[call-overload]
+    found = {kind: int(session.exec(query).one()) for kind, query in counts.items()}
     return {kind: n for kind, n in found.items() if n}
 
 
@@ -199,7 +199,7 @@ def delete_study(session: Session, *, study: str, confirm: str, account: Account
     in_study = select(Assignment.id).where(Assignment.study_id == study_id)
     session.execute(delete(Draft).where(col(Draft.assignment_id).in_(in_study)))
     for table in (Assignment, ModelPrediction, JudgeRating, CrowdLink, OwnerLink):
-        session.execute(delete(table).where(col(table.study_id) == study_id))  # type: ignore[attr-defined]
+        session.execute(delete(table).where(col(table.study_id) == study_id))
     # control pairs first: they point at main pairs (control_of)
     session.execute(delete(Pair).where(col(Pair.study_id) == study_id, col(Pair.control) != ""))
     session.execute(delete(Pair).where(col(Pair.study_id) == study_id))

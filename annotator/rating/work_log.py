@@ -7,9 +7,9 @@ from datetime import datetime
 
 from sqlmodel import Session, col, or_, select
 
+from analysis.vocabulary import SUPPORT_PREFIX
 from annotator.people.authorization import Account, require_active
 from annotator.rating.blinding import preference_index, side_of
-from annotator.rating.labels import SUPPORT_PREFIX
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Judgment, Pair, Score, Study
 
 SUBMITTED, SKIPPED, FLAGGED_STATE = "submitted", "skipped", "flagged"

@@ -82,7 +82,7 @@ _CODED_OPTIONAL = ("category", "side_chosen", "flag_reason", "comment", "control
 SCORE_CHUNK = 200_000
 
 
-def _fetch(session: Session, query: Select) -> list[tuple[Any, ...]]:
+def _fetch(session: Session, query: Select[Any]) -> list[tuple[Any, ...]]:
     """The rows of a read-only query, fetched with the database driver's own cursor.
 
     The ORM's row processing costs several seconds on a million scores; the raw cursor is a few times

@@ -11,7 +11,8 @@ from annotator.app.assets import filled
 from annotator.app.common import safe_md, session
 from annotator.app.rating_page.actions import LATE_KEY
 from annotator.people.authorization import Account
-from annotator.rating import crowd, labels
+from annotator.rating import crowd
+from annotator.study import study_config
 
 COUNTDOWN = (
     '\n<span class="ps-countdown" role="timer" aria-live="off">'
@@ -56,7 +57,7 @@ def time_over(account: Account, study_id: int) -> None:
 def config_warn_minutes(study_id: int) -> int:
     """How many minutes before the limit the countdown warns ([crowd] warn_minutes)."""
     with session() as active:
-        return labels.study_config(active, study_id).crowd.warn_minutes
+        return study_config(active, study_id).crowd.warn_minutes
 
 
 def countdown(left: timedelta, warn_minutes: int) -> None:

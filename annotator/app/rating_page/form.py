@@ -9,11 +9,11 @@ from typing import Any
 
 import streamlit as st
 
-from analysis.vocabulary import CONFIDENCE_DOMAIN, RUBRIC_DOMAIN
+from analysis.vocabulary import CONFIDENCE_DOMAIN, RUBRIC_DOMAIN, SUPPORT_PREFIX
 from annotator.app.common import ITEM_KEY, SUBMISSION_KEY, current_account, safe_md, session
 from annotator.errors import AuthError, UserError
 from annotator.rating import drafts
-from annotator.rating.labels import SUPPORT_PREFIX, ItemView, Submission
+from annotator.rating.labels import ItemView, Submission
 from annotator.study import StudyConfig
 
 ERROR_KEY = "annotate_error"

@@ -14,7 +14,7 @@ from annotator.people.authorization import Account
 from annotator.rating import crowd, drafts, labels
 from annotator.rating.labels import ItemView, Submission
 from annotator.store.models import id_of
-from annotator.study import StudyConfig
+from annotator.study import StudyConfig, study_config
 
 STUDY_KEY = "annotate_study"  # the study picker (static/annotate.js keeps digits out of it)
 STUDY_PARAM = "study_name"  # the page address's study (not "study": a crowd link's parameter)
@@ -78,7 +78,7 @@ def item_context(account: Account, study_id: int) -> ItemContext:
     if cached is not None and cached.study_id == study_id and ITEM_KEY in st.session_state:
         return cached
     with session() as active:
-        config = labels.study_config(active, study_id)
+        config = study_config(active, study_id)
         qualification = training.status(active, account=account, study_id=study_id)
         done = labels.progress(active, account=account, study_id=study_id)
         left = crowd.time_left(active, account=account, study_id=study_id)

@@ -36,7 +36,7 @@ JUDGMENT_SHOWN = [
 ]
 
 
-def show_context(pair: dict) -> None:
+def show_context(pair: dict[str, Any]) -> None:
     """The question, the user's narrative, rubric aspects (reason and evidence) and profile."""
     st.subheader("Question")
     st.info(safe_md(pair.get("question", "")))

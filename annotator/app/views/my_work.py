@@ -6,9 +6,9 @@ import streamlit as st
 
 from analysis.vocabulary import RUBRIC_PREFIX, SUPPORT_PREFIX
 from annotator.app.common import ITEM_KEY, REOPEN_KEY, REOPEN_STUDY_KEY, require, safe_md, session
-from annotator.rating import labels, work_log
+from annotator.rating import work_log
 from annotator.rating.work_log import SKIPPED, SUBMITTED, Answers, WorkItem
-from annotator.study import StudyConfig
+from annotator.study import StudyConfig, study_config
 
 FILTERS = {"All": None, "Submitted": SUBMITTED, "Skipped": SKIPPED, "Flagged": work_log.FLAGGED_STATE}
 
@@ -105,7 +105,7 @@ account = require("annotator")
 st.title("My work")
 with session() as active:
     items = work_log.my_work(active, account=account)
-    configs = {study_id: labels.study_config(active, study_id) for study_id in {i.study_id for i in items}}
+    configs = {study_id: study_config(active, study_id) for study_id in {i.study_id for i in items}}
 if not items:
     st.info("You have not submitted, skipped or flagged any item yet.")
 else:

@@ -6,6 +6,7 @@ import json
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import streamlit as st
 
@@ -36,7 +37,7 @@ def problems(title: str, exc: Exception, upload_name: str = "", path: Path | Non
 
 
 @st.cache_data(max_entries=8, show_spinner="Checking the pairs file...")
-def checked_pairs(data: bytes, name: str) -> tuple[list[dict], str]:
+def checked_pairs(data: bytes, name: str) -> tuple[list[dict[str, Any]], str]:
     """The pair records of an uploaded file (validated as `annotator import` does), or its error lines."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / Path(name).name
@@ -207,7 +208,7 @@ def settings_form(base: StudyConfig, tag: str) -> StudyConfig | None:
         return None
 
 
-def preview_item(row: dict, config: StudyConfig, chosen_on: str) -> ItemView:
+def preview_item(row: dict[str, Any], config: StudyConfig, chosen_on: str) -> ItemView:
     """A checked pair row (its list fields are JSON text) as the rating page will show it."""
     fields = {key: json.loads(row[key]) if key in ("profile", "rubric") else row[key] for key in PAIR_FIELDS}
     return labels.item_view(config, study="", pair=SimpleNamespace(**fields), chosen_side=chosen_on)
@@ -219,7 +220,7 @@ def question_line(number: int, question: Question) -> str:
     return f"{number}. {question.label}  \n   :gray[{options}]"
 
 
-def preview(records: list[dict], config: StudyConfig) -> None:
+def preview(records: list[dict[str, Any]], config: StudyConfig) -> None:
     """The first items as an annotator sees them (chosen on A, then on B: sides are counterbalanced),
     with every question of the rating form, worded and ordered as the rating page asks it."""
     for number, record in enumerate(records, start=1):
@@ -261,7 +262,7 @@ def create(account: Account) -> None:
     if base is None:
         return
     config = settings_form(base, tag)
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     if upload is not None:
         records, error = checked_pairs(upload.getvalue(), upload.name)
         if error:
