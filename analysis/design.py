@@ -90,8 +90,8 @@ def pair_evidence(means: Any, counts: Any, noise_var: float, margin: float) -> n
     Examples
     --------
     >>> l = pair_evidence([0.0, 0.5, 1.0], [4, 4, 4], 1.0, 0.5)
-    >>> bool(l[0] < 0 < l[1] < l[2])
-    True
+    >>> bool(l[0] < l[1] < l[2]), bool(l[0] < 0 < l[2])
+    (True, True)
     """
     x = np.asarray(means, dtype=float)
     k = np.asarray(counts, dtype=float)

@@ -3,6 +3,7 @@ one that asks for training, is sent to its practice item, passes it, and then ra
 (at 1440x900 and on a 390 px phone)."""
 
 import json
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,10 +44,14 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]
 
 
 def pick_study(page: Page, name: str) -> None:
-    """Choose `name` in the rating page's study picker."""
-    page.get_by_role("combobox", name="Study").click()
-    page.get_by_role("option", name=name).click()
+    """Choose `name` in the rating page's study picker (typed into it: the list may redraw meanwhile)."""
     wait_idle(page)
+    picker = page.get_by_role("combobox", name="Study")
+    picker.click()
+    page.keyboard.type(name)
+    page.get_by_role("option", name=name).first.click()
+    wait_idle(page)
+    expect(page).to_have_url(re.compile(f"study_name={name}"))  # the page's address keeps the study
 
 
 @pytest.mark.parametrize("username", list(WIDTHS))
