@@ -448,3 +448,21 @@ def test_a_unit_of_work_that_meets_a_lock_runs_again(engine: Engine) -> None:
     with pytest.raises(BusyError, match="locked") as caught:
         db.with_retries(engine, work, attempts=2)
     assert len(runs) == 2 and "\n" not in str(caught.value)
+
+
+def test_an_archived_study_closes_its_crowd_link(engine: Engine, tmp_path: Path) -> None:
+    """Archiving a crowd study closes its public link to newcomers and to returning workers (the same
+    line that names nothing internal); restoring it opens the link again."""
+    from annotator.intake.study_admin import set_archived
+
+    qc_study(engine, tmp_path, 6, crowd=PROLIFIC)
+    first = enter(engine, "early")
+    with db.session_scope(engine) as session:
+        set_archived(session, study="s1", archived=True, account=SYSTEM)
+    for worker in ("early", "late"):
+        with pytest.raises(UserError, match="cannot be used at the moment"):
+            enter(engine, worker)
+    assert len(_links(engine)) == 1
+    with db.session_scope(engine) as session:
+        set_archived(session, study="s1", archived=False, account=SYSTEM)
+    assert enter(engine, "early").id == first.id

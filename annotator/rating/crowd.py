@@ -116,10 +116,12 @@ def _over(started: datetime, minutes: int) -> bool:
 
 def _linked_study(session: Session, name: str) -> tuple[Study, Crowd, float, int]:
     """The study behind a public link, its [crowd] settings, control rate and overlap; errors name
-    nothing internal (no other study, no key, no setting)."""
+    nothing internal (no other study, no key, no setting). An archived study's link is closed."""
     study_row = session.exec(select(Study).where(Study.name == name)).first() if len(name) <= 200 else None
     if study_row is None:
         raise UserError(NO_SUCH_LINK)
+    if study_row.archived_at is not None:  # archived: no new work, nobody resumes
+        raise UserError(CLOSED)
     try:
         config = parse_config(study_row.config)
     except ConfigError:
