@@ -340,8 +340,15 @@ def test_dark_mode_follows_the_system(live: tuple[str, AppDB], chrome: Browser) 
     assert red + green + blue < 3 * 80, background
 
 
+#: The page is settled for a contrast check: no element drawn faded as stale (Streamlit dims what a
+#: run is about to replace) and no animation or transition still running.
+SETTLED = """() => !document.querySelector('[data-stale="true"]')
+    && document.getAnimations().every((a) => a.playState !== 'running')"""
+
+
 def serious(page: Page) -> list[tuple[str, str]]:
-    """The serious or critical axe-core violations on the page: (rule, first element)."""
+    """The serious or critical axe-core violations on the settled page: (rule, first element)."""
+    page.wait_for_function(SETTLED)
     results: Any = Axe().run(page)
     return [
         (v["id"], v["nodes"][0]["html"][:120])
