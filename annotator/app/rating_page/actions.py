@@ -5,6 +5,7 @@ is a submit of an item reopened from "My work")."""
 from collections.abc import Callable
 
 import streamlit as st
+from sqlmodel import Session
 
 from annotator.app import draft_route
 from annotator.app.common import current_account, session
@@ -19,6 +20,7 @@ from annotator.app.rating_page.form import (
 )
 from annotator.app.rating_page.item import forget_item
 from annotator.errors import AuthError, LabelError, TimeOver, UserError
+from annotator.people.authorization import Account
 from annotator.rating import drafts, labels
 from annotator.rating.labels import ItemView
 from annotator.study import StudyConfig
@@ -75,14 +77,16 @@ def _reason() -> str:
     return str(st.session_state.get(REASON_KEY) or "")
 
 
-def skip_item(item: ItemView) -> None:
-    """The skip button's callback: the item moves to the end of the queue. Without a reason nothing
-    happens but a question: the reason field stays open, says what it needs and takes the focus."""
+def _with_reason(
+    item: ItemView, kind: str, write: Callable[[Session, Account, str], None], message: str
+) -> None:
+    """Skip or flag the item with the reason typed; without one nothing happens but a question: the
+    reason field stays open, says what it needs and takes the focus."""
     account = current_account()
     reason = _reason()
     if not reason.strip():
         st.session_state[ACTIONS_KEY] = True
-        st.session_state[REASON_MISSING_KEY] = "skip"
+        st.session_state[REASON_MISSING_KEY] = kind
         return
 
     def run() -> None:
@@ -90,26 +94,25 @@ def skip_item(item: ItemView) -> None:
             raise UserError("Please log in first.")
         draft_route.close(item_tag(item))
         with session() as active:
-            labels.skip(active, assignment_id=item.assignment_id, account=account, reason=reason)
-            drafts.clear_draft(active, assignment_id=item.assignment_id, account=account)
+            write(active, account, reason)
 
-    _act(run, "Skipped: the item moved to the end of your queue.")
+    _act(run, message)
+
+
+def skip_item(item: ItemView) -> None:
+    """The skip button's callback: the item moves to the end of the queue (a reason is needed)."""
+
+    def write(active: Session, account: Account, reason: str) -> None:
+        labels.skip(active, assignment_id=item.assignment_id, account=account, reason=reason)
+        drafts.clear_draft(active, assignment_id=item.assignment_id, account=account)
+
+    _with_reason(item, "skip", write, "Skipped: the item moved to the end of your queue.")
 
 
 def flag_item(item: ItemView) -> None:
     """The flag button's callback: only a reason is needed; the item leaves the queue."""
-    account = current_account()
-    reason = _reason()
-    if not reason.strip():
-        st.session_state[ACTIONS_KEY] = True
-        st.session_state[REASON_MISSING_KEY] = "flag"
-        return
 
-    def run() -> None:
-        if account is None:
-            raise UserError("Please log in first.")
-        draft_route.close(item_tag(item))
-        with session() as active:
-            drafts.flag_item(active, assignment_id=item.assignment_id, account=account, reason=reason)
+    def write(active: Session, account: Account, reason: str) -> None:
+        drafts.flag_item(active, assignment_id=item.assignment_id, account=account, reason=reason)
 
-    _act(run, "Flagged: the item went to the researcher and left your queue.")
+    _with_reason(item, "flag", write, "Flagged: the item went to the researcher and left your queue.")
