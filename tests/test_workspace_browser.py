@@ -63,8 +63,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]
     app_db = build_app_db(
         folder / "db",
         records=records,
-        queues={"ann1": "ABABAB", "ann2": "BABABA"},
-        acknowledged=["ann1", "ann2"],
+        queues={"ann1": "ABABAB", "ann2": "BABABA", "ann3": "ABABAB"},
+        acknowledged=["ann1", "ann2", "ann3"],
     )
     app_db.engine.dispose()
     with running_app(app_db.url, folder / "server.log") as base_url:
@@ -384,6 +384,24 @@ def test_no_serious_accessibility_violation(
         tab.get_by_role("button", name="Log out").wait_for()  # still logged in: the page asked for
     wait_idle(tab)  # the fragments' runs after the page's own
     assert tab.locator("h1").count() == 1
+    violations = serious(tab)
+    tab.context.close()
+    assert violations == []
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_chosen_option_keeps_its_contrast_under_the_pointer(
+    live: tuple[str, AppDB], chrome: Browser, width: int
+) -> None:
+    """A chosen scale option stays readable while the pointer rests on it (the hover tint darkens its
+    background under the primary-coloured words)."""
+    tab = chrome.new_context(viewport=VIEWPORT if width == 1440 else PHONE).new_page()
+    tab.set_default_timeout(30_000)
+    rating_page(tab, live[0], "ann3")
+    press_answer(tab, "A_relevance", "2")
+    wait_idle(tab)
+    chosen = tab.locator(f".st-key-{FORM}_A_relevance button[aria-checked=true]")
+    chosen.hover()
     violations = serious(tab)
     tab.context.close()
     assert violations == []

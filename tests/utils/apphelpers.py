@@ -173,8 +173,8 @@ def build_app_db(
 
     `queues` maps an annotator to the sides of `chosen` for the pairs in import order ("AB" gives
     pair 0 with chosen on A at position 1 and pair 1 with chosen on B at position 2; "-B" skips
-    pair 0); by default ann1 and ann2 get every pair, alternating sides. `acknowledged` users have
-    read the guidelines.
+    pair 0); by default ann1 and ann2 get every pair, alternating sides. A queue's annotator not among
+    the USERS is added as an active annotator. `acknowledged` users have read the guidelines.
     """
     folder.mkdir(parents=True, exist_ok=True)
     url = fresh_db_url(folder, "app", migrated=True, keep=True)  # SQLite file, or PostgreSQL database
@@ -192,7 +192,8 @@ def build_app_db(
         study_id = int(session.exec(select(Pair.study_id)).first() or 0)
         pair_ids = list(session.exec(select(Pair.id).order_by(Pair.id)))
         users: dict[str, int] = {}
-        for name, (role, active) in USERS.items():
+        extra = {name: ("annotator", True) for name in queues if name not in USERS}
+        for name, (role, active) in (USERS | extra).items():
             user = User(username=name, role=role, password_hash=password_hash(), active=active)
             if name in acknowledged:
                 user.guidelines_ack_at = user.created_at
