@@ -166,3 +166,50 @@ def test_judges_need_labels_and_one_file_per_judge(labels: tuple[Path, np.ndarra
     )
     assert twice.exit_code == 1
     assert any("judge 'good' is already given in" in line for line in _lines(twice.output))
+
+
+def test_analyze_on_files_adds_the_prediction_powered_verdicts_over_every_judged_pair(
+    labels: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    """A pair file with 60 pairs beyond the people's 60 and a judge rating all 120: the report (text and
+    JSON) has the prediction-powered section over 120 pairs, 60 of them rated by people; a judge on the
+    people's pairs only adds none."""
+    from tests.utils.factories import make_record, write_jsonl
+
+    path, _ = labels
+    people = pd.read_csv(path)
+    means = people.groupby(["pair_id", "response", "item"])["value"].mean()
+    ids = [f"p{i:03d}" for i in range(120)]
+    pair_file = write_jsonl(tmp_path / "pairs.jsonl", [make_record(i, id=pair) for i, pair in enumerate(ids)])
+    rows = [
+        {
+            "pair_id": pair,
+            "response": response,
+            "item": item,
+            "value": float(np.clip(means.get((pair, response, item), 3.0 + (i % 3) / 2), 1, 5)),
+        }
+        for i, pair in enumerate(ids)
+        for item in ("correctness", "relevance", "helpfulness")
+        for response in ("chosen", "rejected")
+    ]
+    judge = tmp_path / "every-pair.csv"
+    pd.DataFrame(rows).to_csv(judge, index=False)
+    out = tmp_path / "report.json"
+    args = ["analyze", "--labels", str(path), "--judges", str(judge), "--n-boot", "20", "--json", str(out)]
+    result = runner.invoke(app, [*args, "--pairs", str(pair_file)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    jsonschema.validate(data, REPORT_SCHEMA)
+    table = data["prediction_powered"]
+    assert {row["dimension"] for row in table} == {"correctness", "relevance", "helpfulness"}
+    assert {(row["judge"], row["n_pairs"], row["n_rated"]) for row in table} == {("every-pair", 120, 60)}
+    assert all(0.0 <= row["lam"] <= 1.0 for row in table)
+    [verdict] = data["prediction_powered_verdicts"]
+    assert verdict["sentence"].startswith("Verdict over 120 pairs, 60 of them rated by people")
+    assert "Verdict over 120 pairs, 60 of them rated by people" in " ".join(_lines(result.output))
+    pd.DataFrame(rows[: 60 * 6]).to_csv(judge, index=False)  # the people's pairs only: no section
+    rated_only = runner.invoke(app, args)
+    assert rated_only.exit_code == 0, rated_only.output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["judges"] and not any(key.startswith("prediction_powered") for key in data)
+    assert "Verdict over" not in rated_only.output
