@@ -1,7 +1,8 @@
 """Starting the Streamlit app on a given database, with its security settings passed on the command line.
 
 The settings do not depend on `.streamlit/config.toml` (an installed wheel has none, and Streamlit's own
-default shows full tracebacks in the browser): :data:`FLAGS` holds every one that matters. `annotator
+default shows full tracebacks in the browser): :data:`FLAGS` holds every one that matters, the theme
+included. `annotator
 serve` *becomes* the Streamlit server (exec): SIGTERM reaches the server itself, and no idle parent
 process keeps its memory.
 """
@@ -23,6 +24,20 @@ from annotator.textguard import MAX_BYTES_DEFAULT
 #: The ASGI app: Streamlit's app for app/main.py plus the route that sets the session cookie.
 ENTRY = Path(__file__).parent / "app" / "serve.py"
 ROOT = Path(__file__).resolve().parents[1]
+#: The colours: light or dark follows the browser (no `base`); each primary colour keeps 4.5:1 for
+#: its words on a chosen option's tint, also under the pointer.
+THEME = (
+    "--theme.font=sans serif",
+    "--theme.primaryColor=#3049c0",
+    "--theme.light.primaryColor=#3049c0",
+    "--theme.light.backgroundColor=#ffffff",
+    "--theme.light.secondaryBackgroundColor=#f3f5f9",
+    "--theme.light.textColor=#1f2430",
+    "--theme.dark.primaryColor=#8ea2f5",
+    "--theme.dark.backgroundColor=#14171f",
+    "--theme.dark.secondaryBackgroundColor=#222734",
+    "--theme.dark.textColor=#e8eaf0",
+)
 FLAGS = (
     "--server.headless=true",
     "--server.enableXsrfProtection=true",
@@ -35,6 +50,7 @@ FLAGS = (
     "--browser.gatherUsageStats=false",
     "--runner.postScriptGC=false",  # a full gc.collect() after every run held each rerun ~90 ms
     "--global.developmentMode=false",
+    *THEME,
 )
 #: Flags for a scripted headless Chromium (browser tests, benchmarks): no sandbox as root, and no
 #: background connections to other hosts.
@@ -77,8 +93,6 @@ def environment(url: str) -> dict[str, str]:
 
 def run(url: str, *, host: str, port: int) -> int:
     """Replace this process by the Streamlit server (returns only if it cannot start)."""
-    if (ROOT / ".streamlit" / "config.toml").is_file():  # the theme, from a source checkout
-        os.chdir(ROOT)
     argv = command(host=host, port=port)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -112,19 +112,21 @@ def test_a_backup_is_readable_by_the_owner_only(env_db: str, engine: Engine, tmp
 
 def test_the_server_passes_its_security_settings_itself(tmp_path: Path) -> None:
     """Whatever the working directory (an installed wheel has no .streamlit/config.toml), Streamlit
-    reads the settings from the flags: no error details in the browser, XSRF protection on."""
+    reads the settings from the flags: no error details in the browser, XSRF protection on, and the
+    theme's colours (Streamlit's own red primary would fail contrast)."""
     flags = dict(flag.removeprefix("--").split("=", 1) for flag in server.FLAGS)
     options = {key.replace(".", "_"): value for key, value in flags.items()}
     code = (
         "from streamlit import config; from streamlit.web import bootstrap;"
         f"bootstrap.load_config_options(flag_options={options!r});"
         "print(config.get_option('client.showErrorDetails'),"
-        " config.get_option('server.enableXsrfProtection'))"
+        " config.get_option('server.enableXsrfProtection'), config.get_option('theme.light.primaryColor'),"
+        " config.get_option('theme.dark.backgroundColor'))"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")}
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["none", "true"]
+    assert done.stdout.split() == ["none", "true", "#3049c0", "#14171f"]
 
 
 def test_the_server_drops_streamlit_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
