@@ -115,6 +115,7 @@ def next_pairs(
     limit: int,
     *,
     first_means: Any = None,
+    judged: Any = None,
 ) -> np.ndarray:
     """Indices of the pairs that get the next judgments under the registered rule, most urgent first.
 
@@ -130,6 +131,10 @@ def next_pairs(
     first_means : array_like, shape (n,), optional
         Each pair's mean over its first-stage judgments (the first ``first_stage`` by time): two_stage
         picks its second-stage pairs from these (default ``means``).
+    judged : array_like, shape (n,), optional
+        Judgments behind ``means`` when ``counts`` also holds judgments given out but not yet made (a
+        queue planned ahead): the evidence uses these, the stages and the budget ``counts`` (default
+        ``counts``).
 
     Returns
     -------
@@ -159,7 +164,7 @@ def next_pairs(
         picked = _second_stage(first, design, noise_var, margin)
         wanted = picked[k[picked] < design.first_stage + design.second_stage]
         return wanted[:room]
-    evidence = pair_evidence(means, k, noise_var, margin)
+    evidence = pair_evidence(means, k if judged is None else judged, noise_var, margin)
     return np.argsort(-evidence, kind="stable")[:room]
 
 

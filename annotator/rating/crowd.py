@@ -11,8 +11,10 @@ A worker opens ``<app>/?study=S&PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=...`` (
   and the insert are one serialized step (:func:`annotator.store.db.study_turn`), so parallel first
   visits never overrun the places, and one worker id gets one account whatever the number of tabs;
 - `[crowd] session_minutes` limits how long after the first visit the worker may keep working;
-- the new account gets up to `[crowd] items` of the pairs that still need judgments, with the study's
-  controls at its rate shuffled in among them (neither place nor row order tells a control apart);
+- the new account gets up to `[crowd] items` of the pairs that still need judgments (under a registered
+  two-stage or sequential design, those of the design's rule up to its budget:
+  :mod:`annotator.rating.design_queue`), with the study's controls at its rate shuffled in among them
+  (neither place nor row order tells a control apart);
 - the completion code is given only for real work: at least `[crowd] min_rated` submitted items and at
   most `[crowd] max_flag_share` of the finished ones flagged; otherwise the worker gets a "no credit"
   screen and the reason goes to the audit log and the researcher's Progress page (:func:`outcomes`).
@@ -40,6 +42,7 @@ from annotator.intake.assign import annotator_arms
 from annotator.intake.controls import pick_controls
 from annotator.people.authorization import Account, require_role
 from annotator.people.pseudonyms import study_secret
+from annotator.rating.design_queue import design_pairs
 from annotator.store.db import study_turn
 from annotator.store.models import (
     DONE,
@@ -54,7 +57,7 @@ from annotator.store.models import (
     id_of,
     utcnow,
 )
-from annotator.study import Crowd, get_study, parse_config
+from annotator.study import Crowd, StudyConfig, get_study, parse_config
 
 __all__ = [
     "TIME_OVER",
@@ -83,6 +86,8 @@ LATE = "the time for this study is over, so this was not saved; thank you for ta
 #: What the public link says about a study it cannot use (it names no study, key or setting).
 NO_SUCH_LINK = "this study link is not valid; please open the study from the platform again"
 CLOSED = "this study link cannot be used at the moment; please contact the researcher"
+#: A registered adaptive design has given out its budget (or waits for its first stage to come in).
+NO_WORK = "this study has no items for you at the moment; please return the study on the platform"
 
 
 @dataclass(frozen=True)
@@ -114,9 +119,9 @@ def _over(started: datetime, minutes: int) -> bool:
     return bool(minutes) and utcnow() - _utc(started) > timedelta(minutes=minutes)
 
 
-def _linked_study(session: Session, name: str) -> tuple[Study, Crowd, float, int]:
-    """The study behind a public link, its [crowd] settings, control rate and overlap; errors name
-    nothing internal (no other study, no key, no setting). An archived study's link is closed."""
+def _linked_study(session: Session, name: str) -> tuple[Study, StudyConfig]:
+    """The study behind a public link and its config; errors name nothing internal (no other study,
+    no key, no setting). An archived study's link is closed."""
     study_row = session.exec(select(Study).where(Study.name == name)).first() if len(name) <= 200 else None
     if study_row is None:
         raise UserError(NO_SUCH_LINK)
@@ -128,7 +133,7 @@ def _linked_study(session: Session, name: str) -> tuple[Study, Crowd, float, int
         raise UserError(CLOSED) from None
     if not config.crowd.platform or config.crowd.places <= 0:
         raise UserError("this study does not take participants from a crowd platform")
-    return study_row, config.crowd, config.controls.rate, config.analysis.overlap
+    return study_row, config
 
 
 def _worker_hash(secret: bytes, platform: str, worker: str) -> str:
@@ -156,7 +161,8 @@ def enter(session: Session, *, study: str, params: Mapping[str, str]) -> Account
     when the worker's time is up (unless their work is finished: they may come back to their code) or
     the account was closed.
     """
-    study_row, config, rate, overlap = _linked_study(session, study)
+    study_row, study_config = _linked_study(session, study)
+    config = study_config.crowd
     worker = _parameter(params, config.worker_param or WORKER_PARAMS[config.platform], required=True)
     if config.platform in CASE_INSENSITIVE_IDS:
         worker = worker.lower()
@@ -175,9 +181,7 @@ def enter(session: Session, *, study: str, params: Mapping[str, str]) -> Account
             worker_hash = _worker_hash(study_secret(session, study_row), config.platform, worker)
             link = _find(session, study_id, worker_hash)
             if link is None:
-                queue = _plan_work(
-                    session, study_id, config.items, overlap, rate, random.Random(secrets.randbits(64))
-                )
+                queue = _plan_work(session, study_id, study_config, random.Random(secrets.randbits(64)))
                 return _new_worker(
                     session, study_row, config, queue, worker_hash, platform_study, platform_session
                 )
@@ -251,21 +255,31 @@ def _new_worker(
 
 
 def _plan_work(
-    session: Session, study_id: int, items: int, overlap: int, rate: float, rng: random.Random
+    session: Session, study_id: int, config: StudyConfig, rng: random.Random
 ) -> list[tuple[int, str]]:
-    """A newcomer's queue as (pair, side of `chosen`): the `items` main pairs with the fewest
-    assignments (those still below the overlap first), each on its less-seen side, and the study's
-    controls at its rate, shuffled into one order (positions 1..n, rows inserted in that order, so
-    neither place nor id tells a control apart)."""
-    counts = session.exec(
-        select(Pair.id, func.count(col(Assignment.id)))
-        .join(Assignment, col(Assignment.pair_id) == col(Pair.id), isouter=True)
-        .where(Pair.study_id == study_id, Pair.control == "")
-        .group_by(col(Pair.id))
-    ).all()
-    ranked = sorted((int(n), rng.random(), int(pair_id or 0)) for pair_id, n in counts)
-    needed = [pair_id for n, _, pair_id in ranked if n < overlap] or [pair_id for _, _, pair_id in ranked]
-    mains = needed[:items]
+    """A newcomer's queue as (pair, side of `chosen`): `[crowd] items` main pairs, each on its
+    less-seen side, and the study's controls at its rate, shuffled into one order (positions 1..n,
+    rows inserted in that order, so neither place nor id tells a control apart).
+
+    The main pairs: under a registered two-stage or sequential design those of its rule
+    (:func:`annotator.rating.design_queue.design_pairs`: the first stage, then the picked pairs, up to
+    the budget; none when the budget is given out, and the worker is told so); else the pairs with
+    the fewest assignments (those still below the overlap first)."""
+    items, overlap = config.crowd.items, config.analysis.overlap
+    if config.allocation.design != "fixed":
+        mains = design_pairs(session, study_id, config, items)
+        if not mains:
+            raise UserError(NO_WORK)
+    else:
+        counts = session.exec(
+            select(Pair.id, func.count(col(Assignment.id)))
+            .join(Assignment, col(Assignment.pair_id) == col(Pair.id), isouter=True)
+            .where(Pair.study_id == study_id, Pair.control == "")
+            .group_by(col(Pair.id))
+        ).all()
+        ranked = sorted((int(n), rng.random(), int(pair_id or 0)) for pair_id, n in counts)
+        needed = [p for n, _, p in ranked if n < overlap] or [p for _, _, p in ranked]
+        mains = needed[:items]
     sides: dict[int, list[str]] = {pair_id: [] for pair_id in mains}
     for pair_id, side in session.exec(
         select(Assignment.pair_id, Assignment.chosen_side).where(col(Assignment.pair_id).in_(mains))
@@ -282,7 +296,7 @@ def _plan_work(
         )
         for pair_id in mains
     ]
-    queue += pick_controls(session, study_id=study_id, n_main=len(mains), rate=rate, rng=rng)
+    queue += pick_controls(session, study_id=study_id, n_main=len(mains), rate=config.controls.rate, rng=rng)
     rng.shuffle(queue)
     return queue
 
