@@ -11,7 +11,7 @@ from annotator.app import cookie
 from annotator.errors import ConfigError
 from annotator.people import sessions
 from annotator.store import db
-from annotator.store.models import Study
+from annotator.store.models import DONE, Assignment, Study
 from annotator.study import DEFAULT_CONFIG, parse_config
 from tests.utils.apphelpers import (
     MAIN,
@@ -230,3 +230,17 @@ def test_my_work_shows_the_answers_a_skip_and_a_flag_with_their_reasons_and_revi
     assert not at.exception
     assert on_screen(at)[0] == first and at.segmented_control(key=f"{key}_preference").value == 3
     assert any("revising" in w.value for w in at.warning), "the item opens as a revision"
+
+
+def test_a_new_page_opens_a_study_with_items_left_not_a_finished_one(app_db: AppDB, tmp_path: Path) -> None:
+    """Without an address or a recent draft, the page opens the first study that still has items to
+    rate: "a-finished" comes first by name, but every item of it is rated."""
+    finished = add_study(app_db, tmp_path / "more", "a-finished", "ann1")
+    with db.session_scope(app_db.engine) as session:
+        for assignment_id in finished:
+            row = session.get(Assignment, assignment_id)
+            assert row is not None
+            row.status = DONE
+    at = app_as(app_db, "ann1")
+    assert at.session_state["annotate_item"].study == "study1"
+    assert at.query_params["study_name"] == "study1"  # and a reload keeps it

@@ -509,6 +509,16 @@ def current_answers(session: Session, *, assignment_id: int, account: Account) -
     )
 
 
+def studies_with_open_items(session: Session, *, account: Account) -> set[int]:
+    """The ids of the studies in which the annotator still has an item to rate."""
+    rows = session.exec(
+        select(Assignment.study_id)
+        .where(Assignment.annotator_id == account.id, Assignment.status == PENDING)
+        .distinct()
+    ).all()
+    return {int(i) for i in rows}
+
+
 def annotator_studies(session: Session, *, account: Account) -> list[tuple[int, str]]:
     """The studies in use (not archived) in which the annotator has items, as (id, name)."""
     rows = session.exec(

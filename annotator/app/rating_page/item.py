@@ -26,9 +26,9 @@ INDEX_KEY = "annotate_profile_index"  # the item's profile search index (render.
 def choose_study(account: Account) -> tuple[int, str] | None:
     """The study to work on (a choice only when the annotator has several), kept in the page's address
     (?study_name=...) so that a reload opens the same study. A new page opens, in this order: the study
-    a reopened item belongs to (REOPEN_STUDY_KEY, set by My work), the address's study, the study of
-    the item last worked on (its draft is the newest), the first study. The list is read once per
-    page run: an answer's or a submit's rerun of the item area reuses it."""
+    a reopened item belongs to (REOPEN_STUDY_KEY, set by My work), the address's study, else
+    :func:`opening_study`. The list is read once per page run: an answer's or a submit's rerun of the
+    item area reuses it."""
     studies: list[tuple[int, str]] | None = st.session_state.get(STUDIES_KEY)
     if studies is None:
         with session() as active:
@@ -46,7 +46,8 @@ def choose_study(account: Account) -> tuple[int, str] | None:
     if st.session_state.get(STUDY_KEY) not in studies:
         with session() as active:
             last = drafts.last_worked_study(active, account=account)
-        st.session_state[STUDY_KEY] = next((s for s in studies if s[0] == last), studies[0])
+            open_ids = labels.studies_with_open_items(active, account=account)
+        st.session_state[STUDY_KEY] = opening_study(studies, last, open_ids)
     if len(studies) == 1:
         chosen = studies[0]
     else:
@@ -54,6 +55,19 @@ def choose_study(account: Account) -> tuple[int, str] | None:
     if st.query_params.get(STUDY_PARAM) != chosen[1]:
         st.query_params[STUDY_PARAM] = chosen[1]
     return chosen
+
+
+def opening_study(studies: list[tuple[int, str]], last: int | None, open_ids: set[int]) -> tuple[int, str]:
+    """The study a new page opens without an address: the one last worked on if it still has items
+    to rate, else the first with items to rate, else the one last worked on, else the first.
+
+    >>> opening_study([(1, "a"), (2, "b")], 1, {2})
+    (2, 'b')
+    >>> opening_study([(1, "a"), (2, "b")], 2, set())
+    (2, 'b')
+    """
+    ranked = sorted(studies, key=lambda s: (s[0] not in open_ids, s[0] != last))
+    return ranked[0]
 
 
 @dataclass(frozen=True)
