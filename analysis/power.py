@@ -454,8 +454,8 @@ def variance_components(frame: pd.DataFrame, *, quality_items: Sequence[str]) ->
 
     Examples
     --------
-    >>> from analysis.simulation import simulate_frame
-    >>> frame = simulate_frame(np.random.default_rng(0), n_pairs=40, rubric_aspects=0)
+    >>> from analysis.simulation import SimDesign, simulate_frame
+    >>> frame = simulate_frame(np.random.default_rng(0), SimDesign(n_pairs=40, rubric_aspects=0))
     >>> vc = variance_components(frame, quality_items=["correctness"])
     >>> int(vc.loc[0, "n_pairs"]), int(vc.loc[0, "n_annotators"])
     (40, 3)

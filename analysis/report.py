@@ -273,9 +273,9 @@ def build_report(
     Examples
     --------
     >>> import numpy as np
-    >>> from analysis.simulation import simulate_frame
-    >>> frame = simulate_frame(np.random.default_rng(3), n_pairs=200, per_pair=8, pool=12,
-    ...                        positive_controls=8, noise=0.4)
+    >>> from analysis.simulation import SimDesign, SimEffects, simulate_frame
+    >>> design = SimDesign(n_pairs=200, per_pair=8, pool=12, positive_controls=8)
+    >>> frame = simulate_frame(np.random.default_rng(3), design, SimEffects(noise=0.4))
     >>> rep = build_report(frame, study="demo", settings=ReportSettings(n_boot=200))
     >>> rep.overall, [v.key for v in rep.verdicts]
     ('PASS', ['sample_size', 'equivalence', 'rubric', 'preference', 'reliability', 'sensitivity'])

@@ -187,8 +187,8 @@ def validate_pairs(
     Examples
     --------
     >>> import numpy as np
-    >>> from analysis.simulation import simulate_frame
-    >>> frame = simulate_frame(np.random.default_rng(0), n_pairs=60, per_pair=3, pool=12)
+    >>> from analysis.simulation import SimDesign, simulate_frame
+    >>> frame = simulate_frame(np.random.default_rng(0), SimDesign(n_pairs=60, per_pair=3, pool=12))
     >>> res = validate_pairs(frame, quality_items=["correctness"])
     >>> bool(res.iut.equivalent), bool(res.superiority.loc[0, "superior"])
     (True, True)

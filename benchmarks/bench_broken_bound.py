@@ -24,7 +24,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.mixed import mixed_effect
-from analysis.simulation import simulate_frame
+from analysis.simulation import SimDesign, SimEffects, simulate_frame
 
 ITEM = "correctness"
 
@@ -35,9 +35,12 @@ def residual_variance(per_pair: int, pool: int, fits: int, seed: int = 7) -> flo
     values = []
     for _ in range(fits):
         frame = simulate_frame(
-            rng, n_pairs=2000, per_pair=per_pair, pool=pool, items=(ITEM,), quality_gap=0.0,
-            annotator_gap_sd=0.25, rubric_aspects=0, lengths=False,
-        )  # fmt: skip
+            rng,
+            SimDesign(
+                n_pairs=2000, per_pair=per_pair, pool=pool, items=(ITEM,), rubric_aspects=0, lengths=False
+            ),
+            SimEffects(quality_gap=0.0, annotator_gap_sd=0.25),
+        )
         values.append(mixed_effect(frame, ITEM, margin=0.5).residual_var)
     return float(np.mean(values))
 

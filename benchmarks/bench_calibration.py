@@ -32,7 +32,16 @@ from typing import Any
 import numpy as np
 
 from analysis.report import ReportSettings, build_report, replicated_pairs
-from analysis.simulation import BIAS_SD, NOISE, NOISE_SPREAD, latent_quality, rate, simulate_frame
+from analysis.simulation import (
+    BIAS_SD,
+    NOISE,
+    NOISE_SPREAD,
+    SimDesign,
+    SimEffects,
+    latent_quality,
+    rate,
+    simulate_frame,
+)
 
 ITEM = "correctness"
 MARGIN = 0.5
@@ -159,18 +168,22 @@ def one_chunk(args: tuple[Row, float, int, int]) -> list[dict[str, Any]]:
     for _ in range(count):
         frame = simulate_frame(
             rng,
-            n_pairs=row.n_pairs,
-            per_pair=row.per_pair,
-            pool=row.pool,
-            items=(ITEM,),
-            quality_gap=gap,
-            annotator_gap_sd=row.ann_sd,
-            pair_gap_sd=row.pair_sd,
-            pure_noise=row.pure_noise,
-            rubric_aspects=1,
-            preference_rate=row.preference_rate,
-            preference_beta=row.preference_beta,
-            lengths=False,
+            SimDesign(
+                n_pairs=row.n_pairs,
+                per_pair=row.per_pair,
+                pool=row.pool,
+                items=(ITEM,),
+                rubric_aspects=1,
+                lengths=False,
+            ),
+            SimEffects(
+                quality_gap=gap,
+                annotator_gap_sd=row.ann_sd,
+                pair_gap_sd=row.pair_sd,
+                pure_noise=row.pure_noise,
+                preference_rate=row.preference_rate,
+                preference_beta=row.preference_beta,
+            ),
         )
         # the per-response rubric score given directly (item "rubric", a documented input form)
         frame["item"] = frame["item"].replace("rubric:0", "rubric")
@@ -261,15 +274,13 @@ class Row2:
     n_pairs: int
     per_pair: int
     pool: int
-    kwargs: tuple[tuple[str, Any], ...] = ()
+    effects: SimEffects = SimEffects()
     requirement: str = "false"  # false | power | power80 | cleaning
+    positive_controls: int = 0
 
 
-NULL_EFFECTS = (
-    ("preference_rate", 0.5),
-    ("preference_logit_sd", 1.0),
-    ("rubric_gap", 0.0),
-    ("rubric_leniency_sd", 0.3),
+NULL_EFFECTS = SimEffects(
+    preference_rate=0.5, preference_logit_sd=1.0, rubric_gap=0.0, rubric_leniency_sd=0.3
 )
 ROWS2 = [
     Row2(
@@ -292,30 +303,32 @@ ROWS2 = [
         NULL_EFFECTS,
     ),
     Row2("broken_3x60", "20% of pairs broken (rejected 1.5 worse), fixed panel 3 x 60", 60, 3, 3,
-         (("broken_share", 0.2),)),
+         SimEffects(broken_share=0.2)),
     Row2("broken_pool20", "20% broken, pool 20, 3 per pair, 100 pairs: overall PASS", 100, 3, 20,
-         (("broken_share", 0.2),)),
+         SimEffects(broken_share=0.2)),
     Row2("clean_3x60_sd01", "none broken, pair-gap SD 0.1, fixed panel 3 x 60: power", 60, 3, 3,
-         (("pair_gap_sd", 0.1),), "power"),
+         SimEffects(pair_gap_sd=0.1), "power"),
     Row2("clean_pool20_sd01", "none broken, pair-gap SD 0.1, pool 20 x 3 x 100: power", 100, 3, 20,
-         (("pair_gap_sd", 0.1),), "power"),
+         SimEffects(pair_gap_sd=0.1), "power"),
     Row2(
         "ceiling_controls",
         "ceiling: latent U(4.7, 5), truly equal, pool 20 x 3 x 80, 10 positive controls (defect 1.5)",
         80, 3, 20,
-        (("quality_uniform", (4.7, 5.0)), ("positive_controls", 10), ("control_defect", 1.5)),
+        SimEffects(quality_uniform=(4.7, 5.0), control_defect=1.5),
         "power80",
+        positive_controls=10,
     ),
     Row2(
         "ceiling_invisible",
         "the same ceiling study, controls whose defect is invisible (defect 0): overall PASS",
         80, 3, 20,
-        (("quality_uniform", (4.7, 5.0)), ("positive_controls", 10), ("control_defect", 0.0)),
+        SimEffects(quality_uniform=(4.7, 5.0), control_defect=0.0),
+        positive_controls=10,
     ),
     Row2("cleaning_3", "cleaning list: 20% broken (gap 1.5), fixed panel 3 x 100", 100, 3, 3,
-         (("broken_share", 0.2),), "cleaning"),
+         SimEffects(broken_share=0.2), "cleaning"),
     Row2("cleaning_5", "cleaning list: 20% broken (gap 1.5), fixed panel 5 x 100", 100, 5, 5,
-         (("broken_share", 0.2),), "cleaning"),
+         SimEffects(broken_share=0.2), "cleaning"),
 ]  # fmt: skip
 
 
@@ -336,10 +349,11 @@ def one_study2(row: Row2, rng: np.random.Generator) -> dict[str, Any]:
     from analysis.mixed import mixed_effect
     from analysis.validation import preference_scores, validate_pairs
 
-    frame = simulate_frame(
-        rng, n_pairs=row.n_pairs, per_pair=row.per_pair, pool=row.pool, items=(ITEM,), rubric_aspects=1,
-        lengths=False, **dict(row.kwargs),
+    design = SimDesign(
+        n_pairs=row.n_pairs, per_pair=row.per_pair, pool=row.pool, items=(ITEM,), rubric_aspects=1,
+        positive_controls=row.positive_controls, lengths=False,
     )  # fmt: skip
+    frame = simulate_frame(rng, design, row.effects)
     broken = set(frame.attrs["broken"])
     frame["item"] = frame["item"].replace("rubric:0", "rubric")
     main, controls = split_controls(frame)

@@ -21,23 +21,23 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from analysis.report import ReportSettings, build_report  # noqa: E402
-from analysis.simulation import simulate_frame  # noqa: E402
+from analysis.simulation import SimDesign, SimEffects, simulate_frame  # noqa: E402
 
 QUALITY = ("correctness", "relevance", "helpfulness")
-ROWS: tuple[tuple[str, dict[str, object]], ...] = (
-    ("pure noise (uniform 1-5)", {"pure_noise": True}),
-    ("noise SD 0.6 (the simulator's default)", {"noise": 0.6}),
-    ("noise SD 0.45", {"noise": 0.45}),
-    ("noise SD 0.3", {"noise": 0.3}),
-    ("noise SD 0.2", {"noise": 0.2}),
+ROWS: tuple[tuple[str, SimEffects], ...] = (
+    ("pure noise (uniform 1-5)", SimEffects(pure_noise=True)),
+    ("noise SD 0.6 (the simulator's default)", SimEffects(noise=0.6)),
+    ("noise SD 0.45", SimEffects(noise=0.45)),
+    ("noise SD 0.3", SimEffects(noise=0.3)),
+    ("noise SD 0.2", SimEffects(noise=0.2)),
 )
 
 
-def row(studies: int, pairs: int, settings: dict[str, object], seed: int) -> tuple[float, float, float]:
+def row(studies: int, pairs: int, effects: SimEffects, seed: int) -> tuple[float, float, float]:
     """Mean alpha, pass rate and its standard error over `studies` simulated studies."""
     alphas, passes = [], 0
     for i in range(studies):
-        frame = simulate_frame(np.random.default_rng(seed + i), n_pairs=pairs, **settings)  # type: ignore[arg-type]
+        frame = simulate_frame(np.random.default_rng(seed + i), SimDesign(n_pairs=pairs), effects)
         report = build_report(frame, study="bench", settings=ReportSettings(n_boot=200, extras=False))
         table = report.agreement
         alphas.append(float(table[table["item"].isin(QUALITY)]["krippendorff_alpha"].mean()))
@@ -55,9 +55,9 @@ def main() -> None:
     print(f"{args.studies} studies per row, {args.pairs} pairs x 3 annotators, default threshold")
     print("| panel | mean alpha (quality) | reliability PASS | SE |")
     print("|---|---|---|---|")
-    for k, (name, settings) in enumerate(ROWS):
+    for k, (name, effects) in enumerate(ROWS):
         start = time.perf_counter()
-        alpha, rate, se = row(args.studies, args.pairs, settings, seed=10_000 * k)
+        alpha, rate, se = row(args.studies, args.pairs, effects, seed=10_000 * k)
         print(f"| {name} | {alpha:.3f} | {rate:.3f} | {se:.3f} |  ({time.perf_counter() - start:.0f} s)")
 
 

@@ -247,9 +247,9 @@ def test_the_accuracy_interval_covers_the_truth_at_least_93_percent() -> None:
 
 def _report(with_models: bool) -> object:
     from analysis.report import ReportSettings, build_report
-    from analysis.simulation import simulate_frame
+    from analysis.simulation import SimDesign, SimEffects, simulate_frame
 
-    frame = simulate_frame(np.random.default_rng(3), n_pairs=30, pool=6, noise=0.4)
+    frame = simulate_frame(np.random.default_rng(3), SimDesign(n_pairs=30, pool=6), SimEffects(noise=0.4))
     pairs = sorted(frame["pair_id"].astype(str).unique())
     predictions = _predictions({"rm": dict.fromkeys(pairs, "chosen")}) if with_models else None
     return build_report(frame, study="s", settings=ReportSettings(n_boot=50), predictions=predictions)

@@ -152,9 +152,9 @@ HOSTILE_TEXTS = {
 def _hostile_frame() -> pd.DataFrame:
     import numpy as np
 
-    from analysis.simulation import simulate_frame
+    from analysis.simulation import SimDesign, simulate_frame
 
-    frame = simulate_frame(np.random.default_rng(2), n_pairs=8, per_pair=3)
+    frame = simulate_frame(np.random.default_rng(2), SimDesign(n_pairs=8, per_pair=3))
     first = frame["annotator"] == frame["annotator"].iloc[0]
     frame.loc[first, "annotator"] = HOSTILE_TEXTS["annotator"]
     frame["category"] = HOSTILE_TEXTS["category"]

@@ -14,7 +14,7 @@ import statsmodels.api as sm
 from analysis.frames import validate_frame
 from analysis.mixed import fit_crossed, mixed_effect
 from analysis.power import crossed_design_se
-from analysis.simulation import simulate_frame
+from analysis.simulation import SimDesign, SimEffects, simulate_frame
 
 pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
 
@@ -105,10 +105,8 @@ def test_a_small_panel_gives_few_degrees_of_freedom() -> None:
     frame = validate_frame(
         simulate_frame(
             np.random.default_rng(5),
-            n_pairs=200,
-            items=("correctness",),
-            rubric_aspects=0,
-            annotator_gap_sd=0.5,
+            SimDesign(n_pairs=200, items=("correctness",), rubric_aspects=0),
+            SimEffects(annotator_gap_sd=0.5),
         )
     )
     res = mixed_effect(frame, "correctness", margin=0.5)
@@ -137,11 +135,8 @@ def test_recovers_a_known_gap_in_a_pool_design() -> None:
     frame = validate_frame(
         simulate_frame(
             np.random.default_rng(2),
-            n_pairs=300,
-            pool=20,
-            items=("correctness",),
-            rubric_aspects=0,
-            quality_gap=0.3,
+            SimDesign(n_pairs=300, pool=20, items=("correctness",), rubric_aspects=0),
+            SimEffects(quality_gap=0.3),
         )
     )
     res = mixed_effect(frame, "correctness", margin=0.5)
@@ -151,7 +146,7 @@ def test_recovers_a_known_gap_in_a_pool_design() -> None:
 
 
 def test_one_pair_raises() -> None:
-    frame = validate_frame(simulate_frame(np.random.default_rng(0), n_pairs=1, rubric_aspects=0))
+    frame = validate_frame(simulate_frame(np.random.default_rng(0), SimDesign(n_pairs=1, rubric_aspects=0)))
     with pytest.raises(ValueError, match=re.escape("the crossed model needs at least 2 pairs")):
         mixed_effect(frame, "correctness", margin=0.5)
 
@@ -166,7 +161,9 @@ def test_no_more_judgments_than_fixed_effects_raises() -> None:
 
 def test_identical_values_give_no_p_of_zero() -> None:
     """Two pairs rated once, all 4s: the test is undefined, never p = 0 and PASS."""
-    frame = validate_frame(simulate_frame(np.random.default_rng(0), n_pairs=2, per_pair=1, rubric_aspects=0))
+    frame = validate_frame(
+        simulate_frame(np.random.default_rng(0), SimDesign(n_pairs=2, per_pair=1, rubric_aspects=0))
+    )
     frame["value"] = 4.0
     res = mixed_effect(frame, "correctness", margin=0.5)
     assert math.isnan(res.pvalue) and not res.equivalent
@@ -174,7 +171,9 @@ def test_identical_values_give_no_p_of_zero() -> None:
 
 
 def test_single_annotator_is_flagged() -> None:
-    frame = validate_frame(simulate_frame(np.random.default_rng(6), n_pairs=50, per_pair=1, rubric_aspects=0))
+    frame = validate_frame(
+        simulate_frame(np.random.default_rng(6), SimDesign(n_pairs=50, per_pair=1, rubric_aspects=0))
+    )
     res = mixed_effect(frame, "correctness", margin=0.5)
     assert not res.annotator_estimable
     assert any("only 1 annotator" in w for w in res.warnings)
@@ -182,19 +181,19 @@ def test_single_annotator_is_flagged() -> None:
 
 
 def test_bad_margin() -> None:
-    frame = validate_frame(simulate_frame(np.random.default_rng(0), n_pairs=5, rubric_aspects=0))
+    frame = validate_frame(simulate_frame(np.random.default_rng(0), SimDesign(n_pairs=5, rubric_aspects=0)))
     with pytest.raises(ValueError, match=re.escape("margin must be a positive number, got -0.5")):
         mixed_effect(frame, "correctness", margin=-0.5)
 
 
 def test_unknown_item() -> None:
-    frame = validate_frame(simulate_frame(np.random.default_rng(0), n_pairs=5, rubric_aspects=0))
+    frame = validate_frame(simulate_frame(np.random.default_rng(0), SimDesign(n_pairs=5, rubric_aspects=0)))
     with pytest.raises(ValueError, match=re.escape("no scores for item 'style'")):
         mixed_effect(frame, "style", margin=0.5)
 
 
 def test_to_dict_is_flat() -> None:
-    frame = validate_frame(simulate_frame(np.random.default_rng(0), n_pairs=20, rubric_aspects=0))
+    frame = validate_frame(simulate_frame(np.random.default_rng(0), SimDesign(n_pairs=20, rubric_aspects=0)))
     out = mixed_effect(frame, "correctness", margin=0.5).to_dict()
     assert isinstance(out["warnings"], str)
     assert all(not isinstance(v, list | dict | np.ndarray) for v in out.values())

@@ -17,13 +17,15 @@ from analysis.owners import MIN_KAPPA_OWNERS, jackknife_kappa, jackknife_ratio, 
 from analysis.render import to_html, to_markdown, to_terminal
 from analysis.render.as_json import REPORT_SCHEMA, json_text
 from analysis.report import ReportSettings, build_report
-from analysis.simulation import simulate_frame
+from analysis.simulation import SimDesign, SimEffects, simulate_frame
 
 SETTINGS = ReportSettings(n_boot=50)
 
 
 def _study(seed: int = 1, **owners: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    frame = simulate_frame(np.random.default_rng(seed), n_pairs=40, pool=6, positive_controls=6, noise=0.4)
+    frame = simulate_frame(
+        np.random.default_rng(seed), SimDesign(n_pairs=40, pool=6, positive_controls=6), SimEffects(noise=0.4)
+    )
     return frame, with_owners(np.random.default_rng(seed + 1), frame, n_owners=8, **owners)
 
 
@@ -140,7 +142,7 @@ def _predictions(owned: pd.DataFrame, *, follow_owner: bool) -> pd.DataFrame:
 
 @pytest.mark.parametrize("follow_owner", [True, False])
 def test_a_model_replaces_annotators_only_when_it_judges_for_the_owner(follow_owner: bool) -> None:
-    frame = simulate_frame(np.random.default_rng(5), n_pairs=60, per_pair=3, noise=0.4)
+    frame = simulate_frame(np.random.default_rng(5), SimDesign(n_pairs=60, per_pair=3), SimEffects(noise=0.4))
     owned = with_owners(np.random.default_rng(6), frame, n_owners=10, follow_panel=0.5)
     predictions = _predictions(owned, follow_owner=follow_owner)
     section = build_report(owned, study="s", settings=SETTINGS, predictions=predictions).owners

@@ -110,15 +110,12 @@ def test_recommend_design_needs_more_annotators_when_they_differ() -> None:
 
 
 def test_variance_components_from_pilot_data() -> None:
-    from analysis.simulation import simulate_frame
+    from analysis.simulation import SimDesign, SimEffects, simulate_frame
 
     frame = simulate_frame(
         np.random.default_rng(1),
-        n_pairs=200,
-        pool=20,
-        annotator_gap_sd=0.4,
-        rubric_aspects=0,
-        items=("correctness",),
+        SimDesign(n_pairs=200, pool=20, rubric_aspects=0, items=("correctness",)),
+        SimEffects(annotator_gap_sd=0.4),
     )
     vc = variance_components(frame, quality_items=["correctness"]).iloc[0]
     assert vc["annotator_var"] == pytest.approx(0.16 * 0.7, rel=0.6)  # rounding shrinks the latent SD

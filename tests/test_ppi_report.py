@@ -16,7 +16,7 @@ from analysis import render
 from analysis.frames import split_controls
 from analysis.ppi_report import judge_item_gaps, prediction_powered_section, summary_sentences
 from analysis.report import ReportSettings, build_report
-from analysis.simulation import simulate_frame
+from analysis.simulation import SimDesign, SimEffects, simulate_frame
 from annotator.people import accounts
 from annotator.people.authorization import SYSTEM, Account
 from annotator.review.study_report import study_report
@@ -45,7 +45,9 @@ def _judge_rows(pairs: list[str], gaps: dict[str, float], name: str = "j") -> pd
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return simulate_frame(np.random.default_rng(4), n_pairs=40, pool=6, noise=0.5, rubric_aspects=0)
+    return simulate_frame(
+        np.random.default_rng(4), SimDesign(n_pairs=40, pool=6, rubric_aspects=0), SimEffects(noise=0.5)
+    )
 
 
 def test_judge_gap_is_chosen_minus_rejected_averaged_over_orders() -> None:

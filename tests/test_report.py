@@ -30,7 +30,7 @@ from analysis.render import (
     to_terminal,
 )
 from analysis.report import VERDICT_KEYS, Report, ReportSettings, build_report
-from analysis.simulation import simulate_frame
+from analysis.simulation import SimDesign, SimEffects, simulate_frame
 from analysis.validation import validate_pairs
 from annotator.cli import app
 from annotator.demo import SAMPLE
@@ -264,13 +264,13 @@ def test_cli_power_prints_pairs() -> None:
 # ------------------------------------------------------------------------------------------ verdicts
 
 
-def _frame(seed: int, **kwargs: object) -> pd.DataFrame:
-    return simulate_frame(np.random.default_rng(seed), **kwargs)  # type: ignore[arg-type]
+def _frame(seed: int, design: SimDesign, effects: SimEffects = SimEffects()) -> pd.DataFrame:
+    return simulate_frame(np.random.default_rng(seed), design, effects)
 
 
 def test_reliable_study_passes_with_every_verdict_keyed() -> None:
     # 8 judgments per pair: few broken pairs, for any distribution of gaps, needs precise pair means
-    frame = _frame(3, n_pairs=200, per_pair=8, pool=12, positive_controls=8, noise=0.4)
+    frame = _frame(3, SimDesign(n_pairs=200, per_pair=8, pool=12, positive_controls=8), SimEffects(noise=0.4))
     rep = build_report(frame, study="ok", settings=ReportSettings(n_boot=200))
     assert [v.key for v in rep.verdicts] == list(VERDICT_KEYS)
     assert rep.overall == "PASS", rep.overall_reason
@@ -284,7 +284,9 @@ def test_reliable_study_passes_with_every_verdict_keyed() -> None:
 def test_pure_noise_ratings_do_not_pass() -> None:
     """Uniform 1-5 quality ratings were "equivalent"; reliability now fails them."""
     rep = build_report(
-        _frame(1, n_pairs=60, pure_noise=True), study="noise", settings=ReportSettings(n_boot=200)
+        _frame(1, SimDesign(n_pairs=60), SimEffects(pure_noise=True)),
+        study="noise",
+        settings=ReportSettings(n_boot=200),
     )
     assert rep.verdict("reliability").status == "fail"
     assert rep.overall == "FAIL"
@@ -293,7 +295,7 @@ def test_pure_noise_ratings_do_not_pass() -> None:
 
 def test_two_pairs_rated_once_all_fours_is_not_a_pass() -> None:
     """Once p = 0 and PASS from zero variance; now too few pairs and an undefined test."""
-    frame = _frame(0, n_pairs=2, per_pair=1, items=("correctness",), rubric_aspects=0)
+    frame = _frame(0, SimDesign(n_pairs=2, per_pair=1, items=("correctness",), rubric_aspects=0))
     frame["value"] = 4.0
     rep = build_report(frame, study="tiny", settings=ReportSettings(quality_items=["correctness"], n_boot=50))
     assert rep.overall != "PASS"
@@ -304,7 +306,7 @@ def test_two_pairs_rated_once_all_fours_is_not_a_pass() -> None:
 
 
 def test_a_single_annotator_cannot_generalize() -> None:
-    frame = _frame(4, n_pairs=60, per_pair=1, noise=0.4)
+    frame = _frame(4, SimDesign(n_pairs=60, per_pair=1), SimEffects(noise=0.4))
     rep = build_report(frame, study="one", settings=ReportSettings(n_boot=100))
     eq = rep.verdict("equivalence")
     assert eq.status == "inconclusive"
@@ -315,7 +317,9 @@ def test_a_single_annotator_cannot_generalize() -> None:
 def test_panel_equivalence_that_does_not_generalize_says_how_many_annotators() -> None:
     """Three annotators who disagree on the gap: the per-pair TOST passes for this panel, the crossed
     test does not, and the verdict names the pool that would be needed."""
-    frame = _frame(7, n_pairs=150, annotator_gap_sd=0.35, noise=0.4, items=("correctness",))
+    frame = _frame(
+        7, SimDesign(n_pairs=150, items=("correctness",)), SimEffects(annotator_gap_sd=0.35, noise=0.4)
+    )
     rep = build_report(
         frame, study="panel", settings=ReportSettings(quality_items=["correctness"], n_boot=100)
     )
@@ -327,7 +331,7 @@ def test_panel_equivalence_that_does_not_generalize_says_how_many_annotators() -
 
 
 def test_positive_controls_required_but_missing_blocks_pass() -> None:
-    frame = _frame(3, n_pairs=60, pool=12, noise=0.4)
+    frame = _frame(3, SimDesign(n_pairs=60, pool=12), SimEffects(noise=0.4))
     assert (
         build_report(frame, study="x", settings=ReportSettings(n_boot=100)).verdict("sensitivity").status
         == "not_assessed"
@@ -337,12 +341,14 @@ def test_positive_controls_required_but_missing_blocks_pass() -> None:
 
 
 def test_positive_controls_that_are_not_seen_fail() -> None:
-    frame = _frame(3, n_pairs=60, pool=12, positive_controls=10, control_defect=0.0, noise=0.4)
+    frame = _frame(
+        3, SimDesign(n_pairs=60, pool=12, positive_controls=10), SimEffects(control_defect=0.0, noise=0.4)
+    )
     rep = build_report(frame, study="x", settings=ReportSettings(n_boot=100))
     assert rep.verdict("sensitivity").status in ("fail", "inconclusive")
     assert rep.overall != "PASS"
     few = build_report(
-        _frame(3, n_pairs=60, pool=12, positive_controls=3, noise=0.4),
+        _frame(3, SimDesign(n_pairs=60, pool=12, positive_controls=3), SimEffects(noise=0.4)),
         study="x",
         settings=ReportSettings(n_boot=100),
     )
@@ -350,7 +356,7 @@ def test_positive_controls_that_are_not_seen_fail() -> None:
 
 
 def test_controls_never_enter_the_main_analysis() -> None:
-    frame = _frame(5, n_pairs=40, positive_controls=10, noise=0.4)
+    frame = _frame(5, SimDesign(n_pairs=40, positive_controls=10), SimEffects(noise=0.4))
     with_controls = build_report(frame, study="x", settings=ReportSettings(n_boot=50))
     without = build_report(frame[frame["control"] == ""], study="x", settings=ReportSettings(n_boot=50))
     pd.testing.assert_frame_equal(with_controls.validation.crossed, without.validation.crossed)
@@ -358,7 +364,7 @@ def test_controls_never_enter_the_main_analysis() -> None:
 
 
 def test_bias_and_category_tables() -> None:
-    frame = _frame(6, n_pairs=60, pool=10, noise=0.4)
+    frame = _frame(6, SimDesign(n_pairs=60, pool=10), SimEffects(noise=0.4))
     frame["category"] = np.where(frame["pair_id"].str[-1].isin(list("01234")), "cooking", "travel")
     rep = build_report(frame, study="x", settings=ReportSettings(n_boot=50))
     terms = set(rep.bias["term"])
@@ -370,7 +376,9 @@ def test_bias_and_category_tables() -> None:
 
 
 def test_renderings_of_a_frame_report() -> None:
-    rep = build_report(_frame(3, n_pairs=40, noise=0.4), study="x", settings=ReportSettings(n_boot=50))
+    rep = build_report(
+        _frame(3, SimDesign(n_pairs=40), SimEffects(noise=0.4)), study="x", settings=ReportSettings(n_boot=50)
+    )
     data = to_json(rep)
     jsonschema.validate(data, REPORT_SCHEMA)
     json.dumps(data, allow_nan=False)
@@ -383,7 +391,7 @@ def test_renderings_of_a_frame_report() -> None:
 
 def test_cli_analyze_labels_file_without_a_database(tmp_path: Path) -> None:
     """Labels from any tool: the long label format as CSV gives the same report as the frame."""
-    frame = _frame(3, n_pairs=30, noise=0.4)
+    frame = _frame(3, SimDesign(n_pairs=30), SimEffects(noise=0.4))
     path = tmp_path / "labels.csv"
     frame.to_csv(path, index=False)
     out = tmp_path / "report.json"
@@ -399,7 +407,7 @@ def test_cli_analyze_labels_file_without_a_database(tmp_path: Path) -> None:
 
 
 def test_cli_analyze_a_bad_labels_file_names_the_file_the_column_and_the_row(tmp_path: Path) -> None:
-    frame = _frame(3, n_pairs=30, noise=0.4).astype({"value": object})
+    frame = _frame(3, SimDesign(n_pairs=30), SimEffects(noise=0.4)).astype({"value": object})
     frame.loc[6, "value"] = "good"
     path = tmp_path / "labels.csv"
     frame.to_csv(path, index=False)
@@ -413,7 +421,7 @@ def test_cli_analyze_a_bad_labels_file_names_the_file_the_column_and_the_row(tmp
 def test_an_item_scored_on_one_pair_only_is_named_in_one_error(item: str) -> None:
     """Early in a study (or after a filter) an item may have scores for both responses of one pair:
     the report refuses with the item's name, never with a bare arithmetic error."""
-    frame = simulate_frame(np.random.default_rng(3), n_pairs=4, per_pair=2, rubric_aspects=1)
+    frame = simulate_frame(np.random.default_rng(3), SimDesign(n_pairs=4, per_pair=2, rubric_aspects=1))
     rows = frame["item"].str.startswith("rubric") if item == "rubric" else frame["item"] == item
     frame = frame[~rows | (frame["pair_id"] == frame["pair_id"].iloc[0])]
     with pytest.raises(ValueError, match=f"'{item}' has scores for both responses of 1 pair"):

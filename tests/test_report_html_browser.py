@@ -11,7 +11,7 @@ from playwright.sync_api import Browser
 
 from analysis.render.as_html import to_html
 from analysis.report import Report, ReportSettings, build_report
-from analysis.simulation import simulate_frame
+from analysis.simulation import SimDesign, SimEffects, simulate_frame
 from tests.utils.apphelpers import VIEWPORT
 
 pytestmark = pytest.mark.browser
@@ -30,7 +30,9 @@ CUT_TABLES = """() => [...document.querySelectorAll('.table')]
 def report_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Report]:
     """A 30-pair study (three annotators per pair, a fifth of the pairs broken) as an HTML report."""
     frame = simulate_frame(
-        np.random.default_rng(1), n_pairs=30, per_pair=3, pool=3, noise=0.5, broken_share=0.2
+        np.random.default_rng(1),
+        SimDesign(n_pairs=30, per_pair=3, pool=3),
+        SimEffects(noise=0.5, broken_share=0.2),
     )
     report = build_report(frame, study="thirty", settings=ReportSettings(n_boot=200))
     path = tmp_path_factory.mktemp("report") / "report.html"

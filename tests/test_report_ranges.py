@@ -15,12 +15,12 @@ from analysis.equivalence import preference_pairs
 from analysis.readable import SHARE_LABELS
 from analysis.render.plots import figures
 from analysis.report import ReportSettings, build_report
-from analysis.simulation import simulate_frame
+from analysis.simulation import SimDesign, SimEffects, simulate_frame
 from analysis.vocabulary import ANNOTATOR, PAIR_ID, PREFERENCE
 
 
-def _frame(seed: int, **kwargs: object) -> pd.DataFrame:
-    return simulate_frame(np.random.default_rng(seed), **kwargs)  # type: ignore[arg-type]
+def _frame(seed: int, design: SimDesign, effects: SimEffects = SimEffects()) -> pd.DataFrame:
+    return simulate_frame(np.random.default_rng(seed), design, effects)
 
 
 def _rated_once_but(frame: pd.DataFrame, replicated: int) -> pd.DataFrame:
@@ -48,7 +48,7 @@ def test_every_pair_alike_still_gets_an_interval_inside_0_1() -> None:
 @pytest.fixture(scope="module")
 def lopsided() -> pd.DataFrame:
     """29 pairs that chosen wins almost always; 2 of them rated by three annotators, 27 by one."""
-    frame = _frame(5, n_pairs=29, per_pair=3, pool=3, preference_rate=0.97, noise=0.4)
+    frame = _frame(5, SimDesign(n_pairs=29, per_pair=3, pool=3), SimEffects(preference_rate=0.97, noise=0.4))
     return _rated_once_but(frame, replicated=2)
 
 
@@ -96,7 +96,7 @@ def test_a_pair_with_one_judgment_is_never_dropped(lopsided_report, lopsided: pd
 
 def test_the_agreement_axis_holds_a_negative_alpha() -> None:
     """Annotators who disagree on purpose: the preference alpha is negative, and the axis shows it."""
-    frame = _frame(2, n_pairs=40, per_pair=3, pool=3, noise=0.4)
+    frame = _frame(2, SimDesign(n_pairs=40, per_pair=3, pool=3), SimEffects(noise=0.4))
     judgments = frame.groupby([PAIR_ID, ANNOTATOR], sort=False).ngroup()
     frame[PREFERENCE] = np.where(judgments % 2 == 0, 2, -2)  # alternate sides within every pair
     report = build_report(frame, study="split", settings=ReportSettings(n_boot=100, extras=True))

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from analysis.readable import cell, label, readable
 from analysis.render import MIN_CATEGORY_PAIRS, figure_captions, figures, to_html
 from analysis.report import ReportSettings, build_report
-from analysis.simulation import simulate_frame
+from analysis.simulation import SimDesign, SimEffects, simulate_frame
 from annotator.app import report_cache
 from annotator.app.tables import plain_md
 from annotator.cli import app
@@ -82,7 +82,7 @@ def test_static_table_cells_render_as_typed(text: str) -> None:
 
 
 def _category_report() -> object:
-    frame = simulate_frame(np.random.default_rng(5), n_pairs=14, noise=1.2)
+    frame = simulate_frame(np.random.default_rng(5), SimDesign(n_pairs=14), SimEffects(noise=1.2))
     pairs = sorted(frame["pair_id"].unique())
     # "big": 10 pairs (an interval), "one" and "two": 1 and 2 pairs (too few for one).
     kinds = dict.fromkeys(pairs[:10], "big") | {pairs[10]: "one"} | dict.fromkeys(pairs[11:13], "two")

@@ -1,6 +1,8 @@
 """The verdicts over pairs and annotators, broken pairs, the cleaning list, ceilings, position bias and
 their words (small simulated studies; the error rates are in benchmarks/bench_calibration.py --v2)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,7 +13,7 @@ from analysis.crossed_mean import crossed_mean
 from analysis.diagnostics import position_bias
 from analysis.render import methods_paragraph, to_markdown
 from analysis.report import ReportSettings, build_report
-from analysis.simulation import simulate_frame
+from analysis.simulation import SimDesign, SimEffects, simulate_frame
 from analysis.validation import validate_pairs
 
 pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
@@ -19,10 +21,11 @@ pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
 ONE = ("correctness",)
 
 
-def _frame(seed: int, **kwargs: object) -> pd.DataFrame:
-    kwargs.setdefault("items", ONE)
-    kwargs.setdefault("lengths", False)
-    return simulate_frame(np.random.default_rng(seed), **kwargs)  # type: ignore[arg-type]
+ONE_ITEM = SimDesign(n_pairs=0, items=ONE, lengths=False)
+
+
+def _frame(seed: int, design: SimDesign, effects: SimEffects = SimEffects()) -> pd.DataFrame:
+    return simulate_frame(np.random.default_rng(seed), design, effects)
 
 
 def _report(frame: pd.DataFrame, **kwargs: object) -> object:
@@ -35,8 +38,11 @@ def _report(frame: pd.DataFrame, **kwargs: object) -> object:
 
 def test_a_panel_that_prefers_chosen_does_not_make_annotators_in_general_prefer_it() -> None:
     """Annotators differ (logit SD 2), the population prefers neither: this panel of 3 does."""
-    frame = _frame(3, n_pairs=40, rubric_aspects=1, preference_rate=0.5, preference_logit_sd=2.0,
-                   rubric_gap=0.0, rubric_leniency_sd=0.8)  # fmt: skip
+    frame = _frame(
+        3,
+        replace(ONE_ITEM, n_pairs=40, rubric_aspects=1),
+        SimEffects(preference_rate=0.5, preference_logit_sd=2.0, rubric_gap=0.0, rubric_leniency_sd=0.8),
+    )
     rep = _report(frame, extras=False)
     v = rep.validation  # type: ignore[attr-defined]
     # the tests over pair means alone (conditional on the panel) both say yes ...
@@ -63,7 +69,7 @@ def test_crossed_mean_finds_a_real_effect_and_names_its_population() -> None:
 
 
 def test_a_mean_inside_the_margin_over_a_fifth_of_broken_pairs_is_not_equivalence() -> None:
-    frame = _frame(0, n_pairs=60, rubric_aspects=1, broken_share=0.2)
+    frame = _frame(0, replace(ONE_ITEM, n_pairs=60, rubric_aspects=1), SimEffects(broken_share=0.2))
     rep = _report(frame, extras=False)
     v = rep.validation  # type: ignore[attr-defined]
     assert v.iut.equivalent  # the mean-only TOST says equivalent
@@ -76,7 +82,11 @@ def test_a_mean_inside_the_margin_over_a_fifth_of_broken_pairs_is_not_equivalenc
 
 
 def test_max_broken_share_is_the_study_setting() -> None:
-    frame = _frame(0, n_pairs=60, per_pair=5, rubric_aspects=1, noise=0.3, pair_gap_sd=0.25)
+    frame = _frame(
+        0,
+        replace(ONE_ITEM, n_pairs=60, per_pair=5, rubric_aspects=1),
+        SimEffects(noise=0.3, pair_gap_sd=0.25),
+    )
     loose = validate_pairs(frame, quality_items=list(ONE), max_broken_share=0.9)
     strict = validate_pairs(frame, quality_items=list(ONE), max_broken_share=1e-4)
     assert 1e-4 < loose.broken.iloc[0]["upper"] < 0.9
@@ -86,7 +96,11 @@ def test_max_broken_share_is_the_study_setting() -> None:
 def test_annotator_spread_does_not_count_as_broken_pairs() -> None:
     """Pool designs: annotators who see different gaps spread the pair means, but products of different
     annotators' judgments do not take that spread for pair gaps."""
-    frame = _frame(6, n_pairs=400, per_pair=3, pool=20, quality_gap=0.0, annotator_gap_sd=0.5)
+    frame = _frame(
+        6,
+        replace(ONE_ITEM, n_pairs=400, per_pair=3, pool=20),
+        SimEffects(quality_gap=0.0, annotator_gap_sd=0.5),
+    )
     res = validate_pairs(frame, quality_items=list(ONE))
     row, pm = res.broken.iloc[0], res.pair_means["correctness"]
     spread = float(pm["diff"].var())
@@ -101,7 +115,9 @@ def test_annotator_spread_does_not_count_as_broken_pairs() -> None:
 
 
 def test_the_cleaning_list_drops_broken_pairs_and_keeps_good_ones() -> None:
-    frame = _frame(2, n_pairs=100, per_pair=5, rubric_aspects=1, broken_share=0.2)
+    frame = _frame(
+        2, replace(ONE_ITEM, n_pairs=100, per_pair=5, rubric_aspects=1), SimEffects(broken_share=0.2)
+    )
     clean = frame_cleaning(frame, quality_items=list(ONE), margin=0.5, fdr=0.1)
     broken = set(frame.attrs["broken"])
     drop = set(clean.loc[clean["decision"] == "drop", "pair_id"])
@@ -115,7 +131,9 @@ def test_the_cleaning_list_drops_broken_pairs_and_keeps_good_ones() -> None:
 
 
 def test_the_report_lists_pairs_to_drop_and_pairs_that_need_more_judgments() -> None:
-    frame = _frame(2, n_pairs=60, per_pair=3, rubric_aspects=1, broken_share=0.2)
+    frame = _frame(
+        2, replace(ONE_ITEM, n_pairs=60, per_pair=3, rubric_aspects=1), SimEffects(broken_share=0.2)
+    )
     rep = _report(frame)
     failed = rep.failed_pairs  # type: ignore[attr-defined]
     assert set(failed["decision"]) <= {"drop", "needs more judgments"}
@@ -165,8 +183,11 @@ def test_pairs_with_the_same_evidence_get_the_same_q_value_and_decision() -> Non
 
 def test_a_ceiling_study_passes_on_its_positive_controls_not_on_alpha() -> None:
     # 6 judgments per pair: few broken pairs, for any distribution of gaps, needs precise pair means
-    frame = _frame(1, n_pairs=200, per_pair=6, pool=20, rubric_aspects=1, quality_uniform=(4.7, 5.0),
-                   positive_controls=10, control_defect=1.5)  # fmt: skip
+    frame = _frame(
+        1,
+        replace(ONE_ITEM, n_pairs=200, per_pair=6, pool=20, rubric_aspects=1, positive_controls=10),
+        SimEffects(quality_uniform=(4.7, 5.0), control_defect=1.5),
+    )
     rep = _report(frame, extras=False)
     assert rep.overall == "PASS", rep.overall_reason  # type: ignore[attr-defined]
     assert rep.verdict("sensitivity").status == "pass"  # type: ignore[attr-defined]
@@ -175,15 +196,18 @@ def test_a_ceiling_study_passes_on_its_positive_controls_not_on_alpha() -> None:
 
 def test_controls_whose_defect_is_invisible_or_below_the_margin_do_not_certify() -> None:
     for defect in (0.0, 0.3):
-        frame = _frame(1, n_pairs=40, pool=10, rubric_aspects=1, quality_uniform=(4.7, 5.0),
-                       positive_controls=10, control_defect=defect)  # fmt: skip
+        frame = _frame(
+            1,
+            replace(ONE_ITEM, n_pairs=40, pool=10, rubric_aspects=1, positive_controls=10),
+            SimEffects(quality_uniform=(4.7, 5.0), control_defect=defect),
+        )
         rep = _report(frame, extras=False)
         assert rep.verdict("sensitivity").status != "pass"  # type: ignore[attr-defined]
         assert rep.overall != "PASS"  # type: ignore[attr-defined]
 
 
 def test_without_controls_the_reliability_gate_says_how_to_certify_a_ceiling() -> None:
-    frame = _frame(1, n_pairs=40, rubric_aspects=1, quality_uniform=(4.7, 5.0))
+    frame = _frame(1, replace(ONE_ITEM, n_pairs=40, rubric_aspects=1), SimEffects(quality_uniform=(4.7, 5.0)))
     rel = _report(frame, extras=False).verdict("reliability")  # type: ignore[attr-defined]
     assert rel.status != "pass" and "controls make --kind degrade" in rel.detail
 
@@ -192,7 +216,9 @@ def test_without_controls_the_reliability_gate_says_how_to_certify_a_ceiling() -
 
 
 def test_an_annotator_who_always_picks_side_a_is_named() -> None:
-    frame = _frame(5, n_pairs=60, per_pair=4, rubric_aspects=1, position_bias={1: 1.0})
+    frame = _frame(
+        5, replace(ONE_ITEM, n_pairs=60, per_pair=4, rubric_aspects=1), SimEffects(position_bias={1: 1.0})
+    )
     rep = _report(frame)
     diag = rep.diagnostics  # type: ignore[attr-defined]
     row = diag.set_index("annotator").loc["a01"]
@@ -211,7 +237,7 @@ def test_an_annotator_who_always_picks_side_a_is_named() -> None:
 
 
 def test_blind_is_said_only_of_this_tools_own_collection_and_the_side_is_measured() -> None:
-    frame = _frame(6, n_pairs=40, rubric_aspects=1)
+    frame = _frame(6, replace(ONE_ITEM, n_pairs=40, rubric_aspects=1))
     from_file = methods_paragraph(_report(frame, extras=False))  # type: ignore[arg-type]
     here = methods_paragraph(_report(frame, extras=False, collected_here=True))  # type: ignore[arg-type]
     assert "blind by the tool's configuration" in here
@@ -224,7 +250,7 @@ def test_blind_is_said_only_of_this_tools_own_collection_and_the_side_is_measure
 
 
 def test_a_file_with_every_chosen_on_side_a_is_not_called_counterbalanced() -> None:
-    frame = _frame(6, n_pairs=40, rubric_aspects=1).assign(side_chosen="A")
+    frame = _frame(6, replace(ONE_ITEM, n_pairs=40, rubric_aspects=1)).assign(side_chosen="A")
     rep = _report(frame, extras=False)
     text = methods_paragraph(rep)  # type: ignore[arg-type]
     assert "counterbalanced" not in text and "blind by" not in text
@@ -235,7 +261,7 @@ def test_a_file_with_every_chosen_on_side_a_is_not_called_counterbalanced() -> N
 
 
 def test_every_claim_names_its_model_and_population() -> None:
-    frame = _frame(6, n_pairs=40, rubric_aspects=1, positive_controls=6)
+    frame = _frame(6, replace(ONE_ITEM, n_pairs=40, rubric_aspects=1, positive_controls=6))
     rep = _report(frame, extras=False)
     claims = {v.key: v.claim for v in rep.verdicts}  # type: ignore[attr-defined]
     for key in ("equivalence", "rubric", "preference"):
@@ -250,7 +276,7 @@ def test_every_claim_names_its_model_and_population() -> None:
 
 
 def test_an_open_verdict_reads_not_demonstrated() -> None:
-    frame = _frame(6, n_pairs=40, rubric_aspects=1, noise=1.5)
+    frame = _frame(6, replace(ONE_ITEM, n_pairs=40, rubric_aspects=1), SimEffects(noise=1.5))
     rep = _report(frame, extras=False)
     assert rep.overall == "INCONCLUSIVE" or rep.overall == "FAIL"  # type: ignore[attr-defined]
     text = rep.overall_reason + " ".join(v.detail for v in rep.verdicts)  # type: ignore[attr-defined]
