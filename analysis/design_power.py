@@ -5,6 +5,7 @@ registered design (:mod:`analysis.design`) whose pair gaps are normal around 0 w
 variance, with annotator effects on the gap (the pilot's annotator variance, one set per simulated pool)
 and judgment noise (its residual variance), and reports the expected judgments and the power of the
 equivalence verdict: the mean-gap TOST on the per-pair means and the calibrated "few broken pairs" test.
+:func:`compare_overall` turns that into the power of the overall PASS over every verdict item.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from scipy import stats
 
 from analysis.design import Design, critical_values, noise_ratio, simulate_design
 
-__all__ = ["candidate_designs", "compare_designs"]
+__all__ = ["candidate_designs", "compare_designs", "compare_overall"]
 
 
 class _PoolJudge:
@@ -124,6 +125,113 @@ def compare_designs(
                 "power_mean": float(tost.mean()),
                 "power": float((few & tost).mean()),
                 "share_beyond": float((np.abs(gaps) > margin).mean()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def compare_overall(
+    components: pd.DataFrame,
+    *,
+    n_pairs: int,
+    pool: int,
+    budget: float,
+    margin: float,
+    max_share: float = 0.1,
+    alpha: float = 0.05,
+    n_sim: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Expected judgments and power of the overall PASS for each candidate design, from a pilot.
+
+    Parameters
+    ----------
+    components : pandas.DataFrame
+        One row per verdict item, as :func:`analysis.power.overall_pass_power` takes them (``item,
+        kind, effect, pair_var, annotator_var, residual_var``; quality dimensions have kind
+        ``"equivalence"`` and are simulated at a true gap of 0).
+    n_pairs, pool : int
+        Main pairs and annotators in the pool.
+    budget : float
+        Judgments per pair on average.
+    margin, max_share, alpha : float
+        As in the report.
+    n_sim : int, default 1000
+        Simulated studies per design and item.
+    seed : int
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per design: ``design, kind, judgments`` (expected), ``power_equivalence`` (every quality
+        dimension's equivalence verdict), ``power_rest`` (the rubric and preference verdicts, Holm
+        together), ``power`` (the overall PASS: both).
+
+    Notes
+    -----
+    Each design is judged by the rule the report applies to it. A fixed design: the crossed-model TOST
+    and the few-broken bound for any distribution of pair gaps, and the rubric and preference tests,
+    all simulated together (:func:`analysis.power.overall_pass_power` with its per-pair judgments). A
+    two-stage or sequential design: per quality dimension, the procedure itself with the calibrated
+    few-broken test and a TOST on the per-pair means (:func:`compare_designs`; the report's mean test is
+    the crossed-model TOST); the rubric and preference verdicts at the fixed design with as many
+    judgments (their tests use every judgment, wherever it goes). Items are simulated independently
+    and their powers multiplied (quality dimensions are positively correlated in real data, so the
+    power of their intersection is if anything higher). Sample size, reliability and sensitivity are
+    not simulated.
+
+    Examples
+    --------
+    >>> comps = pd.DataFrame([{"item": "q", "kind": "equivalence", "effect": 0.0, "pair_var": 0.0,
+    ...                        "annotator_var": 0.01, "residual_var": 0.3}])
+    >>> table = compare_overall(comps, n_pairs=40, pool=10, budget=6, margin=0.5, n_sim=200)
+    >>> list(table["kind"])
+    ['fixed', 'two_stage', 'sequential']
+    >>> bool((table["power"] <= table["power_equivalence"]).all())
+    True
+    """
+    from analysis.power import overall_pass_power
+
+    quality = components[components["kind"] == "equivalence"]
+    rest = components[components["kind"] != "equivalence"]
+    if quality.empty:
+        raise ValueError("no quality dimension to plan for")
+    designs = candidate_designs(budget)
+    per_pair = next(iter(designs.values())).first_stage
+
+    def simulated(items: pd.DataFrame) -> dict[str, float]:
+        return overall_pass_power(
+            items, n_pairs=n_pairs, per_pair=per_pair, pool=max(pool, per_pair), margin=margin, alpha=alpha,
+            max_broken_share=max_share, n_sim=n_sim, seed=seed,
+        )  # fmt: skip
+
+    whole = simulated(components)
+    rest_power = simulated(rest)["power_overall"] if not rest.empty else 1.0
+    fixed_equivalence = float(np.prod([whole[f"power_{item}"] for item in quality["item"]]))
+    tables = [
+        compare_designs(
+            n_pairs=n_pairs, pool=pool, budget=budget, margin=margin, pair_var=float(row["pair_var"]),
+            annotator_var=float(row["annotator_var"]), residual_var=float(row["residual_var"]),
+            max_share=max_share, alpha=alpha, n_sim=n_sim, seed=seed + 101 * index,
+        )
+        for index, row in enumerate(quality.to_dict("records"))
+    ]  # fmt: skip
+    rows = []
+    for position, (name, design) in enumerate(designs.items()):
+        judgments = float(np.mean([t.iloc[position]["judgments"] for t in tables]))
+        if design.kind == "fixed":
+            equivalence, overall = fixed_equivalence, whole["power_overall"]
+        else:
+            equivalence = float(np.prod([t.iloc[position]["power"] for t in tables]))
+            overall = equivalence * rest_power
+        rows.append(
+            {
+                "design": name,
+                "kind": design.kind,
+                "judgments": judgments,
+                "power_equivalence": equivalence,
+                "power_rest": rest_power,
+                "power": float(overall),
             }
         )
     return pd.DataFrame(rows)

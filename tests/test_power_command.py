@@ -29,3 +29,31 @@ def test_power_command_reports_a_study(env_db: str, engine: Engine) -> None:
     assert "true gap of 0" in result.output and "rubric" in result.output
     missing = CliRunner().invoke(app, ["power", "--study", "nope", "--no-check"])
     assert missing.exit_code == 1 and "no study called 'nope'" in missing.output
+
+
+def test_power_compares_designs_from_a_pilot(env_db: str, engine: Engine) -> None:
+    """`--compare-designs`: one table with fixed, two-stage and sequential designs for the planned pairs,
+    pool and budget: expected judgments within the budget and the power of the overall PASS."""
+    sample = Path(__file__).resolve().parents[1] / "data" / "sample_pairs.jsonl"
+    ingest.import_file(engine, sample, study="sample", account=SYSTEM)
+    simulate(engine, study="sample", spec=SimulationSpec(seed=1))
+    args = ["power", "--study", "sample", "--compare-designs", "--pairs", "80", "--pool", "20"]
+    result = CliRunner().invoke(app, [*args, "--budget", "3", "--simulations", "200"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "Designs for 80 pairs, a pool of 20, 3 judgments per pair" in text
+    rows = {
+        name: re.search(re.escape(name) + r"\s*│\s*(\d+)\s*│\s*([\d.]+)\s*│\s*([\d.]+)\s*│\s*([\d.]+)", text)
+        for name in ("fixed 3", "two-stage 2", "sequential 1")
+    }
+    for name, found in rows.items():
+        assert found is not None, (name, result.output)
+        judgments, equivalence, rest, overall = found.groups()
+        assert int(judgments) <= 240
+        assert 0.0 <= float(overall) <= min(float(equivalence), float(rest)) + 1e-9
+    assert int(rows["fixed 3"].group(1)) == 240  # type: ignore[union-attr]
+    assert "two-stage 2 + blocks of 8; sequential 1 + one at a time" in text
+    assert "200 simulated studies per design and item" in text and "sample_size" in text
+    alone = CliRunner().invoke(app, ["power", "--compare-designs", "--no-check"])
+    assert alone.exit_code == 1 and "--compare-designs needs --study" in alone.output
+    assert len(alone.output.strip().splitlines()) == 1

@@ -155,7 +155,30 @@ def power(
         typer.Option(help="With --study: the human sample needed when this judge rates every pair"),
     ] = None,
     pairs: Annotated[
-        int | None, typer.Option(min=2, help="With --judge: pairs the judge rates (default: those it rated)")
+        int | None,
+        typer.Option(
+            min=2,
+            help="With --judge: pairs the judge rates (default: those it rated); with --compare-designs: "
+            "main pairs planned (default: the pilot's)",
+        ),
+    ] = None,
+    compare_designs: Annotated[
+        bool,
+        typer.Option(
+            "--compare-designs",
+            help="With --study: fixed, two-stage and sequential designs side by side (expected judgments, "
+            "power of the overall PASS) from the study's variance components",
+        ),
+    ] = False,
+    pool: Annotated[
+        int | None,
+        typer.Option(min=1, help="With --compare-designs: annotators in the pool (default: the pilot's)"),
+    ] = None,
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            min=1.0, help="With --compare-designs: judgments per pair on average (default: the pilot's)"
+        ),
     ] = None,
     database: DbOption = None,
 ) -> None:
@@ -166,6 +189,11 @@ def power(
         if study is None:
             raise UserError("--judge needs --study (the pilot: people and the judge on the same pairs)")
         judge_power_table(study, judge, pairs, database)
+        return
+    if compare_designs:
+        if study is None:
+            raise UserError("--compare-designs needs --study (the pilot whose variance components it uses)")
+        design_table(study, database, pairs=pairs, pool=pool, budget=budget, simulations=simulations)
         return
     if study is not None:
         study_power(study, database, simulations)
@@ -237,6 +265,66 @@ def power(
             f"{option.power:.3f}",
         )
     out.print(designs)
+
+
+def design_table(
+    study: str,
+    database: str | None,
+    *,
+    pairs: int | None,
+    pool: int | None,
+    budget: float | None,
+    simulations: int,
+) -> None:
+    """Fixed, two-stage and sequential designs side by side from a pilot study's variance components."""
+    from annotator.people import authorization
+    from annotator.review import study_report
+    from annotator.store import db
+
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        table, planned = study_report.study_design_comparison(
+            session,
+            study=study,
+            account=authorization.SYSTEM,
+            pairs=pairs,
+            pool=pool,
+            budget=budget,
+            n_sim=simulations,
+        )
+    shown = Table(
+        "design",
+        "judgments",
+        "equivalence",
+        "rubric, preference",
+        "overall PASS",
+        title=(
+            f"Designs for {planned['n_pairs']} pairs, a pool of {planned['pool']}, {planned['budget']:g} "
+            f"judgments per pair (from {study}'s variance components; power at a true quality gap of 0)"
+        ),
+    )
+    for row in table.to_dict("records"):
+        shown.add_row(
+            str(row["design"]).split(" + ")[0],
+            f"{row['judgments']:.0f}",
+            f"{row['power_equivalence']:.3f}",
+            f"{row['power_rest']:.3f}",
+            f"{row['power']:.3f}",
+        )
+    out.print(shown)
+    pilot = planned["pilot"]
+    assert isinstance(pilot, dict)
+    out.print(
+        "Designs: " + "; ".join(str(name) for name in table["design"]) + ". "
+        f"{planned['n_sim']} simulated studies per design and item, each design judged by the report's "
+        "rule for it: fixed, the crossed-model TOST and the few-broken bound for any distribution of pair "
+        "gaps; two-stage and sequential, the registered procedure with its calibrated few-broken test "
+        "(mean gap: TOST on the per-pair means). Rubric and preference at their estimated effects, at the "
+        "fixed design with as many judgments. Register a design in the study's [allocation] before the "
+        "first import. Not simulated, as they stand in this study: "
+        + ", ".join(f"{k} {v}" for k, v in pilot.items()),
+        highlight=False,
+    )
 
 
 def judge_power_table(study: str, judge: str, pairs: int | None, database: str | None) -> None:

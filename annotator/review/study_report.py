@@ -7,6 +7,7 @@ computes a statistic.
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -333,22 +334,21 @@ def study_power(session: Session, *, study: str, account: Account) -> tuple[Stud
     return config, table.assign(pool_needed=needed, power_at_pool_needed=power_at)
 
 
-def study_overall_power(
-    session: Session, *, study: str, account: Account, n_sim: int = 2000, seed: int = 0
-) -> dict[str, object]:
-    """The power of the overall PASS at the study's own design, by simulation from its variance
-    components (:func:`analysis.power.overall_pass_power`): quality dimensions at a true gap of 0,
-    the rubric and the preference at their estimated effects; sample size, reliability and
-    sensitivity as they stand in this study.
+@dataclass(frozen=True)
+class Pilot:
+    """A study as a pilot: its verdict items with their crossed-model variance components (quality
+    dimensions at a true gap of 0, the rubric and the preference at their estimated effects), its
+    design, and the statuses of the verdicts that are not simulated."""
 
-    Returns
-    -------
-    dict
-        ``power_overall``, ``power_<item>``, ``n_pairs``, ``per_pair``, ``pool``, ``n_sim`` and
-        ``pilot`` (the statuses of the verdicts that are not simulated).
-    """
-    from analysis.power import overall_pass_power
+    components: pd.DataFrame
+    n_pairs: int
+    per_pair: int
+    pool: int
+    statuses: dict[str, str]
 
+
+def _pilot(session: Session, study: str, account: Account, seed: int) -> Pilot:
+    """The study read as a pilot (its report without the extras)."""
     report = study_report(session, study=study, account=account, n_boot=200, seed=seed, extras=False)
     v = report.validation
     parts = ["pair_var", "annotator_var", "residual_var"]
@@ -367,13 +367,38 @@ def study_overall_power(
     n_pairs = int(crossed["n_pairs"])
     per_pair = max(1, round(int(crossed["n_obs"]) / max(n_pairs, 1)))
     pool = max(int(crossed["n_annotators"]), per_pair)
+    pilot = {
+        x.key: str(x.status)
+        for x in report.verdicts
+        if x.key in ("sample_size", "reliability", "sensitivity")
+    }
+    return Pilot(pd.DataFrame(rows), n_pairs, per_pair, pool, pilot)
+
+
+def study_overall_power(
+    session: Session, *, study: str, account: Account, n_sim: int = 2000, seed: int = 0
+) -> dict[str, object]:
+    """The power of the overall PASS at the study's own design, by simulation from its variance
+    components (:func:`analysis.power.overall_pass_power`): quality dimensions at a true gap of 0,
+    the rubric and the preference at their estimated effects; sample size, reliability and
+    sensitivity as they stand in this study.
+
+    Returns
+    -------
+    dict
+        ``power_overall``, ``power_<item>``, ``n_pairs``, ``per_pair``, ``pool``, ``n_sim`` and
+        ``pilot`` (the statuses of the verdicts that are not simulated).
+    """
+    from analysis.power import overall_pass_power
+
+    pilot = _pilot(session, study, account, seed)
     config = study_config(session, study)
     result: dict[str, object] = dict(
         overall_pass_power(
-            pd.DataFrame(rows),
-            n_pairs=n_pairs,
-            per_pair=per_pair,
-            pool=pool,
+            pilot.components,
+            n_pairs=pilot.n_pairs,
+            per_pair=pilot.per_pair,
+            pool=pilot.pool,
             margin=config.analysis.margin,
             alpha=config.analysis.alpha,
             max_broken_share=config.validation.max_broken_share,
@@ -381,10 +406,55 @@ def study_overall_power(
             seed=seed,
         )
     )
-    pilot = {
-        x.key: x.status for x in report.verdicts if x.key in ("sample_size", "reliability", "sensitivity")
-    }
-    return result | {"n_pairs": n_pairs, "per_pair": per_pair, "pool": pool, "n_sim": n_sim, "pilot": pilot}
+    design = {"n_pairs": pilot.n_pairs, "per_pair": pilot.per_pair, "pool": pilot.pool, "n_sim": n_sim}
+    return result | design | {"pilot": pilot.statuses}
+
+
+def study_design_comparison(
+    session: Session,
+    *,
+    study: str,
+    account: Account,
+    pairs: int | None = None,
+    pool: int | None = None,
+    budget: float | None = None,
+    n_sim: int = 1000,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, dict[str, object]]:
+    """Fixed, two-stage and sequential designs side by side for a planned study (`pairs` main pairs, a
+    pool of `pool` annotators, `budget` judgments per pair on average; each defaults to the pilot's),
+    from this study's variance components (:func:`analysis.design_power.compare_overall`).
+
+    Returns
+    -------
+    tuple
+        The table (one row per design: expected judgments, power of the equivalence verdicts, of the
+        rubric and preference verdicts, of the overall PASS) and the planned design with the pilot's
+        statuses of the verdicts that are not simulated.
+    """
+    from analysis.design_power import compare_overall
+
+    pilot = _pilot(session, study, account, seed)
+    config = study_config(session, study)
+    n_pairs, pool, budget = pairs or pilot.n_pairs, pool or pilot.pool, budget or float(pilot.per_pair)
+    if budget < 1:
+        raise UserError(f"a budget of {budget:g} judgments per pair is below 1")
+    try:
+        table = compare_overall(
+            pilot.components,
+            n_pairs=n_pairs,
+            pool=pool,
+            budget=budget,
+            margin=config.analysis.margin,
+            max_share=config.validation.max_broken_share,
+            alpha=config.analysis.alpha,
+            n_sim=n_sim,
+            seed=seed,
+        )
+    except ValueError as exc:
+        raise UserError(f"cannot compare designs for study {study!r}: {exc}") from None
+    planned = {"n_pairs": n_pairs, "pool": pool, "budget": budget, "n_sim": n_sim}
+    return table, planned | {"pilot": pilot.statuses}
 
 
 def standing(report: Report) -> tuple[str, list[str]]:

@@ -1,0 +1,47 @@
+"""Planning: the power of the overall PASS for fixed, two-stage and sequential designs from a pilot."""
+
+import pandas as pd
+import pytest
+
+from analysis.design_power import compare_designs, compare_overall
+from analysis.power import overall_pass_power
+
+pytestmark = pytest.mark.nodb
+
+QUALITY = {"kind": "equivalence", "effect": 0.0, "pair_var": 0.0, "annotator_var": 0.01, "residual_var": 0.3}
+PILOT = pd.DataFrame(
+    [
+        {"item": "correctness", **QUALITY},
+        {"item": "relevance", **QUALITY, "residual_var": 0.4},
+        {"item": "rubric", "kind": "superiority", "effect": 0.3, "pair_var": 0.05, "annotator_var": 0.01,
+         "residual_var": 0.3},
+    ]
+)  # fmt: skip
+PLAN = {"n_pairs": 40, "pool": 10, "budget": 6.0, "margin": 0.5, "n_sim": 300, "seed": 3}
+
+
+def test_each_design_is_judged_by_the_reports_rule_for_it() -> None:
+    """Fixed: the report's own rules simulated together (overall_pass_power); adaptive: the product of
+    each dimension's calibrated procedure and the rubric/preference verdicts."""
+    table = compare_overall(PILOT, **PLAN).set_index("kind")
+    fixed = overall_pass_power(PILOT, n_pairs=40, per_pair=6, pool=10, margin=0.5, n_sim=300, seed=3)
+    assert table.loc["fixed", "power"] == pytest.approx(fixed["power_overall"])
+    assert table.loc["fixed", "judgments"] == 240
+    rest = overall_pass_power(PILOT.iloc[2:], n_pairs=40, per_pair=6, pool=10, margin=0.5, n_sim=300, seed=3)
+    per_dimension = [
+        compare_designs(
+            n_pairs=40, pool=10, budget=6.0, margin=0.5, pair_var=0.0, annotator_var=0.01,
+            residual_var=var, n_sim=300, seed=3 + 101 * k,
+        ).set_index("kind")
+        for k, var in enumerate((0.3, 0.4))
+    ]  # fmt: skip
+    for kind in ("two_stage", "sequential"):
+        equivalence = per_dimension[0].loc[kind, "power"] * per_dimension[1].loc[kind, "power"]
+        assert table.loc[kind, "power_equivalence"] == pytest.approx(equivalence)
+        assert table.loc[kind, "power"] == pytest.approx(equivalence * rest["power_overall"])
+        assert table.loc[kind, "judgments"] <= 240
+
+
+def test_a_pilot_without_quality_dimensions_is_refused() -> None:
+    with pytest.raises(ValueError, match="no quality dimension"):
+        compare_overall(PILOT.iloc[2:], **PLAN)
