@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.aggregates import pair_majority, rubric_scores
 from analysis.cleaning import DROP, NEEDS_MORE
-from analysis.frames import pair_majority, rubric_scores
 from analysis.vocabulary import RUBRIC_PREFIX
 
 __all__ = [

@@ -264,7 +264,7 @@ def broken_share(
     ----------
     differences : pandas.DataFrame
         One row per judgment with ``pair_id``, ``annotator`` and ``diff`` (chosen - rejected), as
-        :func:`analysis.frames.judgment_differences` gives.
+        :func:`analysis.aggregates.judgment_differences` gives.
     margin : float
         The equivalence margin.
     max_share : float, default 0.1

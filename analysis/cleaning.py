@@ -38,15 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.frames import (
-    ANNOTATOR,
-    PAIR_ID,
-    PREFERENCE,
-    RUBRIC_ITEM,
-    RUBRIC_PREFIX,
-    judgment_differences,
-    judgments,
-)
+from analysis.aggregates import judgment_differences, judgments
+from analysis.frames import ANNOTATOR, PAIR_ID, PREFERENCE, RUBRIC_ITEM, RUBRIC_PREFIX
 from analysis.settings import DEFAULTS
 
 __all__ = [
@@ -379,7 +372,7 @@ def study_cleaning(
 ) -> pd.DataFrame:
     """The cleaning list of a study from its per-judgment differences and crossed-fit components.
 
-    `differences` holds :func:`analysis.frames.judgment_differences` per quality dimension (and
+    `differences` holds :func:`analysis.aggregates.judgment_differences` per quality dimension (and
     ``"rubric"`` when rated), `components` their ``(pair_var, annotator_var, residual_var)``;
     `preference` has ``pair_id, annotator, score`` (preference score - 0.5). A pair is broken when
     its mean gap over the quality dimensions (item ``"quality"``, fitted here) lies beyond the margin

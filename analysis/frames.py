@@ -1,7 +1,8 @@
-"""The tidy long label frame and its per-pair aggregates.
+"""The tidy long label frame: its columns, its checks (:func:`validate_frame`) and its column helpers.
 
 One row per score. The database export (``annotator/publish/export.py``) produces this frame, and
-:func:`read_labels` reads it back from an exported file. Every statistic in ``analysis`` starts here.
+:func:`analysis.label_files.read_labels` reads it back from an exported file; its per-judgment and
+per-pair aggregates are in :mod:`analysis.aggregates`. Every statistic in ``analysis`` starts here.
 
 Columns
 -------
@@ -42,12 +43,10 @@ chosen_chars, rejected_chars : float
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import union_categoricals
 
 from analysis.vocabulary import (
     ANNOTATOR,
@@ -88,6 +87,8 @@ __all__ = [
     "ITEM",
     "JUDGMENT_COLUMNS",
     "JUDGMENT_ID",
+    "KEY_COLUMNS",
+    "OPTIONAL_JUDGMENT_COLUMNS",
     "PAIR_ID",
     "PREFERENCE",
     "QUALITY_ITEMS",
@@ -100,18 +101,10 @@ __all__ = [
     "SIDE_CHOSEN",
     "TIME_S",
     "VALUE",
-    "add_rubric_means",
     "as_text",
     "coded",
     "first_rows",
     "has_prefix",
-    "judgment_differences",
-    "judgments",
-    "pair_majority",
-    "pair_means",
-    "pair_means_from_differences",
-    "read_labels",
-    "rubric_scores",
     "split_controls",
     "validate_frame",
 ]
@@ -128,8 +121,10 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
 )
 #: Columns that describe a whole judgment (one per pair and annotator).
 JUDGMENT_COLUMNS: tuple[str, ...] = (PREFERENCE, CONFIDENCE, TIME_S)
-_OPTIONAL_JUDGMENT_COLUMNS = (CATEGORY, JUDGMENT_ID, CONTROL, ARM, SIDE_CHOSEN, CHOSEN_CHARS, REJECTED_CHARS)
-_KEY = [PAIR_ID, ANNOTATOR, RESPONSE, ITEM]
+#: Judgment-level columns a frame may have (carried along with a judgment).
+OPTIONAL_JUDGMENT_COLUMNS = (CATEGORY, JUDGMENT_ID, CONTROL, ARM, SIDE_CHOSEN, CHOSEN_CHARS, REJECTED_CHARS)
+#: The columns that identify one score.
+KEY_COLUMNS = [PAIR_ID, ANNOTATOR, RESPONSE, ITEM]
 
 
 def coded(values: pd.Series, *, with_empty: bool = False) -> pd.Series:
@@ -259,11 +254,11 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     if aspect.any():
         _integers_in(out[VALUE], "value (rubric aspects)", 0, 2, where=aspect)
     _check_optional_columns(out)
-    n_dup = _n_duplicates(out, _KEY)
+    n_dup = _n_duplicates(out, KEY_COLUMNS)
     if n_dup:
         raise ValueError(
             f"label frame has {n_dup} duplicate (pair_id, annotator, response, item) row(s)"
-            + _at(~first_rows(out, _KEY))
+            + _at(~first_rows(out, KEY_COLUMNS))
         )
     return out
 
@@ -362,95 +357,6 @@ def has_prefix(items: pd.Series, prefix: str) -> np.ndarray:
     return items.astype(str).str.startswith(prefix).to_numpy(dtype=bool)
 
 
-def rubric_scores(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """The per-response rubric score: the mean of the ``rubric:<k>`` aspect values (one home).
-
-    Parameters
-    ----------
-    rows : pandas.DataFrame
-        Long rows with columns ``item`` and ``value`` plus the ``keys``; rows of other items are
-        ignored.
-    keys : sequence of str
-        The columns that identify one rated response, e.g. ``["pair_id", "annotator", "response"]``
-        (a judgment's response) or ``["judgment_id", "response"]``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``*keys, item, value`` with ``item == "rubric"``: one row per key that has aspects.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> rows = pd.DataFrame({"judgment_id": [7, 7, 7], "response": "chosen",
-    ...     "item": ["rubric:0", "rubric:1", "correctness"], "value": [2.0, 1.0, 4.0]})
-    >>> rubric_scores(rows, ["judgment_id", "response"]).to_dict("records")
-    [{'judgment_id': 7, 'response': 'chosen', 'item': 'rubric', 'value': 1.5}]
-    """
-    keys = list(keys)
-    aspects = rows[_is_aspect(rows[ITEM])]
-    means = aspects.groupby(keys, sort=False, observed=True)[VALUE].mean().reset_index()
-    means.insert(len(keys), ITEM, RUBRIC_ITEM)
-    return means[[*keys, ITEM, VALUE]]
-
-
-def _is_aspect(items: pd.Series) -> np.ndarray:
-    """Which rows hold a rubric aspect (``rubric:<k>``)."""
-    return has_prefix(items, RUBRIC_PREFIX)
-
-
-def _rubric_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The ``"rubric"`` rows :func:`add_rubric_means` would add, computed from the aspect rows only
-    (without copying the whole frame)."""
-    keys = [PAIR_ID, ANNOTATOR, RESPONSE]
-    carry = [c for c in (*JUDGMENT_COLUMNS, *_OPTIONAL_JUDGMENT_COLUMNS) if c in frame.columns]
-    aspects = frame.loc[_is_aspect(frame[ITEM]), [*keys, ITEM, VALUE, *carry]]
-    means = rubric_scores(aspects, keys)
-    if carry and not means.empty:
-        first = aspects.iloc[np.flatnonzero(first_rows(aspects, keys))][[*keys, *carry]]
-        means = means.merge(first, on=keys, how="left")
-    return means[[c for c in frame.columns if c in means.columns]]
-
-
-def add_rubric_means(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add the per-response rubric score (:func:`rubric_scores`) as item ``"rubric"``.
-
-    Existing ``"rubric"`` rows are replaced; a frame without rubric aspects is returned unchanged
-    (as a copy).
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        A validated label frame.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``frame`` plus one ``"rubric"`` row per (pair_id, annotator, response) that has aspects, with
-        the judgment-level columns carried over.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> df = pd.DataFrame({"pair_id": "p1", "annotator": "ann", "response": ["chosen"] * 2,
-    ...     "item": ["rubric:0", "rubric:1"], "value": [2.0, 1.0], "preference": 1,
-    ...     "confidence": 3, "time_s": 12.0})
-    >>> out = add_rubric_means(df)
-    >>> out.loc[out["item"] == "rubric", "value"].tolist()
-    [1.5]
-    """
-    base = frame[frame[ITEM] != RUBRIC_ITEM]
-    keys = [PAIR_ID, ANNOTATOR, RESPONSE]
-    means = rubric_scores(base, keys)
-    if means.empty:
-        return base.copy()
-    carry = [c for c in (*JUDGMENT_COLUMNS, *_OPTIONAL_JUDGMENT_COLUMNS) if c in base.columns]
-    if carry:
-        first = base.iloc[np.flatnonzero(first_rows(base, keys))][[*keys, *carry]]
-        means = means.merge(first, on=keys, how="left")
-    return pd.concat([base, means[[c for c in base.columns if c in means.columns]]], ignore_index=True)
-
-
 def split_controls(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Split a label frame into the main pairs and the control pairs (optional ``control`` column).
 
@@ -472,188 +378,6 @@ def split_controls(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     if not is_control.any():  # no copy of the whole frame when every row is main
         return frame, frame[is_control]
     return frame[~is_control], frame[is_control]
-
-
-def _item_rows(frame: pd.DataFrame, item: str, columns: list[str]) -> pd.DataFrame:
-    """`columns` of the rows of one item; the rubric item is derived from its aspects when absent."""
-    rows = frame.loc[frame[ITEM] == item, columns]
-    if rows.empty and item == RUBRIC_ITEM:
-        rows = _rubric_rows(frame)[columns]
-    return rows
-
-
-def judgment_differences(frame: pd.DataFrame, item: str) -> pd.DataFrame:
-    """One chosen - rejected difference per judgment (pair_id, annotator) on one item.
-
-    Only judgments that scored both responses on ``item`` are kept.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        A validated label frame.
-    item : str
-        A quality dimension, ``"rubric"`` (derived from the aspects if needed) or ``"rubric:<k>"``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``pair_id, annotator, chosen, rejected, diff`` (plus ``side_chosen``,
-        ``chosen_chars``, ``rejected_chars`` and ``category`` when the frame has them), sorted by pair
-        and annotator.
-
-    Raises
-    ------
-    ValueError
-        If no row has ``item``.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> df = pd.DataFrame({"pair_id": "p1", "annotator": ["a", "a", "b"],
-    ...     "response": ["chosen", "rejected", "chosen"], "item": "relevance", "value": [5, 4, 4],
-    ...     "preference": 0, "confidence": 2, "time_s": 9.0})
-    >>> judgment_differences(df, "relevance")[["annotator", "diff"]].to_dict("records")
-    [{'annotator': 'a', 'diff': 1.0}]
-    """
-    keys = [PAIR_ID, ANNOTATOR]
-    extra = [c for c in (SIDE_CHOSEN, CHOSEN_CHARS, REJECTED_CHARS, CATEGORY) if c in frame.columns]
-    rows = _item_rows(frame, item, [*keys, RESPONSE, VALUE, *extra])
-    if rows.empty:
-        raise ValueError(f"no scores for item '{item}'")
-    is_chosen = (rows[RESPONSE] == CHOSEN).to_numpy()
-    chosen = rows.loc[is_chosen, [*keys, VALUE, *extra]].rename(columns={VALUE: CHOSEN})
-    rejected = rows.loc[~is_chosen, [*keys, VALUE]].rename(columns={VALUE: REJECTED})
-    out = chosen.merge(rejected, on=keys, how="inner").dropna(subset=[CHOSEN, REJECTED])
-    out["diff"] = (out[CHOSEN] - out[REJECTED]).astype(float)
-    out = out.sort_values(keys, kind="stable").reset_index(drop=True)
-    return out[[*keys, CHOSEN, REJECTED, "diff", *extra]]
-
-
-def pair_means_from_differences(differences: pd.DataFrame) -> pd.DataFrame:
-    """Per-pair means of :func:`judgment_differences` output (see :func:`pair_means`)."""
-    grouped = differences.groupby(PAIR_ID, sort=True)
-    out = grouped[[CHOSEN, REJECTED]].mean()
-    out["diff"] = out[CHOSEN] - out[REJECTED]
-    out["n_annotators"] = grouped.size().astype(int)
-    return out.reset_index()[[PAIR_ID, CHOSEN, REJECTED, "diff", "n_annotators"]]
-
-
-def pair_means(frame: pd.DataFrame, item: str) -> pd.DataFrame:
-    """Per-pair means over annotators for one item, and the chosen-minus-rejected difference.
-
-    Only judgments that scored both responses on ``item`` are used, so ``chosen`` and ``rejected``
-    average over the same annotators.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        A validated label frame.
-    item : str
-        A quality dimension, ``"rubric"`` (derived from the aspects if needed) or ``"rubric:<k>"``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``pair_id, chosen, rejected, diff, n_annotators``, one row per pair, sorted by pair.
-
-    Raises
-    ------
-    ValueError
-        If no row has ``item``.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> df = pd.DataFrame({"pair_id": "p1", "annotator": ["a", "a", "b", "b"],
-    ...     "response": ["chosen", "rejected"] * 2, "item": "relevance", "value": [5, 4, 4, 4],
-    ...     "preference": 0, "confidence": 2, "time_s": 9.0})
-    >>> pair_means(df, "relevance").to_dict("records")
-    [{'pair_id': 'p1', 'chosen': 4.5, 'rejected': 4.0, 'diff': 0.5, 'n_annotators': 2}]
-    """
-    return pair_means_from_differences(judgment_differences(frame, item))
-
-
-def pair_majority(votes: pd.DataFrame, *, pair_col: str = PAIR_ID) -> pd.DataFrame:
-    """Majority preference direction per pair (the one home of "majority").
-
-    Parameters
-    ----------
-    votes : pandas.DataFrame
-        One row per judgment (e.g. :func:`judgments`, or the label frame: with an ``annotator``
-        column each (pair, annotator) counts once), with ``pair_col`` and ``preference``
-        (positive = chosen preferred, 0 = tie).
-    pair_col : str, default "pair_id"
-        The column identifying a pair.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``pair_col, n_votes, n_chosen, n_rejected, n_tie, majority, agreement``:
-        ``majority`` is ``"chosen"``, ``"rejected"`` or ``"tie"`` when that direction has more than
-        half of the votes, else ``"none"``; ``agreement`` is the share of the most common direction.
-        Sorted by pair.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> j = pd.DataFrame({"pair_id": ["a", "a", "a", "b", "b"], "annotator": ["x", "y", "z", "x", "y"],
-    ...                   "preference": [1, 2, -1, 0, 1]})
-    >>> pair_majority(j)[["pair_id", "n_chosen", "majority"]].values.tolist()
-    [['a', 2, 'chosen'], ['b', 1, 'none']]
-    """
-    missing = [c for c in (pair_col, PREFERENCE) if c not in votes.columns]
-    if missing:
-        raise ValueError(f"pair_majority needs column(s): {', '.join(missing)}")
-    if ANNOTATOR in votes.columns:
-        votes = votes.drop_duplicates([pair_col, ANNOTATOR])
-    pref = np.sign(votes[PREFERENCE].to_numpy(dtype=float))
-    counts = pd.DataFrame(
-        {
-            pair_col: votes[pair_col].to_numpy(),
-            "n_chosen": pref > 0,
-            "n_rejected": pref < 0,
-            "n_tie": pref == 0,
-        }
-    )
-    out = counts.groupby(pair_col, sort=True).sum().astype(int)
-    out.insert(0, "n_votes", out.sum(axis=1))
-    top = out[["n_chosen", "n_rejected", "n_tie"]].max(axis=1)
-    half = out["n_votes"] / 2.0
-    out["majority"] = np.select(
-        [out["n_chosen"] > half, out["n_rejected"] > half, out["n_tie"] > half],
-        ["chosen", "rejected", "tie"],
-        default="none",
-    )
-    out["agreement"] = top / out["n_votes"]
-    return out.reset_index()
-
-
-def judgments(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per judgment (pair_id, annotator) with its judgment-level columns.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        A validated label frame.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``pair_id, annotator, preference, confidence, time_s`` (plus ``category`` and
-        ``judgment_id`` when present), sorted by pair and annotator.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> df = pd.DataFrame({"pair_id": "p1", "annotator": ["a", "a"], "response": ["chosen", "rejected"],
-    ...     "item": "relevance", "value": [5, 4], "preference": 2, "confidence": 3, "time_s": 9.0})
-    >>> judgments(df).to_dict("records")
-    [{'pair_id': 'p1', 'annotator': 'a', 'preference': 2, 'confidence': 3, 'time_s': 9.0}]
-    """
-    cols = [PAIR_ID, ANNOTATOR, *JUDGMENT_COLUMNS]
-    cols += [c for c in _OPTIONAL_JUDGMENT_COLUMNS if c in frame.columns]
-    out = frame.iloc[np.flatnonzero(first_rows(frame, [PAIR_ID, ANNOTATOR]))][cols]
-    return out.sort_values([PAIR_ID, ANNOTATOR], kind="stable").reset_index(drop=True)
 
 
 def _combined_codes(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray | None:
@@ -692,128 +416,3 @@ def first_rows(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     if key is None:
         return ~frame.duplicated(list(keys)).to_numpy()
     return ~pd.Series(key).duplicated().to_numpy()
-
-
-def read_labels(path: str | Path) -> pd.DataFrame:
-    """Read an exported labels file (``.csv``, ``.jsonl`` or ``.parquet``) into a validated frame.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        The file written by ``annotator export labels``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The output of :func:`validate_frame`.
-
-    Raises
-    ------
-    ValueError
-        For an unsupported file type or an invalid frame.
-
-    Examples
-    --------
-    >>> import pandas as pd, tempfile, pathlib
-    >>> df = pd.DataFrame({"pair_id": ["007"] * 2, "annotator": "ann", "response": ["chosen", "rejected"],
-    ...     "item": "helpfulness", "value": [4, 4], "preference": 0, "confidence": None, "time_s": 5.0})
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = pathlib.Path(tmp) / "labels.csv"
-    ...     df.to_csv(path, index=False)
-    ...     read_labels(path)["pair_id"].tolist()
-    ['007', '007']
-    """
-    path = Path(path)
-    suffix = path.suffix.lower()
-    text_cols = dict.fromkeys((*_TEXT_COLUMNS, JUDGMENT_ID), str)
-    if suffix == ".csv":
-        with pd.read_csv(path, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
-            df = _joined(reader)
-    elif suffix in (".jsonl", ".ndjson"):
-        with pd.read_json(path, lines=True, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
-            df = _joined(reader)
-    elif suffix in (".parquet", ".pq"):
-        df = _read_parquet(path)
-    else:
-        raise ValueError(f"unsupported labels file type '{path.suffix}': use .csv, .jsonl or .parquet")
-    for name in df.columns:
-        if _codes_wanted(name, df[name]):
-            df[name] = coded(df[name], with_empty=name in _TEXT_COLUMNS and name not in _KEY)
-    return validate_frame(df)
-
-
-#: The text columns read as categorical codes (a judgment's text repeats on each of its scores);
-#: besides the key columns, the optional ones, and the export's judgment-level texts, get ``""`` as a
-#: category. Any other column a file holds as text is coded too (e.g. ``judgment_id``, ``submitted_at``).
-_TEXT_COLUMNS = (
-    PAIR_ID,
-    ANNOTATOR,
-    RESPONSE,
-    ITEM,
-    CATEGORY,
-    CONTROL,
-    ARM,
-    SIDE_CHOSEN,
-    RATER_KIND,
-    "flag_reason",
-    "comment",
-    "guideline_version",
-)
-#: The numeric columns: never coded, so that a bad value is named by validate_frame.
-_NUMBER_COLUMNS = (VALUE, PREFERENCE, CONFIDENCE, TIME_S, CHOSEN_CHARS, REJECTED_CHARS)
-CHUNK_ROWS = 50_000
-
-
-def _codes_wanted(name: str, values: pd.Series) -> bool:
-    """Whether a read column becomes codes: a named text column, or a column of text only."""
-    if name in _TEXT_COLUMNS:
-        return True
-    if name in _NUMBER_COLUMNS:
-        return False
-    if isinstance(values.dtype, pd.StringDtype):
-        return True
-    return values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) == "string"
-
-
-def _read_parquet(path: Path) -> pd.DataFrame:
-    """A Parquet label file, CHUNK_ROWS rows at a time into :func:`_joined` (what
-    ``pandas.read_parquet`` gives, without the whole file's Arrow table beside the frame)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    file = pq.ParquetFile(path)
-    try:
-        schema = file.schema_arrow
-        if file.metadata.num_rows == 0:
-            return schema.empty_table().to_pandas()
-        batches = file.iter_batches(batch_size=CHUNK_ROWS)
-        return _joined(pa.Table.from_batches([batch], schema=schema).to_pandas() for batch in batches)
-    finally:
-        file.close()
-
-
-def _joined(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:
-    """A CSV or JSON-lines label file read CHUNK_ROWS lines at a time: each chunk's text columns
-    become codes before the next chunk is read (the parser's text of the whole file never exists at
-    once), and the chunks' codes are joined over the union of categories."""
-    chunks = []
-    for chunk in reader:
-        for name in chunk.columns:
-            if _codes_wanted(name, chunk[name]):
-                chunk[name] = coded(chunk[name], with_empty=name in _TEXT_COLUMNS and name not in _KEY)
-        chunks.append(chunk)
-    if not chunks:
-        return pd.DataFrame()
-    columns = list(dict.fromkeys(c for chunk in chunks for c in chunk.columns))
-    joined: dict[str, object] = {}
-    for name in columns:
-        parts = [chunk[name] if name in chunk.columns else pd.Series([None] * len(chunk)) for chunk in chunks]
-        if all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
-            joined[name] = coded(pd.Series(union_categoricals(parts, sort_categories=True)))
-        else:
-            joined[name] = pd.concat(parts, ignore_index=True)
-        del parts
-        for chunk in chunks:  # the chunks' copy of a joined column is freed before the next is joined
-            if name in chunk.columns:
-                del chunk[name]
-    return pd.DataFrame(joined)

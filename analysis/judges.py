@@ -10,7 +10,7 @@ ratings form one annotation, scored by negative RMSE over both), because the t t
 instances and the two responses of a pair share a question, a profile and the annotator's reading;
 the preference is scored by **accuracy on its direction** (chosen, tie, rejected), as the paper scores
 pairwise labels (MT-Bench); the rubric item is the per-response mean over aspects (the one rubric
-score of :func:`analysis.frames.rubric_scores`); a pair the judge saw in both orders counts with the
+score of :func:`analysis.aggregates.rubric_scores`); a pair the judge saw in both orders counts with the
 mean of the two; Benjamini-Yekutieli runs per (judge, item) over the annotators, at ``q = alpha``.
 """
 
@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from analysis.aggregates import judgments, pair_majority, rubric_scores
 from analysis.agreement import alpha_ci, krippendorff_alpha
 from analysis.alttest import (
     EPSILON,
@@ -50,9 +51,6 @@ from analysis.frames import (
     RUBRIC_ITEM,
     RUBRIC_PREFIX,
     VALUE,
-    judgments,
-    pair_majority,
-    rubric_scores,
 )
 from analysis.judge_baseline import (
     BASELINE_MARGIN,

@@ -45,8 +45,9 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from analysis.aggregates import judgment_differences
 from analysis.equivalence import TostResult, tost_from_estimate
-from analysis.frames import ANNOTATOR, PAIR_ID, judgment_differences
+from analysis.frames import ANNOTATOR, PAIR_ID
 
 __all__ = [
     "CrossedFit",
@@ -495,7 +496,7 @@ def mixed_effect(
     alpha : float, default 0.05
         Level of each one-sided test; the interval is 1 - 2*alpha.
     differences : pandas.DataFrame, optional
-        :func:`analysis.frames.judgment_differences` of ``frame`` for ``item``, when the caller
+        :func:`analysis.aggregates.judgment_differences` of ``frame`` for ``item``, when the caller
         already has it.
 
     Returns

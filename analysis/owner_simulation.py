@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.frames import judgments, pair_majority
+from analysis.aggregates import judgments, pair_majority
 from analysis.vocabulary import (
     ANNOTATOR,
     CHOSEN,

@@ -31,7 +31,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
-from analysis.frames import as_text, has_prefix, judgments, pair_majority
+from analysis.aggregates import judgments, pair_majority
+from analysis.frames import as_text, has_prefix
 from analysis.judges import EPSILON, JUDGE, MIN_ANNOTATORS, MIN_ITEMS, ORDER, benjamini_yekutieli
 from analysis.verdicts import Status, Verdict
 from analysis.vocabulary import (

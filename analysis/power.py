@@ -211,7 +211,7 @@ def achieved_power(
     """
     import pandas as pd
 
-    from analysis.frames import pair_means
+    from analysis.aggregates import pair_means
 
     rows = []
     for item in quality_items:
@@ -462,7 +462,8 @@ def variance_components(frame: pd.DataFrame, *, quality_items: Sequence[str]) ->
     """
     import pandas as pd
 
-    from analysis.frames import ANNOTATOR, PAIR_ID, judgment_differences
+    from analysis.aggregates import judgment_differences
+    from analysis.frames import ANNOTATOR, PAIR_ID
     from analysis.mixed import fit_crossed
 
     rows = []

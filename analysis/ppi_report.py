@@ -19,18 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.frames import (
-    ANNOTATOR,
-    CHOSEN,
-    ITEM,
-    PAIR_ID,
-    PREFERENCE,
-    REJECTED,
-    RESPONSE,
-    VALUE,
-    judgment_differences,
-    judgments,
-)
+from analysis.aggregates import judgment_differences, judgments
+from analysis.frames import ANNOTATOR, CHOSEN, ITEM, PAIR_ID, PREFERENCE, REJECTED, RESPONSE, VALUE
 from analysis.judges import JUDGE, ORDER
 from analysis.prediction_powered import prediction_powered_share, prediction_powered_tost
 from analysis.validation import preference_scores

@@ -315,7 +315,7 @@ def prediction_powered_tost(
     ----------
     differences : pandas.DataFrame
         The people's judgments: ``pair_id, annotator, diff`` (chosen - rejected), as
-        :func:`analysis.frames.judgment_differences` gives them.
+        :func:`analysis.aggregates.judgment_differences` gives them.
     judge_gap : pandas.Series
         The judge's chosen - rejected gap on the same item, indexed by pair id, for every pair it rated
         (rated by people or not). Rated pairs without a judge gap are left out (with a warning).

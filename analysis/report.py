@@ -53,6 +53,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from analysis.aggregates import judgments
 from analysis.agreement import agreement_table
 from analysis.agreement.table import MIN_REPLICATED_UNITS
 from analysis.cleaning import DROP, NEEDS_MORE
@@ -67,7 +68,6 @@ from analysis.frames import (
     PAIR_ID,
     QUALITY_ITEMS,
     SIDE_CHOSEN,
-    judgments,
     split_controls,
     validate_frame,
 )

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.aggregates import pair_majority
 from analysis.cleaning import KEEP, study_cleaning
 from analysis.frames import (
     ANNOTATOR,
@@ -22,7 +23,6 @@ from analysis.frames import (
     REJECTED_CHARS,
     RUBRIC_ITEM,
     SIDE_CHOSEN,
-    pair_majority,
 )
 from analysis.mixed import fit_crossed
 from analysis.power import recommend_design

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.aggregates import judgment_differences, judgments, pair_means_from_differences
 from analysis.broken_share import DEFAULT_GAP_RANGE, broken_share
 from analysis.crossed_mean import crossed_mean
 from analysis.equivalence import (
@@ -33,18 +34,7 @@ from analysis.equivalence import (
     tost_paired,
     wilcoxon_tost_paired,
 )
-from analysis.frames import (
-    ANNOTATOR,
-    ITEM,
-    PAIR_ID,
-    PREFERENCE,
-    QUALITY_ITEMS,
-    RUBRIC_ITEM,
-    RUBRIC_PREFIX,
-    judgment_differences,
-    judgments,
-    pair_means_from_differences,
-)
+from analysis.frames import ANNOTATOR, ITEM, PAIR_ID, PREFERENCE, QUALITY_ITEMS, RUBRIC_ITEM, RUBRIC_PREFIX
 from analysis.mixed import mixed_effect
 from analysis.settings import DEFAULTS
 
@@ -89,9 +79,9 @@ class ValidationResult:
     iut_panel : IutResult
         All dimensions equivalent in the per-pair TOST (conditional on the panel).
     differences : dict
-        Per item (quality dimensions and the rubric): :func:`analysis.frames.judgment_differences`.
+        Per item (quality dimensions and the rubric): :func:`analysis.aggregates.judgment_differences`.
     pair_means : dict
-        Per item: :func:`analysis.frames.pair_means_from_differences`.
+        Per item: :func:`analysis.aggregates.pair_means_from_differences`.
     """
 
     crossed: pd.DataFrame

@@ -12,11 +12,8 @@ from typing import Any, Literal
 import pandas as pd
 from scipy import stats
 
-from analysis.frames import (
-    CONTROL,
-    PAIR_ID,
-    judgment_differences,
-)
+from analysis.aggregates import judgment_differences
+from analysis.frames import CONTROL, PAIR_ID
 from analysis.validation import ValidationResult
 from analysis.vocabulary import POSITIVE
 

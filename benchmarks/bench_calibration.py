@@ -340,12 +340,13 @@ def one_study2(row: Row2, rng: np.random.Generator) -> dict[str, Any]:
     import pandas as pd
 
     from analysis import verdicts as rp
+    from analysis.aggregates import judgment_differences, judgments, pair_means_from_differences
     from analysis.agreement import agreement_table
     from analysis.broken_share import broken_share
     from analysis.cleaning import frame_cleaning
     from analysis.crossed_mean import crossed_mean
     from analysis.equivalence import preference_pairs, superiority_paired
-    from analysis.frames import judgment_differences, judgments, pair_means_from_differences, split_controls
+    from analysis.frames import split_controls
     from analysis.mixed import mixed_effect
     from analysis.validation import preference_scores, validate_pairs
 

@@ -13,7 +13,7 @@ Run from the repository root:
    sums (analysis.sufficient.parquet_sums: the item's columns only, Arrow's group-by) and the moment
    estimates (crossed_moments). Prints wall, CPU and peak RSS, and the estimates.
 3. At each size up to 100,000 pairs also today's path on the same data: the label frame
-   (analysis.frames.read_labels) and the REML fit (analysis.mixed.fit_crossed) of the judgment
+   (analysis.label_files.read_labels) and the REML fit (analysis.mixed.fit_crossed) of the judgment
    differences, side by side with the moment estimates.
 4. With pyspark installed (a benchmark-only tool, `pip install pyspark`; Java 17): a local Spark session
    reads the same dataset, runs analysis.sufficient.SUMS_SQL over it and compares every per-pair and

@@ -7,8 +7,10 @@ import pandas as pd
 import pytest
 from sqlmodel import Session, select
 
-from analysis import frames
-from analysis.frames import coded, pair_means, read_labels, validate_frame
+from analysis import aggregates, label_files
+from analysis.aggregates import pair_means
+from analysis.frames import coded, validate_frame
+from analysis.label_files import read_labels
 from annotator.people.authorization import SYSTEM, account_of
 from annotator.rating import drafts
 from annotator.review import readers
@@ -60,7 +62,7 @@ def test_scores_read_in_small_chunks_equal_one_read(rated, monkeypatch: pytest.M
 def test_the_derived_rubric_item_equals_the_concatenated_frame(rated) -> None:  # type: ignore[no-untyped-def]
     frame = validate_frame(frame_of(rated))
     direct = pair_means(frame, "rubric")
-    via_concat = pair_means(frames.add_rubric_means(frame), "rubric")
+    via_concat = pair_means(aggregates.add_rubric_means(frame), "rubric")
     pd.testing.assert_frame_equal(direct, via_concat)
 
 
@@ -70,7 +72,7 @@ def test_a_coded_frame_round_trips_through_every_labels_file(
 ) -> None:  # type: ignore[no-untyped-def]
     from annotator.publish import export
 
-    monkeypatch.setattr(frames, "CHUNK_ROWS", 5)  # several chunks with different categories
+    monkeypatch.setattr(label_files, "CHUNK_ROWS", 5)  # several chunks with different categories
     path = tmp_path / f"labels{suffix}"
     with db.session_scope(rated) as session:
         export.export(session, study=STUDY, kind="labels", fmt=suffix[1:], path=path, account=SYSTEM)
@@ -118,7 +120,7 @@ def test_a_draft_is_updated_in_place_and_cleared(rated) -> None:  # type: ignore
 def test_every_text_column_of_a_labels_file_is_read_as_codes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(frames, "CHUNK_ROWS", 3)  # several chunks; the comment is empty in some
+    monkeypatch.setattr(label_files, "CHUNK_ROWS", 3)  # several chunks; the comment is empty in some
     n = 8
     df = pd.DataFrame(
         {

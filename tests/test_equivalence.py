@@ -30,6 +30,7 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import ttost_ind, ttost_paired
 
+from analysis.aggregates import pair_majority
 from analysis.equivalence import (
     holm,
     intersection_union,
@@ -42,7 +43,6 @@ from analysis.equivalence import (
     wilcoxon_tost_paired,
 )
 from analysis.equivalence.wilcoxon import wilcoxon_one_sided
-from analysis.frames import pair_majority
 from analysis.validation import validate_pairs
 
 pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out

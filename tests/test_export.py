@@ -400,7 +400,7 @@ def test_label_export_round_trip_gives_the_same_statistics(tmp_path: Path, fmt: 
     with db.session_scope(engine) as session:
         export.export(session, study=STUDY, kind="labels", fmt=fmt, path=path, account=SYSTEM)
     try:
-        from analysis.frames import read_labels
+        from analysis.label_files import read_labels
     except ImportError:  # pragma: no cover - the analysis package is built in parallel
         back = pd.read_csv(path, dtype={"pair_id": str}) if fmt == "csv" else pd.read_parquet(path)
     else:

@@ -9,8 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import frames
-from analysis.frames import add_rubric_means, judgments, pair_means, read_labels, validate_frame
+from analysis import aggregates, frames, label_files
+from analysis.aggregates import add_rubric_means, judgments, pair_means
+from analysis.frames import validate_frame
+from analysis.label_files import read_labels
 
 pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
 
@@ -218,7 +220,7 @@ def test_rubric_scores_is_the_one_mean_over_aspects() -> None:
             "value": [2.0, 0.0, 5.0, 1.0, 1.0],
         }
     )
-    out = frames.rubric_scores(rows, ["judgment_id", "response"])
+    out = aggregates.rubric_scores(rows, ["judgment_id", "response"])
     assert out.to_dict("records") == [
         {"judgment_id": 1, "response": "rejected", "item": "rubric", "value": 1.0},
         {"judgment_id": 2, "response": "rejected", "item": "rubric", "value": 1.0},
@@ -226,7 +228,7 @@ def test_rubric_scores_is_the_one_mean_over_aspects() -> None:
 
 
 def test_judgment_differences_one_row_per_judgment() -> None:
-    out = frames.judgment_differences(validate_frame(_with_optional()), "correctness")
+    out = aggregates.judgment_differences(validate_frame(_with_optional()), "correctness")
     assert out[["pair_id", "annotator", "diff"]].values.tolist() == [
         ["p1", "a", 1.0],
         ["p1", "b", 1.0],
@@ -234,13 +236,13 @@ def test_judgment_differences_one_row_per_judgment() -> None:
     ]
     assert {"side_chosen", "chosen_chars", "rejected_chars"} <= set(out.columns)
     pd.testing.assert_frame_equal(
-        frames.pair_means_from_differences(out), pair_means(validate_frame(_frame()), "correctness")
+        aggregates.pair_means_from_differences(out), pair_means(validate_frame(_frame()), "correctness")
     )
 
 
 def test_pair_majority_is_the_one_majority() -> None:
     votes = pd.DataFrame({"pair_db_id": [7, 7, 7, 8, 8, 9], "preference": [2, 1, -1, 0, -1, -2]})
-    out = frames.pair_majority(votes, pair_col="pair_db_id").set_index("pair_db_id")
+    out = aggregates.pair_majority(votes, pair_col="pair_db_id").set_index("pair_db_id")
     assert out["majority"].to_dict() == {7: "chosen", 8: "none", 9: "rejected"}
     assert out.loc[7, "agreement"] == pytest.approx(2 / 3)
     assert out.loc[7, ["n_votes", "n_chosen", "n_rejected", "n_tie"]].tolist() == [3, 2, 1, 0]
@@ -267,7 +269,7 @@ def test_read_labels_keeps_optional_text_columns(tmp_path: Path) -> None:
 def test_a_bad_labels_file_names_the_column_and_the_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, column: str, bad: object, message: str
 ) -> None:
-    monkeypatch.setattr(frames, "CHUNK_ROWS", 2)  # the bad value in the second of several chunks
+    monkeypatch.setattr(label_files, "CHUNK_ROWS", 2)  # the bad value in the second of several chunks
     df = _frame().astype({column: object})
     df.loc[3, column] = bad
     path = tmp_path / "labels.csv"

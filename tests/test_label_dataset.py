@@ -7,7 +7,7 @@ from urllib.parse import quote
 import pytest
 from typer.testing import CliRunner
 
-from analysis.frames import judgment_differences
+from analysis.aggregates import judgment_differences
 from analysis.sufficient import SUMS_SQL, crossed_moments, group_sums, parquet_sums
 from annotator.cli import app
 from annotator.people.authorization import SYSTEM

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.frames import judgments, pair_majority, read_labels
+from analysis.aggregates import judgments, pair_majority
+from analysis.label_files import read_labels
 from analysis.owner_simulation import with_owners
 from analysis.owners import MIN_KAPPA_OWNERS, jackknife_kappa, jackknife_ratio, split_owners
 from analysis.render import to_html, to_markdown, to_terminal

@@ -142,7 +142,7 @@ def test_achieved_power_uses_the_study_pairs_and_their_sd() -> None:
     """Per dimension: the exact TOST power at the study's n and observed SD of per-pair differences."""
     import pandas as pd
 
-    from analysis.frames import pair_means
+    from analysis.aggregates import pair_means
     from analysis.power import achieved_power
 
     rng = np.random.default_rng(4)

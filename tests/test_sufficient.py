@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 
-from analysis.frames import judgment_differences
+from analysis.aggregates import judgment_differences
 from analysis.mixed import fit_crossed
 from analysis.sufficient import SUMS_SQL, crossed_moments, group_sums, parquet_sums
 

@@ -9,16 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.frames import (
-    ANNOTATOR,
-    ARM,
-    ITEM,
-    PAIR_ID,
-    PREFERENCE,
-    judgment_differences,
-    judgments,
-    split_controls,
-)
+from analysis.aggregates import judgment_differences, judgments
+from analysis.frames import ANNOTATOR, ARM, ITEM, PAIR_ID, PREFERENCE, split_controls
 from analysis.vocabulary import RUBRIC_PREFIX
 
 # ---------------------------------------------------------------------------------------------- arms

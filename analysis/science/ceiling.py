@@ -26,17 +26,10 @@ import numpy.typing as npt
 import pandas as pd
 from statsmodels.stats.contingency_tables import mcnemar
 
+from analysis.aggregates import judgments, pair_majority
 from analysis.agreement import kappa_from_codes
 from analysis.equivalence import wilson_interval
-from analysis.frames import (
-    ANNOTATOR,
-    CATEGORY,
-    PAIR_ID,
-    PREFERENCE,
-    judgments,
-    pair_majority,
-    split_controls,
-)
+from analysis.frames import ANNOTATOR, CATEGORY, PAIR_ID, PREFERENCE, split_controls
 
 #: A model's or a final decision's preference direction.
 CHOICES: tuple[str, ...] = ("chosen", "rejected", "tie")

@@ -7,7 +7,7 @@ import pandas as pd
 from sqlmodel import Session
 
 from analysis.adjudication import UNRESOLVED
-from analysis.frames import rubric_scores
+from analysis.aggregates import rubric_scores
 from analysis.vocabulary import RUBRIC_PREFIX
 from annotator.people import pseudonyms
 from annotator.review import readers

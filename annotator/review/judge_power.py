@@ -34,7 +34,8 @@ def judge_power(
         per_pair, pool, people_pairs, judge_pairs, pair_var, annotator_var, residual_var``
         (``people_pairs``/``judge_pairs`` NaN when not reached with ``n_total`` pairs).
     """
-    from analysis.frames import ANNOTATOR, PAIR_ID, judgment_differences, split_controls
+    from analysis.aggregates import judgment_differences
+    from analysis.frames import ANNOTATOR, PAIR_ID, split_controls
     from analysis.mixed import fit_crossed
     from analysis.ppi_power import judge_plan
     from analysis.ppi_report import judge_item_gaps

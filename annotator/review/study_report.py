@@ -203,7 +203,7 @@ def labels_report(
     judge files (checked like ``judges import`` against the pairs of `pairs`, a pair file, or else of
     the labels file): the report then has the judge sections too.
     """
-    from analysis.frames import read_labels
+    from analysis.label_files import read_labels
 
     config = load_config(config_path)
     try:

@@ -1,0 +1,157 @@
+"""Reading an exported labels file (``.csv``, ``.jsonl``, ``.parquet``) into a validated label frame
+(see :mod:`analysis.frames`), a chunk at a time, its text columns as categorical codes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+from pandas.api.types import union_categoricals
+
+from analysis.frames import KEY_COLUMNS, coded, validate_frame
+from analysis.vocabulary import (
+    ANNOTATOR,
+    ARM,
+    CATEGORY,
+    CHOSEN_CHARS,
+    CONFIDENCE,
+    CONTROL,
+    ITEM,
+    JUDGMENT_ID,
+    PAIR_ID,
+    PREFERENCE,
+    RATER_KIND,
+    REJECTED_CHARS,
+    RESPONSE,
+    SIDE_CHOSEN,
+    TIME_S,
+    VALUE,
+)
+
+__all__ = ["CHUNK_ROWS", "read_labels"]
+
+
+def read_labels(path: str | Path) -> pd.DataFrame:
+    """Read an exported labels file (``.csv``, ``.jsonl`` or ``.parquet``) into a validated frame.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file written by ``annotator export labels``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The output of :func:`analysis.frames.validate_frame`.
+
+    Raises
+    ------
+    ValueError
+        For an unsupported file type or an invalid frame.
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, pathlib
+    >>> df = pd.DataFrame({"pair_id": ["007"] * 2, "annotator": "ann", "response": ["chosen", "rejected"],
+    ...     "item": "helpfulness", "value": [4, 4], "preference": 0, "confidence": None, "time_s": 5.0})
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = pathlib.Path(tmp) / "labels.csv"
+    ...     df.to_csv(path, index=False)
+    ...     read_labels(path)["pair_id"].tolist()
+    ['007', '007']
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    text_cols = dict.fromkeys((*_TEXT_COLUMNS, JUDGMENT_ID), str)
+    if suffix == ".csv":
+        with pd.read_csv(path, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
+            df = _joined(reader)
+    elif suffix in (".jsonl", ".ndjson"):
+        with pd.read_json(path, lines=True, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
+            df = _joined(reader)
+    elif suffix in (".parquet", ".pq"):
+        df = _read_parquet(path)
+    else:
+        raise ValueError(f"unsupported labels file type '{path.suffix}': use .csv, .jsonl or .parquet")
+    for name in df.columns:
+        if _codes_wanted(name, df[name]):
+            df[name] = coded(df[name], with_empty=name in _TEXT_COLUMNS and name not in KEY_COLUMNS)
+    return validate_frame(df)
+
+
+#: The text columns read as categorical codes (a judgment's text repeats on each of its scores);
+#: besides the key columns, the optional ones, and the export's judgment-level texts, get ``""`` as a
+#: category. Any other column a file holds as text is coded too (e.g. ``judgment_id``, ``submitted_at``).
+_TEXT_COLUMNS = (
+    PAIR_ID,
+    ANNOTATOR,
+    RESPONSE,
+    ITEM,
+    CATEGORY,
+    CONTROL,
+    ARM,
+    SIDE_CHOSEN,
+    RATER_KIND,
+    "flag_reason",
+    "comment",
+    "guideline_version",
+)
+#: The numeric columns: never coded, so that a bad value is named by validate_frame.
+_NUMBER_COLUMNS = (VALUE, PREFERENCE, CONFIDENCE, TIME_S, CHOSEN_CHARS, REJECTED_CHARS)
+CHUNK_ROWS = 50_000
+
+
+def _codes_wanted(name: str, values: pd.Series) -> bool:
+    """Whether a read column becomes codes: a named text column, or a column of text only."""
+    if name in _TEXT_COLUMNS:
+        return True
+    if name in _NUMBER_COLUMNS:
+        return False
+    if isinstance(values.dtype, pd.StringDtype):
+        return True
+    return values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) == "string"
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """A Parquet label file, CHUNK_ROWS rows at a time into :func:`_joined` (what
+    ``pandas.read_parquet`` gives, without the whole file's Arrow table beside the frame)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    file = pq.ParquetFile(path)
+    try:
+        schema = file.schema_arrow
+        if file.metadata.num_rows == 0:
+            return schema.empty_table().to_pandas()
+        batches = file.iter_batches(batch_size=CHUNK_ROWS)
+        return _joined(pa.Table.from_batches([batch], schema=schema).to_pandas() for batch in batches)
+    finally:
+        file.close()
+
+
+def _joined(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """A CSV or JSON-lines label file read CHUNK_ROWS lines at a time: each chunk's text columns
+    become codes before the next chunk is read (the parser's text of the whole file never exists at
+    once), and the chunks' codes are joined over the union of categories."""
+    chunks = []
+    for chunk in reader:
+        for name in chunk.columns:
+            if _codes_wanted(name, chunk[name]):
+                chunk[name] = coded(chunk[name], with_empty=name in _TEXT_COLUMNS and name not in KEY_COLUMNS)
+        chunks.append(chunk)
+    if not chunks:
+        return pd.DataFrame()
+    columns = list(dict.fromkeys(c for chunk in chunks for c in chunk.columns))
+    joined: dict[str, object] = {}
+    for name in columns:
+        parts = [chunk[name] if name in chunk.columns else pd.Series([None] * len(chunk)) for chunk in chunks]
+        if all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
+            joined[name] = coded(pd.Series(union_categoricals(parts, sort_categories=True)))
+        else:
+            joined[name] = pd.concat(parts, ignore_index=True)
+        del parts
+        for chunk in chunks:  # the chunks' copy of a joined column is freed before the next is joined
+            if name in chunk.columns:
+                del chunk[name]
+    return pd.DataFrame(joined)
