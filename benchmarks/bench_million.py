@@ -106,7 +106,7 @@ print(json.dumps(out))
 REML = """
 import json, sys
 import numpy as np
-from analysis.frames import judgment_differences
+from analysis.aggregates import judgment_differences
 from analysis.mixed import fit_crossed
 from analysis.sufficient import crossed_moments, group_sums
 import pyarrow.dataset as ds
