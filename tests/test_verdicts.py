@@ -283,3 +283,18 @@ def test_an_open_verdict_reads_not_demonstrated() -> None:
     assert "not shown" not in text
     if rep.overall == "INCONCLUSIVE":  # type: ignore[attr-defined]
         assert "not demonstrated" in rep.overall_reason  # type: ignore[attr-defined]
+
+
+def test_the_methods_name_a_registered_design_and_its_calibrated_test() -> None:
+    """Under a registered sequential design the methods state the design and the calibrated test, not
+    the bound a fixed design is judged by; a fixed design's methods keep the bound."""
+    from analysis.design import Design
+
+    frame = _frame(6, replace(ONE_ITEM, n_pairs=40, rubric_aspects=1))
+    adaptive = methods_paragraph(_report(frame, extras=False, allocation=Design("sequential", 2, 3.0)))  # type: ignore[arg-type]
+    assert "registered with the study before the first import (sequential: 2 judgment(s) per pair" in adaptive
+    assert "3 judgments per pair on average, judged at 1 registered look(s)" in adaptive
+    assert "simulating the registered procedure" in adaptive and "for this registered design" in adaptive
+    assert "mean squared gap" not in adaptive
+    fixed = methods_paragraph(_report(frame, extras=False, allocation=Design("fixed", 3, 3.0)))  # type: ignore[arg-type]
+    assert "mean squared gap divided by the squared margin" in fixed and "registered" not in fixed

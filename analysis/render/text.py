@@ -133,6 +133,42 @@ def _collection(p: dict[str, Any], s: dict[str, Any]) -> str:
     return how + side
 
 
+def _few_broken(p: dict[str, Any]) -> str:
+    """The methods' sentence on the "few broken pairs" part of equivalence: the bound for any
+    distribution of pair gaps, or under a registered two-stage or sequential allocation the test
+    calibrated for that procedure (with the allocation itself)."""
+    share = p.get("max_broken_share", 0.1)
+    design = p.get("allocation")
+    if isinstance(design, dict) and design.get("kind") in ("two_stage", "sequential"):
+        if design["kind"] == "two_stage":
+            rule = (
+                f"two-stage: {design['first_stage']} judgments per pair, then blocks of "
+                f"{design['second_stage']} more to the pairs whose first-stage judgments looked most broken"
+            )
+        else:
+            rule = (
+                f"sequential: {design['first_stage']} judgment(s) per pair, then one at a time to the pair "
+                "that looked most broken"
+            )
+        return (
+            "Judgments were allocated by a design registered with the study before the first import "
+            f"({rule}; {design['budget']:g} judgments per pair on average, judged at {design['looks']} "
+            "registered look(s)). Equivalence also required fewer than "
+            f"{share:g} of the pairs beyond the margin: a likelihood-ratio statistic over the per-pair mean "
+            "gaps whose critical value at level alpha comes from simulating the registered procedure "
+            "(its allocation rule, its budget, the noise variance estimated from the same judgments, "
+            f"prepivoted) with {share:g} of the pairs at the margin and the rest at 0, the configuration "
+            "most likely to pass: valid for any distribution of pair gaps, for this registered design."
+        )
+    return (
+        f"Equivalence also required few broken pairs: the upper {100 * (1 - p['alpha']):g}% confidence "
+        "bound of the share of pairs whose true gap lies beyond the margin, valid for any distribution of "
+        "pair gaps (at most the mean squared gap divided by the squared margin; the mean squared gap "
+        "estimated from products of different annotators' judgments of the same pair, so annotator "
+        f"effects are not counted as pair gaps), below {share:g}."
+    )
+
+
 def methods_paragraph(report: Report) -> str:
     """A methods paragraph stating exactly what was tested, with every parameter."""
     p, s = report.parameters, report.summary
@@ -176,12 +212,7 @@ def methods_paragraph(report: Report) -> str:
         "on per-pair "
         "mean differences and a Wilcoxon signed-rank TOST (Pratt's treatment of differences on the bound; "
         "Hodges-Lehmann interval strictly inside the bounds) are reported as conditional on this panel of "
-        f"annotators. Equivalence also required few broken pairs: the upper {100 * (1 - p['alpha']):g}% "
-        "confidence bound of the share of pairs whose true gap lies beyond the margin, valid for any "
-        "distribution of pair gaps (at most the mean squared gap divided by the squared margin; the mean "
-        "squared gap estimated from products of different annotators' judgments of the same pair, so "
-        "annotator effects are not counted as pair gaps), below "
-        f"{p.get('max_broken_share', 0.1):g}. Rubric alignment (per judgment, the "
+        f"annotators. {_few_broken(p)} Rubric alignment (per judgment, the "
         "chosen - rejected difference of the mean of the 0-2 aspect ratings) and the preference for the "
         "chosen response (per judgment 1, tie 0.5, 0) were each tested one-sided in the same crossed "
         "random-effects model (Satterthwaite df, the same guard for few annotators), so both refer to "
