@@ -1,0 +1,157 @@
+"""Simulated studies with a drawn human sample (uniform or active), vectorized over studies.
+
+A study: ``N`` pairs with true gaps ``g_i`` as in :mod:`analysis.ppi_simulation`; the judge's gap on
+every pair from :data:`analysis.ppi_simulation.JUDGES`, except the ``"knows its errors"`` judge: it
+tracks the gaps with an error whose SD differs from pair to pair (``f_i = g_i + s_i e_i`` with
+``log s_i ~ N(., spread)``, overall correlation ``judge_corr``) and reports an uncertainty
+``s_i exp(N(0, 0.3))``. The other judges report an uncertainty that is unrelated to their error
+(``"random"``) or, with ``uncertainty="misleading"``, highest where their error is smallest. Each pair
+enters the human sample with its :func:`analysis.active_ppi.inclusion_probabilities` (Poisson
+sampling, expected size ``n``); a fully crossed panel of ``q`` annotators rates the drawn pairs. The
+verdict is :func:`analysis.active_ppi.weighted_ppi` with the crossed model's annotator and residual
+variances from the balanced two-way ANOVA of the drawn pairs (equal to the REML fit of a balanced panel
+when no component is at 0; checked against :func:`analysis.active_ppi.weighted_ppi_tost`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+from analysis.active_ppi import MIN_SHARE, inclusion_probabilities, weighted_ppi
+from analysis.ppi_simulation import JUDGES, Design, _tracking_noise
+
+__all__ = ["ActiveDesign", "draw_active", "simulate_active", "weighted_verdicts"]
+
+Array = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class ActiveDesign:
+    """A design (:class:`analysis.ppi_simulation.Design`, ``n_rated`` = the expected sample size), the
+    draw (``active``: by the judge's uncertainty, else uniform), the floor share of the active draw,
+    the spread of the log error SD of the ``"knows its errors"`` judge and the kind of uncertainty the
+    other judges report (``"random"`` or ``"misleading"``)."""
+
+    design: Design
+    active: bool = True
+    min_share: float = MIN_SHARE
+    spread: float = 0.8
+    uncertainty: str = "random"
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """Drawn studies: people's differences ``d`` (studies, N, q; meaningful where ``drawn``), the
+    judge's gap ``f`` (studies, N), ``drawn`` (studies, N) and ``probability`` (studies, N)."""
+
+    d: Array
+    f: Array
+    drawn: npt.NDArray[np.bool_]
+    probability: Array
+
+
+def _judge(spec: ActiveDesign, g: Array, category: Array, rng: np.random.Generator) -> tuple[Array, Array]:
+    """The judge's gap on every pair and the uncertainty it reports."""
+    design = spec.design
+    if design.judge == "knows its errors":
+        z = rng.normal(0.0, spec.spread, g.shape)
+        s = np.exp(z - spec.spread**2)  # E[s^2] = 1: the same overall correlation as the tracking judge
+        f = g + _tracking_noise(design) * s * rng.normal(0.0, 1.0, g.shape)
+        return f, s * np.exp(rng.normal(0.0, 0.3, g.shape))
+    f = JUDGES[design.judge](design, g, category, rng)
+    if spec.uncertainty == "misleading":
+        error = np.abs(f - g)
+        return f, 1.0 / (0.05 + error)
+    return f, rng.lognormal(0.0, spec.spread, g.shape)
+
+
+def draw_active(spec: ActiveDesign, n_studies: int, rng: np.random.Generator) -> Drawn:
+    """Draw ``n_studies`` studies of one design (see the module docstring)."""
+    design = spec.design
+    s, big_n, q = n_studies, design.n_total, design.panel
+    category = (rng.random((s, big_n)) < 0.5).astype(np.float64)
+    shift = np.where(category == 0, -design.category_shift, design.category_shift)
+    g = design.mean_gap + shift + rng.normal(0, design.pair_sd, (s, big_n))
+    f, u = _judge(spec, g, category, rng)
+    if spec.active:
+        probability = inclusion_probabilities(u, design.n_rated, min_share=spec.min_share)
+    else:
+        probability = np.full((s, big_n), design.n_rated / big_n)
+    drawn = rng.random((s, big_n)) < probability
+    bias = rng.normal(0, design.annotator_sd, (s, 1, q))
+    d = g[:, :, None] + bias + rng.normal(0, design.noise_sd, (s, big_n, q))
+    return Drawn(d, f, drawn, probability)
+
+
+def _components(d: Array, drawn: npt.NDArray[np.bool_]) -> tuple[Array, Array, Array]:
+    """Annotator and residual variance of a fully crossed panel on the drawn pairs (balanced ANOVA, a
+    negative annotator component set to 0 with its sum of squares pooled into the residual), and the
+    number of drawn pairs."""
+    q = d.shape[2]
+    mask = drawn[:, :, None]
+    n = drawn.sum(1).astype(np.float64)
+    n_safe = np.maximum(n, 2.0)
+    rows = d.mean(2)
+    m = np.where(drawn, rows, 0.0).sum(1) / n_safe
+    cols = np.where(mask, d, 0.0).sum(1) / n_safe[:, None]
+    ss_a = n * ((cols - m[:, None]) ** 2).sum(1)
+    resid = d - rows[:, :, None] - cols[:, None, :] + m[:, None, None]
+    ss_e = np.where(mask, resid**2, 0.0).sum(axis=(1, 2))
+    df_a, df_e = q - 1.0, (n_safe - 1.0) * (q - 1.0)
+    ms_a, ms_e = ss_a / df_a, ss_e / df_e
+    a_zero = ms_a < ms_e
+    s2 = np.where(a_zero, (ss_a + ss_e) / (df_a + df_e), ms_e)
+    s2_a = np.where(a_zero, 0.0, (ms_a - ms_e) / n_safe)
+    return s2_a, s2, n
+
+
+def weighted_verdicts(
+    spec: ActiveDesign, data: Drawn
+) -> dict[str, npt.NDArray[np.float64] | npt.NDArray[np.bool_]]:
+    """The weighted prediction-powered verdict (and the weighted people-only one) of drawn studies."""
+    design = spec.design
+    q = data.d.shape[2]
+    s2_a, s2, n = _components(data.d, data.drawn)
+    unit = s2_a + s2 / np.maximum(n, 1.0)
+    common = {
+        "h": data.d.mean(2),
+        "f": data.f,
+        "drawn": data.drawn,
+        "probability": data.probability,
+        "annotator_c2": 1.0 / q,
+        "annotator_unit_var": unit,
+        "n_annotators": q,
+    }
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mixed = weighted_ppi(**common)
+        people = weighted_ppi(**common, lam=0.0)
+    ok = n >= 2
+    return {
+        "ppi": ok & _tost(mixed.estimate, mixed.se, mixed.df, design.margin, design.alpha),
+        "people": ok & _tost(people.estimate, people.se, people.df, design.margin, design.alpha),
+        "lam": mixed.lam,
+        "estimate": mixed.estimate,
+        "se": mixed.se,
+        "df": mixed.df,
+        "n_drawn": n,
+        "effective": n * people.se**2 / mixed.se**2,
+    }
+
+
+def _tost(est: Array, se: Array, df: Array, margin: float, alpha: float) -> npt.NDArray[np.bool_]:
+    t = stats.t.ppf(1 - alpha, np.maximum(df, 1.0))
+    return np.asarray((est - t * se > -margin) & (est + t * se < margin))
+
+
+def simulate_active(
+    spec: ActiveDesign, n_studies: int, rng: np.random.Generator, chunk: int = 250
+) -> dict[str, npt.NDArray[np.float64] | npt.NDArray[np.bool_]]:
+    """Draw and judge ``n_studies`` studies in chunks (bounded memory); the per-study results."""
+    parts = []
+    for start in range(0, n_studies, chunk):
+        parts.append(weighted_verdicts(spec, draw_active(spec, min(chunk, n_studies - start), rng)))
+    return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
