@@ -24,7 +24,7 @@ from scipy import stats
 from analysis.active_ppi import MIN_SHARE, inclusion_probabilities, weighted_ppi
 from analysis.ppi_simulation import JUDGES, Design, _tracking_noise
 
-__all__ = ["ActiveDesign", "draw_active", "simulate_active", "weighted_verdicts"]
+__all__ = ["ActiveDesign", "Drawn", "draw_active", "simulate_active", "weighted_verdicts"]
 
 Array = npt.NDArray[np.float64]
 
@@ -45,13 +45,22 @@ class ActiveDesign:
 
 @dataclass(frozen=True)
 class Drawn:
-    """Drawn studies: people's differences ``d`` (studies, N, q; meaningful where ``drawn``), the
-    judge's gap ``f`` (studies, N), ``drawn`` (studies, N) and ``probability`` (studies, N)."""
+    """Drawn studies: the people's differences ``d`` (studies, K, q) on the drawn pairs (NaN in the
+    rows beyond a study's drawn count), the pair of each row ``rows`` (studies, K), the judge's gap
+    ``f``, ``drawn`` and ``probability`` (studies, N)."""
 
     d: Array
     f: Array
     drawn: npt.NDArray[np.bool_]
     probability: Array
+    rows: npt.NDArray[np.int64]
+
+    def pair_means(self) -> Array:
+        """The people's mean difference per pair (studies, N), 0 where not drawn."""
+        h = np.zeros(self.f.shape)
+        valid = ~np.isnan(self.d[:, :, 0])
+        np.put_along_axis(h, self.rows, np.where(valid, self.d.mean(2), 0.0), axis=1)
+        return np.where(self.drawn, h, 0.0)
 
 
 def _judge(spec: ActiveDesign, g: Array, category: Array, rng: np.random.Generator) -> tuple[Array, Array]:
@@ -70,7 +79,8 @@ def _judge(spec: ActiveDesign, g: Array, category: Array, rng: np.random.Generat
 
 
 def draw_active(spec: ActiveDesign, n_studies: int, rng: np.random.Generator) -> Drawn:
-    """Draw ``n_studies`` studies of one design (see the module docstring)."""
+    """Draw ``n_studies`` studies of one design (see the module docstring); the people's judgments
+    only for the drawn pairs."""
     design = spec.design
     s, big_n, q = n_studies, design.n_total, design.panel
     category = (rng.random((s, big_n)) < 0.5).astype(np.float64)
@@ -82,25 +92,31 @@ def draw_active(spec: ActiveDesign, n_studies: int, rng: np.random.Generator) ->
     else:
         probability = np.full((s, big_n), design.n_rated / big_n)
     drawn = rng.random((s, big_n)) < probability
+    count = drawn.sum(1)
+    width = max(int(count.max()), 1)
+    rows = np.argsort(~drawn, axis=1, kind="stable")[:, :width]  # the drawn pairs first, in order
+    valid = np.arange(width)[None, :] < count[:, None]
     bias = rng.normal(0, design.annotator_sd, (s, 1, q))
-    d = g[:, :, None] + bias + rng.normal(0, design.noise_sd, (s, big_n, q))
-    return Drawn(d, f, drawn, probability)
+    gathered = np.take_along_axis(g, rows, axis=1)
+    d = gathered[:, :, None] + bias + rng.normal(0, design.noise_sd, (s, width, q))
+    return Drawn(np.where(valid[:, :, None], d, np.nan), f, drawn, probability, rows)
 
 
-def _components(d: Array, drawn: npt.NDArray[np.bool_]) -> tuple[Array, Array, Array]:
+def _components(d: Array) -> tuple[Array, Array, Array]:
     """Annotator and residual variance of a fully crossed panel on the drawn pairs (balanced ANOVA, a
     negative annotator component set to 0 with its sum of squares pooled into the residual), and the
-    number of drawn pairs."""
+    number of drawn pairs; ``d`` (studies, K, q) has NaN rows beyond a study's drawn count."""
     q = d.shape[2]
-    mask = drawn[:, :, None]
-    n = drawn.sum(1).astype(np.float64)
+    valid = ~np.isnan(d[:, :, 0])
+    n = valid.sum(1).astype(np.float64)
     n_safe = np.maximum(n, 2.0)
-    rows = d.mean(2)
-    m = np.where(drawn, rows, 0.0).sum(1) / n_safe
-    cols = np.where(mask, d, 0.0).sum(1) / n_safe[:, None]
+    x = np.where(valid[:, :, None], d, 0.0)
+    rows = x.mean(2)
+    m = rows.sum(1) / n_safe
+    cols = x.sum(1) / n_safe[:, None]
     ss_a = n * ((cols - m[:, None]) ** 2).sum(1)
-    resid = d - rows[:, :, None] - cols[:, None, :] + m[:, None, None]
-    ss_e = np.where(mask, resid**2, 0.0).sum(axis=(1, 2))
+    resid = x - rows[:, :, None] - cols[:, None, :] + m[:, None, None]
+    ss_e = np.where(valid[:, :, None], resid**2, 0.0).sum(axis=(1, 2))
     df_a, df_e = q - 1.0, (n_safe - 1.0) * (q - 1.0)
     ms_a, ms_e = ss_a / df_a, ss_e / df_e
     a_zero = ms_a < ms_e
@@ -115,10 +131,10 @@ def weighted_verdicts(
     """The weighted prediction-powered verdict (and the weighted people-only one) of drawn studies."""
     design = spec.design
     q = data.d.shape[2]
-    s2_a, s2, n = _components(data.d, data.drawn)
+    s2_a, s2, n = _components(data.d)
     unit = s2_a + s2 / np.maximum(n, 1.0)
     common = {
-        "h": data.d.mean(2),
+        "h": data.pair_means(),
         "f": data.f,
         "drawn": data.drawn,
         "probability": data.probability,

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.active_ppi import weighted_ppi_tost
 from analysis.aggregates import judgment_differences, judgments
 from analysis.frames import ANNOTATOR, CHOSEN, ITEM, PAIR_ID, PREFERENCE, REJECTED, RESPONSE, VALUE
 from analysis.judges import JUDGE, ORDER
@@ -27,6 +28,10 @@ from analysis.validation import preference_scores
 
 __all__ = ["PredictionPoweredSection", "judge_item_gaps", "prediction_powered_section", "summary_sentences"]
 
+SAMPLING_UNIFORM = "uniform random sample of the judged pairs"
+SAMPLING_WEIGHTED = (
+    "the tool's drawn sample: each rated pair weighted by 1 / its inclusion probability recorded at the draw"
+)
 TABLE_COLUMNS = [
     "judge",
     "dimension",
@@ -173,6 +178,7 @@ def prediction_powered_section(
     margin: float,
     alpha: float = 0.05,
     control_pairs: Sequence[str] = (),
+    probability: pd.Series | None = None,
 ) -> PredictionPoweredSection | None:
     """The prediction-powered equivalence verdict of every judge that rated pairs beyond the people's.
 
@@ -188,6 +194,12 @@ def prediction_powered_section(
         The equivalence margin and the level of each one-sided test.
     control_pairs : sequence of str
         Control pairs' ids: their judge ratings are left out.
+    probability : pandas.Series, optional
+        Each pair's inclusion probability recorded when the tool drew the human sample (by pair id):
+        the verdicts then weight the people's correction by its inverse
+        (:func:`analysis.active_ppi.weighted_ppi_tost`) and speak for the pairs with a probability;
+        the preference share is left out (it has no weighted form yet). None or empty: a uniform sample
+        is assumed.
 
     Returns
     -------
@@ -216,9 +228,10 @@ def prediction_powered_section(
             "score": preference_scores(per_judgment).to_numpy(),
         }
     )
+    weights = probability if probability is not None and not probability.empty else None
     for name in sorted(judges[JUDGE].unique()):
         mine = judges[judges[JUDGE] == name]
-        share = _preference_row(name, scores, mine, alpha)
+        share = None if weights is not None else _preference_row(name, scores, mine, alpha)
         if share is not None:
             preference.append(share)
         results = []
@@ -227,7 +240,14 @@ def prediction_powered_section(
             if gap.index.isin(list(rated)).sum() < 2 or (~gap.index.isin(list(rated))).sum() == 0:
                 continue
             try:
-                res = prediction_powered_tost(diffs, gap, item=item, margin=margin, alpha=alpha, judge=name)
+                if weights is not None:
+                    res = weighted_ppi_tost(
+                        diffs, gap, weights, item=item, margin=margin, alpha=alpha, judge=name
+                    )
+                else:
+                    res = prediction_powered_tost(
+                        diffs, gap, item=item, margin=margin, alpha=alpha, judge=name
+                    )
             except ValueError:
                 continue
             results.append(res)
@@ -247,7 +267,7 @@ def prediction_powered_section(
         parameters={
             "margin": margin,
             "alpha": alpha,
-            "sampling": "uniform random sample of the judged pairs",
+            "sampling": SAMPLING_WEIGHTED if weights is not None else SAMPLING_UNIFORM,
         },
     )
 

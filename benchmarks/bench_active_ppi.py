@@ -20,7 +20,8 @@ Rows:
   the unweighted uniform PPI++ of the report, the weighted one on a uniform draw, and on an active draw;
   for a judge that knows its errors (log error SD spread 0.8) and a homoscedastic one.
 
-Usage: ``nice python benchmarks/bench_active_ppi.py [--studies N] [--seed S]`` (default 2,000 studies per row).
+Usage: ``nice python benchmarks/bench_active_ppi.py [--studies N] [--seed S] [--only PART]`` (default
+2,000 studies per row).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -38,7 +40,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.active_ppi import weighted_ppi_tost
+from analysis.active_ppi import MIN_SHARE, weighted_ppi_tost
 from analysis.active_simulation import ActiveDesign, draw_active, simulate_active, weighted_verdicts
 from analysis.ppi_simulation import JUDGES, Design, simulate
 
@@ -56,12 +58,13 @@ def kernel_check(rng: np.random.Generator, studies: int = 60) -> None:
     q = data.d.shape[2]
     for s in range(studies):
         ids = np.array([f"p{i}" for i in range(data.f.shape[1])])
-        rows = np.flatnonzero(data.drawn[s])
+        k = int(data.drawn[s].sum())
+        rows = data.rows[s, :k]
         frame = pd.DataFrame(
             {
                 "pair_id": np.repeat(ids[rows], q),
-                "annotator": np.tile([f"a{j}" for j in range(q)], len(rows)),
-                "diff": data.d[s, rows].ravel(),
+                "annotator": np.tile([f"a{j}" for j in range(q)], k),
+                "diff": data.d[s, :k].ravel(),
             }
         )
         res = weighted_ppi_tost(
@@ -83,14 +86,16 @@ def kernel_check(rng: np.random.Generator, studies: int = 60) -> None:
 def validity(studies: int, rng: np.random.Generator) -> None:
     bound = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / studies)
     print(
-        f"\nValidity (active draw): share of PASS at the margin (bound {bound:.4f}; {studies} studies per row)"
+        f"\nValidity (active draw): share of PASS at the margin (bound {bound:.4f}; "
+        f"{studies} studies per row)"
     )
     print(
-        f"{'design':28} {'judge':28} {'uncertainty':11} {'gap':>6} {'PPI':>7} {'people':>7} {'lambda':>7} {'E/n':>5}"
+        f"{'design':28} {'judge':28} {'uncertainty':11} {'gap':>6} {'PPI':>7} {'people':>7} "
+        f"{'lambda':>7} {'E/n':>5}"
     )
     worst = 0.0
     cases = [("knows its errors", "own")] + [(j, u) for j in JUDGES for u in ("random", "misleading")]
-    for n_total, n, q, margin in ((2000, 60, 3, 0.5), (2000, 100, 5, 0.3), (500, 100, 5, 0.3)):
+    for n_total, n, q, margin in ((2000, 60, 3, 0.5), (2000, 100, 5, 0.3)):
         for judge, uncertainty in cases:
             for sign in (1, -1):
                 design = Design(
@@ -103,7 +108,8 @@ def validity(studies: int, rng: np.random.Generator) -> None:
                 worst = max(worst, rate)
                 flag = "" if rate <= bound else "  ABOVE BOUND"
                 print(
-                    f"N {n_total} n {n} q {q} m {margin:<5} {judge:28} {uncertainty:11} {sign * margin:>+6.2f} "
+                    f"N {n_total} n {n} q {q} m {margin:<5} {judge:28} {uncertainty:11} "
+                    f"{sign * margin:>+6.2f} "
                     f"{rate:>7.4f} {r['people'].mean():>7.4f} {np.nanmean(r['lam']):>7.3f} "
                     f"{np.nanmean(r['effective'] / r['n_drawn']):>5.2f}{flag}",
                     flush=True,
@@ -148,46 +154,51 @@ def fewer_judgments(studies: int, seed: int) -> None:
         f"\nFewer judgments at judge correlation 0.7, true gap 0, {studies} studies per row (target: the "
         "people-only power with >= 40% fewer human judgments)"
     )
-    for n_total, q, margin in ((2000, 5, 0.3), (2000, 5, 0.25), (2000, 3, 0.3)):
-        for judge in ("knows its errors", "tracking"):
-            base = Design(
-                n_total=n_total, n_rated=10, panel=q, mean_gap=0.0, judge=judge, margin=margin, judge_corr=0.7
+    for n_total, q, margin in ((2000, 5, 0.3), (2000, 3, 0.3)):
+        plain = Design(n_total=n_total, n_rated=10, panel=q, mean_gap=0.0, judge="tracking", margin=margin)
+        n0, people0 = 0, 0.0
+        for n in range(20, 401, 10):
+            people0 = _people(replace(plain, n_rated=n), studies, seed)["people"]
+            if people0 >= 0.8:
+                n0 = n
+                break
+        if not n0:
+            print(f"  N {n_total} q {q} margin {margin}: people-only 0.8 not reached with 400 pairs")
+            continue
+        print(
+            f"  N {n_total} q {q} margin {margin}: people-only power {people0:.4f} with {n0} pairs",
+            flush=True,
+        )
+        variants: list[tuple[str, str, Callable[[int], float]]] = [
+            (
+                "tracking",
+                "unweighted uniform PPI++ (the report without a draw)",
+                lambda n, p=plain: _people(replace(p, n_rated=n), studies, seed)["ppi"],
             )
-            plain = replace(base, judge="tracking")
-            n0, people0 = 0, 0.0
-            for n in range(20, 401, 10):
-                people0 = _people(replace(plain, n_rated=n), studies, seed)["people"]
-                if people0 >= 0.8:
-                    n0 = n
-                    break
-            if not n0:
-                print(f"  N {n_total} q {q} margin {margin}: people-only 0.8 not reached with 400 pairs")
-                continue
-            found = {}
-            found["unweighted uniform PPI++"] = (
-                _smallest(lambda n: _people(replace(plain, n_rated=n), studies, seed)["ppi"], people0, n0)
-                if judge == "tracking"
-                else None
-            )
-            found["weighted, uniform draw"] = _smallest(
-                lambda n: _rate(ActiveDesign(replace(base, n_rated=n), active=False), studies, seed),
-                people0,
-                n0,
-            )
-            found["weighted, active draw"] = _smallest(
-                lambda n: _rate(ActiveDesign(replace(base, n_rated=n), active=True), studies, seed),
-                people0,
-                n0,
-            )
-            for name, n in found.items():
-                if name.startswith("unweighted") and judge != "tracking":
-                    continue
-                saved = f"{100 * (1 - n / n0):.0f}% fewer" if n else f"none found below {n0}"
-                print(
-                    f"  N {n_total} q {q} margin {margin} judge '{judge}': people-only power {people0:.4f} with "
-                    f"{n0} pairs; {name}: {n if n else '-'} pairs ({saved})",
-                    flush=True,
+        ]
+        for judge in ("tracking", "knows its errors"):
+            base = replace(plain, judge=judge)
+            variants.append(
+                (
+                    judge,
+                    "weighted, uniform draw",
+                    lambda n, b=base: _rate(ActiveDesign(replace(b, n_rated=n), active=False), studies, seed),
                 )
+            )
+            for share in (0.2, 0.5, 0.8) if judge == "knows its errors" else (MIN_SHARE,):
+                variants.append(
+                    (
+                        judge,
+                        f"weighted, active draw (floor {share:g})",
+                        lambda n, b=base, m=share: _rate(
+                            ActiveDesign(replace(b, n_rated=n), active=True, min_share=m), studies, seed
+                        ),
+                    )
+                )
+        for judge, name, power_at in variants:
+            found = _smallest(power_at, people0, n0)
+            saved = f"{100 * (1 - found / n0):.0f}% fewer" if found else f"none found below {n0}"
+            print(f"    judge '{judge}', {name}: {found if found else '-'} pairs ({saved})", flush=True)
 
 
 def main() -> None:

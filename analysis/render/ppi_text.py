@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.ppi_report import PredictionPoweredSection
+from analysis.ppi_report import SAMPLING_WEIGHTED, PredictionPoweredSection
 from analysis.report import Report
 
 __all__ = ["prediction_powered_lines", "prediction_powered_sections"]
@@ -38,8 +38,23 @@ def _note(section: PredictionPoweredSection) -> str:
         "the crossed random-effects model (pair and annotator effects, Satterthwaite df), so the claim "
         "holds for pairs and annotators in general whatever the judge is. TOST against +-"
         f"{p['margin']:g} at {p['alpha']:g} per one-sided test ({level}% CIs), all dimensions must pass. "
-        "Valid when the people rated a uniform random sample of the judged pairs. The share of broken "
-        "pairs stays the people-only verdict's. people_*: the people-only crossed model on the rated pairs."
+        + "The share of broken pairs stays the people-only verdict's. "
+        + _sampling(p)
+    )
+
+
+def _sampling(parameters: dict[str, object]) -> str:
+    """The sentence on the human sample the verdict's validity rests on."""
+    if parameters.get("sampling") == SAMPLING_WEIGHTED:
+        return (
+            "The tool drew the people's pairs and recorded each pair's inclusion probability; each rated "
+            "pair's correction is weighted by its inverse (active inference, Zrnic & Candes 2024), so the "
+            "verdict speaks for every pair of the draw; the people_* columns are the same weighted estimate "
+            "without the judge. The preference share is left out under a weighted draw."
+        )
+    return (
+        "Valid when the people rated a uniform random sample of the judged pairs. people_*: the "
+        "people-only crossed model on the rated pairs."
     )
 
 

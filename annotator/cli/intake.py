@@ -22,6 +22,7 @@ from annotator.cli.common import (
     study_app,
     user_errors,
 )
+from annotator.errors import UserError
 
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     pass
@@ -173,6 +174,26 @@ def assign_(
             "everyone); started items are listed and kept",
         ),
     ] = False,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="With --sample: draw the human sample from the pairs this LLM judge rated"),
+    ] = None,
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            min=2,
+            help="With --judge: draw this many pairs (expected) for people to rate, record each pair's "
+            "inclusion probability, and assign only the drawn pairs (once, before any assignment)",
+        ),
+    ] = None,
+    active: Annotated[
+        bool,
+        typer.Option(
+            "--active",
+            help="With --sample: draw by the judge's uncertainty (1 - its confidence) instead of uniformly; "
+            "no pair below 0.8 of the uniform probability",
+        ),
+    ] = False,
     database: DbOption = None,
 ) -> None:
     """Assign pairs to annotators: K per pair, balanced load and sides; only adds what is missing."""
@@ -190,6 +211,20 @@ def assign_(
         out.print(str(removed), highlight=False)
         for username, pair, why in removed.kept:
             out.print(f"  kept: {username} {pair} ({why})", highlight=False)
+        return
+    if (judge is None) != (sample is None) or (active and sample is None):
+        raise UserError("--judge and --sample go together (and --active with them): the human sample's draw")
+    if sample is not None:
+        from annotator.intake.human_sample import draw_human_sample
+
+        if needs_more:
+            raise UserError("--needs-more does not go with --sample")
+        with db.session_scope(engine) as session:
+            drawn = draw_human_sample(
+                session, study=study, judge=str(judge), size=sample, active=active, overlap=overlap,
+                annotators=names, seed=seed, account=authorization.SYSTEM,
+            )  # fmt: skip
+        out.print(str(drawn), highlight=False)
         return
     with db.session_scope(engine) as session:
         more_for = None

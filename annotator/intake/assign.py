@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import case, func, insert
+from sqlalchemy import case, func, insert, or_
 from sqlmodel import Session, col, select
 
 from annotator.errors import UserError
@@ -169,7 +169,8 @@ def assign(
     separate panel, e.g. simulated annotators). The sides of `chosen` keep every pair within one of even,
     and the A slots go to the annotators who have seen `chosen` on B most, so on a first run each
     annotator's A and B counts differ by at most two (tested). New items are appended to each queue in
-    shuffled order. With `more_for` (pair ids, e.g. the cleaning list's "needs more judgments"), only
+    shuffled order. A study with a drawn human sample (:mod:`annotator.intake.human_sample`) gives only
+    the drawn pairs. With `more_for` (pair ids, e.g. the cleaning list's "needs more judgments"), only
     those pairs are assigned, each to one annotator more than it has (the overlap is not used). With an
     `account` (the app), only a researcher may assign.
     """
@@ -192,6 +193,7 @@ def assign(
     main_pairs = session.exec(  # control pairs are mixed in by controls.mix_controls, never given an overlap
         select(col(Pair.id), col(Pair.external_id))
         .where(Pair.study_id == study_row.id, Pair.control == "")
+        .where(or_(col(Pair.in_sample).is_(None), col(Pair.in_sample).is_(True)))  # a drawn sample only
         .order_by(col(Pair.id))
     ).all()
     pair_ids = [int(pair_id or 0) for pair_id, _ in main_pairs]

@@ -702,3 +702,15 @@ def simulate_judges(
                 )
             )
     return summaries
+
+
+def sample_probabilities(session: Session, *, study: str) -> pd.Series:
+    """The inclusion probability recorded for each pair when the study's human sample was drawn
+    (:mod:`annotator.intake.human_sample`), indexed by the pair's external id; empty without a draw."""
+    study_row = get_study(session, study)
+    rows = session.exec(
+        select(col(Pair.external_id), col(Pair.sample_probability)).where(
+            Pair.study_id == study_row.id, col(Pair.sample_probability).is_not(None)
+        )
+    ).all()
+    return pd.Series({str(pair): float(p or 0.0) for pair, p in rows}, dtype="float64")

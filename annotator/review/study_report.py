@@ -106,17 +106,20 @@ def _attach_judges(
     import dataclasses
 
     from analysis.frames import split_controls
-    from annotator.review.judges import judge_frame
+    from annotator.review.judges import judge_frame, sample_probabilities
 
     judges = judge_frame(session, study=study, account=account)
     if judges.empty:
         return report
+    probability = sample_probabilities(session, study=study)
     if categories:
         frame = frame[frame["category"].isin(list(categories))]
     if annotators:
         frame = frame[frame["annotator"].isin(list(annotators))]
     whole = not (categories or annotators)
-    report = judge_report(report, frame, judges, config, n_boot=n_boot, seed=seed, whole=whole)
+    report = judge_report(
+        report, frame, judges, config, n_boot=n_boot, seed=seed, whole=whole, probability=probability
+    )
     if report.owners is not None:  # the judges against the profiles' owners, beside the reward models
         from analysis.owners import score_judges
 
@@ -140,11 +143,14 @@ def judge_report(
     n_boot: int,
     seed: int,
     whole: bool,
+    probability: pd.Series | None = None,
 ) -> Report:
     """The report with its judge sections from a label frame and a judge frame (no database): the
     alternative annotator test with its content-blind baseline, and, when `whole` (the whole study:
     a filtered view's rated pairs are no uniform sample of the judge's pairs), the prediction-powered
-    verdicts over every judged pair. The database path and ``analyze --labels --judges`` both call it."""
+    verdicts over every judged pair (weighted by `probability`, each pair's recorded inclusion
+    probability, when the tool drew the human sample). The database path and ``analyze --labels
+    --judges`` both call it."""
     import dataclasses
 
     from analysis.frames import split_controls
@@ -174,6 +180,7 @@ def judge_report(
         margin=config.analysis.margin,
         alpha=config.analysis.alpha,
         control_pairs=_control_pairs(frame),
+        probability=probability,
     )
     return dataclasses.replace(report, prediction_powered=covered)
 

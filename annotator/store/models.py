@@ -72,6 +72,10 @@ class Pair(SQLModel, table=True):
         default=None, foreign_key="pair.id"
     )  # the pair a control derives from (0006)
     owner: str = Field(default="", max_length=200)  # the profile's owner the pairs file names, or "" (0012)
+    # the human sample drawn for a judged study: the pair's inclusion probability recorded at the draw
+    # and whether the draw took it; None without a drawn sample (0015)
+    sample_probability: float | None = None
+    in_sample: bool | None = None
     created_at: datetime = Field(default_factory=utcnow)
 
 

@@ -1,0 +1,217 @@
+"""The human sample of a judged study: drawn by the tool (uniform or by the judge's uncertainty), each
+pair's inclusion probability recorded at the draw, only the drawn pairs assigned, drawn once (a
+serialized step), and the report's prediction-powered verdict weighted by the recorded probabilities."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+from typer.testing import CliRunner
+
+from analysis.active_ppi import MIN_SHARE
+from annotator.cli import app
+from annotator.errors import UserError
+from annotator.intake.assign import assign
+from annotator.intake.human_sample import draw_human_sample
+from annotator.people.authorization import SYSTEM
+from annotator.review.judges import import_judges, sample_probabilities
+from annotator.review.study_report import study_report
+from annotator.store import db
+from annotator.store.models import Assignment, Event, Pair
+from annotator.synthetic import SimulationSpec, simulate, simulated_users
+from tests.utils.factories import make_annotators, make_study, write_csv
+
+runner = CliRunner()
+N_PAIRS = 60
+ITEMS = ("correctness", "relevance", "helpfulness")
+
+
+def judged_study(engine: Engine, folder: Path, *, confidence: bool = True) -> None:
+    """Study "s1" with 60 pairs no person rated yet and judge "j" on all of them; its confidence runs
+    from 0.05 to 0.95 over the pairs (omitted with `confidence=False`)."""
+    make_study(engine, folder, N_PAIRS)
+    rows = []
+    for i in range(N_PAIRS):
+        for item in ITEMS:
+            for response, value in (("chosen", 3.5 + (i % 3) / 2), ("rejected", 3.0)):
+                row = {"pair_id": f"pair-{i}", "response": response, "item": item, "value": value}
+                if confidence:
+                    row["confidence"] = round(0.05 + 0.9 * i / (N_PAIRS - 1), 4)
+                rows.append(row)
+    import_judges(engine, write_csv(folder / "judge.csv", rows), study="s1", judge="j", account=SYSTEM)
+
+
+def _pairs(engine: Engine) -> list[Pair]:
+    with Session(engine) as session:
+        return list(session.exec(select(Pair).order_by(col(Pair.id))))
+
+
+def _assigned_pairs(engine: Engine) -> set[int]:
+    with Session(engine) as session:
+        return {int(p) for p in session.exec(select(Assignment.pair_id))}
+
+
+def test_an_active_draw_records_each_pairs_probability_and_assigns_only_the_drawn_pairs(
+    engine: Engine, tmp_path: Path
+) -> None:
+    judged_study(engine, tmp_path)
+    make_annotators(engine, 3)
+    with db.session_scope(engine) as session:
+        summary = draw_human_sample(session, study="s1", judge="j", size=20, active=True, account=SYSTEM)
+    pairs = _pairs(engine)
+    p = np.array([pair.sample_probability for pair in pairs], dtype=float)
+    assert p.sum() == pytest.approx(20.0) and p.min() >= MIN_SHARE * 20 / N_PAIRS - 1e-12 and p.max() <= 1.0
+    assert p[0] > p[-1]  # the least confident pair is the likeliest to be drawn
+    drawn = {pair.id for pair in pairs if pair.in_sample}
+    assert all(pair.in_sample is not None for pair in pairs)
+    assert summary.drawn == len(drawn) and 5 <= len(drawn) <= 40
+    assert _assigned_pairs(engine) == drawn
+    with Session(engine) as session:
+        assert session.exec(select(Assignment)).all().__len__() == 3 * len(drawn)
+        event = session.exec(select(Event).where(Event.action == "draw_human_sample")).one()
+    assert event.detail["active"] is True and event.detail["drawn"] == len(drawn)
+    with db.session_scope(engine) as session:  # a later assign (a raised overlap) keeps to the sample
+        make_annotators(engine, 1, prefix="late")
+        assign(session, study="s1", overlap=4, account=SYSTEM)
+    assert _assigned_pairs(engine) == drawn
+    with Session(engine) as session:
+        recorded = sample_probabilities(session, study="s1")
+    assert recorded.to_dict() == {pair.external_id: pair.sample_probability for pair in pairs}
+
+
+def test_a_uniform_draw_gives_every_pair_n_over_N_and_is_deterministic_per_seed(
+    engine: Engine, tmp_path: Path
+) -> None:
+    judged_study(engine, tmp_path, confidence=False)
+    make_annotators(engine, 3)
+    with db.session_scope(engine) as session:
+        draw_human_sample(session, study="s1", judge="j", size=15, seed=4, account=SYSTEM)
+    pairs = _pairs(engine)
+    assert [pair.sample_probability for pair in pairs] == pytest.approx([15 / N_PAIRS] * N_PAIRS)
+    rng = np.random.default_rng(4)
+    assert [bool(pair.in_sample) for pair in pairs] == list(rng.random(N_PAIRS) < 15 / N_PAIRS)
+
+
+def test_a_draw_is_refused_twice_after_assignments_without_confidence_or_judge(
+    engine: Engine, tmp_path: Path
+) -> None:
+    judged_study(engine, tmp_path, confidence=False)
+    make_annotators(engine, 3)
+    cases = [
+        ({"judge": "j", "size": 10, "active": True}, "judge 'j': the judge gave no confidence"),
+        ({"judge": "nobody", "size": 10}, "study 's1' has no ratings of judge 'nobody' on its main pairs"),
+        ({"judge": "j", "size": 61}, "the sample size must be between 2 and the 60 pairs the judge rated"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(UserError, match=message), db.session_scope(engine) as session:
+            draw_human_sample(session, study="s1", account=SYSTEM, **kwargs)
+    assert not _assigned_pairs(engine) and all(pair.in_sample is None for pair in _pairs(engine))
+    with db.session_scope(engine) as session:
+        draw_human_sample(session, study="s1", judge="j", size=10, account=SYSTEM)
+    with pytest.raises(UserError, match="already has a drawn human sample"), db.session_scope(engine) as s:
+        draw_human_sample(s, study="s1", judge="j", size=10, account=SYSTEM)
+
+
+def test_no_draw_after_assignments(engine: Engine, tmp_path: Path) -> None:
+    judged_study(engine, tmp_path)
+    make_annotators(engine, 3)
+    with db.session_scope(engine) as session:
+        assign(session, study="s1", account=SYSTEM)
+    with pytest.raises(UserError, match="already has assignments"), db.session_scope(engine) as session:
+        draw_human_sample(session, study="s1", judge="j", size=10, account=SYSTEM)
+
+
+def test_two_draws_at_the_same_time_give_one_sample(db_url: str, tmp_path: Path) -> None:
+    """Two researchers draw at once (seeds differ): one draw is recorded and assigned, the other is told
+    the study already has one; the recorded sample is the assigned one."""
+    engine = db.make_engine(db_url)
+    db.upgrade(engine)
+    try:
+        judged_study(engine, tmp_path)
+        make_annotators(engine, 3)
+        barrier = threading.Barrier(2)
+        outcomes: list[str] = []
+
+        def draw(seed: int) -> None:
+            own = db.make_engine(db_url)
+            try:
+                barrier.wait(timeout=30)
+                with db.session_scope(own) as session:
+                    draw_human_sample(
+                        session, study="s1", judge="j", size=20, active=True, seed=seed, account=SYSTEM
+                    )
+                outcomes.append("drawn")
+            except UserError as exc:
+                outcomes.append(str(exc))
+            finally:
+                own.dispose()
+
+        threads = [threading.Thread(target=draw, args=(seed,)) for seed in (1, 2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert sorted(outcomes) == ["drawn", "study 's1' already has a drawn human sample; it is drawn once"]
+        drawn = {pair.id for pair in _pairs(engine) if pair.in_sample}
+        assert _assigned_pairs(engine) == drawn
+        with Session(engine) as session:
+            assert len(session.exec(select(Event).where(Event.action == "draw_human_sample")).all()) == 1
+    finally:
+        engine.dispose()
+
+
+def test_the_report_weights_the_rated_pairs_by_their_recorded_probabilities(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Simulated annotators rate the drawn pairs: the prediction-powered verdict speaks for all 60
+    judged pairs, says the sample was the tool's weighted draw, and leaves out the preference share."""
+    judged_study(engine, tmp_path)
+    spec = SimulationSpec(annotators=3, overlap=3, seed=2)
+    with db.session_scope(engine) as session:
+        names = simulated_users(session, spec)
+        draw_human_sample(
+            session, study="s1", judge="j", size=25, active=True, annotators=names, account=SYSTEM
+        )
+    simulate(engine, study="s1", spec=spec)
+    drawn = sum(bool(pair.in_sample) for pair in _pairs(engine))
+    with Session(engine) as session:
+        report = study_report(session, study="s1", account=SYSTEM, n_boot=20)
+    section = report.prediction_powered
+    assert section is not None
+    assert set(section.table["n_pairs"]) == {N_PAIRS} and set(section.table["n_rated"]) == {drawn}
+    assert "inclusion probability" in section.parameters["sampling"]
+    assert section.preference.empty
+    assert (section.table["lam"].between(0, 1)).all()
+
+
+def test_cli_draws_the_sample_and_names_a_bad_combination_in_one_line(db_url: str, tmp_path: Path) -> None:
+    engine = db.make_engine(db_url)
+    db.upgrade(engine)
+    try:
+        judged_study(engine, tmp_path)
+        make_annotators(engine, 3)
+    finally:
+        engine.dispose()
+    base = ["assign", "--study", "s1", "--db", db_url]
+    alone = runner.invoke(app, [*base, "--sample", "20"])
+    assert alone.exit_code == 1 and "Traceback" not in alone.output
+    assert alone.output.strip() == (
+        "error: --judge and --sample go together (and --active with them): the human sample's draw"
+    )
+    result = runner.invoke(app, [*base, "--judge", "j", "--sample", "20", "--active"])
+    assert result.exit_code == 0, result.output
+    line = " ".join(result.output.split())
+    assert line.startswith(
+        "study 's1': human sample drawn active (by the judge's uncertainty) from the 60 pairs"
+    )
+    again = runner.invoke(app, [*base, "--judge", "j", "--sample", "20"])
+    assert again.exit_code == 1
+    assert (
+        " ".join(again.output.split())
+        == "error: study 's1' already has a drawn human sample; it is drawn once"
+    )
