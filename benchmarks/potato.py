@@ -55,6 +55,7 @@ from annotator.server import BROWSER_ARGS  # noqa: E402
 POTATO_VERSION = "2.12.1"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pairstudio-bench"
 WHEELS = Path("/tmp/potato_dl")
+VENV_VAR = "PAIRSTUDIO_POTATO_VENV"  # a virtual environment that already holds potato-annotation
 CHROMIUM_ARGS = list(BROWSER_ARGS)  # no sandbox as root, no background connections
 VIEWPORT = {"width": 1440, "height": 900}  # as bench_submit.py: a laptop screen
 USERNAME = "bench"
@@ -189,7 +190,14 @@ def measure_in_page(
 
 def potato_venv() -> Path:
     """The `potato` executable of a cached virtual environment with potato-annotation 2.12.1 (made
-    once: python -m venv, then pip from the package mirror, /tmp/potato_dl/ as extra find-links)."""
+    once: python -m venv, then pip from the package mirror, /tmp/potato_dl/ as extra find-links), or of
+    the environment $PAIRSTUDIO_POTATO_VENV names."""
+    given = os.environ.get(VENV_VAR)
+    if given:  # an environment made beforehand (e.g. under /tmp): used as it is, never installed into
+        exe = Path(given) / "bin" / "potato"
+        if not exe.exists():
+            raise RuntimeError(f"${VENV_VAR}={given} holds no bin/potato")
+        return exe
     venv = CACHE / f"potato-{POTATO_VERSION}"
     exe = venv / "bin" / "potato"
     marker = venv / ".installed"
