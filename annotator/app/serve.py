@@ -1,13 +1,16 @@
 """What `annotator serve` runs: Streamlit's own app for main.py (st.App, served by uvicorn) plus the
-route that sets the session cookie from the server (annotator.app.cookie) and the route that keeps
-the rating form's answers as a draft (annotator.app.draft_route)."""
+route that sets the session cookie from the server (annotator.app.cookie), the route that keeps
+the rating form's answers as a draft (annotator.app.draft_route), and Streamlit's static files answered
+from memory (annotator.app.static_cache)."""
 
 from pathlib import Path
 
+from starlette.middleware import Middleware
 from starlette.routing import Route
 from streamlit.starlette import App
 
 from annotator.app import cookie, draft_route
+from annotator.app.static_cache import StaticCache
 
 app = App(
     str(Path(__file__).with_name("main.py")),
@@ -15,4 +18,5 @@ app = App(
         Route(cookie.ROUTE, cookie.session_cookie, methods=["POST", "DELETE"]),
         Route(draft_route.ROUTE, draft_route.draft_route, methods=["POST"]),
     ],
+    middleware=[Middleware(StaticCache)],
 )
