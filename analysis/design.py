@@ -257,21 +257,13 @@ def simulate_design(
     first_total = design.first_stage * n
 
     def within(fallback: float = noise_var) -> np.ndarray:
-        """The pooled within-pair variance (`fallback` where there is none yet: the allocation rule
-        needs a value, the statistic takes NaN and so never passes there, as the report does)."""
-        if known_var:
-            return np.full(s_count, noise_var)
-        df = np.maximum(counts - 1, 0).sum(axis=1)
-        ss = (squares - np.where(counts > 0, sums**2 / np.maximum(counts, 1), 0.0)).sum(axis=1)
-        return np.where((df > 0) & (ss > 0), ss / np.maximum(df, 1), fallback)
+        """The noise variance of every study: ``noise_var`` when known, else the pooled estimate."""
+        return np.full(s_count, noise_var) if known_var else _pooled_within(sums, squares, counts, fallback)
 
     def statistic() -> np.ndarray:
-        s2 = within(math.nan)[:, None]
-        means = sums / np.maximum(counts, 1)
-        a = margin * means * counts / s2
-        ev = -(margin**2) * counts / (2 * s2) + np.logaddexp(a, -a) - math.log(2.0)
-        return broken_statistic(np.where(counts > 0, ev, 0.0), max_share)
+        return _look_statistic(sums, counts, within(math.nan)[:, None], margin, max_share)
 
+    notify = on_look if on_look is not None else (lambda *_: None)
     look = 0
     for step in range(total):
         if step < first_total:
@@ -305,15 +297,33 @@ def simulate_design(
             first_sums[r, c] += y
         while look < len(points) and step + 1 >= points[look]:
             out[:, look], log_var[:, look] = statistic(), np.log(within(math.nan))
-            if on_look is not None:
-                on_look(look, sums, counts, within(math.nan))
+            notify(look, sums, counts, within(math.nan))
             look += 1
     while look < len(points):
         out[:, look], log_var[:, look] = statistic(), np.log(within(math.nan))
-        if on_look is not None:
-            on_look(look, sums, counts, within(math.nan))
+        notify(look, sums, counts, within(math.nan))
         look += 1
     return out, log_var, counts
+
+
+def _pooled_within(sums: np.ndarray, squares: np.ndarray, counts: np.ndarray, fallback: float) -> np.ndarray:
+    """Each study's pooled within-pair variance of the judgments so far, from per-pair sums, sums of
+    squares and counts, shape (S, n) (`fallback` where there is none yet: the allocation rule needs a
+    value, the statistic takes NaN and so never passes there, as the report does)."""
+    df = np.maximum(counts - 1, 0).sum(axis=1)
+    ss = (squares - np.where(counts > 0, sums**2 / np.maximum(counts, 1), 0.0)).sum(axis=1)
+    return np.where((df > 0) & (ss > 0), ss / np.maximum(df, 1), fallback)
+
+
+def _look_statistic(
+    sums: np.ndarray, counts: np.ndarray, s2: np.ndarray, margin: float, max_share: float
+) -> np.ndarray:
+    """Each study's ``T`` (:func:`broken_statistic`) from per-pair sums and counts, shape (S, n), and
+    the noise variance, shape (S, 1)."""
+    means = sums / np.maximum(counts, 1)
+    a = margin * means * counts / s2
+    ev = -(margin**2) * counts / (2 * s2) + np.logaddexp(a, -a) - math.log(2.0)
+    return broken_statistic(np.where(counts > 0, ev, 0.0), max_share)
 
 
 def noise_ratio(noise_var: float, margin: float) -> float:

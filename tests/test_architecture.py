@@ -219,29 +219,73 @@ def test_no_stray_vocabulary_or_blinding_literal() -> None:
     assert stray == {}, f"literals with a home in analysis/vocabulary.py or rating/blinding.py: {stray}"
 
 
-AUTHORIZATION_NAMES = {"SYSTEM", "Account", "require_role", "require_active", "account_of", "own_assignment"}
+AUTHORIZATION = ROOT / "annotator" / "people" / "authorization.py"
+ACCOUNTS = ROOT / "annotator" / "people" / "accounts.py"
+
+
+def defined_names(path: Path) -> set[str]:
+    """The names a module defines at its top level (functions, classes, assignments)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def authorization_strays(source: str, names: set[str]) -> list[str]:
+    """Where `source` takes one of authorization's `names` from any project module but its home
+    (``from annotator.people.accounts import SYSTEM``, ``accounts.SYSTEM``)."""
+    strays = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES:
+            if node.module != "annotator.people.authorization":
+                taken = [alias.name for alias in node.names if alias.name in names]
+                strays += [f"{node.lineno}: {name} from {node.module}" for name in taken]
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "accounts"
+            and node.attr in names
+        ):
+            strays.append(f"{node.lineno}: accounts.{node.attr}")
+    return strays
+
+
+def test_the_authorization_finder_finds_planted_strays() -> None:
+    source = "from annotator.people.accounts import SYSTEM, add_user\nx = accounts.require_role\n"
+    assert authorization_strays(source, {"SYSTEM", "require_role"}) == [
+        "1: SYSTEM from annotator.people.accounts",
+        "2: accounts.require_role",
+    ]
 
 
 def test_authorization_names_are_imported_from_their_home() -> None:
-    """``Account``, ``SYSTEM`` and the role checks come from people/authorization.py, not via accounts."""
-    strays = []
-    for package in (*PACKAGES, "tests", "benchmarks"):
-        for path in sorted((ROOT / package).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.ImportFrom) and node.module == "annotator.people.accounts":
-                    strays += [
-                        f"{path.relative_to(ROOT)}: {a.name}"
-                        for a in node.names
-                        if a.name in AUTHORIZATION_NAMES
-                    ]
-                if (
-                    isinstance(node, ast.Attribute)
-                    and isinstance(node.value, ast.Name)
-                    and node.value.id == "accounts"
-                    and node.attr in AUTHORIZATION_NAMES
-                ):
-                    strays.append(f"{path.relative_to(ROOT)}:{node.lineno}: accounts.{node.attr}")
+    """``Account``, ``SYSTEM``, the role checks and every other name people/authorization.py defines
+    come from there, never through accounts or another module."""
+    names = {name for name in defined_names(AUTHORIZATION) if not name.startswith("_")}
+    assert {"SYSTEM", "Account", "require_role"} <= names
+    strays = [
+        f"{path.relative_to(ROOT)}:{stray}"
+        for package in (*PACKAGES, "tests", "benchmarks")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for stray in authorization_strays(path.read_text(encoding="utf-8"), names)
+    ]
     assert strays == []
+
+
+def test_accounts_exports_only_what_it_defines() -> None:
+    tree = ast.parse(ACCOUNTS.read_text(encoding="utf-8"))
+    exported = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets)
+    )
+    assert set(exported) <= defined_names(ACCOUNTS)
+    assert not set(exported) & defined_names(AUTHORIZATION)
 
 
 def test_app_views_holds_only_pages() -> None:
@@ -251,3 +295,23 @@ def test_app_views_holds_only_pages() -> None:
     files = sorted(p.name for p in (ROOT / "annotator" / "app" / "views").glob("*.py"))
     assert "annotate.py" in files
     assert [name for name in files if f'"{name}"' not in router] == []
+
+
+MAX_MODULE_LINES = 750  # a module over this does more than one job: split it by job
+
+
+def oversized(root: Path, limit: int) -> dict[str, int]:
+    """Every Python file under `root` longer than `limit` lines, with its length."""
+    sizes = {path: len(path.read_text(encoding="utf-8").splitlines()) for path in root.rglob("*.py")}
+    return {str(path.relative_to(root)): n for path, n in sorted(sizes.items()) if n > limit}
+
+
+def test_the_size_finder_finds_a_planted_long_module(tmp_path: Path) -> None:
+    (tmp_path / "long.py").write_text("x = 1\n" * 11, encoding="utf-8")
+    (tmp_path / "short.py").write_text("x = 1\n" * 10, encoding="utf-8")
+    assert oversized(tmp_path, 10) == {"long.py": 11}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_over_the_size_limit(package: str) -> None:
+    assert oversized(ROOT / package, MAX_MODULE_LINES) == {}

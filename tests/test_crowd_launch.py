@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from annotator.errors import BusyError, TimeOver, UserError
+from annotator.errors import AuthError, BusyError, TimeOver, UserError
 from annotator.intake import controls
 from annotator.intake.assign import assign
 from annotator.people import accounts, authorization
@@ -115,7 +115,7 @@ def test_bogus_logins_hold_one_connection_each_and_leave_no_lock(engine: Engine,
         _, errors = race(12, bogus)
         with db.session_scope(engine) as session:  # another user's login is not held up by them
             assert accounts.authenticate(session, names[0], PASSWORD).username == names[0]
-    assert len(errors) == 12 and all(isinstance(e, accounts.AuthError) for e in errors)
+    assert len(errors) == 12 and all(isinstance(e, AuthError) for e in errors)
     assert max(watch.most.values()) == 1
     with Session(engine) as session:
         failed = session.exec(select(Event).where(Event.action == "login_failed")).all()

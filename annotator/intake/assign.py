@@ -12,7 +12,7 @@ from sqlmodel import Session, col, select
 from annotator.errors import UserError
 from annotator.intake.controls import mix_controls
 from annotator.people.authorization import Account, require_role
-from annotator.store.models import PENDING, Assignment, Event, Judgment, Pair, User, id_of
+from annotator.store.models import PENDING, Assignment, Event, Judgment, Pair, Study, User, id_of
 from annotator.study import StudyConfig, get_study, study_config
 
 
@@ -175,13 +175,7 @@ def assign(
     `account` (the app), only a researcher may assign.
     """
     require_role(session, account, "researcher")
-    if overlap is None:
-        overlap = study_overlap(session, study)
-    if overlap < 1:
-        raise UserError("overlap must be at least 1")
-    study_row = get_study(session, study)
-    if study_row.archived_at is not None:
-        raise UserError(f"study {study!r} is archived; restore it first (`annotator study restore`)")
+    study_row, overlap = _open_study(session, study, overlap)
     users = _annotators(session, annotators)
     if more_for is None and len(users) < overlap:
         names = ", ".join(user.username for user in users) or "none"
@@ -267,6 +261,19 @@ def assign(
         )
     )
     return AssignSummary(study, len(rows), len(pair_ids), len(user_ids), unfilled)
+
+
+def _open_study(session: Session, study: str, overlap: int | None) -> tuple[Study, int]:
+    """The study to assign and its overlap (the configured one when none is given), or a UserError when
+    the overlap is below 1 or the study is archived."""
+    if overlap is None:
+        overlap = study_overlap(session, study)
+    if overlap < 1:
+        raise UserError("overlap must be at least 1")
+    study_row = get_study(session, study)
+    if study_row.archived_at is not None:
+        raise UserError(f"study {study!r} is archived; restore it first (`annotator study restore`)")
+    return study_row, overlap
 
 
 def _more_for(study: str, main_pairs: Sequence[tuple[int | None, str]], wanted: Sequence[str]) -> list[int]:

@@ -1,8 +1,10 @@
-"""Users, roles, password hashing (Argon2id), login throttling and the trusted SYSTEM caller.
+"""Users and their accounts: creating and listing users, password hashing (Argon2id), login and its
+throttling, single-use login tokens, the guidelines acknowledgement.
 
-Every service function that checks a role takes an explicit ``account``: the logged-in user's
-:class:`Account` (the app), or :data:`SYSTEM` (the CLI, scripts, tests). :func:`require_role` re-reads
-a real account's row, so a deactivated user is refused by the next service call.
+Who may call what lives in :mod:`annotator.people.authorization` (``Account``, ``SYSTEM``,
+``require_role``): every service function that checks a role takes an explicit ``account``, the
+logged-in user's (the app) or ``SYSTEM`` (the CLI, scripts, tests). This module exports only what it
+defines.
 """
 
 import base64
@@ -37,6 +39,38 @@ from annotator.people.authorization import (
     require_role,
 )
 from annotator.store.models import ROLES, Event, LoginThrottle, User, UserSession, id_of, utcnow
+
+__all__ = [
+    "BAD_LOGIN",
+    "FIRST_WAIT_S",
+    "FREE_ATTEMPTS",
+    "HASHER",
+    "HASHING",
+    "MAX_LOCKOUT_S",
+    "MAX_PASSWORD",
+    "MIN_PASSWORD",
+    "THROTTLED",
+    "USERNAME",
+    "acknowledge_guidelines",
+    "add_user",
+    "authenticate",
+    "check_new_password",
+    "common_passwords",
+    "generate_password",
+    "get_user",
+    "has_acknowledged",
+    "hash_password",
+    "issue_login_token",
+    "list_users",
+    "lockout_seconds",
+    "needs_rehash",
+    "redeem_login_token",
+    "reset_password",
+    "revoke_sessions",
+    "set_active",
+    "unlock",
+    "verify_password",
+]
 
 # Argon2id with OWASP's parameters (m=46 MiB, t=1 is their floor; t=3 puts a login at ~0.1-0.2 s here).
 HASHER = PasswordHasher(time_cost=3, memory_cost=47104, parallelism=1, hash_len=32, salt_len=16)
