@@ -83,10 +83,10 @@ def kernel_check(rng: np.random.Generator, studies: int = 60) -> None:
     )
 
 
-def validity(studies: int, rng: np.random.Generator) -> None:
+def validity(studies: int, rng: np.random.Generator, min_share: float = MIN_SHARE) -> None:
     bound = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / studies)
     print(
-        f"\nValidity (active draw): share of PASS at the margin (bound {bound:.4f}; "
+        f"\nValidity (active draw, floor {min_share:g}): share of PASS at the margin (bound {bound:.4f}; "
         f"{studies} studies per row)"
     )
     print(
@@ -102,7 +102,9 @@ def validity(studies: int, rng: np.random.Generator) -> None:
                     n_total=n_total, n_rated=n, panel=q, mean_gap=sign * margin, judge=judge, margin=margin,
                     category_shift=0.3 if "category" in judge else 0.0,
                 )  # fmt: skip
-                spec = ActiveDesign(design, uncertainty="random" if uncertainty == "own" else uncertainty)
+                spec = ActiveDesign(
+                    design, min_share=min_share, uncertainty="random" if uncertainty == "own" else uncertainty
+                )
                 r = simulate_active(spec, studies, rng)
                 rate = float(r["ppi"].mean())
                 worst = max(worst, rate)
@@ -206,13 +208,16 @@ def main() -> None:
     parser.add_argument("--studies", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=20261204)
     parser.add_argument("--only", choices=["kernel", "validity", "fewer"], default=None)
+    parser.add_argument(
+        "--min-share", type=float, default=MIN_SHARE, help="the active draw's floor (validity)"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     print(f"load average at start: {os.getloadavg()}")
     if args.only in (None, "kernel"):
         kernel_check(np.random.default_rng(args.seed))
     if args.only in (None, "validity"):
-        validity(args.studies, np.random.default_rng(args.seed + 1))
+        validity(args.studies, np.random.default_rng(args.seed + 1), args.min_share)
     if args.only in (None, "fewer"):
         fewer_judgments(args.studies, args.seed)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; load average at end: {os.getloadavg()}")

@@ -112,15 +112,17 @@ def test_the_simulation_kernel_equals_the_report_function_on_the_same_studies() 
 
 @pytest.mark.parametrize(
     ("judge", "uncertainty"),
-    [("knows its errors", "random"), ("biased toward chosen", "misleading"), ("position-biased", "random")],
+    [
+        ("knows its errors", "random"),
+        ("biased toward chosen", "misleading"),
+        ("anti-correlated", "misleading"),
+    ],
 )
 def test_active_draws_keep_the_false_pass_rate_at_the_margin(judge: str, uncertainty: str) -> None:
-    """600 studies at the boundary (true gap = +margin), floor 0.2 (the widest weights): the share of
-    PASS stays within alpha + 3 MC SE (the benchmark runs 2,000 per row at alpha + 2 MC SE)."""
+    """600 studies at the boundary (true gap = +margin), the default floor: the share of PASS stays
+    within alpha + 3 MC SE (the benchmark runs 2,000 per row at alpha + 2 MC SE)."""
     design = Design(n_total=800, n_rated=60, panel=3, mean_gap=0.5, judge=judge, margin=0.5)
-    res = simulate_active(
-        ActiveDesign(design, min_share=0.2, uncertainty=uncertainty), 600, np.random.default_rng(7)
-    )
+    res = simulate_active(ActiveDesign(design, uncertainty=uncertainty), 600, np.random.default_rng(7))
     assert float(res["ppi"].mean()) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 600)
 
 

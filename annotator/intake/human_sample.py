@@ -10,6 +10,7 @@ each rated pair by the inverse of its recorded probability. The draw is one seri
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,7 @@ from annotator.store.db import lock_study
 from annotator.store.models import Assignment, Event, JudgeRating, Pair, id_of
 from annotator.study import get_study
 
-__all__ = ["SampleSummary", "draw_human_sample"]
+__all__ = ["MIN_SHARE", "SampleSummary", "draw_human_sample", "preview_draw", "sample_choices"]
 
 
 @dataclass(frozen=True)
@@ -138,3 +139,31 @@ def draw_human_sample(
         study, judge, active, len(pair_ids), float(size), int(taken.sum()), float(probability.min()),
         float(probability.max()), assigned,
     )  # fmt: skip
+
+
+def sample_choices(session: Session, *, study: str) -> tuple[list[str], bool]:
+    """What the picker offers: the judges that rated main pairs of `study`, by name, and whether the
+    study's human sample is drawn already."""
+    study_id = id_of(get_study(session, study))
+    judges = session.exec(
+        select(JudgeRating.judge)
+        .join(Pair, col(Pair.id) == col(JudgeRating.pair_id))
+        .where(JudgeRating.study_id == study_id, Pair.control == "")
+        .distinct()
+        .order_by(col(JudgeRating.judge))
+    ).all()
+    drawn = session.exec(
+        select(func.count())
+        .select_from(Pair)
+        .where(Pair.study_id == study_id, col(Pair.in_sample).is_not(None))
+    ).one()
+    return [str(judge) for judge in judges], bool(drawn)
+
+
+def preview_draw(session: Session, **draw: Any) -> SampleSummary:
+    """What :func:`draw_human_sample` with these arguments would do, without doing it: the very same
+    draw runs and is rolled back (`session` must hold no other pending work)."""
+    try:
+        return draw_human_sample(session, **draw)
+    finally:
+        session.rollback()

@@ -10,7 +10,7 @@ from sqlmodel import Session
 from annotator.app.common import UPLOAD_LIMIT, choose_study, engine, require, safe_md, session
 from annotator.app.tables import show_table
 from annotator.errors import UserError
-from annotator.intake import assign, ingest, study_admin
+from annotator.intake import assign, human_sample, ingest, study_admin
 from annotator.people import accounts
 from annotator.people.authorization import Account
 from annotator.store.models import ROLES
@@ -50,10 +50,14 @@ def assign_picker(account: Account, study: str) -> None:
         if arms
         else "This study has no arms."
     )
+    sample = sample_picker(study)
     if not names:
         st.info("Choose the annotators to assign.", icon=":material/group_add:")
         return
     chosen = {"study": study, "overlap": int(overlap), "annotators": names, "seed": int(seed)}
+    if sample is not None:
+        draw_picker(account, chosen | sample)
+        return
     try:
         with Session(engine(), expire_on_commit=False) as active:
             summary, load = assign.preview(active, **chosen, account=account)  # type: ignore[arg-type]
@@ -88,6 +92,77 @@ def assign_picker(account: Account, study: str) -> None:
         except UserError as exc:
             st.error(safe_md(exc))
     if no.button("Cancel", key="assign_cancel"):
+        st.session_state.pop(CONFIRM_KEY, None)
+        st.rerun()
+
+
+def sample_picker(study: str) -> dict[str, object] | None:
+    """For a study an LLM judge rated: every pair, or a human sample drawn from the judge's pairs (its
+    size, uniform or by the judge's uncertainty); the draw's settings, or None for every pair."""
+    with session() as active:
+        judges, drawn = human_sample.sample_choices(active, study=study)
+    if drawn:
+        st.caption("This study's human sample is drawn: assigning gives only the drawn pairs.")
+        return None
+    if not judges:
+        return None
+    how = st.radio(
+        "Pairs to assign",
+        ["Every pair", "A human sample of the judged pairs"],
+        key="assign_pairs_mode",
+        horizontal=True,
+        help="A judge rated this study's pairs: people may rate a sample the tool draws, once, before any "
+        "assignment. Each pair's inclusion probability is recorded at the draw, and the report's "
+        "prediction-powered verdict weights each rated pair by its inverse.",
+    )
+    if how == "Every pair":
+        return None
+    left, middle, right = st.columns(3)
+    judge = left.selectbox("Judge", judges, key="assign_sample_judge")
+    size = middle.number_input(
+        "Pairs in the sample (expected)", min_value=2, value=50, key="assign_sample_size"
+    )
+    active_draw = right.checkbox(
+        "Draw by the judge's uncertainty",
+        key="assign_sample_active",
+        help="Pairs the judge is less confident about are likelier to be drawn (no pair below "
+        f"{human_sample.MIN_SHARE:g} of the uniform probability); off: every pair alike.",
+    )
+    return {"judge": judge, "size": int(size), "active": bool(active_draw)}
+
+
+def draw_picker(account: Account, chosen: dict[str, object]) -> None:
+    """Preview the human sample's draw and its assignments; a confirm draws, records and assigns."""
+    try:
+        with Session(engine(), expire_on_commit=False) as active:
+            summary = human_sample.preview_draw(active, **chosen, account=account)
+    except UserError as exc:
+        st.warning(f"Nothing to draw with these settings: {safe_md(exc)}", icon=":material/warning:")
+        return
+    st.caption(safe_md(f"If you draw now: {summary}"))
+    pending = st.session_state.get(CONFIRM_KEY)
+    if pending is not None and pending != (chosen, summary.drawn):
+        st.session_state.pop(CONFIRM_KEY, None)
+        pending = None
+    if pending is None:
+        if st.button("Draw and assign…", type="primary", key="assign_draw"):
+            st.session_state[CONFIRM_KEY] = (chosen, summary.drawn)
+            st.rerun()
+        return
+    st.warning(
+        f"Draw {summary.drawn} pairs and add {summary.assigned.created} assignments? The sample is drawn "
+        "once for this study.",
+        icon=":material/help:",
+    )
+    yes, no = st.columns(2)
+    if yes.button(f"Confirm: draw {summary.drawn} pairs", type="primary", key="assign_draw_confirm"):
+        st.session_state.pop(CONFIRM_KEY, None)
+        try:
+            with session() as active:
+                st.success(safe_md(human_sample.draw_human_sample(active, **chosen, account=account)))  # type: ignore[arg-type]
+        except UserError as exc:
+            st.error(safe_md(exc))
+    if no.button("Cancel", key="assign_draw_cancel"):
         st.session_state.pop(CONFIRM_KEY, None)
         st.rerun()
 
