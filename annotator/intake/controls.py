@@ -39,13 +39,21 @@ __all__ = [
     "ControlSummary",
     "degrade",
     "held_back",
+    "MAKE_KINDS",
     "make_controls",
+    "make_controls_preview",
     "mix_controls",
     "pick_controls",
     "swap_sources",
 ]
 
 MakeKind = Literal["swap", "degrade", "duplicate"]
+#: What each kind `make_controls` takes makes, in words (the CLI's and the browser's choices).
+MAKE_KINDS: dict[str, str] = {
+    "degrade": "positive: the rejected response with a planted defect (truncated, a fact changed, off topic)",
+    SWAP: "swap: a repeat of a pair the annotator has rated, sides exchanged",
+    DUPLICATE: "duplicate: the same response as A and as B (a tie)",
+}
 #: Kinds mixed into every queue at the configured rate (swaps go to the annotator who rated the source).
 MIXED_KINDS = (GOLD, POSITIVE, DUPLICATE)
 DEFECTS = ("truncation", "contradiction", "off_topic")
@@ -202,6 +210,16 @@ def make_controls(
         )
     )
     return ControlSummary(study, POSITIVE if kind == "degrade" else kind, created, assigned)
+
+
+def make_controls_preview(
+    session: Session, *, study: str, kind: MakeKind, n: int, seed: int = 0, account: Account
+) -> ControlSummary:
+    """What :func:`make_controls` would add now, without adding it (`session` ends rolled back)."""
+    try:
+        return make_controls(session, study=study, kind=kind, n=n, seed=seed, account=account)
+    finally:
+        session.rollback()
 
 
 def _make_derived(

@@ -27,7 +27,17 @@ from annotator.review.predictions import prediction_frame
 from annotator.review.readers import label_frame
 from annotator.study import get_study, study_config
 
-__all__ = ["CONFIGS", "DatasetSummary", "dataset_card", "export_dataset", "publish", "push_to_hub"]
+__all__ = [
+    "CONFIGS",
+    "DatasetContents",
+    "DatasetSummary",
+    "dataset_card",
+    "dataset_contents",
+    "export_dataset",
+    "check_repo",
+    "publish",
+    "push_to_hub",
+]
 
 #: The dataset's configs, in the card's order (the first is the default).
 CONFIGS: tuple[str, ...] = ("pairs", "labels", "adjudicated", "predictions")
@@ -258,6 +268,57 @@ def _size(n: int) -> str:
     return "100K<n<1M"
 
 
+@dataclass(frozen=True)
+class DatasetContents:
+    """The dataset's files (path in the folder -> bytes: the card README.md and one Parquet file per
+    config with rows) and the rows per config."""
+
+    rows: dict[str, int]
+    files: dict[str, bytes]
+
+    @property
+    def skipped(self) -> list[str]:
+        """The configs without rows (no file written)."""
+        return [name for name in CONFIGS if not self.rows[name]]
+
+
+def dataset_contents(
+    session: Session, *, study: str, account: Account, license_id: str = DEFAULT_LICENSE
+) -> DatasetContents:
+    """Every file of the study's dataset folder, in memory (researchers only); one clear line when
+    the license id is not one or no pair is validated yet."""
+    require_role(session, account, "researcher")
+    get_study(session, study)
+    if not license_id.strip() or any(c.isspace() for c in license_id):
+        raise UserError(f"invalid license id {license_id!r}; use an SPDX-style id such as cc-by-4.0")
+    tables = _tables(session, study, account)
+    if not tables["pairs"]:
+        raise UserError(
+            f"study {study!r} has no validated pairs yet (none whose adjudication says keep); "
+            "run `annotator adjudicate --study S --auto` first"
+        )
+    rows = {name: len(tables[name]) for name in CONFIGS}
+    payloads = {
+        name: export.to_bytes(_arrow_safe(data) if isinstance(data, pd.DataFrame) else data, "parquet")
+        for name, data in tables.items()
+        if rows[name]
+    }
+    files = {name: _file(name, payload) for name, payload in payloads.items()}
+    report = _report_text(session, study, account)
+    card = dataset_card(
+        study=study,
+        rows=rows,
+        license_id=license_id,
+        validation=report.validation,
+        methods=report.methods,
+        benchmark=report.benchmark,
+        n_pairs_total=_count_pairs(session, study),
+        files=files,
+    )
+    written = {files[name]: payload for name, payload in payloads.items()}
+    return DatasetContents(rows, {"README.md": card.encode("utf-8"), **written})
+
+
 def export_dataset(
     session: Session,
     *,
@@ -292,32 +353,7 @@ def export_dataset(
                 f"{out} is not a dataset folder written by `annotator export dataset` ({problem}); "
                 "--overwrite replaces only such a folder: choose another folder"
             )
-    if not license_id.strip() or any(c.isspace() for c in license_id):
-        raise UserError(f"invalid license id {license_id!r}; use an SPDX-style id such as cc-by-4.0")
-    tables = _tables(session, study, account)
-    if not tables["pairs"]:
-        raise UserError(
-            f"study {study!r} has no validated pairs yet (none whose adjudication says keep); "
-            "run `annotator adjudicate --study S --auto` first"
-        )
-    rows = {name: len(tables[name]) for name in CONFIGS}
-    payloads = {
-        name: export.to_bytes(_arrow_safe(data) if isinstance(data, pd.DataFrame) else data, "parquet")
-        for name, data in tables.items()
-        if rows[name]
-    }
-    files = {name: _file(name, payload) for name, payload in payloads.items()}
-    report = _report_text(session, study, account)
-    card = dataset_card(
-        study=study,
-        rows=rows,
-        license_id=license_id,
-        validation=report.validation,
-        methods=report.methods,
-        benchmark=report.benchmark,
-        n_pairs_total=_count_pairs(session, study),
-        files=files,
-    )
+    contents = dataset_contents(session, study=study, account=account, license_id=license_id)
     parent = out.resolve().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -325,11 +361,10 @@ def export_dataset(
     except OSError as exc:
         raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
     try:
-        for name, payload in payloads.items():
-            target = staging / files[name]
-            target.parent.mkdir(parents=True)
+        for name, payload in contents.files.items():
+            target = staging / name
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(payload)
-        (staging / "README.md").write_text(card, encoding="utf-8")
         _swap_in(staging, out)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
@@ -338,13 +373,12 @@ def export_dataset(
         session,
         study=study,
         kind="dataset",
-        rows=rows["pairs"],
+        rows=contents.rows["pairs"],
         fmt="parquet",
         account=account,
         target=out.name,
     )
-    skipped = [name for name in CONFIGS if not rows[name]]
-    return DatasetSummary(study, out, rows, skipped=skipped, notes=notes)
+    return DatasetSummary(study, out, contents.rows, skipped=contents.skipped, notes=notes)
 
 
 _PARQUET = re.compile(rf"^({'|'.join(CONFIGS)})/{SPLIT}-00000-of-00001-[0-9a-f]{{16}}\.parquet$")
@@ -454,10 +488,14 @@ def _count_pairs(session: Session, study: str) -> int:
     return int(session.execute(select(func.count()).where(col(Pair.study_id) == study_id)).scalar_one())
 
 
-def _check_repo(repo_id: str) -> None:
-    parts = repo_id.split("/")
-    if len(parts) != 2 or not all(part.strip() for part in parts):
-        raise UserError(f"invalid repository {repo_id!r}; use OWNER/NAME")
+_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+
+
+def check_repo(repo_id: str) -> None:
+    """One clear line unless `repo_id` is OWNER/NAME, each part as the Hub allows (letters, digits,
+    '-', '_' and '.', starting with a letter or digit, at most 96 characters)."""
+    if not _REPO_ID.fullmatch(repo_id):
+        raise UserError(f"invalid repository {repo_id!r}; use OWNER/NAME (letters, digits, - _ .)")
 
 
 def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
@@ -466,7 +504,8 @@ def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, toke
     Needs a token (`hf auth login` or $HF_TOKEN); without one, or when the upload fails, one clear
     UserError line.
     """
-    from huggingface_hub import HfApi, get_token
+    from httpx2 import HTTPError as NetworkError  # no network, refused, timed out (huggingface_hub's client)
+    from huggingface_hub import HfApi, constants, get_token
     from huggingface_hub.errors import HfHubHTTPError
 
     folder = Path(folder)
@@ -474,7 +513,7 @@ def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, toke
         raise UserError(
             f"{folder} is not a dataset folder (no README.md); run `annotator export dataset` first"
         )
-    _check_repo(repo_id)
+    check_repo(repo_id)
     token = token or get_token()
     if not token:
         raise UserError(NO_TOKEN.format(folder=folder))
@@ -490,9 +529,12 @@ def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, toke
     except HfHubHTTPError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UserError(f"upload to {repo_id} failed: {first}") from None
+    except NetworkError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UserError(f"upload to {repo_id} failed (no connection to the Hub?): {first}") from None
     except OSError as exc:
         raise UserError(f"upload to {repo_id} failed: {exc.strerror or exc}") from None
-    return f"https://huggingface.co/datasets/{repo_id}"
+    return f"{constants.ENDPOINT}/datasets/{repo_id}"
 
 
 def publish(
@@ -515,7 +557,7 @@ def publish(
     from annotator.store.db import session_scope
 
     if repo is not None:
-        _check_repo(repo)
+        check_repo(repo)
     with session_scope(engine) as session:
         summary = export_dataset(
             session, study=study, out=out, account=account, license_id=license_id, overwrite=overwrite

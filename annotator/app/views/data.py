@@ -7,10 +7,11 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
+from analysis.vocabulary import SWAP
 from annotator.app.common import UPLOAD_LIMIT, choose_study, engine, require, safe_md, session
 from annotator.app.tables import show_table
 from annotator.errors import UserError
-from annotator.intake import assign, human_sample, ingest, study_admin
+from annotator.intake import assign, controls, human_sample, ingest, study_admin
 from annotator.people import accounts
 from annotator.people.authorization import Account
 from annotator.store.models import ROLES
@@ -18,6 +19,7 @@ from annotator.study import study_config
 
 PICKED_FOR_KEY = "assign_annotators_for"  # the study whose annotators the picker was last filled with
 CONFIRM_KEY = "assign_confirm_pending"  # the settings and count of a preview waiting for its confirm
+CONTROLS_KEY = "controls_confirm_pending"  # the same for making control pairs
 
 
 def assign_picker(account: Account, study: str) -> None:
@@ -201,6 +203,64 @@ def unassign_picker(account: Account, study: str) -> None:
             st.error(safe_md(exc))
 
 
+def controls_maker(account: Account, study: str) -> None:
+    """Make control pairs (`annotator controls make`): kind, how many, seed; what would be added is
+    shown first, and only a confirm of those counts writes them."""
+    left, middle, right = st.columns([2, 1, 1])
+    kind = left.selectbox(
+        "Kind", list(controls.MAKE_KINDS), format_func=controls.MAKE_KINDS.__getitem__, key="controls_kind"
+    )
+    n = middle.number_input(
+        "How many", min_value=1, value=5, key="controls_n", help="swap: repeats per annotator"
+    )
+    seed = right.number_input("Seed", min_value=0, value=0, key="controls_seed")
+    chosen = {"study": study, "kind": kind, "n": int(n), "seed": int(seed)}
+    try:
+        with Session(engine(), expire_on_commit=False) as active:
+            summary = controls.make_controls_preview(active, **chosen, account=account)  # type: ignore[arg-type]
+            rate = study_config(active, study).controls.rate
+    except UserError as exc:
+        st.warning(f"No control pairs with these settings: {safe_md(exc)}", icon=":material/warning:")
+        return
+    counts = (summary.pairs, summary.assignments)
+    mixed = (
+        "swapped repeats go to the annotators who rated their pairs"
+        if kind == SWAP
+        else f"queues are topped up to the study's control rate, {rate:.0%} (Study settings)"
+    )
+    st.caption(
+        f"Would add {summary.pairs} new {summary.kind} control pairs and mix {summary.assignments} "
+        f"control items into the annotators' queues ({mixed}; controls never count toward a pair's "
+        "overlap)."
+    )
+    pending = st.session_state.get(CONTROLS_KEY)
+    if pending is not None and pending != (chosen, counts):
+        st.session_state.pop(CONTROLS_KEY, None)  # the settings or the study changed since: preview again
+        pending = None
+    if pending is None:
+        if st.button("Make controls…", key="controls_make", disabled=counts == (0, 0)):
+            st.session_state[CONTROLS_KEY] = (chosen, counts)
+            st.rerun()
+        return
+    st.warning(
+        f"Add {summary.pairs} control pairs and {summary.assignments} queue items? Annotators see them "
+        "at once, like any other item.",
+        icon=":material/help:",
+    )
+    yes, no = st.columns(2)
+    if yes.button(f"Confirm: make {summary.pairs}", type="primary", key="controls_confirm"):
+        st.session_state.pop(CONTROLS_KEY, None)
+        try:
+            with session() as active:
+                made = controls.make_controls(active, **chosen, account=account)  # type: ignore[arg-type]
+            st.success(safe_md(made))
+        except UserError as exc:
+            st.error(safe_md(exc))
+    if no.button("Cancel", key="controls_cancel"):
+        st.session_state.pop(CONTROLS_KEY, None)
+        st.rerun()
+
+
 def restore_picker(account: Account) -> None:
     """Bring an archived study back into the pickers (nothing shown when none is archived)."""
     with session() as active:
@@ -288,6 +348,8 @@ if chosen_study is not None:
     assign_picker(account, chosen_study)
     st.header("Unassign")
     unassign_picker(account, chosen_study)
+    st.header("Control pairs")
+    controls_maker(account, chosen_study)
     st.header("Archive or delete the study")
     archive_and_delete(account, chosen_study)
 restore_picker(account)

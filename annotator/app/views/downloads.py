@@ -1,10 +1,15 @@
-"""Downloads: every export (labels, adjudicated labels, validated pairs) in CSV, JSONL or Parquet."""
+"""Downloads: every export (labels, adjudicated labels, validated pairs) in CSV, JSONL or Parquet;
+the dataset folder with its card as one .zip, and its push to the Hub when a token is configured."""
 
 import streamlit as st
 
-from annotator.app.common import choose_study, require, session
+from annotator.app.common import choose_study, engine, require, safe_md, session
 from annotator.errors import UserError
-from annotator.publish import export
+from annotator.people.authorization import Account
+from annotator.publish import bundle, dataset, export
+
+ZIP_KEY = "dataset_zip"  # (study, license, the .zip's bytes, rows per config) of the last build
+PUSH_KEY = "hub_push_pending"  # the (study, repo, license, private) waiting for its confirm
 
 account = require("researcher")
 
@@ -25,6 +30,95 @@ def log_download(
             pseudonymized=pseudonymized,
             validated_only=validated_only,
         )
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{max(1, round(n / 2**10))} KB"
+
+
+def dataset_zip(account: Account, study: str, license_id: str) -> None:
+    """Build the dataset folder (what `annotator export dataset` writes) as one .zip on request, then
+    offer it for download (the download is logged)."""
+    if st.button("Build the dataset .zip", key="dataset_build", icon=":material/folder_zip:"):
+        st.session_state.pop(ZIP_KEY, None)
+        try:
+            with session() as active:
+                payload, rows = bundle.dataset_zip(
+                    active, study=study, account=account, license_id=license_id
+                )
+            st.session_state[ZIP_KEY] = (study, license_id, payload, rows)
+        except UserError as exc:
+            st.error(safe_md(exc), icon=":material/error:")
+    built = st.session_state.get(ZIP_KEY)
+    if built is None or built[:2] != (study, license_id):
+        return
+    _, _, payload, rows = built
+    st.caption("Rows: " + ", ".join(f"{name} {n}" for name, n in rows.items()))
+    name = bundle.zip_name(study)
+    st.download_button(
+        f"Download {name}.zip ({_size(len(payload))})",
+        payload,
+        file_name=f"{name}.zip",
+        mime="application/zip",
+        key="dataset_download",
+        icon=":material/download:",
+        on_click=log_download,
+        kwargs={
+            "study_name": study,
+            "kind": "dataset",
+            "rows": rows["pairs"],
+            "fmt": "zip",
+            "pseudonymized": True,
+            "validated_only": True,
+        },
+    )
+
+
+def hub_push(account: Account, study: str, license_id: str) -> None:
+    """Push the dataset to a Hub dataset repository: only with a token configured, after a confirm."""
+    st.subheader("Push to the Hugging Face Hub")
+    if not bundle.hub_token_configured():
+        st.caption(
+            "No Hugging Face token is configured for this server: set HF_TOKEN where it runs (then "
+            "restart it) or run `hf auth login` as its user to push from here."
+        )
+        return
+    repo = st.text_input("Hub dataset repository (OWNER/NAME)", key="hub_repo").strip()
+    private = st.checkbox("Private repository", key="hub_private")
+    chosen = (study, repo, license_id, private)
+    if st.session_state.get(PUSH_KEY) not in (None, chosen):
+        st.session_state.pop(PUSH_KEY)  # the settings changed since: ask again
+    if st.session_state.get(PUSH_KEY) is None:
+        if st.button("Push to the Hub…", key="hub_push", icon=":material/cloud_upload:", disabled=not repo):
+            try:
+                dataset.check_repo(repo)
+            except UserError as exc:
+                st.error(safe_md(exc), icon=":material/error:")
+                return
+            st.session_state[PUSH_KEY] = chosen
+            st.rerun()
+        return
+    st.warning(
+        safe_md(
+            f"Upload the dataset of study {study!r} to the {'private' if private else 'public'} Hub "
+            f"repository {repo}? Everyone who can see the repository can read it."
+        ),
+        icon=":material/help:",
+    )
+    yes, no = st.columns(2)
+    if yes.button(safe_md(f"Confirm: push to {repo}"), type="primary", key="hub_confirm"):
+        st.session_state.pop(PUSH_KEY, None)
+        try:
+            with st.spinner("Uploading…"):
+                url = bundle.push_study(
+                    engine(), study=study, repo=repo, account=account, license_id=license_id, private=private
+                )
+            st.success(safe_md(f"Pushed to {url}"), icon=":material/cloud_done:")
+        except UserError as exc:
+            st.error(safe_md(exc), icon=":material/error:")
+    if no.button("Cancel", key="hub_cancel"):
+        st.session_state.pop(PUSH_KEY, None)
+        st.rerun()
 
 
 st.title("Downloads")
@@ -66,3 +160,15 @@ if study is not None:
                 "validated_only": validated_only,
             },
         )
+    st.header("Dataset for the Hub")
+    st.caption(
+        "The validated pairs, the human labels (annotators as stable codes), the adjudicated labels and "
+        "the model predictions as Parquet files with a dataset card (README.md): the folder "
+        "`annotator export dataset` writes, which `datasets.load_dataset` reads. The choices above do "
+        "not apply to it."
+    )
+    license_id = st.text_input(
+        "License (SPDX id)", value=dataset.DEFAULT_LICENSE, key="dataset_license"
+    ).strip()
+    dataset_zip(account, study, license_id)
+    hub_push(account, study, license_id)
