@@ -22,10 +22,10 @@ from annotator.store import db
 from annotator.store.models import Assignment, Event, Pair
 from tests.utils.databases import built_once, copy_of
 from tests.utils.fakehub import FakeHub, fake_hub
+from tests.utils.pagehelpers import HOSTILE_STUDY
 from tests.utils.sciencehelpers import simulated_study
 
 TOKEN = "hf_test_token_accepted"
-HOSTILE_STUDY = 'S <img src=x onerror="window.__xss=2"> $x^2$'
 
 
 @pytest.fixture
@@ -106,7 +106,9 @@ def test_push_uploads_the_dataset_through_the_hub_api(studied: Engine, hub: Fake
 
 def test_a_bad_token_is_one_line(studied: Engine, monkeypatch: pytest.MonkeyPatch, hub: FakeHub) -> None:
     monkeypatch.setenv("HF_TOKEN", "hf_wrong")
-    with pytest.raises(UserError, match=r"^upload to lab/pairs failed: .*401") as err:
+    with pytest.raises(
+        UserError, match=r"^upload to lab/pairs failed \(the Hub refused the token: .*401"
+    ) as err:
         bundle.push_study(studied, study="s1", repo="lab/pairs", account=SYSTEM)
     assert "\n" not in str(err.value) and hub.files == {}
 

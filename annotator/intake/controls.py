@@ -50,9 +50,9 @@ __all__ = [
 MakeKind = Literal["swap", "degrade", "duplicate"]
 #: What each kind `make_controls` takes makes, in words (the CLI's and the browser's choices).
 MAKE_KINDS: dict[str, str] = {
-    "degrade": "positive: the rejected response with a planted defect (truncated, a fact changed, off topic)",
-    SWAP: "swap: a repeat of a pair the annotator has rated, sides exchanged",
-    DUPLICATE: "duplicate: the same response as A and as B (a tie)",
+    "degrade": "positive: a planted defect in the rejected response",
+    SWAP: "swap: a rated pair again, sides exchanged",
+    DUPLICATE: "duplicate: one response as A and as B",
 }
 #: Kinds mixed into every queue at the configured rate (swaps go to the annotator who rated the source).
 MIXED_KINDS = (GOLD, POSITIVE, DUPLICATE)

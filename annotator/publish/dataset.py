@@ -528,7 +528,9 @@ def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, toke
         )
     except HfHubHTTPError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UserError(f"upload to {repo_id} failed: {first}") from None
+        refused = getattr(exc.response, "status_code", None) in (401, 403)
+        hint = " (the Hub refused the token: check it with `hf auth whoami`)" if refused else ""
+        raise UserError(f"upload to {repo_id} failed{hint}: {first}") from None
     except NetworkError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UserError(f"upload to {repo_id} failed (no connection to the Hub?): {first}") from None

@@ -7,7 +7,7 @@ import base64
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,6 +26,7 @@ class FakeHub:
     repos: list[dict[str, Any]] = field(default_factory=list)
     files: dict[str, dict[str, bytes]] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
+    stop: Callable[[], None] = lambda: None  # take the Hub off the network (nothing listens any more)
 
 
 def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
@@ -103,9 +104,15 @@ def fake_hub(token: str) -> Iterator[FakeHub]:
     hub.endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+
+    def stop() -> None:
+        if thread.is_alive():
+            server.shutdown()
+            server.server_close()
+            thread.join()
+
+    hub.stop = stop
     try:
         yield hub
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+        stop()

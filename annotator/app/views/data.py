@@ -20,6 +20,7 @@ from annotator.study import study_config
 PICKED_FOR_KEY = "assign_annotators_for"  # the study whose annotators the picker was last filled with
 CONFIRM_KEY = "assign_confirm_pending"  # the settings and count of a preview waiting for its confirm
 CONTROLS_KEY = "controls_confirm_pending"  # the same for making control pairs
+CONTROLS_DONE_KEY = "controls_made"  # (succeeded, the line saying so) of the last confirm, shown once
 
 
 def assign_picker(account: Account, study: str) -> None:
@@ -206,6 +207,9 @@ def unassign_picker(account: Account, study: str) -> None:
 def controls_maker(account: Account, study: str) -> None:
     """Make control pairs (`annotator controls make`): kind, how many, seed; what would be added is
     shown first, and only a confirm of those counts writes them."""
+    if CONTROLS_DONE_KEY in st.session_state:  # the outcome of the confirm the run before
+        made, line = st.session_state.pop(CONTROLS_DONE_KEY)
+        (st.success if made else st.error)(safe_md(line))
     left, middle, right = st.columns([2, 1, 1])
     kind = left.selectbox(
         "Kind", list(controls.MAKE_KINDS), format_func=controls.MAKE_KINDS.__getitem__, key="controls_kind"
@@ -253,9 +257,10 @@ def controls_maker(account: Account, study: str) -> None:
         try:
             with session() as active:
                 made = controls.make_controls(active, **chosen, account=account)  # type: ignore[arg-type]
-            st.success(safe_md(made))
+            st.session_state[CONTROLS_DONE_KEY] = (True, str(made))
         except UserError as exc:
-            st.error(safe_md(exc))
+            st.session_state[CONTROLS_DONE_KEY] = (False, str(exc))
+        st.rerun()
     if no.button("Cancel", key="controls_cancel"):
         st.session_state.pop(CONTROLS_KEY, None)
         st.rerun()

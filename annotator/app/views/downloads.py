@@ -10,6 +10,7 @@ from annotator.publish import bundle, dataset, export
 
 ZIP_KEY = "dataset_zip"  # (study, license, the .zip's bytes, rows per config) of the last build
 PUSH_KEY = "hub_push_pending"  # the (study, repo, license, private) waiting for its confirm
+PUSHED_KEY = "hub_pushed"  # (succeeded, the line saying so) of the last push, shown once
 
 account = require("researcher")
 
@@ -83,6 +84,12 @@ def hub_push(account: Account, study: str, license_id: str) -> None:
             "restart it) or run `hf auth login` as its user to push from here."
         )
         return
+    if PUSHED_KEY in st.session_state:  # the outcome of the push the run before
+        pushed, line = st.session_state.pop(PUSHED_KEY)
+        if pushed:
+            st.success(safe_md(line), icon=":material/cloud_done:")
+        else:
+            st.error(safe_md(line), icon=":material/error:")
     repo = st.text_input("Hub dataset repository (OWNER/NAME)", key="hub_repo").strip()
     private = st.checkbox("Private repository", key="hub_private")
     chosen = (study, repo, license_id, private)
@@ -113,9 +120,10 @@ def hub_push(account: Account, study: str, license_id: str) -> None:
                 url = bundle.push_study(
                     engine(), study=study, repo=repo, account=account, license_id=license_id, private=private
                 )
-            st.success(safe_md(f"Pushed to {url}"), icon=":material/cloud_done:")
+            st.session_state[PUSHED_KEY] = (True, f"Pushed to {url}")
         except UserError as exc:
-            st.error(safe_md(exc), icon=":material/error:")
+            st.session_state[PUSHED_KEY] = (False, str(exc))
+        st.rerun()
     if no.button("Cancel", key="hub_cancel"):
         st.session_state.pop(PUSH_KEY, None)
         st.rerun()

@@ -1,0 +1,78 @@
+"""A crowd study's Progress page in chromium at 1440x900 and 390 px: a pair counts as complete only
+with the study's overlap of judgments (never while nobody has it), and the judgments-over-time chart's
+y axis shows whole numbers only; axe finds nothing serious or critical."""
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from annotator.store import db
+from annotator.store.models import Study
+from tests.test_researcher_browser import PHONE, log_in_as
+from tests.test_workspace_browser import serious
+from tests.utils.apphelpers import VIEWPORT, build_app_db, running_app, wait_drawn, wait_idle
+from tests.utils.qchelpers import answer_all
+
+pytestmark = pytest.mark.browser
+SHOTS = Path("/tmp/browser2")
+
+
+def _metric(page: Page, label: str) -> str:
+    box = page.locator("[data-testid=stMetric]", has_text=label).first
+    return box.locator("[data-testid=stMetricValue]").inner_text().strip()
+
+
+def _y_ticks(page: Page) -> list[str]:
+    """The y-axis tick labels of the judgments-over-time chart."""
+    chart = page.locator(".js-plotly-plot", has_text="Judgments over time").first
+    chart.scroll_into_view_if_needed()
+    chart.locator(".ytick text").first.wait_for()
+    return [t.strip() for t in chart.locator(".ytick text").all_text_contents()]
+
+
+def _open_progress(page: Page, base_url: str) -> None:
+    page.goto(f"{base_url}/progress")
+    page.get_by_role("heading", name="Progress", exact=True).wait_for()
+    wait_idle(page, timeout_ms=120_000)
+    wait_drawn(page, timeout_ms=120_000)
+
+
+@pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["1440x900", "390px"])
+def test_crowd_progress_counts_pairs_by_the_overlap_with_whole_number_axes(
+    chrome: Browser, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    # 30 pairs; the first is queued for three crowd workers, the rest for nobody yet
+    app_db = build_app_db(tmp_path / "db", n_pairs=30, queues={"ann1": "A", "ann2": "B", "crowd3": "A"})
+    with db.session_scope(app_db.engine) as session:
+        row = session.get(Study, app_db.study_id)
+        assert row is not None
+        analysis = {**row.config.get("analysis", {}), "overlap": 3}
+        row.config = {**row.config, "analysis": analysis, "crowd": {"platform": "prolific", "places": 10}}
+        session.add(row)
+    for name in ("ann1", "ann2"):
+        assert answer_all(app_db.engine, name, study_id=app_db.study_id) == 1
+    width = viewport["width"]
+    SHOTS.mkdir(exist_ok=True)
+    with running_app(app_db.url, tmp_path / "server.log") as base_url:
+        context = chrome.new_context(viewport=viewport)
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        log_in_as(page, base_url, "res1")
+        _open_progress(page, base_url)
+        assert _metric(page, "Pairs complete") == "0"  # 2 judgments of an overlap of 3
+        assert _metric(page, "Judgments done") == "2 / 3"
+        ticks = _y_ticks(page)
+        assert ticks and all(t.isdigit() for t in ticks), ticks
+        assert [int(t) for t in ticks] == list(range(int(ticks[0]), int(ticks[-1]) + 1))  # step 1
+        page.screenshot(path=SHOTS / f"crowd-progress-2-{width}.png", full_page=True)
+        assert serious(page) == []
+
+        assert answer_all(app_db.engine, "crowd3", study_id=app_db.study_id) == 1
+        _open_progress(page, base_url)
+        assert _metric(page, "Pairs complete") == "1"  # the third judgment completes the first pair
+        ticks = _y_ticks(page)
+        assert ticks and all(t.isdigit() for t in ticks), ticks
+        page.screenshot(path=SHOTS / f"crowd-progress-3-{width}.png", full_page=True)
+        assert serious(page) == []
+        context.close()

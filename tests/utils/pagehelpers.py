@@ -1,0 +1,53 @@
+"""Helpers for the researcher-page browser tests (Playwright): click and wait, pick a study, check that
+nothing hostile ran, read a one-line error; and a hostile study name."""
+
+from playwright.sync_api import Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from tests.utils.apphelpers import wait_idle
+
+#: A study name with HTML, an event handler and LaTeX: every page must show it as typed.
+HOSTILE_STUDY = 'S <img src=x onerror="window.__xss=2"> $x^2$'
+
+
+def click(page: Page, name: str) -> None:
+    """Click the button called exactly `name` and wait for the run it starts."""
+    page.get_by_role("button", name=name, exact=True).click()
+    wait_idle(page, timeout_ms=120_000)
+
+
+def choose(page: Page, label: str, option: str) -> None:
+    """Pick `option` in the select box `label` (its list opens again if a rerun closed it)."""
+    box = page.get_by_role("combobox", name=label, exact=True)
+    choice = page.get_by_role("option", name=option, exact=True)
+    for _ in range(5):
+        box.click()
+        try:
+            choice.wait_for(timeout=5_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    choice.click()
+    wait_idle(page, timeout_ms=120_000)
+
+
+def choose_study(page: Page, name: str) -> None:
+    """Pick `name` in the page's Study picker."""
+    choose(page, "Study", name)
+
+
+def inert(page: Page) -> None:
+    """Nothing hostile ran or was drawn as HTML."""
+    assert page.evaluate("() => window.__xss === undefined")
+    assert page.locator("img[src=x]").count() == 0
+
+
+def one_line_error(page: Page, starts: str) -> str:
+    """The text of the error alert that starts with `starts`, which must be one line."""
+    alert = page.locator(
+        "[data-testid=stAlertContentError] [data-testid=stMarkdownContainer]", has_text=starts
+    ).first
+    alert.wait_for()
+    text = alert.inner_text().strip()
+    assert text.startswith(starts) and "\n" not in text, text
+    return text
