@@ -32,7 +32,8 @@ def _y_ticks(page: Page) -> list[str]:
 
 
 def _open_progress(page: Page, base_url: str) -> None:
-    page.goto(f"{base_url}/progress")
+    """Open the researcher's first page, Progress (at the root address)."""
+    page.goto(base_url)
     page.get_by_role("heading", name="Progress", exact=True).wait_for()
     wait_idle(page, timeout_ms=120_000)
     wait_drawn(page, timeout_ms=120_000)
@@ -75,4 +76,5 @@ def test_crowd_progress_counts_pairs_by_the_overlap_with_whole_number_axes(
         assert ticks and all(t.isdigit() for t in ticks), ticks
         page.screenshot(path=SHOTS / f"crowd-progress-3-{width}.png", full_page=True)
         assert serious(page) == []
+        assert page.get_by_text("Page not found").count() == 0
         context.close()
