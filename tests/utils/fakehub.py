@@ -29,6 +29,37 @@ class FakeHub:
     stop: Callable[[], None] = lambda: None  # take the Hub off the network (nothing listens any more)
 
 
+def _committed(body: bytes) -> dict[str, bytes]:
+    """The files of a commit's NDJSON body (path -> bytes; regular uploads carry them base64-coded)."""
+    files: dict[str, bytes] = {}
+    for line in body.decode().splitlines():
+        entry = json.loads(line)
+        if entry.get("key") == "file":
+            files[entry["value"]["path"]] = base64.b64decode(entry["value"]["content"])
+    return files
+
+
+def _answer(hub: FakeHub, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    """The status and JSON answer of an authorized POST to `path`."""
+    if path == "/api/repos/create":
+        request = json.loads(body)
+        hub.repos.append(request)
+        name = f"{request.get('organization') or 'me'}/{request['name']}"
+        return 200, {"url": f"{hub.endpoint}/datasets/{name}", "name": name}
+    if path == "/api/validate-yaml":  # the card's metadata: accepted
+        return 200, {"errors": [], "warnings": []}
+    if re.fullmatch(_REPO + r"/preupload/[^/]+", path):
+        listed = json.loads(body)["files"]
+        return 200, {
+            "files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in listed]
+        }
+    if match := re.fullmatch(_REPO + r"/commit/[^/]+", path):
+        hub.files[match["repo"]] = _committed(body)
+        oid = "0" * 40
+        return 200, {"commitUrl": f"{hub.endpoint}/datasets/{match['repo']}/commit/{oid}", "commitOid": oid}
+    return 404, {"error": f"Not found: {path}"}
+
+
 def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:  # quiet
@@ -42,56 +73,17 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _body(self) -> bytes:
-            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-
         def do_GET(self) -> None:
             hub.requests.append(f"GET {self.path}")
             self._reply(404, {"error": "Not found"})
 
         def do_POST(self) -> None:
             hub.requests.append(f"POST {self.path}")
-            body = self._body()
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if self.headers.get("Authorization") != f"Bearer {hub.token}":
                 self._reply(401, {"error": "Invalid credentials in Authorization header"})
                 return
-            path = self.path.split("?")[0]
-            if path == "/api/repos/create":
-                request = json.loads(body)
-                hub.repos.append(request)
-                name = f"{request.get('organization') or 'me'}/{request['name']}"
-                self._reply(200, {"url": f"{hub.endpoint}/datasets/{name}", "name": name})
-            elif path == "/api/validate-yaml":  # the card's metadata: accepted
-                self._reply(200, {"errors": [], "warnings": []})
-            elif match := re.fullmatch(_REPO + r"/preupload/[^/]+", path):
-                listed = json.loads(body)["files"]
-                self._reply(
-                    200,
-                    {
-                        "files": [
-                            {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
-                            for f in listed
-                        ]
-                    },
-                )
-            elif match := re.fullmatch(_REPO + r"/commit/[^/]+", path):
-                committed: dict[str, bytes] = {}
-                for line in body.decode().splitlines():
-                    entry = json.loads(line)
-                    if entry.get("key") == "file":
-                        value = entry["value"]
-                        committed[value["path"]] = base64.b64decode(value["content"])
-                hub.files[match["repo"]] = committed
-                self._reply(
-                    200,
-                    {
-                        "commitUrl": f"{hub.endpoint}/datasets/{match['repo']}/commit/{'0' * 40}",
-                        "commitOid": "0" * 40,
-                        "pullRequestUrl": None,
-                    },
-                )
-            else:
-                self._reply(404, {"error": f"Not found: {path}"})
+            self._reply(*_answer(hub, self.path.split("?")[0], body))
 
     return Handler
 
