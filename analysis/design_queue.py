@@ -8,7 +8,12 @@ item at a time (each pick counts as given out, at most one item per pair for one
 - two-stage: the second stage is picked from each pair's first ``first_stage`` judgments in submission
   order, once every first-stage judgment still given out has come in (until then nobody gets
   second-stage pairs: the pick must rest on the whole first stage);
-- sequential: the pairs with the largest evidence of being broken, from the judgments made;
+- sequential: one judgment at a time, as the design's calibration simulates it: the pair with the
+  largest evidence of being broken, given out only when every judgment given out before has come in
+  (so at most one newcomer at a time gets a pair after the first stage; the others get nothing). Picking
+  several pairs at once from the same judgments is another procedure: at the least favourable
+  configuration, batches of 5 passed the one-at-a-time critical value in 41-72% of 300 simulated
+  studies, batches of 20 in 98-100% (33 pairs, 3 first, budget 6);
 - nothing beyond a pair's allocation (two-stage: ``first_stage + second_stage`` for a picked pair,
   ``first_stage`` for the others) nor beyond the budget: the counts include the judgments given out.
 
@@ -113,13 +118,16 @@ def plan_pairs(
     first_means = first_sums / np.maximum(counted, 1)
     picked: list[int] = []
     while len(picked) < limit:
+        given_out = bool((k >= design.first_stage).all())
         if design.kind == "two_stage" and _first_stage_coming(k, judged, waiting, design.first_stage):
             break
+        if design.kind == "sequential" and given_out and waiting.sum() > 0:
+            break  # one judgment at a time: the next pick waits for every judgment given out
         found = next_pairs(means, k, design, noise, margin, n, first_means=first_means, judged=judged)
         fresh = [int(i) for i in found if int(i) not in picked]
         if not fresh:
             break
-        take = fresh[: limit - len(picked)]
+        take = fresh[: 1 if design.kind == "sequential" and given_out else limit - len(picked)]
         picked.extend(take)
         k[take] += 1
         waiting[take] += 1

@@ -104,9 +104,10 @@ def test_needs_more_follows_the_registered_sequential_rule(sequential: Engine, d
     with db.session_scope(sequential) as session:
         report = study_report(session, study="s1", account=SYSTEM, n_boot=50)
     words, pairs = standing(report)
-    assert words == "not settled: about 30 more judgments, on these pairs"
-    # the rule on its own: the 20 pairs whose mean gap is most likely that of a broken pair (on the
-    # first dimension: before a look no dimension is further from settled than another)
+    assert words == "not settled: about 30 more judgments, one at a time; the next on this pair"
+    # the rule on its own: the pair whose mean gap is most likely that of a broken pair (on the first
+    # dimension: before a look no dimension is further from settled than another); one at a time, as
+    # the sequential procedure is calibrated
     table = report.allocation
     assert (table["look"] == 0).all()  # 60 of 90 judgments: before the only registered look
     item = str(table["dimension"].iloc[0])
@@ -115,7 +116,7 @@ def test_needs_more_follows_the_registered_sequential_rule(sequential: Engine, d
     ev = pair_evidence(
         grouped.mean(), grouped.size(), float(table.set_index("dimension").loc[item, "noise_var"]), 0.5
     )
-    expected = set(grouped.mean().index[np.argsort(-ev, kind="stable")[:20]].astype(str))
+    expected = set(grouped.mean().index[np.argsort(-ev, kind="stable")[:1]].astype(str))
     assert set(pairs) == expected
     before = _judges_per_pair(sequential)
     result = CliRunner().invoke(app, ["assign", "--study", "s1", "--needs-more", "--db", db_url])
@@ -124,3 +125,7 @@ def test_needs_more_follows_the_registered_sequential_rule(sequential: Engine, d
     after = _judges_per_pair(sequential)
     assert {p for p in after if after[p] == before[p] + 1} == expected
     assert all(after[p] == before[p] for p in after if p not in expected)
+    # the next one waits for that judgment: nothing is added, one line says why
+    again = CliRunner().invoke(app, ["assign", "--study", "s1", "--needs-more", "--db", db_url])
+    assert again.exit_code == 1 and "1 judgment(s) given out are still to come" in again.output
+    assert _judges_per_pair(sequential) == after

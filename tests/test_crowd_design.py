@@ -71,15 +71,15 @@ def _usernames(engine: Engine) -> dict[int, str]:
         return {id_of(u): u.username for u in session.exec(select(User))}
 
 
-def test_sequential_gives_the_first_stage_then_the_most_broken_looking_pairs(
-    engine: Engine, tmp_path: Path
-) -> None:
+def test_sequential_gives_the_first_stage_then_one_pair_at_a_time(engine: Engine, tmp_path: Path) -> None:
     """12 pairs, 1 first, 1.5 per pair on average (18 judgments), 4 items per worker: three workers
-    cover the first stage; once it is rated, the next worker gets the pairs that look broken; the
-    budget ends the queue with one clear line."""
+    cover the first stage; once it is rated, the next worker gets the one pair that looks most broken,
+    and nobody gets another until that judgment is in; the budget ends the queue with one clear line."""
     _study(engine, tmp_path, 12, 4, design="sequential", first_stage=1, budget=1.5)
     first = [enter(engine, f"w{k}") for k in range(3)]
     assert sorted(_per_pair(engine).values()) == [1] * 12
+    with pytest.raises(UserError):
+        enter(engine, "early")  # the first stage is given out, not yet rated
     names = _usernames(engine)
     broken = {"pair-3": 3.0, "pair-7": -2.0, "pair-10": 2.0}
     for account in first:
@@ -89,13 +89,22 @@ def test_sequential_gives_the_first_stage_then_the_most_broken_looking_pairs(
         mine = session.exec(
             select(Pair.external_id).join(Assignment).where(Assignment.annotator_id == fourth.id)
         ).all()
-    assert set(broken) <= set(mine) and len(mine) == 4
-    enter(engine, "w4")  # the last 2 of the budget
-    assert sum(_per_pair(engine).values()) == 18
-    with pytest.raises(UserError) as refused:
-        enter(engine, "w5")
-    assert str(refused.value) == crowd.NO_WORK  # the one line a worker sees
-    assert sum(_per_pair(engine).values()) == 18
+    assert mine == ["pair-3"]
+    with pytest.raises(UserError) as waiting:
+        enter(engine, "impatient")
+    assert str(waiting.value) == crowd.NO_WORK
+    latest, k = fourth, 0
+    while True:
+        _answer(engine, _usernames(engine)[latest.id], broken)
+        try:
+            latest = enter(engine, f"next{k}")
+        except UserError as exc:  # the one line a worker sees
+            assert str(exc) == crowd.NO_WORK
+            break
+        k += 1
+    counts = _per_pair(engine)
+    assert sum(counts.values()) == 18 and k == 5
+    assert counts["pair-3"] + counts["pair-7"] + counts["pair-10"] == 3 + 6  # the extras went to them
 
 
 def test_two_stage_waits_for_its_first_stage_and_picks_from_it(engine: Engine, tmp_path: Path) -> None:
@@ -138,20 +147,22 @@ def test_parallel_arrivals_never_pass_a_pairs_allocation_nor_the_budget(
     assert len(entered) == 4 and [str(e) for e in errors] == [crowd.NO_WORK] * 26
 
 
-def test_parallel_first_visits_of_a_sequential_study_stop_at_the_budget(
+def test_parallel_first_visits_of_a_sequential_study_give_one_pair_at_a_time(
     engine: Engine, tmp_path: Path
 ) -> None:
-    """40 workers at once on a sequential study (25 pairs, 1 first, budget 1.6 = 40 judgments, 6 items
-    each): every pair gets its first judgment, the total is exactly the budget, no worker has a pair
-    twice, and the rest are told there is nothing for them."""
+    """40 workers at once on a sequential study (25 pairs, 1 first, budget 1.6, 6 items each): the
+    first stage is given out (5 workers) and nothing more while it is being rated; once it is rated,
+    of 10 workers arriving at once exactly one gets one pair."""
     _study(engine, tmp_path, 25, 6, design="sequential", first_stage=1, budget=1.6)
     entered, errors = race(40, lambda k: enter(engine, f"burst{k}"))
-    counts = _per_pair(engine)
-    assert min(counts.values()) >= 1 and sum(counts.values()) == 40
-    assert {str(e) for e in errors} == {crowd.NO_WORK} and len(entered) + len(errors) == 40
-    with Session(engine) as session:
-        rows = session.exec(select(Assignment.annotator_id, Assignment.pair_id)).all()
-    assert len(rows) == len(set(rows))
+    assert sorted(_per_pair(engine).values()) == [1] * 25
+    assert len(entered) == 5 and [str(e) for e in errors] == [crowd.NO_WORK] * 35
+    names = _usernames(engine)
+    for account in entered:
+        _answer(engine, names[account.id], {"pair-4": 3.0})
+    later, refused = race(10, lambda k: enter(engine, f"later{k}"))
+    assert len(later) == 1 and [str(e) for e in refused] == [crowd.NO_WORK] * 9
+    assert _per_pair(engine)["pair-4"] == 2 and sum(_per_pair(engine).values()) == 26
 
 
 def test_a_fixed_design_still_covers_the_overlap_and_goes_on(engine: Engine, tmp_path: Path) -> None:
@@ -190,30 +201,27 @@ def test_the_dimension_furthest_from_settled_sets_the_order() -> None:
         }
     )
     picked = plan_pairs(
-        frame, [2, 2, 2], [0, 0, 0], Design("sequential", 2, 3.0), dimensions=["calm", "loud"],
+        frame, [2, 2, 2], [0, 0, 0], Design("two_stage", 2, 4.0, 2), dimensions=["calm", "loud"],
         margin=0.5, max_share=0.1, limit=3,
     )  # fmt: skip
     assert picked == [1, 2, 0]
 
 
 def test_nothing_is_given_out_past_the_budget_by_pending_items() -> None:
-    """Judgments given out but not made count against the budget."""
+    """Judgments given out but not made count against the budget, and a sequential pick waits for them."""
     frame = pd.DataFrame({"pair": [0, 1, 2], "order": [1, 2, 3], "q": [1.0, 0.0, 0.0]})
     design = Design("sequential", 1, 2.0)  # 6 judgments
-    assert plan_pairs(
-        frame, [3, 1, 1], [2, 0, 0], design, dimensions=["q"], margin=0.5, max_share=0.1, limit=5
-    ) == [0]
-    assert (
-        plan_pairs(frame, [4, 1, 1], [3, 0, 0], design, dimensions=["q"], margin=0.5, max_share=0.1, limit=5)
-        == []
-    )
+    args = {"dimensions": ["q"], "margin": 0.5, "max_share": 0.1, "limit": 5}
+    assert plan_pairs(frame, [1, 1, 1], [0, 0, 0], design, **args) == [0]  # one at a time
+    assert plan_pairs(frame, [2, 1, 1], [1, 0, 0], design, **args) == []  # waits for it
+    assert plan_pairs(frame, [6, 1, 1], [0, 0, 0], design, **args) == []  # the budget is given out
 
 
 def test_the_first_stage_comes_before_anything_else() -> None:
-    """Pairs below the first stage come first (also one with nothing made yet), then the rule."""
+    """Pairs below the first stage come first; the rule only once they have all come in."""
     frame = pd.DataFrame({"pair": [0], "order": [1], "q": [3.0]})
     picked = plan_pairs(
         frame, [1, 0, 0, 1], [0, 0, 0, 1], Design("sequential", 1, 3.0), dimensions=["q"], margin=0.5,
         max_share=0.1, limit=5,
     )  # fmt: skip
-    assert picked == [1, 2, 0, 3]
+    assert picked == [1, 2]

@@ -12,8 +12,9 @@ from sqlmodel import Session, col, select
 from annotator.errors import UserError
 from annotator.intake.controls import mix_controls
 from annotator.people.authorization import Account, require_role
+from annotator.store.db import lock_study
 from annotator.store.models import PENDING, Assignment, Event, Judgment, Pair, Study, User, id_of
-from annotator.study import StudyConfig, get_study, study_config
+from annotator.study import StudyConfig, get_study, parse_config, study_config
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,8 @@ def assign(
         raise UserError(
             f"overlap {overlap} needs at least {overlap} active annotators; found {len(users)} ({names})"
         )
+    if more_for is not None:
+        more_for = _one_at_a_time(session, study_row, more_for)
     rng = random.Random(seed)
     user_ids = [id_of(user) for user in users]
     main_pairs = session.exec(  # control pairs are mixed in by controls.mix_controls, never given an overlap
@@ -274,6 +277,28 @@ def _open_study(session: Session, study: str, overlap: int | None) -> tuple[Stud
     if study_row.archived_at is not None:
         raise UserError(f"study {study!r} is archived; restore it first (`annotator study restore`)")
     return study_row, overlap
+
+
+def _one_at_a_time(session: Session, study_row: Study, wanted: Sequence[str]) -> Sequence[str]:
+    """Under a registered sequential design, the next judgment goes to one pair, and only once every
+    main-pair judgment given out has come in (the procedure its verdict is calibrated for: picking
+    several pairs from the same judgments passes broken studies far more often); other designs: all
+    of `wanted`. The check and the insert that follows are one serialized step (the study's lock)."""
+    if parse_config(study_row.config).allocation.design != "sequential" or not wanted:
+        return wanted
+    lock_study(session, id_of(study_row))
+    pending = session.exec(
+        select(func.count())
+        .select_from(Assignment)
+        .join(Pair, col(Pair.id) == col(Assignment.pair_id))
+        .where(Assignment.study_id == study_row.id, Pair.control == "", Assignment.status == PENDING)
+    ).one()
+    if int(pending):
+        raise UserError(
+            f"study {study_row.name!r} registers a sequential design: one judgment at a time, and "
+            f"{int(pending)} judgment(s) given out are still to come; give the next one when they are in"
+        )
+    return list(wanted)[:1]
 
 
 def _more_for(study: str, main_pairs: Sequence[tuple[int | None, str]], wanted: Sequence[str]) -> list[int]:

@@ -467,20 +467,24 @@ def study_design_comparison(
 def standing(report: Report) -> tuple[str, list[str]]:
     """Where the study stands ("settled: PASS", "settled: FAIL" or "not settled: about N more judgments,
     on these pairs") and the pairs that get the next judgments: under a registered adaptive design those
-    of its rule (:mod:`analysis.design_verdict`), else the cleaning list's "needs more judgments"."""
+    of its rule (:mod:`analysis.design_verdict`; sequential: only the next one, its procedure gives one
+    judgment at a time), else the cleaning list's "needs more judgments"."""
     from analysis.cleaning import pairs_needing_more
     from analysis.design_verdict import registered_design
     from analysis.design_verdict import standing as design_standing
 
     design = registered_design(report.parameters)
     if design is not None:
-        return design_standing(
+        words, pairs = design_standing(
             report.overall,
             report.validation,
             report.allocation,
             design,
             margin=float(report.parameters["margin"]),
         )
+        if design.kind == "sequential" and pairs:  # one judgment at a time, as it is calibrated
+            return words.replace("on these pairs", "one at a time; the next on this pair"), pairs[:1]
+        return words, pairs
     if report.overall in ("PASS", "FAIL"):
         return f"settled: {report.overall}", []
     pairs = pairs_needing_more(report.cleaning) if not report.cleaning.empty else []
