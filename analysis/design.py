@@ -202,6 +202,7 @@ def simulate_design(
     looks: list[int] | None = None,
     judge: Any = None,
     known_var: bool = False,
+    plug_var: float | None = None,
     on_look: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run the registered procedure on many simulated studies at once.
@@ -224,6 +225,9 @@ def simulate_design(
         variance ``noise_var``).
     known_var : bool, default False
         Use ``noise_var`` instead of the estimate (for checks).
+    plug_var : float, optional
+        Compute ``T`` with this noise variance instead of the estimate (the allocation rule still uses
+        the estimate), as the test over registered looks does (:mod:`analysis.design_looks`).
     on_look : callable, optional
         ``on_look(look, sums, counts, noise_var)`` at every look (per-pair sums and counts, shape
         (S, n), and the estimated noise variance, shape (S,)), for other statistics of the same studies.
@@ -261,7 +265,8 @@ def simulate_design(
         return np.full(s_count, noise_var) if known_var else _pooled_within(sums, squares, counts, fallback)
 
     def statistic() -> np.ndarray:
-        return _look_statistic(sums, counts, within(math.nan)[:, None], margin, max_share)
+        s2 = within(math.nan)[:, None] if plug_var is None else np.full((s_count, 1), plug_var)
+        return _look_statistic(sums, counts, s2, margin, max_share)
 
     notify = on_look if on_look is not None else (lambda *_: None)
     look = 0

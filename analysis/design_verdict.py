@@ -3,7 +3,8 @@
 When a study registers a two-stage or sequential allocation (:mod:`analysis.design`), the "few broken
 pairs" part of the equivalence verdict is the test calibrated for that procedure
 (:func:`analysis.design.broken_test`, valid for any distribution of the pair gaps and for stopping at
-the first registered look that passes); the mean-gap part (the crossed-model TOST) is unchanged.
+the first registered look that passes: :mod:`analysis.design_looks` when several looks are registered);
+the mean-gap part (the crossed-model TOST) is unchanged.
 :func:`standing` says what the Validation page and the CLI say: "settled: PASS", "settled: FAIL" or
 "not settled: about N more judgments, on these pairs".
 """
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.design import Design, broken_test, look_points, next_pairs
+from analysis.design_looks import broken_test_looks
 from analysis.validation import ValidationResult
 from analysis.verdicts import Verdict
 from analysis.vocabulary import PAIR_ID
@@ -27,9 +29,10 @@ _WORDS = {"two_stage": "two-stage", "sequential": "sequential", "fixed": "fixed"
 
 
 def registered_design(parameters: dict[str, object]) -> Design | None:
-    """The adaptive design a report was computed under (its ``allocation`` parameter), else None."""
+    """The design a report was computed under (its ``allocation`` parameter) when it is adaptive or has
+    several registered looks, else None."""
     found = parameters.get("allocation")
-    if not isinstance(found, dict) or found.get("kind") == "fixed":
+    if not isinstance(found, dict) or (found.get("kind") == "fixed" and int(found.get("looks", 1)) == 1):
         return None
     return Design(**found)
 
@@ -54,7 +57,8 @@ def allocation_table(
     rows = []
     for item in quality_items:
         sums = _pair_sums(validation.differences[item])
-        res = broken_test(
+        test = broken_test if design.looks == 1 else broken_test_looks
+        res = test(
             sums["sum"], sums["square"], sums["n"], design, margin=margin, max_share=max_share, alpha=alpha,
             dimension=item,
         )  # fmt: skip

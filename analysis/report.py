@@ -194,8 +194,8 @@ class ReportSettings:
         The labels were collected with this tool (its pages show annotators only sides A and B), so
         the methods may call them blind; labels from a file are not called blind.
     allocation : analysis.design.Design, optional
-        The study's registered allocation; a two-stage or sequential one replaces the "few broken
-        pairs" part of the equivalence verdict by the test calibrated for it
+        The study's registered allocation; a two-stage or sequential one, or one with several looks,
+        replaces the "few broken pairs" part of the equivalence verdict by the test calibrated for it
         (:mod:`analysis.design_verdict`).
     """
 
@@ -336,11 +336,12 @@ def build_report(
         sensitivity,
     ]
     allocation = pd.DataFrame()
-    if settings.allocation is not None and settings.allocation.kind != "fixed":
+    registered = settings.allocation
+    if registered is not None and (registered.kind != "fixed" or registered.looks > 1):
         allocation = allocation_table(
             validation,
             quality_items,
-            settings.allocation,
+            registered,
             margin=settings.margin,
             max_share=settings.max_broken_share,
             alpha=settings.alpha,
