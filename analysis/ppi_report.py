@@ -23,8 +23,14 @@ from analysis.active_ppi import weighted_ppi_tost
 from analysis.aggregates import judgment_differences, judgments
 from analysis.frames import ANNOTATOR, CHOSEN, ITEM, PAIR_ID, PREFERENCE, REJECTED, RESPONSE, VALUE
 from analysis.judges import JUDGE, ORDER
-from analysis.prediction_powered import prediction_powered_share, prediction_powered_tost
+from analysis.prediction_powered import (
+    PredictionPowered,
+    prediction_powered_share,
+    prediction_powered_superiority,
+    prediction_powered_tost,
+)
 from analysis.validation import preference_scores
+from analysis.vocabulary import RUBRIC_ITEM, RUBRIC_PREFIX
 
 __all__ = ["PredictionPoweredSection", "judge_item_gaps", "prediction_powered_section", "summary_sentences"]
 
@@ -69,6 +75,23 @@ PREFERENCE_COLUMNS = [
     "people_ci_high",
     "people_p_greater",
 ]
+RUBRIC_COLUMNS = [
+    "judge",
+    "status",
+    "n_pairs",
+    "n_rated",
+    "effective_pairs",
+    "lam",
+    "correlation",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "p_greater",
+    "people_estimate",
+    "people_ci_low",
+    "people_ci_high",
+    "people_p_greater",
+]
 VERDICT_COLUMNS = [
     "judge",
     "status",
@@ -89,6 +112,7 @@ class PredictionPoweredSection:
     table: pd.DataFrame
     verdicts: pd.DataFrame
     preference: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PREFERENCE_COLUMNS))
+    rubric: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=RUBRIC_COLUMNS))
     parameters: dict[str, Any] = field(default_factory=dict)
 
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -97,6 +121,7 @@ class PredictionPoweredSection:
             "prediction_powered": self.table,
             "prediction_powered_verdicts": self.verdicts,
             "prediction_powered_preference": self.preference,
+            "prediction_powered_rubric": self.rubric,
         }
 
 
@@ -108,6 +133,39 @@ def judge_item_gaps(judge_rows: pd.DataFrame, item: str) -> pd.Series:
     if CHOSEN not in wide.columns or REJECTED not in wide.columns:
         return pd.Series(dtype=float)
     return (wide[CHOSEN] - wide[REJECTED]).dropna().astype(float)
+
+
+def judge_rubric_gaps(judge_rows: pd.DataFrame) -> pd.Series:
+    """One judge's rubric gap per pair: its mean rating of the rubric aspects (``rubric:<k>``, or a
+    ``rubric`` item) for chosen minus that for rejected, over the orders; indexed by pair id."""
+    items = judge_rows[ITEM].astype(str)
+    rows = judge_rows[(items == RUBRIC_ITEM) | items.str.startswith(RUBRIC_PREFIX)]
+    rows = rows[rows[RESPONSE].isin([CHOSEN, REJECTED])]
+    wide = rows.groupby([PAIR_ID, RESPONSE], observed=True)[VALUE].mean().unstack(RESPONSE)
+    if CHOSEN not in wide.columns or REJECTED not in wide.columns:
+        return pd.Series(dtype=float)
+    return (wide[CHOSEN] - wide[REJECTED]).dropna().astype(float)
+
+
+def _rubric_row(
+    name: str, diffs: pd.DataFrame, judge_rows: pd.DataFrame, alpha: float
+) -> dict[str, Any] | None:
+    """The prediction-powered rubric test of one judge, or None when it adds no pairs."""
+    gap = judge_rubric_gaps(judge_rows)
+    rated = gap.index.isin(list(set(diffs[PAIR_ID])))
+    if rated.sum() < 2 or rated.all():
+        return None
+    try:
+        res = prediction_powered_superiority(diffs, gap, item=RUBRIC_ITEM, alpha=alpha, judge=name)
+    except ValueError:
+        return None
+    if res.annotator_estimable and res.p_greater < alpha:
+        status = "pass"
+    elif res.ci_high < 0:
+        status = "fail"
+    else:
+        status = "inconclusive"
+    return {"judge": name, "status": status} | {c: getattr(res, c) for c in RUBRIC_COLUMNS[2:]}
 
 
 def _span(values: Sequence[float], digits: int) -> str:
@@ -211,12 +269,7 @@ def prediction_powered_section(
         return None
     judges = judges[~judges[PAIR_ID].isin(set(control_pairs))]
     rated = set(main[PAIR_ID])
-    differences = {}
-    for item in quality_items:
-        try:
-            differences[item] = judgment_differences(main, item)
-        except ValueError:
-            continue
+    differences = _differences(main, quality_items)
     rows: list[dict[str, Any]] = []
     verdicts: list[dict[str, Any]] = []
     preference: list[dict[str, Any]] = []
@@ -229,47 +282,82 @@ def prediction_powered_section(
         }
     )
     weights = probability if probability is not None and not probability.empty else None
+    items = main[ITEM].astype(str)
+    has_rubric = bool((items == RUBRIC_ITEM).any() or items.str.startswith(RUBRIC_PREFIX).any())
+    rubric_diffs = (
+        _differences(main, [RUBRIC_ITEM]).get(RUBRIC_ITEM) if has_rubric and weights is None else None
+    )
+    rubric: list[dict[str, Any]] = []
     for name in sorted(judges[JUDGE].unique()):
         mine = judges[judges[JUDGE] == name]
         share = None if weights is not None else _preference_row(name, scores, mine, alpha)
         if share is not None:
             preference.append(share)
-        results = []
-        for item, diffs in differences.items():
-            gap = judge_item_gaps(mine, item)
-            if gap.index.isin(list(rated)).sum() < 2 or (~gap.index.isin(list(rated))).sum() == 0:
-                continue
-            try:
-                if weights is not None:
-                    res = weighted_ppi_tost(
-                        diffs, gap, weights, item=item, margin=margin, alpha=alpha, judge=name
-                    )
-                else:
-                    res = prediction_powered_tost(
-                        diffs, gap, item=item, margin=margin, alpha=alpha, judge=name
-                    )
-            except ValueError:
-                continue
-            results.append(res)
+        rubric_row = None if rubric_diffs is None else _rubric_row(name, rubric_diffs, mine, alpha)
+        if rubric_row is not None:
+            rubric.append(rubric_row)
+        results = _dimension_results(name, mine, differences, rated, weights, margin, alpha)
+        for res in results:
             rows.append(
-                {"judge": name, "dimension": item} | {c: getattr(res, c) for c in TABLE_COLUMNS[2:-1]}
+                {"judge": name, "dimension": res.item} | {c: getattr(res, c) for c in TABLE_COLUMNS[2:-1]}
             )
             rows[-1]["warnings"] = "; ".join(res.warnings)
         if not results:
             continue
         verdicts.append(_judge_verdict(name, results, len(differences)))
-    if not rows and not preference:
+    if not rows and not preference and not rubric:
         return None
     return PredictionPoweredSection(
         table=pd.DataFrame(rows, columns=TABLE_COLUMNS),
         verdicts=pd.DataFrame(verdicts, columns=VERDICT_COLUMNS),
         preference=pd.DataFrame(preference, columns=PREFERENCE_COLUMNS),
+        rubric=pd.DataFrame(rubric, columns=RUBRIC_COLUMNS),
         parameters={
             "margin": margin,
             "alpha": alpha,
             "sampling": SAMPLING_WEIGHTED if weights is not None else SAMPLING_UNIFORM,
         },
     )
+
+
+def _differences(main: pd.DataFrame, items: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """The people's per-judgment differences of each item that has scores."""
+    out = {}
+    for item in items:
+        try:
+            out[item] = judgment_differences(main, item)
+        except ValueError:
+            continue
+    return out
+
+
+def _dimension_results(
+    name: str,
+    mine: pd.DataFrame,
+    differences: dict[str, pd.DataFrame],
+    rated: set[str],
+    weights: pd.Series | None,
+    margin: float,
+    alpha: float,
+) -> list[PredictionPowered]:
+    """One judge's prediction-powered TOST per dimension where it rated pairs beyond the people's
+    (weighted by the recorded inclusion probabilities when given)."""
+    results = []
+    for item, diffs in differences.items():
+        gap = judge_item_gaps(mine, item)
+        if gap.index.isin(list(rated)).sum() < 2 or (~gap.index.isin(list(rated))).sum() == 0:
+            continue
+        try:
+            if weights is not None:
+                res = weighted_ppi_tost(
+                    diffs, gap, weights, item=item, margin=margin, alpha=alpha, judge=name
+                )
+            else:
+                res = prediction_powered_tost(diffs, gap, item=item, margin=margin, alpha=alpha, judge=name)
+        except ValueError:
+            continue
+        results.append(res)
+    return results
 
 
 def _judge_verdict(name: str, results: list[Any], n_items: int) -> dict[str, Any]:

@@ -47,11 +47,13 @@ from analysis.frames import ANNOTATOR, PAIR_ID
 __all__ = [
     "PPIMean",
     "PredictionPowered",
+    "PredictionPoweredMean",
     "PredictionPoweredShare",
     "combine_parts",
     "power_tuned_lambda",
     "ppi_mean",
     "prediction_powered_share",
+    "prediction_powered_superiority",
     "prediction_powered_tost",
 ]
 
@@ -452,6 +454,69 @@ def prediction_powered_share(
         people_share=0.5 + people.estimate,
         people_ci_low=0.5 + people.ci_low,
         people_ci_high=0.5 + people.ci_high,
+        people_p_greater=people.p_greater,
+        annotator_estimable=people.annotator_estimable,
+        warnings=core.messages,
+    )
+
+
+@dataclass(frozen=True)
+class PredictionPoweredMean:
+    """The prediction-powered one-sided test that a mean chosen - rejected difference exceeds 0 over
+    every judged pair (the rubric claim): ``estimate`` with its 1 - 2*alpha interval and ``p_greater``;
+    ``people_*`` the people-only crossed model on the rated pairs; the rest as in
+    :class:`PredictionPowered`."""
+
+    item: str
+    judge: str
+    estimate: float
+    se: float
+    df: float
+    ci_low: float
+    ci_high: float
+    p_greater: float
+    lam: float
+    correlation: float
+    n_pairs: int
+    n_rated: int
+    effective_pairs: float
+    people_estimate: float
+    people_ci_low: float
+    people_ci_high: float
+    people_p_greater: float
+    annotator_estimable: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+def prediction_powered_superiority(
+    differences: pd.DataFrame, judge_gap: pd.Series, *, item: str, alpha: float = 0.05, judge: str = ""
+) -> PredictionPoweredMean:
+    """The mean chosen - rejected difference on `item` over every judged pair, one-sided against 0.
+
+    ``differences``: the people's ``pair_id, annotator, diff``; ``judge_gap``: the judge's gap per pair
+    id (rated by people or not). The same PPI++ core as :func:`prediction_powered_tost`.
+    """
+    core = _core(differences, "diff", judge_gap, item, alpha)
+    t = float(stats.t.ppf(1 - alpha, core.df))
+    p = float(stats.t.sf(core.estimate / core.se, core.df)) if core.se > 0 else math.nan
+    people = core.people
+    return PredictionPoweredMean(
+        item=item,
+        judge=judge,
+        estimate=core.estimate,
+        se=core.se,
+        df=core.df,
+        ci_low=core.estimate - t * core.se,
+        ci_high=core.estimate + t * core.se,
+        p_greater=p,
+        lam=core.lam,
+        correlation=core.correlation,
+        n_pairs=core.n_rated + core.n_unrated,
+        n_rated=core.n_rated,
+        effective_pairs=core.effective,
+        people_estimate=people.estimate,
+        people_ci_low=people.ci_low,
+        people_ci_high=people.ci_high,
         people_p_greater=people.p_greater,
         annotator_estimable=people.annotator_estimable,
         warnings=core.messages,

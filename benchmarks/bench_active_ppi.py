@@ -37,12 +37,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from analysis.active_ppi import MIN_SHARE, weighted_ppi_tost
 from analysis.active_simulation import ActiveDesign, draw_active, simulate_active, weighted_verdicts
-from analysis.ppi_simulation import JUDGES, Design, simulate
+from analysis.ppi_simulation import JUDGES, Design, balanced_crossed_mean, draw, simulate, verdicts
 
 ALPHA = 0.05
 
@@ -203,11 +204,36 @@ def fewer_judgments(studies: int, seed: int) -> None:
             print(f"    judge '{judge}', {name}: {found if found else '-'} pairs ({saved})", flush=True)
 
 
+def rubric_validity(studies: int, rng: np.random.Generator) -> None:
+    """The prediction-powered rubric test (one-sided, mean rubric gap > 0) on a uniform sample: PASS
+    rate at the null (true mean 0) for every judge, and power at a true mean of 0.15 next to people-only."""
+    bound = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / studies)
+    print(f"\nRubric test at its null (true mean gap 0; bound {bound:.4f}; {studies} studies per row)")
+    for n_total, n, q in ((2000, 60, 3), (2000, 100, 5)):
+        for judge in JUDGES:
+            for mean, label in ((0.0, "null"), (0.15, "power at 0.15")):
+                design = Design(
+                    n_total=n_total, n_rated=n, panel=q, mean_gap=mean, judge=judge,
+                    category_shift=0.3 if "category" in judge else 0.0,
+                )  # fmt: skip
+                d, fl, fu = draw(design, studies, rng)
+                r = verdicts(design, d, fl, fu)
+                ppi = stats.t.sf(r["estimate"] / r["se"], r["df"]) < ALPHA
+                pm, pse, pdf = balanced_crossed_mean(d, ALPHA)
+                people = stats.t.sf(pm / pse, pdf) < ALPHA
+                flag = "  ABOVE BOUND" if label == "null" and ppi.mean() > bound else ""
+                print(
+                    f"  N {n_total} {q} x {n} {judge:28} {label:14} prediction-powered {ppi.mean():.4f} "
+                    f"people-only {people.mean():.4f} (lambda {np.mean(r['lam']):.3f}){flag}",
+                    flush=True,
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=20261204)
-    parser.add_argument("--only", choices=["kernel", "validity", "fewer"], default=None)
+    parser.add_argument("--only", choices=["kernel", "validity", "fewer", "rubric"], default=None)
     parser.add_argument(
         "--min-share", type=float, default=MIN_SHARE, help="the active draw's floor (validity)"
     )
@@ -220,6 +246,8 @@ def main() -> None:
         validity(args.studies, np.random.default_rng(args.seed + 1), args.min_share)
     if args.only in (None, "fewer"):
         fewer_judgments(args.studies, args.seed)
+    if args.only in (None, "rubric"):
+        rubric_validity(args.studies, np.random.default_rng(args.seed + 2))
     print(f"\ntotal {time.perf_counter() - started:.0f} s; load average at end: {os.getloadavg()}")
 
 

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 from typer.testing import CliRunner
 
+from analysis import render
 from analysis.active_ppi import MIN_SHARE
 from annotator.cli import app
 from annotator.errors import UserError
@@ -187,6 +188,7 @@ def test_the_report_weights_the_rated_pairs_by_their_recorded_probabilities(
     assert "inclusion probability" in section.parameters["sampling"]
     assert section.preference.empty
     assert (section.table["lam"].between(0, 1)).all()
+    assert "recorded each pair's inclusion probability" in render.to_markdown(report)
 
 
 def test_cli_draws_the_sample_and_names_a_bad_combination_in_one_line(db_url: str, tmp_path: Path) -> None:

@@ -93,6 +93,19 @@ def prediction_powered_sections(report: Report) -> list[tuple[str, str, pd.DataF
                 section.preference.assign(status=section.preference["status"].str.upper()),
             )
         )
+    if not section.rubric.empty:
+        level = round(100 * (1 - 2 * section.parameters["alpha"]))
+        sections.append(
+            (
+                "LLM judges: rubric alignment over every judged pair (prediction-powered)",
+                "The mean chosen - rejected rating of the rubric aspects over every pair the judge rated "
+                "them on, by PPI++ with the judge's rubric gap and the human correction in the crossed "
+                f"model; one-sided test of a mean > 0 at {section.parameters['alpha']:g} ({level}% CIs), "
+                "not Holm-adjusted with the preference test as the people-only verdict is. people_*: the "
+                "people-only crossed model on the rated pairs.",
+                section.rubric.assign(status=section.rubric["status"].str.upper()),
+            )
+        )
     return sections
 
 
@@ -108,6 +121,13 @@ def prediction_powered_lines(report: Report) -> list[str]:
         lines.append(
             f"  {str(row['judge'])[:24]:<24} {str(row['status']).upper():<13} preference for chosen over "
             f"{row['n_pairs']} pairs ({row['n_rated']} rated by people): share {row['share']:.3f} "
+            f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}], p {row['p_greater']:.4g}, lambda "
+            f"{row['lam']:.2f}, effective sample size {row['effective_pairs']:.0f}"
+        )
+    for row in section.rubric.to_dict("records"):
+        lines.append(
+            f"  {str(row['judge'])[:24]:<24} {str(row['status']).upper():<13} rubric alignment over "
+            f"{row['n_pairs']} pairs ({row['n_rated']} rated by people): mean {row['estimate']:.3f} "
             f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}], p {row['p_greater']:.4g}, lambda "
             f"{row['lam']:.2f}, effective sample size {row['effective_pairs']:.0f}"
         )
