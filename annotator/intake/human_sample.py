@@ -59,7 +59,6 @@ def draw_human_sample(
     judge: str,
     size: int,
     active: bool = False,
-    min_share: float = MIN_SHARE,
     overlap: int | None = None,
     annotators: list[str] | None = None,
     seed: int = 0,
@@ -69,9 +68,10 @@ def draw_human_sample(
     probability, and assign the drawn pairs (:func:`annotator.intake.assign.assign`).
 
     ``size`` is the expected number of drawn pairs (each pair is drawn independently); ``active``
-    draws by the judge's uncertainty (1 - its confidence), no pair below ``min_share`` of the uniform
-    probability. Refused when the study already has a drawn sample or any assignment (the sample must
-    be the tool's own draw). Deterministic per seed.
+    draws by the judge's uncertainty (1 - its confidence), no pair below :data:`MIN_SHARE` of the
+    uniform probability (lower floors broke the error rate in the benchmark). Refused when the study
+    already has a drawn sample or any assignment (the sample must be the tool's own draw).
+    Deterministic per seed.
     """
     require_role(session, account, "researcher")
     study_row = get_study(session, study)
@@ -109,7 +109,7 @@ def draw_human_sample(
             uncertainty = judge_uncertainty(ratings).reindex(pair_ids).to_numpy(float)
         except ValueError as exc:
             raise UserError(f"judge {judge!r}: {exc}; draw a uniform sample instead") from None
-        probability = inclusion_probabilities(uncertainty, size, min_share=min_share)
+        probability = inclusion_probabilities(uncertainty, size, min_share=MIN_SHARE)
     else:
         probability = np.full(len(pair_ids), size / len(pair_ids))
     taken = np.random.default_rng(seed).random(len(pair_ids)) < probability
@@ -127,7 +127,7 @@ def draw_human_sample(
         Event(
             user_id=account.id or None,
             action="draw_human_sample",
-            detail={"study": study, "judge": judge, "size": size, "active": active, "min_share": min_share,
+            detail={"study": study, "judge": judge, "size": size, "active": active, "min_share": MIN_SHARE,
                     "seed": seed, "drawn": int(taken.sum()), "judged": len(pair_ids)},
         )
     )  # fmt: skip
