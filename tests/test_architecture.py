@@ -315,3 +315,36 @@ def test_the_size_finder_finds_a_planted_long_module(tmp_path: Path) -> None:
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_module_over_the_size_limit(package: str) -> None:
     assert oversized(ROOT / package, MAX_MODULE_LINES) == {}
+
+
+def page_flow(source: str) -> list[str]:
+    """What a page runs at import besides definitions: each top-level statement that is not an import,
+    a docstring, a definition or a constant (an upper-case name or a type alias)."""
+    flow = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if all(isinstance(t, ast.Name) and t.id[0].isupper() for t in targets):
+                continue
+        flow.append(ast.unparse(node))
+    return flow
+
+
+def test_the_page_flow_finder_sees_module_level_code() -> None:
+    assert page_flow('"""Doc."""\nimport x\nLIMIT = 3\n\ndef main() -> None:\n    pass\n\nmain()\n') == [
+        "main()"
+    ]
+    assert page_flow("account = require()\nst.title('x')\n") == ["account = require()", "st.title('x')"]
+
+
+VIEWS = ROOT / "annotator" / "app" / "views"
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in VIEWS.glob("*.py")))
+def test_every_page_runs_only_its_main(page: str) -> None:
+    """A page's flow is one typed function, ``main()``, called once at the end; nothing else runs."""
+    assert page_flow((VIEWS / page).read_text(encoding="utf-8")) == ["main()"]

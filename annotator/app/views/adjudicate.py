@@ -131,57 +131,67 @@ def cached_queue(url: str, study: str, version: tuple[Any, ...], _account: Accou
         return adjudication_queue.queue(active, study=study, account=_account, evidence=evidence)
 
 
-account = require("adjudicator", "researcher")
-st.title("Adjudicate")
-done = st.session_state.pop(DONE_KEY, None)
-if done:
-    st.success(done, icon=":material/check:")
-study = choose_study("adjudicate_study")
-if study is not None:
-    if st.button("Resolve the clear cases automatically", key="adjudicate_auto", icon=":material/auto_mode:"):
+def main() -> None:
+    account = require("adjudicator", "researcher")
+    st.title("Adjudicate")
+    done = st.session_state.pop(DONE_KEY, None)
+    if done:
+        st.success(done, icon=":material/check:")
+    study = choose_study("adjudicate_study")
+    if study is not None:
+        if st.button(
+            "Resolve the clear cases automatically", key="adjudicate_auto", icon=":material/auto_mode:"
+        ):
+            with session() as active:
+                st.success(str(adjudicate.auto_resolve(active, study=study, account=account)))
         with session() as active:
-            st.success(str(adjudicate.auto_resolve(active, study=study, account=account)))
-    with session() as active:
-        version = adjudication_queue.queue_version(active, study=study, account=account)
-    waiting = cached_queue(str(engine().url), study, version, account)
-    st.header(f"Queue ({len(waiting)})")
-    if waiting.empty:
-        st.info("Nothing needs a person right now. Run the automatic resolution after new judgments arrive.")
-        st.stop()
-    with st.expander("The whole queue", expanded=False):
-        show_table(waiting, QUEUE_SHOWN, key="adjudicate_queue")
-    show_names = st.toggle("Show annotator names", value=False, key=NAMES_KEY)
-    rows = list(waiting.itertuples(index=False))
-    pick = st.selectbox(
-        "Pair",
-        rows,
-        format_func=lambda r: f"{r.pair_id} · {r.reasons}",
-        key=PICK_KEY,
-    )
-    with session() as active:
-        detail = adjudication_queue.pair_detail(
-            active,
-            pair_id=int(pick.pair_db_id),
-            account=account,
-            hide_names=not show_names,
-            evidence=cached_evidence(str(engine().url), study, version, account),
+            version = adjudication_queue.queue_version(active, study=study, account=account)
+        waiting = cached_queue(str(engine().url), study, version, account)
+        st.header(f"Queue ({len(waiting)})")
+        if waiting.empty:
+            st.info(
+                "Nothing needs a person right now. Run the automatic resolution after new judgments arrive."
+            )
+            st.stop()
+        with st.expander("The whole queue", expanded=False):
+            show_table(waiting, QUEUE_SHOWN, key="adjudicate_queue")
+        show_names = st.toggle("Show annotator names", value=False, key=NAMES_KEY)
+        rows = list(waiting.itertuples(index=False))
+        pick = st.selectbox(
+            "Pair",
+            rows,
+            format_func=lambda r: f"{r.pair_id} · {r.reasons}",
+            key=PICK_KEY,
         )
-    pair = detail.pair
-    st.header(f"Pair {safe_md(pair['pair_id'])}")
-    show_context(pair)
-    left, right = st.columns(2)
-    with left, st.container(border=True, height=360, key="adjudicate_pane_chosen"):
-        st.markdown("**Chosen** (built to follow the rubric)")
-        st.markdown(safe_md(pair.get("chosen", "")))
-    with right, st.container(border=True, height=360, key="adjudicate_pane_rejected"):
-        st.markdown("**Rejected**")
-        st.markdown(safe_md(pair.get("rejected", "")))
-    focusable_panes(PANES)
-    st.subheader("Judgments")
-    show_table(detail.judgments, JUDGMENT_SHOWN, key="adjudicate_judgments")
-    st.subheader("Scores by item")
-    show_table(detail.scores, ["label", "annotator", "chosen", "rejected", "diff"], key="adjudicate_scores")
-    if not detail.history.empty:
-        st.subheader("History")
-        show_table(detail.history.drop(columns=["adjudication_id"]), key="adjudicate_history")
-    decision_form(detail, int(pick.pair_db_id), account)
+        with session() as active:
+            detail = adjudication_queue.pair_detail(
+                active,
+                pair_id=int(pick.pair_db_id),
+                account=account,
+                hide_names=not show_names,
+                evidence=cached_evidence(str(engine().url), study, version, account),
+            )
+        pair = detail.pair
+        st.header(f"Pair {safe_md(pair['pair_id'])}")
+        show_context(pair)
+        left, right = st.columns(2)
+        with left, st.container(border=True, height=360, key="adjudicate_pane_chosen"):
+            st.markdown("**Chosen** (built to follow the rubric)")
+            st.markdown(safe_md(pair.get("chosen", "")))
+        with right, st.container(border=True, height=360, key="adjudicate_pane_rejected"):
+            st.markdown("**Rejected**")
+            st.markdown(safe_md(pair.get("rejected", "")))
+        focusable_panes(PANES)
+        st.subheader("Judgments")
+        show_table(detail.judgments, JUDGMENT_SHOWN, key="adjudicate_judgments")
+        st.subheader("Scores by item")
+        show_table(
+            detail.scores, ["label", "annotator", "chosen", "rejected", "diff"], key="adjudicate_scores"
+        )
+        if not detail.history.empty:
+            st.subheader("History")
+            show_table(detail.history.drop(columns=["adjudication_id"]), key="adjudicate_history")
+        decision_form(detail, int(pick.pair_db_id), account)
+
+
+main()

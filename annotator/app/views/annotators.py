@@ -228,29 +228,33 @@ def show_quality(account: Account, study: str) -> None:
         st.caption("Guideline versions: when each was first and last used.")
 
 
-account = require("researcher")
-st.title("Annotators")
-study = choose_study("annotators_study")
-if study is not None:
-    with session() as active:
-        frame = label_frame(active, study=study, account=account)
-        progress = study_progress.annotator_progress(active, study=study, account=account)
-        everyone = [u.username for u in accounts.list_users(active, role="annotator")]
-    if frame.empty:
-        st.info("No judgments yet.")
-    else:
-        st.header("Diagnostics")
-        show_table(annotator_diagnostics(frame), key="annotators_diagnostics")
-        st.caption(
-            "Agreement with the others: Spearman correlation with the mean of the other annotators on "
-            "the pairs they share; straight-lining: share of judgments with one value on every quality "
-            "scale; under 10 s: share of judgments submitted in less than 10 seconds."
-        )
-    st.header("Manage")
-    show_result()
-    names = list(progress["annotator"]) if not progress.empty else []
-    names += [name for name in everyone if name not in names]
-    if names:
-        manage(account, study, names)
-    if not frame.empty:  # last: the page is usable while the competence models are fitted
-        show_quality(account, study)
+def main() -> None:
+    account = require("researcher")
+    st.title("Annotators")
+    study = choose_study("annotators_study")
+    if study is not None:
+        with session() as active:
+            frame = label_frame(active, study=study, account=account)
+            progress = study_progress.annotator_progress(active, study=study, account=account)
+            everyone = [u.username for u in accounts.list_users(active, role="annotator")]
+        if frame.empty:
+            st.info("No judgments yet.")
+        else:
+            st.header("Diagnostics")
+            show_table(annotator_diagnostics(frame), key="annotators_diagnostics")
+            st.caption(
+                "Agreement with the others: Spearman correlation with the mean of the other annotators on "
+                "the pairs they share; straight-lining: share of judgments with one value on every quality "
+                "scale; under 10 s: share of judgments submitted in less than 10 seconds."
+            )
+        st.header("Manage")
+        show_result()
+        names = list(progress["annotator"]) if not progress.empty else []
+        names += [name for name in everyone if name not in names]
+        if names:
+            manage(account, study, names)
+        if not frame.empty:  # last: the page is usable while the competence models are fitted
+            show_quality(account, study)
+
+
+main()

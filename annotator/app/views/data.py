@@ -312,64 +312,65 @@ def archive_and_delete(account: Account, study: str) -> None:
                 st.error(safe_md(exc))
 
 
-account = require("researcher")
-st.title("Import and assign")
-
-st.header("Import pairs")
-st.caption(
-    "Into an existing study, or a new one with the default settings; a new study with its own "
-    "settings is set up on the Study settings page."
-)
-with st.form("import_form"):
-    upload = st.file_uploader(
-        f"Pair file (JSONL, JSON, CSV or Parquet; {UPLOAD_LIMIT})",
-        type=ingest.UPLOAD_TYPES,
-        key="import_file",
+def main() -> None:
+    account = require("researcher")
+    st.title("Import and assign")
+    st.header("Import pairs")
+    st.caption(
+        "Into an existing study, or a new one with the default settings; a new study with its own "
+        "settings is set up on the Study settings page."
     )
-    study = st.text_input("Study", key="import_study")
-    replace = st.checkbox("Replace records that changed under the same id", key="import_replace")
-    if st.form_submit_button("Import", type="primary"):
-        if upload is None or not study.strip():
-            st.error("Choose a file and name the study.")
-        else:
-            with tempfile.TemporaryDirectory() as folder:
-                path = Path(folder) / Path(upload.name).name
-                path.write_bytes(upload.getvalue())
-                try:
-                    summary = ingest.import_file(
-                        engine(), path, study=study.strip(), replace=replace, account=account
+    with st.form("import_form"):
+        upload = st.file_uploader(
+            f"Pair file (JSONL, JSON, CSV or Parquet; {UPLOAD_LIMIT})",
+            type=ingest.UPLOAD_TYPES,
+            key="import_file",
+        )
+        study = st.text_input("Study", key="import_study")
+        replace = st.checkbox("Replace records that changed under the same id", key="import_replace")
+        if st.form_submit_button("Import", type="primary"):
+            if upload is None or not study.strip():
+                st.error("Choose a file and name the study.")
+            else:
+                with tempfile.TemporaryDirectory() as folder:
+                    path = Path(folder) / Path(upload.name).name
+                    path.write_bytes(upload.getvalue())
+                    try:
+                        summary = ingest.import_file(
+                            engine(), path, study=study.strip(), replace=replace, account=account
+                        )
+                        st.success(str(summary))
+                    except UserError as exc:
+                        # Plain text with its line breaks (one line per problem), never Markdown.
+                        st.error("The file was not imported:", icon=":material/error:")
+                        st.code(str(exc).replace(str(path), upload.name), language=None, wrap_lines=True)
+    st.header("Assign")
+    if "study_admin_done" in st.session_state:  # an archive, restore or delete of the run before
+        st.success(safe_md(st.session_state.pop("study_admin_done")))
+    chosen_study = choose_study("assign_study")
+    if chosen_study is not None:
+        assign_picker(account, chosen_study)
+        st.header("Unassign")
+        unassign_picker(account, chosen_study)
+        st.header("Control pairs")
+        controls_maker(account, chosen_study)
+        st.header("Archive or delete the study")
+        archive_and_delete(account, chosen_study)
+    restore_picker(account)
+    st.header("Create an account")
+    with st.form("account_form"):
+        username = st.text_input("Username", key="account_username")
+        role = st.selectbox("Role", ROLES, key="account_role")
+        if st.form_submit_button("Create"):
+            password = accounts.generate_password()
+            try:
+                with session() as active:
+                    accounts.add_user(
+                        active, username=username.strip(), role=role, password=password, account=account
                     )
-                    st.success(str(summary))
-                except UserError as exc:
-                    # Plain text with its line breaks (one line per problem), never Markdown.
-                    st.error("The file was not imported:", icon=":material/error:")
-                    st.code(str(exc).replace(str(path), upload.name), language=None, wrap_lines=True)
+                st.success(f"Created {role} {username}. Password (shown once): `{password}`")
+            except UserError as exc:
+                st.error(str(exc))
 
-st.header("Assign")
-if "study_admin_done" in st.session_state:  # an archive, restore or delete of the run before
-    st.success(safe_md(st.session_state.pop("study_admin_done")))
-chosen_study = choose_study("assign_study")
-if chosen_study is not None:
-    assign_picker(account, chosen_study)
-    st.header("Unassign")
-    unassign_picker(account, chosen_study)
-    st.header("Control pairs")
-    controls_maker(account, chosen_study)
-    st.header("Archive or delete the study")
-    archive_and_delete(account, chosen_study)
-restore_picker(account)
 
-st.header("Create an account")
-with st.form("account_form"):
-    username = st.text_input("Username", key="account_username")
-    role = st.selectbox("Role", ROLES, key="account_role")
-    if st.form_submit_button("Create"):
-        password = accounts.generate_password()
-        try:
-            with session() as active:
-                accounts.add_user(
-                    active, username=username.strip(), role=role, password=password, account=account
-                )
-            st.success(f"Created {role} {username}. Password (shown once): `{password}`")
-        except UserError as exc:
-            st.error(str(exc))
+main()

@@ -12,11 +12,16 @@ ZIP_KEY = "dataset_zip"  # (study, license, the .zip's bytes, rows per config) o
 PUSH_KEY = "hub_push_pending"  # the (study, repo, license, private) waiting for its confirm
 PUSHED_KEY = "hub_pushed"  # (succeeded, the line saying so) of the last push, shown once
 
-account = require("researcher")
-
 
 def log_download(
-    *, study_name: str, kind: str, rows: int, fmt: str, pseudonymized: bool, validated_only: bool
+    *,
+    study_name: str,
+    kind: str,
+    rows: int,
+    fmt: str,
+    pseudonymized: bool,
+    validated_only: bool,
+    account: Account,
 ) -> None:
     """Record the download in the audit log (the button's callback: runs once per click)."""
     with session() as active:
@@ -129,54 +134,60 @@ def hub_push(account: Account, study: str, license_id: str) -> None:
         st.rerun()
 
 
-st.title("Downloads")
-study = choose_study("downloads_study")
-if study is not None:
-    fmt = st.radio("Format", export.FORMATS, horizontal=True, key="downloads_format")
-    pseudonymize = st.checkbox("Replace annotator names with stable codes", key="downloads_pseudo")
-    validated_only = st.checkbox(
-        "Validated pairs only (kept by adjudication)", value=True, key="downloads_valid"
-    )
-    for kind, title in (("labels", "Labels"), ("adjudicated", "Adjudicated labels"), ("pairs", "Pairs")):
-        try:
-            with session() as active:
-                data = export.build(
-                    active,
-                    study=study,
-                    kind=kind,
-                    pseudonymize=pseudonymize,
-                    validated_only=validated_only,
-                    account=account,
-                )
-                payload = export.to_bytes(data, fmt)
-        except UserError as exc:
-            st.warning(f"{title}: {exc}")
-            continue
-        st.download_button(
-            f"{title} ({len(data)} {'row' if len(data) == 1 else 'rows'})",
-            payload,
-            file_name=f"{study}-{kind}.{fmt}",
-            key=f"download_{kind}",
-            icon=":material/download:",
-            on_click=log_download,
-            kwargs={
-                "study_name": study,
-                "kind": kind,
-                "rows": len(data),
-                "fmt": fmt,
-                "pseudonymized": pseudonymize,
-                "validated_only": validated_only,
-            },
+def main() -> None:
+    account = require("researcher")
+    st.title("Downloads")
+    study = choose_study("downloads_study")
+    if study is not None:
+        fmt = st.radio("Format", export.FORMATS, horizontal=True, key="downloads_format")
+        pseudonymize = st.checkbox("Replace annotator names with stable codes", key="downloads_pseudo")
+        validated_only = st.checkbox(
+            "Validated pairs only (kept by adjudication)", value=True, key="downloads_valid"
         )
-    st.header("Dataset for the Hub")
-    st.caption(
-        "The validated pairs, the human labels (annotators as stable codes), the adjudicated labels and "
-        "the model predictions as Parquet files with a dataset card (README.md): the folder "
-        "`annotator export dataset` writes, which `datasets.load_dataset` reads. The choices above do "
-        "not apply to it."
-    )
-    license_id = st.text_input(
-        "License (SPDX id)", value=dataset.DEFAULT_LICENSE, key="dataset_license"
-    ).strip()
-    dataset_zip(account, study, license_id)
-    hub_push(account, study, license_id)
+        for kind, title in (("labels", "Labels"), ("adjudicated", "Adjudicated labels"), ("pairs", "Pairs")):
+            try:
+                with session() as active:
+                    data = export.build(
+                        active,
+                        study=study,
+                        kind=kind,
+                        pseudonymize=pseudonymize,
+                        validated_only=validated_only,
+                        account=account,
+                    )
+                    payload = export.to_bytes(data, fmt)
+            except UserError as exc:
+                st.warning(f"{title}: {exc}")
+                continue
+            st.download_button(
+                f"{title} ({len(data)} {'row' if len(data) == 1 else 'rows'})",
+                payload,
+                file_name=f"{study}-{kind}.{fmt}",
+                key=f"download_{kind}",
+                icon=":material/download:",
+                on_click=log_download,
+                kwargs={
+                    "study_name": study,
+                    "kind": kind,
+                    "rows": len(data),
+                    "fmt": fmt,
+                    "pseudonymized": pseudonymize,
+                    "validated_only": validated_only,
+                    "account": account,
+                },
+            )
+        st.header("Dataset for the Hub")
+        st.caption(
+            "The validated pairs, the human labels (annotators as stable codes), the adjudicated labels and "
+            "the model predictions as Parquet files with a dataset card (README.md): the folder "
+            "`annotator export dataset` writes, which `datasets.load_dataset` reads. The choices above do "
+            "not apply to it."
+        )
+        license_id = st.text_input(
+            "License (SPDX id)", value=dataset.DEFAULT_LICENSE, key="dataset_license"
+        ).strip()
+        dataset_zip(account, study, license_id)
+        hub_push(account, study, license_id)
+
+
+main()

@@ -15,16 +15,20 @@ def split_title(text: str) -> tuple[str, str]:
     return "Guidelines", text
 
 
-account = require("annotator", "adjudicator", "researcher")
-title, body = split_title(guidelines_text())
-st.title(safe_md(title), anchor=False)
-st.markdown(safe_md(body))
-if account.role == "annotator":
-    with session() as active:
-        done = accounts.has_acknowledged(active, account=account)
-    if done:
-        st.success("You have acknowledged these guidelines.", icon=":material/check_circle:")
-    elif st.button("I have read the guidelines", type="primary", key="ack_guidelines"):
+def main() -> None:
+    account = require("annotator", "adjudicator", "researcher")
+    title, body = split_title(guidelines_text())
+    st.title(safe_md(title), anchor=False)
+    st.markdown(safe_md(body))
+    if account.role == "annotator":
         with session() as active:
-            accounts.acknowledge_guidelines(active, account=account)
-        st.switch_page("views/annotate.py")
+            done = accounts.has_acknowledged(active, account=account)
+        if done:
+            st.success("You have acknowledged these guidelines.", icon=":material/check_circle:")
+        elif st.button("I have read the guidelines", type="primary", key="ack_guidelines"):
+            with session() as active:
+                accounts.acknowledge_guidelines(active, account=account)
+            st.switch_page("views/annotate.py")
+
+
+main()

@@ -102,6 +102,10 @@ def crowd_login() -> None:
     st.rerun()
 
 
-crowd_login()
-token_login()
-password_login()
+def main() -> None:
+    crowd_login()
+    token_login()
+    password_login()
+
+
+main()

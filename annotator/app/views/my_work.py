@@ -101,23 +101,29 @@ def show_item(number: int, item: WorkItem, config: StudyConfig) -> None:
                         )
 
 
-account = require("annotator")
-st.title("My work")
-with session() as active:
-    items = work_log.my_work(active, account=account)
-    configs = {study_id: study_config(active, study_id) for study_id in {i.study_id for i in items}}
-if not items:
-    st.info("You have not submitted, skipped or flagged any item yet.")
-else:
-    counts = {name: sum(state is None or i.state == state for i in items) for name, state in FILTERS.items()}
-    chosen = st.segmented_control(
-        "Show",
-        list(FILTERS),
-        default="All",
-        format_func=lambda name: f"{name} ({counts[name]})",
-        key="my_work_filter",
-    )
-    wanted = FILTERS.get(chosen or "All")
-    shown = [item for item in items if wanted is None or item.state == wanted]
-    for number, item in enumerate(shown, start=1):
-        show_item(number, item, configs[item.study_id])
+def main() -> None:
+    account = require("annotator")
+    st.title("My work")
+    with session() as active:
+        items = work_log.my_work(active, account=account)
+        configs = {study_id: study_config(active, study_id) for study_id in {i.study_id for i in items}}
+    if not items:
+        st.info("You have not submitted, skipped or flagged any item yet.")
+    else:
+        counts = {
+            name: sum(state is None or i.state == state for i in items) for name, state in FILTERS.items()
+        }
+        chosen = st.segmented_control(
+            "Show",
+            list(FILTERS),
+            default="All",
+            format_func=lambda name: f"{name} ({counts[name]})",
+            key="my_work_filter",
+        )
+        wanted = FILTERS.get(chosen or "All")
+        shown = [item for item in items if wanted is None or item.state == wanted]
+        for number, item in enumerate(shown, start=1):
+            show_item(number, item, configs[item.study_id])
+
+
+main()

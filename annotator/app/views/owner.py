@@ -38,7 +38,7 @@ def owner_session() -> owner_links.OwnerSession | None:
     return found if isinstance(found, owner_links.OwnerSession) else None
 
 
-def owner_page() -> None:
+def main() -> None:
     """Show the owner's next unanswered pair and save the answer."""
     who = owner_session()
     if who is None:
@@ -131,4 +131,4 @@ def quality_questions(config: StudyConfig) -> dict[str, dict[str, int | None]]:
     return chosen
 
 
-owner_page()
+main()

@@ -10,42 +10,50 @@ from annotator.app.common import choose_study, require, session
 from annotator.errors import UserError
 from annotator.rating import owner_links, owners
 
-account = require("researcher")
 
-st.title("Owner links")
-st.caption(
-    "A profile's owner rates the pairs of their own profile through a single-use link: blinded like "
-    "everyone, never another owner's pairs. Owners' answers never enter the annotators' analysis."
-)
-study = choose_study("owner_links_study")
-if study is not None:
-    with session() as active:
-        names = owners.study_owners(active, study=study)
-    if not names:
-        st.info("No pair of this study names its owner (an `owner` or `user_id` key in the pairs file).")
-    else:
-        owner = st.selectbox("Owner", names, key="owner_links_owner")
-        base_url = st.text_input(
-            "The app's address as owners reach it", "http://localhost:8501", key="owner_links_url"
-        )
-        days = st.number_input(
-            "Days the link stays valid", min_value=0.5, value=7.0, step=1.0, key="owner_links_days"
-        )
-        make, revoke = st.columns(2)
-        if make.button("Make a link", type="primary", key="owner_links_make"):
-            try:
-                with session() as active:
-                    token = owner_links.issue_owner_link(
-                        active, study=study, owner=owner, account=account, valid_for=dt.timedelta(days=days)
-                    )
-                st.code(f"{base_url.rstrip('/')}/?owner_token={token}", language=None)
-            except UserError as exc:
-                st.error(str(exc))
-        if revoke.button("Revoke this owner's unused links", key="owner_links_revoke"):
-            with session() as active:
-                n = owner_links.revoke_owner_links(active, study=study, owner=owner, account=account)
-            st.success(f"Revoked {n} link(s).")
+def main() -> None:
+    account = require("researcher")
+    st.title("Owner links")
+    st.caption(
+        "A profile's owner rates the pairs of their own profile through a single-use link: blinded like "
+        "everyone, never another owner's pairs. Owners' answers never enter the annotators' analysis."
+    )
+    study = choose_study("owner_links_study")
+    if study is not None:
         with session() as active:
-            links = owner_links.list_owner_links(active, study=study, account=account)
-        if links:
-            st.dataframe(pd.DataFrame(links), hide_index=True, key="owner_links_table")
+            names = owners.study_owners(active, study=study)
+        if not names:
+            st.info("No pair of this study names its owner (an `owner` or `user_id` key in the pairs file).")
+        else:
+            owner = st.selectbox("Owner", names, key="owner_links_owner")
+            base_url = st.text_input(
+                "The app's address as owners reach it", "http://localhost:8501", key="owner_links_url"
+            )
+            days = st.number_input(
+                "Days the link stays valid", min_value=0.5, value=7.0, step=1.0, key="owner_links_days"
+            )
+            make, revoke = st.columns(2)
+            if make.button("Make a link", type="primary", key="owner_links_make"):
+                try:
+                    with session() as active:
+                        token = owner_links.issue_owner_link(
+                            active,
+                            study=study,
+                            owner=owner,
+                            account=account,
+                            valid_for=dt.timedelta(days=days),
+                        )
+                    st.code(f"{base_url.rstrip('/')}/?owner_token={token}", language=None)
+                except UserError as exc:
+                    st.error(str(exc))
+            if revoke.button("Revoke this owner's unused links", key="owner_links_revoke"):
+                with session() as active:
+                    n = owner_links.revoke_owner_links(active, study=study, owner=owner, account=account)
+                st.success(f"Revoked {n} link(s).")
+            with session() as active:
+                links = owner_links.list_owner_links(active, study=study, account=account)
+            if links:
+                st.dataframe(pd.DataFrame(links), hide_index=True, key="owner_links_table")
+
+
+main()

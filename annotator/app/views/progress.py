@@ -11,80 +11,85 @@ from annotator.review import study_progress
 
 PAIRS_PER_PAGE = 100
 
-account = require("researcher")
-st.title("Progress")
-study = choose_study("progress_study")
-if study is not None:
-    with session() as active:
-        people = study_progress.annotator_progress(active, study=study, account=account)
-        counts = study_progress.pair_counts(active, study=study, account=account)
-        stalled = study_progress.stalled_assignments(active, study=study, account=account)
-        timeline = study_progress.judgments_over_time(active, study=study, account=account)
-        flagged = drafts.flagged_items(active, study=study, account=account)
-        workers = crowd.outcomes(active, study=study, account=account)
-        version = study_progress.data_version(active, study, account=account)
-    if not timeline.empty:  # the Validation page's report, started now so it is ready when opened
-        report_cache.request((str(engine().url), study, version, (), ()), account, engine=engine())
-    summary = study_progress.study_summary(people, counts, stalled)
-    columns = st.columns(5)
-    columns[0].metric("Pairs", summary["pairs"])
-    columns[1].metric("Judgments done", f"{summary['done']} / {summary['assigned']}")
-    columns[2].metric("Pairs complete", summary["complete"])
-    columns[3].metric("Stalled items", summary["stalled"])
-    columns[4].metric("Flagged as broken", len(flagged))
-    if not flagged.empty:
-        st.header("Flagged by annotators (out of their queues)")
-        show_table(flagged, key="progress_flagged")
-    if not workers.empty:
-        st.header("Crowd workers (completion code, or no credit and why)")
-        show_table(workers, key="progress_workers")
-    st.header("Annotators")
-    show_table(people, key="progress_people")
-    if not timeline.empty:
-        figure = px.line(
-            study_progress.cumulative_judgments(timeline),
-            x="submitted_at",
-            y="judgments",
-            color="annotator",
-            title="Judgments over time",
-            markers=False,
-            labels={
-                "submitted_at": "submitted (UTC)",
-                "judgments": "judgments so far",
-                "annotator": "annotator",
-            },
-        )
-        figure.update_yaxes(rangemode="tozero", tickformat="d")  # counts: whole numbers only
-        if int(timeline["judgments"].sum()) <= 10:
-            figure.update_yaxes(tick0=0, dtick=1)
-        show_plot(
-            figure,
-            "Each line is one annotator's running count of submitted judgments (revisions included), "
-            f"counted in {study_progress.TIMELINE_BINS} equal time steps from the first to the last.",
-            key="progress_timeline",
-        )
-    st.header("Pairs")
-    pages = max(1, -(-summary["pairs"] // PAIRS_PER_PAGE))
-    shown = 1
-    if pages > 1:
-        shown = int(
-            st.number_input(
-                f"Page (of {pages}; {PAIRS_PER_PAGE} pairs each, in import order)",
-                min_value=1,
-                max_value=pages,
-                value=1,
-                key="progress_pairs_page",
+
+def main() -> None:
+    account = require("researcher")
+    st.title("Progress")
+    study = choose_study("progress_study")
+    if study is not None:
+        with session() as active:
+            people = study_progress.annotator_progress(active, study=study, account=account)
+            counts = study_progress.pair_counts(active, study=study, account=account)
+            stalled = study_progress.stalled_assignments(active, study=study, account=account)
+            timeline = study_progress.judgments_over_time(active, study=study, account=account)
+            flagged = drafts.flagged_items(active, study=study, account=account)
+            workers = crowd.outcomes(active, study=study, account=account)
+            version = study_progress.data_version(active, study, account=account)
+        if not timeline.empty:  # the Validation page's report, started now so it is ready when opened
+            report_cache.request((str(engine().url), study, version, (), ()), account, engine=engine())
+        summary = study_progress.study_summary(people, counts, stalled)
+        columns = st.columns(5)
+        columns[0].metric("Pairs", summary["pairs"])
+        columns[1].metric("Judgments done", f"{summary['done']} / {summary['assigned']}")
+        columns[2].metric("Pairs complete", summary["complete"])
+        columns[3].metric("Stalled items", summary["stalled"])
+        columns[4].metric("Flagged as broken", len(flagged))
+        if not flagged.empty:
+            st.header("Flagged by annotators (out of their queues)")
+            show_table(flagged, key="progress_flagged")
+        if not workers.empty:
+            st.header("Crowd workers (completion code, or no credit and why)")
+            show_table(workers, key="progress_workers")
+        st.header("Annotators")
+        show_table(people, key="progress_people")
+        if not timeline.empty:
+            figure = px.line(
+                study_progress.cumulative_judgments(timeline),
+                x="submitted_at",
+                y="judgments",
+                color="annotator",
+                title="Judgments over time",
+                markers=False,
+                labels={
+                    "submitted_at": "submitted (UTC)",
+                    "judgments": "judgments so far",
+                    "annotator": "annotator",
+                },
             )
-        )
-    with session() as active:
-        pairs = study_progress.pair_completion(
-            active,
-            study=study,
-            account=account,
-            offset=(shown - 1) * PAIRS_PER_PAGE,
-            limit=PAIRS_PER_PAGE,
-        )
-    show_table(pairs, key="progress_pairs")
-    if not stalled.empty:
-        st.header("Stalled (shown more than a day ago, not submitted)")
-        show_table(stalled, key="progress_stalled")
+            figure.update_yaxes(rangemode="tozero", tickformat="d")  # counts: whole numbers only
+            if int(timeline["judgments"].sum()) <= 10:
+                figure.update_yaxes(tick0=0, dtick=1)
+            show_plot(
+                figure,
+                "Each line is one annotator's running count of submitted judgments (revisions included), "
+                f"counted in {study_progress.TIMELINE_BINS} equal time steps from the first to the last.",
+                key="progress_timeline",
+            )
+        st.header("Pairs")
+        pages = max(1, -(-summary["pairs"] // PAIRS_PER_PAGE))
+        shown = 1
+        if pages > 1:
+            shown = int(
+                st.number_input(
+                    f"Page (of {pages}; {PAIRS_PER_PAGE} pairs each, in import order)",
+                    min_value=1,
+                    max_value=pages,
+                    value=1,
+                    key="progress_pairs_page",
+                )
+            )
+        with session() as active:
+            pairs = study_progress.pair_completion(
+                active,
+                study=study,
+                account=account,
+                offset=(shown - 1) * PAIRS_PER_PAGE,
+                limit=PAIRS_PER_PAGE,
+            )
+        show_table(pairs, key="progress_pairs")
+        if not stalled.empty:
+            st.header("Stalled (shown more than a day ago, not submitted)")
+            show_table(stalled, key="progress_stalled")
+
+
+main()

@@ -313,10 +313,14 @@ def registered(account: Account) -> None:
             show_table(table, ["setting", "value"], labels={"setting": "Setting", "value": "Value"})
 
 
-account = require("researcher")
-st.title("Study settings")
-new_tab, registered_tab = st.tabs(["New study", "Registered settings"])
-with new_tab:
-    create(account)
-with registered_tab:
-    registered(account)
+def main() -> None:
+    account = require("researcher")
+    st.title("Study settings")
+    new_tab, registered_tab = st.tabs(["New study", "Registered settings"])
+    with new_tab:
+        create(account)
+    with registered_tab:
+        registered(account)
+
+
+main()

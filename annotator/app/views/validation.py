@@ -114,89 +114,101 @@ def more_judgments(report: Report, study: str, account: Account) -> None:
             st.success(safe_md(summary))
 
 
-account = require("researcher")
-st.title("Validation")
-study = choose_study("validation_study")
-if study is not None:
-    with session() as active:
-        version = study_progress.data_version(active, study, account=account)
-    url = str(engine().url)
-    categories, annotators = cached_filter_options(url, study, version, account)
-    left, right = st.columns(2)
-    chosen_categories = left.multiselect("Categories", categories, key="validation_categories")
-    chosen_annotators = right.multiselect("Annotators", annotators, key="validation_annotators")
-    key = (url, study, version, tuple(chosen_categories), tuple(chosen_annotators))
-    future = report_cache.request(key, account, engine=engine())
-    try:
-        if future.done():
-            published = future.result()
-        else:
-            with st.spinner("Computing the validation report (once per change of the data)..."):
+def main() -> None:
+    account = require("researcher")
+    st.title("Validation")
+    study = choose_study("validation_study")
+    if study is not None:
+        with session() as active:
+            version = study_progress.data_version(active, study, account=account)
+        url = str(engine().url)
+        categories, annotators = cached_filter_options(url, study, version, account)
+        left, right = st.columns(2)
+        chosen_categories = left.multiselect("Categories", categories, key="validation_categories")
+        chosen_annotators = right.multiselect("Annotators", annotators, key="validation_annotators")
+        key = (url, study, version, tuple(chosen_categories), tuple(chosen_annotators))
+        future = report_cache.request(key, account, engine=engine())
+        try:
+            if future.done():
                 published = future.result()
-    except UserError as exc:
-        st.info(str(exc))
-        st.stop()
-    report, plots = published.report, published.plots
-    captions = figure_captions(report)
-    s = report.summary
-    info, refresh = st.columns([5, 1], vertical_alignment="center")
-    info.caption(f"{s['n_pairs']} pairs · {s['n_annotators']} annotators · {s['n_judgments']} judgments")
-    refresh.button(
-        "Refresh",
-        key="validation_refresh",
-        icon=":material/refresh:",
-        help="Re-read the study; the report is recomputed only when judgments, decisions or models changed",
-    )
-    boxes = {"pass": st.success, "fail": st.error, "inconclusive": st.warning, "not_assessed": st.info}
-    overall_box = {"PASS": st.success, "FAIL": st.error}.get(report.overall, st.warning)
-    overall_box(headline(report))
-    words, next_pairs = study_report.standing(report)
-    st.markdown(safe_md(words + (": " + ", ".join(next_pairs[:20]) if next_pairs else "")))
-    for verdict in report.verdicts:
-        boxes[verdict.status](
-            f"**{status_word(verdict)}: {verdict.claim}** ({verdict.test})  \n{verdict.detail}"
+            else:
+                with st.spinner("Computing the validation report (once per change of the data)..."):
+                    published = future.result()
+        except UserError as exc:
+            st.info(str(exc))
+            st.stop()
+        report, plots = published.report, published.plots
+        captions = figure_captions(report)
+        s = report.summary
+        info, refresh = st.columns([5, 1], vertical_alignment="center")
+        info.caption(f"{s['n_pairs']} pairs · {s['n_annotators']} annotators · {s['n_judgments']} judgments")
+        refresh.button(
+            "Refresh",
+            key="validation_refresh",
+            icon=":material/refresh:",
+            help=(
+                "Re-read the study; the report is recomputed only when judgments, decisions or models changed"
+            ),
         )
-    downloads(published, study, bool(chosen_categories or chosen_annotators))
-    st.header("Equivalence on general quality")
-    show_plot(plots["forest"], captions["forest"], key="plot_forest")
-    st.subheader("Crossed random-effects model (the verdict: pairs and annotators in general)")
-    show_table(crossed_table(report), CROSSED_COLUMNS)
-    st.subheader("Per-pair TOST, conditional on this panel of annotators")
-    show_table(report.validation.equivalence, EQUIVALENCE_COLUMNS)
-    show_plot(plots["differences"], captions["differences"], key="plot_differences")
-    st.subheader("Share of pairs whose true gap lies beyond the margin (upper bound against the maximum)")
-    show_table(report.validation.broken, key="validation_broken")
-    st.header("Preference and agreement")
-    left, right = st.columns(2)
-    with left:
-        show_plot(plots["preference"], captions["preference"], key="plot_preference")
-    with right:
-        show_plot(plots["agreement"], captions["agreement"], key="plot_agreement")
-    st.header("By category")
-    show_plot(plots["categories"], captions["categories"], key="plot_categories")
-    st.header("Rubric alignment and preference")
-    st.subheader("Over pairs and annotators (the verdicts)")
-    show_table(report.validation.rubric_crossed, key="validation_crossed_rubric")
-    show_table(report.validation.preference_crossed, key="validation_crossed_preference", labels=SHARE_LABELS)
-    st.subheader("Rubric alignment, conditional on this panel of annotators")
-    show_table(report.validation.superiority, SUPERIORITY_COLUMNS)
-    if report.summary.get("position_biased"):
-        st.warning(
-            "Annotators who prefer one side whatever the responses (side-A rate, Holm-adjusted): "
-            + ", ".join(report.summary["position_biased"])
+        boxes = {"pass": st.success, "fail": st.error, "inconclusive": st.warning, "not_assessed": st.info}
+        overall_box = {"PASS": st.success, "FAIL": st.error}.get(report.overall, st.warning)
+        overall_box(headline(report))
+        words, next_pairs = study_report.standing(report)
+        st.markdown(safe_md(words + (": " + ", ".join(next_pairs[:20]) if next_pairs else "")))
+        for verdict in report.verdicts:
+            boxes[verdict.status](
+                f"**{status_word(verdict)}: {verdict.claim}** ({verdict.test})  \n{verdict.detail}"
+            )
+        downloads(published, study, bool(chosen_categories or chosen_annotators))
+        st.header("Equivalence on general quality")
+        show_plot(plots["forest"], captions["forest"], key="plot_forest")
+        st.subheader("Crossed random-effects model (the verdict: pairs and annotators in general)")
+        show_table(crossed_table(report), CROSSED_COLUMNS)
+        st.subheader("Per-pair TOST, conditional on this panel of annotators")
+        show_table(report.validation.equivalence, EQUIVALENCE_COLUMNS)
+        show_plot(plots["differences"], captions["differences"], key="plot_differences")
+        st.subheader("Share of pairs whose true gap lies beyond the margin (upper bound against the maximum)")
+        show_table(report.validation.broken, key="validation_broken")
+        st.header("Preference and agreement")
+        left, right = st.columns(2)
+        with left:
+            show_plot(plots["preference"], captions["preference"], key="plot_preference")
+        with right:
+            show_plot(plots["agreement"], captions["agreement"], key="plot_agreement")
+        st.header("By category")
+        show_plot(plots["categories"], captions["categories"], key="plot_categories")
+        st.header("Rubric alignment and preference")
+        st.subheader("Over pairs and annotators (the verdicts)")
+        show_table(report.validation.rubric_crossed, key="validation_crossed_rubric")
+        show_table(
+            report.validation.preference_crossed, key="validation_crossed_preference", labels=SHARE_LABELS
         )
-    st.header("Agreement")
-    show_table(report.agreement, AGREEMENT_COLUMNS)
-    st.header(cleaning_title(report))
-    st.caption(cleaning.RULE + " with the button below the list (or `annotator assign --needs-more`)")
-    show_table(report.failed_pairs.head(SHOWN_FAILED), key="validation_failed")
-    if not (chosen_categories or chosen_annotators):  # the study's own list, not a filtered one
-        more_judgments(report, study, account)
-    if len(report.failed_pairs) > SHOWN_FAILED:
-        st.caption(f"The first {SHOWN_FAILED} are shown; the JSON report lists them all.")
-    # models, arms, judges, the profiles' owners
-    sections = [*benchmark_sections(report), *judge_sections(report), *prediction_powered_sections(report)]
-    for title, note, table in [*sections, *owner_sections(report)]:
-        st.header(title)
-        st.caption(note)
-        show_table(table.head(SHOWN_FAILED), key=f"validation_{title}")
+        st.subheader("Rubric alignment, conditional on this panel of annotators")
+        show_table(report.validation.superiority, SUPERIORITY_COLUMNS)
+        if report.summary.get("position_biased"):
+            st.warning(
+                "Annotators who prefer one side whatever the responses (side-A rate, Holm-adjusted): "
+                + ", ".join(report.summary["position_biased"])
+            )
+        st.header("Agreement")
+        show_table(report.agreement, AGREEMENT_COLUMNS)
+        st.header(cleaning_title(report))
+        st.caption(cleaning.RULE + " with the button below the list (or `annotator assign --needs-more`)")
+        show_table(report.failed_pairs.head(SHOWN_FAILED), key="validation_failed")
+        if not (chosen_categories or chosen_annotators):  # the study's own list, not a filtered one
+            more_judgments(report, study, account)
+        if len(report.failed_pairs) > SHOWN_FAILED:
+            st.caption(f"The first {SHOWN_FAILED} are shown; the JSON report lists them all.")
+        # models, arms, judges, the profiles' owners
+        sections = [
+            *benchmark_sections(report),
+            *judge_sections(report),
+            *prediction_powered_sections(report),
+        ]
+        for title, note, table in [*sections, *owner_sections(report)]:
+            st.header(title)
+            st.caption(note)
+            show_table(table.head(SHOWN_FAILED), key=f"validation_{title}")
+
+
+main()
