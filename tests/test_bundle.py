@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
+from sqlmodel import Session, col, func, select
 
 from analysis.vocabulary import SWAP
 from annotator.errors import UserError
@@ -101,7 +101,10 @@ def test_push_uploads_the_dataset_through_the_hub_api(studied: Engine, hub: Fake
     archive = zipfile.ZipFile(io.BytesIO(payload))
     expected = {n.split("/", 1)[1]: archive.read(n) for n in archive.namelist()}
     assert hub.files["lab/pairs"] == expected
-    assert _events(studied, "export") == 1  # the folder's export, in the audit log
+    assert _events(studied, "export") == 2  # the folder's export and the push, in the audit log
+    with Session(studied) as session:
+        last = session.exec(select(Event).order_by(col(Event.id).desc())).first()
+    assert last is not None and last.detail["target"] == url and last.detail["format"] == "hub"
 
 
 def test_a_bad_token_is_one_line(studied: Engine, monkeypatch: pytest.MonkeyPatch, hub: FakeHub) -> None:

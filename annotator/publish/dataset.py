@@ -550,7 +550,8 @@ def publish(
     overwrite: bool = False,
     private: bool = False,
 ) -> DatasetSummary:
-    """Export the dataset folder (committed, with its audit event), then upload it to `repo` if given.
+    """Export the dataset folder (committed, with its audit event), then upload it to `repo` if given
+    (a second audit event names the repository's URL).
 
     A failed upload leaves the folder written and says so in one line.
     """
@@ -566,4 +567,17 @@ def publish(
         )
     if repo is None:
         return summary
-    return replace(summary, url=push_to_hub(summary.folder, repo, private=private))
+    url = push_to_hub(summary.folder, repo, private=private)
+    with session_scope(engine) as session:  # the release itself, in the audit log
+        export.record_export(
+            session,
+            study=study,
+            kind="dataset",
+            rows=summary.rows["pairs"],
+            fmt="hub",
+            account=account,
+            target=url,
+            pseudonymized=True,
+            validated_only=True,
+        )
+    return replace(summary, url=url)
