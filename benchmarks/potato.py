@@ -3,7 +3,8 @@
 Run from the repository root: `python benchmarks/potato.py [--n 30] [--sizes 100 10000]`. It prints
 p50/p95 for Potato on 100 and 10,000 pairs. Potato is optional tooling and never goes into the main
 Python: `potato_venv()` makes (once, cached under ~/.cache/pairstudio-bench/) a separate virtual
-environment with `potato-annotation==2.12.1` from the package mirror (or the wheel in /tmp/potato_dl/).
+environment with `potato-annotation==2.12.1` from the package mirror (or the wheel in /tmp/potato_dl/),
+or uses the one $PAIRSTUDIO_POTATO_VENV names (made beforehand, e.g. under /tmp).
 
 What is measured (the same for Potato and Pair Studio, see `measure_in_page`): inside the page, from
 the click event on the submit control (`event.timeStamp`) to the first animation frame
