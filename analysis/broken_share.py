@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.scale import DEFAULT_SCALE
 from analysis.vocabulary import ANNOTATOR, PAIR_ID
 
 __all__ = [
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 #: The largest true gap of the default 1-5 quality scale (a rating difference cannot exceed it).
-DEFAULT_GAP_RANGE = 4.0
+DEFAULT_GAP_RANGE = DEFAULT_SCALE.span
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.crowd_models import dawid_skene, encode, mace
+from analysis.scale import DEFAULT_SCALE
 from analysis.vocabulary import DUPLICATE, GOLD, POSITIVE, RUBRIC_PREFIX, SWAP
 
 __all__ = [
@@ -212,15 +213,16 @@ def self_consistency(
     frame: pd.DataFrame,
     sources: Mapping[str, str],
     *,
-    quality_range: float = 4.0,
+    quality_ranges: Mapping[str, float] | None = None,
     rubric_range: float = 2.0,
 ) -> pd.DataFrame:
     """Per annotator: agreement with their own earlier judgment on swapped repeats.
 
     `sources` maps each swap control's pair_id to the pair it repeats. For every repeat the annotator
     also judged the source of, the consistency is 1 minus the mean absolute difference over the
-    preference (range 4) and every score both judgments have (quality items over `quality_range`,
-    rubric aspects over `rubric_range`), so 1 = identical answers, about 0.6 = answering at random.
+    preference (range 4) and every score both judgments have (a quality item over its scale's width in
+    `quality_ranges`, 4 when not there; rubric aspects over `rubric_range`), so 1 = identical answers,
+    about 0.6 = answering at random.
 
     Returns annotator, swap_checks (repeats used), self_consistency (mean over them).
     """
@@ -240,7 +242,11 @@ def self_consistency(
         repeat, first = wide.loc[(pair_id, annotator)], wide.loc[(source, annotator)]
         both = repeat.notna() & first.notna()
         for (_, item), a, b in zip(repeat.index[both], repeat[both], first[both], strict=True):
-            scale = rubric_range if str(item).startswith(RUBRIC_PREFIX) else quality_range
+            scale = (
+                rubric_range
+                if str(item).startswith(RUBRIC_PREFIX)
+                else (quality_ranges or {}).get(str(item), DEFAULT_SCALE.span)
+            )
             diffs.append(abs(float(a) - float(b)) / scale)
         rows.append((annotator, 1.0 - float(np.mean(diffs))))
     if not rows:
@@ -406,7 +412,7 @@ def qc_table(
     expected: Mapping[str, Mapping[str, Any]] | None = None,
     sources: Mapping[str, str] | None = None,
     tolerance: float = 1.0,
-    quality_range: float = 4.0,
+    quality_ranges: Mapping[str, float] | None = None,
     min_seconds: float = 10.0,
     max_fast_share: float = 0.5,
     max_same_share: float = 0.9,
@@ -423,7 +429,7 @@ def qc_table(
         min_judgments=min_judgments,
     )
     gold = gold_accuracy(control_checks(frame, expected or {}, tolerance=tolerance))
-    swap = self_consistency(frame, sources or {}, quality_range=quality_range)
+    swap = self_consistency(frame, sources or {}, quality_ranges=quality_ranges)
     table = att.merge(gold, on="annotator", how="left").merge(swap, on="annotator", how="left")
     if competence:
         table = table.merge(annotator_competence(frame, seed=seed), on="annotator", how="left")

@@ -46,7 +46,7 @@ when any verdict fails; else INCONCLUSIVE, with the reasons.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -82,6 +82,7 @@ from analysis.report_tables import (
     failed_pairs_table,
     per_pair_table,
 )
+from analysis.scale import DEFAULT_SCALE, Scale, scale_parameters
 from analysis.science import BenchmarkTables, benchmark_tables
 from analysis.settings import DEFAULTS, AnalysisSettings
 from analysis.validation import ValidationResult, validate_pairs
@@ -160,8 +161,11 @@ class ReportSettings:
         Equivalence margin in scale points.
     alpha : float, default 0.05
         Level of every one-sided test; the matching intervals are 1 - 2*alpha.
-    scale_min, scale_max : float, default 1 and 5
-        The quality scale (for agreement statistics).
+    scale : analysis.scale.Scale, default 1-5
+        The study's quality scale.
+    scales : mapping of str to analysis.scale.Scale
+        A quality item's own scale, where it has one (the others are rated on `scale`): the ordinal
+        domain of its agreement statistics and the largest gap of its broken-share bound.
     reliability_threshold : float, default 0.1
         Krippendorff's alpha floor of the reliability verdict.
     min_pairs : int, default 20
@@ -202,8 +206,8 @@ class ReportSettings:
     quality_items: Sequence[str] = QUALITY_ITEMS
     margin: float = DEFAULTS.margin
     alpha: float = DEFAULTS.alpha
-    scale_min: float = 1
-    scale_max: float = 5
+    scale: Scale = DEFAULT_SCALE
+    scales: Mapping[str, Scale] = field(default_factory=dict)
     reliability_threshold: float = DEFAULTS.reliability_threshold
     min_pairs: int = DEFAULTS.min_pairs
     min_control_pairs: int = DEFAULTS.min_control_pairs
@@ -229,6 +233,10 @@ class ReportSettings:
     def __post_init__(self) -> None:
         if not isinstance(self.n_boot, int | np.integer) or self.n_boot < 1:
             raise ValueError(f"n_boot must be a positive integer, got {self.n_boot!r}")
+
+    def scale_of(self, item: str) -> Scale:
+        """The scale quality item `item` is rated on."""
+        return self.scales.get(item, self.scale)
 
 
 def replicated_pairs(main: pd.DataFrame) -> int:
@@ -293,7 +301,7 @@ def build_report(
     validation = validate_pairs(
         main,
         quality_items=quality_items,
-        gap_range=float(settings.scale_max - settings.scale_min),
+        gap_ranges={item: settings.scale_of(item).span for item in quality_items},
         margin=settings.margin,
         alpha=settings.alpha,
         max_broken_share=settings.max_broken_share,
@@ -307,8 +315,7 @@ def build_report(
         n_boot=int(settings.n_boot),
         seed=settings.seed,
         confidence=1 - 2 * settings.alpha,
-        scale_min=settings.scale_min,
-        scale_max=settings.scale_max,
+        scales={item: settings.scale_of(item) for item in quality_items},
         bootstrap=settings.bootstrap,
         min_units=MIN_REPLICATED_UNITS,
     )
@@ -393,8 +400,7 @@ def build_report(
         "alpha": settings.alpha,
         "ci_level_tost": 1 - 2 * settings.alpha,
         "quality_items": quality_items,
-        "scale_min": settings.scale_min,
-        "scale_max": settings.scale_max,
+        **scale_parameters(quality_items, settings.scale, settings.scales),
         "reliability_threshold": settings.reliability_threshold,
         "min_pairs": settings.min_pairs,
         "min_control_pairs": settings.min_control_pairs,

@@ -12,7 +12,7 @@ computed once and kept for the report.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,7 +145,7 @@ def validate_pairs(
     margin: float = DEFAULTS.margin,
     alpha: float = DEFAULTS.alpha,
     max_broken_share: float = DEFAULTS.max_broken_share,
-    gap_range: float | None = None,
+    gap_ranges: Mapping[str, float] | None = None,
 ) -> ValidationResult:
     """Run the validation statistics on a label frame (main pairs only; controls removed first).
 
@@ -161,9 +161,10 @@ def validate_pairs(
         Level of every one-sided test (TOST intervals are 1 - 2*alpha).
     max_broken_share : float, default 0.1
         The largest share of pairs beyond the margin an equivalence claim tolerates.
-    gap_range : float, optional
-        The largest true gap the quality scale allows (maximum - minimum), for the lower bound on the
-        broken share; by default the 1-5 scale's 4, or the ratings' own range when they span more.
+    gap_ranges : mapping of str to float, optional
+        Per quality item, the largest true gap its scale allows (:attr:`analysis.scale.Scale.span`), for
+        the lower bound on the broken share; an item without one: the 1-5 scale's 4, or the ratings' own
+        range when they span more.
 
     Returns
     -------
@@ -226,7 +227,7 @@ def validate_pairs(
             margin=margin,
             max_share=max_broken_share,
             alpha=alpha,
-            gap_range=_gap_range(d) if gap_range is None else float(gap_range),
+            gap_range=float(gap_ranges[item]) if gap_ranges and item in gap_ranges else _gap_range(d),
         )
         broken_rows.append({"dimension": item, **share.to_dict()})
 

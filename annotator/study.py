@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sqlmodel import Session, select
 
+from analysis.scale import DEFAULT_SCALE, Scale
 from analysis.settings import DEFAULTS, AnalysisSettings
 from analysis.vocabulary import CONFIDENCE_POINTS, PREFERENCE_POINTS, RUBRIC_POINTS
 from annotator.errors import ConfigError, UserError
@@ -30,38 +31,66 @@ class _Strict(BaseModel):
 
 
 class Dimension(_Strict):
-    """One general-quality question, rated for each response, with a label on every point."""
+    """One general-quality question, rated for each response, with a label on every point of its scale
+    (the study's, unless `scale_min`/`scale_max` give the dimension its own: a 1-7 or a yes/no 0/1 item)."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     question: str = Field(min_length=1)
     labels: list[str]
+    # Left out of the stored config when not set, so a study from before per-dimension scales reads the same.
+    scale_min: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    scale_max: int | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Quality(_Strict):
     intro: str = ""
-    scale_min: int = 1
-    scale_max: int = 5
+    # The study's scale: every dimension's unless it names its own.
+    scale_min: int = DEFAULT_SCALE.low
+    scale_max: int = DEFAULT_SCALE.high
     dimensions: list[Dimension] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _labels_cover_scale(self) -> Self:
-        points = self.scale_max - self.scale_min + 1
-        if points < 2:
+        if self.scale_max <= self.scale_min:
             raise ValueError("scale_max must be above scale_min")
         names = [d.name for d in self.dimensions]
         if len(set(names)) != len(names):
             raise ValueError(f"dimension names must be unique, got {names}")
         for dimension in self.dimensions:
-            if len(dimension.labels) != points:
+            low, high = self._ends(dimension)
+            if high <= low:
+                raise ValueError(f"dimension {dimension.name!r}: scale_max must be above scale_min")
+            if len(dimension.labels) != high - low + 1:
                 raise ValueError(
                     f"dimension {dimension.name!r} has {len(dimension.labels)} labels; "
-                    f"the scale {self.scale_min}-{self.scale_max} needs {points}"
+                    f"the scale {low}-{high} needs {high - low + 1}"
                 )
         return self
 
+    def _ends(self, dimension: Dimension) -> tuple[int, int]:
+        low = self.scale_min if dimension.scale_min is None else dimension.scale_min
+        high = self.scale_max if dimension.scale_max is None else dimension.scale_max
+        return low, high
+
     @property
-    def values(self) -> list[int]:
-        return list(range(self.scale_min, self.scale_max + 1))
+    def scale(self) -> Scale:
+        """The study's scale (without labels: each dimension labels its own points)."""
+        return Scale(self.scale_min, self.scale_max)
+
+    def scale_of(self, dimension: Dimension) -> Scale:
+        """The scale `dimension` is rated on, with its labels."""
+        return Scale(*self._ends(dimension), tuple(dimension.labels))
+
+    @property
+    def scales(self) -> dict[str, Scale]:
+        """Every dimension's scale by name."""
+        return {d.name: self.scale_of(d) for d in self.dimensions}
+
+    @property
+    def own_scales(self) -> bool:
+        """Some dimension is rated on a scale of its own (not the study's): outputs then name each
+        dimension's scale."""
+        return any(self._ends(d) != (self.scale_min, self.scale_max) for d in self.dimensions)
 
 
 class Rubric(_Strict):

@@ -17,7 +17,7 @@ import dataclasses
 import math
 import random
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -26,6 +26,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from analysis.scale import DEFAULT_SCALE, Scale
 from analysis.simulation import BIAS_SD, NOISE, latent_quality, latent_rubric, rate
 from analysis.vocabulary import (
     DUPLICATE,
@@ -54,7 +55,8 @@ BATCH = 200
 
 @dataclass(frozen=True)
 class SimulationSpec:
-    """The parameters of a simulated study (all on the study's own scales)."""
+    """The parameters of a simulated study (gaps and noise in points of the 1-5 scale the latent truth is
+    drawn on; each dimension's ratings are moved onto its own scale)."""
 
     annotators: int = 3
     overlap: int = 3
@@ -234,22 +236,18 @@ def simulate(
         name = by_id[annotator_id]
         # Draw every random number even for done items, so a re-run reproduces the same values.
         if name in spammers:
-            submission, seconds = spam_judgment(
-                rng, config.dimension_names, n_aspects, config.quality.scale_min, config.quality.scale_max
-            )
+            submission, seconds = spam_judgment(rng, config.quality.scales, n_aspects)
             if status != DONE:
                 pending.append((assignment_id, annotator_id, submission, seconds))
             continue
         submission, seconds = _judgment(
             rng,
             latents[pair_id],
-            config.dimension_names,
+            config.quality.scales,
             n_aspects,
             annotator_bias[name],
             annotator_noise[name],
             annotator_speed[name],
-            config.quality.scale_min,
-            config.quality.scale_max,
         )
         if status != DONE:
             pending.append((assignment_id, annotator_id, submission, seconds))
@@ -308,36 +306,43 @@ def _control_latent(source: dict[str, float], kind: str, worse_on: list[str]) ->
 
 
 def spam_judgment(
-    rng: random.Random, dimensions: list[str], n_aspects: int, low: int, high: int
+    rng: random.Random, scales: Mapping[str, Scale], n_aspects: int
 ) -> tuple[SimJudgment, float]:
-    """A careless worker's judgment: every answer uniformly at random, in a few seconds."""
+    """A careless worker's judgment: every answer uniformly at random (on each dimension's scale), in a
+    few seconds."""
     scores: dict[str, dict[str, float | None]] = {"chosen": {}, "rejected": {}}
     for response in ("chosen", "rejected"):
-        for name in dimensions:
-            scores[response][name] = rng.randint(low, high)
+        for name, scale in scales.items():
+            scores[response][name] = rng.randint(scale.low, scale.high)
         for k in range(n_aspects):
             scores[response][rubric_item(k)] = rng.randint(0, 2)
     seconds = rng.lognormvariate(math.log(6.0), 0.4)
     return SimJudgment(scores, rng.randint(-2, 2), rng.randint(1, 3)), seconds
 
 
+def _on_scale(value: float, scale: Scale) -> float:
+    """A value on the 1-5 scale the latent truth is drawn on, moved linearly onto `scale`."""
+    if scale.low == DEFAULT_SCALE.low and scale.high == DEFAULT_SCALE.high:
+        return value
+    return scale.low + (value - DEFAULT_SCALE.low) * (scale.span / DEFAULT_SCALE.span)
+
+
 def _judgment(
     rng: random.Random,
     latent: dict[str, float],
-    dimensions: list[str],
+    scales: Mapping[str, Scale],
     n_aspects: int,
     bias: float,
     noise: float,
     speed: float,
-    low: int,
-    high: int,
 ) -> tuple[SimJudgment, float]:
+    """A simulated annotator's judgment: the latent truth (1-5) plus the annotator's bias and noise,
+    moved onto each dimension's scale and rounded; a preference that follows the rubric and quality."""
     scores: dict[str, dict[str, float | None]] = {"chosen": {}, "rejected": {}}
     for response in ("chosen", "rejected"):
-        for name in dimensions:
-            scores[response][name] = _clip_round(
-                latent[f"{response}:{name}"] + bias + rng.gauss(0, noise), low, high
-            )
+        for name, scale in scales.items():
+            value = _on_scale(latent[f"{response}:{name}"] + bias + rng.gauss(0, noise), scale)
+            scores[response][name] = _clip_round(value, scale.low, scale.high)
         for k in range(n_aspects):
             value = latent[f"{response}:rubric:{k}"] + rng.gauss(0, noise / 2)
             scores[response][rubric_item(k)] = _clip_round(value, 0, 2)
@@ -345,9 +350,10 @@ def _judgment(
         float(scores["chosen"][rubric_item(k)] or 0) - float(scores["rejected"][rubric_item(k)] or 0)
         for k in range(n_aspects)
     ) / max(1, n_aspects)
-    quality_diff = sum(
-        float(scores["chosen"][n] or 0) - float(scores["rejected"][n] or 0) for n in dimensions
-    ) / len(dimensions)
+    quality_diff = sum(  # in points of the 1-5 scale
+        (float(scores["chosen"][n] or 0) - float(scores["rejected"][n] or 0)) * (DEFAULT_SCALE.span / s.span)
+        for n, s in scales.items()
+    ) / len(scales)
     utility = 2.5 * rubric_diff + 0.5 * quality_diff
     u = rng.random()
     draw = utility + math.log(u / (1 - u)) if 0 < u < 1 else utility

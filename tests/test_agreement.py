@@ -28,6 +28,7 @@ from analysis.agreement import (
     percent_agreement,
 )
 from analysis.agreement.alpha import _AlphaKernel, _prepare_alpha
+from analysis.scale import Scale
 
 pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
 
@@ -567,7 +568,9 @@ def test_agreement_table_on_a_one_to_seven_scale() -> None:
     frame = _study_frame(6)
     quality = ~frame["item"].str.startswith("rubric:")
     frame.loc[quality, "value"] = frame.loc[quality, "value"] + 2  # now 3..7
-    table = agreement_table(frame, quality_items=["correctness"], n_boot=50, scale_min=1, scale_max=7)
+    table = agreement_table(
+        frame, quality_items=["correctness"], n_boot=50, scales={"correctness": Scale(1, 7)}
+    )
     sub = frame[frame["item"] == "correctness"]
     wide = sub.pivot_table(index="annotator", columns=["pair_id", "response"], values="value").to_numpy()
     assert table.set_index("item").at["correctness", "krippendorff_alpha"] == pytest.approx(

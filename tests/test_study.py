@@ -30,7 +30,7 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
 def test_the_default_study_loads() -> None:
     config = study_module.load_config()
     assert config.dimension_names == ["correctness", "relevance", "helpfulness"]
-    assert config.quality.values == [1, 2, 3, 4, 5]
+    assert config.quality.scale.values == (1, 2, 3, 4, 5)
     assert len(config.preference.labels) == 5
     assert (config.analysis.overlap, config.analysis.margin, config.analysis.alpha) == (3, 0.5, 0.05)
 

@@ -3,7 +3,7 @@ AC1, percent agreement, units used)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -15,6 +15,7 @@ from analysis.agreement.icc import icc_matrix
 from analysis.agreement.inputs import Level
 from analysis.agreement.kappa import fleiss_kappa, fleiss_table, gwet_ac1, percent_agreement
 from analysis.frames import has_prefix
+from analysis.scale import DEFAULT_SCALE, Scale
 
 _TABLE_COLUMNS = [
     "item",
@@ -174,8 +175,7 @@ def agreement_table(
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
-    scale_min: float = 1,
-    scale_max: float = 5,
+    scales: Mapping[str, Scale] | None = None,
     bootstrap: Literal["pair", "unit"] = "pair",
     min_units: int = 0,
 ) -> pd.DataFrame:
@@ -188,16 +188,16 @@ def agreement_table(
         ``item, value`` and optionally ``preference`` (-2..2, repeated on every row of a judgment).
         Rows with a missing ``value`` are ignored.
     quality_items : sequence of str
-        Quality items, rated on the integer scale ``scale_min..scale_max`` (ordinal).
+        Quality items, each rated on its integer scale (`scales`; ordinal).
     rubric_item : str, default "rubric"
         Name of the rubric row. The per-response rubric score is the mean over the items
         ``"<rubric_item>:0"``, ``"<rubric_item>:1"``, ... (0/1/2 each), or the item ``rubric_item``
         itself if the frame already holds it; its level is interval.
     n_boot, seed, confidence
         Passed to :func:`alpha_ci`.
-    scale_min, scale_max : float, default 1 and 5
-        The quality scale (the study's ``[quality]`` section); a value outside it raises
-        ``ValueError``.
+    scales : mapping of str to analysis.scale.Scale, optional
+        Each quality item's scale (the study's ``[quality]`` section), its ordinal domain; an item not
+        in it is rated 1-5. A value outside an item's scale raises ``ValueError``.
     bootstrap : {"pair", "unit"}, default "pair"
         ``"pair"``: resample pairs (both responses of a pair together; a cluster bootstrap).
         ``"unit"``: resample (pair, response) units independently. ``ci_covers`` says which
@@ -246,12 +246,9 @@ def agreement_table(
         raise ValueError(f"frame has no column(s) {missing}")
     if bootstrap not in ("pair", "unit"):
         raise ValueError(f"bootstrap must be 'pair' or 'unit', got {bootstrap!r}")
-    if not scale_max > scale_min:
-        raise ValueError(f"scale_max must be above scale_min, got {scale_min!r}..{scale_max!r}")
     rated = frame.loc[frame["value"].notna(), required]
     unit = ["pair_id", "response"]
     rows: list[dict[str, object]] = []
-    quality_domain = np.arange(float(scale_min), float(scale_max) + 1.0)
     by_pair = bootstrap == "pair"
     for item in quality_items:
         sub = rated[rated["item"] == item]
@@ -259,7 +256,8 @@ def agreement_table(
             raise ValueError(f"quality item {item!r} has no ratings in frame")
         x, pairs = _wide_units(sub, unit, item)
         cl = pairs if by_pair else None
-        rows.append(_item_row(item, "ordinal", x, quality_domain, n_boot, seed, confidence, cl, min_units))
+        domain = np.array((scales or {}).get(item, DEFAULT_SCALE).values, dtype=float)
+        rows.append(_item_row(item, "ordinal", x, domain, n_boot, seed, confidence, cl, min_units))
 
     whole = _equals(rated["item"], rubric_item)
     if whole.any():

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.report import Report
+from analysis.scale import report_scales
 
 #: A category with fewer main pairs than this gets no interval in the category plot (its t interval
 #: would rest on 0 or 1 degree of freedom); it is drawn as a hollow point marked "too few pairs".
@@ -17,11 +18,19 @@ RUBRIC_RANGE = 2.0  # rubric alignment is the mean of 0-2 ratings: a difference 
 
 
 def difference_range(report: Report, item: str) -> float:
-    """The largest chosen - rejected difference `item` can take (the scale's width)."""
-    p = report.parameters
+    """The largest chosen - rejected difference `item` can take (its scale's width); for an item that
+    is not a quality dimension or the rubric (``""``), the widest quality scale's."""
     if item == RUBRIC_ITEM:
         return RUBRIC_RANGE
-    return float(p.get("scale_max", 5)) - float(p.get("scale_min", 1))
+    p = report.parameters
+    scales = report_scales(p, p.get("quality_items") or [""])
+    return scales[item].span if item in scales else max(s.span for s in scales.values())
+
+
+def _clipped(report: Report, table: pd.DataFrame, column: str, key: str) -> pd.Series:
+    """`table[column]` clipped, row by row, to +- the range of the row's item (named in `key`)."""
+    limit = table[key].map(lambda item: difference_range(report, str(item))).astype(float)
+    return table[column].clip(-limit, limit)
 
 
 def _interval_bars(estimate: pd.Series, low: pd.Series, high: pd.Series) -> dict[str, Any]:
@@ -42,12 +51,21 @@ def axis_range(columns: list[pd.Series], *, low: float, high: float, pad: float 
     return [low, high]
 
 
+def _quality_ranges(report: Report) -> str:
+    """The quality items' possible differences in words: "±4 points on the quality scale", or per item
+    when their scales differ ("±4 on correctness, ±1 on safety")."""
+    items = report.parameters.get("quality_items") or [""]
+    spans = {item: difference_range(report, str(item)) for item in items}
+    if len(set(spans.values())) == 1:
+        return f"±{next(iter(spans.values())):g} points on the quality scale"
+    return ", ".join(f"±{span:g} on {item}" for item, span in spans.items())
+
+
 def figure_captions(report: Report) -> dict[str, str]:
     """What each figure of :func:`figures` shows, in a sentence or two (under the figure in the app and
     in the HTML report)."""
     p = report.parameters
     level = round(100 * (1 - 2 * p["alpha"]))
-    width = difference_range(report, "")
     return {
         "forest": (
             f"Mean chosen − rejected rating per quality dimension with its {level}% CI: blue from the "
@@ -61,7 +79,7 @@ def figure_captions(report: Report) -> dict[str, str]:
         ),
         "categories": (
             f"Mean chosen − rejected difference per category and item with its {level}% t interval over "
-            f"pairs, clipped to the possible range (±{width:g} points on the quality scale, ±"
+            f"pairs, clipped to the possible range ({_quality_ranges(report)}, ±"
             f"{RUBRIC_RANGE:g} on the rubric). Categories with fewer than {MIN_CATEGORY_PAIRS} pairs "
             "have no interval: they are hollow points marked “too few pairs”. Green band: the "
             "equivalence margin."
@@ -90,7 +108,6 @@ def figures(report: Report) -> dict[str, Any]:
     v = report.validation
     margin = report.parameters["margin"]
     level = round(100 * (1 - 2 * report.parameters["alpha"]))
-    width = difference_range(report, "")
     layout = {"margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "legend": {"orientation": "h", "y": -0.25}}
     forest = go.Figure()
     forest.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.6, line_width=0, layer="below")
@@ -98,7 +115,10 @@ def figures(report: Report) -> dict[str, Any]:
         (v.crossed, f"crossed model, {level}% CI (verdict)", "#3b5bdb"),
         (v.equivalence, f"per-pair TOST, {level}% CI (this panel)", "#868e96"),
     ):
-        low, high = table["ci_low"].clip(-width, width), table["ci_high"].clip(-width, width)
+        low, high = (
+            _clipped(report, table, "ci_low", "dimension"),
+            _clipped(report, table, "ci_high", "dimension"),
+        )
         forest.add_trace(
             go.Scatter(
                 x=table["estimate"],

@@ -16,6 +16,7 @@ from analysis.competence import QC_REPORT_COLUMNS
 from analysis.render.owner_text import owner_sections
 from analysis.render.ppi_text import prediction_powered_sections
 from analysis.report import Report, Verdict
+from analysis.scale import report_scales
 
 _WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_assessed": "NOT ASSESSED"}
 
@@ -169,6 +170,17 @@ def _few_broken(p: dict[str, Any]) -> str:
     )
 
 
+def _rated_on(p: dict[str, Any]) -> str:
+    """The quality items and their scales, for the methods: "a, b) was rated 1-5 ", or with
+    dimensions on their own scales "a, b) was rated on each dimension's own scale (a 1-5, b 0-1) "."""
+    items = p["quality_items"]
+    if "scales" not in p:
+        return ", ".join(items) + f") was rated {p['scale_min']:g}-{p['scale_max']:g} "
+    scales = report_scales(p, items)
+    each = ", ".join(f"{item} {scales[item].text()}" for item in items)
+    return ", ".join(items) + f") was rated on each dimension's own scale ({each}) "
+
+
 def methods_paragraph(report: Report) -> str:
     """A methods paragraph stating exactly what was tested, with every parameter."""
     p, s = report.parameters, report.summary
@@ -198,9 +210,8 @@ def methods_paragraph(report: Report) -> str:
             else ""
         )
         + ". General quality ("
-        + ", ".join(p["quality_items"])
-        + f") was rated {p['scale_min']:g}-{p['scale_max']:g} "
-        "for each response. For each dimension we fitted a linear mixed model to the per-judgment "
+        + _rated_on(p)
+        + "for each response. For each dimension we fitted a linear mixed model to the per-judgment "
         "differences (chosen - rejected) with crossed random effects of pair and of annotator on the "
         "difference (REML), so that the mean difference refers to pairs and annotators in general, and "
         "tested equivalence with two one-sided tests (TOST; Schuirmann 1987) against "

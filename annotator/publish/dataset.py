@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,13 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from analysis.scale import Scale
 from annotator.errors import UserError
 from annotator.people.authorization import Account, require_role
 from annotator.publish import export
 from annotator.review.predictions import prediction_frame
 from annotator.review.readers import label_frame
-from annotator.study import get_study, study_config
+from annotator.study import StudyConfig, get_study, study_config
 
 __all__ = [
     "CONFIGS",
@@ -94,12 +96,12 @@ def _arrow_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _tables(session: Session, study: str, account: Account) -> dict[str, Any]:
+def _tables(session: Session, study: str, account: Account, config: StudyConfig) -> dict[str, Any]:
     final = export.adjudicated_frame(session, study=study, pseudonymize=True)  # read once, used twice
     pairs = export.pairs_records(session, study=study, validated_only=True, final=final)
     kept = {record["id"] for record in pairs}
     labels = label_frame(session, study=study, pseudonymize=True, account=account)
-    labels = labels[labels["pair_id"].isin(kept)].reset_index(drop=True)
+    labels = export.with_scales(labels[labels["pair_id"].isin(kept)].reset_index(drop=True), config)
     final = final[final["pair_id"].isin(kept)].reset_index(drop=True)
     predictions = prediction_frame(session, study=study, account=account)
     predictions = predictions[predictions["pair_id"].isin(kept)].reset_index(drop=True)
@@ -190,10 +192,12 @@ def dataset_card(
     benchmark: pd.DataFrame,
     n_pairs_total: int,
     files: dict[str, str],
+    scales: Mapping[str, Scale] | None = None,
 ) -> str:
     """The README.md of the dataset: YAML metadata (license, configs: `files` maps each config with
-    rows to its Parquet path) written by PyYAML, then the summary and methods in Markdown, every text
-    from the data escaped (`validation` and `methods` come escaped)."""
+    rows to its Parquet path) written by PyYAML, then the summary, the quality scales (`scales`, given
+    when the dimensions do not share one) and the methods in Markdown, every text from the data escaped
+    (`validation` and `methods` come escaped)."""
     import yaml
 
     configs = [name for name in CONFIGS if rows.get(name)]
@@ -234,6 +238,7 @@ def dataset_card(
         'pairs = load_dataset("PATH_OR_REPO")  # or load_dataset("PATH_OR_REPO", "labels")',
         "```",
         "",
+        *_scale_lines(scales or {}),
         "## Validation summary",
         "",
         validation or "No validation report.",
@@ -259,6 +264,25 @@ def dataset_card(
         body.append("")
     body += ["## License", "", f"{_md(license_id)} (see the metadata above).", ""]
     return "---\n" + header + "---\n" + "\n".join(body)
+
+
+def _scale_lines(scales: Mapping[str, Scale]) -> list[str]:
+    """The card's table of each quality dimension's scale (nothing without `scales`)."""
+    if not scales:
+        return []
+    lines = [
+        "## Quality scales",
+        "",
+        "Each quality dimension is rated on its own scale (the `labels` config's `value`; its "
+        "`scale_low` and `scale_high` name the scale of each row).",
+        "",
+        "| dimension | scale | points |",
+        "|---|---|---|",
+    ]
+    for name, scale in scales.items():
+        points = "; ".join(f"{v} = {scale.words(v)}" for v in scale.values)
+        lines.append(f"| {_md_cell(name)} | {scale.text()} | {_md_cell(points)} |")
+    return [*lines, ""]
 
 
 def _size(n: int) -> str:
@@ -289,9 +313,10 @@ def dataset_contents(
     the license id is not one or no pair is validated yet."""
     require_role(session, account, "researcher")
     get_study(session, study)
+    config = study_config(session, study)
     if not license_id.strip() or any(c.isspace() for c in license_id):
         raise UserError(f"invalid license id {license_id!r}; use an SPDX-style id such as cc-by-4.0")
-    tables = _tables(session, study, account)
+    tables = _tables(session, study, account, config)
     if not tables["pairs"]:
         raise UserError(
             f"study {study!r} has no validated pairs yet (none whose adjudication says keep); "
@@ -314,6 +339,7 @@ def dataset_contents(
         benchmark=report.benchmark,
         n_pairs_total=_count_pairs(session, study),
         files=files,
+        scales=config.quality.scales if config.quality.own_scales else None,
     )
     written = {files[name]: payload for name, payload in payloads.items()}
     return DatasetContents(rows, {"README.md": card.encode("utf-8"), **written})

@@ -25,7 +25,7 @@ from annotator.people.authorization import SYSTEM, Account, require_role
 from annotator.review.final_labels import final_labels
 from annotator.review.readers import label_frame
 from annotator.store.models import Event, Pair
-from annotator.study import get_study
+from annotator.study import StudyConfig, get_study, study_config
 
 __all__ = [
     "EXPORT_KINDS",
@@ -428,6 +428,19 @@ def record_export(
     session.add(Event(user_id=account.id or None, action="export", detail=detail))
 
 
+def with_scales(frame: pd.DataFrame, config: StudyConfig) -> pd.DataFrame:
+    """The label frame with each quality row's scale (``scale_low``, ``scale_high``; empty on other
+    rows) when some dimension of the study has a scale of its own; unchanged otherwise."""
+    if not config.quality.own_scales:
+        return frame
+    scales = config.quality.scales
+    item = frame["item"].astype(str)
+    return frame.assign(
+        scale_low=item.map({name: s.low for name, s in scales.items()}).astype("Int64"),
+        scale_high=item.map({name: s.high for name, s in scales.items()}).astype("Int64"),
+    )
+
+
 def build(
     session: Session,
     *,
@@ -443,7 +456,8 @@ def build(
     """
     require_role(session, account, "researcher")
     if kind == "labels":
-        return label_frame(session, study=study, pseudonymize=pseudonymize, account=account)
+        frame = label_frame(session, study=study, pseudonymize=pseudonymize, account=account)
+        return with_scales(frame, study_config(session, study))
     if kind == "adjudicated":
         return adjudicated_frame(session, study=study, pseudonymize=pseudonymize)
     if kind == "pairs":

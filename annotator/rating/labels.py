@@ -232,12 +232,11 @@ def _side_problems(
     quality = config.quality
     for dimension in quality.dimensions:
         value = given.get(dimension.name)
+        scale = quality.scale_of(dimension)
         if value is None:
             problems.append(f"Response {side}: {dimension.name}")
-        elif value not in quality.values:
-            problems.append(
-                f"Response {side}: {dimension.name} must be {quality.scale_min}-{quality.scale_max}"
-            )
+        elif value not in scale:
+            problems.append(f"Response {side}: {dimension.name} must be {scale.text()}")
     for k in range(n_aspects):
         value = given.get(rubric_item(k))
         if value is None:

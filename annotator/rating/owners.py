@@ -97,9 +97,9 @@ def record_owner_judgment(
 
 def check_scores(config: StudyConfig, scores: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
     """The owner's quality ratings as stored, {"chosen" | "rejected": {dimension: point}}: every quality
-    dimension of the study for both responses, each a whole point on the study's scale (UserError
+    dimension of the study for both responses, each a whole point on the dimension's scale (UserError
     naming the first that is not)."""
-    low, high = config.quality.scale_min, config.quality.scale_max
+    scales = config.quality.scales
     names = config.dimension_names
     checked: dict[str, dict[str, int]] = {}
     for response in ("chosen", "rejected"):
@@ -109,9 +109,11 @@ def check_scores(config: StudyConfig, scores: Mapping[str, Mapping[str, int]]) -
                 f"quality ratings of {response} must cover {', '.join(names)}, got {sorted(given)}"
             )
         for name in names:
-            point = given[name]
-            if isinstance(point, bool) or not isinstance(point, int) or not low <= point <= high:
-                raise UserError(f"quality rating {name} of {response} must be {low}..{high}, got {point!r}")
+            point, scale = given[name], scales[name]
+            if isinstance(point, bool) or not isinstance(point, int) or point not in scale:
+                raise UserError(
+                    f"quality rating {name} of {response} must be {scale.low}..{scale.high}, got {point!r}"
+                )
         checked[response] = {name: int(given[name]) for name in names}
     return checked
 

@@ -181,7 +181,7 @@ def _check_scores(
     if scores is None:
         return {}
     clean: dict[str, dict[str, float]] = {}
-    quality = config.quality
+    scales = config.quality.scales
     for response, items in scores.items():
         if response not in ("chosen", "rejected"):
             raise UserError(f"scores: unknown response {response!r}; use chosen or rejected")
@@ -189,8 +189,8 @@ def _check_scores(
         for item, value in items.items():
             if isinstance(value, bool) or not isinstance(value, int | float) or np.isnan(value):
                 raise UserError(f"scores: {response} {item} must be a number")
-            if item in config.dimension_names:
-                low, high = quality.scale_min, quality.scale_max
+            if item in scales:
+                low, high = scales[item].low, scales[item].high
             elif item == "rubric" or (
                 item.startswith(RUBRIC_PREFIX) and item[7:].isdigit() and int(item[7:]) < n_aspects
             ):

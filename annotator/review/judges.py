@@ -28,6 +28,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col, select
 
 from analysis.judges import JUDGE_COLUMNS, ORDERS
+from analysis.scale import Scale
 from analysis.vocabulary import RUBRIC_PREFIX
 from annotator import textguard
 from annotator.errors import IngestError, UserError
@@ -121,8 +122,11 @@ class _Study:
 
     pairs: dict[str, int]  # external id -> Pair.id
     aspects: dict[str, int]  # external id -> number of rubric aspects
-    dimensions: tuple[str, ...]
-    scale: tuple[float, float]
+    scales: Mapping[str, Scale]  # quality dimension -> its scale
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        return tuple(self.scales)
 
 
 def _pair_field(record: dict[str, Any], study: _Study, problems: list[str]) -> str:
@@ -159,11 +163,13 @@ def _item_scale(study: _Study, pair: str, item: str, problems: list[str]) -> tup
                 else f"field item: {item[:40]!r}: this pair has no rubric aspects"
             )
         return 0.0, 2.0
-    if item not in study.dimensions:
+    if item not in study.scales:
         problems.append(
             f"field item: expected one of {', '.join(study.dimensions)} or rubric:<k>, got {item[:40]!r}"
         )
-    return study.scale
+        return -math.inf, math.inf
+    scale = study.scales[item]
+    return float(scale.low), float(scale.high)
 
 
 def _score_value(
@@ -270,8 +276,7 @@ def _study_facts(session: Session, study: str) -> _Study:
     return _Study(
         pairs={str(e): int(i or 0) for e, i, _ in pairs},
         aspects={str(e): len(r or []) for e, _, r in pairs},
-        dimensions=tuple(config.dimension_names),
-        scale=(float(config.quality.scale_min), float(config.quality.scale_max)),
+        scales=config.quality.scales,
     )
 
 
@@ -284,9 +289,7 @@ def load_judges(path: str | Path, study: _Study, *, progress: Progress | None = 
 # ------------------------------------------------------------------------------------ files alone
 
 
-def file_study(
-    frame: pd.DataFrame, *, dimensions: Sequence[str], scale: tuple[float, float], pairs: Path | None = None
-) -> _Study:
+def file_study(frame: pd.DataFrame, *, scales: Mapping[str, Scale], pairs: Path | None = None) -> _Study:
     """What judge files are checked against without a database: the main pairs of a pair file
     (`pairs`, which may hold pairs no person rated; its rubric sizes) or else of the label frame (a
     pair's rubric size from the highest ``rubric:<k>`` rated on it)."""
@@ -307,8 +310,7 @@ def file_study(
     return _Study(
         pairs={pair: k for k, pair in enumerate(ids)},
         aspects=aspects,
-        dimensions=tuple(dimensions),
-        scale=(float(scale[0]), float(scale[1])),
+        scales=dict(scales),
     )
 
 
@@ -613,13 +615,13 @@ def _simulated_scores(
 ) -> list[dict[str, Any]]:
     """A simulated judge's score rows: the people's mean (a point higher for ``lenient``) plus noise,
     rounded onto the item's scale, in every order the pair is shown in."""
-    lo, hi = facts.scale
     rows: list[dict[str, Any]] = []
     for (pair, response, item), mean in means.items():
         if pair not in facts.pairs:
             continue
-        top = 2.0 if str(item).startswith(RUBRIC_PREFIX) else hi
-        bottom = 0.0 if str(item).startswith(RUBRIC_PREFIX) else lo
+        scale = facts.scales.get(str(item))
+        top = float(scale.high) if scale is not None else 2.0  # otherwise a rubric aspect: 0-2
+        bottom = float(scale.low) if scale is not None else 0.0
         for order in orders[pair]:
             shift = 1.0 if kind == "lenient" else 0.0
             value = round(min(top, max(bottom, mean + shift + rng.gauss(0, 0.3))))

@@ -130,7 +130,7 @@ def quality_from_frame(
             expected=expected,
             sources=sources or {},
             tolerance=config.controls.gold_tolerance,
-            quality_range=float(quality.scale_max - quality.scale_min),
+            quality_ranges={name: scale.span for name, scale in quality.scales.items()},
             min_seconds=att.min_seconds,
             max_fast_share=att.max_fast_share,
             max_same_share=att.max_same_share,

@@ -223,12 +223,7 @@ def labels_report(
     if judges:
         from annotator.review.judges import file_study, read_judge_files
 
-        facts = file_study(
-            frame,
-            dimensions=config.dimension_names,
-            scale=(config.quality.scale_min, config.quality.scale_max),
-            pairs=pairs,
-        )
+        facts = file_study(frame, scales=config.quality.scales, pairs=pairs)
         judged = read_judge_files(judges, facts)
     report = report_from_frame(frame, study=study or Path(path).stem, config=config, n_boot=n_boot, seed=seed)
     if judged is None:
@@ -274,8 +269,8 @@ def report_from_frame(
             settings=ReportSettings.of(
                 config.analysis_settings(),
                 quality_items=config.dimension_names,
-                scale_min=config.quality.scale_min,
-                scale_max=config.quality.scale_max,
+                scale=config.quality.scale,
+                scales=config.quality.scales,
                 n_boot=n_boot,
                 seed=seed,
                 extras=extras,

@@ -28,6 +28,7 @@ from annotator.people.authorization import SYSTEM, Account
 from annotator.server import BROWSER_ARGS, IDLE_SELECTOR, background
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User, id_of
+from annotator.study import StudyConfig
 from tests.utils.databases import fresh_db_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -427,15 +428,17 @@ def answer_by_keys(page: Any, answers: dict[str, str] | None = None) -> str:
 
 
 @contextmanager
-def one_pair_app(folder: Path, record: dict[str, Any], *, password: str) -> Iterator[str]:
-    """The app on a fresh database holding one pair (study "render") assigned to annotator "ann1"
-    (guidelines acknowledged, `password`); yields its base URL."""
+def one_pair_app(
+    folder: Path, record: dict[str, Any], *, password: str, config: StudyConfig | None = None
+) -> Iterator[str]:
+    """The app on a fresh database holding one pair (study "render", with `config` or the default study)
+    assigned to annotator "ann1" (guidelines acknowledged, `password`); yields its base URL."""
     url = fresh_db_url(folder, "db", keep=True)
     engine = db.make_engine(url)
     db.upgrade(engine)
     path = folder / "pairs.jsonl"
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    ingest.import_file(engine, path, study="render", account=SYSTEM)
+    ingest.import_file(engine, path, study="render", config=config, account=SYSTEM)
     with db.session_scope(engine) as session:
         user = accounts.add_user(
             session, username="ann1", role="annotator", password=password, account=SYSTEM

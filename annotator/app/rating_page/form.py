@@ -2,13 +2,13 @@
 display), their widget keys and labels, the answers as the widgets hold them, the draft a button's
 callback keeps, and the submission the answers make."""
 
-import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
 
+from analysis.scale import unnumbered
 from analysis.vocabulary import CONFIDENCE_DOMAIN, RUBRIC_DOMAIN, SUPPORT_PREFIX
 from annotator.app.common import ITEM_KEY, SUBMISSION_KEY, current_account, safe_md, session
 from annotator.errors import AuthError, UserError
@@ -42,20 +42,15 @@ class Question:
         return self.name.replace(":", "_").replace("rubric_", "rubric")
 
 
-def _unnumbered(value: int, label: str) -> str:
-    """A scale label without its leading number ("2 - Mostly wrong" -> "Mostly wrong")."""
-    return re.sub(rf"^\s*{value}\s*[-–.:)]?\s*", "", label)
-
-
 def option_label(value: int, label: str) -> str:
     """A button label in full: the number, then the scale label's words ("2 Mostly wrong: several
     real errors"); the number comes first, as the key that chooses it."""
-    return f"{value} {_unnumbered(value, label)}".strip()
+    return f"{value} {unnumbered(value, label)}".strip()
 
 
 def legend(values: list[int], texts: list[str]) -> str:
     """ "0 = does not cover · 1 = ..." for a scale whose buttons show only numbers."""
-    return " · ".join(f"{v} = {_unnumbered(v, t)}" for v, t in zip(values, texts, strict=True))
+    return " · ".join(f"{v} = {unnumbered(v, t)}" for v, t in zip(values, texts, strict=True))
 
 
 def rubric_label(side: str, aspect: dict[str, str]) -> str:
@@ -79,13 +74,13 @@ def item_questions(item: ItemView, config: StudyConfig) -> list[Question]:
     show_reasons = config.display.rubric_for_ratings
     for side in ("A", "B"):
         for dimension in quality.dimensions:
-            labels_by_value = dict(zip(quality.values, dimension.labels, strict=True))
+            scale = quality.scale_of(dimension)
             questions.append(
                 Question(
                     name=f"{side}:{dimension.name}",
                     label=f"Response {side} · {dimension.name.capitalize()}: {dimension.question}",
-                    options=list(quality.values),
-                    option_labels={v: option_label(v, labels_by_value[v]) for v in quality.values},
+                    options=list(scale.values),
+                    option_labels={v: option_label(v, scale.label(v)) for v in scale.values},
                     side=side,
                 )
             )

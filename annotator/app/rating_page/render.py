@@ -32,12 +32,21 @@ from annotator.study import StudyConfig
 
 SUBMIT_KEYS = "Ctrl+Enter"
 SKIP_KEYS = "Ctrl+Shift+K"
-KEY_HINT = (
-    "Keys: a **digit** answers the question in focus and moves to the next unanswered one "
-    f"(1-5 scales, 0-2 rubric) · **{SUBMIT_KEYS}** submits · **Tab** / **Shift+Tab** move between "
-    f"questions · **{SKIP_KEYS}** skips (after a reason). Answers are kept as a draft as you give them."
-)
-KEY_HINT_KEY = "key_hint"  # the container of KEY_HINT
+
+
+def key_hint(config: StudyConfig) -> str:
+    """The keyboard help above the form, naming the study's quality scales ("1-5 scales")."""
+    ranges = list(dict.fromkeys(scale.text() for scale in config.quality.scales.values()))
+    named = ", ".join(ranges[:-1]) + " and " + ranges[-1] if len(ranges) > 1 else ranges[0]
+    return (
+        "Keys: a **digit** answers the question in focus and moves to the next unanswered one "
+        f"({named} scales, 0-2 rubric) · **{SUBMIT_KEYS}** submits · **Tab** / "
+        f"**Shift+Tab** move between questions · **{SKIP_KEYS}** skips (after a reason). Answers are kept "
+        "as a draft as you give them."
+    )
+
+
+KEY_HINT_KEY = "key_hint"  # the container of key_hint()
 SUBMIT_BUTTON = "annotate_submit"
 MATCHES_SHOWN = 20
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")

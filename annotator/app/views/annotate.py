@@ -21,8 +21,8 @@ from annotator.app.rating_page.crowd_finish import config_warn_minutes, countdow
 from annotator.app.rating_page.form import FORM_KEY, item_questions
 from annotator.app.rating_page.item import CONTEXT_KEY, STUDIES_KEY, choose_study, item_context, load_item
 from annotator.app.rating_page.render import (
-    KEY_HINT,
     KEY_HINT_KEY,
+    key_hint,
     page_assets,
     page_script,
     show_context,
@@ -107,7 +107,7 @@ def workspace_area() -> None:
             + ("once." if item.revisions == 1 else f"{item.revisions} times.")
         )
     with st.container(key=KEY_HINT_KEY):  # hidden on a phone (no keyboard; static/annotate.css)
-        st.caption(KEY_HINT)
+        st.caption(key_hint(config))
     show_context(item, config)
     with st.form(FORM_KEY, border=False, enter_to_submit=False):
         show_responses(item, config, questions)

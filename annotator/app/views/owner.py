@@ -94,7 +94,7 @@ def main() -> None:
         if choice is None or any(a is None for a in answers) or missing:
             st.error("Please answer every question.")
             return
-        scale = config.quality.scale_min
+        scales = config.quality.scales
         try:
             with session() as active:
                 owners.submit_owner_answer(
@@ -102,7 +102,7 @@ def main() -> None:
                     preference_ab=PREFERENCES[choice], aspects=[ASPECT_ANSWERS[str(a)] for a in answers],
                     confidence=None if confidence is None else CONFIDENCE.index(confidence) + 1,
                     scores_ab={
-                        side: {name: scale + int(p or 0) for name, p in rated.items()}
+                        side: {name: scales[name].low + int(p or 0) for name, p in rated.items()}
                         for side, rated in quality.items()
                     } or None,
                 )  # fmt: skip
