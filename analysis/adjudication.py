@@ -19,6 +19,7 @@ import pandas as pd
 
 from analysis.aggregates import pair_majority, rubric_scores
 from analysis.cleaning import DROP, NEEDS_MORE
+from analysis.scale import Margin, item_margin
 from analysis.vocabulary import RUBRIC_PREFIX
 
 __all__ = [
@@ -95,7 +96,7 @@ def _objects(values: Sequence[Any]) -> pd.Series:
 
 
 def _quality_gaps(
-    medians: pd.DataFrame, dimensions: Sequence[str], margin: float
+    medians: pd.DataFrame, dimensions: Sequence[str], margin: Margin
 ) -> tuple[np.ndarray, list[list[str]]]:
     """Per pair: whether a quality dimension's median gap (chosen - rejected) is beyond `margin`, and
     the gaps beyond it in words ("<dimension> +<gap>")."""
@@ -105,7 +106,7 @@ def _quality_gaps(
         if f"chosen_{dimension}" not in medians.columns:
             continue
         gap = (medians[f"chosen_{dimension}"] - medians[f"rejected_{dimension}"]).to_numpy()
-        beyond = np.abs(np.nan_to_num(gap)) > margin + _GAP_TOLERANCE
+        beyond = np.abs(np.nan_to_num(gap)) > item_margin(margin, dimension) + _GAP_TOLERANCE
         gap_hit |= beyond
         for hit_at in np.flatnonzero(beyond):
             gap_words[hit_at].append(f"{dimension} {gap[hit_at]:+g}")
@@ -118,7 +119,7 @@ def _reason(
     *,
     n_judgments: int,
     n_flags: int,
-    margin: float,
+    margin: Margin,
     gaps: Sequence[str],
     evidence: str,
     dropped: bool,
@@ -131,7 +132,8 @@ def _reason(
     if "majority_against_chosen" in hit:
         words.append(f"majority prefers rejected ({rejected} of {n_judgments})")
     if "quality_gap" in hit:
-        words.append(f"quality gap beyond {margin:g}: {', '.join(gaps)}")
+        bound = "its dimension's margin" if isinstance(margin, Mapping) else f"{margin:g}"
+        words.append(f"quality gap beyond {bound}: {', '.join(gaps)}")
     if "flagged" in hit:
         words.append(f"flagged by {n_flags} annotator(s)")
     if "uncertain" in hit:
@@ -147,7 +149,7 @@ def evaluate(
     scores: pd.DataFrame,
     *,
     dimensions: Sequence[str],
-    margin: float,
+    margin: Margin,
     evidence: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Apply the adjudication rules to every pair.
@@ -161,8 +163,9 @@ def evaluate(
         :func:`annotator.review.readers.current_scores`.
     dimensions : sequence of str
         The study's quality dimensions (checked by the ``quality_gap`` rule).
-    margin : float
-        The study's equivalence margin: a larger |median chosen - median rejected| needs a person.
+    margin : float or mapping of str to float
+        The study's equivalence margin (or each dimension's): a larger |median chosen - median
+        rejected| needs a person.
     evidence : DataFrame, optional
         The cleaning list (:func:`analysis.cleaning.frame_cleaning`: pair_id, decision, p_broken,
         reason, evidence); when given (non-empty) it replaces the median rule: "drop" settles the pair

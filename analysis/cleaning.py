@@ -40,6 +40,7 @@ import pandas as pd
 
 from analysis.aggregates import judgment_differences, judgments
 from analysis.frames import ANNOTATOR, PAIR_ID, PREFERENCE, RUBRIC_ITEM, RUBRIC_PREFIX
+from analysis.scale import to_study_points
 from analysis.settings import DEFAULTS
 
 __all__ = [
@@ -221,6 +222,7 @@ def cleaning_list(
     fdr: float = DEFAULTS.fdr,
     margin: float = DEFAULTS.margin,
     watch: Sequence[str] = (),
+    margins: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """Combine per-item evidence into the cleaning list.
 
@@ -236,6 +238,8 @@ def cleaning_list(
         kept pair.
     margin : float
         The equivalence margin (for the wording).
+    margins : mapping of str to float, optional
+        A quality dimension's own margin (for the wording), where it differs from `margin`.
     watch : sequence of str
         Items whose own defect probability above `fdr` keeps a pair from "keep" (it then needs more
         judgments) without entering the drop decision: the quality dimensions, so a defect on one of
@@ -284,12 +288,14 @@ def cleaning_list(
         top = [d for d in present if column[f"p_{d}"][i] >= max(p_broken, 1e-12) * 0.999]
         top = [d for d in top if p_broken > fdr]
         what = [
-            "rubric not higher for chosen" if d == "rubric" else f"mean {d} gap beyond +-{margin:g}"
+            "rubric not higher for chosen"
+            if d == "rubric"
+            else f"mean {d} gap beyond +-{(margins or {}).get(d, margin):g}"
             for d in top
         ]
         if decision != DROP:
             what += [
-                f"{w} gap possibly beyond +-{margin:g} (P {column[f'p_{w}'][i]:.2f})"
+                f"{w} gap possibly beyond +-{(margins or {}).get(w, margin):g} (P {column[f'p_{w}'][i]:.2f})"
                 for w in watched
                 if column[f"p_{w}"][i] > fdr
             ]
@@ -369,6 +375,7 @@ def study_cleaning(
     quality_items: Sequence[str],
     margin: float,
     fdr: float = DEFAULTS.fdr,
+    margins: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """The cleaning list of a study from its per-judgment differences and crossed-fit components.
 
@@ -376,16 +383,27 @@ def study_cleaning(
     ``"rubric"`` when rated), `components` their ``(pair_var, annotator_var, residual_var)``;
     `preference` has ``pair_id, annotator, score`` (preference score - 0.5). A pair is broken when
     its mean gap over the quality dimensions (item ``"quality"``, fitted here) lies beyond the margin
-    or its rubric effect is not positive; each dimension's shrunken gap is shown. One posterior per
-    defect, not one per dimension: the largest of three noisy posteriors of the same gap is not a
-    probability, and dropped good pairs three times as often in the Monte Carlo check. Returns
+    or its rubric effect is not positive; each dimension's shrunken gap is shown. With `margins` (each
+    dimension's own margin, dimensions on different scales) a dimension's gaps enter the mean in points
+    of `margin` (:func:`analysis.scale.to_study_points`) and its own evidence uses its margin. One
+    posterior per defect, not one per dimension: the largest of three noisy posteriors of the same gap
+    is not a probability, and dropped good pairs three times as often in the Monte Carlo check. Returns
     :func:`cleaning_list`.
     """
     evidence: dict[str, ItemEvidence] = {}
     defects = []
     present = [item for item in quality_items if item in differences]
     if present:
-        long = pd.concat([differences[item][[PAIR_ID, ANNOTATOR, "diff"]] for item in present])
+        long = pd.concat(
+            [
+                differences[item][[PAIR_ID, ANNOTATOR, "diff"]].assign(
+                    diff=differences[item]["diff"] * to_study_points(margin, margins, item)
+                )
+                if margins
+                else differences[item][[PAIR_ID, ANNOTATOR, "diff"]]
+                for item in present
+            ]
+        )
         composite = long.groupby([PAIR_ID, ANNOTATOR], sort=True)["diff"].mean().reset_index()
         c_pair, c_ann, c_res = _components(composite, "diff")
         evidence[QUALITY] = item_evidence(
@@ -402,7 +420,7 @@ def study_cleaning(
             residual_var=residual_var,
             annotator_var=annotator_var,
             pair_var=pair_var,
-            defect=("at_most", 0.0) if rubric else ("beyond", margin),
+            defect=("at_most", 0.0) if rubric else ("beyond", (margins or {}).get(item, margin)),
         )
         if rubric:
             defects.append(item)
@@ -416,11 +434,16 @@ def study_cleaning(
         defect=("at_most", 0.0),
         score="score",
     )
-    return cleaning_list(evidence, defects=defects, fdr=fdr, margin=margin, watch=present)
+    return cleaning_list(evidence, defects=defects, fdr=fdr, margin=margin, watch=present, margins=margins)
 
 
 def frame_cleaning(
-    frame: pd.DataFrame, *, quality_items: Sequence[str], margin: float, fdr: float = DEFAULTS.fdr
+    frame: pd.DataFrame,
+    *,
+    quality_items: Sequence[str],
+    margin: float,
+    fdr: float = DEFAULTS.fdr,
+    margins: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """The cleaning list of a label frame of main pairs (fits the crossed models itself).
 
@@ -453,6 +476,7 @@ def frame_cleaning(
         quality_items=quality_items,
         margin=margin,
         fdr=fdr,
+        margins=margins,
     )
 
 

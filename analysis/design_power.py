@@ -17,6 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from analysis.design import Design, critical_values, noise_ratio, simulate_design
+from analysis.scale import Margin, item_margin
 
 __all__ = ["candidate_designs", "compare_designs", "compare_overall"]
 
@@ -136,7 +137,7 @@ def compare_overall(
     n_pairs: int,
     pool: int,
     budget: float,
-    margin: float,
+    margin: Margin,
     max_share: float = 0.1,
     alpha: float = 0.05,
     n_sim: int = 1000,
@@ -154,7 +155,9 @@ def compare_overall(
         Main pairs and annotators in the pool.
     budget : float
         Judgments per pair on average.
-    margin, max_share, alpha : float
+    margin : float or mapping of str to float
+        As in the report (one for every quality dimension, or each dimension's).
+    max_share, alpha : float
         As in the report.
     n_sim : int, default 1000
         Simulated studies per design and item.
@@ -210,7 +213,8 @@ def compare_overall(
     fixed_equivalence = float(np.prod([whole[f"power_{item}"] for item in quality["item"]]))
     tables = [
         compare_designs(
-            n_pairs=n_pairs, pool=pool, budget=budget, margin=margin, pair_var=float(row["pair_var"]),
+            n_pairs=n_pairs, pool=pool, budget=budget, margin=item_margin(margin, str(row["item"])),
+            pair_var=float(row["pair_var"]),
             annotator_var=float(row["annotator_var"]), residual_var=float(row["residual_var"]),
             max_share=max_share, alpha=alpha, n_sim=n_sim, seed=seed + 101 * index,
         )

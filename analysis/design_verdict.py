@@ -19,6 +19,7 @@ import pandas as pd
 
 from analysis.design import Design, broken_test, look_points, next_pairs
 from analysis.design_looks import broken_test_looks
+from analysis.scale import Margin, item_margin
 from analysis.validation import ValidationResult
 from analysis.verdicts import Verdict
 from analysis.vocabulary import PAIR_ID
@@ -49,17 +50,19 @@ def allocation_table(
     quality_items: Sequence[str],
     design: Design,
     *,
-    margin: float,
+    margin: Margin,
     max_share: float,
     alpha: float,
 ) -> pd.DataFrame:
-    """One row per quality dimension: the calibrated test (:class:`analysis.design.BrokenTest`)."""
+    """One row per quality dimension: the calibrated test (:class:`analysis.design.BrokenTest`), against
+    the dimension's margin."""
     rows = []
     for item in quality_items:
         sums = _pair_sums(validation.differences[item])
         test = broken_test if design.looks == 1 else broken_test_looks
         res = test(
-            sums["sum"], sums["square"], sums["n"], design, margin=margin, max_share=max_share, alpha=alpha,
+            sums["sum"], sums["square"], sums["n"], design, margin=item_margin(margin, item),
+            max_share=max_share, alpha=alpha,
             dimension=item,
         )  # fmt: skip
         rows.append(res.to_dict())
@@ -116,7 +119,7 @@ def registered_equivalence(verdict: Verdict, validation: ValidationResult, table
 
 
 def pairs_to_judge(
-    validation: ValidationResult, table: pd.DataFrame, design: Design, *, margin: float, limit: int
+    validation: ValidationResult, table: pd.DataFrame, design: Design, *, margin: Margin, limit: int
 ) -> list[str]:
     """The pairs the registered rule gives the next judgments to (at most `limit`), from the dimension
     furthest from settled."""
@@ -128,12 +131,12 @@ def pairs_to_judge(
     noise = float(table.loc[gap.idxmax(), "noise_var"])
     noise = noise if np.isfinite(noise) and noise > 0 else 1.0
     means = (sums["sum"] / sums["n"]).to_numpy()
-    picked = next_pairs(means, sums["n"].to_numpy(), design, noise, margin, limit)
+    picked = next_pairs(means, sums["n"].to_numpy(), design, noise, item_margin(margin, item), limit)
     return [str(sums.index[i]) for i in picked]
 
 
 def standing(
-    overall: str, validation: ValidationResult, table: pd.DataFrame, design: Design | None, *, margin: float
+    overall: str, validation: ValidationResult, table: pd.DataFrame, design: Design | None, *, margin: Margin
 ) -> tuple[str, list[str]]:
     """What the study's state is, in words, and the pairs that should get the next judgments.
 

@@ -19,6 +19,7 @@ import numpy as np
 from scipy import integrate, stats
 
 from analysis.equivalence import tost_paired
+from analysis.scale import Margin, item_margin
 from analysis.simulation import BIAS_SD, NOISE, latent_quality, rate
 
 if TYPE_CHECKING:
@@ -191,9 +192,10 @@ def simulated_power(
 
 
 def achieved_power(
-    frame: pd.DataFrame, *, quality_items: Sequence[str], margin: float, alpha: float = 0.05
+    frame: pd.DataFrame, *, quality_items: Sequence[str], margin: Margin, alpha: float = 0.05
 ) -> pd.DataFrame:
-    """The power an existing study has for each quality dimension's paired TOST.
+    """The power an existing study has for each quality dimension's paired TOST (against the
+    dimension's margin when `margin` gives one per dimension).
 
     Uses the study's number of pairs and the observed SD of its per-pair mean differences, at a true
     difference of 0 (the power to show equivalence if the responses are truly equal).
@@ -218,7 +220,7 @@ def achieved_power(
         diff = pair_means(frame, item)["diff"].dropna()
         sd = float(np.std(diff, ddof=1)) if len(diff) > 1 else float("nan")
         power = (
-            tost_power(len(diff), margin=margin, sd=sd, alpha=alpha)
+            tost_power(len(diff), margin=item_margin(margin, item), sd=sd, alpha=alpha)
             if len(diff) > 1 and sd > 0
             else float("nan")
         )
@@ -493,7 +495,7 @@ def overall_pass_power(
     n_pairs: int,
     per_pair: int,
     pool: int,
-    margin: float,
+    margin: Margin,
     alpha: float = 0.05,
     max_broken_share: float = 0.1,
     n_sim: int = 4000,
@@ -558,7 +560,8 @@ def overall_pass_power(
         se_hat = se * np.sqrt(rng.chisquare(df, n_sim) / df)
         if row["kind"] == "equivalence":
             t = float(stats.t.ppf(1 - alpha, df))
-            tost = (est - t * se_hat > -margin) & (est + t * se_hat < margin)
+            m = item_margin(margin, str(row["item"]))
+            tost = (est - t * se_hat > -m) & (est + t * se_hat < m)
             tau2 = comps["pair_var"] + comps["residual_var"] / per_pair
             s2 = tau2 * rng.chisquare(n_pairs - 1, n_sim) / (n_pairs - 1)
             noise = comps["residual_var"] / per_pair
@@ -566,7 +569,7 @@ def overall_pass_power(
                 [
                     broken_share_from(
                         float(s2[i]), n_pairs, noise, pair_var=comps["pair_var"], mean=float(est[i]),
-                        mean_se=float(se_hat[i]), mean_df=df, margin=margin, max_share=max_broken_share,
+                        mean_se=float(se_hat[i]), mean_df=df, margin=m, max_share=max_broken_share,
                         alpha=alpha, per_pair=per_pair,
                     ).below
                     for i in range(n_sim)

@@ -13,7 +13,7 @@ against the judge's preference mapped to 0..1, one-sided against 0.5.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ from analysis.prediction_powered import (
     prediction_powered_superiority,
     prediction_powered_tost,
 )
+from analysis.scale import Margin, item_margin
 from analysis.validation import preference_scores
 from analysis.vocabulary import RUBRIC_ITEM, RUBRIC_PREFIX
 
@@ -237,6 +238,7 @@ def prediction_powered_section(
     alpha: float = 0.05,
     control_pairs: Sequence[str] = (),
     probability: pd.Series | None = None,
+    margins: Mapping[str, float] | None = None,
 ) -> PredictionPoweredSection | None:
     """The prediction-powered equivalence verdict of every judge that rated pairs beyond the people's.
 
@@ -258,6 +260,8 @@ def prediction_powered_section(
         (:func:`analysis.active_ppi.weighted_ppi_tost`) and speak for the pairs with a probability;
         the preference share is left out (it has no weighted form yet). None or empty: a uniform sample
         is assumed.
+    margins : mapping of str to float, optional
+        A dimension's own margin in its scale's points (dimensions on different scales).
 
     Returns
     -------
@@ -296,7 +300,8 @@ def prediction_powered_section(
         rubric_row = None if rubric_diffs is None else _rubric_row(name, rubric_diffs, mine, alpha)
         if rubric_row is not None:
             rubric.append(rubric_row)
-        results = _dimension_results(name, mine, differences, rated, weights, margin, alpha)
+        each = {**dict.fromkeys(differences, margin), **(margins or {})}
+        results = _dimension_results(name, mine, differences, rated, weights, each, alpha)
         for res in results:
             rows.append(
                 {"judge": name, "dimension": res.item} | {c: getattr(res, c) for c in TABLE_COLUMNS[2:-1]}
@@ -314,6 +319,7 @@ def prediction_powered_section(
         rubric=pd.DataFrame(rubric, columns=RUBRIC_COLUMNS),
         parameters={
             "margin": margin,
+            **({"margins": dict(margins)} if margins and set(margins.values()) != {margin} else {}),
             "alpha": alpha,
             "sampling": SAMPLING_WEIGHTED if weights is not None else SAMPLING_UNIFORM,
         },
@@ -337,7 +343,7 @@ def _dimension_results(
     differences: dict[str, pd.DataFrame],
     rated: set[str],
     weights: pd.Series | None,
-    margin: float,
+    margin: Margin,
     alpha: float,
 ) -> list[PredictionPowered]:
     """One judge's prediction-powered TOST per dimension where it rated pairs beyond the people's
@@ -350,10 +356,12 @@ def _dimension_results(
         try:
             if weights is not None:
                 res = weighted_ppi_tost(
-                    diffs, gap, weights, item=item, margin=margin, alpha=alpha, judge=name
+                    diffs, gap, weights, item=item, margin=item_margin(margin, item), alpha=alpha, judge=name
                 )
             else:
-                res = prediction_powered_tost(diffs, gap, item=item, margin=margin, alpha=alpha, judge=name)
+                res = prediction_powered_tost(
+                    diffs, gap, item=item, margin=item_margin(margin, item), alpha=alpha, judge=name
+                )
         except ValueError:
             continue
         results.append(res)

@@ -158,7 +158,11 @@ class ReportSettings:
     quality_items : sequence of str
         The quality dimensions that must be equivalent.
     margin : float, default 0.5
-        Equivalence margin in scale points.
+        Equivalence margin in points of the study's scale.
+    margins : mapping of str to float
+        A quality item's own margin in its scale's points, where it has one (the others: `margin`);
+        :func:`analysis.scale.dimension_margins`. Sums and means over dimensions (the positive controls,
+        the cleaning list's mean gap) put each gap into points of `margin` first.
     alpha : float, default 0.05
         Level of every one-sided test; the matching intervals are 1 - 2*alpha.
     scale : analysis.scale.Scale, default 1-5
@@ -205,6 +209,7 @@ class ReportSettings:
 
     quality_items: Sequence[str] = QUALITY_ITEMS
     margin: float = DEFAULTS.margin
+    margins: Mapping[str, float] = field(default_factory=dict)
     alpha: float = DEFAULTS.alpha
     scale: Scale = DEFAULT_SCALE
     scales: Mapping[str, Scale] = field(default_factory=dict)
@@ -237,6 +242,10 @@ class ReportSettings:
     def scale_of(self, item: str) -> Scale:
         """The scale quality item `item` is rated on."""
         return self.scales.get(item, self.scale)
+
+    def item_margins(self, items: Sequence[str]) -> dict[str, float]:
+        """The equivalence margin of each of `items`, in its scale's points."""
+        return {item: float(self.margins.get(item, self.margin)) for item in items}
 
 
 def replicated_pairs(main: pd.DataFrame) -> int:
@@ -291,6 +300,7 @@ def build_report(
     settings = settings or ReportSettings()
     frame, owner_rows = split_owners(validate_frame(frame))
     quality_items = list(settings.quality_items)
+    margins = settings.item_margins(quality_items)
     main, controls = split_controls(frame)
     if main.empty:
         raise ValueError("the frame has no main (non-control) pairs")
@@ -302,7 +312,7 @@ def build_report(
         main,
         quality_items=quality_items,
         gap_ranges={item: settings.scale_of(item).span for item in quality_items},
-        margin=settings.margin,
+        margin=margins,
         alpha=settings.alpha,
         max_broken_share=settings.max_broken_share,
     )
@@ -320,10 +330,10 @@ def build_report(
         min_units=MIN_REPLICATED_UNITS,
     )
     per_judgment = judgments(main)
-    design = design_table(
-        validation, margin=settings.margin, alpha=settings.alpha, power=settings.target_power
+    design = design_table(validation, margin=margins, alpha=settings.alpha, power=settings.target_power)
+    sensitivity_table = positive_control_table(
+        controls, quality_items, settings.alpha, settings.margin, margins=margins
     )
-    sensitivity_table = positive_control_table(controls, quality_items, settings.alpha, settings.margin)
     sensitivity = sensitivity_verdict(
         sensitivity_table,
         controls,
@@ -349,7 +359,7 @@ def build_report(
             validation,
             quality_items,
             registered,
-            margin=settings.margin,
+            margin=margins,
             max_share=settings.max_broken_share,
             alpha=settings.alpha,
         )
@@ -362,7 +372,9 @@ def build_report(
             main, quality_items=quality_items, fast_seconds=settings.fast_seconds
         )
         pair_table = per_pair_table(main, validation, per_judgment)
-        cleaning = cleaning_table(validation, per_judgment, quality_items, settings.margin, settings.fdr)
+        cleaning = cleaning_table(
+            validation, per_judgment, quality_items, settings.margin, settings.fdr, margins
+        )
         failed = failed_pairs_table(cleaning)
         bias = bias_tables(main, validation, per_judgment, settings.alpha)
         categories = category_table(validation, settings.alpha)
@@ -397,6 +409,7 @@ def build_report(
     }
     parameters = {
         "margin": settings.margin,
+        **({"margins": margins} if any(m != settings.margin for m in margins.values()) else {}),
         "alpha": settings.alpha,
         "ci_level_tost": 1 - 2 * settings.alpha,
         "quality_items": quality_items,

@@ -5,7 +5,7 @@ annotator, and the differences by category."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,11 +26,13 @@ from analysis.frames import (
 )
 from analysis.mixed import fit_crossed
 from analysis.power import recommend_design
+from analysis.scale import Margin, item_margin
 from analysis.validation import ValidationResult, preference_scores
 
 
-def design_table(validation: ValidationResult, *, margin: float, alpha: float, power: float) -> pd.DataFrame:
-    """Per dimension: variance components and the annotator pool the crossed TOST would need."""
+def design_table(validation: ValidationResult, *, margin: Margin, alpha: float, power: float) -> pd.DataFrame:
+    """Per dimension: variance components and the annotator pool the crossed TOST would need (against
+    the dimension's margin)."""
     rows = []
     for row in validation.crossed.to_dict("records"):
         n_pairs, n_obs = int(row["n_pairs"]), int(row["n_obs"])
@@ -50,7 +52,7 @@ def design_table(validation: ValidationResult, *, margin: float, alpha: float, p
         if all(isinstance(v, float) and math.isfinite(v) for v in comps) and n_pairs >= 2:
             try:
                 rec = recommend_design(
-                    margin=margin,
+                    margin=item_margin(margin, str(row["dimension"])),
                     pair_var=row["pair_var"],
                     annotator_var=row["annotator_var"],
                     residual_var=row["residual_var"],
@@ -91,8 +93,10 @@ def cleaning_table(
     quality_items: Sequence[str],
     margin: float,
     fdr: float,
+    margins: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
-    """The cleaning list (:mod:`analysis.cleaning`) from the crossed fits' variance components."""
+    """The cleaning list (:mod:`analysis.cleaning`) from the crossed fits' variance components
+    (`margins`: each quality item's own margin, when they differ from `margin`)."""
 
     def parts(row: Any) -> tuple[float, float, float]:
         return float(row["pair_var"]), float(row["annotator_var"]), float(row["residual_var"])
@@ -110,6 +114,7 @@ def cleaning_table(
         quality_items=quality_items,
         margin=margin,
         fdr=fdr,
+        margins=margins,
     )
 
 

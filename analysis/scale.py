@@ -14,7 +14,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_SCALE", "Scale", "report_scales", "scale_parameters", "unnumbered"]
+__all__ = [
+    "DEFAULT_SCALE",
+    "Margin",
+    "Scale",
+    "dimension_margins",
+    "item_margin",
+    "report_scales",
+    "scale_parameters",
+    "to_study_points",
+    "unnumbered",
+]
 
 
 @dataclass(frozen=True)
@@ -116,3 +126,39 @@ def report_scales(parameters: Mapping[str, Any], items: Sequence[str]) -> dict[s
         int(parameters.get("scale_max", DEFAULT_SCALE.high)),
     )
     return {item: Scale.from_dict(own[item]) if item in own else study for item in items}
+
+
+#: An equivalence margin in scale points: one for every quality item, or one per item (every item's).
+Margin = float | Mapping[str, float]
+
+
+def item_margin(margin: Margin, item: str) -> float:
+    """The margin of quality item `item` (`margin` itself when it is one number)."""
+    return float(margin[item]) if isinstance(margin, Mapping) else float(margin)
+
+
+def dimension_margins(
+    margin: float, scale: Scale, scales: Mapping[str, Scale], own: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """Each dimension's equivalence margin in its own scale's points: its `own` margin where it has one,
+    else the study's `margin` (points of the study's `scale`) held to the same share of the dimension's
+    scale (0.5 on 1-5 is 0.75 on 1-7 and 0.125 on a 0/1 item).
+
+    Examples
+    --------
+    >>> dimension_margins(0.5, Scale(), {"a": Scale(), "b": Scale(1, 7), "c": Scale(0, 1)})
+    {'a': 0.5, 'b': 0.75, 'c': 0.125}
+    """
+    own = own or {}
+    return {
+        name: float(own[name]) if name in own else margin * (s.span / scale.span)
+        for name, s in scales.items()
+    }
+
+
+def to_study_points(margin: float, margins: Mapping[str, float] | None, item: str) -> float:
+    """The factor that puts a gap on `item` into points of the study's margin (`margin` / the item's),
+    so gaps on dimensions of different scales can be summed or averaged; 1 without per-item margins."""
+    if not margins or item not in margins:
+        return 1.0
+    return margin / margins[item]

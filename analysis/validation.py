@@ -36,6 +36,7 @@ from analysis.equivalence import (
 )
 from analysis.frames import ANNOTATOR, ITEM, PAIR_ID, PREFERENCE, QUALITY_ITEMS, RUBRIC_ITEM, RUBRIC_PREFIX
 from analysis.mixed import mixed_effect
+from analysis.scale import Margin, item_margin
 from analysis.settings import DEFAULTS
 
 __all__ = ["ValidationResult", "minimum_detectable_effect", "preference_scores", "validate_pairs"]
@@ -142,7 +143,7 @@ def validate_pairs(
     frame: pd.DataFrame,
     *,
     quality_items: Sequence[str] = QUALITY_ITEMS,
-    margin: float = DEFAULTS.margin,
+    margin: Margin = DEFAULTS.margin,
     alpha: float = DEFAULTS.alpha,
     max_broken_share: float = DEFAULTS.max_broken_share,
     gap_ranges: Mapping[str, float] | None = None,
@@ -155,8 +156,9 @@ def validate_pairs(
         A validated label frame (:func:`analysis.frames.validate_frame`) without control pairs.
     quality_items : sequence of str
         The dimensions that must be equivalent (default correctness, relevance, helpfulness).
-    margin : float, default 0.5
-        Symmetric equivalence margin in scale points.
+    margin : float or mapping of str to float, default 0.5
+        Symmetric equivalence margin in scale points: one for every quality item, or each item's
+        (:func:`analysis.scale.dimension_margins`).
     alpha : float, default 0.05
         Level of every one-sided test (TOST intervals are 1 - 2*alpha).
     max_broken_share : float, default 0.1
@@ -184,10 +186,9 @@ def validate_pairs(
     >>> bool(res.iut.equivalent), bool(res.superiority.loc[0, "superior"])
     (True, True)
     """
-    margin = float(margin)
-    if not margin > 0:
-        raise ValueError(f"margin must be positive, got {margin!r}")
-    low, high = -margin, margin
+    for value in margin.values() if isinstance(margin, Mapping) else [margin]:
+        if not float(value) > 0:
+            raise ValueError(f"margin must be positive, got {float(value)!r}")
     eq_rows, crossed_rows, broken_rows, tosts, crossed = [], [], [], {}, {}
     diffs: dict[str, pd.DataFrame] = {}
     means: dict[str, pd.DataFrame] = {}
@@ -196,6 +197,8 @@ def validate_pairs(
         pm = pair_means_from_differences(d)
         diffs[item], means[item] = d, pm
         _require_two_pairs(pm, item)
+        m = item_margin(margin, item)
+        low, high = -m, m
         tost = tost_paired(pm["chosen"], pm["rejected"], low=low, high=high, alpha=alpha)
         wil = wilcoxon_tost_paired(pm["chosen"], pm["rejected"], low=low, high=high, alpha=alpha)
         tosts[item] = tost
@@ -219,12 +222,12 @@ def validate_pairs(
                 "wilcoxon_equivalent": wil.equivalent,
             }
         )
-        res = mixed_effect(frame, item, margin=margin, alpha=alpha, differences=d)
+        res = mixed_effect(frame, item, margin=m, alpha=alpha, differences=d)
         crossed[item] = res
         crossed_rows.append({"dimension": item, **res.to_dict()})
         share = broken_share(
             d,
-            margin=margin,
+            margin=m,
             max_share=max_broken_share,
             alpha=alpha,
             gap_range=float(gap_ranges[item]) if gap_ranges and item in gap_ranges else _gap_range(d),

@@ -5,7 +5,7 @@ sensitivity) and of the overall result. :func:`analysis.report.build_report` cal
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -14,6 +14,7 @@ from scipy import stats
 
 from analysis.aggregates import judgment_differences
 from analysis.frames import CONTROL, PAIR_ID
+from analysis.scale import to_study_points
 from analysis.validation import ValidationResult
 from analysis.vocabulary import POSITIVE
 
@@ -336,9 +337,16 @@ def reliability_verdict(
 
 
 def positive_control_table(
-    controls: pd.DataFrame, quality_items: Sequence[str], alpha: float, margin: float = 0.0
+    controls: pd.DataFrame,
+    quality_items: Sequence[str],
+    alpha: float,
+    margin: float = 0.0,
+    *,
+    margins: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
-    """One row: the positive-control test of gap > margin (empty without positive controls)."""
+    """One row: the positive-control test of gap > margin (empty without positive controls). With
+    `margins` (each dimension's own margin) a dimension's gap is summed in points of `margin`
+    (:func:`analysis.scale.to_study_points`)."""
     if controls.empty:
         return pd.DataFrame()
     positive = controls[controls[CONTROL] == POSITIVE]
@@ -350,7 +358,8 @@ def positive_control_table(
             d = judgment_differences(positive, item)
         except ValueError:
             continue
-        per_item.append(d.groupby(PAIR_ID)["diff"].mean().rename(item))
+        factor = to_study_points(margin, margins, item) if margin > 0 else 1.0
+        per_item.append((d.groupby(PAIR_ID)["diff"].mean() * factor).rename(item))
     if not per_item:
         return pd.DataFrame()
     # the sum over dimensions: a planted defect lowers one dimension (unknown here), so the summed gap

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sqlmodel import Session, select
 
-from analysis.scale import DEFAULT_SCALE, Scale
+from analysis.scale import DEFAULT_SCALE, Margin, Scale, dimension_margins
 from analysis.settings import DEFAULTS, AnalysisSettings
 from analysis.vocabulary import CONFIDENCE_POINTS, PREFERENCE_POINTS, RUBRIC_POINTS
 from annotator.errors import ConfigError, UserError
@@ -40,6 +40,9 @@ class Dimension(_Strict):
     # Left out of the stored config when not set, so a study from before per-dimension scales reads the same.
     scale_min: int | None = Field(default=None, exclude_if=lambda v: v is None)
     scale_max: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The equivalence margin in this dimension's points; by default the study's [analysis] margin held
+    # to the same share of this dimension's scale (analysis.scale.dimension_margins).
+    margin: float | None = Field(default=None, gt=0, exclude_if=lambda v: v is None)
 
 
 class Quality(_Strict):
@@ -342,6 +345,19 @@ class StudyConfig(_Strict):
         if self.judges.epsilon is not None:
             return self.judges.epsilon, "set in the study's [judges] epsilon"
         return EPSILON[kind], f"the paper's value for {kind} annotators"
+
+    @property
+    def margins(self) -> dict[str, float]:
+        """Each quality dimension's equivalence margin in its own scale's points."""
+        quality = self.quality
+        own = {d.name: d.margin for d in quality.dimensions if d.margin is not None}
+        return dimension_margins(self.analysis.margin, quality.scale, quality.scales, own)
+
+    @property
+    def quality_margin(self) -> Margin:
+        """The margin of the quality dimensions: the study's, or each dimension's when they differ."""
+        margins = self.margins
+        return margins if any(m != self.analysis.margin for m in margins.values()) else self.analysis.margin
 
     def analysis_settings(self) -> AnalysisSettings:
         """The study's [analysis] and [validation] tables as one analysis settings model."""

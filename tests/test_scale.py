@@ -108,6 +108,36 @@ def test_report_parameters_name_each_scale_only_when_they_differ() -> None:
     assert report_scales(own, items)["safe"] == Scale(0, 1)
 
 
+def test_each_dimension_has_its_margin_on_its_own_scale() -> None:
+    """The study's margin (points of its 1-5 scale) is held to the same share of each dimension's
+    scale, unless a dimension sets its own; a study on one scale keeps one margin."""
+    import tomllib
+
+    config = two_scale_config()
+    assert config.margins == {"correctness": 0.5, "helpfulness": 0.75, "safe": 0.125}
+    assert config.quality_margin == config.margins
+    data = tomllib.loads(TWO_SCALES_TOML.replace("scale_min = 0\n", "scale_min = 0\nmargin = 0.1\n"))
+    assert parse_config(data).margins["safe"] == 0.1
+    assert parse_config(data).model_dump()["quality"]["dimensions"][2]["margin"] == 0.1
+    default = load_config()
+    assert default.quality_margin == 0.5 and set(default.margins.values()) == {0.5}
+
+
+def test_the_settings_form_keeps_a_dimensions_own_scale() -> None:
+    """The form's dimensions table shows name, question and labels; editing a question keeps the
+    dimension's scale, which only study.toml sets."""
+    from annotator.intake import study_settings
+
+    base = two_scale_config()
+    table = study_settings.dimensions_frame(base)
+    table.loc[table["name"] == "safe", "question"] = "Could anyone follow it safely?"
+    edited = study_settings.build_config(
+        base, dimensions=table, training=study_settings.training_frame(base), sections={}
+    )
+    assert edited.quality.scales["safe"].values == (0, 1) and edited.quality.scales["helpfulness"].high == 7
+    assert edited.quality.dimensions[2].question == "Could anyone follow it safely?"
+
+
 # ------------------------------------------------------------------------------- asking and checking
 
 
@@ -230,7 +260,19 @@ def test_the_report_uses_each_dimensions_scale(two_scale_study: tuple[Engine, Re
         methods_paragraph(report)
     )
     assert "±4 on correctness, ±6 on helpfulness, ±1 on safe" in figure_captions(report)["categories"]
+    margins = {"correctness": 0.5, "helpfulness": 0.75, "safe": 0.125}
+    assert p["margins"] == margins and p["margin"] == 0.5
+    crossed = report.validation.crossed.set_index("dimension")
+    assert crossed["high"].to_dict() == margins and (crossed["low"] == -crossed["high"]).all()
+    assert report.validation.broken.set_index("dimension")["margin"].to_dict() == margins
+    assert "(correctness +-0.5, helpfulness +-0.75, safe +-0.125;" in methods_paragraph(report)
+    assert (
+        "band (±0.5 on correctness, ±0.75 on helpfulness, ±0.125 on safe)"
+        in figure_captions(report)["forest"]
+    )
     forest = figures(report)["forest"]
+    bands = {shape.name: (shape.x0, shape.x1) for shape in forest.layout.shapes if shape.name}
+    assert bands == {f"margin {k}": (-m, m) for k, m in margins.items()}
     for trace in forest.data:
         for dimension, estimate, up, down in zip(
             trace.y, trace.x, trace.error_x.array, trace.error_x.arrayminus, strict=True

@@ -71,7 +71,13 @@ def figure_captions(report: Report) -> dict[str, str]:
             f"Mean chosen − rejected rating per quality dimension with its {level}% CI: blue from the "
             "crossed random-effects model (the verdict, for pairs and annotators in general), grey from "
             "the per-pair TOST (this panel of annotators). Equivalence is shown when the whole interval "
-            f"lies inside the green band of ±{p['margin']:g} points."
+            + (
+                f"lies inside the green band of ±{p['margin']:g} points."
+                if "margins" not in p
+                else "lies inside its dimension's green band ("
+                + ", ".join(f"±{m:g} on {item}" for item, m in p["margins"].items())
+                + ")."
+            )
         ),
         "differences": (
             "How many pairs have each mean chosen − rejected difference (averaged over the pair's "
@@ -81,8 +87,8 @@ def figure_captions(report: Report) -> dict[str, str]:
             f"Mean chosen − rejected difference per category and item with its {level}% t interval over "
             f"pairs, clipped to the possible range ({_quality_ranges(report)}, ±"
             f"{RUBRIC_RANGE:g} on the rubric). Categories with fewer than {MIN_CATEGORY_PAIRS} pairs "
-            "have no interval: they are hollow points marked “too few pairs”. Green band: the "
-            "equivalence margin."
+            "have no interval: they are hollow points marked “too few pairs”. "
+            + ("Green band: the equivalence margin." if "margins" not in p else "Each item has its margin.")
         ),
         "preference": (
             "Judgments that preferred the chosen response, called them equal, or preferred the "
@@ -110,7 +116,14 @@ def figures(report: Report) -> dict[str, Any]:
     level = round(100 * (1 - 2 * report.parameters["alpha"]))
     layout = {"margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "legend": {"orientation": "h", "y": -0.25}}
     forest = go.Figure()
-    forest.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.6, line_width=0, layer="below")
+    own = report.parameters.get("margins")
+    if own is None:
+        forest.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.6, line_width=0, layer="below")
+    for row, (item, m) in enumerate((own or {}).items()):  # a band per dimension, on its row
+        forest.add_shape(
+            type="rect", x0=-m, x1=m, y0=row - 0.45, y1=row + 0.45, yref="y", fillcolor="#d3f9d8",
+            opacity=0.6, line_width=0, layer="below", name=f"margin {item}",
+        )  # fmt: skip
     for table, name, color in (
         (v.crossed, f"crossed model, {level}% CI (verdict)", "#3b5bdb"),
         (v.equivalence, f"per-pair TOST, {level}% CI (this panel)", "#868e96"),
@@ -252,7 +265,8 @@ def _category_figure(report: Report, go: Any, level: int, margin: float) -> Any:
                     offsetgroup=str(item),
                 )
             )
-    figure.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.4, line_width=0, layer="below")
+    if "margins" not in report.parameters:  # items with their own margins share no band
+        figure.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.4, line_width=0, layer="below")
     width = difference_range(report, "")
     figure.update_layout(
         title=f"By category, {level}% CI",

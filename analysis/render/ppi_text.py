@@ -36,8 +36,15 @@ def _note(section: PredictionPoweredSection) -> str:
         "chosen - rejected gap over every judged pair is lambda x the judge's mean gap on the pairs no "
         "person rated + the people's mean of (gap - lambda x judge gap) on the rated pairs, the latter in "
         "the crossed random-effects model (pair and annotator effects, Satterthwaite df), so the claim "
-        "holds for pairs and annotators in general whatever the judge is. TOST against +-"
-        f"{p['margin']:g} at {p['alpha']:g} per one-sided test ({level}% CIs), all dimensions must pass. "
+        "holds for pairs and annotators in general whatever the judge is. TOST against "
+        + (
+            f"+-{p['margin']:g}"
+            if "margins" not in p
+            else "each dimension's margin ("
+            + ", ".join(f"{k} +-{m:g}" for k, m in p["margins"].items())
+            + ")"
+        )
+        + f" at {p['alpha']:g} per one-sided test ({level}% CIs), all dimensions must pass. "
         + "The share of broken pairs stays the people-only verdict's. "
         + _sampling(p)
     )

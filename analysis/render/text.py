@@ -181,6 +181,19 @@ def _rated_on(p: dict[str, Any]) -> str:
     return ", ".join(items) + f") was rated on each dimension's own scale ({each}) "
 
 
+def _margin_words(p: dict[str, Any]) -> str:
+    """The equivalence margin for the methods: "+-0.5 scale points", or each dimension's when they
+    differ ("each dimension's margin in its own points (a +-0.5, b +-0.125; sums and means over
+    dimensions in points of the study's +-0.5)")."""
+    if "margins" not in p:
+        return f"+-{p['margin']:g} scale points"
+    each = ", ".join(f"{item} +-{m:g}" for item, m in p["margins"].items())
+    return (
+        f"each dimension's margin in its own scale's points ({each}; sums and means over dimensions in "
+        f"points of the study's +-{p['margin']:g})"
+    )
+
+
 def methods_paragraph(report: Report) -> str:
     """A methods paragraph stating exactly what was tested, with every parameter."""
     p, s = report.parameters, report.summary
@@ -215,8 +228,8 @@ def methods_paragraph(report: Report) -> str:
         "differences (chosen - rejected) with crossed random effects of pair and of annotator on the "
         "difference (REML), so that the mean difference refers to pairs and annotators in general, and "
         "tested equivalence with two one-sided tests (TOST; Schuirmann 1987) against "
-        f"+-{p['margin']:g} scale "
-        f"points at alpha = {p['alpha']:g} using Satterthwaite degrees of freedom ({dfs}); equivalently, the "
+        + _margin_words(p)
+        + f" at alpha = {p['alpha']:g} using Satterthwaite degrees of freedom ({dfs}); equivalently, the "
         f"{level}% CI lies inside the bounds. The dimensions were combined as an intersection-union "
         "test, all of "
         f"which must pass, so no multiplicity correction applies (Berger 1982).{weak} A paired TOST "

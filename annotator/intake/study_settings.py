@@ -75,13 +75,21 @@ def build_config(
 ) -> StudyConfig:
     """`base` with the form's values: the dimensions and training tables and, per section
     (analysis, controls, training, crowd, exclusion, ...), the keys the form sets. Raises ConfigError
-    with one line per problem ("study settings: <key>: <message>"), as the CLI's loader does."""
+    with one line per problem ("study settings: <key>: <message>"), as the CLI's loader does. A
+    dimension keeps its own scale and margin (set in study.toml; the table does not show them) while
+    its name stays."""
     data = base.model_dump()
+    own = {d["name"]: d for d in data["quality"]["dimensions"]}
     data["quality"]["dimensions"] = [
         {
             "name": str(r.get("name") or "").strip(),
             "question": r.get("question") or "",
             "labels": _split(r.get("labels")),
+        }
+        | {
+            key: value
+            for key, value in own.get(str(r.get("name") or "").strip(), {}).items()
+            if key in ("scale_min", "scale_max", "margin")
         }
         for r in _rows(dimensions)
     ]

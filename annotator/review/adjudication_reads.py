@@ -73,7 +73,7 @@ def current_evaluation(
         judgments,
         readers.current_scores(session, study_id=study_id, pair_db_id=pair_db_id),
         dimensions=config.dimension_names,
-        margin=config.analysis.margin,
+        margin=config.quality_margin,
         evidence=cleaning_evidence(session, study) if evidence is None else evidence,
     )
     return evaluation, judgments
@@ -96,6 +96,7 @@ def cleaning_evidence(session: Session, study: Study) -> pd.DataFrame:
             quality_items=config.dimension_names,
             margin=config.analysis.margin,
             fdr=config.validation.fdr,
+            margins=config.margins,
         )
     except (ValueError, np.linalg.LinAlgError):
         return pd.DataFrame()

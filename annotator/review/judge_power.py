@@ -79,7 +79,7 @@ def judge_power(
             n_total=total,
             per_pair=per_pair,
             pool=pool,
-            margin=settings.margin,
+            margin=config.margins[item],
             pair_var=fit.pair_var,
             annotator_var=fit.annotator_var,
             residual_var=fit.residual_var,

@@ -181,6 +181,7 @@ def judge_report(
         alpha=config.analysis.alpha,
         control_pairs=_control_pairs(frame),
         probability=probability,
+        margins=config.margins,
     )
     return dataclasses.replace(report, prediction_powered=covered)
 
@@ -271,6 +272,7 @@ def report_from_frame(
                 quality_items=config.dimension_names,
                 scale=config.quality.scale,
                 scales=config.quality.scales,
+                margins=config.margins,
                 n_boot=n_boot,
                 seed=seed,
                 extras=extras,
@@ -309,7 +311,7 @@ def study_power(session: Session, *, study: str, account: Account) -> tuple[Stud
     settings = config.analysis
     items = config.dimension_names
     try:
-        achieved = achieved_power(frame, quality_items=items, margin=settings.margin, alpha=settings.alpha)
+        achieved = achieved_power(frame, quality_items=items, margin=config.margins, alpha=settings.alpha)
         components = variance_components(frame, quality_items=items)
     except ValueError as exc:
         raise UserError(f"cannot analyse study {study!r}: {exc}") from None
@@ -318,7 +320,7 @@ def study_power(session: Session, *, study: str, account: Account) -> tuple[Stud
     for row in table.itertuples():
         try:
             rec = recommend_design(
-                margin=settings.margin,
+                margin=config.margins[str(row.dimension)],
                 pair_var=float(row.pair_var),
                 annotator_var=float(row.annotator_var),
                 residual_var=float(row.residual_var),
@@ -401,7 +403,7 @@ def study_overall_power(
             n_pairs=pilot.n_pairs,
             per_pair=pilot.per_pair,
             pool=pilot.pool,
-            margin=config.analysis.margin,
+            margin=config.margins,
             alpha=config.analysis.alpha,
             max_broken_share=config.validation.max_broken_share,
             n_sim=n_sim,
@@ -447,7 +449,7 @@ def study_design_comparison(
             n_pairs=n_pairs,
             pool=pool,
             budget=budget,
-            margin=config.analysis.margin,
+            margin=config.margins,
             max_share=config.validation.max_broken_share,
             alpha=config.analysis.alpha,
             n_sim=n_sim,
@@ -475,7 +477,7 @@ def standing(report: Report) -> tuple[str, list[str]]:
             report.validation,
             report.allocation,
             design,
-            margin=float(report.parameters["margin"]),
+            margin=report.parameters.get("margins") or float(report.parameters["margin"]),
         )
         if design.kind == "sequential" and pairs:  # one judgment at a time, as it is calibrated
             return words.replace("on these pairs", "one at a time; the next on this pair"), pairs[:1]
