@@ -30,7 +30,7 @@ A zero-variance ``d`` gets p = 0 when its mean is below epsilon and p = 1 otherw
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -104,7 +104,7 @@ def benjamini_yekutieli(
     n_reject = np.where(below.any(-1), m_all - np.argmax(below[..., ::-1], axis=-1), 0)
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.broadcast_to(np.arange(m_all), order.shape).copy(), axis=-1)
-    return (rank < n_reject[..., None]) & ok
+    return cast(np.ndarray, (rank < n_reject[..., None]) & ok)
 
 
 def alt_test(

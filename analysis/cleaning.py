@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -114,7 +115,7 @@ def _em_weights(like: np.ndarray, counts: np.ndarray, *, iterations: int = _ITER
             w = new
             break
         w = new
-    return w / w.sum()
+    return cast(np.ndarray, w / w.sum())
 
 
 def _distinct(*columns: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
@@ -130,7 +131,7 @@ def _distinct(*columns: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray,
 def _likelihood(x: np.ndarray, se: np.ndarray, grid: np.ndarray) -> np.ndarray:
     z = (x[:, None] - grid[None, :]) / se[:, None]
     like = np.exp(-0.5 * z * z) / se[:, None]
-    return np.maximum(like, 1e-300)
+    return cast(np.ndarray, np.maximum(like, 1e-300))
 
 
 @dataclass(frozen=True)

@@ -8,19 +8,20 @@ equivalence verdict (:mod:`analysis.mixed`), for the intercept only: ``y ~ 1 + (
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
+from analysis.equivalence.checks import WarnedResult
 from analysis.mixed import GUARD_MESSAGE, fit_crossed, guarded_se
 
 __all__ = ["CrossedMean", "crossed_mean"]
 
 
 @dataclass(frozen=True)
-class CrossedMean:
+class CrossedMean(WarnedResult):
     """A one-sided test of the mean of a per-judgment score over pairs and annotators.
 
     ``estimate``/``se``/``df``: the fixed intercept of ``y ~ 1 + (1 | pair) + (1 | annotator)`` with
@@ -48,12 +49,6 @@ class CrossedMean:
     residual_var: float
     annotator_estimable: bool
     warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields as a plain dict (``warnings`` joined by "; " to keep it flat)."""
-        out = asdict(self)
-        out["warnings"] = "; ".join(self.warnings)
-        return out
 
 
 def crossed_mean(

@@ -27,6 +27,7 @@ Proceedings of NAACL-HLT, 1120-1130.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -148,7 +149,7 @@ class DawidSkeneFit:
     @property
     def accuracy(self) -> FloatArray:
         """Per worker, the probability of giving the true label: sum_k priors[k] * errors[w, k, k]."""
-        return np.einsum("k,wkk->w", self.priors, self.errors)
+        return cast(FloatArray, np.einsum("k,wkk->w", self.priors, self.errors))
 
 
 def _ds_m_step(cells: _Cells, probas: FloatArray, given: NDArray[np.bool_]) -> FloatArray:
@@ -156,7 +157,7 @@ def _ds_m_step(cells: _Cells, probas: FloatArray, given: NDArray[np.bool_]) -> F
     at EPS on the labels the worker gave, normalised over those labels for each truth."""
     expected = np.where(given[:, None], np.maximum(cells.by_cell @ probas, EPS), 0.0)
     expected = expected.reshape(cells.n_workers, cells.n_labels, cells.n_labels)
-    return expected / expected.sum(axis=1, keepdims=True)
+    return cast(FloatArray, expected / expected.sum(axis=1, keepdims=True))
 
 
 def _ds_log_likelihood(cells: _Cells, errors: FloatArray, given: NDArray[np.bool_]) -> FloatArray:
@@ -276,7 +277,7 @@ def _mace_e_step(cells: _Cells, spamming: FloatArray, thetas: FloatArray) -> _Ma
 def _variational_weights(counts: FloatArray, prior: FloatArray) -> FloatArray:
     """exp(E[log p]) under the Dirichlet posterior counts + prior, row by row."""
     posterior = counts + prior
-    return np.exp(digamma(posterior) - digamma(posterior.sum(axis=1, keepdims=True)))
+    return cast(FloatArray, np.exp(digamma(posterior) - digamma(posterior.sum(axis=1, keepdims=True))))
 
 
 def mace(

@@ -44,6 +44,7 @@ chosen_chars, rejected_chars : float
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -354,7 +355,7 @@ def has_prefix(items: pd.Series, prefix: str) -> np.ndarray:
         flags = np.array([str(c).startswith(prefix) for c in items.cat.categories], dtype=bool)
         codes = items.cat.codes.to_numpy()
         return np.where(codes >= 0, flags[codes] if len(flags) else False, False)
-    return items.astype(str).str.startswith(prefix).to_numpy(dtype=bool)
+    return cast(np.ndarray, items.astype(str).str.startswith(prefix).to_numpy(dtype=bool))
 
 
 def split_controls(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -414,5 +415,5 @@ def first_rows(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
     """
     key = _combined_codes(frame, keys)
     if key is None:
-        return ~frame.duplicated(list(keys)).to_numpy()
-    return ~pd.Series(key).duplicated().to_numpy()
+        return cast(np.ndarray, ~frame.duplicated(list(keys)).to_numpy())
+    return cast(np.ndarray, ~pd.Series(key).duplicated().to_numpy())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 from pandas.api.types import union_categoricals
@@ -110,7 +111,7 @@ def _codes_wanted(name: str, values: pd.Series) -> bool:
         return False
     if isinstance(values.dtype, pd.StringDtype):
         return True
-    return values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) == "string"
+    return cast(bool, values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) == "string")
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:

@@ -38,8 +38,8 @@ effects for subjects and items. J. Mem. Lang. 59, 390-412.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,7 @@ from scipy import optimize, stats
 
 from analysis.aggregates import judgment_differences
 from analysis.equivalence import TostResult, tost_from_estimate
+from analysis.equivalence.checks import WarnedResult
 from analysis.frames import ANNOTATOR, PAIR_ID
 
 __all__ = [
@@ -151,7 +152,7 @@ class _Crossed:
         """sum_l c_l A_l of the per-size-class array `name` (what ``np.tensordot(c, A, axes=1)``
         computes, by the same product, without its per-call bookkeeping)."""
         stack = getattr(self, name)
-        return np.dot(c.reshape(1, -1), self._flat[name]).reshape(stack.shape[1:])
+        return cast(np.ndarray, np.dot(c.reshape(1, -1), self._flat[name]).reshape(stack.shape[1:]))
 
     def parts(self, gp: float, ga: float) -> tuple[np.ndarray, np.ndarray, float, float]:
         """X'V*^-1 X, its solution beta, Q = y'P*y and log|V*| for V* = V / s2."""
@@ -192,7 +193,7 @@ class _Crossed:
         if sign <= 0:
             return math.inf
         m = self.n - self.p
-        return m * math.log(q / m) + logdet + logdet_x
+        return cast(float, m * math.log(q / m) + logdet + logdet_x)
 
     def deviance(self, sigma: np.ndarray) -> float:
         """Full REML deviance -2 l_R at variances (s2_pair, s2_annotator, s2), constants dropped."""
@@ -202,7 +203,7 @@ class _Crossed:
         XWX, _, q, logdet = self.parts(max(s2p, 0.0) / s2, max(s2a, 0.0) / s2)
         logdet_x = float(np.linalg.slogdet(XWX)[1])
         m = self.n - self.p
-        return m * math.log(s2) + logdet + logdet_x + q / s2
+        return cast(float, m * math.log(s2) + logdet + logdet_x + q / s2)
 
     def cov_beta(self, sigma: np.ndarray) -> np.ndarray:
         s2p, s2a, s2 = (float(v) for v in sigma)
@@ -428,7 +429,7 @@ def _satterthwaite(model: _Crossed, sigma: np.ndarray, cov: np.ndarray) -> np.nd
 
 
 @dataclass(frozen=True)
-class MixedResult:
+class MixedResult(WarnedResult):
     """The crossed random-effects TOST of chosen - rejected on one item.
 
     ``estimate``/``se``: the mean gap over pairs and annotators (fixed intercept); ``df``: its
@@ -462,12 +463,6 @@ class MixedResult:
     annotator_estimable: bool
     converged: bool
     warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields as a plain dict (``warnings`` joined by "; " to keep it flat)."""
-        out = asdict(self)
-        out["warnings"] = "; ".join(self.warnings)
-        return out
 
 
 MODEL_NAME = (

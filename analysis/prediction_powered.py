@@ -32,8 +32,7 @@ draw); :func:`ppi_mean` equals ``ppi_py.ppi_mean_pointestimate`` / ``ppi_mean_ci
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +41,7 @@ from scipy import stats
 
 from analysis.crossed_mean import CrossedMean, crossed_mean
 from analysis.equivalence import tost_from_estimate
+from analysis.equivalence.checks import WarnedResult
 from analysis.frames import ANNOTATOR, PAIR_ID
 
 __all__ = [
@@ -198,7 +198,7 @@ def combine_parts(
 
 
 @dataclass(frozen=True)
-class PredictionPowered:
+class PredictionPowered(WarnedResult):
     """The prediction-powered TOST of chosen - rejected on one item, over every judged pair.
 
     ``estimate``/``se``/``df``/``ci_low``/``ci_high``/``p_lower``/``p_upper``/``pvalue``/
@@ -238,12 +238,6 @@ class PredictionPowered:
     people_ci_high: float
     people_equivalent: bool
     warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict (``warnings`` joined by "; ")."""
-        out = asdict(self)
-        out["warnings"] = "; ".join(self.warnings)
-        return out
 
 
 @dataclass(frozen=True)

@@ -207,3 +207,19 @@ def test_design_se_of_a_balanced_design() -> None:
     assert se == pytest.approx(math.sqrt(0.016))
     # Satterthwaite: 0.016^2 / (0.01^2 / 3 + 0.006^2 / 49)
     assert df == pytest.approx(0.016**2 / (0.01**2 / 3 + 0.006**2 / 49))
+
+
+def test_the_crossed_results_share_one_flat_dict_with_the_warnings_joined() -> None:
+    """The crossed mean and the mixed model give their fields in declaration order, ``warnings`` as
+    one "; "-joined string (the base both take it from)."""
+    from dataclasses import fields
+
+    from analysis.crossed_mean import crossed_mean
+
+    one = crossed_mean([0.2, 0.4, 0.1, 0.5], ["p1", "p1", "p2", "p2"], ["a", "a", "a", "a"], item="rubric")
+    frame = validate_frame(simulate_frame(np.random.default_rng(6), SimDesign(n_pairs=30, per_pair=1)))
+    mixed = mixed_effect(frame, "correctness", margin=0.5)
+    for result in (one, mixed):
+        out = result.to_dict()
+        assert list(out) == [f.name for f in fields(result)]
+        assert result.warnings and out["warnings"] == "; ".join(result.warnings)

@@ -4,7 +4,7 @@ AC1, percent agreement, units used)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -100,7 +100,7 @@ def _equals(items: pd.Series, text: str) -> npt.NDArray[np.bool_]:
         flags = np.array([str(c) == text for c in items.cat.categories], dtype=bool)
         codes = items.cat.codes.to_numpy()
         return np.where(codes >= 0, flags[codes] if len(flags) else False, False)
-    return (items.astype(str) == text).to_numpy(dtype=bool)
+    return cast(np.ndarray, (items.astype(str) == text).to_numpy(dtype=bool))
 
 
 _COVERS = {

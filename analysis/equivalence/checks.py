@@ -14,7 +14,21 @@ class TestResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as a plain dict (JSON-ready)."""
-        return asdict(self)  # type: ignore[call-overload]
+        out: dict[str, Any] = asdict(self)  # type: ignore[call-overload]
+        return out
+
+
+class WarnedResult:
+    """Base of the crossed-model result dataclasses (crossed mean, mixed model, prediction-powered):
+    their fields as a plain dict, with ``warnings`` joined by "; " to keep it flat."""
+
+    warnings: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (``warnings`` joined by "; " to keep it flat)."""
+        out: dict[str, Any] = asdict(self)  # type: ignore[call-overload]
+        out["warnings"] = "; ".join(self.warnings)
+        return out
 
 
 def check_alpha(alpha: float) -> float:
