@@ -407,7 +407,7 @@ def main() -> None:
     ap.add_argument(
         "--configs", default="zero,edge,edge051,broken20,normal,uniform,skewed", type=lambda v: v.split(",")
     )
-    ap.add_argument("--budgets", default="4,6,8,10", type=lambda v: [float(x) for x in v.split(",")])
+    ap.add_argument("--budgets", default="4,6,8,10", type=lambda v: [float(x) for x in v.split(",") if x])
     ap.add_argument("--pair-counts", default="", type=lambda v: [int(x) for x in v.split(",") if x])
     ap.add_argument("--looks", default="1,5,10", type=lambda v: [int(x) for x in v.split(",")])
     ap.add_argument("--designs", default="", type=lambda v: [x for x in v.split(",") if x])
