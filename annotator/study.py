@@ -158,8 +158,8 @@ class Allocation(_Strict):
     first_stage: int = Field(default=2, ge=1)
     budget: float = Field(default=3.0, gt=0)
     second_stage: int = Field(default=8, ge=1)
-    # Only 1 until bench_adaptive.py --part looks has measured analysis.design_looks at the boundary.
-    looks: int = Field(default=1, ge=1, le=1)
+    # Up to 10 looks: the most bench_adaptive.py --part looks measured at the boundary.
+    looks: int = Field(default=1, ge=1, le=10)
 
     @model_validator(mode="after")
     def _budget_covers_first_stage(self) -> Self:

@@ -1,8 +1,10 @@
 """Registered looks: the test a study may stop at the first look of, and its error rate."""
 
 import math
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from analysis.design import (
     Design,
@@ -13,6 +15,8 @@ from analysis.design import (
     simulate_design,
 )
 from analysis.design_looks import INTERIM_SHARE, broken_test_looks, look_rule
+from annotator import study as study_module
+from annotator.errors import ConfigError
 
 MARGIN = 0.5
 
@@ -57,3 +61,16 @@ def test_stopping_at_the_first_passing_look_holds_the_level_at_the_boundary() ->
 
     simulate_design(gaps, design, 0.84, MARGIN, 0.1, np.random.default_rng(20261204), on_look=record)
     assert passed.mean() <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / n_studies)
+
+
+def test_a_study_registers_up_to_ten_looks(tmp_path: Path) -> None:
+    text = study_module.DEFAULT_CONFIG.read_text(encoding="utf-8")
+    assert "looks = 1\n" in text
+    for looks, ok in ((5, True), (10, True), (11, False)):
+        path = tmp_path / f"looks{looks}.toml"
+        path.write_text(text.replace("looks = 1\n", f"looks = {looks}\n", 1), encoding="utf-8")
+        if ok:
+            assert study_module.load_config(path).allocation.looks == looks
+        else:
+            with pytest.raises(ConfigError, match="looks"):
+                study_module.load_config(path)
