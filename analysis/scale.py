@@ -21,6 +21,7 @@ __all__ = [
     "dimension_margins",
     "item_margin",
     "report_scales",
+    "rescaled",
     "scale_parameters",
     "to_study_points",
     "unnumbered",
@@ -115,6 +116,22 @@ def scale_parameters(items: Sequence[str], scale: Scale, scales: Mapping[str, Sc
     if any((s.low, s.high) != (scale.low, scale.high) for s in own.values()):
         out["scales"] = {item: s.to_dict() for item, s in own.items()}
     return out
+
+
+def rescaled(value: Any, scale: Scale, origin: Scale) -> Any:
+    """`value` (a number or an array) on the `origin` scale moved linearly onto `scale`; unchanged when
+    the two have the same ends (a simulated latent truth drawn on one scale, rated on another).
+
+    Examples
+    --------
+    >>> rescaled(3.0, Scale(1, 7), Scale()), rescaled(5.0, Scale(0, 1), Scale())
+    (4.0, 1.0)
+    >>> rescaled(2.5, Scale(), Scale())
+    2.5
+    """
+    if scale.low == origin.low and scale.high == origin.high:
+        return value
+    return scale.low + (value - origin.low) * (scale.span / origin.span)
 
 
 def report_scales(parameters: Mapping[str, Any], items: Sequence[str]) -> dict[str, Scale]:

@@ -18,12 +18,13 @@ design (``pool`` annotators, ``per_pair`` of them on each pair), pair-level pref
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from analysis.scale import DEFAULT_SCALE, Scale, rescaled
 from analysis.vocabulary import POSITIVE, rubric_item
 
 __all__ = [
@@ -118,8 +119,11 @@ class SimDesign:
         Annotators in the pool (default ``per_pair``: a fixed panel rating every pair).
     items : tuple of str
         Quality dimensions.
-    scale : tuple of int
-        The quality scale.
+    scale : analysis.scale.Scale
+        The quality scale the latent truth is drawn and rated on.
+    scales : mapping of str to analysis.scale.Scale
+        An item's own scale: its latent truth (on `scale`) is moved onto it (:func:`analysis.scale.rescaled`)
+        before the rating is rounded and clipped.
     rubric_aspects : int
         Rubric aspects per pair (0: none).
     positive_controls : int
@@ -134,7 +138,8 @@ class SimDesign:
     per_pair: int = 3
     pool: int | None = None
     items: tuple[str, ...] = ("correctness", "relevance", "helpfulness")
-    scale: tuple[int, int] = (1, 5)
+    scale: Scale = DEFAULT_SCALE
+    scales: Mapping[str, Scale] = field(default_factory=dict)
     rubric_aspects: int = 2
     positive_controls: int = 0
     lengths: bool = True
@@ -297,10 +302,11 @@ def _quality_values(
     d: _Draw, design: SimDesign, effects: SimEffects, ann_gap: np.ndarray, defect: np.ndarray
 ) -> dict[tuple[str, str], np.ndarray]:
     """The quality ratings of both responses on every dimension."""
-    low, high = design.scale
     rng, pair, ann, n = d.rng, d.pair, d.ann, len(d.pair)
     values: dict[tuple[str, str], np.ndarray] = {}
     for item in design.items:
+        scale = design.scales.get(item, design.scale)
+        low, high = scale.low, scale.high
         if effects.pure_noise:
             values[(item, "chosen")] = rng.integers(low, high + 1, n).astype(float)
             values[(item, "rejected")] = rng.integers(low, high + 1, n).astype(float)
@@ -317,12 +323,9 @@ def _quality_values(
         )
         chosen_latent = base[pair] + effects.quality_gap + pgap[pair] + ann_gap[ann]
         rejected_latent = base[pair] - defect[pair]
-        values[(item, "chosen")] = rate(
-            chosen_latent + d.bias[ann] + d.noise[ann] * rng.standard_normal(n), low, high
-        )
-        values[(item, "rejected")] = rate(
-            rejected_latent + d.bias[ann] + d.noise[ann] * rng.standard_normal(n), low, high
-        )
+        for response, latent in (("chosen", chosen_latent), ("rejected", rejected_latent)):
+            rated = latent + d.bias[ann] + d.noise[ann] * rng.standard_normal(n)
+            values[(item, response)] = rate(rescaled(rated, scale, design.scale), low, high)
     return values
 
 

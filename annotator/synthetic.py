@@ -26,7 +26,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from analysis.scale import DEFAULT_SCALE, Scale
+from analysis.scale import Scale, rescaled
 from analysis.simulation import BIAS_SD, NOISE, latent_quality, latent_rubric, rate
 from analysis.vocabulary import (
     DUPLICATE,
@@ -55,8 +55,8 @@ BATCH = 200
 
 @dataclass(frozen=True)
 class SimulationSpec:
-    """The parameters of a simulated study (gaps and noise in points of the 1-5 scale the latent truth is
-    drawn on; each dimension's ratings are moved onto its own scale)."""
+    """The parameters of a simulated study (gaps and noise in points of the study's scale, which the
+    latent truth is drawn on; a dimension with its own scale has its ratings moved onto it)."""
 
     annotators: int = 3
     overlap: int = 3
@@ -248,6 +248,7 @@ def simulate(
             annotator_bias[name],
             annotator_noise[name],
             annotator_speed[name],
+            config.quality.scale,
         )
         if status != DONE:
             pending.append((assignment_id, annotator_id, submission, seconds))
@@ -320,13 +321,6 @@ def spam_judgment(
     return SimJudgment(scores, rng.randint(-2, 2), rng.randint(1, 3)), seconds
 
 
-def _on_scale(value: float, scale: Scale) -> float:
-    """A value on the 1-5 scale the latent truth is drawn on, moved linearly onto `scale`."""
-    if scale.low == DEFAULT_SCALE.low and scale.high == DEFAULT_SCALE.high:
-        return value
-    return scale.low + (value - DEFAULT_SCALE.low) * (scale.span / DEFAULT_SCALE.span)
-
-
 def _judgment(
     rng: random.Random,
     latent: dict[str, float],
@@ -335,13 +329,15 @@ def _judgment(
     bias: float,
     noise: float,
     speed: float,
+    study: Scale,
 ) -> tuple[SimJudgment, float]:
-    """A simulated annotator's judgment: the latent truth (1-5) plus the annotator's bias and noise,
-    moved onto each dimension's scale and rounded; a preference that follows the rubric and quality."""
+    """A simulated annotator's judgment: the latent truth (drawn on the `study` scale) plus the
+    annotator's bias and noise, moved onto each dimension's scale and rounded; a preference that follows
+    the rubric and the quality gaps (in points of the study's scale)."""
     scores: dict[str, dict[str, float | None]] = {"chosen": {}, "rejected": {}}
     for response in ("chosen", "rejected"):
         for name, scale in scales.items():
-            value = _on_scale(latent[f"{response}:{name}"] + bias + rng.gauss(0, noise), scale)
+            value = rescaled(latent[f"{response}:{name}"] + bias + rng.gauss(0, noise), scale, study)
             scores[response][name] = _clip_round(value, scale.low, scale.high)
         for k in range(n_aspects):
             value = latent[f"{response}:rubric:{k}"] + rng.gauss(0, noise / 2)
@@ -351,7 +347,7 @@ def _judgment(
         for k in range(n_aspects)
     ) / max(1, n_aspects)
     quality_diff = sum(  # in points of the 1-5 scale
-        (float(scores["chosen"][n] or 0) - float(scores["rejected"][n] or 0)) * (DEFAULT_SCALE.span / s.span)
+        (float(scores["chosen"][n] or 0) - float(scores["rejected"][n] or 0)) * (study.span / s.span)
         for n, s in scales.items()
     ) / len(scales)
     utility = 2.5 * rubric_diff + 0.5 * quality_diff

@@ -138,6 +138,30 @@ def test_the_settings_form_keeps_a_dimensions_own_scale() -> None:
     assert edited.quality.dimensions[2].question == "Could anyone follow it safely?"
 
 
+def test_a_simulated_frame_rates_each_item_on_its_scale() -> None:
+    """The simulator draws the latent truth on the design's scale and rates an item with its own scale
+    on that scale; the report built from it keeps each item's intervals inside its range."""
+    import numpy as np
+
+    from analysis.report import ReportSettings, build_report
+    from analysis.simulation import SimDesign, SimEffects, simulate_frame
+
+    scales = {"helpfulness": Scale(1, 7), "safe": Scale(0, 1)}
+    design = SimDesign(
+        n_pairs=40, per_pair=3, pool=6, items=("correctness", "helpfulness", "safe"), scales=scales
+    )
+    frame = simulate_frame(np.random.default_rng(4), design, SimEffects(noise=0.5))
+    seen = frame.groupby("item")["value"].agg(["min", "max"])
+    assert set(frame.loc[frame["item"] == "safe", "value"]) == {0.0, 1.0}
+    assert seen.at["helpfulness", "max"] > 5 and seen.at["correctness", "max"] <= 5
+    margins = {"correctness": 0.5, "helpfulness": 0.75, "safe": 0.125}
+    settings = ReportSettings(quality_items=design.items, scales=scales, margins=margins, n_boot=50)
+    report = build_report(frame, study="sim", settings=settings)
+    crossed = report.validation.crossed.set_index("dimension")
+    assert crossed["high"].to_dict() == margins
+    assert report.agreement.set_index("item").loc[list(design.items), "krippendorff_alpha"].notna().all()
+
+
 # ------------------------------------------------------------------------------- asking and checking
 
 

@@ -8,6 +8,7 @@ import hashlib
 import numpy as np
 import pytest
 
+from analysis.scale import Scale
 from analysis.simulation import SimDesign, SimEffects, simulate_frame
 
 CASES = [
@@ -25,7 +26,7 @@ CASES = [
         "f26940137cf3fc2c",
     ),
     (
-        SimDesign(n_pairs=6, items=("correctness",), scale=(1, 7), rubric_aspects=1),
+        SimDesign(n_pairs=6, items=("correctness",), scale=Scale(1, 7), rubric_aspects=1),
         SimEffects(
             quality_uniform=(4.7, 5.0),
             preference_beta=2.0,
