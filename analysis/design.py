@@ -84,6 +84,19 @@ class Design:
         return asdict(self)
 
 
+def sequential_is_valid(first_stage: int, budget: float) -> bool:
+    """Whether a sequential design's calibrated test holds its error rate, as measured at the boundary
+    (bench_adaptive.py, bench_sequential_batches.py): with a budget of at most 3 judgments per pair, or
+    a first stage of at least 3 and a budget of at most twice it. With a first stage of 1 the test
+    passed 0.062 and 0.0745 of boundary studies at budgets 5 and 6 (limit 0.0597); a study registers a
+    sequential design only where this holds.
+
+    >>> sequential_is_valid(1, 3.0), sequential_is_valid(1, 5.0), sequential_is_valid(3, 6.0)
+    (True, False, True)
+    """
+    return budget <= 3 or (first_stage >= 3 and budget <= 2 * first_stage)
+
+
 def pair_evidence(means: Any, counts: Any, noise_var: float, margin: float) -> np.ndarray:
     """Per pair, log LR of "broken at +-margin (either side)" against "gap 0" (0 for unrated pairs).
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.design import Design, critical_values, noise_ratio, simulate_design
+from analysis.design import Design, critical_values, noise_ratio, sequential_is_valid, simulate_design
 from analysis.scale import Margin, item_margin
 
 __all__ = ["candidate_designs", "compare_designs", "compare_overall"]
@@ -44,12 +44,15 @@ class _PoolJudge:
 
 def candidate_designs(budget: float) -> dict[str, Design]:
     """The designs compared at `budget` judgments per pair: fixed (the budget rounded down), two-stage
-    (2 first, then blocks of 8) and sequential (1 first, then one at a time)."""
+    (2 first, then blocks of 8) and sequential (1 first, then one at a time; 3 first above a budget of
+    3, and none above 6: only where its test holds, :func:`analysis.design.sequential_is_valid`)."""
     fixed = max(1, int(math.floor(budget + 1e-9)))
     out = {f"fixed {fixed}": Design("fixed", fixed, float(fixed))}
     if budget >= 2:
         out["two-stage 2 + blocks of 8"] = Design("two_stage", 2, float(budget), 8)
-    out["sequential 1 + one at a time"] = Design("sequential", 1, float(budget))
+    first = next((k for k in (1, 3) if k <= budget and sequential_is_valid(k, budget)), None)
+    if first is not None:
+        out[f"sequential {first} + one at a time"] = Design("sequential", first, float(budget))
     return out
 
 
@@ -96,7 +99,7 @@ def compare_designs(
     >>> table = compare_designs(n_pairs=40, pool=10, budget=6, margin=0.5, pair_var=0.0,
     ...                         annotator_var=0.01, residual_var=0.3, n_sim=200)
     >>> list(table["design"])
-    ['fixed 6', 'two-stage 2 + blocks of 8', 'sequential 1 + one at a time']
+    ['fixed 6', 'two-stage 2 + blocks of 8', 'sequential 3 + one at a time']
     >>> bool(table["power"].min() > 0.5)
     True
     """

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sqlmodel import Session, select
 
+from analysis.design import sequential_is_valid
 from analysis.scale import DEFAULT_SCALE, Margin, Scale, dimension_margins
 from analysis.settings import DEFAULTS, AnalysisSettings
 from analysis.vocabulary import CONFIDENCE_POINTS, PREFERENCE_POINTS, RUBRIC_POINTS
@@ -166,6 +167,17 @@ class Allocation(_Strict):
         if self.design != "fixed" and self.budget < self.first_stage:
             raise ValueError(
                 f"budget {self.budget:g} is below the first stage's {self.first_stage} judgments"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _sequential_where_valid(self) -> Self:
+        """A sequential design only where its test holds its error rate (analysis.design)."""
+        if self.design == "sequential" and not sequential_is_valid(self.first_stage, self.budget):
+            raise ValueError(
+                f"a sequential design with first_stage {self.first_stage} and budget {self.budget:g} has "
+                "no valid test: use a budget of at most 3, or a first stage of at least 3 and a budget "
+                "of at most twice it (or a two_stage design)"
             )
         return self
 

@@ -35,14 +35,14 @@ def _config(tmp_path: Path, design: str, budget: float = 3.0, name: str = "desig
 
 
 def test_a_registered_design_round_trips_through_the_first_import(engine: Engine, tmp_path: Path) -> None:
-    config = study_module.load_config(_config(tmp_path, "sequential", 4.0))
+    config = study_module.load_config(_config(tmp_path, "sequential", 3.0))
     import_file(
         engine, write_jsonl(tmp_path / "p.jsonl", make_records(3)), study="s1", config=config, account=SYSTEM
     )
     with Session(engine) as session:
         stored = study_module.study_config(session, "s1")
     assert stored.allocation.design == "sequential"
-    assert stored.design == Design("sequential", 2, 4.0, 8, 1)
+    assert stored.design == Design("sequential", 2, 3.0, 8, 1)
 
 
 def test_a_changed_design_is_refused_after_the_first_import(engine: Engine, tmp_path: Path) -> None:

@@ -74,3 +74,27 @@ def test_a_study_registers_up_to_ten_looks(tmp_path: Path) -> None:
         else:
             with pytest.raises(ConfigError, match="looks"):
                 study_module.load_config(path)
+
+
+def test_a_sequential_design_is_registered_only_where_its_test_holds(tmp_path: Path) -> None:
+    """First stage 1 with budget 5 passed 0.062 of boundary studies (above the limit): refused in one
+    line naming the setting; budget 3, or first stage 3 with budget 6, are accepted."""
+    text = study_module.DEFAULT_CONFIG.read_text(encoding="utf-8")
+    for first, budget, ok in (
+        (1, 3.0, True),
+        (3, 6.0, True),
+        (1, 5.0, False),
+        (2, 5.0, False),
+        (3, 7.0, False),
+    ):
+        path = tmp_path / f"seq{first}_{budget:g}.toml"
+        registered = f'design = "sequential"\nfirst_stage = {first}\nbudget = {budget}\n'
+        path.write_text(
+            text.replace('design = "fixed"\nfirst_stage = 2\nbudget = 3.0\n', registered, 1), encoding="utf-8"
+        )
+        if ok:
+            assert study_module.load_config(path).allocation.budget == budget
+        else:
+            with pytest.raises(ConfigError, match="no valid test") as refused:
+                study_module.load_config(path)
+            assert len(str(refused.value).splitlines()) == 1
