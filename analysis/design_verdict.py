@@ -21,7 +21,7 @@ from analysis.design import Design, broken_test, look_points, next_pairs
 from analysis.design_looks import broken_test_looks
 from analysis.scale import Margin, item_margin
 from analysis.validation import ValidationResult
-from analysis.verdicts import Verdict
+from analysis.verdicts import CROSSED_POPULATION, Verdict
 from analysis.vocabulary import PAIR_ID
 
 __all__ = ["allocation_table", "pairs_to_judge", "registered_design", "registered_equivalence", "standing"]
@@ -97,8 +97,9 @@ def registered_equivalence(verdict: Verdict, validation: ValidationResult, table
         "rest at 0, the configuration most likely to pass: valid for any distribution of the pair gaps"
     )
     claim = (
-        "chosen and rejected are equivalent on general quality (for pairs and annotators in general), "
-        f"with fewer than {share:.0%} of this study's pairs beyond the margin"
+        f"{CROSSED_POPULATION}: chosen and rejected are equivalent on general quality (mean gap within the "
+        f"margin), with fewer than {share:.0%} of this study's pairs beyond the margin (for any "
+        f"distribution of pair gaps, under the registered {design} design)"
     )
     if verdict.status == "fail" and "outside the margin" in verdict.detail:
         return replace(verdict, claim=claim, test=test, detail=detail)

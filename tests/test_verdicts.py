@@ -296,5 +296,9 @@ def test_the_methods_name_a_registered_design_and_its_calibrated_test() -> None:
     assert "3 judgments per pair on average, judged at 1 registered look(s)" in adaptive
     assert "simulating the registered procedure" in adaptive and "for this registered design" in adaptive
     assert "mean squared gap" not in adaptive
+    report = _report(frame, extras=False, allocation=Design("sequential", 2, 3.0))
+    claim = next(v.claim for v in report.verdicts if v.key == "equivalence")  # type: ignore[attr-defined]
+    assert "under the crossed pair x annotator model" in claim and "annotators like this panel" in claim
+    assert "any distribution of pair gaps, under the registered sequential design" in claim
     fixed = methods_paragraph(_report(frame, extras=False, allocation=Design("fixed", 3, 3.0)))  # type: ignore[arg-type]
     assert "mean squared gap divided by the squared margin" in fixed and "registered" not in fixed
