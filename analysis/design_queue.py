@@ -98,14 +98,15 @@ def plan_pairs(
     -------
     list of int
         Distinct pair positions, most urgent first; empty when the budget is given out (or, two-stage,
-        while first-stage judgments are still to come after the first stage is given out).
+        while first-stage judgments are still to come after the first stage is given out). After the
+        first stage a sequential design gives one pair, and none while a judgment is still to come.
 
     Examples
     --------
     >>> frame = pd.DataFrame({"pair": [0, 1, 2, 3], "order": [1, 2, 3, 4], "q": [0.0, 1.5, 0.1, 0.0]})
     >>> plan_pairs(frame, [1, 1, 1, 1], [0, 0, 0, 0], Design("sequential", 1, 1.5),
     ...            dimensions=["q"], margin=0.5, max_share=0.1, limit=3)
-    [1, 2]
+    [1]
     """
     k = np.asarray(assigned, dtype=float).copy()
     waiting = np.asarray(pending, dtype=float).copy()
