@@ -270,6 +270,21 @@ def require(*roles: str) -> Account:
     return account
 
 
+def confirmed(question: str, label: str, *, pending_key: str, key: str) -> bool:
+    """Ask `question` with a Confirm button (`label`) and a Cancel button under it, for the request
+    waiting in session state `pending_key`. True when Confirm was pressed (the request is then dropped
+    and the caller carries it out); Cancel drops it and draws the page again."""
+    st.warning(question, icon=":material/help:")
+    yes, no = st.columns(2)
+    pressed = yes.button(label, type="primary", key=f"{key}_confirm")
+    if pressed:
+        st.session_state.pop(pending_key, None)
+    if no.button("Cancel", key=f"{key}_cancel"):
+        st.session_state.pop(pending_key, None)
+        st.rerun()
+    return pressed
+
+
 def choose_study(key: str = "study") -> str | None:
     """A study picker for researchers and adjudicators (None, with a hint, when there is no study)."""
     from annotator.review.study_progress import study_names

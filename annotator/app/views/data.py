@@ -8,7 +8,7 @@ import streamlit as st
 from sqlmodel import Session
 
 from analysis.vocabulary import SWAP
-from annotator.app.common import UPLOAD_LIMIT, choose_study, engine, require, safe_md, session
+from annotator.app.common import UPLOAD_LIMIT, choose_study, confirmed, engine, require, safe_md, session
 from annotator.app.tables import show_table
 from annotator.errors import UserError
 from annotator.intake import assign, controls, human_sample, ingest, study_admin
@@ -81,22 +81,16 @@ def assign_picker(account: Account, study: str) -> None:
             st.session_state[CONFIRM_KEY] = (chosen, summary.created)
             st.rerun()
         return
-    st.warning(
+    question = (
         f"Add {summary.created} new assignments for {summary.annotators} annotators? "
-        "They appear in the annotators' queues at once.",
-        icon=":material/help:",
+        "They appear in the annotators' queues at once."
     )
-    yes, no = st.columns(2)
-    if yes.button(f"Confirm: add {summary.created}", type="primary", key="assign_confirm"):
-        st.session_state.pop(CONFIRM_KEY, None)
+    if confirmed(question, f"Confirm: add {summary.created}", pending_key=CONFIRM_KEY, key="assign"):
         try:
             with session() as active:
                 st.success(safe_md(assign.assign(active, **chosen, account=account)))  # type: ignore[arg-type]
         except UserError as exc:
             st.error(safe_md(exc))
-    if no.button("Cancel", key="assign_cancel"):
-        st.session_state.pop(CONFIRM_KEY, None)
-        st.rerun()
 
 
 def sample_picker(study: str) -> dict[str, object] | None:
@@ -152,22 +146,18 @@ def draw_picker(account: Account, chosen: dict[str, object]) -> None:
             st.session_state[CONFIRM_KEY] = (chosen, summary.drawn)
             st.rerun()
         return
-    st.warning(
+    question = (
         f"Draw {summary.drawn} pairs and add {summary.assigned.created} assignments? The sample is drawn "
-        "once for this study.",
-        icon=":material/help:",
+        "once for this study."
     )
-    yes, no = st.columns(2)
-    if yes.button(f"Confirm: draw {summary.drawn} pairs", type="primary", key="assign_draw_confirm"):
-        st.session_state.pop(CONFIRM_KEY, None)
+    if confirmed(
+        question, f"Confirm: draw {summary.drawn} pairs", pending_key=CONFIRM_KEY, key="assign_draw"
+    ):
         try:
             with session() as active:
                 st.success(safe_md(human_sample.draw_human_sample(active, **chosen, account=account)))  # type: ignore[arg-type]
         except UserError as exc:
             st.error(safe_md(exc))
-    if no.button("Cancel", key="assign_draw_cancel"):
-        st.session_state.pop(CONFIRM_KEY, None)
-        st.rerun()
 
 
 def unassign_picker(account: Account, study: str) -> None:
@@ -246,23 +236,17 @@ def controls_maker(account: Account, study: str) -> None:
             st.session_state[CONTROLS_KEY] = (chosen, counts)
             st.rerun()
         return
-    st.warning(
+    question = (
         f"Add {summary.pairs} control pairs and {summary.assignments} queue items? Annotators see them "
-        "at once, like any other item.",
-        icon=":material/help:",
+        "at once, like any other item."
     )
-    yes, no = st.columns(2)
-    if yes.button(f"Confirm: make {summary.pairs}", type="primary", key="controls_confirm"):
-        st.session_state.pop(CONTROLS_KEY, None)
+    if confirmed(question, f"Confirm: make {summary.pairs}", pending_key=CONTROLS_KEY, key="controls"):
         try:
             with session() as active:
                 made = controls.make_controls(active, **chosen, account=account)  # type: ignore[arg-type]
             st.session_state[CONTROLS_DONE_KEY] = (True, str(made))
         except UserError as exc:
             st.session_state[CONTROLS_DONE_KEY] = (False, str(exc))
-        st.rerun()
-    if no.button("Cancel", key="controls_cancel"):
-        st.session_state.pop(CONTROLS_KEY, None)
         st.rerun()
 
 

@@ -3,7 +3,7 @@ the dataset folder with its card as one .zip, and its push to the Hub when a tok
 
 import streamlit as st
 
-from annotator.app.common import choose_study, engine, require, safe_md, session
+from annotator.app.common import choose_study, confirmed, engine, require, safe_md, session
 from annotator.errors import UserError
 from annotator.people.authorization import Account
 from annotator.publish import bundle, dataset, export
@@ -110,16 +110,11 @@ def hub_push(account: Account, study: str, license_id: str) -> None:
             st.session_state[PUSH_KEY] = chosen
             st.rerun()
         return
-    st.warning(
-        safe_md(
-            f"Upload the dataset of study {study!r} to the {'private' if private else 'public'} Hub "
-            f"repository {repo}? Everyone who can see the repository can read it."
-        ),
-        icon=":material/help:",
+    question = safe_md(
+        f"Upload the dataset of study {study!r} to the {'private' if private else 'public'} Hub "
+        f"repository {repo}? Everyone who can see the repository can read it."
     )
-    yes, no = st.columns(2)
-    if yes.button(safe_md(f"Confirm: push to {repo}"), type="primary", key="hub_confirm"):
-        st.session_state.pop(PUSH_KEY, None)
+    if confirmed(question, safe_md(f"Confirm: push to {repo}"), pending_key=PUSH_KEY, key="hub"):
         try:
             with st.spinner("Uploading…"):
                 url = bundle.push_study(
@@ -128,9 +123,6 @@ def hub_push(account: Account, study: str, license_id: str) -> None:
             st.session_state[PUSHED_KEY] = (True, f"Pushed to {url}")
         except UserError as exc:
             st.session_state[PUSHED_KEY] = (False, str(exc))
-        st.rerun()
-    if no.button("Cancel", key="hub_cancel"):
-        st.session_state.pop(PUSH_KEY, None)
         st.rerun()
 
 
