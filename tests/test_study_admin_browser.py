@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from sqlmodel import Session, func, select
 
 from annotator.store.models import Assignment, Event, Study
 from tests.test_researcher_browser import PHONE, log_in_as, serious
 from tests.utils.apphelpers import STUDY, VIEWPORT, AppDB, build_app_db, running_app, wait_idle
+from tests.utils.pagehelpers import choose, click
 
 pytestmark = pytest.mark.browser
 SHOTS = Path("/tmp/browser")
@@ -27,25 +27,10 @@ def _actions(app_db: AppDB) -> list[str]:
         return list(session.exec(select(Event.action).order_by(Event.id)))
 
 
-def _click(page: Page, name: str) -> None:
-    page.get_by_role("button", name=name, exact=True).click()
-    wait_idle(page, timeout_ms=120_000)
-
-
 def _pick(page: Page, label: str, option: str) -> None:
-    """Choose `option` in the multiselect `label` (its list opens again if a rerun closed it)."""
-    box = page.get_by_role("combobox", name=label, exact=True)
-    choice = page.get_by_role("option", name=option, exact=True)
-    for _ in range(5):
-        box.click()
-        try:
-            choice.wait_for(timeout=5_000)
-            break
-        except PlaywrightTimeout:
-            page.keyboard.press("Escape")
-    choice.click()
+    """Choose `option` in the multiselect `label`, then close its list."""
+    choose(page, label, option)
     page.keyboard.press("Escape")
-    wait_idle(page, timeout_ms=120_000)
 
 
 @pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["1440x900", "390px"])
@@ -72,12 +57,12 @@ def test_assign_confirm_unassign_archive_restore_delete_in_the_browser(
         overlap.press("Enter")
         wait_idle(page, timeout_ms=120_000)
         page.get_by_text("Would add 3 assignments (3 pairs, 1 annotators).").wait_for()
-        _click(page, "Assign…")
+        click(page, "Assign…")
         assert _count(app_db, Assignment) == 0  # nothing written before the confirm
         page.get_by_role("button", name="Confirm: add 3").wait_for()
         page.screenshot(path=SHOTS / f"assign-confirm-{width}.png", full_page=True)
         assert serious(page) == []
-        _click(page, "Confirm: add 3")
+        click(page, "Confirm: add 3")
         page.get_by_text("3 new assignments").first.wait_for()
         assert _count(app_db, Assignment) == 3
 
@@ -85,18 +70,18 @@ def test_assign_confirm_unassign_archive_restore_delete_in_the_browser(
         _pick(page, "Annotators to unassign", "ann1")
         page.get_by_text("Would remove 3 items not yet started; 0 started items").wait_for()
         page.screenshot(path=SHOTS / f"unassign-{width}.png", full_page=True)
-        _click(page, "Unassign 3 items")
+        click(page, "Unassign 3 items")
         page.get_by_text("3 assignments not yet started removed").wait_for()
         assert _count(app_db, Assignment) == 0
 
-        _click(page, "Archive this study")
+        click(page, "Archive this study")
         page.get_by_text("archived: hidden from every picker").wait_for()
         page.get_by_text("No study yet").first.wait_for()  # the only study left the picker
         page.screenshot(path=SHOTS / f"archived-{width}.png", full_page=True)
         with Session(app_db.engine) as session:
             assert session.exec(select(Study.archived_at)).one() is not None
 
-        _click(page, "Restore")
+        click(page, "Restore")
         page.get_by_text(f"study '{STUDY}' restored").wait_for()
         page.get_by_role("button", name="Archive this study").wait_for()  # back in the picker
 
@@ -107,7 +92,7 @@ def test_assign_confirm_unassign_archive_restore_delete_in_the_browser(
         wait_idle(page, timeout_ms=120_000)
         page.screenshot(path=SHOTS / f"delete-{width}.png", full_page=True)
         assert serious(page) == []
-        _click(page, "Delete this study")
+        click(page, "Delete this study")
         page.get_by_text(f"study '{STUDY}' deleted").wait_for()
         assert _count(app_db, Study) == 0
         context.close()
