@@ -13,9 +13,9 @@ from annotator.people.authorization import SYSTEM
 from annotator.review.judges import import_judges
 from annotator.store.models import Assignment, Pair
 from tests.test_researcher_browser import PHONE, log_in_as, serious
-from tests.test_study_admin_browser import _click, _pick
 from tests.utils.apphelpers import STUDY, VIEWPORT, build_app_db, running_app, wait_idle
 from tests.utils.factories import write_csv
+from tests.utils.pagehelpers import click, pick
 
 pytestmark = pytest.mark.browser
 SHOTS = Path("/tmp/browser")
@@ -46,8 +46,8 @@ def test_the_picker_draws_the_human_sample_of_a_judged_study(
         page.goto(f"{base_url}/data")
         page.get_by_role("heading", name="Import and assign").wait_for()
         wait_idle(page, timeout_ms=120_000)
-        _pick(page, "Annotators", "ann1")
-        _pick(page, "Annotators", "ann2")
+        pick(page, "Annotators", "ann1")
+        pick(page, "Annotators", "ann2")
         overlap = page.get_by_role("spinbutton", name="Annotators per pair")
         overlap.fill("2")
         overlap.press("Enter")
@@ -65,7 +65,7 @@ def test_the_picker_draws_the_human_sample_of_a_judged_study(
         ).wait_for()
         page.screenshot(path=SHOTS / f"sample-preview-{width}.png", full_page=True)
         assert serious(page) == []
-        _click(page, "Draw and assign…")
+        click(page, "Draw and assign…")
         with Session(app_db.engine) as session:  # nothing written before the confirm
             assert session.exec(select(Assignment)).all() == []
             assert all(p is None for p in session.exec(select(Pair.in_sample)))

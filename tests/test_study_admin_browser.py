@@ -5,13 +5,13 @@ written, and every undo is there; axe finds nothing serious or critical on the p
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser
 from sqlmodel import Session, func, select
 
 from annotator.store.models import Assignment, Event, Study
 from tests.test_researcher_browser import PHONE, log_in_as, serious
 from tests.utils.apphelpers import STUDY, VIEWPORT, AppDB, build_app_db, running_app, wait_idle
-from tests.utils.pagehelpers import choose, click
+from tests.utils.pagehelpers import click, pick
 
 pytestmark = pytest.mark.browser
 SHOTS = Path("/tmp/browser")
@@ -25,12 +25,6 @@ def _count(app_db: AppDB, table: type) -> int:
 def _actions(app_db: AppDB) -> list[str]:
     with Session(app_db.engine) as session:
         return list(session.exec(select(Event.action).order_by(Event.id)))
-
-
-def _pick(page: Page, label: str, option: str) -> None:
-    """Choose `option` in the multiselect `label`, then close its list."""
-    choose(page, label, option)
-    page.keyboard.press("Escape")
 
 
 @pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["1440x900", "390px"])
@@ -51,7 +45,7 @@ def test_assign_confirm_unassign_archive_restore_delete_in_the_browser(
         page.get_by_text("Choose the annotators to assign.").wait_for()  # nobody picked at first
         assert serious(page) == []
 
-        _pick(page, "Annotators", "ann1")
+        pick(page, "Annotators", "ann1")
         overlap = page.get_by_role("spinbutton", name="Annotators per pair")
         overlap.fill("1")
         overlap.press("Enter")
@@ -67,7 +61,7 @@ def test_assign_confirm_unassign_archive_restore_delete_in_the_browser(
         assert _count(app_db, Assignment) == 3
 
         page.screenshot(path=SHOTS / f"assigned-{width}.png", full_page=True)
-        _pick(page, "Annotators to unassign", "ann1")
+        pick(page, "Annotators to unassign", "ann1")
         page.get_by_text("Would remove 3 items not yet started; 0 started items").wait_for()
         page.screenshot(path=SHOTS / f"unassign-{width}.png", full_page=True)
         click(page, "Unassign 3 items")

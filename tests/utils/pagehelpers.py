@@ -31,6 +31,12 @@ def choose(page: Page, label: str, option: str) -> None:
     wait_idle(page, timeout_ms=120_000)
 
 
+def pick(page: Page, label: str, option: str) -> None:
+    """Add `option` in the multiselect `label`, then close its list."""
+    choose(page, label, option)
+    page.keyboard.press("Escape")
+
+
 def choose_study(page: Page, name: str) -> None:
     """Pick `name` in the page's Study picker."""
     choose(page, "Study", name)
