@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sqlmodel import Session, select
 
-from analysis.design import sequential_is_valid
 from analysis.scale import DEFAULT_SCALE, Margin, Scale, dimension_margins
 from analysis.settings import DEFAULTS, AnalysisSettings
 from analysis.vocabulary import CONFIDENCE_POINTS, PREFERENCE_POINTS, RUBRIC_POINTS
@@ -173,7 +172,11 @@ class Allocation(_Strict):
     @model_validator(mode="after")
     def _sequential_where_valid(self) -> Self:
         """A sequential design only where its test holds its error rate (analysis.design)."""
-        if self.design == "sequential" and not sequential_is_valid(self.first_stage, self.budget):
+        if self.design != "sequential":
+            return self
+        from analysis.design import sequential_is_valid  # NumPy loads only for a sequential design
+
+        if not sequential_is_valid(self.first_stage, self.budget):
             raise ValueError(
                 f"a sequential design with first_stage {self.first_stage} and budget {self.budget:g} has "
                 "no valid test: use a budget of at most 3, or a first stage of at least 3 and a budget "

@@ -4,13 +4,16 @@ annotators and crowd workers in exports, so no real name or worker id leaves the
 import hashlib
 import hmac
 import secrets
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from sqlalchemy import update
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
 from annotator.store.models import Study
+
+if TYPE_CHECKING:  # pandas loads with an export, never at a crowd worker's login
+    import pandas as pd
 
 __all__ = ["pseudonym", "pseudonymize_names", "study_secret"]
 
@@ -48,8 +51,10 @@ def pseudonym(secret: bytes, username: str) -> str:
     return "R" + hmac.new(secret, username.encode("utf-8"), hashlib.sha256).hexdigest()[:10]
 
 
-def pseudonymize_names(names: pd.Series, secret: bytes) -> pd.Series:
+def pseudonymize_names(names: "pd.Series", secret: bytes) -> "pd.Series":
     """Each name replaced by its pseudonym; a missing name (None/NaN) stays None, never gets a code."""
+    import pandas as pd
+
     codes = {name: pseudonym(secret, name) for name in names.dropna().unique() if isinstance(name, str)}
     coded = [codes.get(name) if isinstance(name, str) else None for name in names]
     return pd.Series(coded, index=names.index, dtype=object)

@@ -31,9 +31,9 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import pandas as pd
 from sqlalchemy import func, insert
 from sqlmodel import Session, col, select
 
@@ -58,6 +58,9 @@ from annotator.store.models import (
     utcnow,
 )
 from annotator.study import Crowd, StudyConfig, get_study, parse_config
+
+if TYPE_CHECKING:  # pandas loads with the researcher's table, never at a login
+    import pandas as pd
 
 __all__ = [
     "TIME_OVER",
@@ -425,9 +428,11 @@ def completion(session: Session, *, account: Account, study_id: int) -> Completi
 OUTCOME_COLUMNS = ["annotator", "started_at", "rated", "flagged", "pending", "outcome"]
 
 
-def outcomes(session: Session, *, study: str, account: Account) -> pd.DataFrame:
+def outcomes(session: Session, *, study: str, account: Account) -> "pd.DataFrame":
     """Every crowd worker of a study (for the researcher): annotator, started_at, rated, flagged,
     pending and the outcome ("completed", "no credit: <reason>", "working" or "time over")."""
+    import pandas as pd
+
     require_role(session, account, "researcher")
     study_row = get_study(session, study)
     study_id = id_of(study_row)

@@ -7,16 +7,17 @@ judgment's chosen - rejected gap per quality dimension in first-submission order
 """
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import case, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from analysis.design_queue import plan_pairs
 from annotator.store.models import PENDING, Assignment, Judgment, Pair, Score
 from annotator.study import StudyConfig
+
+if TYPE_CHECKING:  # the statistics stack loads when a design plans a queue, never at a plain login
+    import pandas as pd
 
 __all__ = ["design_pairs"]
 
@@ -24,6 +25,8 @@ __all__ = ["design_pairs"]
 def design_pairs(session: Session, study_id: int, config: StudyConfig, items: int) -> list[int]:
     """Up to `items` main pair ids (Pair.id) for a newcomer under the registered two-stage or
     sequential design, most urgent first (empty when the design gives out nothing now)."""
+    from analysis.design_queue import plan_pairs
+
     counts = session.exec(
         select(
             col(Pair.id),
@@ -73,8 +76,10 @@ def design_pairs(session: Session, study_id: int, config: StudyConfig, items: in
     return [ids[k] for k in picked]
 
 
-def _gaps(rows: Sequence[tuple[Any, ...]], position: dict[int, int], dimensions: list[str]) -> pd.DataFrame:
+def _gaps(rows: Sequence[tuple[Any, ...]], position: dict[int, int], dimensions: list[str]) -> "pd.DataFrame":
     """One row per judgment: pair (position), order (first submission) and the gap per dimension."""
+    import pandas as pd
+
     frame = pd.DataFrame(rows, columns=["pair_id", "order", "item", "response", "value"])
     if frame.empty:
         return pd.DataFrame({"pair": pd.Series(dtype="int64"), "order": pd.Series(dtype="int64")}).assign(

@@ -4,9 +4,8 @@ and flagging a broken item with only a reason (it leaves the queue and goes to t
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import delete
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -26,6 +25,9 @@ from annotator.people.authorization import (
 from annotator.rating import crowd
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Draft, Event, Pair, User, utcnow
 from annotator.study import get_study
+
+if TYPE_CHECKING:  # pandas loads with the researcher's table, never for an annotator's draft
+    import pandas as pd
 
 #: The draft answers' key of the comment (the questions' keys are their names).
 COMMENT = "comment"
@@ -177,8 +179,10 @@ def flag_item(session: Session, *, assignment_id: int, account: Account, reason:
 FLAGGED_COLUMNS = ["pair_id", "annotator", "reason", "flagged_at"]
 
 
-def flagged_items(session: Session, *, study: str, account: Account) -> pd.DataFrame:
+def flagged_items(session: Session, *, study: str, account: Account) -> "pd.DataFrame":
     """Items annotators flagged as broken (for the researcher): pair_id, annotator, reason, flagged_at."""
+    import pandas as pd
+
     require_role(session, account, "researcher", "adjudicator")
     study_row = get_study(session, study)
     rows = session.exec(

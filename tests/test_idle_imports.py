@@ -1,0 +1,77 @@
+"""An idle server and its logins load no data-frame stack: `annotator serve`'s modules, the login page
+drawn, an annotator's password login and a crowd worker's first visit by the study link (each with the
+first item drawn) leave pandas and pyarrow unloaded, in a fresh process (nothing another test imported
+counts). NumPy is not checked: Streamlit loads it for the page icon."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from annotator.people import accounts
+from annotator.people.authorization import SYSTEM
+from annotator.store import db
+from tests.utils.crowdhelpers import PROLIFIC, link
+from tests.utils.qchelpers import qc_study
+
+ROOT = Path(__file__).resolve().parents[1]
+MAIN = ROOT / "annotator" / "app" / "main.py"
+HEAVY = ("pandas", "pyarrow")
+PASSWORD = "idle-imports-password"
+
+#: Runs in a fresh interpreter: argv = main.py, username, password, the study link and HEAVY (JSON).
+VISITS = """
+import json, sys
+from streamlit.testing.v1 import AppTest
+
+import annotator.app.serve  # what `annotator serve` loads before any page
+
+main, username, password = sys.argv[1:4]
+params, heavy = json.loads(sys.argv[4]), json.loads(sys.argv[5])
+seen = {}
+at = AppTest.from_file(main, default_timeout=60).run()
+assert not at.exception and at.text_input(key="login_username"), "no login form"
+seen["login page"] = sorted(m for m in heavy if m in sys.modules)
+at.text_input(key="login_username").input(username)
+at.text_input(key="login_password").input(password)
+at.button(key="login_submit").click().run()
+assert not at.exception and at.session_state["account"].username == username, "no password login"
+seen["password login"] = sorted(m for m in heavy if m in sys.modules)
+worker = AppTest.from_file(main, default_timeout=60)
+for key, value in params.items():
+    worker.query_params[key] = value
+worker.run()
+assert not worker.exception and worker.session_state["account"].role == "annotator", "no crowd entry"
+seen["crowd link"] = sorted(m for m in heavy if m in sys.modules)
+print(json.dumps(seen))
+"""
+
+
+def test_serving_and_logging_in_load_no_data_frames(engine: Engine, db_url: str, tmp_path: Path) -> None:
+    qc_study(engine, tmp_path, 5, crowd=PROLIFIC)
+    with db.session_scope(engine) as session:
+        accounts.add_user(session, username="ann_idle", role="annotator", password=PASSWORD, account=SYSTEM)
+    env = os.environ | {db.ENV_VAR: db_url, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            VISITS,
+            str(MAIN),
+            "ann_idle",
+            PASSWORD,
+            json.dumps(link("w-idle-1")),
+            json.dumps(HEAVY),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen == {"login page": [], "password login": [], "crowd link": []}
