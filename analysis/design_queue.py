@@ -35,10 +35,15 @@ __all__ = ["plan_pairs"]
 
 def _noise(gaps: pd.Series, pairs: pd.Series) -> float:
     """Pooled within-pair variance of one judgment's gap (the variance of all gaps while no pair has
-    two judgments; 1 when there is nothing yet)."""
+    two judgments; 1 when there is nothing yet).
+
+    >>> _noise(pd.Series([0.0, 1.0, 2.0, 2.0, 5.0]), pd.Series([0, 0, 1, 1, 2]))
+    0.25
+    """
     grouped = gaps.groupby(pairs)
-    df = float((grouped.size() - 1).clip(lower=0).sum())
-    ss = float(grouped.apply(lambda g: ((g - g.mean()) ** 2).sum()).sum()) if len(gaps) else 0.0
+    size = grouped.size()
+    df = float((size - 1).clip(lower=0).sum())
+    ss = float(((gaps * gaps).groupby(pairs).sum() - grouped.sum() ** 2 / size).sum()) if len(gaps) else 0.0
     if df > 0 and ss > 0:
         return ss / df
     spread = float(gaps.var(ddof=1)) if len(gaps) > 1 else 0.0

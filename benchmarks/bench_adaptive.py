@@ -25,7 +25,8 @@ the least favourable configuration of the claim "fewer than 10% beyond +-0.5"), 
 (U(-0.556, 0.556)), ``skewed`` (exponential, P(g > 0.5) = 0.1).
 
 Parts: ``designs`` (the table at 240 judgments: false PASS at each boundary and power at 0),
-``budget`` (power against the budget: the smallest budget reaching 0.8, fixed and adaptive), ``looks``
+``budget`` (power against the budget: the smallest budget reaching 0.8, fixed and adaptive; ``--specs
+sequential/3/5,two_stage/5/10/10`` names the designs, each at its own budget), ``looks``
 (5 and 10 looks, stopping at the first PASS: group-sequential critical values against one critical value
 used at every look, and an anytime-valid e-value test).
 """
@@ -48,6 +49,7 @@ from analysis.design import (
     critical_values,
     look_points,
     noise_ratio,
+    sequential_is_valid,
     simulate_design,
 )
 from analysis.design_looks import INTERIM_SHARE, look_rule
@@ -279,14 +281,40 @@ def _budget_designs(budget: float) -> dict[str, Design]:
     return designs
 
 
+def parse_spec(spec: str) -> tuple[str, Design]:
+    """A design named on the command line: ``kind/first_stage/budget[/second_stage]``.
+
+    >>> parse_spec("sequential/3/6")
+    ('sequential 3', Design(kind='sequential', first_stage=3, budget=6.0, second_stage=4, looks=1))
+    >>> parse_spec("two_stage/5/10/10")[0]
+    'two-stage 5 + 10'
+    """
+    kind, first, budget, *rest = spec.split("/")
+    design = Design(kind, int(first), float(budget), *(int(x) for x in rest))  # type: ignore[arg-type]
+    if kind == "sequential":
+        return f"sequential {first}", design
+    if kind == "two_stage":
+        return f"two-stage {first} + {design.second_stage}", design
+    return f"fixed {first}", design
+
+
 def part_budget(args: argparse.Namespace) -> None:
     """Overall PASS against the budget: judgments per pair at ``--pairs`` pairs (``--budgets``), then
-    pairs at 3 per pair (``--pair-counts``); the smallest budget reaching 0.8 is read off these rows."""
+    pairs at 3 per pair (``--pair-counts``); the smallest budget reaching 0.8 is read off these rows.
+    ``--specs`` names the designs instead (at ``--pairs`` pairs, each at its own budget); a sequential
+    design outside the region where its test was shown valid (:func:`sequential_is_valid`) is refused."""
     print("| design | pairs | budget per pair | judgments | configuration | few broken | overall PASS (SE) |")
     print("|---|---|---|---|---|---|---|")
-    points = [(args.pairs, b) for b in args.budgets] + [(p, 3.0) for p in args.pair_counts]
-    for n_pairs, budget in points:
-        for name, design in _budget_designs(budget).items():
+    sizes = [(args.pairs, b) for b in args.budgets] + [(p, 3.0) for p in args.pair_counts]
+    points = [(n, b, _budget_designs(b)) for n, b in sizes]
+    if args.specs:
+        named = [parse_spec(spec) for spec in args.specs]
+        for name, design in named:
+            if design.kind == "sequential" and not sequential_is_valid(design.first_stage, design.budget):
+                raise SystemExit(f"--specs: {name} at budget {design.budget:g} is outside the valid region")
+        points = [(args.pairs, design.budget, {name: design}) for name, design in named]
+    for n_pairs, budget, designs in points:
+        for name, design in designs.items():
             if args.designs and name.split()[0] not in args.designs:
                 continue
             for cfg in args.configs:
@@ -411,6 +439,10 @@ def main() -> None:
     ap.add_argument("--pair-counts", default="", type=lambda v: [int(x) for x in v.split(",") if x])
     ap.add_argument("--looks", default="1,5,10", type=lambda v: [int(x) for x in v.split(",")])
     ap.add_argument("--designs", default="", type=lambda v: [x for x in v.split(",") if x])
+    ap.add_argument(
+        "--specs", default="", type=lambda v: [x for x in v.split(",") if x],
+        help="designs as kind/first_stage/budget[/second_stage], comma-separated (part budget)",
+    )  # fmt: skip
     args = ap.parse_args()
     if args.part == "designs":
         part_designs(args)
