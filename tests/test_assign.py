@@ -15,7 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 from typer.testing import CliRunner
 
 from annotator.cli import app
@@ -24,7 +24,7 @@ from annotator.intake.assign import assign
 from annotator.people import accounts
 from annotator.people.authorization import SYSTEM
 from annotator.store import db
-from annotator.store.models import Assignment, Pair
+from annotator.store.models import Assignment, Event, Pair
 from tests.utils.factories import make_annotators, make_study, make_user, temp_engine
 
 runner = CliRunner()
@@ -256,3 +256,35 @@ def test_cli_assign_with_too_few_annotators_exits_1(env_db: str, engine: Engine,
     assert result.exit_code == 1
     assert "needs at least 2 active annotators" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_a_covered_study_is_counted_in_the_database_with_the_planner_s_summary(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Every pair already has its overlap: the summary counted in SQL equals the one the planner gives
+    (the planner runs when only the named panel counts), nothing is added, and the run is logged."""
+    make_study(engine, tmp_path, 7)
+    make_annotators(engine, 4)
+    _assign(engine, 3)
+    before = _rows(engine)
+    names = [f"ann{k:02d}" for k in range(4)]
+    with db.session_scope(engine) as session:
+        counted = assign(session, study="s1", overlap=3, annotators=names, account=SYSTEM)
+        planned = assign(
+            session, study="s1", overlap=3, annotators=names, overlap_among_named=True, account=SYSTEM
+        )
+        logged = session.exec(select(Event).where(Event.action == "assign")).all()
+    assert counted == planned and (counted.created, counted.pairs, counted.annotators) == (0, 7, 4)
+    assert _rows(engine) == before and len(logged) == 3
+
+
+def test_one_pair_short_of_its_overlap_is_planned(engine: Engine, tmp_path: Path) -> None:
+    make_study(engine, tmp_path, 5)
+    make_annotators(engine, 3)
+    _assign(engine, 2)
+    with db.session_scope(engine) as session:
+        dropped = session.exec(select(Assignment).order_by(col(Assignment.id))).first()
+        assert dropped is not None
+        session.delete(dropped)
+    assert _assign(engine, 2, seed=5) == 1
+    assert all(len(a) == 2 for a in _annotators_per_pair(_rows(engine)).values())

@@ -6,6 +6,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
@@ -187,3 +188,27 @@ def test_cli_controls_make_refuses_an_unknown_kind_in_one_line(
     assert result.exit_code == 1
     assert "unknown control kind 'weird'; use swap, degrade or duplicate" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("kind", ["degrade", "duplicate", "swap"])
+def test_making_controls_reads_only_the_pairs_it_copies_in_full(
+    kind: str, engine: Engine, tmp_path: Path
+) -> None:
+    """The study's main pairs are read as ids; a pair is read in full (texts, profile, rubric) only
+    as a control's source or as the text a degraded response borrows."""
+    qc_study(engine, tmp_path, 30)
+    make_annotators(engine, 2)
+    _assign(engine, overlap=2)
+    answer_all(engine, "ann00")
+    loaded: list[int] = []
+
+    def count(target: Pair, _: object) -> None:
+        loaded.append(id_of(target))
+
+    event.listen(Pair, "load", count)
+    try:
+        summary = _make(engine, kind, 2)
+    finally:
+        event.remove(Pair, "load", count)
+    assert summary.pairs == 2
+    assert len(set(loaded)) <= 2 * summary.pairs

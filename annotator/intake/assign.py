@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import case, func, insert, or_
+from sqlalchemy import and_, case, func, insert, or_
 from sqlmodel import Session, col, select
 
 from annotator.errors import UserError
@@ -185,12 +185,15 @@ def assign(
         )
     if more_for is not None:
         more_for = _one_at_a_time(session, study_row, more_for)
-    rng = random.Random(seed)
     user_ids = [id_of(user) for user in users]
+    covered = None if more_for is not None or overlap_among_named else _covered(session, study_row, overlap)
+    if covered is not None:  # every pair has its overlap: nothing to plan, nothing to add
+        _log_assign(session, account, study, overlap, 0, seed, users)
+        return AssignSummary(study, 0, covered, len(user_ids), 0)
+    rng = random.Random(seed)
     main_pairs = session.exec(  # control pairs are mixed in by controls.mix_controls, never given an overlap
         select(col(Pair.id), col(Pair.external_id))
-        .where(Pair.study_id == study_row.id, Pair.control == "")
-        .where(or_(col(Pair.in_sample).is_(None), col(Pair.in_sample).is_(True)))  # a drawn sample only
+        .where(_main_pairs(id_of(study_row)))
         .order_by(col(Pair.id))
     ).all()
     pair_ids = [int(pair_id or 0) for pair_id, _ in main_pairs]
@@ -250,20 +253,63 @@ def assign(
         session.execute(insert(Assignment), rows)
         session.flush()
         mix_controls(session, study=study, rate=study_config(session, study).controls.rate, seed=seed)
+    _log_assign(session, account, study, overlap if more_for is None else "one more", len(rows), seed, users)
+    return AssignSummary(study, len(rows), len(pair_ids), len(user_ids), unfilled)
+
+
+def _main_pairs(study_id: int) -> Any:
+    """The condition for a study's main pairs that take an overlap (a drawn human sample only)."""
+    return and_(
+        col(Pair.study_id) == study_id,
+        col(Pair.control) == "",
+        or_(col(Pair.in_sample).is_(None), col(Pair.in_sample).is_(True)),
+    )
+
+
+def _covered(session: Session, study_row: Study, overlap: int) -> int | None:
+    """The number of main pairs when every one of them already has `overlap` annotators (counted in
+    the database), else None (then :func:`assign` plans the missing slots)."""
+    study_id = id_of(study_row)
+    on_pair = (
+        select(col(Assignment.pair_id).label("pair_id"), func.count().label("n"))
+        .where(col(Assignment.study_id) == study_id)
+        .group_by(col(Assignment.pair_id))
+        .subquery()
+    )
+    pairs, short = session.exec(
+        select(
+            func.count(col(Pair.id)),
+            func.coalesce(func.sum(case((func.coalesce(on_pair.c.n, 0) < overlap, 1), else_=0)), 0),
+        )
+        .select_from(Pair)
+        .outerjoin(on_pair, on_pair.c.pair_id == col(Pair.id))
+        .where(_main_pairs(study_id))
+    ).one()
+    return int(pairs) if int(short) == 0 else None
+
+
+def _log_assign(
+    session: Session,
+    account: Account,
+    study: str,
+    overlap: int | str,
+    created: int,
+    seed: int,
+    users: list[User],
+) -> None:
     session.add(
         Event(
             user_id=account.id or None,
             action="assign",
             detail={
                 "study": study,
-                "overlap": overlap if more_for is None else "one more",
-                "created": len(rows),
+                "overlap": overlap,
+                "created": created,
                 "seed": seed,
                 "annotators": [user.username for user in users],
             },
         )
     )
-    return AssignSummary(study, len(rows), len(pair_ids), len(user_ids), unfilled)
 
 
 def _open_study(session: Session, study: str, overlap: int | None) -> tuple[Study, int]:

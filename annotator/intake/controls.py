@@ -190,16 +190,19 @@ def make_controls(
     study_row = get_study(session, study)
     study_id = id_of(study_row)
     rng = random.Random(seed)
-    main = list(
-        session.exec(select(Pair).where(Pair.study_id == study_id, Pair.control == "").order_by(col(Pair.id)))
-    )
+    main = [  # ids only: a control's source is read in full when it is used
+        int(pair_id or 0)
+        for pair_id in session.exec(
+            select(col(Pair.id)).where(Pair.study_id == study_id, Pair.control == "").order_by(col(Pair.id))
+        )
+    ]
     if not main:
         raise UserError(f"study {study!r} has no pairs to derive controls from")
     if kind == SWAP:
         created, assigned = _make_swaps(session, study_row.name, study_id, main, n, rng)
     else:
         config = parse_config(study_row.config)
-        created = _make_derived(session, study_row.name, main, kind, n, rng, config.dimension_names)
+        created = _make_derived(session, study_row.name, study_id, main, kind, n, rng, config.dimension_names)
         session.flush()
         assigned = mix_controls(session, study=study, rate=config.controls.rate, seed=seed)
     session.add(
@@ -225,22 +228,26 @@ def make_controls_preview(
 def _make_derived(
     session: Session,
     study: str,
-    main: list[Pair],
+    study_id: int,
+    main: list[int],
     kind: str,
     n: int,
     rng: random.Random,
     dimensions: list[str],
 ) -> int:
+    """Add up to `n` `kind` controls of main pairs (ids in import order) that have none yet."""
     stored = POSITIVE if kind == "degrade" else kind
     existing = set(
-        session.exec(select(Pair.control_of).where(Pair.study_id == main[0].study_id, Pair.control == stored))
+        session.exec(select(Pair.control_of).where(Pair.study_id == study_id, Pair.control == stored))
     )
-    sources = [p for p in main if p.id not in existing]
+    sources = [pair_id for pair_id in main if pair_id not in existing]
     rng.shuffle(sources)
     if not sources:
         raise UserError(f"every pair of study {study!r} already has a {stored} control")
+    place = {pair_id: k for k, pair_id in enumerate(main)}
     created = 0
-    for index, source in enumerate(sources[:n]):
+    for index, source_id in enumerate(sources[:n]):
+        source = _pair(session, source_id)
         if kind == DUPLICATE:
             text = source.chosen if rng.random() < 0.5 else source.rejected
             row = _copy(
@@ -253,7 +260,9 @@ def _make_derived(
             )
         else:
             defect = DEFECTS[index % len(DEFECTS)]
-            other = main[(main.index(source) + 1 + rng.randrange(max(1, len(main) - 1))) % len(main)]
+            other = _pair(
+                session, main[(place[source_id] + 1 + rng.randrange(max(1, len(main) - 1))) % len(main)]
+            )
             damaged = degrade(source.rejected, defect, rng=rng, other=other.chosen)
             if damaged == source.rejected:
                 continue
@@ -271,10 +280,18 @@ def _make_derived(
     return created
 
 
+def _pair(session: Session, pair_id: int) -> Pair:
+    """A pair read in full by its id (one just read from the study, in the same transaction)."""
+    found = session.get(Pair, pair_id)
+    if found is None:
+        raise UserError(f"pair {pair_id} no longer exists")
+    return found
+
+
 def _make_swaps(
-    session: Session, study: str, study_id: int, main: list[Pair], n: int, rng: random.Random
+    session: Session, study: str, study_id: int, main: list[int], n: int, rng: random.Random
 ) -> tuple[int, int]:
-    by_id = {id_of(p): p for p in main}
+    main_ids = set(main)
     rows = session.exec(
         select(Assignment.annotator_id, Assignment.pair_id, Assignment.chosen_side, Assignment.status).where(
             Assignment.study_id == study_id
@@ -296,12 +313,12 @@ def _make_swaps(
         done = sorted(
             pid
             for pid, (_, status) in mine.items()
-            if status == DONE and pid in by_id and (pid not in copies or copies[pid].id not in mine)
+            if status == DONE and pid in main_ids and (pid not in copies or copies[pid].id not in mine)
         )
         rng.shuffle(done)
         for source_id in done[: max(0, n - have)]:
             if source_id not in copies:
-                source = by_id[source_id]
+                source = _pair(session, source_id)
                 copy = _copy(
                     source,
                     kind=SWAP,
