@@ -68,6 +68,52 @@ def test_a_page_opened_by_its_address_before_login_opens_after_it(
     page.context.close()
 
 
+#: Every page of each role by its address, with its heading: the start page too (served at the root).
+ROLE_ADDRESSES = {
+    "res1": {
+        "progress": "Progress",
+        "validation": "Validation",
+        "annotators": "Annotators",
+        "owner_links": "Owner links",
+        "adjudicate": "Adjudicate",
+        "data": "Import and assign",
+        "settings": "Study settings",
+        "downloads": "Downloads",
+        "guidelines": "Annotator guidelines",
+    },
+    "ann2": {"annotate": "Rate pairs", "my_work": "My work", "training": "Training"},
+    "adj1": {"adjudicate": "Adjudicate", "guidelines": "Annotator guidelines"},
+}
+
+
+def opens_at(page: Page, address: str, heading: str) -> None:
+    """The page shows `heading` at `address`, and no "Page not found" dialog came first."""
+    page.get_by_role("heading", name=heading, exact=True).first.wait_for()
+    wait_idle(page)
+    assert page.url.split("?")[0].endswith(f"/{address}"), page.url
+    assert page.get_by_text("Page not found").count() == 0, address
+
+
+@pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["1440", "390"])
+def test_every_page_opens_at_its_own_address_after_login_and_on_reload(
+    live: str, chrome: Browser, viewport: dict[str, int]
+) -> None:
+    for username, addresses in ROLE_ADDRESSES.items():
+        page = new_tab(chrome, viewport)
+        log_in(page, live, username, PASSWORD)
+        wait_for_session_cookie(page)
+        for address, heading in addresses.items():
+            page.goto(f"{live}/{address}")
+            opens_at(page, address, heading)
+        start, heading = next(iter(addresses.items()))
+        page.goto(f"{live}/{start}")
+        opens_at(page, start, heading)
+        page.reload()
+        opens_at(page, start, heading)
+        shot(page, f"address_{username}_{viewport['width']}")
+        page.context.close()
+
+
 def test_upload_boxes_state_the_real_limit_and_counts_are_singular(live: str, tab: Page) -> None:
     log_in(tab, live, "res1", PASSWORD)
     wait_for_session_cookie(tab)

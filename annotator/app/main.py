@@ -39,13 +39,23 @@ ROLE_PAGES: dict[str, list[tuple[str, str, str]]] = {
 
 
 def page(file: str, title: str, icon: str, *, default: bool = False) -> st.Page:
-    """A page from a file in views/ (AppTest's switch_page needs file pages)."""
-    return st.Page(str(PAGES / file), title=title, icon=f":material/{icon}:", default=default)
+    """A page from a file in views/ (AppTest's switch_page needs file pages). The default page is
+    served at the root address; its own name is left to the hidden copy at the page's address."""
+    path = str(PAGES / file)
+    if default:
+        return st.Page(path, title=title, icon=f":material/{icon}:", url_path="start", default=True)
+    return st.Page(path, title=title, icon=f":material/{icon}:")
 
 
 def role_pages(role: str) -> list[st.Page]:
-    """The pages a role may open, its start page first; nothing else is registered for it."""
-    return [page(*spec, default=number == 0) for number, spec in enumerate(ROLE_PAGES[role])]
+    """The pages a role may open, its start page first; nothing else is registered for it.
+
+    The start page is served at the root address; it is also registered, hidden, at its own address
+    (e.g. /progress), so that a link to it or a reload there opens it, never "Page not found"."""
+    start, *others = ROLE_PAGES[role]
+    file, title, _ = start
+    alias = st.Page(str(PAGES / file), title=title, url_path=Path(file).stem, visibility="hidden")
+    return [page(*start, default=True), *(page(*spec) for spec in others), alias]
 
 
 def login_pages() -> list[st.Page]:
