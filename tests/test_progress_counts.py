@@ -9,10 +9,12 @@ import pandas as pd
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from annotator.intake import assign
+from annotator.people import accounts
 from annotator.people.authorization import SYSTEM
+from annotator.rating import drafts, labels
 from annotator.review import adjudicate, adjudication_queue, study_progress
 from annotator.store import db
 from annotator.store.models import Study, id_of
@@ -184,3 +186,56 @@ def test_the_queue_and_a_pair_read_with_the_studys_evidence_once_are_the_same(
         same = adjudication_queue.pair_detail(session, pair_id=pair_id, account=SYSTEM, evidence=evidence)
     assert one.evaluation == same.evaluation
     assert one.judgments.equals(same.judgments) and one.scores.equals(same.scores)
+
+
+def test_the_progress_version_changes_with_every_write_that_changes_the_counts(
+    engine: Engine, study: str, tmp_path: Path
+) -> None:
+    """The Progress page keeps its counts per version: a skip, a flag, a submit, new assignments, an
+    account deactivated and changed settings each give a new version (and each but the settings of a
+    study without a crowd changes a count)."""
+
+    def state() -> tuple[tuple[object, ...], str]:
+        with db.session_scope(engine) as session:
+            version = study_progress.progress_version(session, study, account=SYSTEM)
+            people = study_progress.annotator_progress(session, study=study, account=SYSTEM)
+            counts = study_progress.pair_counts(session, study=study, account=SYSTEM)
+        return version, people.to_json() + str(counts)
+
+    with engine.connect() as connection:
+        ann03, first, second = connection.execute(
+            text(
+                'SELECT u.id, min(a.id), max(a.id) FROM assignment a JOIN "user" u ON u.id = a.annotator_id '
+                "WHERE u.username = 'ann03' GROUP BY u.id"
+            )
+        ).one()
+    with db.session_scope(engine) as session:
+        worker = account_for(session, ann03)
+
+    def skip(session: Session) -> None:
+        labels.skip(session, assignment_id=first, account=worker, reason="later")
+
+    def flag(session: Session) -> None:
+        drafts.flag_item(session, assignment_id=second, account=worker, reason="broken")
+
+    def deactivate(session: Session) -> None:
+        accounts.set_active(session, username="ann02", active=False, account=SYSTEM)
+
+    def settings(session: Session) -> None:
+        row = session.exec(select(Study)).one()
+        row.config = {**row.config, "analysis": {**row.config.get("analysis", {}), "overlap": 4}}
+        session.add(row)
+
+    def more_pairs(session: Session) -> None:
+        make_study(engine, tmp_path, 2, start=13)
+        assign.assign(session, study="s1", overlap=2, account=SYSTEM)
+
+    before = state()
+    assert state() == before  # nothing written: the same version and counts
+    for write in (skip, flag, lambda _: answer_all(engine, "ann03"), more_pairs, deactivate, settings):
+        with db.session_scope(engine) as session:
+            write(session)
+        after = state()
+        assert after[0] != before[0], write
+        assert after[1] != before[1] or write is settings, write  # settings: a crowd study's counts
+        before = after

@@ -2,9 +2,9 @@
 
 One `build_report` call (through :func:`annotator.review.study_report.study_report`, the path of `annotator
 analyze`) per key; the Validation page and its downloads read the same result. A computation runs on a
-background worker, so a page can start it early (the Progress page warms the default study's report)
-and the page that needs it only waits for what is left. Concurrent callers of one key share one
-computation.
+background worker, started by the Validation page when it is opened (never by another page: at 100,000
+pairs the report is about a minute of CPU, which would slow every page of the process while it runs).
+Concurrent callers of one key share one computation.
 """
 
 import threading

@@ -443,6 +443,8 @@ def outcomes(session: Session, *, study: str, account: Account) -> "pd.DataFrame
         .where(CrowdLink.study_id == study_id)
         .order_by(col(CrowdLink.started_at))
     ).all()
+    if not links:  # not a crowd study (or nobody came yet): nothing to count
+        return pd.DataFrame(columns=OUTCOME_COLUMNS)
     counts: dict[int, dict[str, int]] = {}
     for user_id, status, n in session.exec(
         select(Assignment.annotator_id, Assignment.status, func.count())

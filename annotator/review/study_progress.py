@@ -1,6 +1,7 @@
 """Study progress for the researcher pages (a service): study list, progress per annotator and pair,
 stalled items, judgments over time, the data version that keys the Validation cache, reassignment."""
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -54,6 +55,19 @@ def data_version(session: Session, study: str, *, account: Account) -> tuple[int
     # LLM judges: every import that writes (new or replaced ratings) logs an event
     judged = session.exec(select(func.max(Event.id)).where(col(Event.action) == "judges_import")).one()
     return int(count or 0), int(newest or 0), int(decided or 0), int(predicted or 0), int(judged or 0)
+
+
+def progress_version(session: Session, study: str, *, account: Account) -> tuple[Any, ...]:
+    """Changes whenever the Progress page's counts may: a judgment saved, an assignment added or
+    removed, anything logged (flags, skips, reassignments, account changes: every such write logs an
+    event) or the study's settings changed; a few reads of whole tables' counts and newest ids, for
+    caching the counts that read every assignment of the study."""
+    study_row = _researchers_study(session, study, account)
+    judged = session.exec(select(func.count(col(Judgment.id)), func.max(Judgment.id))).one()
+    assigned = session.exec(select(func.count(col(Assignment.id)), func.max(Assignment.id))).one()
+    logged = session.exec(select(func.max(Event.id))).one()
+    settings = json.dumps(study_row.config, sort_keys=True, default=str)
+    return (*(int(n or 0) for n in (*judged, *assigned, logged)), settings)
 
 
 PROGRESS_COLUMNS = [
@@ -170,21 +184,29 @@ def pair_completion(
     session: Session, *, study: str, account: Account, offset: int = 0, limit: int | None = None
 ) -> pd.DataFrame:
     """Per pair (in import order): assigned and completed judgments; `limit` rows from `offset` (a page
-    of the table), or every pair."""
+    of the table), or every pair. The assignments are counted for the page's pairs only."""
     study_id = id_of(_researchers_study(session, study, account))
-    assigned = _assigned_per_pair(study_id)
+    page = (
+        sql_select(col(Pair.id)).where(col(Pair.study_id) == study_id).order_by(col(Pair.id)).offset(offset)
+    )
+    if limit is not None:
+        page = page.limit(limit)
+    shown = page.subquery()
+    assigned = (
+        sql_select(col(Assignment.pair_id).label("pair_id"), func.count().label("n"))
+        .where(col(Assignment.study_id) == study_id, col(Assignment.pair_id).in_(sql_select(shown.c.id)))
+        .group_by(col(Assignment.pair_id))
+        .subquery()
+    )
     query = (
         sql_select(
             col(Pair.external_id), col(Pair.category), func.coalesce(assigned.c.n, 0), col(Pair.n_done)
         )
         .select_from(Pair)
+        .join(shown, shown.c.id == Pair.id)
         .outerjoin(assigned, assigned.c.pair_id == Pair.id)
-        .where(col(Pair.study_id) == study_id)
         .order_by(col(Pair.id))
-        .offset(offset)
     )
-    if limit is not None:
-        query = query.limit(limit)
     rows = session.execute(query).all()
     return pd.DataFrame([tuple(row) for row in rows], columns=["pair_id", "category", "assigned", "done"])
 

@@ -1,15 +1,32 @@
 """Progress: per annotator and per pair, stalled and flagged items, and judgments over time."""
 
+from typing import Any
+
+import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from annotator.app import report_cache
 from annotator.app.common import choose_study, engine, require, session
 from annotator.app.tables import show_plot, show_table
+from annotator.people.authorization import Account
 from annotator.rating import crowd, drafts
 from annotator.review import study_progress
 
 PAIRS_PER_PAGE = 100
+
+
+@st.cache_data(max_entries=16, show_spinner="Counting the study's assignments...")
+def cached_counts(
+    url: str, study: str, version: tuple[Any, ...], _account: Account
+) -> tuple[pd.DataFrame, dict[str, int], pd.DataFrame]:
+    """Per annotator, pairs complete and the judgments over time: the counts that read every assignment
+    of the study, kept for the whole server at one :func:`study_progress.progress_version`."""
+    with session() as active:
+        return (
+            study_progress.annotator_progress(active, study=study, account=_account),
+            study_progress.pair_counts(active, study=study, account=_account),
+            study_progress.judgments_over_time(active, study=study, account=_account),
+        )
 
 
 def main() -> None:
@@ -18,15 +35,11 @@ def main() -> None:
     study = choose_study("progress_study")
     if study is not None:
         with session() as active:
-            people = study_progress.annotator_progress(active, study=study, account=account)
-            counts = study_progress.pair_counts(active, study=study, account=account)
+            version = study_progress.progress_version(active, study, account=account)
             stalled = study_progress.stalled_assignments(active, study=study, account=account)
-            timeline = study_progress.judgments_over_time(active, study=study, account=account)
             flagged = drafts.flagged_items(active, study=study, account=account)
             workers = crowd.outcomes(active, study=study, account=account)
-            version = study_progress.data_version(active, study, account=account)
-        if not timeline.empty:  # the Validation page's report, started now so it is ready when opened
-            report_cache.request((str(engine().url), study, version, (), ()), account, engine=engine())
+        people, counts, timeline = cached_counts(str(engine().url), study, version, account)
         summary = study_progress.study_summary(people, counts, stalled)
         columns = st.columns(5)
         columns[0].metric("Pairs", summary["pairs"])
