@@ -40,10 +40,11 @@ def _noise(gaps: pd.Series, pairs: pd.Series) -> float:
     >>> _noise(pd.Series([0.0, 1.0, 2.0, 2.0, 5.0]), pd.Series([0, 0, 1, 1, 2]))
     0.25
     """
-    grouped = gaps.groupby(pairs)
-    size = grouped.size()
-    df = float((size - 1).clip(lower=0).sum())
-    ss = float(((gaps * gaps).groupby(pairs).sum() - grouped.sum() ** 2 / size).sum()) if len(gaps) else 0.0
+    g, at = gaps.to_numpy(dtype=float), pairs.to_numpy(dtype=np.int64)
+    size = np.bincount(at, minlength=1)
+    sums = np.bincount(at, weights=g, minlength=1)
+    df = float(np.maximum(size - 1, 0).sum())
+    ss = float((np.bincount(at, weights=g * g, minlength=1) - sums**2 / np.maximum(size, 1)).sum())
     if df > 0 and ss > 0:
         return ss / df
     spread = float(gaps.var(ddof=1)) if len(gaps) > 1 else 0.0

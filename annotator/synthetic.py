@@ -43,6 +43,7 @@ from annotator.intake import assign
 from annotator.people import accounts, authorization
 from annotator.rating import labels
 from annotator.rating.blinding import preference_index, response_of
+from annotator.rating.design_queue import design_pairs
 from annotator.store.db import lock_study, session_scope
 from annotator.store.models import DONE, Assignment, Event, Pair, User, id_of, utcnow
 from annotator.study import StudyConfig, get_study, parse_config
@@ -69,6 +70,10 @@ class SimulationSpec:
     spammers: int = 0  # the last `spammers` annotators answer at random and fast (careless workers)
     broken_share: float = 0.0  # this share of the main pairs: rejected `broken_gap` worse on quality
     broken_gap: float = 1.5
+    # Each pair's truth and each judgment drawn from their own seeded streams (pair id, assignment id),
+    # so judgments added later (an adaptive design, one at a time) rate the same pair truths with fresh
+    # noise; off, one stream over the study in row order (a re-run reproduces the same judgments).
+    keyed_draws: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.spammers <= self.annotators:
@@ -186,32 +191,40 @@ def _draw_latent(
 
 
 def simulate(
-    engine: Engine, *, study: str, spec: SimulationSpec, progress: Callable[[int], None] | None = None
+    engine: Engine,
+    *,
+    study: str,
+    spec: SimulationSpec,
+    progress: Callable[[int], None] | None = None,
+    assign_first: bool = True,
 ) -> SimulationSummary:
     """Create simulated annotators, assign them, and submit their judgments; deterministic for a seed.
 
     Work is committed in batches, each judgment atomic with its scores; re-running continues where an
-    interrupted run stopped (done assignments are not touched).
+    interrupted run stopped (done assignments are not touched). Without `assign_first`, only the items
+    the annotators already have are judged.
     """
     with session_scope(engine) as session:
         lock_study(session, id_of(get_study(session, study)))  # two runs at once: one after the other
         names = simulated_users(session, spec)
-        assign.assign(
-            session,
-            study=study,
-            overlap=spec.overlap,
-            annotators=names,
-            seed=spec.seed,
-            overlap_among_named=True,
-            account=authorization.SYSTEM,
-        )
+        if assign_first:
+            assign.assign(
+                session,
+                study=study,
+                overlap=spec.overlap,
+                annotators=names,
+                seed=spec.seed,
+                overlap_among_named=True,
+                account=authorization.SYSTEM,
+            )
         study_row = get_study(session, study)
         config = parse_config(study_row.config)
         users = {u.username: u for u in session.exec(select(User).where(col(User.username).in_(names)))}
     rng = random.Random(spec.seed)
-    annotator_bias = {name: rng.gauss(0, spec.bias_sd) for name in names}
-    annotator_noise = {name: spec.noise * rng.uniform(0.7, 1.3) for name in names}
-    annotator_speed = {name: rng.uniform(0.6, 1.6) for name in names}
+    own = {name: random.Random(f"rater:{spec.seed}:{name}") if spec.keyed_draws else rng for name in names}
+    annotator_bias = {name: own[name].gauss(0, spec.bias_sd) for name in names}
+    annotator_noise = {name: spec.noise * own[name].uniform(0.7, 1.3) for name in names}
+    annotator_speed = {name: own[name].uniform(0.6, 1.6) for name in names}
     user_ids = [id_of(users[name]) for name in names]
     with Session(engine) as session:
         rows = session.exec(
@@ -230,18 +243,21 @@ def simulate(
     judged = 0
     pending = []
     for assignment_id, pair_id, annotator_id, status in rows:
+        if spec.keyed_draws and status == DONE:
+            continue
         n_aspects, _ = pairs[pair_id]
         if pair_id not in latents:
-            _draw_latent(rng, latents, pair_id, pairs, controls, config.dimension_names, spec)
+            _pair_truth(spec, rng, latents, pair_id, pairs, controls, config.dimension_names)
         name = by_id[annotator_id]
+        draw = random.Random(f"judgment:{spec.seed}:{assignment_id}") if spec.keyed_draws else rng
         # Draw every random number even for done items, so a re-run reproduces the same values.
         if name in spammers:
-            submission, seconds = spam_judgment(rng, config.quality.scales, n_aspects)
+            submission, seconds = spam_judgment(draw, config.quality.scales, n_aspects)
             if status != DONE:
                 pending.append((assignment_id, annotator_id, submission, seconds))
             continue
         submission, seconds = _judgment(
-            rng,
+            draw,
             latents[pair_id],
             config.quality.scales,
             n_aspects,
@@ -271,6 +287,65 @@ def simulate(
         if progress is not None:
             progress(min(BATCH, len(pending) - start))
     return SimulationSummary(study, names, judged)
+
+
+def _pair_truth(
+    spec: SimulationSpec,
+    rng: random.Random,
+    latents: dict[int, dict[str, float]],
+    pair_id: int,
+    pairs: PairNotes,
+    controls: ControlSources,
+    dimensions: list[str],
+) -> None:
+    """:func:`_draw_latent` from `rng`, or with ``spec.keyed_draws`` from the pair's own stream (a
+    control's source from the source's own)."""
+    if not spec.keyed_draws:
+        _draw_latent(rng, latents, pair_id, pairs, controls, dimensions, spec)
+        return
+    source = controls.get(pair_id, ("", None, []))[1]
+    if source is not None and source in pairs and source not in latents:
+        own = random.Random(f"latent:{spec.seed}:{source}")
+        _draw_latent(own, latents, source, pairs, controls, dimensions, spec)
+    _draw_latent(
+        random.Random(f"latent:{spec.seed}:{pair_id}"), latents, pair_id, pairs, controls, dimensions, spec
+    )
+
+
+def simulate_registered(engine: Engine, *, study: str, spec: SimulationSpec) -> SimulationSummary:
+    """Simulate a study under its registered two-stage or sequential design, one judgment at a time.
+
+    The first stage as :func:`simulate` gives it (`spec.overlap` per pair: the design's first stage),
+    then, until the design gives out nothing more, the next pair of the queue the crowd uses
+    (:func:`annotator.rating.design_queue.design_pairs`, one pair) goes to one more simulated annotator
+    (``assign`` with ``more_for``, the path of ``assign --needs-more``), who judges it before the next
+    pick. When every annotator has judged the pair picked, a new one joins (as a crowd's newcomer
+    does): the design may give one pair many judgments. Needs ``spec.keyed_draws`` (later judgments rate
+    the same pair truths; an annotator keeps their bias and noise when others join).
+    """
+    if not spec.keyed_draws:
+        raise UserError("a registered design is simulated one judgment at a time: it needs keyed draws")
+    judged = simulate(engine, study=study, spec=spec).judgments
+    while True:
+        with session_scope(engine) as session:
+            study_row = get_study(session, study)
+            picked = design_pairs(session, id_of(study_row), parse_config(study_row.config), 1)
+            if not picked:
+                break
+            pair = session.get(Pair, picked[0])
+            if _one_more(session, study, spec, pair.external_id if pair else "") == 0:
+                spec = dataclasses.replace(spec, annotators=spec.annotators + 1)  # a newcomer takes it
+                _one_more(session, study, spec, pair.external_id if pair else "")
+        judged += simulate(engine, study=study, spec=spec, assign_first=False).judgments
+    return SimulationSummary(study, [f"{spec.prefix}_{i + 1:02d}" for i in range(spec.annotators)], judged)
+
+
+def _one_more(session: Session, study: str, spec: SimulationSpec, pair: str) -> int:
+    """Give `pair` to one more of the simulated annotators (none when all have it); the items added."""
+    return assign.assign(
+        session, study=study, annotators=simulated_users(session, spec), seed=spec.seed, more_for=[pair],
+        account=authorization.SYSTEM,
+    ).created  # fmt: skip
 
 
 def _pair_latent(
