@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.equivalence.checks import WarnedResult
-from analysis.mixed import GUARD_MESSAGE, fit_crossed, guarded_se
+from analysis.mixed import fit_crossed, intercept_se
 
 __all__ = ["CrossedMean", "crossed_mean"]
 
@@ -25,10 +25,10 @@ class CrossedMean(WarnedResult):
     """A one-sided test of the mean of a per-judgment score over pairs and annotators.
 
     ``estimate``/``se``/``df``: the fixed intercept of ``y ~ 1 + (1 | pair) + (1 | annotator)`` with
-    Satterthwaite df and the few-annotator guard (:func:`guarded_se`); ``ci_low``/``ci_high``: the
-    1 - 2*alpha interval; ``p_greater``: one-sided p of ``mean > null``. ``annotator_estimable`` is
-    False with one annotator (then the test is conditional on that annotator). ``warnings`` says what
-    the caller should know.
+    Satterthwaite df and the few-annotator guard (:func:`analysis.mixed.intercept_se`);
+    ``ci_low``/``ci_high``: the 1 - 2*alpha interval; ``p_greater``: one-sided p of ``mean > null``.
+    ``annotator_estimable`` is False with one annotator (then the test is conditional on that
+    annotator). ``warnings`` says what the caller should know.
     """
 
     item: str
@@ -112,15 +112,7 @@ def crossed_mean(
             n_annotators, 0.0, 0.0, 0.0, estimable, messages,
         )  # fmt: skip
     fit = fit_crossed(y, np.ones((len(y), 1)), pairs, annotators)
-    df = float(fit.df[0])
-    if not math.isfinite(df):
-        df = float(max(n_pairs - 1, 1))
-        messages.append("Satterthwaite df undefined; used pairs - 1")
-    se = math.sqrt(float(fit.cov_params[0, 0]))
-    if estimable:
-        se, df, widened = guarded_se(fit, se, df, alpha)
-        if widened:
-            messages.append(GUARD_MESSAGE)
+    se, df = intercept_se(fit, n_pairs, alpha, guard=estimable, messages=messages)
     est = float(fit.params[0])
     half = float(stats.t.ppf(1 - alpha, df)) * se
     p = float(stats.t.sf((est - null) / se, df)) if se > 0 else math.nan

@@ -55,6 +55,7 @@ __all__ = [
     "MixedResult",
     "fit_crossed",
     "guarded_se",
+    "intercept_se",
     "mixed_effect",
 ]
 
@@ -553,15 +554,7 @@ def mixed_effect(
         messages.append("the annotator variance is estimated at zero")
     if "pair" in fit.boundary:
         messages.append("the pair variance is estimated at zero")
-    df = float(fit.df[0])
-    if not math.isfinite(df):
-        df = float(max(n_pairs - 1, 1))
-        messages.append("Satterthwaite df undefined; used pairs - 1")
-    se = math.sqrt(float(fit.cov_params[0, 0]))
-    if estimable:
-        se, df, widened = guarded_se(fit, se, df, alpha)
-        if widened:
-            messages.append(GUARD_MESSAGE)
+    se, df = intercept_se(fit, n_pairs, alpha, guard=estimable, messages=messages)
     tost = tost_from_estimate(float(fit.params[0]), se, df, -margin, margin, alpha, len(d), MODEL_NAME)
     return _result(
         item,
@@ -580,6 +573,24 @@ GUARD_MESSAGE = (
     "the moment-based interval (annotator and pair terms with their own df) is wider than the "
     "REML-Satterthwaite one and is used"
 )
+
+
+def intercept_se(
+    fit: CrossedFit, n_pairs: int, alpha: float, *, guard: bool, messages: list[str]
+) -> tuple[float, float]:
+    """The SE and df of a fitted intercept (one home): Satterthwaite df (pairs - 1 where it is
+    undefined) and, with `guard` (at least 2 annotators), the few-annotator guard of
+    :func:`guarded_se`. What the caller should know is appended to `messages`."""
+    df = float(fit.df[0])
+    if not math.isfinite(df):
+        df = float(max(n_pairs - 1, 1))
+        messages.append("Satterthwaite df undefined; used pairs - 1")
+    se = math.sqrt(float(fit.cov_params[0, 0]))
+    if guard:
+        se, df, widened = guarded_se(fit, se, df, alpha)
+        if widened:
+            messages.append(GUARD_MESSAGE)
+    return se, df
 
 
 def guarded_se(fit: CrossedFit, se: float, df: float, alpha: float) -> tuple[float, float, bool]:
