@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "DESIGN_KINDS",
@@ -42,6 +43,7 @@ __all__ = [
     "next_pairs",
     "noise_ratio",
     "pair_evidence",
+    "pooled_gaps",
     "simulate_design",
 ]
 
@@ -460,6 +462,25 @@ class BrokenTest:
         return asdict(self)
 
 
+def pooled_gaps(
+    sums: Any, squares: Any, counts: Any, design: Design
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float, int, int]:
+    """What the "few broken pairs" tests read from per-pair sums of the judgment gaps (one home):
+    ``(sums, counts, noise_var, spent, look)``, the sums and counts as float arrays, the pooled
+    within-pair variance of one judgment's gap (NaN without a pair of two judgments), the judgments
+    spent and the last registered look they reach (0 before the first)."""
+    s1 = np.asarray(sums, dtype=float)
+    s2 = np.asarray(squares, dtype=float)
+    k = np.asarray(counts, dtype=float)
+    n = len(k)
+    df = float(np.maximum(k - 1, 0).sum())
+    ss = float((s2 - np.where(k > 0, s1 * s1 / np.maximum(k, 1), 0.0)).sum())
+    noise_var = ss / df if df > 0 else math.nan
+    spent = int(k.sum())
+    points = look_points(design, n) if n else []
+    return s1, k, noise_var, spent, sum(1 for p in points if spent >= p)
+
+
 def broken_test(
     sums: Any,
     squares: Any,
@@ -503,16 +524,8 @@ def broken_test(
     >>> res.below
     True
     """
-    s1 = np.asarray(sums, dtype=float)
-    s2 = np.asarray(squares, dtype=float)
-    k = np.asarray(counts, dtype=float)
+    s1, k, noise_var, spent, look = pooled_gaps(sums, squares, counts, design)
     n = len(k)
-    df = float(np.maximum(k - 1, 0).sum())
-    ss = float((s2 - np.where(k > 0, s1 * s1 / np.maximum(k, 1), 0.0)).sum())
-    noise_var = ss / df if df > 0 else math.nan
-    spent = int(k.sum())
-    points = look_points(design, n) if n else []
-    look = sum(1 for p in points if spent >= p)
     if n < 3 or not math.isfinite(noise_var) or noise_var <= 0 or look == 0:
         return BrokenTest(
             dimension, design.kind, math.nan, math.nan, look, design.looks, spent,

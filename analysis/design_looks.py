@@ -46,9 +46,9 @@ from analysis.design import (
     _boundary_gaps,
     broken_statistic,
     critical_values,
-    look_points,
     noise_ratio,
     pair_evidence,
+    pooled_gaps,
     simulate_design,
 )
 
@@ -177,14 +177,8 @@ def broken_test_looks(
     """The "few broken pairs" test at the last registered look the data have reached (arguments as
     :func:`analysis.design.broken_test`; before the first look nothing is settled). ``statistic`` is
     ``T`` with the look's plugged noise (:func:`look_rule`), ``noise_var`` the study's own estimate."""
-    s1 = np.asarray(sums, dtype=float)
-    k = np.asarray(counts, dtype=float)
+    s1, k, noise_var, spent, look = pooled_gaps(sums, squares, counts, design)
     n = len(k)
-    df = float(np.maximum(k - 1, 0).sum())
-    ss = float((np.asarray(squares, dtype=float) - np.where(k > 0, s1 * s1 / np.maximum(k, 1), 0.0)).sum())
-    noise_var = ss / df if df > 0 else math.nan
-    spent = int(k.sum())
-    look = sum(1 for p in look_points(design, n) if spent >= p) if n else 0
     t, crit = math.nan, math.nan
     if n >= 3 and math.isfinite(noise_var) and noise_var > 0 and look > 0:
         ratio = noise_ratio(noise_var, margin)
