@@ -224,11 +224,7 @@ def krippendorff_alpha(
     --------
     The 4 raters x 12 units example of Krippendorff (2011):
 
-    >>> nan = np.nan
-    >>> data = [[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
-    ...         [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
-    ...         [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
-    ...         [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]]
+    >>> from analysis.agreement.inputs import KRIPPENDORFF_2011 as data
     >>> round(krippendorff_alpha(data, level="nominal"), 3)
     0.743
     >>> round(krippendorff_alpha(data, level="interval"), 3)
@@ -299,11 +295,7 @@ def alpha_ci(
     --------
     The interval alpha of Krippendorff (2011), 0.849, lies inside its bootstrap interval:
 
-    >>> nan = np.nan
-    >>> data = [[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
-    ...         [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
-    ...         [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
-    ...         [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]]
+    >>> from analysis.agreement.inputs import KRIPPENDORFF_2011 as data
     >>> low, high = alpha_ci(data, level="interval", n_boot=2000, seed=1)
     >>> bool(low < 0.849 < high)
     True
@@ -335,12 +327,7 @@ def alpha_ci(
             idx += (np.arange(b) * n_groups)[:, None]
             w = np.bincount(idx.ravel(), minlength=b * n_groups).reshape(b, n_groups).astype(np.float64)
         out[start : start + b] = kernel.alpha(w)
-    out = out[np.isfinite(out)]
-    if out.size == 0:
-        return (float("nan"), float("nan"))
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(out, [tail, 1.0 - tail])
-    return (float(low), float(high))
+    return _percentile_interval(out, confidence)
 
 
 def _cluster_ci(
@@ -385,9 +372,14 @@ def _cluster_ci(
         b = min(chunk, n_boot - start)
         counts = rng.multinomial(n_clusters, probs, size=b).astype(np.float64)
         out[start : start + b] = kernel.alpha(np.asarray(per_signature @ counts.T).T)
-    out = out[np.isfinite(out)]
-    if out.size == 0:
+    return _percentile_interval(out, confidence)
+
+
+def _percentile_interval(draws: npt.NDArray[np.float64], confidence: float) -> tuple[float, float]:
+    """The percentile interval of the finite bootstrap draws (NaN, NaN when none is finite)."""
+    finite = draws[np.isfinite(draws)]
+    if finite.size == 0:
         return (float("nan"), float("nan"))
     tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(out, [tail, 1.0 - tail])
+    low, high = np.quantile(finite, [tail, 1.0 - tail])
     return (float(low), float(high))

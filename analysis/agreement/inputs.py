@@ -13,6 +13,17 @@ Weights = Literal["linear", "quadratic"]
 
 LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
 
+_NA = np.nan
+# The worked example of Krippendorff (2011), "Computing Krippendorff's alpha-reliability": 4 raters x
+# 12 units, nan = not rated (nominal alpha 0.743, interval 0.849; Gwet's AC1 0.77544 in ``irrCAC``).
+# The doctests of the coefficients use it.
+KRIPPENDORFF_2011: list[list[float]] = [
+    [1, 2, 3, 3, 2, 1, 4, 1, 2, _NA, _NA, _NA],
+    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, _NA, 3],
+    [_NA, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, _NA],
+    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, _NA],
+]
+
 
 def check_level(level: str) -> None:
     if level not in LEVELS:

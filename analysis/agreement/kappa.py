@@ -238,11 +238,7 @@ def gwet_ac1(data: npt.ArrayLike, *, categories: npt.ArrayLike | None = None) ->
     Krippendorff's 4 raters x 12 units data as analysed in Gwet's handbook and the ``irrCAC``
     package (AC1 = 0.77544):
 
-    >>> nan = np.nan
-    >>> data = [[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
-    ...         [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
-    ...         [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
-    ...         [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]]
+    >>> from analysis.agreement.inputs import KRIPPENDORFF_2011 as data
     >>> round(gwet_ac1(data), 5)
     0.77544
     """
@@ -277,11 +273,7 @@ def gwet_ac2(
     --------
     Krippendorff's 4 x 12 data with quadratic weights (``irrCAC``: 0.914):
 
-    >>> nan = np.nan
-    >>> data = [[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
-    ...         [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
-    ...         [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
-    ...         [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]]
+    >>> from analysis.agreement.inputs import KRIPPENDORFF_2011 as data
     >>> round(gwet_ac2(data, weights="quadratic"), 3)
     0.914
     """
@@ -311,11 +303,7 @@ def percent_agreement(data: npt.ArrayLike) -> float:
     --------
     Krippendorff's 4 x 12 data (Gwet's p_a in ``irrCAC``: 0.81818):
 
-    >>> nan = np.nan
-    >>> data = [[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
-    ...         [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
-    ...         [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
-    ...         [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]]
+    >>> from analysis.agreement.inputs import KRIPPENDORFF_2011 as data
     >>> round(percent_agreement(data), 5)
     0.81818
     """
