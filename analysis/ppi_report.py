@@ -25,6 +25,8 @@ from analysis.frames import ANNOTATOR, CHOSEN, ITEM, PAIR_ID, PREFERENCE, REJECT
 from analysis.judges import JUDGE, ORDER
 from analysis.prediction_powered import (
     PredictionPowered,
+    PredictionPoweredMean,
+    PredictionPoweredShare,
     prediction_powered_share,
     prediction_powered_superiority,
     prediction_powered_tost,
@@ -39,60 +41,23 @@ SAMPLING_UNIFORM = "uniform random sample of the judged pairs"
 SAMPLING_WEIGHTED = (
     "the tool's drawn sample: each rated pair weighted by 1 / its inclusion probability recorded at the draw"
 )
+_COVERAGE = ["n_pairs", "n_rated", "effective_pairs", "lam", "correlation"]  # what the judge added
+_INTERVAL = ["estimate", "ci_low", "ci_high"]
 TABLE_COLUMNS = [
-    "judge",
-    "dimension",
-    "n_pairs",
-    "n_rated",
-    "effective_pairs",
-    "lam",
-    "correlation",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "df",
-    "pvalue",
-    "equivalent",
-    "people_estimate",
-    "people_ci_low",
-    "people_ci_high",
-    "people_equivalent",
-    "warnings",
+    *["judge", "dimension", *_COVERAGE, *_INTERVAL, "df", "pvalue", "equivalent"],
+    *[f"people_{c}" for c in _INTERVAL],
+    *["people_equivalent", "warnings"],
 ]
-PREFERENCE_COLUMNS = [
-    "judge",
-    "status",
-    "n_pairs",
-    "n_rated",
-    "effective_pairs",
-    "lam",
-    "correlation",
-    "share",
-    "ci_low",
-    "ci_high",
-    "p_greater",
-    "people_share",
-    "people_ci_low",
-    "people_ci_high",
-    "people_p_greater",
-]
-RUBRIC_COLUMNS = [
-    "judge",
-    "status",
-    "n_pairs",
-    "n_rated",
-    "effective_pairs",
-    "lam",
-    "correlation",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "p_greater",
-    "people_estimate",
-    "people_ci_low",
-    "people_ci_high",
-    "people_p_greater",
-]
+
+
+def _one_sided_columns(estimate: str) -> list[str]:
+    """The columns of a one-sided prediction-powered test whose point estimate is called `estimate`."""
+    test = [estimate, "ci_low", "ci_high", "p_greater"]
+    return ["judge", "status", *_COVERAGE, *test, *[f"people_{c}" for c in test]]
+
+
+PREFERENCE_COLUMNS = _one_sided_columns("share")
+RUBRIC_COLUMNS = _one_sided_columns("estimate")
 VERDICT_COLUMNS = [
     "judge",
     "status",
@@ -153,20 +118,30 @@ def _rubric_row(
 ) -> dict[str, Any] | None:
     """The prediction-powered rubric test of one judge, or None when it adds no pairs."""
     gap = judge_rubric_gaps(judge_rows)
-    rated = gap.index.isin(list(set(diffs[PAIR_ID])))
-    if rated.sum() < 2 or rated.all():
+    if not _adds_pairs(gap, diffs):
         return None
     try:
         res = prediction_powered_superiority(diffs, gap, item=RUBRIC_ITEM, alpha=alpha, judge=name)
     except ValueError:
         return None
-    if res.annotator_estimable and res.p_greater < alpha:
-        status = "pass"
-    elif res.ci_high < 0:
-        status = "fail"
-    else:
-        status = "inconclusive"
+    status = _one_sided_status(res, alpha, 0.0)
     return {"judge": name, "status": status} | {c: getattr(res, c) for c in RUBRIC_COLUMNS[2:]}
+
+
+def _adds_pairs(predicted: pd.Series, people: pd.DataFrame) -> bool:
+    """Whether a judge's predictions (by pair id) cover at least 2 of the people's pairs and some more."""
+    rated = predicted.index.isin(list(set(people[PAIR_ID])))
+    return bool(rated.sum() >= 2 and not rated.all())
+
+
+def _one_sided_status(res: PredictionPoweredMean | PredictionPoweredShare, alpha: float, null: float) -> str:
+    """Pass when the one-sided test rejects (with at least 2 annotators), fail when the whole interval
+    lies below `null`, else inconclusive."""
+    if res.annotator_estimable and res.p_greater < alpha:
+        return "pass"
+    if res.ci_high < null:
+        return "fail"
+    return "inconclusive"
 
 
 def _span(values: Sequence[float], digits: int) -> str:
@@ -187,21 +162,14 @@ def _preference_row(
 ) -> dict[str, Any] | None:
     """The prediction-powered preference share of one judge, or None when it adds no pairs."""
     predicted = judge_preference_scores(judge_rows)
-    rated = set(scores[PAIR_ID])
-    if predicted.index.isin(list(rated)).sum() < 2 or predicted.index.isin(list(rated)).all():
+    if not _adds_pairs(predicted, scores):
         return None
     try:
         res = prediction_powered_share(scores, predicted, alpha=alpha, judge=name)
     except ValueError:
         return None
-    if res.annotator_estimable and res.p_greater < alpha:
-        status = "pass"
-    elif res.ci_high < 0.5:
-        status = "fail"
-    else:
-        status = "inconclusive"
     return (
-        {"status": status, "lam": res.lam}
+        {"status": _one_sided_status(res, alpha, 0.5), "lam": res.lam}
         | {c: getattr(res, c) for c in PREFERENCE_COLUMNS if c not in ("status", "lam", "n_pairs")}
         | {"n_pairs": res.n_pairs, "judge": name}
     )

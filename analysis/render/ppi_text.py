@@ -4,28 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.ppi_report import SAMPLING_WEIGHTED, PredictionPoweredSection
+from analysis.ppi_report import SAMPLING_WEIGHTED, TABLE_COLUMNS, PredictionPoweredSection
 from analysis.report import Report
 
 __all__ = ["prediction_powered_lines", "prediction_powered_sections"]
 
-_SHOWN = [
-    "judge",
-    "dimension",
-    "n_pairs",
-    "n_rated",
-    "effective_pairs",
-    "lam",
-    "correlation",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "equivalent",
-    "people_estimate",
-    "people_ci_low",
-    "people_ci_high",
-    "people_equivalent",
-]
+_SHOWN = [c for c in TABLE_COLUMNS if c not in ("df", "pvalue", "warnings")]
 
 
 def _note(section: PredictionPoweredSection) -> str:
@@ -88,32 +72,44 @@ def prediction_powered_sections(report: Report) -> list[tuple[str, str, pd.DataF
             ),
         ]
     if not section.preference.empty:
-        level = round(100 * (1 - 2 * section.parameters["alpha"]))
         sections.append(
-            (
+            _one_sided(
                 "LLM judges: preference for chosen over every judged pair (prediction-powered)",
                 "The share of judgments preferring chosen (a tie counts half) over every pair the judge "
-                "gave a preference, by PPI++ with the judge's preference mapped to 0..1 and the human "
-                "correction in the crossed model; one-sided test of share > 0.5 at "
-                f"{section.parameters['alpha']:g} ({level}% CIs), not Holm-adjusted with the rubric test as "
-                "the people-only verdict is. people_*: the people-only crossed model on the rated pairs.",
-                section.preference.assign(status=section.preference["status"].str.upper()),
+                "gave a preference, by PPI++ with the judge's preference mapped to 0..1",
+                "share > 0.5",
+                "rubric",
+                section.preference,
+                section.parameters["alpha"],
             )
         )
     if not section.rubric.empty:
-        level = round(100 * (1 - 2 * section.parameters["alpha"]))
         sections.append(
-            (
+            _one_sided(
                 "LLM judges: rubric alignment over every judged pair (prediction-powered)",
                 "The mean chosen - rejected rating of the rubric aspects over every pair the judge rated "
-                "them on, by PPI++ with the judge's rubric gap and the human correction in the crossed "
-                f"model; one-sided test of a mean > 0 at {section.parameters['alpha']:g} ({level}% CIs), "
-                "not Holm-adjusted with the preference test as the people-only verdict is. people_*: the "
-                "people-only crossed model on the rated pairs.",
-                section.rubric.assign(status=section.rubric["status"].str.upper()),
+                "them on, by PPI++ with the judge's rubric gap",
+                "a mean > 0",
+                "preference",
+                section.rubric,
+                section.parameters["alpha"],
             )
         )
     return sections
+
+
+def _one_sided(
+    title: str, what: str, claim: str, other: str, table: pd.DataFrame, alpha: float
+) -> tuple[str, str, pd.DataFrame]:
+    """A one-sided prediction-powered test's table: `what` was estimated how, the `claim` tested, and
+    the `other` one-sided test it is not Holm-adjusted with."""
+    level = round(100 * (1 - 2 * alpha))
+    note = (
+        f"{what} and the human correction in the crossed model; one-sided test of {claim} at {alpha:g} "
+        f"({level}% CIs), not Holm-adjusted with the {other} test as the people-only verdict is. "
+        "people_*: the people-only crossed model on the rated pairs."
+    )
+    return title, note, table.assign(status=table["status"].str.upper())
 
 
 def prediction_powered_lines(report: Report) -> list[str]:
