@@ -167,6 +167,17 @@ def _judges_json(report: Report) -> dict[str, Any]:
 _NUMBER = {"type": ["number", "null"]}
 
 
+def _table_schema(
+    required: list[str], *, min_items: int = 0, properties: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The schema of a table: an array (of at least `min_items`) of objects with the `required` keys
+    (and these `properties`)."""
+    rows: dict[str, Any] = {"type": "object", "required": required}
+    if properties is not None:
+        rows["properties"] = properties
+    return {"type": "array"} | ({"minItems": min_items} if min_items else {}) | {"items": rows}
+
+
 REPORT_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -203,106 +214,57 @@ REPORT_SCHEMA: dict[str, Any] = {
             ],
         },
         "summary": {"type": "object", "required": ["n_pairs", "n_annotators", "n_judgments"]},
-        "verdicts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["key", "claim", "test", "status", "passed", "detail"],
-                "properties": {
-                    "key": {"enum": [*VERDICT_KEYS, OWNER_ENDORSEMENT]},
-                    "status": {"enum": list(STATUSES)},
-                    "passed": {"type": "boolean"},
-                    "claim": {"type": "string"},
-                },
+        "verdicts": _table_schema(
+            ["key", "claim", "test", "status", "passed", "detail"],
+            properties={
+                "key": {"enum": [*VERDICT_KEYS, OWNER_ENDORSEMENT]},
+                "status": {"enum": list(STATUSES)},
+                "passed": {"type": "boolean"},
+                "claim": {"type": "string"},
             },
-        },
-        "equivalence_crossed": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "required": [
-                    "dimension",
-                    "estimate",
-                    "se",
-                    "df",
-                    "ci_low",
-                    "ci_high",
-                    "pvalue",
-                    "equivalent",
-                ],
+        ),
+        "equivalence_crossed": _table_schema(
+            ["dimension", "estimate", "se", "df", "ci_low", "ci_high", "pvalue", "equivalent"], min_items=1
+        ),
+        "equivalence": _table_schema(
+            ["dimension", "estimate", "ci_low", "ci_high", "low", "high", "p_value", "equivalent"],
+            min_items=1,
+            properties={
+                "dimension": {"type": "string"},
+                "estimate": _NUMBER,
+                "ci_low": _NUMBER,
+                "ci_high": _NUMBER,
+                "low": {"type": "number"},
+                "high": {"type": "number"},
+                "p_value": _NUMBER,
+                "equivalent": {"type": "boolean"},
             },
-        },
-        "equivalence": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "required": [
-                    "dimension",
-                    "estimate",
-                    "ci_low",
-                    "ci_high",
-                    "low",
-                    "high",
-                    "p_value",
-                    "equivalent",
-                ],
-                "properties": {
-                    "dimension": {"type": "string"},
-                    "estimate": _NUMBER,
-                    "ci_low": _NUMBER,
-                    "ci_high": _NUMBER,
-                    "low": {"type": "number"},
-                    "high": {"type": "number"},
-                    "p_value": _NUMBER,
-                    "equivalent": {"type": "boolean"},
-                },
-            },
-        },
+        ),
         "intersection_union": {"type": "object", "required": ["equivalent", "pvalue"]},
         "rubric_superiority": {"type": "array"},
         "preference": {"type": "object", "required": ["rate", "ci_low", "ci_high", "p_greater", "n_pairs"]},
-        "agreement": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": [
-                    "item",
-                    "krippendorff_alpha",
-                    "krippendorff_alpha_ci_low",
-                    "krippendorff_alpha_ci_high",
-                    "ci_covers",
-                ],
+        "agreement": _table_schema(
+            ["item", *(f"krippendorff_alpha{end}" for end in ("", "_ci_low", "_ci_high")), "ci_covers"]
+        ),
+        "annotator_diagnostics": _table_schema(["annotator"]),
+        "failed_pairs": _table_schema(["pair_id", "reasons"]),
+        "judges": _table_schema(
+            [
+                "judge",
+                "item",
+                "n_pairs",
+                "winning_rate",
+                "advantage_probability",
+                "epsilon",
+                "passes_alt_test",
+            ]
+            + ["baseline", "baseline_advantage", "margin", "beats_baseline", "can_replace"],
+            properties={
+                "can_replace": {"type": ["boolean", "null"]},
+                "passes_alt_test": {"type": ["boolean", "null"]},
+                "beats_baseline": {"type": "boolean"},
+                "epsilon_too_loose": {"type": ["boolean", "null"]},
             },
-        },
-        "annotator_diagnostics": {"type": "array", "items": {"type": "object", "required": ["annotator"]}},
-        "failed_pairs": {"type": "array", "items": {"type": "object", "required": ["pair_id", "reasons"]}},
-        "judges": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": [
-                    "judge",
-                    "item",
-                    "n_pairs",
-                    "winning_rate",
-                    "advantage_probability",
-                    "epsilon",
-                    "passes_alt_test",
-                    "baseline",
-                    "baseline_advantage",
-                    "margin",
-                    "beats_baseline",
-                    "can_replace",
-                ],
-                "properties": {
-                    "can_replace": {"type": ["boolean", "null"]},
-                    "passes_alt_test": {"type": ["boolean", "null"]},
-                    "beats_baseline": {"type": "boolean"},
-                    "epsilon_too_loose": {"type": ["boolean", "null"]},
-                },
-            },
-        },
+        ),
     },
 }
