@@ -67,6 +67,9 @@ from analysis.judge_baseline import (
 )
 
 __all__ = [
+    "AGREEMENT_COLUMNS",
+    "ALT_TEST_COLUMNS",
+    "BASELINE_COLUMNS",
     "EPSILON",
     "JUDGE",
     "JUDGE_COLUMNS",
@@ -160,17 +163,10 @@ def _alpha_pair(
 
 # ----------------------------------------------------------------------------------- the section
 
-TABLE_COLUMNS = [
-    "judge",
-    "item",
-    "scoring",
-    "n_pairs",
-    "n_annotators",
-    "n_tested",
-    "winning_rate",
-    "advantage_probability",
-    "epsilon",
-    "passes_alt_test",
+#: The alternative annotator test's columns (the section's first table).
+ALT_TEST_COLUMNS = ["n_tested", "winning_rate", "advantage_probability", "epsilon", "passes_alt_test"]
+#: The content-blind baseline's columns (the section's second table).
+BASELINE_COLUMNS = [
     "baseline",
     "baseline_advantage",
     "baseline_gap",
@@ -181,15 +177,23 @@ TABLE_COLUMNS = [
     "advantage_over_baseline_ci_low",
     "baseline_p_value",
     "beats_baseline",
+]
+#: Krippendorff's alpha of the people alone and with the judge as one more rater (the third table).
+AGREEMENT_COLUMNS = [
+    f"alpha_{who}{end}" for who in ("people", "with_judge") for end in ("", "_ci_low", "_ci_high")
+]
+TABLE_COLUMNS = [
+    "judge",
+    "item",
+    "scoring",
+    "n_pairs",
+    "n_annotators",
+    *ALT_TEST_COLUMNS,
+    *BASELINE_COLUMNS,
     "can_replace",
     "note",
     "baseline_note",
-    "alpha_people",
-    "alpha_people_ci_low",
-    "alpha_people_ci_high",
-    "alpha_with_judge",
-    "alpha_with_judge_ci_low",
-    "alpha_with_judge_ci_high",
+    *AGREEMENT_COLUMNS,
     "leniency",
 ]
 TEST_COLUMNS = ["judge", "item", "annotator", "n_items", "rho_judge", "rho_annotator", "p_value", "beaten"]

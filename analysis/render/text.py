@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.competence import QC_REPORT_COLUMNS
+from analysis.judges import AGREEMENT_COLUMNS, ALT_TEST_COLUMNS, BASELINE_COLUMNS
 from analysis.render.owner_text import owner_sections
 from analysis.render.ppi_text import prediction_powered_sections
 from analysis.report import Report, Verdict
@@ -361,45 +362,9 @@ def judge_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
         return []
     p = section.parameters
     level = round(100 * (1 - 2 * p["q"]))
-    shown = [
-        "judge",
-        "item",
-        "n_pairs",
-        "n_tested",
-        "winning_rate",
-        "advantage_probability",
-        "epsilon",
-        "passes_alt_test",
-        "can_replace",
-        "note",
-    ]
-    baseline = [
-        "judge",
-        "item",
-        "epsilon",
-        "baseline",
-        "baseline_advantage",
-        "baseline_gap",
-        "baseline_winning_rate",
-        "epsilon_too_loose",
-        "margin",
-        "advantage_over_baseline",
-        "advantage_over_baseline_ci_low",
-        "baseline_p_value",
-        "beats_baseline",
-        "baseline_note",
-    ]
-    agreement = [
-        "judge",
-        "item",
-        "alpha_people",
-        "alpha_people_ci_low",
-        "alpha_people_ci_high",
-        "alpha_with_judge",
-        "alpha_with_judge_ci_low",
-        "alpha_with_judge_ci_high",
-        "leniency",
-    ]
+    shown = ["judge", "item", "n_pairs", *ALT_TEST_COLUMNS, "can_replace", "note"]
+    baseline = ["judge", "item", "epsilon", *BASELINE_COLUMNS, "baseline_note"]
+    agreement = ["judge", "item", *AGREEMENT_COLUMNS, "leniency"]
     sections = [
         (
             "LLM judges: can a judge replace an annotator? (alternative annotator test)",
