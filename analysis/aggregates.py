@@ -194,24 +194,13 @@ def pair_means(frame: pd.DataFrame, item: str) -> pd.DataFrame:
     """Per-pair means over annotators for one item, and the chosen-minus-rejected difference.
 
     Only judgments that scored both responses on ``item`` are used, so ``chosen`` and ``rejected``
-    average over the same annotators.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        A validated label frame.
-    item : str
-        A quality dimension, ``"rubric"`` (derived from the aspects if needed) or ``"rubric:<k>"``.
+    average over the same annotators. `frame` and `item` as in :func:`judgment_differences` (a
+    ValueError if no row has ``item``).
 
     Returns
     -------
     pandas.DataFrame
         Columns ``pair_id, chosen, rejected, diff, n_annotators``, one row per pair, sorted by pair.
-
-    Raises
-    ------
-    ValueError
-        If no row has ``item``.
 
     Examples
     --------

@@ -40,44 +40,20 @@ __all__ = [
     "self_consistency",
 ]
 
+#: Per annotator: the judgment count and the control checks (gold pairs, swapped repeats).
+_CHECKS = ("annotator", "judgments", "gold_checks", "gold_accuracy", "swap_checks", "self_consistency")
+#: The attention flags: too fast, straight-lining.
+_ATTENTION = ("fast_share", "too_fast", "same_share", "straight_lining")
+#: The competence models' columns (:func:`annotator_competence`).
+_COMPETENCE = ("competence", "competence_preference", "competence_ordinal", "ds_preference", "ds_ordinal")
 #: The columns of :func:`qc_table`.
-QC_COLUMNS: tuple[str, ...] = (
-    "annotator",
-    "judgments",
-    "gold_checks",
-    "gold_accuracy",
-    "swap_checks",
-    "self_consistency",
-    "median_time_s",
-    "fast_share",
-    "too_fast",
-    "same_share",
-    "straight_lining",
-    "competence",
-    "competence_preference",
-    "competence_ordinal",
-    "ds_preference",
-    "ds_ordinal",
-)
+QC_COLUMNS: tuple[str, ...] = (*_CHECKS, "median_time_s", *_ATTENTION, *_COMPETENCE)
 #: The QC table as the report shows it (:func:`qc_table` after :func:`apply_exclusion`): controls,
 #: attention, both competence models, and who is excluded and why.
 QC_REPORT_COLUMNS: tuple[str, ...] = (
-    "annotator",
-    "judgments",
-    "gold_checks",
-    "gold_accuracy",
-    "swap_checks",
-    "self_consistency",
-    "fast_share",
-    "too_fast",
-    "same_share",
-    "straight_lining",
-    "competence",
-    "competence_preference",
-    "ds_ordinal",
-    "ds_preference",
-    "excluded",
-    "reasons",
+    *_CHECKS,
+    *_ATTENTION,
+    *("competence", "competence_preference", "ds_ordinal", "ds_preference", "excluded", "reasons"),
 )
 #: The same table on a terminal: without the straight-lining share and the other competence models.
 QC_TERMINAL_COLUMNS: tuple[str, ...] = tuple(
@@ -377,14 +353,7 @@ def annotator_competence(frame: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
         return pd.DataFrame(
             {
                 name: pd.Series(dtype=object if name == "annotator" else float)
-                for name in (
-                    "annotator",
-                    "competence",
-                    "competence_preference",
-                    "competence_ordinal",
-                    "ds_preference",
-                    "ds_ordinal",
-                )
+                for name in ("annotator", *_COMPETENCE)
             }
         )
     preference, ordinal = _preference_labels(main), _ordinal_labels(main)
@@ -394,16 +363,7 @@ def annotator_competence(frame: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
     table["ds_preference"] = label_competence(preference, method="dawid_skene", seed=seed)
     table["ds_ordinal"] = label_competence(ordinal, method="dawid_skene", seed=seed)
     table["competence"] = table["competence_ordinal"].fillna(table["competence_preference"])
-    return table.reset_index()[
-        [
-            "annotator",
-            "competence",
-            "competence_preference",
-            "competence_ordinal",
-            "ds_preference",
-            "ds_ordinal",
-        ]
-    ]
+    return table.reset_index()[["annotator", *_COMPETENCE]]
 
 
 def qc_table(
