@@ -35,10 +35,11 @@ import numpy.typing as npt
 import pandas as pd
 
 from analysis.equivalence import tost_from_estimate
+from analysis.equivalence.checks import check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
 from analysis.judges import CONFIDENCE
 from analysis.mixed import fit_crossed
-from analysis.prediction_powered import PredictionPowered
+from analysis.prediction_powered import PredictionPowered, ppi_result
 
 __all__ = [
     "ACTIVE_MODEL",
@@ -194,9 +195,7 @@ def weighted_ppi_tost(
     item, margin, alpha, judge
         As in :func:`analysis.prediction_powered.prediction_powered_tost`.
     """
-    margin = float(margin)
-    if not (math.isfinite(margin) and margin > 0):
-        raise ValueError(f"margin must be a positive number, got {margin!r}")
+    margin = check_margin(margin)
     gap = judge_gap.dropna().astype(float).groupby(level=0).mean()
     pairs = probability.dropna().index.intersection(gap.index)
     rated = differences[differences[PAIR_ID].isin(pairs)]
@@ -242,35 +241,18 @@ def weighted_ppi_tost(
     h, f_l = pair_mean.to_numpy(float), gap.reindex(pair_mean.index).to_numpy(float)
     correlation = float(np.corrcoef(h, f_l)[0, 1]) if np.ptp(h) > 0 and np.ptp(f_l) > 0 else math.nan
     n_rated = int(drawn.sum())
-    return PredictionPowered(
+    return ppi_result(
+        tost,
+        people_tost,
         item=item,
         judge=judge,
         model=ACTIVE_MODEL,
-        estimate=tost.estimate,
-        se=se,
-        df=df,
-        ci_low=tost.ci_low,
-        ci_high=tost.ci_high,
-        p_lower=tost.p_lower,
-        p_upper=tost.p_upper,
-        pvalue=tost.pvalue,
-        equivalent=bool(tost.equivalent),
-        low=-margin,
-        high=margin,
-        alpha=float(alpha),
         lam=lam,
         correlation=correlation,
-        n_pairs=len(index),
         n_rated=n_rated,
         n_unrated=len(index) - n_rated,
-        n_judgments=n_obs,
         n_annotators=q,
         effective_pairs=n_rated * p_se**2 / se**2 if se > 0 else math.nan,
-        people_estimate=p_est,
-        people_se=p_se,
-        people_df=float(people_tost.df),
-        people_ci_low=people_tost.ci_low,
-        people_ci_high=people_tost.ci_high,
-        people_equivalent=bool(people_tost.equivalent),
+        estimable=True,  # at least 2 annotators (checked above)
         warnings=messages,
     )

@@ -47,7 +47,7 @@ from scipy import optimize, stats
 
 from analysis.aggregates import judgment_differences
 from analysis.equivalence import TostResult, tost_from_estimate
-from analysis.equivalence.checks import WarnedResult
+from analysis.equivalence.checks import WarnedResult, check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
 
 __all__ = [
@@ -522,9 +522,7 @@ def mixed_effect(
     >>> res.n_pairs, res.n_annotators, res.annotator_estimable
     (60, 3, True)
     """
-    margin = float(margin)
-    if not (math.isfinite(margin) and margin > 0):
-        raise ValueError(f"margin must be a positive number, got {margin!r}")
+    margin = check_margin(margin)
     if not 0.0 < float(alpha) < 0.5:
         raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
     alpha = float(alpha)

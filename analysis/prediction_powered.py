@@ -40,8 +40,8 @@ import pandas as pd
 from scipy import stats
 
 from analysis.crossed_mean import CrossedMean, crossed_mean
-from analysis.equivalence import tost_from_estimate
-from analysis.equivalence.checks import WarnedResult
+from analysis.equivalence import TostResult, tost_from_estimate
+from analysis.equivalence.checks import WarnedResult, check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "combine_parts",
     "power_tuned_lambda",
     "ppi_mean",
+    "ppi_result",
     "prediction_powered_share",
     "prediction_powered_superiority",
     "prediction_powered_tost",
@@ -338,9 +339,7 @@ def prediction_powered_tost(
     See the module docstring. Without unrated judged pairs lambda is 0 and the result is the
     people-only one. The people must have rated a uniform random sample of the judged pairs.
     """
-    margin = float(margin)
-    if not (math.isfinite(margin) and margin > 0):
-        raise ValueError(f"margin must be a positive number, got {margin!r}")
+    margin = check_margin(margin)
     core = _core(differences, "diff", judge_gap, item, alpha)
     people = core.people
     tost = tost_from_estimate(core.estimate, core.se, core.df, -margin, margin, alpha, core.n_obs, MODEL)
@@ -348,37 +347,73 @@ def prediction_powered_tost(
     people_tost = tost_from_estimate(
         people.estimate, people.se, people_df, -margin, margin, alpha, core.n_obs, MODEL
     )
-    return PredictionPowered(
+    return ppi_result(
+        tost,
+        people_tost,
         item=item,
         judge=judge,
         model=MODEL,
+        lam=core.lam,
+        correlation=core.correlation,
+        n_rated=core.n_rated,
+        n_unrated=core.n_unrated,
+        n_annotators=people.n_annotators,
+        effective_pairs=core.effective,
+        estimable=people.annotator_estimable,
+        warnings=core.messages,
+    )
+
+
+def ppi_result(
+    tost: TostResult,
+    people_tost: TostResult,
+    *,
+    item: str,
+    judge: str,
+    model: str,
+    lam: float,
+    correlation: float,
+    n_rated: int,
+    n_unrated: int,
+    n_annotators: int,
+    effective_pairs: float,
+    estimable: bool,
+    warnings: list[str],
+) -> PredictionPowered:
+    """The prediction-powered result from the TOST of the estimate with the judge (`tost`) and without
+    it (`people_tost`, the people-only estimate on the rated pairs): neither is equivalent unless the
+    annotator variance is `estimable`. One home for uniform and weighted (active) samples."""
+    return PredictionPowered(
+        item=item,
+        judge=judge,
+        model=model,
         estimate=tost.estimate,
-        se=core.se,
-        df=core.df,
+        se=tost.se,
+        df=tost.df,
         ci_low=tost.ci_low,
         ci_high=tost.ci_high,
         p_lower=tost.p_lower,
         p_upper=tost.p_upper,
         pvalue=tost.pvalue,
-        equivalent=bool(tost.equivalent and people.annotator_estimable),
-        low=-margin,
-        high=margin,
-        alpha=float(alpha),
-        lam=core.lam,
-        correlation=core.correlation,
-        n_pairs=core.n_rated + core.n_unrated,
-        n_rated=core.n_rated,
-        n_unrated=core.n_unrated,
-        n_judgments=core.n_obs,
-        n_annotators=people.n_annotators,
-        effective_pairs=core.effective,
-        people_estimate=people.estimate,
-        people_se=people.se,
+        equivalent=bool(tost.equivalent and estimable),
+        low=tost.low,
+        high=tost.high,
+        alpha=float(tost.alpha),
+        lam=lam,
+        correlation=correlation,
+        n_pairs=n_rated + n_unrated,
+        n_rated=n_rated,
+        n_unrated=n_unrated,
+        n_judgments=tost.n,
+        n_annotators=n_annotators,
+        effective_pairs=effective_pairs,
+        people_estimate=people_tost.estimate,
+        people_se=people_tost.se,
         people_df=float(people_tost.df),
         people_ci_low=people_tost.ci_low,
         people_ci_high=people_tost.ci_high,
-        people_equivalent=bool(people_tost.equivalent and people.annotator_estimable),
-        warnings=core.messages,
+        people_equivalent=bool(people_tost.equivalent and estimable),
+        warnings=warnings,
     )
 
 

@@ -38,6 +38,14 @@ def check_alpha(alpha: float) -> float:
     return alpha
 
 
+def check_margin(margin: float) -> float:
+    """A symmetric equivalence margin as a float (ValueError unless finite and > 0)."""
+    margin = float(margin)
+    if not (math.isfinite(margin) and margin > 0):
+        raise ValueError(f"margin must be a positive number, got {margin!r}")
+    return margin
+
+
 def check_bounds(low: float, high: float) -> tuple[float, float]:
     low, high = float(low), float(high)
     if not (math.isfinite(low) and math.isfinite(high)):
