@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -464,28 +465,11 @@ def prediction_powered_share(
     """
     centred = scores.assign(score=scores["score"].astype(float) - 0.5)
     core = _core(centred, "score", judge_score.astype(float) - 0.5, "preference", alpha)
-    t = float(stats.t.ppf(1 - alpha, core.df))
-    p = float(stats.t.sf(core.estimate / core.se, core.df)) if core.se > 0 else math.nan
-    people = core.people
     return PredictionPoweredShare(
         judge=judge,
         share=0.5 + core.estimate,
-        se=core.se,
-        df=core.df,
-        ci_low=0.5 + core.estimate - t * core.se,
-        ci_high=0.5 + core.estimate + t * core.se,
-        p_greater=p,
-        lam=core.lam,
-        correlation=core.correlation,
-        n_pairs=core.n_rated + core.n_unrated,
-        n_rated=core.n_rated,
-        effective_pairs=core.effective,
-        people_share=0.5 + people.estimate,
-        people_ci_low=0.5 + people.ci_low,
-        people_ci_high=0.5 + people.ci_high,
-        people_p_greater=people.p_greater,
-        annotator_estimable=people.annotator_estimable,
-        warnings=core.messages,
+        people_share=0.5 + core.people.estimate,
+        **_one_sided(core, alpha, 0.5),
     )
 
 
@@ -526,27 +510,39 @@ def prediction_powered_superiority(
     id (rated by people or not). The same PPI++ core as :func:`prediction_powered_tost`.
     """
     core = _core(differences, "diff", judge_gap, item, alpha)
-    t = float(stats.t.ppf(1 - alpha, core.df))
-    p = float(stats.t.sf(core.estimate / core.se, core.df)) if core.se > 0 else math.nan
-    people = core.people
     return PredictionPoweredMean(
         item=item,
         judge=judge,
         estimate=core.estimate,
-        se=core.se,
-        df=core.df,
-        ci_low=core.estimate - t * core.se,
-        ci_high=core.estimate + t * core.se,
-        p_greater=p,
-        lam=core.lam,
-        correlation=core.correlation,
-        n_pairs=core.n_rated + core.n_unrated,
-        n_rated=core.n_rated,
-        effective_pairs=core.effective,
-        people_estimate=people.estimate,
-        people_ci_low=people.ci_low,
-        people_ci_high=people.ci_high,
-        people_p_greater=people.p_greater,
-        annotator_estimable=people.annotator_estimable,
-        warnings=core.messages,
+        people_estimate=core.people.estimate,
+        **_one_sided(core, alpha, None),
     )
+
+
+def _one_sided(core: _Core, alpha: float, shift: float | None) -> dict[str, Any]:
+    """The fields that :class:`PredictionPoweredShare` and :class:`PredictionPoweredMean` share: the
+    one-sided test of ``core.estimate > 0`` and the 1 - 2*alpha intervals, shifted by `shift` (the
+    share is tested as score - 0.5)."""
+    t = float(stats.t.ppf(1 - alpha, core.df))
+    low, high = core.estimate - t * core.se, core.estimate + t * core.se
+    people_low, people_high = core.people.ci_low, core.people.ci_high
+    if shift is not None:
+        low, high = shift + core.estimate - t * core.se, shift + core.estimate + t * core.se
+        people_low, people_high = shift + people_low, shift + people_high
+    return {
+        "se": core.se,
+        "df": core.df,
+        "ci_low": low,
+        "ci_high": high,
+        "p_greater": float(stats.t.sf(core.estimate / core.se, core.df)) if core.se > 0 else math.nan,
+        "lam": core.lam,
+        "correlation": core.correlation,
+        "n_pairs": core.n_rated + core.n_unrated,
+        "n_rated": core.n_rated,
+        "effective_pairs": core.effective,
+        "people_ci_low": people_low,
+        "people_ci_high": people_high,
+        "people_p_greater": core.people.p_greater,
+        "annotator_estimable": core.people.annotator_estimable,
+        "warnings": core.messages,
+    }
