@@ -100,6 +100,21 @@ def model_outcomes(
     return out[_OUTCOME_COLUMNS]
 
 
+def _human(
+    source: str | npt.ArrayLike, kind: str, pair_ids: pd.Series, correct: npt.ArrayLike
+) -> pd.DataFrame:
+    """One human outcome part: `source` (a name, or one per row), `kind`, the pair ids as text and
+    `correct` (a boolean per row) as 1.0 / 0.0."""
+    return pd.DataFrame(
+        {
+            "source": source,
+            "kind": kind,
+            PAIR_ID: pair_ids.astype(str).to_numpy(),
+            "correct": np.asarray(correct, dtype=float),
+        }
+    )
+
+
 def human_outcomes(
     frame: pd.DataFrame, *, final: pd.DataFrame | None = None, pairs: Iterable[str] | None = None
 ) -> pd.DataFrame:
@@ -117,44 +132,18 @@ def human_outcomes(
     parts = []
     if not per_judgment.empty:
         majority = pair_majority(per_judgment)
+        parts.append(_human(HUMAN_MAJORITY, "human", majority[PAIR_ID], majority["majority"] == "chosen"))
+        correct = per_judgment[PREFERENCE].to_numpy() > 0
+        parts.append(_human(HUMAN_JUDGMENTS, "human", per_judgment[PAIR_ID], correct))
         parts.append(
-            pd.DataFrame(
-                {
-                    "source": HUMAN_MAJORITY,
-                    "kind": "human",
-                    PAIR_ID: majority[PAIR_ID].astype(str).to_numpy(),
-                    "correct": (majority["majority"] == "chosen").to_numpy(dtype=float),
-                }
-            )
-        )
-        correct = (per_judgment[PREFERENCE].to_numpy() > 0).astype(float)
-        ids = per_judgment[PAIR_ID].astype(str).to_numpy()
-        parts.append(
-            pd.DataFrame({"source": HUMAN_JUDGMENTS, "kind": "human", PAIR_ID: ids, "correct": correct})
-        )
-        parts.append(
-            pd.DataFrame(
-                {
-                    "source": per_judgment[ANNOTATOR].astype(str).to_numpy(),
-                    "kind": "annotator",
-                    PAIR_ID: ids,
-                    "correct": correct,
-                }
+            _human(
+                per_judgment[ANNOTATOR].astype(str).to_numpy(), "annotator", per_judgment[PAIR_ID], correct
             )
         )
     if final is not None and not final.empty:
         decided = _restrict(final, pairs)
         decided = decided[decided["preference"].map(lambda p: isinstance(p, str) and p in CHOICES)]
-        parts.append(
-            pd.DataFrame(
-                {
-                    "source": HUMAN_ADJUDICATED,
-                    "kind": "human",
-                    PAIR_ID: decided[PAIR_ID].astype(str).to_numpy(),
-                    "correct": (decided["preference"] == "chosen").to_numpy(dtype=float),
-                }
-            )
-        )
+        parts.append(_human(HUMAN_ADJUDICATED, "human", decided[PAIR_ID], decided["preference"] == "chosen"))
         if CATEGORY in decided.columns:
             categories = pd.concat([categories, decided.set_index(PAIR_ID)[CATEGORY].astype(str)])
             categories = categories[~categories.index.duplicated()]
