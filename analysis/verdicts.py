@@ -188,6 +188,16 @@ def _population(row: pd.Series) -> str:
     )
 
 
+def _crossed_figures(name: str, row: pd.Series, alpha: float) -> str:
+    """A one-sided crossed-model test's figures: `name`, estimate, interval, Holm p and the population
+    (its closing parenthesis left to the caller)."""
+    level = round(100 * (1 - 2 * alpha))
+    return (
+        f"{name} {row['estimate']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] ({level}% CI), "
+        f"Holm p = {row['p_holm']:.4g} ({_population(row)}"
+    )
+
+
 def rubric_verdict(validation: ValidationResult, alpha: float) -> Verdict:
     claim = f"{CROSSED_POPULATION}: annotators judge that chosen follows the user's rubric better"
     test = (
@@ -198,10 +208,8 @@ def rubric_verdict(validation: ValidationResult, alpha: float) -> Verdict:
         return Verdict("rubric", claim, test, "not_assessed", "no rubric ratings in the data")
     row = validation.rubric_crossed.iloc[0]
     sup = validation.superiority.iloc[0]
-    level = round(100 * (1 - 2 * alpha))
     detail = (
-        f"difference {row['estimate']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] ({level}% CI), "
-        f"Holm p = {row['p_holm']:.4g} ({_population(row)}); conditional on this panel (paired t over "
+        f"{_crossed_figures('difference', row, alpha)}); conditional on this panel (paired t over "
         f"pair means): {sup['estimate']:.3f} [{sup['ci_low']:.3f}, {sup['ci_high']:.3f}], d_z = "
         f"{sup['dz']:.2f}, minimum detectable effect at 80% power {sup['mde']:.3f}"
     )
@@ -220,11 +228,9 @@ def preference_verdict(validation: ValidationResult, alpha: float) -> Verdict:
         "in a crossed random-effects model (pair and annotator effects, Satterthwaite df; Holm-adjusted "
         "with the rubric test)"
     )
-    level = round(100 * (1 - 2 * alpha))
     detail = (
-        f"share {row['estimate']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
-        f"({level}% CI), Holm p = {row['p_holm']:.4g} ({_population(row)}; {int(pref['n_judgments'])} "
-        f"judgments, {int(pref['n_ties'])} ties counted half); conditional on this panel ({pref['method']}): "
+        f"{_crossed_figures('share', row, alpha)}; {int(pref['n_judgments'])} judgments, "
+        f"{int(pref['n_ties'])} ties counted half); conditional on this panel ({pref['method']}): "
         f"{pref['rate']:.3f} [{pref['ci_low']:.3f}, {pref['ci_high']:.3f}]"
     )
     return _one_sided("preference", claim, test, row, detail, alpha, "annotators prefer rejected", null=0.5)
