@@ -20,6 +20,7 @@ __all__ = [
     "Scale",
     "dimension_margins",
     "item_margin",
+    "margins_text",
     "report_scales",
     "rescaled",
     "scale_parameters",
@@ -171,6 +172,15 @@ def dimension_margins(
         name: float(own[name]) if name in own else margin * (s.span / scale.span)
         for name, s in scales.items()
     }
+
+
+def margins_text(margins: Mapping[str, float]) -> str:
+    """Each dimension's margin in plain text, as the methods and notes state it.
+
+    >>> margins_text({"a": 0.5, "b": 0.125})
+    'a +-0.5, b +-0.125'
+    """
+    return ", ".join(f"{item} +-{m:g}" for item, m in margins.items())
 
 
 def to_study_points(margin: float, margins: Mapping[str, float] | None, item: str) -> float:

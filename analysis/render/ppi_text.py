@@ -6,6 +6,7 @@ import pandas as pd
 
 from analysis.ppi_report import SAMPLING_WEIGHTED, TABLE_COLUMNS, PredictionPoweredSection
 from analysis.report import Report
+from analysis.scale import margins_text
 
 __all__ = ["prediction_powered_lines", "prediction_powered_sections"]
 
@@ -24,9 +25,7 @@ def _note(section: PredictionPoweredSection) -> str:
         + (
             f"+-{p['margin']:g}"
             if "margins" not in p
-            else "each dimension's margin ("
-            + ", ".join(f"{k} +-{m:g}" for k, m in p["margins"].items())
-            + ")"
+            else f"each dimension's margin ({margins_text(p['margins'])})"
         )
         + f" at {p['alpha']:g} per one-sided test ({level}% CIs), all dimensions must pass. "
         + "The share of broken pairs stays the people-only verdict's. "

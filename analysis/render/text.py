@@ -17,7 +17,7 @@ from analysis.judges import AGREEMENT_COLUMNS, ALT_TEST_COLUMNS, BASELINE_COLUMN
 from analysis.render.owner_text import owner_sections
 from analysis.render.ppi_text import prediction_powered_sections
 from analysis.report import Report, Verdict
-from analysis.scale import report_scales
+from analysis.scale import margins_text, report_scales
 
 _WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_assessed": "NOT ASSESSED"}
 
@@ -188,10 +188,9 @@ def _margin_words(p: dict[str, Any]) -> str:
     dimensions in points of the study's +-0.5)")."""
     if "margins" not in p:
         return f"+-{p['margin']:g} scale points"
-    each = ", ".join(f"{item} +-{m:g}" for item, m in p["margins"].items())
     return (
-        f"each dimension's margin in its own scale's points ({each}; sums and means over dimensions in "
-        f"points of the study's +-{p['margin']:g})"
+        f"each dimension's margin in its own scale's points ({margins_text(p['margins'])}; sums and means "
+        f"over dimensions in points of the study's +-{p['margin']:g})"
     )
 
 
