@@ -242,8 +242,8 @@ def weighted_ppi_tost(
     correlation = float(np.corrcoef(h, f_l)[0, 1]) if np.ptp(h) > 0 and np.ptp(f_l) > 0 else math.nan
     n_rated = int(drawn.sum())
     return ppi_result(
-        tost,
-        people_tost,
+        tost=tost,
+        people_tost=people_tost,
         item=item,
         judge=judge,
         model=ACTIVE_MODEL,

@@ -349,8 +349,6 @@ def prediction_powered_tost(
         people.estimate, people.se, people_df, -margin, margin, alpha, core.n_obs, MODEL
     )
     return ppi_result(
-        tost,
-        people_tost,
         item=item,
         judge=judge,
         model=MODEL,
@@ -362,13 +360,15 @@ def prediction_powered_tost(
         effective_pairs=core.effective,
         estimable=people.annotator_estimable,
         warnings=core.messages,
+        tost=tost,
+        people_tost=people_tost,
     )
 
 
 def ppi_result(
+    *,
     tost: TostResult,
     people_tost: TostResult,
-    *,
     item: str,
     judge: str,
     model: str,
@@ -388,18 +388,7 @@ def ppi_result(
         item=item,
         judge=judge,
         model=model,
-        estimate=tost.estimate,
-        se=tost.se,
-        df=tost.df,
-        ci_low=tost.ci_low,
-        ci_high=tost.ci_high,
-        p_lower=tost.p_lower,
-        p_upper=tost.p_upper,
-        pvalue=tost.pvalue,
-        equivalent=bool(tost.equivalent and estimable),
-        low=tost.low,
-        high=tost.high,
-        alpha=float(tost.alpha),
+        **tost.figures() | {"equivalent": bool(tost.equivalent and estimable), "alpha": float(tost.alpha)},
         lam=lam,
         correlation=correlation,
         n_pairs=n_rated + n_unrated,
@@ -445,6 +434,35 @@ class PredictionPoweredShare:
     people_p_greater: float
     annotator_estimable: bool
     warnings: list[str] = field(default_factory=list)
+
+
+def _one_sided(core: _Core, alpha: float, shift: float | None) -> dict[str, Any]:
+    """The fields that :class:`PredictionPoweredShare` and :class:`PredictionPoweredMean` share: the
+    one-sided test of ``core.estimate > 0`` and the 1 - 2*alpha intervals, shifted by `shift` (the
+    share is tested as score - 0.5)."""
+    t = float(stats.t.ppf(1 - alpha, core.df))
+    low, high = core.estimate - t * core.se, core.estimate + t * core.se
+    people_low, people_high = core.people.ci_low, core.people.ci_high
+    if shift is not None:
+        low, high = shift + core.estimate - t * core.se, shift + core.estimate + t * core.se
+        people_low, people_high = shift + people_low, shift + people_high
+    return {
+        "se": core.se,
+        "df": core.df,
+        "ci_low": low,
+        "ci_high": high,
+        "p_greater": float(stats.t.sf(core.estimate / core.se, core.df)) if core.se > 0 else math.nan,
+        "lam": core.lam,
+        "correlation": core.correlation,
+        "n_pairs": core.n_rated + core.n_unrated,
+        "n_rated": core.n_rated,
+        "effective_pairs": core.effective,
+        "people_ci_low": people_low,
+        "people_ci_high": people_high,
+        "people_p_greater": core.people.p_greater,
+        "annotator_estimable": core.people.annotator_estimable,
+        "warnings": core.messages,
+    }
 
 
 def prediction_powered_share(
@@ -517,32 +535,3 @@ def prediction_powered_superiority(
         people_estimate=core.people.estimate,
         **_one_sided(core, alpha, None),
     )
-
-
-def _one_sided(core: _Core, alpha: float, shift: float | None) -> dict[str, Any]:
-    """The fields that :class:`PredictionPoweredShare` and :class:`PredictionPoweredMean` share: the
-    one-sided test of ``core.estimate > 0`` and the 1 - 2*alpha intervals, shifted by `shift` (the
-    share is tested as score - 0.5)."""
-    t = float(stats.t.ppf(1 - alpha, core.df))
-    low, high = core.estimate - t * core.se, core.estimate + t * core.se
-    people_low, people_high = core.people.ci_low, core.people.ci_high
-    if shift is not None:
-        low, high = shift + core.estimate - t * core.se, shift + core.estimate + t * core.se
-        people_low, people_high = shift + people_low, shift + people_high
-    return {
-        "se": core.se,
-        "df": core.df,
-        "ci_low": low,
-        "ci_high": high,
-        "p_greater": float(stats.t.sf(core.estimate / core.se, core.df)) if core.se > 0 else math.nan,
-        "lam": core.lam,
-        "correlation": core.correlation,
-        "n_pairs": core.n_rated + core.n_unrated,
-        "n_rated": core.n_rated,
-        "effective_pairs": core.effective,
-        "people_ci_low": people_low,
-        "people_ci_high": people_high,
-        "people_p_greater": core.people.p_greater,
-        "annotator_estimable": core.people.annotator_estimable,
-        "warnings": core.messages,
-    }

@@ -40,6 +40,27 @@ class TostResult(TestResult):
     n: int
     method: str
 
+    def figures(self) -> dict[str, Any]:
+        """What a result built on this TOST copies by name: the estimate with its SE and df, the
+        interval, both one-sided p values and the larger, the verdict, the bounds and the level."""
+        return {name: getattr(self, name) for name in _FIGURES}
+
+
+_FIGURES = (
+    "estimate",
+    "se",
+    "df",
+    "ci_low",
+    "ci_high",
+    "p_lower",
+    "p_upper",
+    "pvalue",
+    "equivalent",
+    "low",
+    "high",
+    "alpha",
+)
+
 
 def tost_from_estimate(
     estimate: float, se: float, df: float, low: float, high: float, alpha: float, n: int, method: str

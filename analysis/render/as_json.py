@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.judges import ALT_TEST_COLUMNS
 from analysis.owners import OWNER_ENDORSEMENT
 from analysis.render.text import methods_paragraph
 from analysis.report import Report
@@ -249,16 +250,8 @@ REPORT_SCHEMA: dict[str, Any] = {
         "annotator_diagnostics": _table_schema(["annotator"]),
         "failed_pairs": _table_schema(["pair_id", "reasons"]),
         "judges": _table_schema(
-            [
-                "judge",
-                "item",
-                "n_pairs",
-                "winning_rate",
-                "advantage_probability",
-                "epsilon",
-                "passes_alt_test",
-            ]
-            + ["baseline", "baseline_advantage", "margin", "beats_baseline", "can_replace"],
+            ["judge", "item", "n_pairs", *ALT_TEST_COLUMNS[1:], "baseline", "baseline_advantage", "margin"]
+            + ["beats_baseline", "can_replace"],
             properties={
                 "can_replace": {"type": ["boolean", "null"]},
                 "passes_alt_test": {"type": ["boolean", "null"]},
