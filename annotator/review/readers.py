@@ -5,6 +5,7 @@ with a few set-based queries and no per-row ORM loads.
 """
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -49,28 +50,6 @@ LABEL_COLUMNS: tuple[str, ...] = (
     "guideline_version",
     "arm",
 )
-_JUDGMENT_COLUMNS = (
-    "judgment_id",
-    "pair_db_id",
-    "pair_id",
-    "category",
-    "annotator",
-    "preference",
-    "confidence",
-    "time_s",
-    "side_chosen",
-    "chosen_chars",
-    "rejected_chars",
-    "revision",
-    "revision_count",
-    "submitted_at",
-    "flag",
-    "flag_reason",
-    "comment",
-    "control",
-    "guideline_version",
-    "arm",
-)
 
 
 #: The label frame's text columns: categorical codes over sorted categories (a judgment's text is
@@ -82,8 +61,9 @@ _CODED_OPTIONAL = ("category", "side_chosen", "flag_reason", "comment", "control
 SCORE_CHUNK = 200_000
 
 
-def _fetch(session: Session, query: Select[Any]) -> list[tuple[Any, ...]]:
-    """The rows of a read-only query, fetched with the database driver's own cursor.
+@contextmanager
+def _cursor(session: Session, query: Select[Any]) -> Iterator[Any]:
+    """The database driver's own cursor on a read-only query, executed and closed after use.
 
     The ORM's row processing costs several seconds on a million scores; the raw cursor is a few times
     faster. The query only carries integer ids as parameters, so they are rendered inline; it runs on
@@ -96,23 +76,22 @@ def _fetch(session: Session, query: Select[Any]) -> list[tuple[Any, ...]]:
     cursor = connection.connection.cursor()
     try:
         cursor.execute(sql)
-        return list(cursor.fetchall())
+        yield cursor
     finally:
         cursor.close()
+
+
+def _fetch(session: Session, query: Select[Any]) -> list[tuple[Any, ...]]:
+    """The rows of a read-only query, fetched with the driver's own cursor (see :func:`_cursor`)."""
+    with _cursor(session, query) as cursor:
+        return list(cursor.fetchall())
 
 
 def _fetch_chunks(session: Session, query: Select, size: int) -> Iterator[list[tuple[Any, ...]]]:
     """The rows of a read-only query (as :func:`_fetch`), `size` rows at a time."""
-    session.flush()
-    connection = session.connection()
-    sql = str(query.compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
-    cursor = connection.connection.cursor()
-    try:
-        cursor.execute(sql)
+    with _cursor(session, query) as cursor:
         while rows := cursor.fetchmany(size):
             yield list(rows)
-    finally:
-        cursor.close()
 
 
 def current_judgments(session: Session, *, study_id: int, pair_db_id: int | None = None) -> pd.DataFrame:
@@ -154,7 +133,7 @@ def current_judgments(session: Session, *, study_id: int, pair_db_id: int | None
     )
     if pair_db_id is not None:
         query = query.where(col(Assignment.pair_id) == pair_db_id)
-    frame = pd.DataFrame(_fetch(session, query), columns=list(_JUDGMENT_COLUMNS))
+    frame = pd.DataFrame(_fetch(session, query), columns=list(query.selected_columns.keys()))
     frame = frame.astype(
         {
             "judgment_id": "int64",
