@@ -64,6 +64,13 @@ def base_config() -> tuple[StudyConfig | None, str]:
     return config, hashlib.sha256(data).hexdigest()[:12]
 
 
+def share_input(
+    column: Any, label: str, value: float | None, key: str, step: float | None = None, top: float = 1.0
+) -> Any:
+    """A number input for a share, from 0 to `top` (an empty one, from a None value, is None)."""
+    return column.number_input(label, min_value=0.0, max_value=top, value=value, step=step, key=key)
+
+
 def settings_form(base: StudyConfig, tag: str) -> StudyConfig | None:
     """The settings a researcher sets in the browser; the config they make, or None (errors shown)."""
     a, c, x, t, w = base.analysis, base.controls, base.exclusion, base.training, base.crowd
@@ -84,13 +91,8 @@ def settings_form(base: StudyConfig, tag: str) -> StudyConfig | None:
     overlap = middle.number_input(
         "Annotators per pair", min_value=1, value=a.overlap, key=f"settings_overlap_{tag}"
     )
-    rate = right.number_input(
-        "Control pairs (share of each queue)",
-        min_value=0.0,
-        max_value=0.99,
-        value=c.rate,
-        step=0.05,
-        key=f"settings_rate_{tag}",
+    rate = share_input(
+        right, "Control pairs (share of each queue)", c.rate, f"settings_rate_{tag}", 0.05, 0.99
     )
     st.subheader("Training")
     st.caption(
@@ -104,13 +106,8 @@ def settings_form(base: StudyConfig, tag: str) -> StudyConfig | None:
         key=f"settings_training_{tag}",
     )
     left, right = st.columns(2)
-    threshold = left.number_input(
-        "Share right to pass the training",
-        min_value=0.0,
-        max_value=1.0,
-        value=t.pass_threshold,
-        step=0.05,
-        key=f"settings_threshold_{tag}",
+    threshold = share_input(
+        left, "Share right to pass the training", t.pass_threshold, f"settings_threshold_{tag}", 0.05
     )
     attempts = right.number_input(
         "Comprehension-check attempts",
@@ -146,26 +143,17 @@ def settings_form(base: StudyConfig, tag: str) -> StudyConfig | None:
         "The rule in words (it goes into the report)", value=x.rule, key=f"settings_rule_{tag}"
     )
     left, middle, right = st.columns(3)
-    gold = left.number_input(
-        "Minimum gold accuracy (empty: none)",
-        min_value=0.0,
-        max_value=1.0,
-        value=x.min_gold_accuracy,
-        key=f"settings_gold_{tag}",
+    gold = share_input(
+        left, "Minimum gold accuracy (empty: none)", x.min_gold_accuracy, f"settings_gold_{tag}"
     )
-    consistency = middle.number_input(
+    consistency = share_input(
+        middle,
         "Minimum self-consistency (empty: none)",
-        min_value=0.0,
-        max_value=1.0,
-        value=x.min_self_consistency,
-        key=f"settings_consistency_{tag}",
+        x.min_self_consistency,
+        f"settings_consistency_{tag}",
     )
-    competence = right.number_input(
-        "Minimum competence (empty: none)",
-        min_value=0.0,
-        max_value=1.0,
-        value=x.min_competence,
-        key=f"settings_competence_{tag}",
+    competence = share_input(
+        right, "Minimum competence (empty: none)", x.min_competence, f"settings_competence_{tag}"
     )
     left, right = st.columns(2)
     too_fast = left.checkbox(
