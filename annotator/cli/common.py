@@ -56,6 +56,7 @@ out = Console(soft_wrap=True, markup=False)
 err = Console(stderr=True, markup=False, soft_wrap=True)  # one line per message, never wrapped
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 
 DbOption = Annotated[
     str | None,
@@ -143,6 +144,16 @@ def open_db(url: str | None) -> "Engine":
     engine = db.make_engine(db_url(url))
     db.check_schema(engine)
     return engine
+
+
+def as_system(database: str | None, service: Callable[..., R], /, **kwargs: Any) -> R:
+    """`service(session, **kwargs)` by the system account in one transaction of the database
+    (opened as :func:`open_db` does); what it returns."""
+    from annotator.people import authorization
+    from annotator.store import db
+
+    with db.session_scope(open_db(database)) as session:
+        return service(session, **kwargs, account=authorization.SYSTEM)
 
 
 def open_sound_db(url: str | None) -> "Engine":

@@ -1,8 +1,9 @@
 """Bringing pairs and work in (and undoing it): `import`, `assign` (`--unassign`), `study archive |
 restore | delete`, `controls make`, `models import`, `judges import`."""
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -10,8 +11,10 @@ from annotator import textguard
 from annotator.cli.common import (
     DbOption,
     MaxBytesOption,
+    R,
     StudyOption,
     app,
+    as_system,
     controls_app,
     err,
     judges_app,
@@ -24,8 +27,8 @@ from annotator.cli.common import (
 )
 from annotator.errors import UserError
 
-if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
-    pass
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 
 @app.command("import")
@@ -47,24 +50,20 @@ def import_(
 ) -> None:
     """Import pair records into a study (created on first import); all or nothing."""
     from annotator.intake import ingest
-    from annotator.people import authorization
     from annotator.study import load_config
 
     engine = open_db(database)
     study_config = load_config(config) if config is not None else None
-    with progress_bar() as bar:
-        task = bar.add_task(f"reading {file.name}", total=_record_estimate(file))
-        summary = ingest.import_file(
-            engine,
-            file,
-            study=study,
-            config=study_config,
-            replace=replace,
-            progress=lambda n: bar.advance(task, n),
-            account=authorization.SYSTEM,
-            strict=strict,
-            max_bytes=max_bytes,
-        )
+    summary = _read_file(
+        engine,
+        file,
+        ingest.import_file,
+        study=study,
+        config=study_config,
+        replace=replace,
+        strict=strict,
+        max_bytes=max_bytes,
+    )
     for warning in summary.warnings[:20]:
         err.print(f"warning: {file}: {warning}", highlight=False)
     if len(summary.warnings) > 20:
@@ -82,21 +81,11 @@ def models_import(
     database: DbOption = None,
 ) -> None:
     """Import one reward model's per-pair predictions (scores or a choice); all or nothing."""
-    from annotator.people import authorization
     from annotator.review.predictions import import_predictions
 
-    engine = open_db(database)
-    with progress_bar() as bar:
-        task = bar.add_task(f"reading {file.name}", total=_record_estimate(file))
-        summary = import_predictions(
-            engine,
-            file,
-            study=study,
-            model=model,
-            account=authorization.SYSTEM,
-            progress=lambda n: bar.advance(task, n),
-            max_bytes=max_bytes,
-        )
+    summary = _read_file(
+        open_db(database), file, import_predictions, study=study, model=model, max_bytes=max_bytes
+    )
     out.print(str(summary), highlight=False)
 
 
@@ -114,22 +103,21 @@ def judges_import(
     database: DbOption = None,
 ) -> None:
     """Import one LLM judge's ratings (all or nothing; the same file again is a no-op)."""
-    from annotator.people import authorization
     from annotator.review.judges import import_judges
 
-    engine = open_db(database)
+    summary = _read_file(open_db(database), file, import_judges, study=study, judge=judge, replace=replace)
+    out.print(str(summary), highlight=False)
+
+
+def _read_file(engine: "Engine", file: Path, importer: Callable[..., R], /, **kwargs: Any) -> R:
+    """`importer(engine, file, **kwargs)` by the system account, with a progress bar over the records."""
+    from annotator.people import authorization
+
     with progress_bar() as bar:
         task = bar.add_task(f"reading {file.name}", total=_record_estimate(file))
-        summary = import_judges(
-            engine,
-            file,
-            study=study,
-            judge=judge,
-            replace=replace,
-            account=authorization.SYSTEM,
-            progress=lambda n: bar.advance(task, n),
+        return importer(
+            engine, file, **kwargs, account=authorization.SYSTEM, progress=lambda n: bar.advance(task, n)
         )
-    out.print(str(summary), highlight=False)
 
 
 def _record_estimate(path: Path) -> int | None:
@@ -249,30 +237,26 @@ def assign_(
     out.print(str(summary), highlight=False)
 
 
+def _set_archived(study: str, database: str | None, *, archived: bool) -> None:
+    """Hide a study from the pickers or bring it back, and print what was done."""
+    from annotator.intake import study_admin
+
+    line = as_system(database, study_admin.set_archived, study=study, archived=archived)
+    out.print(line, highlight=False)
+
+
 @study_app.command("archive")
 @user_errors
 def study_archive(study: StudyOption, database: DbOption = None) -> None:
     """Hide a study from every picker; its data are kept and `study restore` brings it back."""
-    from annotator.intake import study_admin
-    from annotator.people import authorization
-    from annotator.store import db
-
-    with db.session_scope(open_db(database)) as session:
-        line = study_admin.set_archived(session, study=study, archived=True, account=authorization.SYSTEM)
-    out.print(line, highlight=False)
+    _set_archived(study, database, archived=True)
 
 
 @study_app.command("restore")
 @user_errors
 def study_restore(study: StudyOption, database: DbOption = None) -> None:
     """Bring an archived study back into the pickers."""
-    from annotator.intake import study_admin
-    from annotator.people import authorization
-    from annotator.store import db
-
-    with db.session_scope(open_db(database)) as session:
-        line = study_admin.set_archived(session, study=study, archived=False, account=authorization.SYSTEM)
-    out.print(line, highlight=False)
+    _set_archived(study, database, archived=False)
 
 
 @study_app.command("delete")
@@ -286,15 +270,10 @@ def study_delete(
 ) -> None:
     """Delete a study nobody has rated yet (refused once it has judgments: archive it instead)."""
     from annotator.intake import study_admin
-    from annotator.people import authorization
-    from annotator.store import db
 
     if confirm is None:
         confirm = typer.prompt(f"Type the study's name ({study}) to delete it")
-    with db.session_scope(open_db(database)) as session:
-        line = study_admin.delete_study(
-            session, study=study, confirm=str(confirm), account=authorization.SYSTEM
-        )
+    line = as_system(database, study_admin.delete_study, study=study, confirm=str(confirm))
     out.print(line, highlight=False)
 
 
@@ -309,17 +288,6 @@ def controls_make(
 ) -> None:
     """Derive control pairs from a study's pairs and mix them, unseen, into the queues."""
     from annotator.intake.controls import make_controls
-    from annotator.people import authorization
-    from annotator.store import db
 
-    engine = open_db(database)
-    with db.session_scope(engine) as session:
-        summary = make_controls(
-            session,
-            study=study,
-            kind=kind,  # type: ignore[arg-type]  # the service refuses an unknown kind in one line
-            n=n,
-            seed=seed,
-            account=authorization.SYSTEM,
-        )
+    summary = as_system(database, make_controls, study=study, kind=kind, n=n, seed=seed)
     out.print(str(summary), highlight=False)

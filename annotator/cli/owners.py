@@ -10,9 +10,9 @@ from annotator.cli.common import (
     LinkDaysOption,
     StudyOption,
     app,
+    as_system,
     link_address,
     link_lifetime,
-    open_db,
     out,
     user_errors,
 )
@@ -33,15 +33,10 @@ def owners_link(
     database: DbOption = None,
 ) -> None:
     """Print a single-use link for OWNER to rate the pairs of their own profile in a study."""
-    from annotator.people import authorization
     from annotator.rating import owner_links
-    from annotator.store import db
 
     valid_for = link_lifetime(days)
-    with db.session_scope(open_db(database)) as session:
-        token = owner_links.issue_owner_link(
-            session, study=study, owner=owner, account=authorization.SYSTEM, valid_for=valid_for
-        )
+    token = as_system(database, owner_links.issue_owner_link, study=study, owner=owner, valid_for=valid_for)
     out.print(link_address(base_url, "owner_token", token), highlight=False)
 
 
@@ -49,12 +44,9 @@ def owners_link(
 @user_errors
 def owners_list(study: StudyOption, database: DbOption = None) -> None:
     """List the owner links of a study."""
-    from annotator.people import authorization
     from annotator.rating import owner_links
-    from annotator.store import db
 
-    with db.session_scope(open_db(database)) as session:
-        links = owner_links.list_owner_links(session, study=study, account=authorization.SYSTEM)
+    links = as_system(database, owner_links.list_owner_links, study=study)
     table = Table("owner", "created", "expires", "used", "revoked", "open")
     for link in links:
         when = [
@@ -69,10 +61,7 @@ def owners_list(study: StudyOption, database: DbOption = None) -> None:
 @user_errors
 def owners_revoke(owner: str, study: StudyOption, database: DbOption = None) -> None:
     """Revoke every unused link of OWNER in a study."""
-    from annotator.people import authorization
     from annotator.rating import owner_links
-    from annotator.store import db
 
-    with db.session_scope(open_db(database)) as session:
-        n = owner_links.revoke_owner_links(session, study=study, owner=owner, account=authorization.SYSTEM)
+    n = as_system(database, owner_links.revoke_owner_links, study=study, owner=owner)
     out.print(Text(f"revoked {n} link(s) of {owner}"))

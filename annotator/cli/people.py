@@ -1,7 +1,7 @@
 """Accounts: `annotator users ...`."""
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -10,6 +10,7 @@ from annotator.cli.common import (
     BaseUrlOption,
     DbOption,
     LinkDaysOption,
+    as_system,
     link_address,
     link_lifetime,
     open_db,
@@ -18,9 +19,6 @@ from annotator.cli.common import (
     users_app,
 )
 from annotator.errors import UserError
-
-if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
-    pass
 
 
 @users_app.command("add")
@@ -83,12 +81,9 @@ def users_list(database: DbOption = None) -> None:
 @user_errors
 def users_deactivate(name: str, database: DbOption = None) -> None:
     """Deactivate an account (its labels are kept; it can no longer log in)."""
-    from annotator.people import accounts, authorization
-    from annotator.store import db
+    from annotator.people import accounts
 
-    engine = open_db(database)
-    with db.session_scope(engine) as session:
-        accounts.set_active(session, username=name, active=False, account=authorization.SYSTEM)
+    as_system(database, accounts.set_active, username=name, active=False)
     out.print(f"deactivated {name} (all of its sessions ended)", highlight=False)
 
 
@@ -96,12 +91,9 @@ def users_deactivate(name: str, database: DbOption = None) -> None:
 @user_errors
 def users_reactivate(name: str, database: DbOption = None) -> None:
     """Reactivate a deactivated account."""
-    from annotator.people import accounts, authorization
-    from annotator.store import db
+    from annotator.people import accounts
 
-    engine = open_db(database)
-    with db.session_scope(engine) as session:
-        accounts.set_active(session, username=name, active=True, account=authorization.SYSTEM)
+    as_system(database, accounts.set_active, username=name, active=True)
     out.print(f"reactivated {name}", highlight=False)
 
 
@@ -109,12 +101,9 @@ def users_reactivate(name: str, database: DbOption = None) -> None:
 @user_errors
 def users_reset_password(name: str, database: DbOption = None) -> None:
     """Give an account a new generated password (printed once); ends its sessions."""
-    from annotator.people import accounts, authorization
-    from annotator.store import db
+    from annotator.people import accounts
 
-    engine = open_db(database)
-    with db.session_scope(engine) as session:
-        secret = accounts.reset_password(session, username=name, account=authorization.SYSTEM)
+    secret = as_system(database, accounts.reset_password, username=name)
     out.print(f"new password for {name} (shown once): {secret}", highlight=False)
 
 
@@ -122,12 +111,9 @@ def users_reset_password(name: str, database: DbOption = None) -> None:
 @user_errors
 def users_unlock(name: str, database: DbOption = None) -> None:
     """Clear an account's wait after failed logins."""
-    from annotator.people import accounts, authorization
-    from annotator.store import db
+    from annotator.people import accounts
 
-    engine = open_db(database)
-    with db.session_scope(engine) as session:
-        accounts.unlock(session, username=name, account=authorization.SYSTEM)
+    as_system(database, accounts.unlock, username=name)
     out.print(f"unlocked {name}", highlight=False)
 
 
@@ -140,13 +126,8 @@ def users_link(
     database: DbOption = None,
 ) -> None:
     """Print a single-use login link for an account."""
-    from annotator.people import accounts, authorization
-    from annotator.store import db
+    from annotator.people import accounts
 
     valid_for = link_lifetime(days)
-    engine = open_db(database)
-    with db.session_scope(engine) as session:
-        token = accounts.issue_login_token(
-            session, username=name, account=authorization.SYSTEM, valid_for=valid_for
-        )
+    token = as_system(database, accounts.issue_login_token, username=name, valid_for=valid_for)
     out.print(link_address(base_url, "token", token), highlight=False)

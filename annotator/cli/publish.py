@@ -1,14 +1,11 @@
 """What leaves the tool: `export`, `backup`."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from annotator.cli.common import DbOption, StudyOption, app, db_url, open_sound_db, out, user_errors
-
-if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
-    pass
 
 
 @app.command("export")

@@ -1,6 +1,6 @@
 """Running the tool: `init`, `serve`, `demo`, `simulate`."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -18,9 +18,6 @@ from annotator.cli.common import (
     user_errors,
 )
 from annotator.errors import UserError
-
-if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
-    pass
 
 
 @app.command()
