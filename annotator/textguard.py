@@ -216,6 +216,17 @@ def check_name(text: str, what: str, *, limit: int | None = None) -> str:
     return text
 
 
+def stripped_name(raw: str, what: str, limit: int) -> str:
+    """`raw` without surrounding white space, refused (a UserError naming `what`) when that leaves it
+    empty or longer than `limit` characters."""
+    name = raw.strip()
+    if not name:
+        raise UserError(f"{what} is empty")
+    if len(name) > limit:
+        raise UserError(f"{what} is longer than {limit} characters")
+    return name
+
+
 def check_study_name(name: str) -> None:
     """Refuse a study name that is empty, too long or holds a NUL or control character."""
     if not name.strip():

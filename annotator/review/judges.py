@@ -405,11 +405,7 @@ def _fill_pair_level_by_judge(rows: list[dict[str, Any]]) -> list[dict[str, Any]
 
 
 def _check_judge(name: str) -> str:
-    judge = name.strip()
-    if not judge:
-        raise UserError("the judge name is empty")
-    if len(judge) > MAX_JUDGE_NAME:
-        raise UserError(f"the judge name is longer than {MAX_JUDGE_NAME} characters")
+    judge = textguard.stripped_name(name, "the judge name", MAX_JUDGE_NAME)
     if not JUDGE_NAME.match(judge):
         raise UserError(
             f"the judge name {judge[:60]!r} may hold only letters, digits and . _ : / + @ - "

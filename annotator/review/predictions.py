@@ -218,11 +218,7 @@ def load_predictions(
 
 
 def _check_model(model: str) -> str:
-    name = model.strip()
-    if not name:
-        raise UserError("the model name is empty")
-    if len(name) > MAX_MODEL_NAME:
-        raise UserError(f"the model name is longer than {MAX_MODEL_NAME} characters")
+    name = textguard.stripped_name(model, "the model name", MAX_MODEL_NAME)
     textguard.check_name(name, "the model name")
     return name
 
