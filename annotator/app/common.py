@@ -2,10 +2,11 @@
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 from sqlalchemy.engine import Engine
@@ -268,6 +269,36 @@ def require(*roles: str) -> Account:
         st.error(f"This page is not available to the {account.role} role.")
         st.stop()
     return account
+
+
+def requested(
+    pending_key: str,
+    request: object,
+    label: str,
+    *,
+    key: str,
+    check: Callable[[], object] | None = None,
+    **button: Any,
+) -> bool:
+    """The first step of an action that asks for a confirm: True when `request` waits in session state
+    `pending_key` (the caller then asks with :func:`confirmed`). A waiting request that differs from
+    `request` (the settings changed since) is dropped; with none waiting, the button (`label`, `key`,
+    `button`'s options) sets it and draws the page again, after `check` (a UserError from it is shown
+    and nothing is set)."""
+    if st.session_state.get(pending_key) not in (None, request):
+        st.session_state.pop(pending_key, None)
+    if st.session_state.get(pending_key) is not None:
+        return True
+    if st.button(label, key=key, **button):
+        if check is not None:
+            try:
+                check()
+            except UserError as exc:
+                st.error(safe_md(exc), icon=":material/error:")
+                return False
+        st.session_state[pending_key] = request
+        st.rerun()
+    return False
 
 
 def confirmed(question: str, label: str, *, pending_key: str, key: str) -> bool:

@@ -8,7 +8,16 @@ import streamlit as st
 from sqlmodel import Session
 
 from analysis.vocabulary import SWAP
-from annotator.app.common import UPLOAD_LIMIT, choose_study, confirmed, engine, require, safe_md, session
+from annotator.app.common import (
+    UPLOAD_LIMIT,
+    choose_study,
+    confirmed,
+    engine,
+    requested,
+    require,
+    safe_md,
+    session,
+)
 from annotator.app.tables import show_table
 from annotator.errors import UserError
 from annotator.intake import assign, controls, human_sample, ingest, study_admin
@@ -72,14 +81,14 @@ def assign_picker(account: Account, study: str) -> None:
     st.caption(
         f"Would add {summary.created} assignments ({summary.pairs} pairs, {summary.annotators} annotators)."
     )
-    pending = st.session_state.get(CONFIRM_KEY)
-    if pending is not None and pending != (chosen, summary.created):
-        st.session_state.pop(CONFIRM_KEY, None)  # the settings changed since: preview again
-        pending = None
-    if pending is None:
-        if st.button("Assign…", type="primary", key="assign_commit", disabled=summary.created == 0):
-            st.session_state[CONFIRM_KEY] = (chosen, summary.created)
-            st.rerun()
+    if not requested(
+        CONFIRM_KEY,
+        (chosen, summary.created),
+        "Assign…",
+        type="primary",
+        key="assign_commit",
+        disabled=summary.created == 0,
+    ):
         return
     question = (
         f"Add {summary.created} new assignments for {summary.annotators} annotators? "
@@ -137,14 +146,9 @@ def draw_picker(account: Account, chosen: dict[str, object]) -> None:
         st.warning(f"Nothing to draw with these settings: {safe_md(exc)}", icon=":material/warning:")
         return
     st.caption(safe_md(f"If you draw now: {summary}"))
-    pending = st.session_state.get(CONFIRM_KEY)
-    if pending is not None and pending != (chosen, summary.drawn):
-        st.session_state.pop(CONFIRM_KEY, None)
-        pending = None
-    if pending is None:
-        if st.button("Draw and assign…", type="primary", key="assign_draw"):
-            st.session_state[CONFIRM_KEY] = (chosen, summary.drawn)
-            st.rerun()
+    if not requested(
+        CONFIRM_KEY, (chosen, summary.drawn), "Draw and assign…", type="primary", key="assign_draw"
+    ):
         return
     question = (
         f"Draw {summary.drawn} pairs and add {summary.assigned.created} assignments? The sample is drawn "
@@ -227,14 +231,9 @@ def controls_maker(account: Account, study: str) -> None:
         f"control items into the annotators' queues ({mixed}; controls never count toward a pair's "
         "overlap)."
     )
-    pending = st.session_state.get(CONTROLS_KEY)
-    if pending is not None and pending != (chosen, counts):
-        st.session_state.pop(CONTROLS_KEY, None)  # the settings or the study changed since: preview again
-        pending = None
-    if pending is None:
-        if st.button("Make controls…", key="controls_make", disabled=counts == (0, 0)):
-            st.session_state[CONTROLS_KEY] = (chosen, counts)
-            st.rerun()
+    if not requested(
+        CONTROLS_KEY, (chosen, counts), "Make controls…", key="controls_make", disabled=counts == (0, 0)
+    ):
         return
     question = (
         f"Add {summary.pairs} control pairs and {summary.assignments} queue items? Annotators see them "

@@ -3,7 +3,7 @@ the dataset folder with its card as one .zip, and its push to the Hub when a tok
 
 import streamlit as st
 
-from annotator.app.common import choose_study, confirmed, engine, require, safe_md, session
+from annotator.app.common import choose_study, confirmed, engine, requested, require, safe_md, session
 from annotator.errors import UserError
 from annotator.people.authorization import Account
 from annotator.publish import bundle, dataset, export
@@ -98,17 +98,15 @@ def hub_push(account: Account, study: str, license_id: str) -> None:
     repo = st.text_input("Hub dataset repository (OWNER/NAME)", key="hub_repo").strip()
     private = st.checkbox("Private repository", key="hub_private")
     chosen = (study, repo, license_id, private)
-    if st.session_state.get(PUSH_KEY) not in (None, chosen):
-        st.session_state.pop(PUSH_KEY)  # the settings changed since: ask again
-    if st.session_state.get(PUSH_KEY) is None:
-        if st.button("Push to the Hub…", key="hub_push", icon=":material/cloud_upload:", disabled=not repo):
-            try:
-                dataset.check_repo(repo)
-            except UserError as exc:
-                st.error(safe_md(exc), icon=":material/error:")
-                return
-            st.session_state[PUSH_KEY] = chosen
-            st.rerun()
+    if not requested(
+        PUSH_KEY,
+        chosen,
+        "Push to the Hub…",
+        key="hub_push",
+        check=lambda: dataset.check_repo(repo),
+        icon=":material/cloud_upload:",
+        disabled=not repo,
+    ):
         return
     question = safe_md(
         f"Upload the dataset of study {study!r} to the {'private' if private else 'public'} Hub "
