@@ -11,7 +11,7 @@ from sqlmodel import Session, col, select
 
 from annotator.errors import UserError
 from annotator.intake.controls import mix_controls
-from annotator.people.authorization import Account, require_role
+from annotator.people.authorization import Account, record_event, require_role
 from annotator.store.db import lock_study
 from annotator.store.models import PENDING, Assignment, Event, Judgment, Pair, Study, User, id_of
 from annotator.study import StudyConfig, get_study, parse_config, study_config
@@ -297,18 +297,17 @@ def _log_assign(
     seed: int,
     users: list[User],
 ) -> None:
-    session.add(
-        Event(
-            user_id=account.id or None,
-            action="assign",
-            detail={
-                "study": study,
-                "overlap": overlap,
-                "created": created,
-                "seed": seed,
-                "annotators": [user.username for user in users],
-            },
-        )
+    record_event(
+        session,
+        account,
+        "assign",
+        {
+            "study": study,
+            "overlap": overlap,
+            "created": created,
+            "seed": seed,
+            "annotators": [user.username for user in users],
+        },
     )
 
 

@@ -30,8 +30,8 @@ from sqlmodel import Session, col, select
 
 from analysis.vocabulary import DUPLICATE, GOLD, POSITIVE, SWAP
 from annotator.errors import UserError
-from annotator.people.authorization import Account, require_role
-from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Event, Pair, User, id_of
+from annotator.people.authorization import Account, record_event, require_role
+from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Pair, User, id_of
 from annotator.study import get_study, parse_config, study_config
 
 __all__ = [
@@ -205,12 +205,11 @@ def make_controls(
         created = _make_derived(session, study_row.name, study_id, main, kind, n, rng, config.dimension_names)
         session.flush()
         assigned = mix_controls(session, study=study, rate=config.controls.rate, seed=seed)
-    session.add(
-        Event(
-            user_id=account.id or None,
-            action="controls_make",
-            detail={"study": study, "kind": kind, "pairs": created, "assignments": assigned, "seed": seed},
-        )
+    record_event(
+        session,
+        account,
+        "controls_make",
+        {"study": study, "kind": kind, "pairs": created, "assignments": assigned, "seed": seed},
     )
     return ControlSummary(study, POSITIVE if kind == "degrade" else kind, created, assigned)
 

@@ -20,9 +20,9 @@ from sqlmodel import Session, col, func, select
 from analysis.active_ppi import MIN_SHARE, inclusion_probabilities, judge_uncertainty
 from annotator.errors import UserError
 from annotator.intake.assign import AssignSummary, assign
-from annotator.people.authorization import Account, require_role
+from annotator.people.authorization import Account, record_event, require_role
 from annotator.store.db import lock_study
-from annotator.store.models import Assignment, Event, JudgeRating, Pair, id_of
+from annotator.store.models import Assignment, JudgeRating, Pair, id_of
 from annotator.study import get_study
 
 __all__ = ["MIN_SHARE", "SampleSummary", "draw_human_sample", "preview_draw", "sample_choices"]
@@ -123,13 +123,12 @@ def draw_human_sample(
             for pair, p, t in zip(pair_ids, probability, taken, strict=True)
         ],
     )
-    session.add(
-        Event(
-            user_id=account.id or None,
-            action="draw_human_sample",
-            detail={"study": study, "judge": judge, "size": size, "active": active, "min_share": MIN_SHARE,
-                    "seed": seed, "drawn": int(taken.sum()), "judged": len(pair_ids)},
-        )
+    record_event(
+        session,
+        account,
+        "draw_human_sample",
+        {"study": study, "judge": judge, "size": size, "active": active, "min_share": MIN_SHARE,
+         "seed": seed, "drawn": int(taken.sum()), "judged": len(pair_ids)},
     )  # fmt: skip
     session.flush()
     assigned = assign(

@@ -10,7 +10,7 @@ from sqlalchemy import delete, func
 from sqlmodel import Session, col, select
 
 from annotator.errors import UserError
-from annotator.people.authorization import Account, require_role
+from annotator.people.authorization import Account, record_event, require_role
 from annotator.store.db import lock_study
 from annotator.store.models import (
     PENDING,
@@ -18,7 +18,6 @@ from annotator.store.models import (
     Assignment,
     CrowdLink,
     Draft,
-    Event,
     JudgeRating,
     Judgment,
     ModelPrediction,
@@ -115,17 +114,16 @@ def unassign(
             removable.append(key)
     for start in range(0, len(removable), 500):
         session.execute(delete(Assignment).where(col(Assignment.id).in_(removable[start : start + 500])))
-    session.add(
-        Event(
-            user_id=account.id or None,
-            action="unassign",
-            detail={
-                "study": study,
-                "annotators": list(annotators) if annotators is not None else "all",
-                "removed": len(removable),
-                "kept": len(kept),
-            },
-        )
+    record_event(
+        session,
+        account,
+        "unassign",
+        {
+            "study": study,
+            "annotators": list(annotators) if annotators is not None else "all",
+            "removed": len(removable),
+            "kept": len(kept),
+        },
     )
     return UnassignSummary(study, len(removable), kept)
 
@@ -158,7 +156,7 @@ def set_archived(session: Session, *, study: str, archived: bool, account: Accou
     study_row.archived_at = utcnow() if archived else None
     session.add(study_row)
     action = "study_archive" if archived else "study_restore"
-    session.add(Event(user_id=account.id or None, action=action, detail={"study": study}))
+    record_event(session, account, action, {"study": study})
     done = "archived: hidden from every picker, its data kept" if archived else "restored"
     return f"study {study!r} {done}"
 
@@ -204,5 +202,5 @@ def delete_study(session: Session, *, study: str, confirm: str, account: Account
     session.execute(delete(Pair).where(col(Pair.study_id) == study_id, col(Pair.control) != ""))
     session.execute(delete(Pair).where(col(Pair.study_id) == study_id))
     session.execute(delete(Study).where(col(Study.id) == study_id))
-    session.add(Event(user_id=account.id or None, action="study_delete", detail={"study": study}))
+    record_event(session, account, "study_delete", {"study": study})
     return f"study {study!r} deleted"

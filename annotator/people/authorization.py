@@ -1,15 +1,15 @@
 """Authorization, the one home: who is calling (:class:`Account`, the trusted :data:`SYSTEM`, a user
 row's account :func:`account_of`), whether the caller's role may do a thing (:func:`require_role`),
 whether the caller is still active (:func:`require_active`), and whether an item belongs to the caller
-(:func:`own_assignment`, :func:`check_owner`)."""
+(:func:`own_assignment`, :func:`check_owner`); and who did what in the audit log (:func:`record_event`)."""
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from sqlmodel import Session, col, select
 
 from annotator.errors import AuthError
-from annotator.store.models import ROLES, Assignment, Role, User, id_of
+from annotator.store.models import ROLES, Assignment, Event, Role, User, id_of
 
 DEACTIVATED = "this account is deactivated; ask the study's researcher"
 NOT_YOURS = "this item is not in your queue"
@@ -29,6 +29,11 @@ class Account:
 
 # The trusted caller of the CLI and scripts: never stored, never loadable, accepted only as this object.
 SYSTEM = Account(id=0, username="system", role="system")
+
+
+def record_event(session: Session, account: Account, action: str, detail: dict[str, Any]) -> None:
+    """Add the audit event of `account`'s `action` to the session (the system account's has no user)."""
+    session.add(Event(user_id=account.id or None, action=action, detail=detail))
 
 
 def _role(role: str) -> Role:

@@ -21,10 +21,10 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from annotator.errors import UserError
-from annotator.people.authorization import SYSTEM, Account, require_role
+from annotator.people.authorization import SYSTEM, Account, record_event, require_role
 from annotator.review.final_labels import final_labels
 from annotator.review.readers import label_frame
-from annotator.store.models import Event, Pair
+from annotator.store.models import Pair
 from annotator.study import StudyConfig, get_study, study_config
 
 __all__ = [
@@ -425,7 +425,7 @@ def record_export(
         "pseudonymized": pseudonymized,
         "validated_only": validated_only,
     }
-    session.add(Event(user_id=account.id or None, action="export", detail=detail))
+    record_event(session, account, "export", detail)
 
 
 def with_scales(frame: pd.DataFrame, config: StudyConfig) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from datetime import timedelta
 from sqlmodel import Session, col, select, update
 
 from annotator.errors import AuthError, UserError
-from annotator.people.authorization import Account, require_role
+from annotator.people.authorization import Account, record_event, require_role
 from annotator.rating.owners import owner_pairs
 from annotator.store.models import Event, OwnerLink, Study, id_of, utcnow
 from annotator.study import get_study
@@ -45,9 +45,7 @@ def issue_owner_link(
     session.add(
         OwnerLink(study_id=study_id, owner=owner, token_hash=_digest(token), expires_at=utcnow() + valid_for)
     )
-    session.add(
-        Event(user_id=account.id or None, action="owner_link_issued", detail={"study": study, "owner": owner})
-    )
+    record_event(session, account, "owner_link_issued", {"study": study, "owner": owner})
     return token
 
 
@@ -111,11 +109,5 @@ def revoke_owner_links(session: Session, *, study: str, owner: str, account: Acc
         .values(token_hash=None, revoked_at=utcnow())
     )
     n = int(result.rowcount)  # type: ignore[attr-defined]
-    session.add(
-        Event(
-            user_id=account.id or None,
-            action="owner_link_revoked",
-            detail={"study": study, "owner": owner, "n": n},
-        )
-    )
+    record_event(session, account, "owner_link_revoked", {"study": study, "owner": owner, "n": n})
     return n

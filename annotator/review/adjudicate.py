@@ -28,7 +28,7 @@ from analysis.adjudication import (
 from analysis.vocabulary import RUBRIC_PREFIX
 from annotator import textguard
 from annotator.errors import UserError
-from annotator.people.authorization import Account, require_role
+from annotator.people.authorization import Account, record_event, require_role
 from annotator.review import adjudication_reads as reads
 from annotator.review.adjudication_reads import HUMAN_METHOD
 from annotator.store.models import Adjudication, Event, Method, id_of, utcnow
@@ -157,19 +157,18 @@ def auto_resolve(session: Session, *, study: str, account: Account) -> AutoSumma
         needs_person=needs_person,
         unresolved=unresolved,
     )
-    session.add(
-        Event(
-            user_id=account.id or None,
-            action="auto_resolve",
-            detail={
-                "study": study,
-                "decided": decided,
-                "unchanged": unchanged,
-                "revoked": revoked,
-                "needs_person": needs_person,
-                "unresolved": unresolved,
-            },
-        )
+    record_event(
+        session,
+        account,
+        "auto_resolve",
+        {
+            "study": study,
+            "decided": decided,
+            "unchanged": unchanged,
+            "revoked": revoked,
+            "needs_person": needs_person,
+            "unresolved": unresolved,
+        },
     )
     session.flush()
     return summary

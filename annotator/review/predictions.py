@@ -24,8 +24,8 @@ from annotator import textguard
 from annotator.errors import UserError
 from annotator.intake import assign
 from annotator.intake.ingest import collect_records
-from annotator.people.authorization import Account, require_role
-from annotator.store.models import Assignment, Event, ModelPrediction, Pair, User, id_of
+from annotator.people.authorization import Account, record_event, require_role
+from annotator.store.models import Assignment, ModelPrediction, Pair, User, id_of
 from annotator.study import get_study
 
 __all__ = [
@@ -265,18 +265,17 @@ def save_predictions(
         session.execute(insert(ModelPrediction), values)
     n_pairs = len(_known_pairs(session, study_id))
     summary = PredictionImport(study, model, len(values), len(old), max(0, n_pairs - len(values)))
-    session.add(
-        Event(
-            user_id=account.id or None,
-            action="models_import",
-            detail={
-                "study": study,
-                "model": model,
-                "file": source,
-                "imported": len(values),
-                "replaced": len(old),
-            },
-        )
+    record_event(
+        session,
+        account,
+        "models_import",
+        {
+            "study": study,
+            "model": model,
+            "file": source,
+            "imported": len(values),
+            "replaced": len(old),
+        },
     )
     return summary
 
@@ -415,12 +414,11 @@ def send_back(
         created += assign.assign_pairs(
             session, study=study, annotator=name_of[uid], pair_ids=ids, seed=seed, arm=arm_of[uid]
         )
-    session.add(
-        Event(
-            user_id=account.id or None,
-            action="send_back",
-            detail={"study": study, "pairs": len(pair_ids), "extra": extra, "created": created},
-        )
+    record_event(
+        session,
+        account,
+        "send_back",
+        {"study": study, "pairs": len(pair_ids), "extra": extra, "created": created},
     )
     return created
 
