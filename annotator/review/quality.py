@@ -25,7 +25,7 @@ from annotator.errors import UserError
 from annotator.intake.controls import MIXED_KINDS, swap_sources
 from annotator.people.authorization import Account, require_role
 from annotator.review.readers import label_frame
-from annotator.store.models import Assignment, Judgment, Pair, id_of
+from annotator.store.models import Assignment, Judgment, Pair, Study, id_of
 from annotator.study import StudyConfig, get_study, parse_config
 
 __all__ = ["QualityResult", "annotator_quality", "control_expectations", "quality_from_frame"]
@@ -158,9 +158,17 @@ def annotator_quality(session: Session, *, study: str, account: Account, seed: i
     """Per-annotator QC of a study from its current judgments; researchers only."""
     require_role(session, account, "researcher")
     study_row = get_study(session, study)
-    study_id = id_of(study_row)
     config = parse_config(study_row.config, source=f"study {study!r}")
     frame = label_frame(session, study=study, account=account)
+    return _study_quality(session, study_row, config, frame, study=study, seed=seed)
+
+
+def _study_quality(
+    session: Session, study_row: Study, config: StudyConfig, frame: pd.DataFrame, *, study: str, seed: int
+) -> QualityResult:
+    """The QC result of a study's label frame, with the study's control expectations, swap sources,
+    registration time and first judgment's time read from the database."""
+    study_id = id_of(study_row)
     first = session.exec(
         select(func.min(Judgment.submitted_at))
         .join(Assignment, col(Assignment.id) == col(Judgment.assignment_id))
@@ -224,22 +232,7 @@ def attach_quality(
     )
     if frame.empty or not (has_controls or has_rule):
         return report
-    study_id = id_of(study_row)
-    first = session.exec(
-        select(func.min(Judgment.submitted_at))
-        .join(Assignment, col(Assignment.id) == col(Judgment.assignment_id))
-        .where(Assignment.study_id == study_id)
-    ).one()
-    result = quality_from_frame(
-        frame,
-        config,
-        study=study,
-        expected=control_expectations(session, study_id=study_id),
-        sources=swap_sources(session, study_id=study_id),
-        registered_at=study_row.created_at,
-        first_judgment_at=first,
-        seed=seed,
-    )
+    result = _study_quality(session, study_row, config, frame, study=study, seed=seed)
     without: Report | None = report
     if result.excluded:
         try:
