@@ -271,6 +271,14 @@ def require(*roles: str) -> Account:
     return account
 
 
+def two_texts(noun: str, text_a: str, text_b: str) -> None:
+    """Two texts side by side under the headings "`noun` A" and "`noun` B" (each rendered as text)."""
+    for column, side, text in zip(st.columns(2), "AB", (text_a, text_b), strict=True):
+        with column:
+            st.markdown(f"**{noun} {side}**")
+            st.markdown(safe_md(text))
+
+
 def requested(
     pending_key: str,
     request: object,

@@ -7,7 +7,7 @@ and every read and write goes through :mod:`annotator.rating.owners`, which serv
 import streamlit as st
 
 from analysis.vocabulary import SIDES
-from annotator.app.common import safe_md, session
+from annotator.app.common import safe_md, session, two_texts
 from annotator.errors import UserError
 from annotator.rating import owner_links, owners
 from annotator.study import StudyConfig, study_config
@@ -58,13 +58,7 @@ def main() -> None:
     item = left[0]
     st.subheader("Your question")
     st.markdown(safe_md(item.question))
-    col_a, col_b = st.columns(2)
-    with col_a:
-        st.markdown("**Answer A**")
-        st.markdown(safe_md(item.text_a))
-    with col_b:
-        st.markdown("**Answer B**")
-        st.markdown(safe_md(item.text_b))
+    two_texts("Answer", item.text_a, item.text_b)
     asked = config.owners
     with st.form(key=f"owner_form_{item.pair_id}"):
         quality = quality_questions(config) if asked.ask_quality else {}

@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from annotator.app.common import UPLOAD_LIMIT, engine, require, safe_md, session
+from annotator.app.common import UPLOAD_LIMIT, engine, require, safe_md, session, two_texts
 from annotator.app.rating_page.form import Question, item_questions
 from annotator.app.tables import show_table
 from annotator.errors import UserError
@@ -224,11 +224,7 @@ def preview(records: list[dict[str, Any]], config: StudyConfig) -> None:
                     f"The user's past posts: {posts} {'post' if posts == 1 else 'posts'}, the {shown} most "
                     "relevant to the question listed first (all searchable)."
                 )
-            left, right = st.columns(2)
-            for column, side, text in ((left, "A", item.text_a), (right, "B", item.text_b)):
-                with column:
-                    st.markdown(f"**Response {side}**")
-                    st.markdown(safe_md(text))
+            two_texts("Response", item.text_a, item.text_b)
             questions = item_questions(item, config)
             st.markdown(f"**The {len(questions)} questions, in the rating page's order:**")
             st.markdown("\n".join(question_line(k, q) for k, q in enumerate(questions, start=1)))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from annotator.app.common import CURRENT_STUDY_KEY, require, safe_md, session
+from annotator.app.common import CURRENT_STUDY_KEY, require, safe_md, session, two_texts
 from annotator.errors import UserError
 from annotator.people import training
 from annotator.people.authorization import Account
@@ -26,13 +26,7 @@ def show_pair(pair: training.PracticePair) -> None:
         st.markdown("**What this user cares about**")
         for aspect in pair.rubric:
             st.markdown(safe_md(f"- {aspect.get('aspect', '')}"))
-    left, right = st.columns(2)
-    with left:
-        st.markdown("**Response A**")
-        st.markdown(safe_md(pair.response_a))
-    with right:
-        st.markdown("**Response B**")
-        st.markdown(safe_md(pair.response_b))
+    two_texts("Response", pair.response_a, pair.response_b)
 
 
 def practice(account: Account, study_id: int, state: training.TrainingStatus) -> None:
