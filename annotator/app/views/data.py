@@ -1,6 +1,7 @@
 """Data: import a pair file, assign, and create accounts (the same checks as the CLI)."""
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -95,11 +96,7 @@ def assign_picker(account: Account, study: str) -> None:
         "They appear in the annotators' queues at once."
     )
     if confirmed(question, f"Confirm: add {summary.created}", pending_key=CONFIRM_KEY, key="assign"):
-        try:
-            with session() as active:
-                st.success(safe_md(assign.assign(active, **chosen, account=account)))  # type: ignore[arg-type]
-        except UserError as exc:
-            st.error(safe_md(exc))
+        carry_out(assign.assign, chosen, account)
 
 
 def sample_picker(study: str) -> dict[str, object] | None:
@@ -157,11 +154,17 @@ def draw_picker(account: Account, chosen: dict[str, object]) -> None:
     if confirmed(
         question, f"Confirm: draw {summary.drawn} pairs", pending_key=CONFIRM_KEY, key="assign_draw"
     ):
-        try:
-            with session() as active:
-                st.success(safe_md(human_sample.draw_human_sample(active, **chosen, account=account)))  # type: ignore[arg-type]
-        except UserError as exc:
-            st.error(safe_md(exc))
+        carry_out(human_sample.draw_human_sample, chosen, account)
+
+
+def carry_out(service: Callable[..., object], chosen: dict[str, object], account: Account) -> None:
+    """Carry out a confirmed request (`service` with the settings `chosen`) and say what it did, or in
+    one line why it could not."""
+    try:
+        with session() as active:
+            st.success(safe_md(service(active, **chosen, account=account)))
+    except UserError as exc:
+        st.error(safe_md(exc))
 
 
 def unassign_picker(account: Account, study: str) -> None:
