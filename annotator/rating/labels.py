@@ -19,6 +19,7 @@ from annotator.people.training import needs_training, qualified
 from annotator.rating import crowd
 from annotator.rating.blinding import preference_index, response_of, side_of, side_texts, signed_preference
 from annotator.rating.guidelines import guideline_version
+from annotator.store.db import lock_row
 from annotator.store.models import (
     DONE,
     FLAGGED,
@@ -404,15 +405,7 @@ def _lock_assignment(session: Session, assignment_id: int) -> None:
     the database's write lock (waiting up to the busy timeout) before the revision number is read;
     without it two processes could read the same highest revision and collide on (assignment, revision).
     """
-    if session.get_bind().dialect.name == "sqlite":
-        session.execute(
-            update(Assignment)
-            .where(col(Assignment.id) == assignment_id)
-            .values(revisions=Assignment.revisions)
-            .execution_options(synchronize_session=False)
-        )
-    else:
-        session.execute(select(Assignment.id).where(col(Assignment.id) == assignment_id).with_for_update())
+    lock_row(session, Assignment, assignment_id, "revisions")
 
 
 def skip(session: Session, *, assignment_id: int, account: Account, reason: str) -> None:

@@ -22,7 +22,7 @@ from sqlmodel import Session, col, create_engine
 
 from annotator.errors import BusyError, SchemaError, UserError
 from annotator.store.integrity import RESTORE, damaged, refusal, verdict
-from annotator.store.models import Study
+from annotator.store.models import Assignment, Study
 
 DEFAULT_URL = "sqlite:///data/annotations.db"
 ENV_VAR = "ANNOTATOR_DB_URL"
@@ -219,15 +219,23 @@ def lock_study(session: Session, study_id: int) -> None:
     which takes the database's write lock first (waiting up to the busy timeout), so every read after
     it sees what the previous holder committed. Call it before the reads it protects.
     """
+    lock_row(session, Study, study_id, "name")
+
+
+def lock_row(session: Session, table: type[Study | Assignment], row_id: int, column: str) -> None:
+    """Hold the row of `table` with id `row_id` until the transaction ends: on PostgreSQL a row lock
+    (SELECT ... FOR UPDATE); on SQLite a no-op UPDATE (`column` set to itself), which takes the
+    database's write lock (waiting up to the busy timeout)."""
+    key = col(table.id)
     if session.get_bind().dialect.name == "sqlite":
         session.execute(
-            update(Study)
-            .where(col(Study.id) == study_id)
-            .values(name=Study.name)
+            update(table)
+            .where(key == row_id)
+            .values({column: getattr(table, column)})
             .execution_options(synchronize_session=False)
         )
     else:
-        session.execute(select(col(Study.id)).where(col(Study.id) == study_id).with_for_update())
+        session.execute(select(key).where(key == row_id).with_for_update())
 
 
 def _alembic_config() -> Config:
