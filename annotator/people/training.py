@@ -295,14 +295,16 @@ def answer_training(session: Session, *, account: Account, study_id: int, choice
     if done:
         rows = [r for r in _answers(session, account, study_id, "training") if r.attempt == attempt]
         passed = sum(r.correct for r in rows) / len(items) >= config.pass_threshold
-        session.add(
-            Event(
-                user_id=account.id,
-                action="training",
-                detail={"study": study_id, "attempt": attempt, "passed": passed},
-            )
-        )
+        _record_attempt(session, account, "training", study_id=study_id, attempt=attempt, passed=passed)
     return Feedback(correct, item.options[item.answer], item.explanation, done, passed)
+
+
+def _record_attempt(
+    session: Session, account: Account, phase: str, *, study_id: int, attempt: int, passed: bool
+) -> None:
+    """The audit event of a finished training or comprehension attempt."""
+    detail = {"study": study_id, "attempt": attempt, "passed": passed}
+    session.add(Event(user_id=account.id, action=phase, detail=detail))
 
 
 def submit_comprehension(
@@ -340,13 +342,7 @@ def submit_comprehension(
             )
         )
     passed = all(right)
-    session.add(
-        Event(
-            user_id=account.id,
-            action="comprehension",
-            detail={"study": study_id, "attempt": attempt, "passed": passed},
-        )
-    )
+    _record_attempt(session, account, "comprehension", study_id=study_id, attempt=attempt, passed=passed)
     return ComprehensionResult(passed, config.comprehension_attempts - attempt)
 
 
