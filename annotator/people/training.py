@@ -278,17 +278,8 @@ def answer_training(session: Session, *, account: Account, study_id: int, choice
     if not 0 <= choice < len(item.options):
         raise UserError("please choose one of the options")
     correct = choice == item.answer
-    session.add(
-        TrainingAnswer(
-            study_id=study_id,
-            user_id=account.id,
-            phase="training",
-            attempt=attempt,
-            item=item.key or str(answered),
-            answer=item.options[choice][:200],
-            correct=correct,
-        )
-    )
+    key = item.key or str(answered)
+    _record_answer(session, account, study_id, "training", attempt, key, item.options[choice], correct)
     session.flush()
     done = answered + 1 == len(items)
     passed = False
@@ -297,6 +288,30 @@ def answer_training(session: Session, *, account: Account, study_id: int, choice
         passed = sum(r.correct for r in rows) / len(items) >= config.pass_threshold
         _record_attempt(session, account, "training", study_id=study_id, attempt=attempt, passed=passed)
     return Feedback(correct, item.options[item.answer], item.explanation, done, passed)
+
+
+def _record_answer(
+    session: Session,
+    account: Account,
+    study_id: int,
+    phase: str,
+    attempt: int,
+    item: str,
+    answer: str,
+    correct: bool,
+) -> None:
+    """One answer of a training or comprehension attempt (its text cut to 200 characters)."""
+    session.add(
+        TrainingAnswer(
+            study_id=study_id,
+            user_id=account.id,
+            phase=phase,
+            attempt=attempt,
+            item=item,
+            answer=answer[:200],
+            correct=correct,
+        )
+    )
 
 
 def _record_attempt(
@@ -330,17 +345,7 @@ def submit_comprehension(
             if choice is not None and 0 <= choice < len(question.options)
             else ""
         )
-        session.add(
-            TrainingAnswer(
-                study_id=study_id,
-                user_id=account.id,
-                phase="comprehension",
-                attempt=attempt,
-                item=str(index),
-                answer=answer[:200],
-                correct=ok,
-            )
-        )
+        _record_answer(session, account, study_id, "comprehension", attempt, str(index), answer, ok)
     passed = all(right)
     _record_attempt(session, account, "comprehension", study_id=study_id, attempt=attempt, passed=passed)
     return ComprehensionResult(passed, config.comprehension_attempts - attempt)
