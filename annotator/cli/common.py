@@ -82,6 +82,15 @@ def link_lifetime(days: float) -> timedelta:
     return timedelta(days=days)
 
 
+def print_link(
+    database: str | None, issue: Callable[..., str], parameter: str, base_url: str, days: float, **kwargs: Any
+) -> None:
+    """Issue a single-use link valid for `days` (`issue(session, **kwargs, valid_for=...)` by the system
+    account) and print the app's address with its token as the query `parameter`."""
+    token = as_system(database, issue, **kwargs, valid_for=link_lifetime(days))
+    out.print(link_address(base_url, parameter, token), highlight=False)
+
+
 MaxBytesOption = Annotated[
     int,
     typer.Option(

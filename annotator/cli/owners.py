@@ -11,9 +11,8 @@ from annotator.cli.common import (
     StudyOption,
     app,
     as_system,
-    link_address,
-    link_lifetime,
     out,
+    print_link,
     user_errors,
 )
 
@@ -35,9 +34,9 @@ def owners_link(
     """Print a single-use link for OWNER to rate the pairs of their own profile in a study."""
     from annotator.rating import owner_links
 
-    valid_for = link_lifetime(days)
-    token = as_system(database, owner_links.issue_owner_link, study=study, owner=owner, valid_for=valid_for)
-    out.print(link_address(base_url, "owner_token", token), highlight=False)
+    print_link(
+        database, owner_links.issue_owner_link, "owner_token", base_url, days, study=study, owner=owner
+    )
 
 
 @owners_app.command("list")

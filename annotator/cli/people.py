@@ -11,10 +11,9 @@ from annotator.cli.common import (
     DbOption,
     LinkDaysOption,
     as_system,
-    link_address,
-    link_lifetime,
     open_db,
     out,
+    print_link,
     user_errors,
     users_app,
 )
@@ -128,6 +127,4 @@ def users_link(
     """Print a single-use login link for an account."""
     from annotator.people import accounts
 
-    valid_for = link_lifetime(days)
-    token = as_system(database, accounts.issue_login_token, username=name, valid_for=valid_for)
-    out.print(link_address(base_url, "token", token), highlight=False)
+    print_link(database, accounts.issue_login_token, "token", base_url, days, username=name)
