@@ -298,6 +298,18 @@ def test_write_frame_refuses_an_unknown_format_and_an_unwritable_path(tmp_path: 
 # ------------------------------------------------------------------------------------ round trips
 
 
+@pytest.mark.parametrize("kind", export.EXPORT_KINDS)
+def test_validated_only_keeps_the_kept_pairs_in_every_export(tmp_path: Path, kind: str) -> None:
+    engine = _judged_study(tmp_path)  # p0 kept; p1 needs a person; p2 resolved, not kept
+    with db.session_scope(engine) as session:
+        data = export.build(session, study=STUDY, kind=kind, validated_only=True, account=SYSTEM)
+        every = export.build(session, study=STUDY, kind=kind, account=SYSTEM)
+    ids = [r["id"] for r in data] if kind == "pairs" else list(data["pair_id"].unique())
+    assert ids == ["p0"]
+    assert len(data) == {"labels": 3 * 10, "adjudicated": 1, "pairs": 1}[kind]
+    assert len(every) == 3 * len(data)
+
+
 def test_validated_pairs_round_trip_through_the_importer(tmp_path: Path) -> None:
     engine = _judged_study(tmp_path)
     url = engine.url.render_as_string(hide_password=False)

@@ -26,7 +26,7 @@ def export_(
         bool, typer.Option(help="Replace usernames with stable codes (labels, adjudicated)")
     ] = False,
     validated_only: Annotated[
-        bool, typer.Option(help="pairs: only those whose latest adjudication says keep")
+        bool, typer.Option(help="only the pairs whose latest adjudication says keep, and their labels")
     ] = False,
     push_to_hub: Annotated[
         str | None, typer.Option("--push-to-hub", help="dataset: upload to this Hub repo (OWNER/NAME)")

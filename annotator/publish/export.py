@@ -34,6 +34,7 @@ __all__ = [
     "adjudicated_frame",
     "build",
     "export",
+    "kept",
     "neutralize_formula",
     "pairs_records",
     "record_export",
@@ -87,6 +88,12 @@ def _support_columns(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _missing(value: Any) -> bool:
     return value is None or (not isinstance(value, list | dict | str) and bool(pd.isna(value)))
+
+
+def kept(final: pd.DataFrame) -> pd.DataFrame:
+    """The rows of an :func:`adjudicated_frame` whose latest adjudication says keep (the validated pairs)."""
+    keep = final["keep"].map(lambda value: not _missing(value) and bool(value))
+    return final[keep.astype(bool)].reset_index(drop=True)
 
 
 def _plain(pair: dict[str, Any]) -> bool:
@@ -452,17 +459,21 @@ def build(
 ) -> pd.DataFrame | list[dict[str, Any]]:
     """The data of one export kind: labels (frame), adjudicated (frame) or pairs (records).
 
-    Only a researcher (or SYSTEM) may build an export.
+    `validated_only` keeps, in every kind, only the pairs whose latest adjudication says keep (and
+    their labels). Only a researcher (or SYSTEM) may build an export.
     """
     require_role(session, account, "researcher")
-    if kind == "labels":
-        frame = label_frame(session, study=study, pseudonymize=pseudonymize, account=account)
-        return with_scales(frame, study_config(session, study))
-    if kind == "adjudicated":
-        return adjudicated_frame(session, study=study, pseudonymize=pseudonymize)
+    if kind not in EXPORT_KINDS:
+        raise UserError(f"unknown export {kind!r}; use one of {', '.join(EXPORT_KINDS)}")
     if kind == "pairs":
         return pairs_records(session, study=study, validated_only=validated_only)
-    raise UserError(f"unknown export {kind!r}; use one of {', '.join(EXPORT_KINDS)}")
+    final = adjudicated_frame(session, study=study, pseudonymize=pseudonymize)
+    if kind == "adjudicated":
+        return kept(final) if validated_only else final
+    frame = label_frame(session, study=study, pseudonymize=pseudonymize, account=account)
+    if validated_only:
+        frame = frame[frame["pair_id"].isin(kept(final)["pair_id"])].reset_index(drop=True)
+    return with_scales(frame, study_config(session, study))
 
 
 def export(

@@ -132,7 +132,10 @@ def main() -> None:
         fmt = st.radio("Format", export.FORMATS, horizontal=True, key="downloads_format")
         pseudonymize = st.checkbox("Replace annotator names with stable codes", key="downloads_pseudo")
         validated_only = st.checkbox(
-            "Validated pairs only (kept by adjudication)", value=True, key="downloads_valid"
+            "Validated pairs only (kept by adjudication)",
+            value=True,
+            key="downloads_valid",
+            help="Applies to all three files: only the pairs an adjudication kept, and their labels.",
         )
         for kind, title in (("labels", "Labels"), ("adjudicated", "Adjudicated labels"), ("pairs", "Pairs")):
             try:
