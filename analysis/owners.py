@@ -4,10 +4,11 @@ A label frame may carry the owner's own judgments: rows whose ``rater_kind`` col
 (the ``annotator`` column then names the owner). They never enter the third-party analysis; this module
 reports, with **owners as the unit** (every standard error is a leave-one-owner-out jackknife, so pairs
 of one owner are never treated as independent; a share's interval is the Wilson interval at the
-effective sample size that standard error implies, kappa's is jackknife +- t, both with the t quantile
-on ``owners - 1`` degrees of freedom and the jackknife variance times ``G / (G - 1)``, the usual
-small-sample factor for G clusters; kappa's interval only from MIN_KAPPA_OWNERS owners and
-MIN_KAPPA_PAIRS pairs, below which it does not hold its level):
+effective sample size that standard error implies, kappa's is the union of jackknife +- t and a
+score-type interval (see ``jackknife_kappa``), all with the t quantile on ``owners - 1`` degrees of
+freedom and the jackknife variance times ``G / (G - 1)``, the usual small-sample factor for G clusters;
+kappa's interval only from MIN_KAPPA_OWNERS owners and MIN_KAPPA_PAIRS pairs, below which it does not
+hold its level):
 
 - owner endorsement: the share of pairs whose owner prefers ``chosen`` (a tie counts half), tested
   one-sided against one half (its own verdict, ``owner_endorsement``);
@@ -164,17 +165,17 @@ def _wilson(p: np.ndarray, se: np.ndarray, n: np.ndarray, q: np.ndarray) -> tupl
 
 def _kappa(confusion: np.ndarray) -> np.ndarray:
     """Cohen's kappa of confusion counts (..., K, K); NaN when chance agreement is 1."""
-    total = confusion.sum((-1, -2))
+    pe = _chance(confusion)
     with np.errstate(invalid="ignore", divide="ignore"):
-        po = np.trace(confusion, axis1=-2, axis2=-1) / total
-        pe = (confusion.sum(-1) * confusion.sum(-2)).sum(-1) / total**2
+        po = np.trace(confusion, axis1=-2, axis2=-1) / confusion.sum((-1, -2))
         return np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
 
 
 def jackknife_kappa(
     confusion: npt.ArrayLike, *, alpha: float = 0.05
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Cohen's kappa of pooled per-owner confusion counts with its leave-one-owner-out jackknife interval.
+    """Cohen's kappa of pooled per-owner confusion counts with its interval over owners: the union of
+    jackknife +- t (leave one owner out) and the score-type interval of ``_score_kappa``.
 
     Parameters
     ----------
@@ -198,8 +199,37 @@ def jackknife_kappa(
     dev = np.where(ok, loo - mean[..., None], 0.0)
     enough = (m == g) & (g >= MIN_KAPPA_OWNERS) & (total.sum((-1, -2)) >= MIN_KAPPA_PAIRS)
     se = np.where(enough, _jackknife_se(dev, m), np.nan)
-    half = _t(alpha, g) * se
-    return est, np.maximum(est - half, -1.0), np.minimum(est + half, 1.0), se
+    q = _t(alpha, g)
+    score_low, score_high = _score_kappa(est, se, _chance(total), q)
+    low = np.fmin(est - q * se, score_low)
+    high = np.fmax(est + q * se, score_high)
+    low = np.where(enough, np.maximum(low, -1.0), np.nan)
+    return est, low, np.where(enough, np.minimum(high, 1.0), np.nan), se
+
+
+def _chance(confusion: np.ndarray) -> np.ndarray:
+    """Chance agreement of confusion counts (..., K, K): the sum of the products of the margins."""
+    total = confusion.sum((-1, -2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (confusion.sum(-1) * confusion.sum(-2)).sum(-1) / total**2
+
+
+def _score_kappa(
+    est: np.ndarray, se: np.ndarray, chance: np.ndarray, q: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Kappa's score-type interval: the k with (est - k)^2 = q^2 se^2 v(k) / v(est), where
+    v(k) = (1 - k)(k + c), c = chance / (1 - chance), is how kappa's variance moves with kappa through
+    the observed agreement at fixed chance agreement (po = pe + k (1 - pe), po (1 - po) ~ v(k)). Like
+    Wilson's interval for a share it pulls the bounds away from 1, where a high estimate comes with a
+    small jackknife SE (jackknife +- t alone then misses low; measured in benchmarks/bench_owners.py).
+    NaN where v(est) is not positive."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = chance / (1 - chance)
+        v_est = (1 - est) * (est + c)
+        k = np.where(v_est > 0, q**2 * se**2 / v_est, np.nan)
+        a, b, c0 = 1 + k, -(2 * est + k * (1 - c)), est**2 - k * c
+        root = np.sqrt(b**2 - 4 * a * c0)
+        return (-b - root) / (2 * a), (-b + root) / (2 * a)
 
 
 def _direction(preference: pd.Series | np.ndarray) -> np.ndarray:
