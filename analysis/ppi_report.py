@@ -13,9 +13,9 @@ against the judge's preference mapped to 0..1, one-sided against 0.5.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -36,6 +36,8 @@ from analysis.validation import preference_scores
 from analysis.vocabulary import RUBRIC_ITEM, RUBRIC_PREFIX
 
 __all__ = ["PredictionPoweredSection", "judge_item_gaps", "prediction_powered_section", "summary_sentences"]
+
+_R = TypeVar("_R")
 
 SAMPLING_UNIFORM = "uniform random sample of the judged pairs"
 SAMPLING_WEIGHTED = (
@@ -118,20 +120,27 @@ def _rubric_row(
 ) -> dict[str, Any] | None:
     """The prediction-powered rubric test of one judge, or None when it adds no pairs."""
     gap = judge_rubric_gaps(judge_rows)
-    if not _adds_pairs(gap, diffs):
-        return None
-    try:
-        res = prediction_powered_superiority(diffs, gap, item=RUBRIC_ITEM, alpha=alpha, judge=name)
-    except ValueError:
+    res = _tested(
+        gap,
+        diffs,
+        lambda: prediction_powered_superiority(diffs, gap, item=RUBRIC_ITEM, alpha=alpha, judge=name),
+    )
+    if res is None:
         return None
     status = _one_sided_status(res, alpha, 0.0)
     return {"judge": name, "status": status} | {c: getattr(res, c) for c in RUBRIC_COLUMNS[2:]}
 
 
-def _adds_pairs(predicted: pd.Series, people: pd.DataFrame) -> bool:
-    """Whether a judge's predictions (by pair id) cover at least 2 of the people's pairs and some more."""
+def _tested(predicted: pd.Series, people: pd.DataFrame, test: Callable[[], _R]) -> _R | None:
+    """The test's result, or None when the judge's predictions (by pair id) do not cover at least 2 of
+    the people's pairs and some more, or the test cannot be computed (ValueError)."""
     rated = predicted.index.isin(list(set(people[PAIR_ID])))
-    return bool(rated.sum() >= 2 and not rated.all())
+    if rated.sum() < 2 or rated.all():
+        return None
+    try:
+        return test()
+    except ValueError:
+        return None
 
 
 def _one_sided_status(res: PredictionPoweredMean | PredictionPoweredShare, alpha: float, null: float) -> str:
@@ -162,11 +171,10 @@ def _preference_row(
 ) -> dict[str, Any] | None:
     """The prediction-powered preference share of one judge, or None when it adds no pairs."""
     predicted = judge_preference_scores(judge_rows)
-    if not _adds_pairs(predicted, scores):
-        return None
-    try:
-        res = prediction_powered_share(scores, predicted, alpha=alpha, judge=name)
-    except ValueError:
+    res = _tested(
+        predicted, scores, lambda: prediction_powered_share(scores, predicted, alpha=alpha, judge=name)
+    )
+    if res is None:
         return None
     return (
         {"status": _one_sided_status(res, alpha, 0.5), "lam": res.lam}
