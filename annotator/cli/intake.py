@@ -49,21 +49,13 @@ def import_(
     database: DbOption = None,
 ) -> None:
     """Import pair records into a study (created on first import); all or nothing."""
-    from annotator.intake import ingest
+    from annotator.intake.ingest import import_file
     from annotator.study import load_config
 
     engine = open_db(database)
-    study_config = load_config(config) if config is not None else None
-    summary = _read_file(
-        engine,
-        file,
-        ingest.import_file,
-        study=study,
-        config=study_config,
-        replace=replace,
-        strict=strict,
-        max_bytes=max_bytes,
-    )
+    settings = load_config(config) if config is not None else None
+    reading = {"strict": strict, "max_bytes": max_bytes}  # how the file is read
+    summary = _read_file(engine, file, import_file, study=study, config=settings, replace=replace, **reading)
     for warning in summary.warnings[:20]:
         err.print(f"warning: {file}: {warning}", highlight=False)
     if len(summary.warnings) > 20:
