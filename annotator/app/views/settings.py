@@ -71,6 +71,11 @@ def share_input(
     return column.number_input(label, min_value=0.0, max_value=top, value=value, step=step, key=key)
 
 
+def count_input(column: Any, label: str, low: int, value: int, key: str) -> Any:
+    """A number input for a whole number of at least `low`."""
+    return column.number_input(label, min_value=low, value=value, key=key)
+
+
 def settings_form(base: StudyConfig, tag: str) -> StudyConfig | None:
     """The settings a researcher sets in the browser; the config they make, or None (errors shown)."""
     a, c, x, t, w = base.analysis, base.controls, base.exclusion, base.training, base.crowd
@@ -88,9 +93,7 @@ def settings_form(base: StudyConfig, tag: str) -> StudyConfig | None:
         step=0.05,
         key=f"settings_margin_{tag}",
     )
-    overlap = middle.number_input(
-        "Annotators per pair", min_value=1, value=a.overlap, key=f"settings_overlap_{tag}"
-    )
+    overlap = count_input(middle, "Annotators per pair", 1, a.overlap, f"settings_overlap_{tag}")
     rate = share_input(
         right, "Control pairs (share of each queue)", c.rate, f"settings_rate_{tag}", 0.05, 0.99
     )
@@ -109,11 +112,8 @@ def settings_form(base: StudyConfig, tag: str) -> StudyConfig | None:
     threshold = share_input(
         left, "Share right to pass the training", t.pass_threshold, f"settings_threshold_{tag}", 0.05
     )
-    attempts = right.number_input(
-        "Comprehension-check attempts",
-        min_value=1,
-        value=t.comprehension_attempts,
-        key=f"settings_attempts_{tag}",
+    attempts = count_input(
+        right, "Comprehension-check attempts", 1, t.comprehension_attempts, f"settings_attempts_{tag}"
     )
     st.subheader("Crowd platform")
     platforms = ["", *PLATFORMS]
@@ -125,18 +125,13 @@ def settings_form(base: StudyConfig, tag: str) -> StudyConfig | None:
         format_func=lambda p: p or "none (accounts only)",
         key=f"settings_platform_{tag}",
     )
-    places = middle.number_input(
-        "Places (accounts a link may create)", min_value=0, value=w.places, key=f"settings_places_{tag}"
-    )
-    items = right.number_input("Pairs per worker", min_value=1, value=w.items, key=f"settings_items_{tag}")
+    places = count_input(middle, "Places (accounts a link may create)", 0, w.places, f"settings_places_{tag}")
+    items = count_input(right, "Pairs per worker", 1, w.items, f"settings_items_{tag}")
     left, middle, right = st.columns(3)
     code = left.text_input("Completion code", value=w.completion_code, key=f"settings_code_{tag}")
     completion_url = middle.text_input("Completion URL", value=w.completion_url, key=f"settings_url_{tag}")
-    minutes = right.number_input(
-        "Session limit (minutes, 0 = none)",
-        min_value=0,
-        value=w.session_minutes,
-        key=f"settings_minutes_{tag}",
+    minutes = count_input(
+        right, "Session limit (minutes, 0 = none)", 0, w.session_minutes, f"settings_minutes_{tag}"
     )
     st.subheader("Pre-registered exclusion rule")
     rule = st.text_area(
