@@ -34,6 +34,8 @@ import numpy.typing as npt
 
 __all__ = [
     "DESIGN_KINDS",
+    "MAX_PAIRS_ABOVE_3",
+    "MAX_PAIRS_AT_3",
     "BrokenTest",
     "Design",
     "broken_statistic",
@@ -44,6 +46,8 @@ __all__ = [
     "noise_ratio",
     "pair_evidence",
     "pooled_gaps",
+    "sequential_is_valid",
+    "shown_valid",
     "simulate_design",
 ]
 
@@ -86,17 +90,42 @@ class Design:
         return asdict(self)
 
 
+#: The largest study (main pairs) at which an adaptive design's calibrated test was shown to hold at a
+#: budget of at most 3 judgments per pair (bench_adaptive.py: 80 pairs, every design and generator).
+MAX_PAIRS_AT_3 = 80
+#: The largest study at which a sequential design above 3 judgments per pair was shown to hold (the
+#: demo's 33 pairs, first stage 3, budget 6: 0.0545 and 0.0585 at the boundary, limit 0.0597).
+MAX_PAIRS_ABOVE_3 = 33
+
+
 def sequential_is_valid(first_stage: int, budget: float) -> bool:
-    """Whether a sequential design's calibrated test holds its error rate, as measured at the boundary
-    (bench_adaptive.py, bench_sequential_batches.py): with a budget of at most 3 judgments per pair, or
-    a first stage of at least 3 and a budget of at most twice it. With a first stage of 1 the test
-    passed 0.062 and 0.0745 of boundary studies at budgets 5 and 6 (limit 0.0597); a study registers a
-    sequential design only where this holds.
+    """Whether a sequential design may be registered: a budget of at most 3 judgments per pair, or a first
+    stage of at least 3 and a budget of at most twice it (with a first stage of 1 the test passed 0.062
+    and 0.0745 of boundary studies at budgets 5 and 6, limit 0.0597). Whether its verdict can PASS also
+    depends on the study's size: :func:`shown_valid`.
 
     >>> sequential_is_valid(1, 3.0), sequential_is_valid(1, 5.0), sequential_is_valid(3, 6.0)
     (True, False, True)
     """
     return budget <= 3 or (first_stage >= 3 and budget <= 2 * first_stage)
+
+
+def shown_valid(design: Design, n_pairs: int) -> bool:
+    """Whether the registered design's calibrated test was shown to hold its error rate at this budget
+    and number of main pairs (bench_adaptive.py, at the boundary): any design at a budget of at most 3
+    per pair up to MAX_PAIRS_AT_3 pairs; a sequential design inside :func:`sequential_is_valid` up to
+    MAX_PAIRS_ABOVE_3 pairs. Elsewhere it was not: at 80 pairs sequential 3 first at 5 and 6 per pair,
+    4 first at 6 and 8, 6 first at 8 passed 0.071-0.108, and two-stage 6 + 12 passed 0.0895.
+
+    >>> shown_valid(Design("sequential", 1, 3.0), 80), shown_valid(Design("sequential", 3, 6.0), 33)
+    (True, True)
+    >>> shown_valid(Design("sequential", 3, 5.0), 80), shown_valid(Design("two_stage", 6, 12.0, 12), 33)
+    (False, False)
+    """
+    if design.budget <= 3:
+        return n_pairs <= MAX_PAIRS_AT_3
+    valid_kind = design.kind == "sequential" and sequential_is_valid(design.first_stage, design.budget)
+    return valid_kind and n_pairs <= MAX_PAIRS_ABOVE_3
 
 
 def pair_evidence(means: Any, counts: Any, noise_var: float, margin: float) -> np.ndarray:

@@ -17,7 +17,15 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from analysis.design import Design, broken_test, look_points, next_pairs
+from analysis.design import (
+    MAX_PAIRS_ABOVE_3,
+    MAX_PAIRS_AT_3,
+    Design,
+    broken_test,
+    look_points,
+    next_pairs,
+    shown_valid,
+)
 from analysis.design_looks import broken_test_looks
 from analysis.scale import Margin, item_margin
 from analysis.validation import ValidationResult
@@ -65,7 +73,7 @@ def allocation_table(
             max_share=max_share, alpha=alpha,
             dimension=item,
         )  # fmt: skip
-        rows.append(res.to_dict())
+        rows.append(res.to_dict() | {"shown_valid": shown_valid(design, len(sums))})
     return pd.DataFrame(rows)
 
 
@@ -105,13 +113,20 @@ def registered_equivalence(verdict: Verdict, validation: ValidationResult, table
         return replace(verdict, claim=claim, test=test, detail=detail)
     crossed = validation.crossed
     mean_ok = bool(validation.iut.equivalent) and bool(crossed["annotator_estimable"].all())
-    few = bool(table["below"].astype(bool).all())
+    valid = bool(table["shown_valid"].astype(bool).all())
+    few = valid and bool(table["below"].astype(bool).all())
     if mean_ok and few:
         return Verdict("equivalence", claim, test, "pass", detail)
     why = []
     if not mean_ok:
         why.append("mean gap within the margin not demonstrated (crossed model)")
-    if look == 0:
+    if not valid:
+        why.append(
+            f"the registered {design} design's test is not shown to hold its error rate at this budget "
+            f"and number of pairs (benchmarks: any design up to {MAX_PAIRS_AT_3} pairs at 3 judgments per "
+            f"pair; a sequential one above 3 per pair up to {MAX_PAIRS_ABOVE_3} pairs)"
+        )
+    elif look == 0:
         why.append("no registered look reached yet")
     elif not few:
         failing = ", ".join(table.loc[~table["below"].astype(bool), "dimension"])

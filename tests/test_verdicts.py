@@ -302,3 +302,18 @@ def test_the_methods_name_a_registered_design_and_its_calibrated_test() -> None:
     assert "any distribution of pair gaps, under the registered sequential design" in claim
     fixed = methods_paragraph(_report(frame, extras=False, allocation=Design("fixed", 3, 3.0)))  # type: ignore[arg-type]
     assert "mean squared gap divided by the squared margin" in fixed and "registered" not in fixed
+
+
+def test_a_registered_design_passes_only_where_its_test_was_shown_to_hold() -> None:
+    """Sequential 3 first with a budget of 6 was shown valid at 33 pairs, not at 80 (0.0735 at the
+    boundary): on 40 pairs its verdict cannot PASS and says why; budget 3 on 40 pairs is inside."""
+    from analysis.design import Design
+
+    frame = _frame(6, replace(ONE_ITEM, n_pairs=40))
+    outside = _report(frame, extras=False, allocation=Design("sequential", 3, 6.0))
+    verdict = next(v for v in outside.verdicts if v.key == "equivalence")  # type: ignore[attr-defined]
+    assert verdict.status != "pass"
+    assert "test is not shown to hold its error rate at this budget and number of pairs" in verdict.detail
+    inside = _report(frame, extras=False, allocation=Design("sequential", 2, 3.0))
+    verdict = next(v for v in inside.verdicts if v.key == "equivalence")  # type: ignore[attr-defined]
+    assert "not shown to hold" not in verdict.detail
