@@ -3,6 +3,7 @@
 Study settings page, and the HTML report fits a phone."""
 
 import json
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from tests.utils.apphelpers import (
 
 pytestmark = pytest.mark.browser
 PHONE = {"width": 390, "height": 844}
+SHOTS = Path(tempfile.gettempdir()) / "annotator-screenshots"
 #: (account, address, title) of every researcher and adjudicator page.
 PAGES = [
     ("res1", "progress", "Progress"),
@@ -102,6 +104,53 @@ def test_no_serious_accessibility_violation_on_any_page(
                 open_page(page, base_url, path, title)
                 assert page.locator("h1").count() == 1, path
                 found[f"{user} /{path}"] = serious(page)
+        context.close()
+    assert found == {key: [] for key in found}
+
+
+#: Every table or grid wider than its box: cut ("clipped") unless the box scrolls sideways and the note
+#: under it says so; and the page itself never scrolls sideways.
+CUT_TABLES = """() => {
+  const found = [];
+  for (const table of document.querySelectorAll('[data-testid=stTable], [data-testid=stDataFrame]')) {
+    const holder = table.closest('[data-testid=stElementContainer]') || table;
+    const said = getComputedStyle(holder, '::after').content.includes('scroll sideways');
+    const head = table.innerText.slice(0, 40).replace(/\\s+/g, ' ');
+    for (const box of table.querySelectorAll('div')) {
+      if (box.clientWidth === 0 || box.scrollWidth <= box.clientWidth + 1) continue;
+      const overflow = getComputedStyle(box).overflowX;
+      if (overflow === 'visible') continue;
+      if (!/(auto|scroll)/.test(overflow)) found.push('clipped: ' + head);
+      else if (!said) found.push('scrolls without saying so: ' + head);
+    }
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth) found.push('the page scrolls sideways');
+  return found;
+}"""
+
+
+@pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["1440x900", "390px"])
+def test_no_table_is_cut_at_the_right_edge(
+    live: tuple[str, AppDB], chrome: Browser, viewport: dict[str, int]
+) -> None:
+    base_url, _ = live
+    found: dict[str, list[str]] = {}
+    for user in ("res1", "adj1"):
+        context = chrome.new_context(viewport=viewport)
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        log_in_as(page, base_url, user)
+        for name, path, title in PAGES:
+            if name == user:
+                open_page(page, base_url, path, title)
+                found[f"{user} /{path}"] = page.evaluate(CUT_TABLES)
+        if user == "res1":  # the Annotators table of Progress, as a reader sees it
+            open_page(page, base_url, "progress", "Progress")
+            grid = page.locator("[data-testid=stTable]")
+            table = page.locator("[data-testid=stElementContainer]", has=grid)
+            table.first.scroll_into_view_if_needed()
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            table.first.screenshot(path=SHOTS / f"progress-table-{viewport['width']}.png")
         context.close()
     assert found == {key: [] for key in found}
 

@@ -1,6 +1,7 @@
 """Scrolling panes a keyboard can reach: each takes the focus (Tab), scrolls with the arrow keys and
 says what it holds (a named region), as axe's scrollable-region-focusable rule asks. Static tables
-that scroll sideways on a narrow screen get the same (static/panes.js)."""
+that scroll sideways on a narrow screen get the same, and every table or grid wider than its box gets a
+note under it saying that it scrolls sideways (static/panes.js, static/accessible.css)."""
 
 import json
 from collections.abc import Mapping

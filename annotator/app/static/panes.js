@@ -19,6 +19,14 @@
         name(box, 'table (scrolls sideways)');
       }
     }
+    // A table wider than its box says so under it (a phone shows no scroll bar until touched).
+    for (const table of document.querySelectorAll('[data-testid="stTable"], [data-testid="stDataFrame"]')) {
+      const holder = table.closest('[data-testid="stElementContainer"]') || table;
+      const boxes = table.querySelectorAll('[data-testid="stTable"] > div, div, .dvn-scroller');
+      const wide = [...boxes].some((box) => box.scrollWidth > box.clientWidth + 1
+        && /(auto|scroll)/.test(getComputedStyle(box).overflowX));
+      if (wide !== holder.hasAttribute('data-ps-wide')) holder.toggleAttribute('data-ps-wide', wide);
+    }
   };
   mark();
   if (window.__psPanesWatch) return;
