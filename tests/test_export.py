@@ -310,6 +310,19 @@ def test_validated_only_keeps_the_kept_pairs_in_every_export(tmp_path: Path, kin
     assert len(every) == 3 * len(data)
 
 
+@pytest.mark.parametrize("fmt", export.FORMATS)
+@pytest.mark.parametrize("kind", export.EXPORT_KINDS)
+def test_validated_only_before_any_adjudication_writes_empty_files(
+    tmp_path: Path, kind: str, fmt: str
+) -> None:
+    engine = build_study(tmp_path, 2)
+    rate_all(engine, "p0", [1, 2, 1])  # judged, not yet adjudicated: nothing is kept
+    with db.session_scope(engine) as session:
+        data = export.build(session, study=STUDY, kind=kind, validated_only=True, account=SYSTEM)
+    assert len(data) == 0
+    export.to_bytes(data, fmt)
+
+
 def test_validated_pairs_round_trip_through_the_importer(tmp_path: Path) -> None:
     engine = _judged_study(tmp_path)
     url = engine.url.render_as_string(hide_password=False)

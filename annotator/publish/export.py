@@ -205,7 +205,7 @@ def _json_default(value: Any) -> Any:
 
 def _neutralize_column(column: pd.Series) -> pd.Series:
     """A text column for CSV: nested values as JSON, formula-like text quoted (once per distinct value)."""
-    if column.map(type).isin([dict, list]).any():
+    if column.dtype == object and column.map(type).isin([dict, list]).any():  # text dtypes hold text
         column = column.map(
             lambda v: (
                 json.dumps(v, ensure_ascii=False, default=_json_default) if isinstance(v, dict | list) else v
