@@ -68,7 +68,7 @@ def test_make_control_pairs_in_the_browser(chrome: Browser, tmp_path: Path, view
         choose_study(page, HOSTILE_STUDY)
         _set_number(page, "How many", 2)
         preview = page.get_by_text(
-            "Would add 2 new positive control pairs and mix 1 control items into the annotators' queues "
+            "Would add 2 new positive control pairs and mix 1 control item into the annotators' queues "
             "(queues are topped up to the study's control rate, 25%"
         )
         preview.wait_for()
@@ -81,7 +81,8 @@ def test_make_control_pairs_in_the_browser(chrome: Browser, tmp_path: Path, view
         question = page.get_by_text("Add 2 control pairs and 1 queue items?")
         question.wait_for()
         click(page, "Confirm: make 2")
-        done = page.get_by_text(f"study '{HOSTILE_STUDY}': 2 new positive control pairs, 1 control items")
+        made = "2 new positive control pairs, 1 control item mixed"
+        done = page.get_by_text(f"study '{HOSTILE_STUDY}': {made}")
         done.wait_for()
         done.scroll_into_view_if_needed()
         page.screenshot(path=SHOTS / f"controls-made-{width}.png", full_page=True)

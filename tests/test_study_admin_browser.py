@@ -50,7 +50,7 @@ def test_assign_confirm_unassign_archive_restore_delete_in_the_browser(
         overlap.fill("1")
         overlap.press("Enter")
         wait_idle(page, timeout_ms=120_000)
-        page.get_by_text("Would add 3 assignments (3 pairs, 1 annotators).").wait_for()
+        page.get_by_text("Would add 3 assignments (3 pairs, 1 annotator).").wait_for()
         click(page, "Assign…")
         assert _count(app_db, Assignment) == 0  # nothing written before the confirm
         page.get_by_role("button", name="Confirm: add 3").wait_for()

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import and_, case, func, insert, or_
 from sqlmodel import Session, col, select
 
+from analysis.wording import counted
 from annotator.errors import UserError
 from annotator.intake.controls import mix_controls
 from annotator.people.authorization import Account, record_event, require_role
@@ -29,11 +30,11 @@ class AssignSummary:
 
     def __str__(self) -> str:
         text = (
-            f"study {self.study!r}: {self.created} new assignments "
-            f"({self.pairs} pairs, {self.annotators} annotators)"
+            f"study {self.study!r}: {counted(self.created, 'new assignment')} "
+            f"({counted(self.pairs, 'pair')}, {counted(self.annotators, 'annotator')})"
         )
         if self.unfilled:
-            text += f"; {self.unfilled} pairs found no further active annotator"
+            text += f"; {counted(self.unfilled, 'pair')} found no further active annotator"
         return text
 
 

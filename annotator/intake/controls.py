@@ -29,6 +29,7 @@ from sqlalchemy import func, insert
 from sqlmodel import Session, col, select
 
 from analysis.vocabulary import DUPLICATE, GOLD, POSITIVE, SWAP
+from analysis.wording import counted
 from annotator.errors import UserError
 from annotator.people.authorization import Account, record_event, require_role
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Pair, User, id_of
@@ -76,8 +77,8 @@ class ControlSummary:
 
     def __str__(self) -> str:
         return (
-            f"study {self.study!r}: {self.pairs} new {self.kind} control pairs, "
-            f"{self.assignments} control items mixed into queues"
+            f"study {self.study!r}: {counted(self.pairs, f'new {self.kind} control pair')}, "
+            f"{counted(self.assignments, 'control item')} mixed into queues"
         )
 
 

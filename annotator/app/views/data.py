@@ -9,6 +9,7 @@ import streamlit as st
 from sqlmodel import Session
 
 from analysis.vocabulary import SWAP
+from analysis.wording import counted
 from annotator.app.common import (
     UPLOAD_LIMIT,
     choose_study,
@@ -80,7 +81,8 @@ def assign_picker(account: Account, study: str) -> None:
     st.subheader("Load per annotator if you assign now")
     show_table(pd.DataFrame(load), key="assign_preview")
     st.caption(
-        f"Would add {summary.created} assignments ({summary.pairs} pairs, {summary.annotators} annotators)."
+        f"Would add {counted(summary.created, 'assignment')} ({counted(summary.pairs, 'pair')}, "
+        f"{counted(summary.annotators, 'annotator')})."
     )
     if not requested(
         CONFIRM_KEY,
@@ -92,7 +94,7 @@ def assign_picker(account: Account, study: str) -> None:
     ):
         return
     question = (
-        f"Add {summary.created} new assignments for {summary.annotators} annotators? "
+        f"Add {counted(summary.created, 'new assignment')} for {counted(summary.annotators, 'annotator')}? "
         "They appear in the annotators' queues at once."
     )
     if confirmed(question, f"Confirm: add {summary.created}", pending_key=CONFIRM_KEY, key="assign"):
@@ -186,13 +188,16 @@ def unassign_picker(account: Account, study: str) -> None:
         st.error(safe_md(exc))
         return
     st.caption(
-        f"Would remove {summary.removed} items not yet started; {len(summary.kept)} started items "
-        "(a judgment or a draft) are kept."
+        f"Would remove {counted(summary.removed, 'item')} not yet started; "
+        f"{counted(len(summary.kept), 'started item')} (a judgment or a draft) "
+        f"{counted(len(summary.kept), 'is', 'are', number=False)} kept."
     )
     if summary.kept:
         kept = pd.DataFrame(summary.kept, columns=["annotator", "pair", "started"])
         show_table(kept, key="unassign_kept")
-    if st.button(f"Unassign {summary.removed} items", key="unassign_commit", disabled=summary.removed == 0):
+    if st.button(
+        f"Unassign {counted(summary.removed, 'item')}", key="unassign_commit", disabled=summary.removed == 0
+    ):
         try:
             with session() as active:
                 done = study_admin.unassign(active, study=study, annotators=names, account=account)
@@ -230,8 +235,9 @@ def controls_maker(account: Account, study: str) -> None:
         else f"queues are topped up to the study's control rate, {rate:.0%} (Study settings)"
     )
     st.caption(
-        f"Would add {summary.pairs} new {summary.kind} control pairs and mix {summary.assignments} "
-        f"control items into the annotators' queues ({mixed}; controls never count toward a pair's "
+        f"Would add {counted(summary.pairs, f'new {summary.kind} control pair')} and mix "
+        f"{counted(summary.assignments, 'control item')} into the annotators' queues ({mixed}; controls "
+        "never count toward a pair's "
         "overlap)."
     )
     if not requested(
@@ -239,7 +245,8 @@ def controls_maker(account: Account, study: str) -> None:
     ):
         return
     question = (
-        f"Add {summary.pairs} control pairs and {summary.assignments} queue items? Annotators see them "
+        f"Add {counted(summary.pairs, 'control pair')} and {counted(summary.assignments, 'queue item')}? "
+        "Annotators see them "
         "at once, like any other item."
     )
     if confirmed(question, f"Confirm: make {summary.pairs}", pending_key=CONTROLS_KEY, key="controls"):
