@@ -78,7 +78,7 @@ def test_make_control_pairs_in_the_browser(chrome: Browser, tmp_path: Path, view
 
         click(page, "Make controls…")
         assert _pairs(app_db.engine) == before  # nothing written before the confirm
-        question = page.get_by_text("Add 2 control pairs and 1 queue items?")
+        question = page.get_by_text("Add 2 control pairs and 1 queue item?")
         question.wait_for()
         click(page, "Confirm: make 2")
         made = "2 new positive control pairs, 1 control item mixed"
