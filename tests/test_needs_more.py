@@ -77,7 +77,7 @@ def test_a_pair_that_every_annotator_rates_is_counted_as_unfilled(rated: Engine)
             assign(session, study="s1", more_for=["pair-4"], account=SYSTEM)
         summary = assign(session, study="s1", more_for=["pair-4"], account=SYSTEM)
     assert summary.created == 0 and summary.unfilled == 1
-    assert "1 pairs found no further active annotator" in str(summary)
+    assert "1 pair found no further active annotator" in str(summary)
     assert len(_annotators_per_pair(rated)["pair-4"]) == 5
 
 
