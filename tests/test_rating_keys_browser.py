@@ -30,6 +30,7 @@ from tests.utils.apphelpers import (
     wait_for_session_cookie,
     wait_idle,
 )
+from tests.utils.pagehelpers import choose_study
 
 pytestmark = pytest.mark.browser
 PHONE = {"width": 390, "height": 844}
@@ -193,8 +194,7 @@ def test_the_study_stays_with_the_item_through_picker_reload_and_revise(
     assert header(page).startswith(f"Study {OTHER}")
     rate_by_keys(page, app_db, username)  # one OTHER item done
     picker = page.get_by_role("combobox", name="Study")
-    picker.click()
-    page.get_by_role("option", name="study1").click()
+    choose_study(page, "study1")  # reopens the list if the submit's rerun closed it
     page.wait_for_function("() => location.search.includes('study_name=study1')")
     focus_settled(page)
     picker.focus()
