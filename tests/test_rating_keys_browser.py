@@ -1,7 +1,8 @@
 """The rating page by keyboard and across studies, in headless Debian chromium at 1440x900 and 390 px:
 every new item (first after login, after a change of study, after a submit, from 14 to 16 questions
-and back) opens with the focus on its first question, on screen, so that n questions take n digits
-and Ctrl+Enter; the study picker never takes a digit; the study is in the page's address, so a
+and back) opens at its top with the focus on its first question where that is on screen, else on no
+question at all (never mid-form, never off-screen, never in the picker), so that n questions take n
+digits and Ctrl+Enter; the study picker never takes a digit; the study is in the page's address, so a
 reload, Revise and the header keep to the item's study. One server for the module."""
 
 import tempfile
@@ -39,8 +40,9 @@ OTHER = "alpine"  # a second study: 2 pairs with 2 rubric aspects (12 questions)
 QUESTIONS = {3: 14, 4: 16}  # rubric aspects -> questions: 3 quality and the aspects per response, then 2
 CONFIDENCE = "[class*='_confidence'] [data-testid='stButtonGroup'] button"
 
-#: Where the keyboard focus is: the question holding it (its widget key), the first question of the
-#: form, whether the focused element is wholly on screen, and how many questions the form has.
+#: Where the keyboard focus is: the question holding it (its widget key; null for none), whether the
+#: focus is on the page itself (no element), the first question of the form, whether the focused
+#: element is wholly on screen, how far the page is scrolled and how many questions the form has.
 FOCUS = """() => {
   const keyOf = (el) => {
     const box = el && el.closest('[class*="st-key-q_"]');
@@ -51,6 +53,8 @@ FOCUS = """() => {
   const box = active ? active.getBoundingClientRect() : null;
   return {
     focused: keyOf(active),
+    nowhere: !active || active === document.body,
+    scrolled: document.querySelector('[data-testid=stMain]').scrollTop,
     first: groups.length ? keyOf(groups[0]) : null,
     on_screen: !!box && box.top >= 0 && box.bottom <= window.innerHeight && box.height > 0,
     questions: groups.length,
@@ -97,10 +101,8 @@ def new_tab(chrome: Browser, viewport: dict[str, int]) -> Page:
 
 
 def focus_settled(page: Page) -> dict[str, Any]:
-    """The focus once the page script has put it on the new item's question (awaited, not slept)."""
-    page.wait_for_function(
-        "() => { const a = document.activeElement; return !!(a && a.closest('[class*=\"st-key-q_\"]')); }"
-    )
+    """The focus once the page script has opened the new item (awaited, not slept)."""
+    page.wait_for_function("() => document.body.dataset.psOpened === document.body.dataset.psItem")
     return dict(page.evaluate(FOCUS))
 
 
@@ -120,15 +122,21 @@ def header(page: Page) -> str:
     return page.locator("[data-testid='stProgress']").first.inner_text()
 
 
-def rate_by_keys(page: Page, app_db: AppDB, username: str, *, digit: str = "2") -> tuple[int, int]:
+def rate_by_keys(
+    page: Page, app_db: AppDB, username: str, *, digit: str = "2", below: bool = False
+) -> tuple[int, int]:
     """Rate the item on screen with the keyboard alone (no click, no Tab): one digit per question, then
-    Ctrl+Enter; returns (questions, keys pressed) once the judgment is saved with every answer."""
+    Ctrl+Enter; returns (questions, keys pressed) once the judgment is saved with every answer. The item
+    must open at its top with the focus on its first question, or (`below`: the first question may be
+    under the first screen) on no element at all."""
     before = sum(len(app_db.judgments(a.id or 0)) for a in app_db.queue(username))
     focus = focus_settled(page)
-    assert focus["focused"] == focus["first"], (
-        f"the focus opened on {focus['focused']}, not the first question"
-    )
-    assert focus["on_screen"], "the focused question is off-screen"
+    assert focus["scrolled"] == 0, "the item did not open at its top"
+    if not (focus["nowhere"] and below):  # below: the first question is under the first screen
+        assert focus["focused"] == focus["first"], (
+            f"the focus opened on {focus['focused']}, not the first question"
+        )
+        assert focus["on_screen"], "the focused question is off-screen"
     tag, keys = item_tag(page), 0
     for _ in range(focus["questions"]):
         page.keyboard.press(digit)
@@ -168,14 +176,14 @@ def test_every_item_takes_one_digit_per_question_and_ctrl_enter(
     page.context.close()
 
 
-def test_on_a_phone_each_new_item_opens_on_its_first_question_on_screen(
+def test_on_a_phone_each_new_item_opens_at_its_top_and_takes_one_digit_per_question(
     live: tuple[str, AppDB], chrome: Browser
 ) -> None:
     base_url, app_db = live
     page = new_tab(chrome, PHONE)
     log_in(page, base_url, "ann2", PASSWORD)
     page.locator(CONFIDENCE).first.wait_for()
-    counted = [rate_by_keys(page, app_db, "ann2", digit="1") for _ in range(3)]
+    counted = [rate_by_keys(page, app_db, "ann2", digit="1", below=True) for _ in range(3)]
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "keys_phone.png"))
     assert [n for n, _ in counted] == [14, 16, 14]
@@ -192,7 +200,7 @@ def test_the_study_stays_with_the_item_through_picker_reload_and_revise(
     log_in(page, base_url, username, PASSWORD)
     page.locator(CONFIDENCE).first.wait_for()
     assert header(page).startswith(f"Study {OTHER}")
-    rate_by_keys(page, app_db, username)  # one OTHER item done
+    rate_by_keys(page, app_db, username, below=viewport is PHONE)  # one OTHER item done
     picker = page.get_by_role("combobox", name="Study")
     choose_study(page, "study1")  # reopens the list if the submit's rerun closed it
     page.wait_for_function("() => location.search.includes('study_name=study1')")

@@ -1,6 +1,8 @@
 """Helpers for the researcher-page browser tests (Playwright): click and wait, pick a study, check that
 nothing hostile ran, read a one-line error; and a hostile study name."""
 
+import re
+
 from playwright.sync_api import Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -17,17 +19,22 @@ def click(page: Page, name: str) -> None:
 
 
 def choose(page: Page, label: str, option: str) -> None:
-    """Pick `option` in the select box `label` (its list opens again if a rerun closed it)."""
+    """Pick `option` in the select box or multiselect `label`: the first word of its name is typed into
+    the box, which opens the list filtered to it (again if a rerun closed it; the filter is fuzzy and
+    takes no markup), then the option is clicked."""
     box = page.get_by_role("combobox", name=label, exact=True)
     choice = page.get_by_role("option", name=option, exact=True)
-    for _ in range(5):
-        box.click()
+    for _ in range(10):
+        box.fill(re.split(r"\W", option, maxsplit=1)[0])
         try:
-            choice.wait_for(timeout=5_000)
+            choice.wait_for(timeout=3_000)
+            choice.click(timeout=3_000)
             break
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
-    choice.click()
+    else:
+        shown = page.get_by_role("option").all_inner_texts()
+        raise AssertionError(f"no option {option!r} in {label!r} after 10 tries; the list shows {shown}")
     wait_idle(page, timeout_ms=120_000)
 
 

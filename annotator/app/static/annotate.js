@@ -135,13 +135,19 @@
     if (focusPending) { // once the run is over (the form holds this item's values): the first question
       if (!doc.querySelector(IDLE) || doc.querySelector("[data-stale='true']") || !formShowsItem()) return false;
       focusPending = false;
+      // A new item opens at its top (the question first). The focus goes to its first question when
+      // that is wholly on screen there; else it leaves the old item (Space scrolls to read on, and a
+      // digit still answers the first open question, then scrolls to the next).
+      toTop();
       const first = nextUnanswered(null) || groups()[0];
       const button = first && (first.querySelector('button[aria-checked="true"]') || first.querySelector("button"));
-      if (button) {
+      const box = first ? first.getBoundingClientRect() : null;
+      if (button && box.top >= 0 && box.bottom <= window.innerHeight) {
         button.focus({ preventScroll: true });
-        const box = first.getBoundingClientRect();
-        if (box.bottom > window.innerHeight || box.top < 0) first.scrollIntoView({ block: "nearest" });
+      } else if (doc.activeElement && doc.activeElement !== doc.body) {
+        doc.activeElement.blur();
       }
+      doc.body.dataset.psOpened = current.item; // opened: at the top, the focus placed
     }
     return true;
   };
@@ -168,8 +174,6 @@
       setSide("A");
       focusPending = true;
       toTop();
-      requestAnimationFrame(toTop);
-      setTimeout(toTop, 120);
     }
     current = config;
     if (watch) watch.disconnect();
