@@ -1,4 +1,4 @@
-"""The dataset from the browser (Downloads page) in chromium at 1440x900 and 390 px: the folder
+"""The dataset from the browser (Downloads page) in chromium at 390 px: the folder
 `annotator export dataset` writes comes as one .zip; the push to the Hub is offered only once a token is
 configured, asks for a confirm, and goes through huggingface_hub to a fake Hub on 127.0.0.1 (no network);
 a bad repository id, a bad token and no network are each one line; a hostile study name and repository
@@ -16,7 +16,7 @@ from sqlmodel import Session, select
 from annotator.store.models import Event
 from tests.test_researcher_browser import PHONE, log_in_as
 from tests.test_workspace_browser import serious
-from tests.utils.apphelpers import VIEWPORT, build_app_db, running_app, wait_idle
+from tests.utils.apphelpers import build_app_db, running_app, wait_idle
 from tests.utils.fakehub import fake_hub
 from tests.utils.pagehelpers import HOSTILE_STUDY, choose_study, click, inert, one_line_error
 from tests.utils.sciencehelpers import simulated_study
@@ -40,10 +40,10 @@ def _actions(engine: Engine) -> list[str]:
         return list(session.exec(select(Event.action).order_by(Event.id)))
 
 
-@pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["1440x900", "390px"])
 def test_dataset_zip_and_hub_push_in_the_browser(
-    chrome: Browser, tmp_path: Path, viewport: dict[str, int], monkeypatch: pytest.MonkeyPatch
+    chrome: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    viewport = PHONE  # the flow once, at one width (every page is walked at both: test_researcher_browser)
     app_db = build_app_db(tmp_path / "db", n_pairs=3, queues={})
     simulated_study(app_db.engine, tmp_path, 6, study=HOSTILE_STUDY)
     width = viewport["width"]

@@ -1,5 +1,5 @@
 """Drawing the human sample of a judged study from the browser (Import and assign page) in chromium at
-1440x900 and 390 px: the picker offers the draw when a judge rated the pairs, shows what it would do,
+1440x900: the picker offers the draw when a judge rated the pairs, shows what it would do,
 writes nothing before the confirm, then records each pair's probability and assigns only the drawn
 pairs; axe finds nothing serious or critical."""
 
@@ -12,7 +12,7 @@ from sqlmodel import Session, col, select
 from annotator.people.authorization import SYSTEM
 from annotator.review.judges import import_judges
 from annotator.store.models import Assignment, Pair
-from tests.test_researcher_browser import PHONE, log_in_as, serious
+from tests.test_researcher_browser import log_in_as, serious
 from tests.utils.apphelpers import STUDY, VIEWPORT, build_app_db, running_app, wait_idle
 from tests.utils.factories import write_csv
 from tests.utils.pagehelpers import click, pick
@@ -22,10 +22,8 @@ SHOTS = Path("/tmp/browser")
 N_PAIRS = 12
 
 
-@pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["1440x900", "390px"])
-def test_the_picker_draws_the_human_sample_of_a_judged_study(
-    chrome: Browser, tmp_path: Path, viewport: dict[str, int]
-) -> None:
+def test_the_picker_draws_the_human_sample_of_a_judged_study(chrome: Browser, tmp_path: Path) -> None:
+    viewport = VIEWPORT  # the flow once, at one width (every page is walked at both: test_researcher_browser)
     app_db = build_app_db(tmp_path / "db", n_pairs=N_PAIRS, queues={})
     with Session(app_db.engine) as session:
         ids = list(session.exec(select(Pair.external_id).order_by(col(Pair.id))))
