@@ -164,9 +164,7 @@ def test_every_item_takes_one_digit_per_question_and_ctrl_enter(
     page.locator(CONFIDENCE).first.wait_for()
     counted = [rate_by_keys(page, app_db, "ann1") for _ in range(2)]  # OTHER, first after login
     page.get_by_text("All done").wait_for()
-    picker = page.get_by_role("combobox", name="Study")
-    picker.click()
-    page.get_by_role("option", name="study1").click()
+    choose_study(page, "study1")
     page.locator(CONFIDENCE).first.wait_for()
     counted += [rate_by_keys(page, app_db, "ann1") for _ in range(6)]  # 14, 16, 14, 16, 14, 16 questions
     SHOTS.mkdir(parents=True, exist_ok=True)
