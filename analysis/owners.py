@@ -3,12 +3,12 @@
 A label frame may carry the owner's own judgments: rows whose ``rater_kind`` column is ``"owner"``
 (the ``annotator`` column then names the owner). They never enter the third-party analysis; this module
 reports, with **owners as the unit** (every standard error is a leave-one-owner-out jackknife, so pairs
-of one owner are never treated as independent; a share's interval is the Wilson interval at the
-effective sample size that standard error implies, kappa's is the union of jackknife +- t and a
-score-type interval (see ``jackknife_kappa``), all with the t quantile on ``owners - 1`` degrees of
-freedom and the jackknife variance times ``G / (G - 1)``, the usual small-sample factor for G clusters;
-kappa's interval only from MIN_KAPPA_OWNERS owners and MIN_KAPPA_PAIRS pairs, below which it does not
-hold its level):
+of one owner are never treated as independent; a share's interval is Korn and Graubard's (1998)
+Clopper-Pearson interval at the effective sample size that standard error implies, kappa's is the union
+of a skewness-corrected jackknife t interval and a score-type interval (see ``jackknife_kappa``), all
+with the t quantile on ``owners - 1`` degrees of freedom and the jackknife variance times ``G / (G - 1)``,
+the usual small-sample factor for G clusters; kappa's interval only from MIN_KAPPA_OWNERS owners and
+MIN_KAPPA_PAIRS pairs, below which it does not hold its level):
 
 - owner endorsement: the share of pairs whose owner prefers ``chosen`` (a tie counts half), tested
   one-sided against one half (its own verdict, ``owner_endorsement``);
@@ -143,24 +143,30 @@ def jackknife_ratio(
     mean = loo.sum(-1) / np.maximum(g, 1)
     dev = np.where(present, loo - mean[..., None], 0.0)
     se = _jackknife_se(dev, g)
-    low, high = _wilson(est, se, total_d[..., 0], _t(alpha, g))
+    low, high = _korn_graubard(est, se, total_d[..., 0], _t(alpha, g), alpha)
     return est, low, high, se
 
 
-def _wilson(p: np.ndarray, se: np.ndarray, n: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The Wilson interval of a share `p` of `n` pairs at the effective sample size its clustered
-    standard error `se` implies (n / design effect, the design effect at least 1; Korn & Graubard
-    1998), with the quantile `q` (t on owners - 1 df): unlike p +- q*se it stays inside 0..1 and
-    does not collapse when every owner gives the same answer."""
+def _korn_graubard(
+    p: np.ndarray, se: np.ndarray, n: np.ndarray, q: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Korn and Graubard's interval of a share `p` of `n` pairs with clustered standard error `se`
+    (Korn & Graubard 1998, "Confidence intervals for proportions with small expected number of positive
+    counts estimated from survey data", Survey Methodology 24(2):193-201; R survey's
+    ``svyciprop(method = "beta")``): the Clopper-Pearson interval at the effective sample size
+    m = n / design effect (at least 1), times (z / q)^2 for the degrees of freedom (`q`: t on owners - 1
+    df). Unlike p +- q*se it stays inside 0..1, does not collapse when every owner gives the same answer,
+    and keeps the skew of a share away from one half (a Wilson interval there missed on the far side;
+    measured in benchmarks/bench_owners.py)."""
+    z = stats.norm.ppf(1 - alpha)
     with np.errstate(invalid="ignore", divide="ignore"):
         binomial = p * (1 - p) / n
         deff = np.where(binomial > 0, se**2 / binomial, 1.0)
-        m = n / np.maximum(deff, 1.0)
-        z2 = q**2 / m
-        centre = (p + z2 / 2) / (1 + z2)
-        half = np.sqrt(q**2 * p * (1 - p) / m + z2**2 / 4) / (1 + z2)
+        m = n / np.maximum(deff, 1.0) * (z / q) ** 2
+        low = np.where(p > 0, stats.beta.ppf(alpha, m * p, m * (1 - p) + 1), 0.0)
+        high = np.where(p < 1, stats.beta.ppf(1 - alpha, m * p + 1, m * (1 - p)), 1.0)
     ok = ~np.isnan(se)
-    return np.where(ok, centre - half, np.nan), np.where(ok, centre + half, np.nan)
+    return np.where(ok, low, np.nan), np.where(ok, high, np.nan)
 
 
 def _kappa(confusion: np.ndarray) -> np.ndarray:
@@ -175,7 +181,8 @@ def jackknife_kappa(
     confusion: npt.ArrayLike, *, alpha: float = 0.05
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Cohen's kappa of pooled per-owner confusion counts with its interval over owners: the union of
-    jackknife +- t (leave one owner out) and the score-type interval of ``_score_kappa``.
+    the leave-one-owner-out jackknife t interval with Hall's skewness correction (``_hall``) and the
+    score-type interval of ``_score_kappa``.
 
     Parameters
     ----------
@@ -201,10 +208,36 @@ def jackknife_kappa(
     se = np.where(enough, _jackknife_se(dev, m), np.nan)
     q = _t(alpha, g)
     score_low, score_high = _score_kappa(est, se, _chance(total), q)
-    low = np.fmin(est - q * se, score_low)
-    high = np.fmax(est + q * se, score_high)
+    t_low, t_high = _hall(est, se, _acceleration(dev), q)
+    low = np.fmin(t_low, score_low)
+    high = np.fmax(t_high, score_high)
     low = np.where(enough, np.maximum(low, -1.0), np.nan)
     return est, low, np.where(enough, np.minimum(high, 1.0), np.nan), se
+
+
+def _acceleration(dev: np.ndarray) -> np.ndarray:
+    """Efron's (1987) jackknife acceleration from the leave-one-out deviations (..., G): with
+    U = -dev, a = sum(U^3) / (6 sum(U^2)^1.5), the estimator's skewness over 6 (for a mean of n values,
+    skewness / (6 sqrt(n))); 0 where every deviation is 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = -(dev**3).sum(-1) / (6 * ((dev**2).sum(-1)) ** 1.5)
+    return np.where(np.isfinite(a), a, 0.0)
+
+
+def _hall(est: np.ndarray, se: np.ndarray, a: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The t interval with Hall's skewness-removing transformation (Hall 1992, "On the removal of
+    skewness by transformation", JRSS B 54:221-228; Johnson's 1978 modified t made monotone): with
+    T = (est - theta) / se and the skewness term `a` (``_acceleration``; Hall's gamma / (6 sqrt(n))),
+    G(T) = T + a + 2a T^2 + (4/3) a^2 T^3 = ((1 + 2aT)^3 - 1) / (6a) + a is referred to +- q, so
+    theta lies in [est - se G^-1(q), est - se G^-1(-q)]. A skewed estimator (kappa near its bounds,
+    owners with unequal pair counts) then misses no more on one side than on the other."""
+    tiny = np.abs(a) < 1e-9
+    b = np.where(tiny, 1.0, a)
+
+    def inverse(x: np.ndarray) -> np.ndarray:
+        return np.where(tiny, x, (np.cbrt(1 + 6 * b * (x - b)) - 1) / (2 * b))
+
+    return est - se * inverse(q), est - se * inverse(-q)
 
 
 def _chance(confusion: np.ndarray) -> np.ndarray:
@@ -518,7 +551,7 @@ def owner_section(
         models=_models(main, own, predictions, alpha),
         alt_test=_alt_test(main, own, predictions, epsilon, alpha),
         parameters={
-            "unit": "leave-one-owner-out jackknife; a share: Wilson at the effective sample size",
+            "unit": "leave-one-owner-out jackknife; a share: Korn-Graubard at the effective sample size",
             "ci_level": 1 - 2 * alpha,
             "min_owners": MIN_OWNERS,
             "ties": "an owner's tie counts half a preference for chosen",
@@ -593,8 +626,8 @@ def owner_endorsement_verdict(section: OwnerSection, alpha: float, min_owners: i
         OWNER_ENDORSEMENT,
         "the profiles' owners prefer chosen (population: the owners of these profiles, each owner's pairs)",
         f"one-sided test of the share of pairs whose owner prefers chosen (tie = half) against 1/2 at "
-        f"alpha = {alpha:g}, owners as the unit (leave-one-owner-out jackknife, Wilson interval at the "
-        "effective sample size, t quantile on owners - 1 df)",
+        f"alpha = {alpha:g}, owners as the unit (leave-one-owner-out jackknife, Korn-Graubard "
+        "Clopper-Pearson interval at the effective sample size, t quantile on owners - 1 df)",
         status,
         numbers + reason,
     )
