@@ -10,11 +10,21 @@ import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import optimize, stats
+from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.proportion import proportion_confint
 
 from analysis.aggregates import judgments, pair_majority
 from analysis.label_files import read_labels
 from analysis.owner_simulation import with_owners
-from analysis.owners import MIN_KAPPA_OWNERS, jackknife_kappa, jackknife_ratio, split_owners
+from analysis.owners import (
+    MIN_KAPPA_OWNERS,
+    _chance,
+    _score_kappa,
+    jackknife_kappa,
+    jackknife_ratio,
+    split_owners,
+)
 from analysis.render import to_html, to_markdown, to_terminal
 from analysis.render.as_json import REPORT_SCHEMA, json_text
 from analysis.report import ReportSettings, build_report
@@ -71,6 +81,65 @@ def test_jackknife_ratio_matches_the_cluster_robust_variance_of_a_ratio() -> Non
     linear = np.sqrt((len(num) / (len(num) - 1)) * ((num - ratio * den) ** 2).sum()) / den.sum()
     assert est == pytest.approx(ratio)
     assert se == pytest.approx(linear, rel=0.25)
+
+
+def test_a_share_interval_is_korn_graubards_clopper_pearson_at_the_effective_size() -> None:
+    """Korn & Graubard (1998): Clopper-Pearson (statsmodels' "beta") at n / design effect, times
+    (z / t_{G-1})^2; 12 owners with unequal pair counts and shares, design effect above 1."""
+    num = np.array([9.0, 1, 5, 7.5, 2, 10, 0, 6, 3, 8, 4.5, 1])
+    den = np.array([10.0, 4, 6, 8, 5, 10, 3, 7, 6, 9, 5, 1])
+    est, low, high, se = jackknife_ratio(num, den, alpha=0.05)
+    deff = se**2 / (est * (1 - est) / den.sum())
+    assert deff > 1
+    m = den.sum() / deff * (stats.norm.ppf(0.95) / stats.t.ppf(0.95, len(num) - 1)) ** 2
+    assert (low, high) == pytest.approx(proportion_confint(est * m, m, alpha=0.1, method="beta"), abs=1e-10)
+
+
+def test_a_share_that_every_owner_gives_alike_still_gets_an_interval() -> None:
+    est, low, high, _ = jackknife_ratio([3.0, 1, 4, 2, 5], [3.0, 1, 4, 2, 5])
+    assert est == 1 and high == 1 and 0.5 < low < 1
+
+
+def test_kappa_jackknife_part_is_halls_skewness_corrected_t() -> None:
+    """The jackknife part of kappa's interval, recomputed from sklearn's kappa of each leave-one-owner-out
+    sample: T = (est - kappa) / se referred to +- t through Hall's (1992) G(T) = T + a + 2aT^2 + 4/3 a^2
+    T^3 (a: Efron's jackknife acceleration), solved numerically; the interval is its union with the
+    score-type interval. A symmetric est +- t*se (the interval before) differs here by more than 0.005."""
+    rng = np.random.default_rng(3)
+    owners = 14
+    sizes = rng.integers(1, 12, owners)
+    truth = [rng.choice(3, n, p=[0.7, 0.1, 0.2]) for n in sizes]
+    rater = [
+        np.where(rng.random(n) < 0.75, t, (t + rng.integers(1, 3, n)) % 3)
+        for n, t in zip(sizes, truth, strict=True)
+    ]
+    confusion = np.zeros((owners, 3, 3))
+    for g in range(owners):
+        np.add.at(confusion[g], (rater[g], truth[g]), 1.0)
+    est, low, high, se = jackknife_kappa(confusion)
+    everyone = cohen_kappa_score(np.concatenate(rater), np.concatenate(truth))
+    loo = np.array(
+        [
+            cohen_kappa_score(
+                np.concatenate(rater[:g] + rater[g + 1 :]), np.concatenate(truth[:g] + truth[g + 1 :])
+            )
+            for g in range(owners)
+        ]
+    )
+    u = loo.mean() - loo
+    assert est == pytest.approx(everyone)
+    assert se == pytest.approx(np.sqrt((u**2).sum()))
+    a = (u**3).sum() / (6 * (u**2).sum() ** 1.5)
+    q = stats.t.ppf(0.95, owners - 1)
+
+    def solve(target: float) -> float:
+        return optimize.brentq(lambda t: t + a + 2 * a * t**2 + 4 / 3 * a**2 * t**3 - target, -20, 20)
+
+    hall_low, hall_high = est - se * solve(q), est - se * solve(-q)
+    score_low, score_high = _score_kappa(est, se, _chance(confusion.sum(0)), q)
+    assert low == pytest.approx(min(hall_low, score_low), abs=1e-9)
+    assert high == pytest.approx(max(hall_high, score_high), abs=1e-9)
+    assert max(abs(low - (est - q * se)), abs(high - (est + q * se))) > 0.005
 
 
 def test_kappa_of_perfect_agreement_is_one() -> None:
