@@ -154,15 +154,15 @@ def _korn_graubard(
     (Korn & Graubard 1998, "Confidence intervals for proportions with small expected number of positive
     counts estimated from survey data", Survey Methodology 24(2):193-201; R survey's
     ``svyciprop(method = "beta")``): the Clopper-Pearson interval at the effective sample size
-    m = n / design effect (at least 1), times (z / q)^2 for the degrees of freedom (`q`: t on owners - 1
-    df). Unlike p +- q*se it stays inside 0..1, does not collapse when every owner gives the same answer,
-    and keeps the skew of a share away from one half (a Wilson interval there missed on the far side;
+    m = min(n, n_eff (t_{n-1} / q)^2), the effective sample size n_eff = p (1 - p) / se^2 (n at p = 0
+    or 1) adjusted for the degrees of freedom (`q`: t on owners - 1 df; t_{n-1}: t on pairs - 1 df).
+    Unlike p +- q*se it stays inside 0..1, does not collapse when every owner gives the same answer, and
+    keeps the skew of a share away from one half (a Wilson interval there missed on the far side;
     measured in benchmarks/bench_owners.py)."""
-    z = stats.norm.ppf(1 - alpha)
     with np.errstate(invalid="ignore", divide="ignore"):
-        binomial = p * (1 - p) / n
-        deff = np.where(binomial > 0, se**2 / binomial, 1.0)
-        m = n / np.maximum(deff, 1.0) * (z / q) ** 2
+        t_pairs = stats.t.ppf(1 - alpha, np.maximum(n - 1, 1))
+        n_eff = np.where((p > 0) & (p < 1), p * (1 - p) / se**2, n)
+        m = np.minimum(n, n_eff * (t_pairs / q) ** 2)
         low = np.where(p > 0, stats.beta.ppf(alpha, m * p, m * (1 - p) + 1), 0.0)
         high = np.where(p < 1, stats.beta.ppf(1 - alpha, m * p + 1, m * (1 - p)), 1.0)
     ok = ~np.isnan(se)

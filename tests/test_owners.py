@@ -84,14 +84,14 @@ def test_jackknife_ratio_matches_the_cluster_robust_variance_of_a_ratio() -> Non
 
 
 def test_a_share_interval_is_korn_graubards_clopper_pearson_at_the_effective_size() -> None:
-    """Korn & Graubard (1998): Clopper-Pearson (statsmodels' "beta") at n / design effect, times
-    (z / t_{G-1})^2; 12 owners with unequal pair counts and shares, design effect above 1."""
+    """Korn & Graubard (1998): Clopper-Pearson (statsmodels' "beta") at the effective sample size
+    p (1 - p) / se^2 times (t_{n-1} / t_{G-1})^2; 12 owners with unequal pair counts and shares."""
     num = np.array([9.0, 1, 5, 7.5, 2, 10, 0, 6, 3, 8, 4.5, 1])
     den = np.array([10.0, 4, 6, 8, 5, 10, 3, 7, 6, 9, 5, 1])
     est, low, high, se = jackknife_ratio(num, den, alpha=0.05)
-    deff = se**2 / (est * (1 - est) / den.sum())
-    assert deff > 1
-    m = den.sum() / deff * (stats.norm.ppf(0.95) / stats.t.ppf(0.95, len(num) - 1)) ** 2
+    n_eff = est * (1 - est) / se**2
+    assert n_eff < den.sum()  # a design effect above 1
+    m = n_eff * (stats.t.ppf(0.95, den.sum() - 1) / stats.t.ppf(0.95, len(num) - 1)) ** 2
     assert (low, high) == pytest.approx(proportion_confint(est * m, m, alpha=0.1, method="beta"), abs=1e-10)
 
 
