@@ -152,8 +152,8 @@ def _korn_graubard(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Korn and Graubard's interval of a share `p` of `n` pairs with clustered standard error `se`
     (Korn & Graubard 1998, "Confidence intervals for proportions with small expected number of positive
-    counts estimated from survey data", Survey Methodology 24(2):193-201; R survey's
-    ``svyciprop(method = "beta")``): the Clopper-Pearson interval at the effective sample size
+    counts estimated from survey data", Survey Methodology 24(2):193-201; the form of NCHS's data
+    presentation standards for proportions, Parker et al. 2017): the Clopper-Pearson interval at
     m = min(n, n_eff (t_{n-1} / q)^2), the effective sample size n_eff = p (1 - p) / se^2 (n at p = 0
     or 1) adjusted for the degrees of freedom (`q`: t on owners - 1 df; t_{n-1}: t on pairs - 1 df).
     Unlike p +- q*se it stays inside 0..1, does not collapse when every owner gives the same answer, and
@@ -230,7 +230,8 @@ def _hall(est: np.ndarray, se: np.ndarray, a: np.ndarray, q: np.ndarray) -> tupl
     T = (est - theta) / se and the skewness term `a` (``_acceleration``; Hall's gamma / (6 sqrt(n))),
     G(T) = T + a + 2a T^2 + (4/3) a^2 T^3 = ((1 + 2aT)^3 - 1) / (6a) + a is referred to +- q, so
     theta lies in [est - se G^-1(q), est - se G^-1(-q)]. A skewed estimator (kappa near its bounds,
-    owners with unequal pair counts) then misses no more on one side than on the other."""
+    owners with unequal pair counts) then misses about as often on each side (measured in
+    benchmarks/bench_owners.py)."""
     tiny = np.abs(a) < 1e-9
     b = np.where(tiny, 1.0, a)
 
