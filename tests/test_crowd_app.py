@@ -39,6 +39,7 @@ def _two_studies(engine: Engine, folder: Path) -> tuple[Account, int]:
         return account, int(get_study(session, "b2").id or 0)
 
 
+@pytest.mark.page
 @pytest.mark.parametrize("current", ["a1", "b2"])
 def test_training_follows_the_study_being_rated(
     engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, current: str
@@ -56,6 +57,7 @@ def test_training_follows_the_study_being_rated(
     assert (practice, qualified) == ((True, False) if current == "b2" else (False, True))
 
 
+@pytest.mark.page
 def test_flagging_every_item_ends_on_the_no_credit_screen(
     engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -417,6 +417,7 @@ def test_the_dataset_card_lists_the_verdicts_or_says_there_is_none(judged: Judge
     assert card.count("| no verdict |") == 6  # 2 judges x (correctness, rubric, preference), 2 annotators
 
 
+@pytest.mark.page
 def test_the_validation_page_shows_the_judges(env_db: str, engine: Engine, tmp_path: Path) -> None:
     from annotator.people import accounts
     from annotator.people.authorization import Account

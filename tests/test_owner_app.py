@@ -118,6 +118,7 @@ def test_a_spent_link_opens_nothing(owned: Engine) -> None:
     assert "question of bob" not in _shown(again)
 
 
+@pytest.mark.page
 def test_a_researcher_makes_and_revokes_an_owner_link(owned: Engine) -> None:
 
     with db.session_scope(owned) as session:

@@ -135,6 +135,7 @@ def test_a_study_with_a_judge_on_every_pair_gets_the_section(tmp_path: Path) -> 
     assert "Verdict over 160 pairs, 40 of them rated by people" in section.verdicts.iloc[0]["sentence"]
 
 
+@pytest.mark.page
 def test_the_validation_page_shows_the_section(env_db: str, engine: Engine, tmp_path: Path) -> None:
     judged_beyond_people(engine, tmp_path, rated=30, unrated=60)
     with db.session_scope(engine) as session:

@@ -204,6 +204,7 @@ def test_cli_models_queue_sends_the_pairs_back(env_db: str, engine: Engine, tmp_
     assert "sent back:" in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.page
 def test_the_validation_page_shows_models_and_the_human_ceiling(
     env_db: str, engine: Engine, tmp_path: Path
 ) -> None:

@@ -111,6 +111,7 @@ def test_cli_quality_prints_the_table_and_the_rule(crowd_url: str) -> None:
     assert "sim_05" in result.output and RULE in result.output and "Excluded: sim_05, sim_06" in result.output
 
 
+@pytest.mark.page
 def test_the_annotators_page_shows_competence_and_exclusion(
     crowd: Engine, crowd_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -211,6 +211,7 @@ def test_assign_preview_writes_nothing_and_predicts_the_load(engine: Engine, tmp
     assert all(r["queued"] == 0 and r["total"] == r["new"] for r in load)
 
 
+@pytest.mark.page
 def test_assign_picker_in_the_app_previews_then_commits(engine: Engine, tmp_path: Path, env_db: str) -> None:
     make_study(engine, tmp_path, 6, account=SYSTEM)
     make_annotators(engine, 3)
@@ -267,6 +268,7 @@ def test_downloads_have_the_numbers_of_annotator_analyze(engine: Engine, tmp_pat
     assert published.file("html") is published.file("html")  # made once
 
 
+@pytest.mark.page
 def test_validation_page_offers_the_three_files_and_the_methods(
     engine: Engine, tmp_path: Path, env_db: str
 ) -> None:

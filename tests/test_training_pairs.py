@@ -124,6 +124,7 @@ def test_training_pairs_never_enter_the_real_queue(engine: Engine, tmp_path: Pat
     assert served and "training" not in served
 
 
+@pytest.mark.page
 def test_the_training_page_shows_a_training_pair_and_its_feedback(
     engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -142,6 +143,7 @@ def test_the_training_page_shows_a_training_pair_and_its_feedback(
     assert any(EXPLAIN in info.value for info in at.info)
 
 
+@pytest.mark.page
 def test_the_training_page_shows_training_pair_text_as_plain_text(
     engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
