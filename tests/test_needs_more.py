@@ -2,6 +2,7 @@
 CLI (`annotator assign --needs-more`) or the service the Validation page's button calls."""
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, User
 from annotator.synthetic import SimulationSpec, simulate
+from tests.utils.databases import built_once, copy_of
 from tests.utils.factories import make_annotators, make_study
 
 
@@ -35,14 +37,32 @@ def _annotators_per_pair(engine: Engine) -> dict[str, list[str]]:
     return {pair: sorted(names) for pair, names in out.items()}
 
 
+@pytest.fixture(scope="module")
+def rated_source(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """30 pairs (a fifth broken) rated by 3 simulated annotators, and two more annotators with no work
+    yet: built once for the module."""
+    folder = tmp_path_factory.mktemp("needs_more")
+
+    def build(engine: Engine) -> None:
+        make_study(engine, folder, 30, account=SYSTEM)
+        spec = SimulationSpec(annotators=3, overlap=3, seed=5, rubric_gap=1.5, broken_share=0.2)
+        simulate(engine, study="s1", spec=spec)
+        make_annotators(engine, 2, prefix="extra")
+
+    return built_once(folder, build)
+
+
 @pytest.fixture
-def rated(engine: Engine, tmp_path: Path) -> Engine:
-    """30 pairs (a fifth broken) rated by 3 simulated annotators, and two more annotators with no work yet."""
-    make_study(engine, tmp_path, 30, account=SYSTEM)
-    spec = SimulationSpec(annotators=3, overlap=3, seed=5, rubric_gap=1.5, broken_share=0.2)
-    simulate(engine, study="s1", spec=spec)
-    make_annotators(engine, 2, prefix="extra")
-    return engine
+def rated_url(rated_source: str, tmp_path: Path) -> str:
+    """The URL of this test's own copy of the rated study."""
+    return copy_of(rated_source, tmp_path)
+
+
+@pytest.fixture
+def rated(rated_url: str) -> Iterator[Engine]:
+    engine = db.make_engine(rated_url)
+    yield engine
+    engine.dispose()
 
 
 def test_each_named_pair_gets_one_more_annotator_and_no_other_pair_changes(rated: Engine) -> None:
@@ -81,12 +101,12 @@ def test_a_pair_that_every_annotator_rates_is_counted_as_unfilled(rated: Engine)
     assert len(_annotators_per_pair(rated)["pair-4"]) == 5
 
 
-def test_the_cli_gives_the_report_s_uncertain_pairs_one_more_annotator(rated: Engine, db_url: str) -> None:
+def test_the_cli_gives_the_report_s_uncertain_pairs_one_more_annotator(rated: Engine, rated_url: str) -> None:
     with db.session_scope(rated) as session:
         uncertain = pairs_needing_more(study_report(session, study="s1", account=SYSTEM, n_boot=50).cleaning)
     assert uncertain  # three noisy judgments on a fifth of broken pairs leave some unsettled
     before = _annotators_per_pair(rated)
-    result = CliRunner().invoke(app, ["assign", "--study", "s1", "--needs-more", "--db", db_url])
+    result = CliRunner().invoke(app, ["assign", "--study", "s1", "--needs-more", "--db", rated_url])
     assert result.exit_code == 0, result.output
     assert f"{len(uncertain)} new assignments ({len(uncertain)} pairs" in result.output
     after = _annotators_per_pair(rated)
