@@ -9,6 +9,7 @@ without it they are skipped on a developer machine and fail under CI (where `CI`
 
 import os
 import shutil
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,13 +44,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _browser_files_first(items)
     if postgres_admin_url() is None:
         return
     skip = pytest.mark.skip(reason=f"SQLite-specific test (${POSTGRES_ENV} is set: running on PostgreSQL)")
     for item in items:
         if item.get_closest_marker("sqlite_only"):
             item.add_marker(skip)
+
+
+def _browser_files_first(items: list[pytest.Item]) -> None:
+    """The files that drive a browser first, most browser tests first, the others after them in their
+    own order. pytest-xdist hands out whole files in this order (pyproject turns off its reordering by
+    number of tests): the browser files are the suite's longest, and one started last keeps a worker
+    busy long after the others have finished."""
+    browser_tests = Counter(item.path for item in items if item.get_closest_marker("browser"))
+    items.sort(key=lambda item: -browser_tests[item.path])
 
 
 @pytest.fixture(autouse=True, scope="session")
