@@ -14,6 +14,8 @@ from tests.utils.databases import fresh_db_url
 from tests.utils.factories import make_study
 from tests.utils.sciencehelpers import add_models, simulated_study
 
+pytestmark = pytest.mark.derived
+
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, Path]]:

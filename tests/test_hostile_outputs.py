@@ -26,6 +26,8 @@ from tests.utils.databases import fresh_db_url
 from tests.utils.factories import write_jsonl
 from tests.utils.sciencehelpers import simulated_study
 
+pytestmark = pytest.mark.derived
+
 STUDY = "pilot: v2 # {not: yaml} [x]"
 HOSTILE_MODEL = "<img src=x onerror=alert(1)> ![t](http://attacker.example/t.png) *m*|x"
 # Markup that would do something if it were rendered rather than shown.

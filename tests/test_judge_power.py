@@ -67,6 +67,7 @@ def test_the_planned_sample_reaches_the_power_in_simulated_studies() -> None:
     assert 0.74 <= power <= 0.9
 
 
+@pytest.mark.derived
 def test_power_command_with_a_judge(env_db: str, engine: Engine, tmp_path: Path) -> None:
     judged_beyond_people(engine, tmp_path, rated=40, unrated=200)
     result = CliRunner().invoke(app, ["power", "--study", "s1", "--judge", "every-pair", "--pairs", "5000"])

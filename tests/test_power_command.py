@@ -3,6 +3,7 @@
 import re
 from pathlib import Path
 
+import pytest
 from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
@@ -10,6 +11,8 @@ from annotator.cli import app
 from annotator.intake import ingest
 from annotator.people.authorization import SYSTEM
 from annotator.synthetic import SimulationSpec, simulate
+
+pytestmark = pytest.mark.derived
 
 
 def test_power_command_reports_a_study(env_db: str, engine: Engine) -> None:

@@ -25,6 +25,8 @@ from tests.utils.apphelpers import app_for, shown_tables
 from tests.utils.factories import temp_engine
 from tests.utils.judgehelpers import judged_beyond_people
 
+pytestmark = pytest.mark.derived
+
 ITEMS = ("correctness", "relevance", "helpfulness")
 
 

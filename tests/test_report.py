@@ -43,6 +43,8 @@ from annotator.study import get_study, parse_config
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.databases import fresh_db_url
 
+pytestmark = pytest.mark.derived
+
 STUDY = "sample"
 runner = CliRunner()
 

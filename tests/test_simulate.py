@@ -114,6 +114,7 @@ def test_time_on_task_is_plausible(tmp_path: Path) -> None:
     assert 30 <= statistics.median(seconds) <= 300
 
 
+@pytest.mark.derived
 def test_no_quality_gap_is_equivalent_and_rubric_superior(tmp_path: Path) -> None:
     engine, _ = _simulated(tmp_path, seed=0, quality_gap=0.0, rubric_gap=1.0)
     report = _report(engine)
@@ -128,6 +129,7 @@ def test_no_quality_gap_is_equivalent_and_rubric_superior(tmp_path: Path) -> Non
     assert superiority["p_holm"] < report.parameters["alpha"]
 
 
+@pytest.mark.derived
 def test_large_quality_gap_is_not_equivalent(tmp_path: Path) -> None:
     engine, _ = _simulated(tmp_path, seed=0, quality_gap=1.5)
     report = _report(engine)
@@ -135,6 +137,7 @@ def test_large_quality_gap_is_not_equivalent(tmp_path: Path) -> None:
     assert not report.validation.equivalence["equivalent"].any()
 
 
+@pytest.mark.derived
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_flawed_pairs_fail_validation(tmp_path: Path, seed: int) -> None:
     """The deliberately flawed sample pairs are on the cleaning list (to drop or needing more
