@@ -81,12 +81,16 @@
     }
   };
 
+  // The button of a question that takes the focus: its chosen option, else its first.
+  const focusTarget = (group) =>
+    group.querySelector('button[aria-checked="true"]') || group.querySelector("button");
+
   const focusGroup = (group) => {
     const side = sideOf(group);
     if (side && doc.body.dataset.psSide !== side && window.matchMedia("(max-width: 640px)").matches) {
       setSide(side);
     }
-    const button = group.querySelector('button[aria-checked="true"]') || group.querySelector("button");
+    const button = focusTarget(group);
     if (!button) return;
     button.focus({ preventScroll: true });
     const box = group.getBoundingClientRect();
@@ -140,9 +144,9 @@
       // digit still answers the first open question, then scrolls to the next).
       toTop();
       const first = nextUnanswered(null) || groups()[0];
-      const button = first && (first.querySelector('button[aria-checked="true"]') || first.querySelector("button"));
-      const box = first ? first.getBoundingClientRect() : null;
-      if (button && box.top >= 0 && box.bottom <= window.innerHeight) {
+      const button = first && focusTarget(first);
+      const box = button && first.getBoundingClientRect();
+      if (box && box.top >= 0 && box.bottom <= window.innerHeight) {
         button.focus({ preventScroll: true });
       } else if (doc.activeElement && doc.activeElement !== doc.body) {
         doc.activeElement.blur();
