@@ -24,8 +24,9 @@ def choose(page: Page, label: str, option: str) -> None:
     takes no markup), then the option is clicked."""
     box = page.get_by_role("combobox", name=label, exact=True)
     choice = page.get_by_role("option", name=option, exact=True)
+    first_word = re.split(r"\W", option, maxsplit=1)[0]
     for _ in range(10):
-        box.fill(re.split(r"\W", option, maxsplit=1)[0])
+        box.fill(first_word)
         try:
             choice.wait_for(timeout=3_000)
             choice.click(timeout=3_000)
