@@ -81,7 +81,7 @@
     }
   };
 
-  // The button of a question that takes the focus: its chosen option, else its first.
+  // The button of a question that takes the focus: its selected option, else its first.
   const focusTarget = (group) =>
     group.querySelector('button[aria-checked="true"]') || group.querySelector("button");
 
