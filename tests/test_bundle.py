@@ -20,7 +20,7 @@ from annotator.people.authorization import SYSTEM
 from annotator.publish import bundle, dataset
 from annotator.store import db
 from annotator.store.models import Assignment, Event, Pair
-from tests.utils.databases import built_once, copy_of
+from tests.utils.databases import built_once, copy_of, engine_on
 from tests.utils.fakehub import FakeHub, fake_hub
 from tests.utils.pagehelpers import HOSTILE_STUDY
 from tests.utils.sciencehelpers import simulated_study
@@ -58,9 +58,8 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture
 def studied(source: str, tmp_path: Path) -> Iterator[Engine]:
     """An engine on this test's copy of `source`."""
-    engine = db.make_engine(copy_of(source, tmp_path))
-    yield engine
-    engine.dispose()
+    with engine_on(copy_of(source, tmp_path)) as engine:
+        yield engine
 
 
 def _events(engine: Engine, action: str) -> int:

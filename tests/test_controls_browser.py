@@ -14,10 +14,8 @@ from analysis.vocabulary import SWAP
 from annotator.intake.controls import MAKE_KINDS
 from annotator.store import db
 from annotator.store.models import Event, Pair, Study
-from tests.test_researcher_browser import log_in_as
-from tests.test_workspace_browser import serious
 from tests.utils.apphelpers import VIEWPORT, add_study, build_app_db, running_app, wait_idle
-from tests.utils.pagehelpers import HOSTILE_STUDY, choose, choose_study, click, inert
+from tests.utils.pagehelpers import HOSTILE_STUDY, choose, choose_study, click, inert, log_in_as, serious
 
 pytestmark = pytest.mark.browser
 SHOTS = Path("/tmp/browser2")

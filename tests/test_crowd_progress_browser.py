@@ -9,9 +9,8 @@ from playwright.sync_api import Browser, Page
 
 from annotator.store import db
 from annotator.store.models import Study
-from tests.test_researcher_browser import PHONE, log_in_as
-from tests.test_workspace_browser import serious
-from tests.utils.apphelpers import build_app_db, running_app, wait_drawn, wait_idle
+from tests.utils.apphelpers import PHONE, build_app_db, running_app, wait_drawn, wait_idle
+from tests.utils.pagehelpers import log_in_as, serious
 from tests.utils.qchelpers import answer_all
 
 pytestmark = pytest.mark.browser

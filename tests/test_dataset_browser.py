@@ -14,11 +14,17 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator.store.models import Event
-from tests.test_researcher_browser import PHONE, log_in_as
-from tests.test_workspace_browser import serious
-from tests.utils.apphelpers import build_app_db, running_app, wait_idle
+from tests.utils.apphelpers import PHONE, build_app_db, running_app, wait_idle
 from tests.utils.fakehub import fake_hub
-from tests.utils.pagehelpers import HOSTILE_STUDY, choose_study, click, inert, one_line_error
+from tests.utils.pagehelpers import (
+    HOSTILE_STUDY,
+    choose_study,
+    click,
+    inert,
+    log_in_as,
+    one_line_error,
+    serious,
+)
 from tests.utils.sciencehelpers import simulated_study
 
 pytestmark = pytest.mark.browser

@@ -13,8 +13,8 @@ from playwright.sync_api import Browser, Page
 from annotator.people.authorization import SYSTEM
 from annotator.review import adjudicate
 from annotator.store import db
-from tests.test_researcher_browser import serious
 from tests.utils.apphelpers import VIEWPORT, log_in, running_app, wait_for_session_cookie, wait_idle
+from tests.utils.pagehelpers import serious
 from tests.utils.ratings import PASSWORD, STUDY, build_study, rate_all
 
 pytestmark = pytest.mark.browser

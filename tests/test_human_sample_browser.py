@@ -12,10 +12,9 @@ from sqlmodel import Session, col, select
 from annotator.people.authorization import SYSTEM
 from annotator.review.judges import import_judges
 from annotator.store.models import Assignment, Pair
-from tests.test_researcher_browser import log_in_as, serious
 from tests.utils.apphelpers import STUDY, VIEWPORT, build_app_db, running_app, wait_idle
 from tests.utils.factories import write_csv
-from tests.utils.pagehelpers import click, pick
+from tests.utils.pagehelpers import click, log_in_as, pick, serious
 
 pytestmark = pytest.mark.browser
 SHOTS = Path("/tmp/browser")

@@ -19,7 +19,7 @@ from annotator.review.study_report import study_report
 from annotator.store import db
 from annotator.store.models import Assignment, Pair, User
 from annotator.synthetic import SimulationSpec, simulate
-from tests.utils.databases import built_once, copy_of
+from tests.utils.databases import built_once, copy_of, engine_on
 from tests.utils.factories import make_annotators, make_study
 
 
@@ -60,9 +60,8 @@ def rated_url(rated_source: str, tmp_path: Path) -> str:
 
 @pytest.fixture
 def rated(rated_url: str) -> Iterator[Engine]:
-    engine = db.make_engine(rated_url)
-    yield engine
-    engine.dispose()
+    with engine_on(rated_url) as engine:
+        yield engine
 
 
 def test_each_named_pair_gets_one_more_annotator_and_no_other_pair_changes(rated: Engine) -> None:

@@ -12,6 +12,7 @@ from playwright.sync_api import Browser, Page
 
 from tests.utils.apphelpers import (
     PASSWORD,
+    PHONE,
     VIEWPORT,
     build_app_db,
     log_in,
@@ -23,7 +24,6 @@ from tests.utils.apphelpers import (
 from tests.utils.ratings import rate
 
 pytestmark = pytest.mark.browser
-PHONE = {"width": 390, "height": 844}
 SHOTS = Path(tempfile.gettempdir()) / "annotator-screenshots"
 
 

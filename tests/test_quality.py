@@ -20,7 +20,7 @@ from annotator.store import db
 from annotator.store.models import id_of
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.apphelpers import app_for, shown_tables
-from tests.utils.databases import built_once, copy_of
+from tests.utils.databases import built_once, copy_of, engine_on
 from tests.utils.factories import make_user
 from tests.utils.qchelpers import qc_study
 
@@ -45,9 +45,8 @@ def crowd_url(crowd_study: str, tmp_path: Path) -> str:
 @pytest.fixture
 def crowd(crowd_url: str) -> Iterator[Engine]:
     """This test's copy of the crowd study."""
-    engine = db.make_engine(crowd_url)
-    yield engine
-    engine.dispose()
+    with engine_on(crowd_url) as engine:
+        yield engine
 
 
 def _crowd(engine: Engine, folder: Path) -> None:

@@ -18,6 +18,7 @@ from sqlmodel import select
 from annotator.store.models import Draft
 from tests.utils.apphelpers import (
     PASSWORD,
+    PHONE,
     VIEWPORT,
     AppDB,
     add_annotator,
@@ -34,7 +35,6 @@ from tests.utils.apphelpers import (
 from tests.utils.pagehelpers import choose_study
 
 pytestmark = pytest.mark.browser
-PHONE = {"width": 390, "height": 844}
 SHOTS = Path(tempfile.gettempdir()) / "annotator-screenshots"
 OTHER = "alpine"  # a second study: 2 pairs with 2 rubric aspects (12 questions), listed first by name
 QUESTIONS = {3: 14, 4: 16}  # rubric aspects -> questions: 3 quality and the aspects per response, then 2

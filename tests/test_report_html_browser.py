@@ -12,10 +12,9 @@ from playwright.sync_api import Browser
 from analysis.render.as_html import to_html
 from analysis.report import Report, ReportSettings, build_report
 from analysis.simulation import SimDesign, SimEffects, simulate_frame
-from tests.utils.apphelpers import VIEWPORT
+from tests.utils.apphelpers import PHONE, VIEWPORT
 
 pytestmark = pytest.mark.browser
-PHONE = {"width": 390, "height": 844}
 SHOTS = Path(tempfile.gettempdir()) / "annotator-screenshots"
 MAX_SCREENS = 8
 

@@ -6,10 +6,8 @@ import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page
 from sqlmodel import Session
 
@@ -19,20 +17,19 @@ from annotator.store import db
 from annotator.study import get_study
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.apphelpers import (
-    PASSWORD,
+    PHONE,
     STUDY,
     VIEWPORT,
     AppDB,
     build_app_db,
-    log_in,
     pair_record,
     running_app,
     wait_drawn,
     wait_idle,
 )
+from tests.utils.pagehelpers import log_in_as, serious
 
 pytestmark = pytest.mark.browser
-PHONE = {"width": 390, "height": 844}
 SHOTS = Path(tempfile.gettempdir()) / "annotator-screenshots"
 #: (account, address, title) of every researcher and adjudicator page.
 PAGES = [
@@ -65,27 +62,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]
         yield base_url, app_db
 
 
-def log_in_as(page: Page, base_url: str, username: str) -> None:
-    """Log in and wait until the session cookie is written (the sidebar's Log out button is drawn)."""
-    log_in(page, base_url, username, PASSWORD, timeout_ms=120_000)
-    page.get_by_role("button", name="Log out").wait_for(timeout=120_000)
-    wait_idle(page, timeout_ms=120_000)
-
-
 def open_page(page: Page, base_url: str, path: str, title: str) -> None:
     page.goto(f"{base_url}/{path}")
     page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=120_000)
     wait_drawn(page, timeout_ms=120_000)
-
-
-def serious(page: Page) -> list[str]:
-    """The serious or critical axe-core violations on the page: rule and first element."""
-    results: Any = Axe().run(page)
-    return [
-        f"{v['id']}: {v['nodes'][0]['html'][:100]}"
-        for v in results.response["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 #: Every table or grid wider than its box: cut ("clipped") unless the box scrolls sideways and the note

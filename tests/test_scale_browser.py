@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from tests.utils.apphelpers import (
+    PHONE,
     VIEWPORT,
     log_in,
     one_pair_app,
@@ -21,7 +22,6 @@ from tests.utils.apphelpers import (
 from tests.utils.scales import POINTS, two_scale_config
 
 pytestmark = pytest.mark.browser
-PHONE = {"width": 390, "height": 844}
 SHOTS = Path(tempfile.gettempdir()) / "annotator-screenshots"
 PASSWORD = "scales-test-password"
 

@@ -9,9 +9,8 @@ from playwright.sync_api import Browser
 from sqlmodel import Session, func, select
 
 from annotator.store.models import Assignment, Event, Study
-from tests.test_researcher_browser import PHONE, log_in_as, serious
-from tests.utils.apphelpers import STUDY, AppDB, build_app_db, running_app, wait_idle
-from tests.utils.pagehelpers import click, pick
+from tests.utils.apphelpers import PHONE, STUDY, AppDB, build_app_db, running_app, wait_idle
+from tests.utils.pagehelpers import click, log_in_as, pick, serious
 
 pytestmark = pytest.mark.browser
 SHOTS = Path("/tmp/browser")

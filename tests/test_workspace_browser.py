@@ -3,10 +3,8 @@ sample's (responses of 400-600 words in paragraphs, a long narrative): layout, k
 accessibility."""
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page
 
 from annotator.people import sessions
@@ -17,6 +15,7 @@ from tests.utils.apphelpers import (
     FORM,
     KEY_ANSWERS,
     PASSWORD,
+    PHONE,
     VIEWPORT,
     AppDB,
     annotators_page,
@@ -34,10 +33,10 @@ from tests.utils.apphelpers import (
     wait_idle,
     wait_next_item,
 )
+from tests.utils.pagehelpers import serious
 
 pytestmark = pytest.mark.browser
 N_POSTS = 25
-PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture(scope="module")
@@ -342,19 +341,6 @@ def test_dark_mode_follows_the_system(live: tuple[str, AppDB], chrome: Browser) 
 
 #: The page is settled for a contrast check: no element drawn faded as stale (Streamlit dims what a
 #: run is about to replace) and no animation or transition still running.
-SETTLED = """() => !document.querySelector('[data-stale="true"]')
-    && document.getAnimations().every((a) => a.playState !== 'running')"""
-
-
-def serious(page: Page) -> list[tuple[str, str]]:
-    """The serious or critical axe-core violations on the settled page: (rule, first element)."""
-    page.wait_for_function(SETTLED)
-    results: Any = Axe().run(page)
-    return [
-        (v["id"], v["nodes"][0]["html"][:120])
-        for v in results.response["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 def drawn_with_one_h1(tab: Page) -> None:

@@ -45,6 +45,7 @@ USERS: dict[str, tuple[str, bool]] = {
 }
 CHROMIUM_ARGS = list(BROWSER_ARGS)
 VIEWPORT = {"width": 1440, "height": 900}  # the window browser tests and benchmarks look at
+PHONE = {"width": 390, "height": 844}  # a phone's window, for the checks at 390 px
 IDLE = IDLE_SELECTOR
 BUSY = "[data-testid=stApp]:not([data-test-script-state='notRunning'])"  # a run requested or running
 running_app = background  # run the app on a database and a free port (annotator.server)

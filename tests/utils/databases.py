@@ -6,8 +6,9 @@ import shutil
 import sqlite3
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
@@ -201,6 +202,16 @@ def copy_of(source_url: str, tmp_path: Path, name: str = "db") -> str:
         source.close()
         copy.close()
     return f"sqlite:///{target}"
+
+
+@contextmanager
+def engine_on(url: str) -> Iterator[Engine]:
+    """An engine on the database at `url` (a test's copy), disposed when the block ends."""
+    engine = db.make_engine(url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
 
 
 def close_databases() -> None:

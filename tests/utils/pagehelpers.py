@@ -2,14 +2,39 @@
 nothing hostile ran, read a one-line error; and a hostile study name."""
 
 import re
+from typing import Any
 
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.utils.apphelpers import wait_idle
+from tests.utils.apphelpers import PASSWORD, log_in, wait_idle
 
 #: A study name with HTML, an event handler and LaTeX: every page must show it as typed.
 HOSTILE_STUDY = 'S <img src=x onerror="window.__xss=2"> $x^2$'
+
+
+#: True once no element is stale from a rerun and no animation is running.
+SETTLED = """() => !document.querySelector('[data-stale="true"]')
+    && document.getAnimations().every((a) => a.playState !== 'running')"""
+
+
+def serious(page: Page) -> list[str]:
+    """The serious or critical axe-core violations on the settled page: "rule: first element"."""
+    page.wait_for_function(SETTLED)
+    results: Any = Axe().run(page)
+    return [
+        f"{v['id']}: {v['nodes'][0]['html'][:120]}"
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def log_in_as(page: Page, base_url: str, username: str) -> None:
+    """Log in and wait until the session cookie is written (the sidebar's Log out button is drawn)."""
+    log_in(page, base_url, username, PASSWORD, timeout_ms=120_000)
+    page.get_by_role("button", name="Log out").wait_for(timeout=120_000)
+    wait_idle(page, timeout_ms=120_000)
 
 
 def click(page: Page, name: str) -> None:
