@@ -11,6 +11,7 @@ equivalence verdict: the mean-gap TOST on the per-pair means and the calibrated 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,22 +25,21 @@ from analysis.design import (
     shown_valid,
     simulate_design,
 )
+from analysis.power import Plan
 from analysis.scale import Margin, item_margin
 
 __all__ = ["candidate_designs", "compare_designs", "compare_overall"]
 
 
 class _PoolJudge:
-    """Judgments from a pool: the j-th judgment of a pair goes to the pool's next annotator (an effect
-    on the gap per annotator) plus noise; keeps each pair's sum."""
+    """Judgments from the plan's pool: the j-th judgment of a pair goes to the pool's next annotator (an
+    effect on the gap per annotator) plus noise; keeps each pair's sum."""
 
-    def __init__(
-        self, gaps: np.ndarray, pool: int, annotator_var: float, residual_var: float, rng: np.random.Generator
-    ) -> None:
-        self.gaps, self.pool = gaps, pool
-        self.start = rng.integers(0, pool, gaps.shape)
-        self.effect = rng.normal(0.0, math.sqrt(max(annotator_var, 0.0)), (gaps.shape[0], pool))
-        self.sd = math.sqrt(max(residual_var, 0.0))
+    def __init__(self, gaps: np.ndarray, plan: Plan, rng: np.random.Generator) -> None:
+        self.gaps, self.pool = gaps, plan.pool
+        self.start = rng.integers(0, plan.pool, gaps.shape)
+        self.effect = rng.normal(0.0, math.sqrt(max(plan.annotator_var, 0.0)), (gaps.shape[0], plan.pool))
+        self.sd = math.sqrt(max(plan.residual_var, 0.0))
         self.sums = np.zeros(gaps.shape)
 
     def __call__(self, g: np.random.Generator, r: np.ndarray, c: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -65,33 +65,17 @@ def candidate_designs(budget: float, n_pairs: int) -> dict[str, Design]:
     return out
 
 
-def compare_designs(
-    *,
-    n_pairs: int,
-    pool: int,
-    budget: float,
-    margin: float,
-    pair_var: float,
-    annotator_var: float,
-    residual_var: float,
-    max_share: float = 0.1,
-    alpha: float = 0.05,
-    n_sim: int = 1000,
-    seed: int = 0,
-) -> pd.DataFrame:
+def compare_designs(plan: Plan, *, max_share: float = 0.1, n_sim: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Expected judgments and power of the equivalence verdict for each candidate design.
 
     Parameters
     ----------
-    n_pairs, pool : int
-        Main pairs and annotators in the pool.
-    budget : float
-        Judgments per pair on average.
-    margin, max_share, alpha : float
+    plan : analysis.power.Plan
+        The planned main pairs, pool, judgments per pair on average (``per_pair``, the budget), margin
+        and alpha, and the pilot's variance components of one judgment's chosen - rejected gap; the
+        pair gaps are simulated around 0 (the plan's ``true_diff`` is not used).
+    max_share : float
         As in the report.
-    pair_var, annotator_var, residual_var : float
-        The pilot's variance components of one judgment's chosen - rejected gap
-        (:func:`analysis.power.variance_components`).
     n_sim : int, default 1000
         Simulated studies per design (the critical values use as many).
     seed : int
@@ -105,24 +89,26 @@ def compare_designs(
 
     Examples
     --------
-    >>> table = compare_designs(n_pairs=30, pool=10, budget=6, margin=0.5, pair_var=0.0,
-    ...                         annotator_var=0.01, residual_var=0.3, n_sim=200)
+    >>> table = compare_designs(Plan(n_pairs=30, pool=10, per_pair=6, margin=0.5, pair_var=0.0,
+    ...                              annotator_var=0.01, residual_var=0.3), n_sim=200)
     >>> list(table["design"])
     ['fixed 6', 'sequential 3 + one at a time']
     >>> bool(table["power"].iloc[1] > table["power"].iloc[0])
     True
     """
-    if n_pairs < 3 or pool < 1:
+    n_pairs, margin = plan.n_pairs, plan.margin
+    if n_pairs < 3 or plan.pool < 1:
         raise ValueError("need at least 3 pairs and 1 annotator")
-    noise_var = max(residual_var, 0.0) + max(annotator_var, 0.0)
-    q = float(stats.t.ppf(1 - alpha, n_pairs - 1))
+    noise_var = max(plan.residual_var, 0.0) + max(plan.annotator_var, 0.0)
+    q = float(stats.t.ppf(1 - plan.alpha, n_pairs - 1))
     rows = []
-    for index, (name, design) in enumerate(candidate_designs(budget, n_pairs).items()):
+    for index, (name, design) in enumerate(candidate_designs(plan.per_pair, n_pairs).items()):
         rng = np.random.default_rng(seed + index)
-        gaps = rng.normal(0.0, math.sqrt(max(pair_var, 0.0)), (n_sim, n_pairs))
-        judge = _PoolJudge(gaps, pool, annotator_var, residual_var, rng)
+        gaps = rng.normal(0.0, math.sqrt(max(plan.pair_var, 0.0)), (n_sim, n_pairs))
+        judge = _PoolJudge(gaps, plan, rng)
         t, _, counts = simulate_design(gaps, design, noise_var, margin, max_share, rng, judge=judge)
-        crit = critical_values(design, n_pairs, noise_ratio(noise_var, margin), max_share, alpha, n_sim)[-1]
+        ratio = noise_ratio(noise_var, margin)
+        crit = critical_values(design, n_pairs, ratio, max_share, plan.alpha, n_sim)[-1]
         few = t[:, -1] < crit
         means = judge.sums / np.maximum(counts, 1)
         m, se = means.mean(axis=1), means.std(axis=1, ddof=1) / math.sqrt(n_pairs)
@@ -223,15 +209,15 @@ def compare_overall(
     whole = simulated(components)
     rest_power = simulated(rest)["power_overall"] if not rest.empty else 1.0
     fixed_equivalence = float(np.prod([whole[f"power_{item}"] for item in quality["item"]]))
+
+    def plan(row: dict[str, Any]) -> Plan:
+        parts = {k: float(row[k]) for k in ("pair_var", "annotator_var", "residual_var")}
+        return Plan(n_pairs, budget, pool, item_margin(margin, str(row["item"])), alpha=alpha, **parts)
+
     tables = [
-        compare_designs(
-            n_pairs=n_pairs, pool=pool, budget=budget, margin=item_margin(margin, str(row["item"])),
-            pair_var=float(row["pair_var"]),
-            annotator_var=float(row["annotator_var"]), residual_var=float(row["residual_var"]),
-            max_share=max_share, alpha=alpha, n_sim=n_sim, seed=seed + 101 * index,
-        )
+        compare_designs(plan(row), max_share=max_share, n_sim=n_sim, seed=seed + 101 * index)
         for index, row in enumerate(quality.to_dict("records"))
-    ]  # fmt: skip
+    ]
     rows = []
     for position, (name, design) in enumerate(designs.items()):
         judgments = float(np.mean([t.iloc[position]["judgments"] for t in tables]))

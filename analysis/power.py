@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DesignResult",
+    "Plan",
     "PowerResult",
     "achieved_power",
     "crossed_design_se",
@@ -36,6 +37,7 @@ __all__ = [
     "recommend_design",
     "simulated_power",
     "tost_power",
+    "tost_power_at",
     "variance_components",
 ]
 
@@ -246,27 +248,44 @@ class DesignResult:
     residual_var: float
 
 
-def crossed_design_se(
-    *,
-    pair_var: float,
-    annotator_var: float,
-    residual_var: float,
-    n_pairs: int,
-    per_pair: int,
-    pool: int,
-) -> tuple[float, float]:
-    """Standard error and approximate Satterthwaite df of the mean gap for a planned design.
+@dataclass(frozen=True)
+class Plan:
+    """A planned crossed design and its pilot's variance components: what the power of a planned
+    study is computed from.
 
-    Parameters
+    Attributes
     ----------
-    pair_var, annotator_var, residual_var : float
-        Variance components of the per-judgment difference (from :func:`fit_crossed` on pilot data).
     n_pairs : int
-        Pairs in the study.
-    per_pair : int
-        Annotators per pair (overlap).
+        Main pairs people rate.
+    per_pair : float
+        Judgments per pair: annotators per pair (overlap), on average under an adaptive design.
     pool : int
-        Annotators in the pool (each rates about ``n_pairs * per_pair / pool`` pairs), ``>= per_pair``.
+        Annotators in the pool (each rates about ``n_pairs * per_pair / pool`` pairs).
+    margin : float
+        Equivalence margin.
+    pair_var, annotator_var, residual_var : float
+        Variance components of one judgment's chosen - rejected gap (:func:`variance_components`
+        on pilot data).
+    alpha : float, default 0.05
+        Level of each one-sided test.
+    true_diff : float, default 0
+        The true mean gap.
+    """
+
+    n_pairs: int
+    per_pair: float
+    pool: int
+    margin: float
+    pair_var: float
+    annotator_var: float
+    residual_var: float
+    alpha: float = 0.05
+    true_diff: float = 0.0
+
+
+def crossed_design_se(plan: Plan) -> tuple[float, float]:
+    """Standard error and approximate Satterthwaite df of the mean gap for a planned design (its
+    margin, alpha and true gap are not used); ``pool >= per_pair``.
 
     Returns
     -------
@@ -278,15 +297,16 @@ def crossed_design_se(
 
     Examples
     --------
-    >>> se, df = crossed_design_se(pair_var=0.0, annotator_var=0.0, residual_var=1.0, n_pairs=100,
-    ...                            per_pair=1, pool=10)
+    >>> se, df = crossed_design_se(Plan(n_pairs=100, per_pair=1, pool=10, margin=0.5, pair_var=0.0,
+    ...                                 annotator_var=0.0, residual_var=1.0))
     >>> round(se, 3)
     0.1
     """
+    n_pairs, per_pair, pool = plan.n_pairs, plan.per_pair, plan.pool
     if n_pairs < 2 or per_pair < 1 or pool < per_pair:
         raise ValueError("need n_pairs >= 2, per_pair >= 1 and pool >= per_pair")
-    va = annotator_var / pool
-    vr = pair_var / n_pairs + residual_var / (n_pairs * per_pair)
+    va = plan.annotator_var / pool
+    vr = plan.pair_var / n_pairs + plan.residual_var / (n_pairs * per_pair)
     total = va + vr
     if pool < 2:
         return math.sqrt(total), float(n_pairs - 1)
@@ -295,64 +315,36 @@ def crossed_design_se(
     return math.sqrt(total), float(df)
 
 
-def design_power(
-    *,
-    n_pairs: int,
-    per_pair: int,
-    pool: int,
-    margin: float,
-    pair_var: float,
-    annotator_var: float,
-    residual_var: float,
-    alpha: float = 0.05,
-    true_diff: float = 0.0,
-) -> tuple[float, float, float]:
-    """Approximate power of the crossed-model TOST for a design, from variance components.
-
-    Parameters
-    ----------
-    n_pairs, per_pair, pool : int
-        Pairs, annotators per pair, annotators in the pool (each rates about
-        ``n_pairs * per_pair / pool`` pairs).
-    margin : float
-        Equivalence margin.
-    pair_var, annotator_var, residual_var : float
-        Variance components of the per-judgment chosen - rejected difference
-        (:func:`variance_components` on pilot data).
-    alpha : float, default 0.05
-        Level of each one-sided test.
-    true_diff : float, default 0
-        The true mean gap.
+def design_power(plan: Plan) -> tuple[float, float, float]:
+    """Approximate power of the crossed-model TOST for a planned design, from variance components.
 
     Returns
     -------
     tuple of float
         ``(power, se, df)``: se and Satterthwaite df from
         :func:`crossed_design_se`; power =
-        ``F((margin - d)/se - t) - F((-margin - d)/se + t)`` with F the t distribution on df and
-        t its 1 - alpha quantile (the estimate's sampling error; the error of the estimated se is
-        carried only by the df).
+        ``F((margin - d)/se - t) - F((-margin - d)/se + t)`` with F the t distribution on df,
+        d the plan's true gap and t its 1 - alpha quantile (the estimate's sampling error; the error
+        of the estimated se is carried only by the df).
 
     Examples
     --------
-    >>> power, se, df = design_power(n_pairs=80, per_pair=3, pool=20, margin=0.5, pair_var=0.05,
-    ...                              annotator_var=0.04, residual_var=0.8)
+    >>> power, se, df = design_power(Plan(n_pairs=80, per_pair=3, pool=20, margin=0.5, pair_var=0.05,
+    ...                                   annotator_var=0.04, residual_var=0.8))
     >>> round(power, 3), round(se, 3)
     (1.0, 0.077)
     """
-    _check(margin, 1.0, alpha)
-    se, df = crossed_design_se(
-        pair_var=pair_var,
-        annotator_var=annotator_var,
-        residual_var=residual_var,
-        n_pairs=n_pairs,
-        per_pair=per_pair,
-        pool=pool,
-    )
-    t_crit = float(stats.t.ppf(1 - alpha, df))
-    upper = float(stats.t.cdf((margin - true_diff) / se - t_crit, df))
-    lower = float(stats.t.cdf((-margin - true_diff) / se + t_crit, df))
-    return max(0.0, upper - lower), se, df
+    _check(plan.margin, 1.0, plan.alpha)
+    se, df = crossed_design_se(plan)
+    return tost_power_at(plan, se, df), se, df
+
+
+def tost_power_at(plan: Plan, se: float, df: float) -> float:
+    """Power of the plan's TOST whose estimate has standard error `se` on `df` degrees of freedom."""
+    t_crit = float(stats.t.ppf(1 - plan.alpha, df))
+    upper = float(stats.t.cdf((plan.margin - plan.true_diff) / se - t_crit, df))
+    lower = float(stats.t.cdf((-plan.margin - plan.true_diff) / se + t_crit, df))
+    return max(0.0, upper - lower)
 
 
 def recommend_design(
@@ -379,7 +371,7 @@ def recommend_design(
     Parameters
     ----------
     margin, pair_var, annotator_var, residual_var, alpha, true_diff
-        As in :func:`design_power`.
+        As in :class:`Plan`.
     power : float, default 0.8
         Target power.
     per_pair : int, default 3
@@ -408,12 +400,10 @@ def recommend_design(
         raise ValueError("power must be in (0, 1)")
     if abs(true_diff) >= margin:
         raise ValueError("the true difference must lie inside the margin for equivalence to be shown")
-    comps = {"pair_var": pair_var, "annotator_var": annotator_var, "residual_var": residual_var}
+    base = Plan(0, per_pair, 0, margin, pair_var, annotator_var, residual_var, alpha, true_diff)
 
     def at(n: int, m: int) -> tuple[float, float, float]:
-        return design_power(
-            n_pairs=n, per_pair=per_pair, pool=m, margin=margin, alpha=alpha, true_diff=true_diff, **comps
-        )
+        return design_power(replace(base, n_pairs=n, pool=m))
 
     def result(n: int, m: int) -> DesignResult:
         p, se, df = at(n, m)
@@ -555,7 +545,7 @@ def overall_pass_power(
     superiority: dict[str, np.ndarray] = {}
     for row in components.to_dict("records"):
         comps = {k: max(float(row[k]), 0.0) for k in ("pair_var", "annotator_var", "residual_var")}
-        se, df = crossed_design_se(n_pairs=n_pairs, per_pair=per_pair, pool=pool, **comps)
+        se, df = crossed_design_se(Plan(n_pairs, per_pair, pool, margin=0.0, **comps))  # no margin needed
         est = float(row["effect"]) + se * rng.standard_normal(n_sim)
         se_hat = se * np.sqrt(rng.chisquare(df, n_sim) / df)
         if row["kind"] == "equivalence":

@@ -17,61 +17,49 @@ gives the variance components and ``rho``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scipy import stats
+
+from analysis.power import Plan, tost_power_at
 
 __all__ = ["JudgePlan", "judge_plan", "ppi_design_power"]
 
 
-def ppi_design_power(
-    *,
-    n_rated: int,
-    n_total: int,
-    per_pair: int,
-    pool: int,
-    margin: float,
-    pair_var: float,
-    annotator_var: float,
-    residual_var: float,
-    correlation: float,
-    alpha: float = 0.05,
-    true_diff: float = 0.0,
-) -> tuple[float, float, float]:
-    """Approximate power, SE and df of the prediction-powered TOST for a planned design.
+def ppi_design_power(plan: Plan, *, n_total: int, correlation: float) -> tuple[float, float, float]:
+    """Approximate power, SE and df of the prediction-powered TOST for a planned design: people rate
+    the plan's ``n_pairs`` of the ``n_total`` pairs the judge rates, `correlation` is ``rho``.
 
     Examples
     --------
     Without a useful judge the people-only answer, with a good one a smaller SE:
 
-    >>> common = dict(n_rated=50, n_total=5000, per_pair=5, pool=5, margin=0.3, pair_var=0.25,
-    ...               annotator_var=0.01, residual_var=0.36)
-    >>> p0, se0, _ = ppi_design_power(correlation=0.0, **common)
-    >>> p1, se1, _ = ppi_design_power(correlation=0.7, **common)
+    >>> plan = Plan(n_pairs=50, per_pair=5, pool=5, margin=0.3, pair_var=0.25, annotator_var=0.01,
+    ...             residual_var=0.36)
+    >>> p0, se0, _ = ppi_design_power(plan, n_total=5000, correlation=0.0)
+    >>> p1, se1, _ = ppi_design_power(plan, n_total=5000, correlation=0.7)
     >>> se1 < se0, p1 > p0
     (True, True)
     """
+    n_rated, per_pair, pool = plan.n_pairs, plan.per_pair, plan.pool
     if not (2 <= n_rated <= n_total and 1 <= per_pair <= pool):
         raise ValueError("need 2 <= n_rated <= n_total and 1 <= per_pair <= pool")
     rho2 = min(max(correlation, 0.0), 1.0) ** 2  # lambda is clipped at 0: a negative rho adds nothing
-    va = annotator_var / pool
-    vr = (pair_var + residual_var / per_pair) * (1.0 - rho2 * (n_total - n_rated) / n_total) / n_rated
+    va = plan.annotator_var / pool
+    s2 = plan.pair_var + plan.residual_var / per_pair
+    vr = s2 * (1.0 - rho2 * (n_total - n_rated) / n_total) / n_rated
     # the few-annotator guard's moment-based variance adds residual_var / (n per_pair) to the annotator
     # term (its own q - 1 df); the verdict uses the wider of the two intervals
-    guard_va = va + residual_var / (n_rated * per_pair)
+    guard_va = va + plan.residual_var / (n_rated * per_pair)
     t_best, se, df = -math.inf, math.nan, math.nan
     for a_part in (va, guard_va):
         total = a_part + vr
         denom = a_part**2 / max(pool - 1, 1) + vr**2 / (n_rated - 1)
         df_k = total**2 / denom if pool >= 2 and denom > 0 else float(n_rated - 1)
-        half = float(stats.t.ppf(1 - alpha, df_k)) * math.sqrt(total)
+        half = float(stats.t.ppf(1 - plan.alpha, df_k)) * math.sqrt(total)
         if half > t_best:
             t_best, se, df = half, math.sqrt(total), df_k
-    t = float(stats.t.ppf(1 - alpha, df))
-    power = float(stats.t.cdf((margin - true_diff) / se - t, df)) - float(
-        stats.t.cdf((-margin - true_diff) / se + t, df)
-    )
-    return max(0.0, power), se, df
+    return tost_power_at(plan, se, df), se, df
 
 
 @dataclass(frozen=True)
@@ -86,33 +74,20 @@ class JudgePlan:
     judge_power: float
 
 
-def judge_plan(
-    *,
-    n_total: int,
-    per_pair: int,
-    pool: int,
-    margin: float,
-    pair_var: float,
-    annotator_var: float,
-    residual_var: float,
-    correlation: float,
-    power: float = 0.8,
-    alpha: float = 0.05,
-) -> JudgePlan:
-    """The smallest number of rated pairs (out of ``n_total`` judged) that reaches `power`, without
-    and with the judge (true gap 0; binary search, the power grows with the rated pairs).
+def judge_plan(plan: Plan, *, correlation: float, power: float = 0.8) -> JudgePlan:
+    """The smallest number of rated pairs out of the plan's ``n_pairs`` (every pair the judge rates)
+    that reaches `power`, without and with the judge (binary search, the power grows with the rated
+    pairs).
 
-    >>> plan = judge_plan(n_total=5000, per_pair=5, pool=5, margin=0.3, pair_var=0.25, annotator_var=0.01,
-    ...                   residual_var=0.36, correlation=0.7)
+    >>> plan = judge_plan(Plan(n_pairs=5000, per_pair=5, pool=5, margin=0.3, pair_var=0.25,
+    ...                        annotator_var=0.01, residual_var=0.36), correlation=0.7)
     >>> plan.judge_pairs < plan.people_pairs
     True
     """
+    n_total = plan.n_pairs
 
     def at(n: int, rho: float) -> float:
-        return ppi_design_power(
-            n_rated=n, n_total=n_total, per_pair=per_pair, pool=pool, margin=margin, pair_var=pair_var,
-            annotator_var=annotator_var, residual_var=residual_var, correlation=rho, alpha=alpha,
-        )[0]  # fmt: skip
+        return ppi_design_power(replace(plan, n_pairs=n), n_total=n_total, correlation=rho)[0]
 
     def smallest(rho: float) -> tuple[int | None, float]:
         lo, hi = 2, n_total

@@ -41,6 +41,7 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from analysis.power import Plan
 from analysis.ppi_power import judge_plan
 from analysis.ppi_simulation import JUDGES, Design, balanced_crossed_mean, draw, simulate, verdicts
 from analysis.prediction_powered import combine_parts, power_tuned_lambda, prediction_powered_tost
@@ -130,10 +131,8 @@ def fewer_judgments(studies: int, seed: int) -> None:
                 smallest = n
                 break
         reached = "reached" if at["ppi"] >= people0 - 2 * se else "NOT reached"
-        plan = judge_plan(
-            n_total=n_total, per_pair=q, pool=q, margin=margin, pair_var=base.pair_sd**2,
-            annotator_var=base.annotator_sd**2, residual_var=base.noise_sd**2, correlation=corr,
-        )  # fmt: skip
+        pilot = Plan(n_total, q, q, margin, base.pair_sd**2, base.annotator_sd**2, base.noise_sd**2)
+        plan = judge_plan(pilot, correlation=corr)
         print(
             f"  N {n_total} q {q} margin {margin} judge corr {corr} (measured {at['corr']:.3f}): people-only "
             f"power {people0:.4f} with {n0} pairs ({n0 * q} judgments); prediction-powered power "

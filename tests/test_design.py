@@ -17,6 +17,7 @@ from analysis.design import (
     simulate_design,
 )
 from analysis.design_power import compare_designs
+from analysis.power import Plan
 
 MARGIN = 0.5
 
@@ -127,10 +128,10 @@ def test_broken_test_passes_precise_clean_pairs_and_not_broken_ones() -> None:
 
 
 def test_compare_designs_reports_every_design_with_its_budget() -> None:
-    table = compare_designs(
-        n_pairs=30, pool=10, budget=3, margin=MARGIN, pair_var=0.0, annotator_var=0.02, residual_var=0.5,
-        n_sim=200,
-    )  # fmt: skip
+    plan = Plan(
+        n_pairs=30, per_pair=3, pool=10, margin=MARGIN, pair_var=0.0, annotator_var=0.02, residual_var=0.5
+    )
+    table = compare_designs(plan, n_sim=200)
     assert list(table["kind"]) == ["fixed", "two_stage", "sequential"]
     assert table["judgments"].tolist() == [90.0, 90.0, 90.0]
     assert ((table["power"] >= 0) & (table["power"] <= table["power_few"])).all()

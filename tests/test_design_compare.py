@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from analysis.design_power import compare_designs, compare_overall
-from analysis.power import overall_pass_power
+from analysis.power import Plan, overall_pass_power
 
 pytestmark = pytest.mark.nodb
 
@@ -29,12 +29,9 @@ def test_each_design_is_judged_by_the_reports_rule_for_it() -> None:
     assert table.loc["fixed", "judgments"] == 120
     rest = overall_pass_power(PILOT.iloc[2:], n_pairs=40, per_pair=3, pool=10, margin=0.5, n_sim=300, seed=3)
     per_dimension = [
-        compare_designs(
-            n_pairs=40, pool=10, budget=3.0, margin=0.5, pair_var=0.0, annotator_var=0.01,
-            residual_var=var, n_sim=300, seed=3 + 101 * k,
-        ).set_index("kind")
+        compare_designs(Plan(40, 3.0, 10, 0.5, 0.0, 0.01, var), n_sim=300, seed=3 + 101 * k).set_index("kind")
         for k, var in enumerate((0.3, 0.4))
-    ]  # fmt: skip
+    ]
     for kind in ("two_stage", "sequential"):
         equivalence = per_dimension[0].loc[kind, "power"] * per_dimension[1].loc[kind, "power"]
         assert table.loc[kind, "power_equivalence"] == pytest.approx(equivalence)
@@ -61,8 +58,6 @@ def test_only_designs_shown_valid_at_this_size_and_budget_are_offered(
 ) -> None:
     """Sequential 3 first at 5-8 per pair and two-stage at 12 per pair failed at 80 pairs; a design is
     offered only at a budget and size where its test was shown to hold."""
-    table = compare_designs(
-        n_pairs=n_pairs, pool=10, budget=budget, margin=0.5, pair_var=0.0, annotator_var=0.01,
-        residual_var=0.3, n_sim=50, seed=1,
-    )  # fmt: skip
+    plan = Plan(n_pairs, budget, pool=10, margin=0.5, pair_var=0.0, annotator_var=0.01, residual_var=0.3)
+    table = compare_designs(plan, n_sim=50, seed=1)
     assert list(table["kind"]) == kinds

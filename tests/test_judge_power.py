@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from typer.testing import CliRunner
 
+from analysis.power import Plan
 from analysis.ppi_power import judge_plan, ppi_design_power
 from analysis.ppi_simulation import Design
 from analysis.ppi_simulation import simulate as simulate_studies
@@ -19,14 +21,16 @@ from annotator.people.authorization import SYSTEM
 from annotator.review.judge_power import judge_power
 from tests.utils.judgehelpers import judged_beyond_people
 
-COMPONENTS = {"pair_var": 0.25, "annotator_var": 0.01, "residual_var": 0.36}
+PILOT = Plan(
+    n_pairs=3000, per_pair=5, pool=5, margin=0.3, pair_var=0.25, annotator_var=0.01, residual_var=0.36
+)
 
 
 def test_a_useless_or_anti_correlated_judge_needs_the_people_only_sample() -> None:
     for rho in (0.0, -0.6):
-        plan = judge_plan(n_total=3000, per_pair=5, pool=5, margin=0.3, correlation=rho, **COMPONENTS)
+        plan = judge_plan(PILOT, correlation=rho)
         assert plan.judge_pairs == plan.people_pairs
-    good = judge_plan(n_total=3000, per_pair=5, pool=5, margin=0.3, correlation=0.7, **COMPONENTS)
+    good = judge_plan(PILOT, correlation=0.7)
     assert good.people_pairs is not None and good.judge_pairs is not None
     assert good.judge_pairs < 0.75 * good.people_pairs
     assert good.judge_power >= 0.8
@@ -34,22 +38,15 @@ def test_a_useless_or_anti_correlated_judge_needs_the_people_only_sample() -> No
 
 def test_the_plan_is_not_reachable_when_the_annotator_term_dominates() -> None:
     plan = judge_plan(
-        n_total=500,
-        per_pair=3,
-        pool=3,
-        margin=0.3,
-        correlation=0.9,
-        pair_var=0.25,
-        annotator_var=0.5,
-        residual_var=0.36,
+        Plan(500, 3, 3, 0.3, pair_var=0.25, annotator_var=0.5, residual_var=0.36), correlation=0.9
     )
     assert plan.judge_pairs is None and plan.people_pairs is None
     with pytest.raises(ValueError, match="n_rated"):
-        ppi_design_power(n_rated=1, n_total=10, per_pair=1, pool=1, margin=0.3, correlation=0.5, **COMPONENTS)
+        ppi_design_power(replace(PILOT, n_pairs=1, per_pair=1, pool=1), n_total=10, correlation=0.5)
 
 
 def test_the_planned_sample_reaches_the_power_in_simulated_studies() -> None:
-    plan = judge_plan(n_total=3000, per_pair=5, pool=5, margin=0.3, correlation=0.7, **COMPONENTS)
+    plan = judge_plan(PILOT, correlation=0.7)
     assert plan.judge_pairs is not None
     design = Design(
         n_total=3000,
@@ -81,16 +78,16 @@ def test_power_command_with_a_judge(env_db: str, engine: Engine, tmp_path: Path)
     assert list(plan["dimension"]) == ["correctness", "relevance", "helpfulness"]
     assert (plan["pilot_pairs"] == 40).all() and (plan["correlation"] > 0.999).all()
     for row in plan.to_dict("records"):
-        expected = judge_plan(
-            n_total=5000,
-            per_pair=row["per_pair"],
-            pool=row["pool"],
-            margin=0.5,
-            pair_var=row["pair_var"],
-            annotator_var=row["annotator_var"],
-            residual_var=row["residual_var"],
-            correlation=row["correlation"],
+        pilot = Plan(
+            5000,
+            row["per_pair"],
+            row["pool"],
+            0.5,
+            row["pair_var"],
+            row["annotator_var"],
+            row["residual_var"],
         )
+        expected = judge_plan(pilot, correlation=row["correlation"])
         assert (expected.people_pairs or math.nan, expected.judge_pairs or math.nan) == pytest.approx(
             (row["people_pairs"], row["judge_pairs"]), nan_ok=True
         )

@@ -13,7 +13,7 @@ import statsmodels.api as sm
 
 from analysis.frames import validate_frame
 from analysis.mixed import fit_crossed, mixed_effect
-from analysis.power import crossed_design_se
+from analysis.power import Plan, crossed_design_se
 from analysis.simulation import SimDesign, SimEffects, simulate_frame
 
 pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
@@ -202,7 +202,7 @@ def test_to_dict_is_flat() -> None:
 def test_design_se_of_a_balanced_design() -> None:
     """var = s2_a / pool + s2_p / n + s2 / (n k): 0.04 / 4 + 0.1 / 50 + 0.8 / 200 = 0.016."""
     se, df = crossed_design_se(
-        pair_var=0.1, annotator_var=0.04, residual_var=0.8, n_pairs=50, per_pair=4, pool=4
+        Plan(n_pairs=50, per_pair=4, pool=4, margin=0.5, pair_var=0.1, annotator_var=0.04, residual_var=0.8)
     )
     assert se == pytest.approx(math.sqrt(0.016))
     # Satterthwaite: 0.016^2 / (0.01^2 / 3 + 0.006^2 / 49)

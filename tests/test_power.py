@@ -7,6 +7,7 @@ import pytest
 
 from analysis.equivalence import tost_paired
 from analysis.power import (
+    Plan,
     design_power,
     pairs_needed,
     recommend_design,
@@ -71,8 +72,10 @@ def test_design_power_matches_a_simulation_of_the_crossed_test() -> None:
     """The planning formula against the crossed-model TOST on simulated normal data (pool design)."""
     from analysis.mixed import fit_crossed
 
-    comps = {"pair_var": 0.05, "annotator_var": 0.04, "residual_var": 0.6}
-    power, _, _ = design_power(n_pairs=30, per_pair=3, pool=6, margin=0.3, **comps)
+    plan = Plan(
+        n_pairs=30, per_pair=3, pool=6, margin=0.3, pair_var=0.05, annotator_var=0.04, residual_var=0.6
+    )
+    power, _, _ = design_power(plan)
     rng = np.random.default_rng(0)
     hits, n_sim = 0, 300
     from scipy import stats
@@ -96,13 +99,7 @@ def test_recommend_design_needs_more_annotators_when_they_differ() -> None:
     varied = recommend_design(margin=0.5, pair_var=0.05, annotator_var=0.1, residual_var=0.8, n_pairs=60)
     assert varied.pool > calm.pool and varied.power >= 0.8
     smaller = design_power(
-        n_pairs=60,
-        per_pair=3,
-        pool=varied.pool - 1,
-        margin=0.5,
-        pair_var=0.05,
-        annotator_var=0.1,
-        residual_var=0.8,
+        Plan(60, 3, varied.pool - 1, 0.5, pair_var=0.05, annotator_var=0.1, residual_var=0.8)
     )
     assert smaller[0] < 0.8
     with pytest.raises(ValueError, match=re.escape("the true difference must lie inside the margin")):

@@ -37,6 +37,7 @@ def judge_power(
     from analysis.aggregates import judgment_differences
     from analysis.frames import ANNOTATOR, PAIR_ID, split_controls
     from analysis.mixed import fit_crossed
+    from analysis.power import Plan
     from analysis.ppi_power import judge_plan
     from analysis.ppi_report import judge_item_gaps
 
@@ -75,18 +76,17 @@ def judge_power(
         per_pair = max(1, round(len(d) / fit.n_pairs))
         pool = max(int(d[ANNOTATOR].nunique()), per_pair)
         total = int(n_total) if n_total else max(len(gap), len(people))
-        plan = judge_plan(
-            n_total=total,
+        pilot = Plan(
+            n_pairs=total,
             per_pair=per_pair,
             pool=pool,
             margin=config.margins[item],
             pair_var=fit.pair_var,
             annotator_var=fit.annotator_var,
             residual_var=fit.residual_var,
-            correlation=0.0 if math.isnan(rho) else rho,
-            power=settings.target_power,
             alpha=settings.alpha,
         )
+        plan = judge_plan(pilot, correlation=0.0 if math.isnan(rho) else rho, power=settings.target_power)
         rows.append(
             {
                 "dimension": item,
