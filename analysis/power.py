@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "MAX_PAIRS",
+    "MAX_POOL",
     "DesignResult",
     "Plan",
     "PowerResult",
@@ -248,6 +250,11 @@ class DesignResult:
     residual_var: float
 
 
+MAX_POOL = 500
+MAX_PAIRS = 100_000
+"""The largest pool and number of pairs a design from scratch is searched in (:func:`recommend_design`)."""
+
+
 @dataclass(frozen=True)
 class Plan:
     """A planned crossed design and its pilot's variance components: what the power of a planned
@@ -347,39 +354,15 @@ def tost_power_at(plan: Plan, se: float, df: float) -> float:
     return max(0.0, upper - lower)
 
 
-def recommend_design(
-    *,
-    margin: float,
-    pair_var: float,
-    annotator_var: float,
-    residual_var: float,
-    power: float = 0.8,
-    alpha: float = 0.05,
-    true_diff: float = 0.0,
-    per_pair: int = 3,
-    n_pairs: int | None = None,
-    max_pool: int = 500,
-    max_pairs: int = 100_000,
-) -> DesignResult:
-    """The smallest design that reaches `power` for the crossed-model equivalence test.
+def recommend_design(plan: Plan, *, power: float = 0.8, keep_pairs: bool = False) -> DesignResult:
+    """The smallest design within `plan` that reaches `power` for the crossed-model equivalence test.
 
-    With ``n_pairs`` fixed (e.g. the study's own), the smallest annotator pool that reaches the
-    target; otherwise the smallest number of pairs for the smallest pool that can reach it (the
-    annotator term ``annotator_var / pool`` does not shrink with more pairs, so the pool is chosen
-    first, then the pairs).
-
-    Parameters
-    ----------
-    margin, pair_var, annotator_var, residual_var, alpha, true_diff
-        As in :class:`Plan`.
-    power : float, default 0.8
-        Target power.
-    per_pair : int, default 3
-        Annotators per pair (overlap).
-    n_pairs : int, optional
-        Keep this number of pairs and search the pool only.
-    max_pool, max_pairs : int
-        Search limits.
+    The plan's ``pool`` and ``n_pairs`` are the largest pool and number of pairs searched
+    (:data:`MAX_POOL`, :data:`MAX_PAIRS` for a design from scratch). With `keep_pairs` (e.g. the
+    study's own pairs), the smallest annotator pool that reaches the target with the plan's pairs;
+    otherwise the smallest number of pairs for the smallest pool that can reach it (the annotator term
+    ``annotator_var / pool`` does not shrink with more pairs, so the pool is chosen first, then the
+    pairs). ``per_pair`` is a whole number of annotators per pair.
 
     Returns
     -------
@@ -388,34 +371,36 @@ def recommend_design(
     Raises
     ------
     ValueError
-        If no design within the limits reaches the target.
+        If no design within the plan reaches the target.
 
     Examples
     --------
-    >>> rec = recommend_design(margin=0.5, pair_var=0.05, annotator_var=0.04, residual_var=0.8)
+    >>> rec = recommend_design(Plan(n_pairs=MAX_PAIRS, per_pair=3, pool=MAX_POOL, margin=0.5,
+    ...                             pair_var=0.05, annotator_var=0.04, residual_var=0.8))
     >>> rec.pool, rec.n_pairs, rec.per_pair
     (4, 20, 3)
     """
     if not 0 < power < 1:
         raise ValueError("power must be in (0, 1)")
-    if abs(true_diff) >= margin:
+    if abs(plan.true_diff) >= plan.margin:
         raise ValueError("the true difference must lie inside the margin for equivalence to be shown")
-    base = Plan(0, per_pair, 0, margin, pair_var, annotator_var, residual_var, alpha, true_diff)
+    per_pair, max_pool, max_pairs = int(plan.per_pair), plan.pool, plan.n_pairs
 
     def at(n: int, m: int) -> tuple[float, float, float]:
-        return design_power(replace(base, n_pairs=n, pool=m))
+        return design_power(replace(plan, n_pairs=n, pool=m))
 
     def result(n: int, m: int) -> DesignResult:
         p, se, df = at(n, m)
-        return DesignResult(
-            n, per_pair, m, p, se, df, margin, alpha, true_diff, pair_var, annotator_var, residual_var
-        )
+        components = (plan.pair_var, plan.annotator_var, plan.residual_var)
+        return DesignResult(n, per_pair, m, p, se, df, plan.margin, plan.alpha, plan.true_diff, *components)
 
-    if n_pairs is not None:
+    if keep_pairs:
         for m in range(max(per_pair, 2), max_pool + 1):
-            if at(n_pairs, m)[0] >= power:
-                return result(n_pairs, m)
-        raise ValueError(f"no pool of up to {max_pool} annotators reaches power {power} with {n_pairs} pairs")
+            if at(max_pairs, m)[0] >= power:
+                return result(max_pairs, m)
+        raise ValueError(
+            f"no pool of up to {max_pool} annotators reaches power {power} with {max_pairs} pairs"
+        )
     for m in range(max(per_pair, 2), max_pool + 1):
         if at(max_pairs, m)[0] < power:
             continue

@@ -25,7 +25,7 @@ from analysis.frames import (
     SIDE_CHOSEN,
 )
 from analysis.mixed import fit_crossed
-from analysis.power import recommend_design
+from analysis.power import Plan, recommend_design
 from analysis.scale import Margin, item_margin
 from analysis.validation import ValidationResult, preference_scores
 
@@ -48,20 +48,13 @@ def design_table(validation: ValidationResult, *, margin: Margin, alpha: float, 
             "pool_needed": math.nan,
             "power_at_pool_needed": math.nan,
         }
-        comps = [row["pair_var"], row["annotator_var"], row["residual_var"]]
-        if all(isinstance(v, float) and math.isfinite(v) for v in comps) and n_pairs >= 2:
+        comps = {k: row[k] for k in ("pair_var", "annotator_var", "residual_var")}
+        if all(isinstance(v, float) and math.isfinite(v) for v in comps.values()) and n_pairs >= 2:
             try:
-                rec = recommend_design(
-                    margin=item_margin(margin, str(row["dimension"])),
-                    pair_var=row["pair_var"],
-                    annotator_var=row["annotator_var"],
-                    residual_var=row["residual_var"],
-                    power=power,
-                    alpha=alpha,
-                    per_pair=per_pair,
-                    n_pairs=n_pairs,
-                    max_pool=1000,
+                plan = Plan(
+                    n_pairs, per_pair, 1000, item_margin(margin, str(row["dimension"])), alpha=alpha, **comps
                 )
+                rec = recommend_design(plan, power=power, keep_pairs=True)
                 out["pool_needed"], out["power_at_pool_needed"] = rec.pool, rec.power
             except ValueError:
                 pass

@@ -7,6 +7,8 @@ import pytest
 
 from analysis.equivalence import tost_paired
 from analysis.power import (
+    MAX_PAIRS,
+    MAX_POOL,
     Plan,
     design_power,
     pairs_needed,
@@ -95,15 +97,19 @@ def test_design_power_matches_a_simulation_of_the_crossed_test() -> None:
 
 
 def test_recommend_design_needs_more_annotators_when_they_differ() -> None:
-    calm = recommend_design(margin=0.5, pair_var=0.05, annotator_var=0.0, residual_var=0.8, n_pairs=60)
-    varied = recommend_design(margin=0.5, pair_var=0.05, annotator_var=0.1, residual_var=0.8, n_pairs=60)
+    calm = recommend_design(
+        Plan(60, 3, 500, 0.5, pair_var=0.05, annotator_var=0.0, residual_var=0.8), keep_pairs=True
+    )
+    varied = recommend_design(
+        Plan(60, 3, 500, 0.5, pair_var=0.05, annotator_var=0.1, residual_var=0.8), keep_pairs=True
+    )
     assert varied.pool > calm.pool and varied.power >= 0.8
     smaller = design_power(
         Plan(60, 3, varied.pool - 1, 0.5, pair_var=0.05, annotator_var=0.1, residual_var=0.8)
     )
     assert smaller[0] < 0.8
     with pytest.raises(ValueError, match=re.escape("the true difference must lie inside the margin")):
-        recommend_design(margin=0.5, pair_var=0.0, annotator_var=0.0, residual_var=1.0, true_diff=0.5)
+        recommend_design(Plan(MAX_PAIRS, 3, MAX_POOL, 0.5, 0.0, 0.0, 1.0, true_diff=0.5))
 
 
 def test_variance_components_from_pilot_data() -> None:

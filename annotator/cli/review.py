@@ -183,7 +183,7 @@ def power(
     database: DbOption = None,
 ) -> None:
     """Pairs and annotators needed to show equivalence on quality (exact TOST power; crossed design)."""
-    from analysis.power import pairs_needed, recommend_design, simulated_power
+    from analysis.power import MAX_PAIRS, MAX_POOL, Plan, pairs_needed, recommend_design, simulated_power
 
     if judge is not None:
         if study is None:
@@ -228,16 +228,18 @@ def power(
         )
 
     def design_for(per_pair: int) -> "DesignResult":
-        return recommend_design(
+        plan = Plan(
+            n_pairs=MAX_PAIRS,
+            per_pair=per_pair,
+            pool=MAX_POOL,
             margin=margin,
             pair_var=pair_sd**2,
             annotator_var=annotator_sd**2,
             residual_var=sd**2,
-            power=target,
             alpha=alpha,
             true_diff=true_diff,
-            per_pair=per_pair,
         )
+        return recommend_design(plan, power=target)
 
     try:
         design = design_for(annotators)

@@ -299,7 +299,7 @@ def study_power(session: Session, *, study: str, account: Account) -> tuple[Stud
         power_at_pool_needed``.
     """
     from analysis.frames import split_controls
-    from analysis.power import achieved_power, recommend_design, variance_components
+    from analysis.power import Plan, achieved_power, recommend_design, variance_components
 
     config = study_config(session, study)
     frame = label_frame(session, study=study, account=account)
@@ -319,17 +319,17 @@ def study_power(session: Session, *, study: str, account: Account) -> tuple[Stud
     needed, power_at = [], []
     for row in table.itertuples():
         try:
-            rec = recommend_design(
+            plan = Plan(
+                n_pairs=int(row.n_pairs),
+                per_pair=max(1, round(float(row.per_pair))),
+                pool=1000,
                 margin=config.margins[str(row.dimension)],
                 pair_var=float(row.pair_var),
                 annotator_var=float(row.annotator_var),
                 residual_var=float(row.residual_var),
-                power=settings.target_power,
                 alpha=settings.alpha,
-                per_pair=max(1, round(float(row.per_pair))),
-                n_pairs=int(row.n_pairs),
-                max_pool=1000,
             )
+            rec = recommend_design(plan, power=settings.target_power, keep_pairs=True)
             needed.append(float(rec.pool))
             power_at.append(rec.power)
         except ValueError:
