@@ -11,6 +11,7 @@ equivalence verdict: the mean-gap TOST on the per-pair means and the calibrated 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -25,8 +26,8 @@ from analysis.design import (
     shown_valid,
     simulate_design,
 )
-from analysis.power import Plan
-from analysis.scale import Margin, item_margin
+from analysis.power import PassPlan, Plan
+from analysis.scale import item_margin
 
 __all__ = ["candidate_designs", "compare_designs", "compare_overall"]
 
@@ -129,34 +130,15 @@ def compare_designs(plan: Plan, *, max_share: float = 0.1, n_sim: int = 1000, se
     return pd.DataFrame(rows)
 
 
-def compare_overall(
-    components: pd.DataFrame,
-    *,
-    n_pairs: int,
-    pool: int,
-    budget: float,
-    margin: Margin,
-    max_share: float = 0.1,
-    alpha: float = 0.05,
-    n_sim: int = 1000,
-    seed: int = 0,
-) -> pd.DataFrame:
+def compare_overall(plan: PassPlan, *, n_sim: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Expected judgments and power of the overall PASS for each candidate design, from a pilot.
 
     Parameters
     ----------
-    components : pandas.DataFrame
-        One row per verdict item, as :func:`analysis.power.overall_pass_power` takes them (``item,
-        kind, effect, pair_var, annotator_var, residual_var``; quality dimensions have kind
-        ``"equivalence"`` and are simulated at a true gap of 0).
-    n_pairs, pool : int
-        Main pairs and annotators in the pool.
-    budget : float
-        Judgments per pair on average.
-    margin : float or mapping of str to float
-        As in the report (one for every quality dimension, or each dimension's).
-    max_share, alpha : float
-        As in the report.
+    plan : analysis.power.PassPlan
+        The pilot's verdict items (quality dimensions are simulated at a true gap of 0), the planned
+        main pairs, pool and judgments per pair on average (``per_pair``, the budget), and the
+        report's settings.
     n_sim : int, default 1000
         Simulated studies per design and item.
     seed : int
@@ -185,7 +167,7 @@ def compare_overall(
     --------
     >>> comps = pd.DataFrame([{"item": "q", "kind": "equivalence", "effect": 0.0, "pair_var": 0.0,
     ...                        "annotator_var": 0.01, "residual_var": 0.3}])
-    >>> table = compare_overall(comps, n_pairs=30, pool=10, budget=6, margin=0.5, n_sim=200)
+    >>> table = compare_overall(PassPlan(comps, n_pairs=30, per_pair=6, pool=10, margin=0.5), n_sim=200)
     >>> list(table["kind"])
     ['fixed', 'sequential']
     >>> bool((table["power"] <= table["power_equivalence"]).all())
@@ -193,6 +175,7 @@ def compare_overall(
     """
     from analysis.power import overall_pass_power
 
+    components, n_pairs, budget, margin = plan.components, plan.n_pairs, plan.per_pair, plan.margin
     quality = components[components["kind"] == "equivalence"]
     rest = components[components["kind"] != "equivalence"]
     if quality.empty:
@@ -201,21 +184,21 @@ def compare_overall(
     per_pair = next(iter(designs.values())).first_stage
 
     def simulated(items: pd.DataFrame) -> dict[str, float]:
-        return overall_pass_power(
-            items, n_pairs=n_pairs, per_pair=per_pair, pool=max(pool, per_pair), margin=margin, alpha=alpha,
-            max_broken_share=max_share, n_sim=n_sim, seed=seed,
-        )  # fmt: skip
+        fixed = replace(plan, components=items, per_pair=per_pair, pool=max(plan.pool, per_pair))
+        return overall_pass_power(fixed, n_sim=n_sim, seed=seed)
 
     whole = simulated(components)
     rest_power = simulated(rest)["power_overall"] if not rest.empty else 1.0
     fixed_equivalence = float(np.prod([whole[f"power_{item}"] for item in quality["item"]]))
 
-    def plan(row: dict[str, Any]) -> Plan:
+    def item_plan(row: dict[str, Any]) -> Plan:
         parts = {k: float(row[k]) for k in ("pair_var", "annotator_var", "residual_var")}
-        return Plan(n_pairs, budget, pool, item_margin(margin, str(row["item"])), alpha=alpha, **parts)
+        margin_of = item_margin(margin, str(row["item"]))
+        return Plan(n_pairs, budget, plan.pool, margin_of, alpha=plan.alpha, **parts)
 
+    max_share = plan.max_broken_share
     tables = [
-        compare_designs(plan(row), max_share=max_share, n_sim=n_sim, seed=seed + 101 * index)
+        compare_designs(item_plan(row), max_share=max_share, n_sim=n_sim, seed=seed + 101 * index)
         for index, row in enumerate(quality.to_dict("records"))
     ]
     rows = []

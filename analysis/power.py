@@ -29,6 +29,7 @@ __all__ = [
     "MAX_PAIRS",
     "MAX_POOL",
     "DesignResult",
+    "PassPlan",
     "Plan",
     "PowerResult",
     "achieved_power",
@@ -354,6 +355,37 @@ def tost_power_at(plan: Plan, se: float, df: float) -> float:
     return max(0.0, upper - lower)
 
 
+@dataclass(frozen=True)
+class PassPlan:
+    """A planned study whose overall PASS is simulated from a pilot: the pilot's verdict items, the
+    planned design and the report's settings.
+
+    Attributes
+    ----------
+    components : pandas.DataFrame
+        One row per verdict item with ``item, kind, effect, pair_var, annotator_var, residual_var``:
+        ``kind`` is ``"equivalence"`` (a quality dimension; its true gap is taken as 0) or
+        ``"superiority"`` (the rubric and the preference score - 0.5; the pilot's estimate is taken as
+        the true effect).
+    n_pairs, pool : int
+        Main pairs and annotators in the pool.
+    per_pair : float
+        Judgments per pair (annotators per pair; on average under an adaptive design).
+    margin : float or mapping of str to float
+        As in the report (one for every quality dimension, or each dimension's).
+    alpha, max_broken_share : float
+        As in the report.
+    """
+
+    components: pd.DataFrame
+    n_pairs: int
+    per_pair: float
+    pool: int
+    margin: Margin
+    alpha: float = 0.05
+    max_broken_share: float = 0.1
+
+
 def recommend_design(plan: Plan, *, power: float = 0.8, keep_pairs: bool = False) -> DesignResult:
     """The smallest design within `plan` that reaches `power` for the crossed-model equivalence test.
 
@@ -464,31 +496,13 @@ def variance_components(frame: pd.DataFrame, *, quality_items: Sequence[str]) ->
     return pd.DataFrame(rows)
 
 
-def overall_pass_power(
-    components: pd.DataFrame,
-    *,
-    n_pairs: int,
-    per_pair: int,
-    pool: int,
-    margin: Margin,
-    alpha: float = 0.05,
-    max_broken_share: float = 0.1,
-    n_sim: int = 4000,
-    seed: int = 0,
-) -> dict[str, float]:
+def overall_pass_power(plan: PassPlan, *, n_sim: int = 4000, seed: int = 0) -> dict[str, float]:
     """Power of the overall PASS of a planned design, by simulation from a pilot's variance components.
 
     Parameters
     ----------
-    components : pandas.DataFrame
-        One row per verdict item with ``item, kind, effect, pair_var, annotator_var, residual_var``:
-        ``kind`` is ``"equivalence"`` (a quality dimension; its true gap is taken as 0) or
-        ``"superiority"`` (the rubric and the preference score - 0.5; the pilot's estimate is taken as
-        the true effect).
-    n_pairs, per_pair, pool : int
-        The design: pairs, annotators per pair, annotators in the pool.
-    margin, alpha, max_broken_share : float
-        As in the report.
+    plan : PassPlan
+        The pilot's verdict items, the design and the report's settings.
     n_sim : int, default 4000
         Simulated studies.
     seed : int
@@ -519,23 +533,26 @@ def overall_pass_power(
     ...      "annotator_var": 0.0, "residual_var": 0.3},
     ...     {"item": "rubric", "kind": "superiority", "effect": 0.8, "pair_var": 0.05,
     ...      "annotator_var": 0.01, "residual_var": 0.3}])
-    >>> res = overall_pass_power(comps, n_pairs=200, per_pair=10, pool=20, margin=0.5, n_sim=500)
+    >>> res = overall_pass_power(PassPlan(comps, n_pairs=200, per_pair=10, pool=20, margin=0.5), n_sim=500)
     >>> res["power_overall"] > 0.8
     True
     """
     from analysis.broken_share import broken_share_from
 
+    n_pairs, per_pair, alpha = plan.n_pairs, plan.per_pair, plan.alpha
     rng = np.random.default_rng(seed)
     passes: dict[str, np.ndarray] = {}
     superiority: dict[str, np.ndarray] = {}
-    for row in components.to_dict("records"):
+    for row in plan.components.to_dict("records"):
         comps = {k: max(float(row[k]), 0.0) for k in ("pair_var", "annotator_var", "residual_var")}
-        se, df = crossed_design_se(Plan(n_pairs, per_pair, pool, margin=0.0, **comps))  # no margin needed
+        se, df = crossed_design_se(
+            Plan(n_pairs, per_pair, plan.pool, margin=0.0, **comps)
+        )  # no margin needed
         est = float(row["effect"]) + se * rng.standard_normal(n_sim)
         se_hat = se * np.sqrt(rng.chisquare(df, n_sim) / df)
         if row["kind"] == "equivalence":
             t = float(stats.t.ppf(1 - alpha, df))
-            m = item_margin(margin, str(row["item"]))
+            m = item_margin(plan.margin, str(row["item"]))
             tost = (est - t * se_hat > -m) & (est + t * se_hat < m)
             tau2 = comps["pair_var"] + comps["residual_var"] / per_pair
             s2 = tau2 * rng.chisquare(n_pairs - 1, n_sim) / (n_pairs - 1)
@@ -544,7 +561,7 @@ def overall_pass_power(
                 [
                     broken_share_from(
                         float(s2[i]), n_pairs, noise, pair_var=comps["pair_var"], mean=float(est[i]),
-                        mean_se=float(se_hat[i]), mean_df=df, margin=m, max_share=max_broken_share,
+                        mean_se=float(se_hat[i]), mean_df=df, margin=m, max_share=plan.max_broken_share,
                         alpha=alpha, per_pair=per_pair,
                     ).below
                     for i in range(n_sim)

@@ -1,10 +1,12 @@
 """Planning: the power of the overall PASS for fixed, two-stage and sequential designs from a pilot."""
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
 from analysis.design_power import compare_designs, compare_overall
-from analysis.power import Plan, overall_pass_power
+from analysis.power import PassPlan, Plan, overall_pass_power
 
 pytestmark = pytest.mark.nodb
 
@@ -17,17 +19,17 @@ PILOT = pd.DataFrame(
          "residual_var": 0.3},
     ]
 )  # fmt: skip
-PLAN = {"n_pairs": 40, "pool": 10, "budget": 3.0, "margin": 0.5, "n_sim": 300, "seed": 3}
+PLAN = PassPlan(PILOT, n_pairs=40, per_pair=3.0, pool=10, margin=0.5)
 
 
 def test_each_design_is_judged_by_the_reports_rule_for_it() -> None:
     """Fixed: the report's own rules simulated together (overall_pass_power); adaptive: the product of
     each dimension's calibrated procedure and the rubric/preference verdicts."""
-    table = compare_overall(PILOT, **PLAN).set_index("kind")
-    fixed = overall_pass_power(PILOT, n_pairs=40, per_pair=3, pool=10, margin=0.5, n_sim=300, seed=3)
+    table = compare_overall(PLAN, n_sim=300, seed=3).set_index("kind")
+    fixed = overall_pass_power(replace(PLAN, per_pair=3), n_sim=300, seed=3)
     assert table.loc["fixed", "power"] == pytest.approx(fixed["power_overall"])
     assert table.loc["fixed", "judgments"] == 120
-    rest = overall_pass_power(PILOT.iloc[2:], n_pairs=40, per_pair=3, pool=10, margin=0.5, n_sim=300, seed=3)
+    rest = overall_pass_power(replace(PLAN, components=PILOT.iloc[2:], per_pair=3), n_sim=300, seed=3)
     per_dimension = [
         compare_designs(Plan(40, 3.0, 10, 0.5, 0.0, 0.01, var), n_sim=300, seed=3 + 101 * k).set_index("kind")
         for k, var in enumerate((0.3, 0.4))
@@ -41,7 +43,7 @@ def test_each_design_is_judged_by_the_reports_rule_for_it() -> None:
 
 def test_a_pilot_without_quality_dimensions_is_refused() -> None:
     with pytest.raises(ValueError, match="no quality dimension"):
-        compare_overall(PILOT.iloc[2:], **PLAN)
+        compare_overall(replace(PLAN, components=PILOT.iloc[2:]), n_sim=300, seed=3)
 
 
 @pytest.mark.parametrize(

@@ -393,23 +393,20 @@ def study_overall_power(
         ``power_overall``, ``power_<item>``, ``n_pairs``, ``per_pair``, ``pool``, ``n_sim`` and
         ``pilot`` (the statuses of the verdicts that are not simulated).
     """
-    from analysis.power import overall_pass_power
+    from analysis.power import PassPlan, overall_pass_power
 
     pilot = _pilot(session, study, account, seed)
     config = study_config(session, study)
-    result: dict[str, object] = dict(
-        overall_pass_power(
-            pilot.components,
-            n_pairs=pilot.n_pairs,
-            per_pair=pilot.per_pair,
-            pool=pilot.pool,
-            margin=config.margins,
-            alpha=config.analysis.alpha,
-            max_broken_share=config.validation.max_broken_share,
-            n_sim=n_sim,
-            seed=seed,
-        )
+    plan = PassPlan(
+        pilot.components,
+        n_pairs=pilot.n_pairs,
+        per_pair=pilot.per_pair,
+        pool=pilot.pool,
+        margin=config.margins,
+        alpha=config.analysis.alpha,
+        max_broken_share=config.validation.max_broken_share,
     )
+    result: dict[str, object] = dict(overall_pass_power(plan, n_sim=n_sim, seed=seed))
     design = {"n_pairs": pilot.n_pairs, "per_pair": pilot.per_pair, "pool": pilot.pool, "n_sim": n_sim}
     return result | design | {"pilot": pilot.statuses}
 
@@ -437,6 +434,7 @@ def study_design_comparison(
         statuses of the verdicts that are not simulated.
     """
     from analysis.design_power import compare_overall
+    from analysis.power import PassPlan
 
     pilot = _pilot(session, study, account, seed)
     config = study_config(session, study)
@@ -444,17 +442,16 @@ def study_design_comparison(
     if budget < 1:
         raise UserError(f"a budget of {budget:g} judgments per pair is below 1")
     try:
-        table = compare_overall(
+        plan = PassPlan(
             pilot.components,
             n_pairs=n_pairs,
+            per_pair=budget,
             pool=pool,
-            budget=budget,
             margin=config.margins,
-            max_share=config.validation.max_broken_share,
             alpha=config.analysis.alpha,
-            n_sim=n_sim,
-            seed=seed,
+            max_broken_share=config.validation.max_broken_share,
         )
+        table = compare_overall(plan, n_sim=n_sim, seed=seed)
     except ValueError as exc:
         raise UserError(f"cannot compare designs for study {study!r}: {exc}") from None
     planned = {"n_pairs": n_pairs, "pool": pool, "budget": budget, "n_sim": n_sim}
