@@ -17,7 +17,7 @@ from annotator.store import db
 from annotator.store.models import Adjudication, Assignment, Pair, User, id_of
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.apphelpers import CHROMIUM_ARGS, app_for, log_in, running_app, shown_tables, wait_idle
-from tests.utils.databases import built_once, copy_of
+from tests.utils.databases import built_once, copy_of, engine_on
 
 pytestmark = pytest.mark.page  # pages in AppTest: the PostgreSQL pass leaves it out
 
@@ -64,9 +64,8 @@ def study_db(sample_study: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 @pytest.fixture
 def engine(study_db: str) -> Iterator[Engine]:
-    engine = db.make_engine(study_db)
-    yield engine
-    engine.dispose()
+    with engine_on(study_db) as engine:
+        yield engine
 
 
 def _account(engine: Engine, username: str) -> Account:
