@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -38,6 +39,7 @@ __all__ = [
     "MAX_PAIRS_AT_3",
     "BrokenTest",
     "Design",
+    "LookRule",
     "broken_statistic",
     "broken_test",
     "critical_values",
@@ -510,6 +512,12 @@ def pooled_gaps(
     return s1, k, noise_var, spent, sum(1 for p in points if spent >= p)
 
 
+#: How a look's critical value is found: ``rule(design, n_pairs, noise_over_margin2, look, max_share, alpha,
+#: n_sim)`` gives ``(plug, critical)``, ``T`` computed with the noise variance ``plug * margin^2`` (the
+#: study's own estimate when ``plug`` is None) passing below ``critical``.
+LookRule = Callable[[Design, int, float, int, float, float, int], tuple[float | None, float]]
+
+
 def broken_test(
     sums: Any,
     squares: Any,
@@ -521,6 +529,7 @@ def broken_test(
     alpha: float = 0.05,
     dimension: str = "",
     n_sim: int = 2000,
+    rule: LookRule | None = None,
 ) -> BrokenTest:
     """The calibrated "few broken pairs" test from per-pair sums of the judgment gaps.
 
@@ -537,12 +546,18 @@ def broken_test(
         Name of the quality dimension (for the report).
     n_sim : int, default 2000
         Simulated studies behind the critical values.
+    rule : LookRule, optional
+        How the look's critical value is found: by default the design's own at that look
+        (:func:`critical_values`, the study's noise estimate); for a design that may stop at the first
+        of several looks that passes, :func:`analysis.design_looks.look_rule` (alpha held over the
+        looks, a plugged noise before the last).
 
     Returns
     -------
     BrokenTest
         Judged at the last registered look the data have reached (a look between the registered ones
-        is judged at the one before it; before the first look nothing is settled).
+        is judged at the one before it; before the first look nothing is settled). ``statistic`` is
+        ``T`` with the rule's noise, ``noise_var`` the study's own estimate.
 
     Examples
     --------
@@ -555,16 +570,15 @@ def broken_test(
     """
     s1, k, noise_var, spent, look = pooled_gaps(sums, squares, counts, design)
     n = len(k)
-    if n < 3 or not math.isfinite(noise_var) or noise_var <= 0 or look == 0:
-        return BrokenTest(
-            dimension, design.kind, math.nan, math.nan, look, design.looks, spent,
-            design.total(n), noise_var, max_share, margin, False,
-        )  # fmt: skip
-    ev = pair_evidence(s1 / np.maximum(k, 1), k, noise_var, margin)
-    t = float(broken_statistic(ev, max_share))
-    crit = critical_values(design, n, noise_ratio(noise_var, margin), float(max_share), float(alpha), n_sim)[
-        look - 1
-    ]
+    t, crit = math.nan, math.nan
+    if n >= 3 and math.isfinite(noise_var) and noise_var > 0 and look > 0:
+        ratio, share, level = noise_ratio(noise_var, margin), float(max_share), float(alpha)
+        if rule is None:
+            plug, crit = None, critical_values(design, n, ratio, share, level, n_sim)[look - 1]
+        else:
+            plug, crit = rule(design, n, ratio, look, share, level, n_sim)
+        used = noise_var if plug is None else plug * margin**2
+        t = float(broken_statistic(pair_evidence(s1 / np.maximum(k, 1), k, used, margin), max_share))
     return BrokenTest(
         dimension, design.kind, t, crit, look, design.looks, spent, design.total(n), noise_var,
         max_share, margin, bool(t < crit),

@@ -36,23 +36,17 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
 from analysis.design import (
-    BrokenTest,
     Design,
     _boundary_gaps,
-    broken_statistic,
     critical_values,
-    noise_ratio,
-    pair_evidence,
-    pooled_gaps,
     simulate_design,
 )
 
-__all__ = ["GAMMA_SHARE", "GRID_STEP", "INTERIM_SHARE", "broken_test_looks", "look_rule"]
+__all__ = ["GAMMA_SHARE", "GRID_STEP", "INTERIM_SHARE", "look_rule"]
 
 #: Share of alpha for the looks before the last.
 INTERIM_SHARE = 0.2
@@ -160,32 +154,3 @@ def look_rule(
     index = math.floor((x - offset) / GRID_STEP)
     crit = _boundary(design, n_pairs, index, max_share, interim - gamma, n_sim, seed)[look - 1]
     return math.exp(index * GRID_STEP), crit
-
-
-def broken_test_looks(
-    sums: Any,
-    squares: Any,
-    counts: Any,
-    design: Design,
-    *,
-    margin: float,
-    max_share: float = 0.1,
-    alpha: float = 0.05,
-    dimension: str = "",
-    n_sim: int = 2000,
-) -> BrokenTest:
-    """The "few broken pairs" test at the last registered look the data have reached (arguments as
-    :func:`analysis.design.broken_test`; before the first look nothing is settled). ``statistic`` is
-    ``T`` with the look's plugged noise (:func:`look_rule`), ``noise_var`` the study's own estimate."""
-    s1, k, noise_var, spent, look = pooled_gaps(sums, squares, counts, design)
-    n = len(k)
-    t, crit = math.nan, math.nan
-    if n >= 3 and math.isfinite(noise_var) and noise_var > 0 and look > 0:
-        ratio = noise_ratio(noise_var, margin)
-        plug, crit = look_rule(design, n, ratio, look, float(max_share), float(alpha), n_sim)
-        used = noise_var if plug is None else plug * margin**2
-        t = float(broken_statistic(pair_evidence(s1 / np.maximum(k, 1), k, used, margin), max_share))
-    return BrokenTest(
-        dimension, design.kind, t, crit, look, design.looks, spent, design.total(n), noise_var,
-        max_share, margin, bool(t < crit),
-    )  # fmt: skip

@@ -26,7 +26,7 @@ from analysis.design import (
     next_pairs,
     shown_valid,
 )
-from analysis.design_looks import broken_test_looks
+from analysis.design_looks import look_rule
 from analysis.scale import Margin, item_margin
 from analysis.validation import ValidationResult
 from analysis.verdicts import CROSSED_POPULATION, Verdict
@@ -67,11 +67,9 @@ def allocation_table(
     rows = []
     for item in quality_items:
         sums = _pair_sums(validation.differences[item])
-        test = broken_test if design.looks == 1 else broken_test_looks
-        res = test(
+        res = broken_test(
             sums["sum"], sums["square"], sums["n"], design, margin=item_margin(margin, item),
-            max_share=max_share, alpha=alpha,
-            dimension=item,
+            max_share=max_share, alpha=alpha, dimension=item, rule=None if design.looks == 1 else look_rule,
         )  # fmt: skip
         rows.append(res.to_dict() | {"shown_valid": shown_valid(design, len(sums))})
     return pd.DataFrame(rows)

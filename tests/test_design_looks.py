@@ -9,12 +9,13 @@ import pytest
 from analysis.design import (
     Design,
     broken_statistic,
+    broken_test,
     critical_values,
     noise_ratio,
     pair_evidence,
     simulate_design,
 )
-from analysis.design_looks import INTERIM_SHARE, broken_test_looks, look_rule
+from analysis.design_looks import INTERIM_SHARE, look_rule
 from annotator import study as study_module
 from annotator.errors import ConfigError
 
@@ -38,7 +39,7 @@ def test_an_interim_look_plugs_in_a_noise_below_the_estimate() -> None:
 def test_nothing_is_settled_before_the_first_look() -> None:
     design = Design("fixed", 4, 4.0, looks=2)
     y = np.zeros(30)
-    res = broken_test_looks(y, y + 1.0, np.ones(30), design, margin=MARGIN, n_sim=200)
+    res = broken_test(y, y + 1.0, np.ones(30), design, margin=MARGIN, n_sim=200, rule=look_rule)
     assert res.look == 0 and not res.below and math.isnan(res.statistic)
 
 
