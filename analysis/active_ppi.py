@@ -39,7 +39,7 @@ from analysis.equivalence.checks import check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
 from analysis.judges import CONFIDENCE
 from analysis.mixed import fit_crossed
-from analysis.prediction_powered import PredictionPowered, ppi_result
+from analysis.prediction_powered import PPIQuestion, PredictionPowered, ppi_result
 
 __all__ = [
     "ACTIVE_MODEL",
@@ -174,11 +174,7 @@ def weighted_ppi_tost(
     differences: pd.DataFrame,
     judge_gap: pd.Series,
     probability: pd.Series,
-    *,
-    item: str,
-    margin: float,
-    alpha: float = 0.05,
-    judge: str = "",
+    question: PPIQuestion,
 ) -> PredictionPowered:
     """Equivalence of chosen and rejected on one item over every pair of a drawn human sample's design.
 
@@ -192,10 +188,10 @@ def weighted_ppi_tost(
         Each pair's inclusion probability recorded when the sample was drawn, per pair id: the pairs
         of the verdict are those with a probability and a judge gap; the drawn ones are those of them
         the people rated.
-    item, margin, alpha, judge
-        As in :func:`analysis.prediction_powered.prediction_powered_tost`.
+    question : analysis.prediction_powered.PPIQuestion
+        The item, its margin, the level and the judge.
     """
-    margin = check_margin(margin)
+    margin, alpha, item = check_margin(question.margin), question.alpha, question.item
     gap = judge_gap.dropna().astype(float).groupby(level=0).mean()
     pairs = probability.dropna().index.intersection(gap.index)
     rated = differences[differences[PAIR_ID].isin(pairs)]
@@ -245,7 +241,7 @@ def weighted_ppi_tost(
         tost=tost,
         people_tost=people_tost,
         item=item,
-        judge=judge,
+        judge=question.judge,
         model=ACTIVE_MODEL,
         lam=lam,
         correlation=correlation,

@@ -24,6 +24,7 @@ from analysis.aggregates import judgment_differences, judgments
 from analysis.frames import ANNOTATOR, CHOSEN, ITEM, PAIR_ID, PREFERENCE, REJECTED, RESPONSE, VALUE
 from analysis.judges import JUDGE, ORDER
 from analysis.prediction_powered import (
+    PPIQuestion,
     PredictionPowered,
     PredictionPoweredMean,
     PredictionPoweredShare,
@@ -329,15 +330,12 @@ def _dimension_results(
         gap = judge_item_gaps(mine, item)
         if gap.index.isin(list(rated)).sum() < 2 or (~gap.index.isin(list(rated))).sum() == 0:
             continue
+        question = PPIQuestion(item, item_margin(margin, item), alpha, name)
         try:
             if weights is not None:
-                res = weighted_ppi_tost(
-                    diffs, gap, weights, item=item, margin=item_margin(margin, item), alpha=alpha, judge=name
-                )
+                res = weighted_ppi_tost(diffs, gap, weights, question)
             else:
-                res = prediction_powered_tost(
-                    diffs, gap, item=item, margin=item_margin(margin, item), alpha=alpha, judge=name
-                )
+                res = prediction_powered_tost(diffs, gap, question)
         except ValueError:
             continue
         results.append(res)

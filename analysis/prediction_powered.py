@@ -47,6 +47,7 @@ from analysis.frames import ANNOTATOR, PAIR_ID
 
 __all__ = [
     "PPIMean",
+    "PPIQuestion",
     "PredictionPowered",
     "PredictionPoweredMean",
     "PredictionPoweredShare",
@@ -298,14 +299,20 @@ def _core(values: pd.DataFrame, column: str, judge_value: pd.Series, item: str, 
     )
 
 
+@dataclass(frozen=True)
+class PPIQuestion:
+    """What a prediction-powered TOST asks: is the chosen - rejected gap on `item` within the symmetric
+    `margin` (> 0), each one-sided test at level `alpha` (the interval is 1 - 2*alpha); `judge` is the
+    judge's name (reported only)."""
+
+    item: str
+    margin: float
+    alpha: float = 0.05
+    judge: str = ""
+
+
 def prediction_powered_tost(
-    differences: pd.DataFrame,
-    judge_gap: pd.Series,
-    *,
-    item: str,
-    margin: float,
-    alpha: float = 0.05,
-    judge: str = "",
+    differences: pd.DataFrame, judge_gap: pd.Series, question: PPIQuestion
 ) -> PredictionPowered:
     """Equivalence of chosen and rejected on one item over every pair the judge rated.
 
@@ -317,14 +324,8 @@ def prediction_powered_tost(
     judge_gap : pandas.Series
         The judge's chosen - rejected gap on the same item, indexed by pair id, for every pair it rated
         (rated by people or not). Rated pairs without a judge gap are left out (with a warning).
-    item : str
-        The item's name.
-    margin : float
-        Symmetric equivalence margin (> 0).
-    alpha : float, default 0.05
-        Level of each one-sided test; the interval is 1 - 2*alpha.
-    judge : str
-        The judge's name (reported only).
+    question : PPIQuestion
+        The item, its margin, the level and the judge.
 
     Returns
     -------
@@ -340,8 +341,8 @@ def prediction_powered_tost(
     See the module docstring. Without unrated judged pairs lambda is 0 and the result is the
     people-only one. The people must have rated a uniform random sample of the judged pairs.
     """
-    margin = check_margin(margin)
-    core = _core(differences, "diff", judge_gap, item, alpha)
+    margin, alpha = check_margin(question.margin), question.alpha
+    core = _core(differences, "diff", judge_gap, question.item, alpha)
     people = core.people
     tost = tost_from_estimate(core.estimate, core.se, core.df, -margin, margin, alpha, core.n_obs, MODEL)
     people_df = people.df if math.isfinite(people.df) else max(core.n_rated - 1, 1)
@@ -349,8 +350,8 @@ def prediction_powered_tost(
         people.estimate, people.se, people_df, -margin, margin, alpha, core.n_obs, MODEL
     )
     return ppi_result(
-        item=item,
-        judge=judge,
+        item=question.item,
+        judge=question.judge,
         model=MODEL,
         lam=core.lam,
         correlation=core.correlation,

@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analysis.active_ppi import MIN_SHARE, weighted_ppi_tost
 from analysis.active_simulation import ActiveDesign, draw_active, simulate_active, weighted_verdicts
 from analysis.ppi_simulation import JUDGES, Design, balanced_crossed_mean, draw, simulate, verdicts
+from analysis.prediction_powered import PPIQuestion
 
 ALPHA = 0.05
 
@@ -72,8 +73,7 @@ def kernel_check(rng: np.random.Generator, studies: int = 60) -> None:
             frame,
             pd.Series(data.f[s], index=ids),
             pd.Series(data.probability[s], index=ids),
-            item="q",
-            margin=spec.design.margin,
+            PPIQuestion("q", spec.design.margin),
         )
         est.append(abs(res.estimate - fast["estimate"][s]))
         se.append(abs(res.se / fast["se"][s] - 1))

@@ -44,7 +44,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analysis.power import Plan
 from analysis.ppi_power import judge_plan
 from analysis.ppi_simulation import JUDGES, Design, balanced_crossed_mean, draw, simulate, verdicts
-from analysis.prediction_powered import combine_parts, power_tuned_lambda, prediction_powered_tost
+from analysis.prediction_powered import (
+    PPIQuestion,
+    combine_parts,
+    power_tuned_lambda,
+    prediction_powered_tost,
+)
 
 ALPHA = 0.05
 
@@ -180,7 +185,7 @@ def kernel_check(rng: np.random.Generator, studies: int = 100) -> None:
         frame = pd.DataFrame({"pair_id": pairs, "annotator": annotators, "diff": d[s].ravel()})
         ids = np.arange(n + fu.shape[1]).astype(str)
         res = prediction_powered_tost(
-            frame, pd.Series(np.concatenate([fl[s], fu[s]]), index=ids), item="q", margin=design.margin
+            frame, pd.Series(np.concatenate([fl[s], fu[s]]), index=ids), PPIQuestion("q", design.margin)
         )
         est.append(abs(res.estimate - fast["estimate"][s]))
         se.append(abs(res.se / fast["se"][s] - 1))

@@ -13,6 +13,7 @@ import pytest
 from analysis.active_ppi import inclusion_probabilities, judge_uncertainty, weighted_ppi, weighted_ppi_tost
 from analysis.active_simulation import ActiveDesign, Drawn, draw_active, simulate_active, weighted_verdicts
 from analysis.ppi_simulation import Design
+from analysis.prediction_powered import PPIQuestion
 
 
 def test_probabilities_follow_the_uncertainty_within_the_floor_and_sum_to_the_sample_size() -> None:
@@ -103,7 +104,7 @@ def test_the_simulation_kernel_equals_the_report_function_on_the_same_studies() 
     fast = weighted_verdicts(spec, data)
     for s in range(8):
         frame, gap, prob = _frame(data, s, 3)
-        res = weighted_ppi_tost(frame, gap, prob, item="q", margin=0.5)
+        res = weighted_ppi_tost(frame, gap, prob, PPIQuestion("q", 0.5))
         assert res.estimate == pytest.approx(float(fast["estimate"][s]), abs=1e-12)
         assert res.se == pytest.approx(float(fast["se"][s]), rel=1e-5)
         assert res.n_pairs == 300 and res.n_rated == int(data.drawn[s].sum())
@@ -130,4 +131,4 @@ def test_a_frame_needs_two_drawn_pairs_and_two_annotators() -> None:
     frame = pd.DataFrame({"pair_id": ["p0", "p0"], "annotator": ["a", "b"], "diff": [1.0, 0.0]})
     ids = pd.Index(["p0", "p1", "p2"])
     with pytest.raises(ValueError, match="need at least 2 drawn pairs and 2 annotators"):
-        weighted_ppi_tost(frame, pd.Series(0.0, index=ids), pd.Series(0.5, index=ids), item="q", margin=0.5)
+        weighted_ppi_tost(frame, pd.Series(0.0, index=ids), pd.Series(0.5, index=ids), PPIQuestion("q", 0.5))

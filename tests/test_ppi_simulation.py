@@ -10,7 +10,7 @@ import pytest
 
 from analysis.crossed_mean import crossed_mean
 from analysis.ppi_simulation import Design, balanced_crossed_mean, draw, simulate, verdicts
-from analysis.prediction_powered import prediction_powered_tost
+from analysis.prediction_powered import PPIQuestion, prediction_powered_tost
 
 
 @pytest.mark.parametrize(("n", "q", "annotator_sd"), [(30, 3, 0.0), (40, 5, 0.3), (60, 3, 0.1)])
@@ -40,7 +40,7 @@ def test_simulated_verdicts_equal_the_report_function_on_the_same_studies() -> N
     for s in range(5):
         frame = pd.DataFrame({"pair_id": pairs, "annotator": annotators, "diff": d[s].ravel()})
         res = prediction_powered_tost(
-            frame, pd.Series(np.concatenate([fl[s], fu[s]]), index=ids), item="q", margin=0.5
+            frame, pd.Series(np.concatenate([fl[s], fu[s]]), index=ids), PPIQuestion("q", 0.5)
         )
         assert res.lam == pytest.approx(float(fast["lam"][s]), abs=1e-12)
         assert res.estimate == pytest.approx(float(fast["estimate"][s]), abs=1e-10)

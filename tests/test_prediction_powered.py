@@ -10,6 +10,7 @@ import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
 from analysis.prediction_powered import (
+    PPIQuestion,
     power_tuned_lambda,
     ppi_mean,
     prediction_powered_share,
@@ -88,7 +89,7 @@ def test_one_rating_per_pair_reduces_to_ppi_py_with_unbiased_variances() -> None
     gaps = rng.normal(0.05, 0.5, 1000)
     judge = pd.Series(0.2 + gaps + rng.normal(0, 0.3, 1000), index=[f"p{i}" for i in range(1000)])
     diffs = _differences(gaps[:80], 1, rng, 0.0)
-    res = prediction_powered_tost(diffs, judge, item="correctness", margin=0.5)
+    res = prediction_powered_tost(diffs, judge, PPIQuestion("correctness", 0.5))
     y, f, fu = diffs["diff"].to_numpy(), judge.to_numpy()[:80], judge.to_numpy()[80:]
     lam = float(power_tuned_lambda(y, f, fu))
     assert res.lam == pytest.approx(lam, abs=1e-12)
@@ -106,10 +107,10 @@ def test_a_good_judge_adds_effective_pairs_and_a_useless_one_adds_none() -> None
     ids = [f"p{i}" for i in range(3000)]
     diffs = _differences(gaps[:60], 3, rng, 0.05)
     good = prediction_powered_tost(
-        diffs, pd.Series(gaps + rng.normal(0, 0.2, 3000), index=ids), item="q", margin=0.5
+        diffs, pd.Series(gaps + rng.normal(0, 0.2, 3000), index=ids), PPIQuestion("q", 0.5)
     )
     useless = prediction_powered_tost(
-        diffs, pd.Series(rng.normal(0, 1, 3000), index=ids), item="q", margin=0.5
+        diffs, pd.Series(rng.normal(0, 1, 3000), index=ids), PPIQuestion("q", 0.5)
     )
     assert good.lam > 0.5
     assert good.effective_pairs > 1.5 * good.n_rated
@@ -122,7 +123,7 @@ def test_an_anti_correlated_judge_gives_the_people_only_verdict() -> None:
     rng = np.random.default_rng(9)
     gaps = rng.normal(0.0, 0.6, 500)
     judge = pd.Series(-gaps, index=[f"p{i}" for i in range(500)])
-    res = prediction_powered_tost(_differences(gaps[:50], 3, rng, 0.1), judge, item="q", margin=0.5)
+    res = prediction_powered_tost(_differences(gaps[:50], 3, rng, 0.1), judge, PPIQuestion("q", 0.5))
     assert res.lam == 0.0
     assert res.estimate == pytest.approx(res.people_estimate, abs=1e-12)
     assert res.se == pytest.approx(res.people_se, abs=1e-12)
@@ -133,7 +134,7 @@ def test_without_unrated_pairs_the_verdict_is_the_people_only_one() -> None:
     rng = np.random.default_rng(10)
     gaps = rng.normal(0.0, 0.4, 40)
     judge = pd.Series(gaps, index=[f"p{i}" for i in range(40)])
-    res = prediction_powered_tost(_differences(gaps, 3, rng, 0.1), judge, item="q", margin=0.5)
+    res = prediction_powered_tost(_differences(gaps, 3, rng, 0.1), judge, PPIQuestion("q", 0.5))
     assert res.lam == 0.0 and res.n_unrated == 0
     assert (res.estimate, res.se) == (res.people_estimate, res.people_se)
     assert any("people-only" in w for w in res.warnings)
@@ -143,11 +144,11 @@ def test_rated_pairs_the_judge_missed_are_left_out_with_a_warning() -> None:
     rng = np.random.default_rng(11)
     gaps = rng.normal(0.0, 0.4, 200)
     judge = pd.Series(gaps[5:], index=[f"p{i}" for i in range(5, 200)])
-    res = prediction_powered_tost(_differences(gaps[:40], 3, rng, 0.1), judge, item="q", margin=0.5)
+    res = prediction_powered_tost(_differences(gaps[:40], 3, rng, 0.1), judge, PPIQuestion("q", 0.5))
     assert res.n_rated == 35
     assert any("5 rated pair(s) without a judge rating" in w for w in res.warnings)
     with pytest.raises(ValueError, match="margin must be a positive number"):
-        prediction_powered_tost(_differences(gaps[:40], 3, rng, 0.1), judge, item="q", margin=0)
+        prediction_powered_tost(_differences(gaps[:40], 3, rng, 0.1), judge, PPIQuestion("q", 0))
     assert math.isfinite(res.df)
 
 
