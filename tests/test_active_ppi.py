@@ -15,6 +15,8 @@ from analysis.active_simulation import ActiveDesign, Drawn, draw_active, simulat
 from analysis.ppi_simulation import Design
 from analysis.prediction_powered import PPIQuestion
 
+pytestmark = pytest.mark.nodb  # statistics and static checks: no database
+
 
 def test_probabilities_follow_the_uncertainty_within_the_floor_and_sum_to_the_sample_size() -> None:
     u = np.random.default_rng(0).lognormal(0.0, 1.5, 500)

@@ -19,6 +19,8 @@ from analysis.design import (
 from analysis.design_power import compare_designs
 from analysis.power import Plan
 
+pytestmark = pytest.mark.nodb  # statistics and static checks: no database
+
 MARGIN = 0.5
 
 

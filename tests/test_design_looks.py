@@ -19,6 +19,8 @@ from analysis.design_looks import INTERIM_SHARE, look_rule
 from annotator import study as study_module
 from annotator.errors import ConfigError
 
+pytestmark = pytest.mark.nodb  # statistics and static checks: no database
+
 MARGIN = 0.5
 
 

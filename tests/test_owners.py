@@ -30,6 +30,8 @@ from analysis.render.as_json import REPORT_SCHEMA, json_text
 from analysis.report import ReportSettings, build_report
 from analysis.simulation import SimDesign, SimEffects, simulate_frame
 
+pytestmark = pytest.mark.nodb  # statistics and static checks: no database
+
 SETTINGS = ReportSettings(n_boot=50)
 
 

@@ -18,6 +18,8 @@ from analysis.prediction_powered import prediction_powered_superiority
 from analysis.report import ReportSettings, build_report
 from analysis.simulation import SimDesign, SimEffects, simulate_frame
 
+pytestmark = pytest.mark.nodb  # statistics and static checks: no database
+
 ITEMS = ("correctness", "relevance", "helpfulness")
 
 

@@ -12,6 +12,8 @@ from analysis.crossed_mean import crossed_mean
 from analysis.ppi_simulation import Design, balanced_crossed_mean, draw, simulate, verdicts
 from analysis.prediction_powered import PPIQuestion, prediction_powered_tost
 
+pytestmark = pytest.mark.nodb  # statistics and static checks: no database
+
 
 @pytest.mark.parametrize(("n", "q", "annotator_sd"), [(30, 3, 0.0), (40, 5, 0.3), (60, 3, 0.1)])
 def test_balanced_kernel_equals_the_reml_crossed_mean(n: int, q: int, annotator_sd: float) -> None:

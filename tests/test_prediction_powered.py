@@ -17,6 +17,8 @@ from analysis.prediction_powered import (
     prediction_powered_tost,
 )
 
+pytestmark = pytest.mark.nodb  # statistics and static checks: no database
+
 
 def _labeled(seed: int, n: int, n_u: int, slope: float, noise: float) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)

@@ -4,12 +4,15 @@ cleaning list's decisions. Every caller reads the home; a literal copy elsewhere
 import ast
 from pathlib import Path
 
+import pytest
 import typer.main
 
 from analysis import cleaning
 from analysis.render.formats import REPORT_FORMATS
 from annotator.cli.common import app
 from annotator.intake import ingest
+
+pytestmark = pytest.mark.nodb  # statistics and static checks: no database
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each home and the literals that belong only there (a docstring may name them: prose is exempt).

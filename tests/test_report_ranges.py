@@ -18,6 +18,8 @@ from analysis.report import ReportSettings, build_report
 from analysis.simulation import SimDesign, SimEffects, simulate_frame
 from analysis.vocabulary import ANNOTATOR, PAIR_ID, PREFERENCE
 
+pytestmark = pytest.mark.nodb  # statistics and static checks: no database
+
 
 def _frame(seed: int, design: SimDesign, effects: SimEffects = SimEffects()) -> pd.DataFrame:
     return simulate_frame(np.random.default_rng(seed), design, effects)

@@ -5,9 +5,13 @@ import dataclasses
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from analysis.report import ReportSettings
 from analysis.settings import DEFAULTS, AnalysisSettings
 from annotator.study import StudyConfig, load_config
+
+pytestmark = pytest.mark.nodb  # statistics and static checks: no database
 
 SHIPPED = Path(__file__).resolve().parents[1] / "annotator" / "defaults" / "study.toml"
 NAMES = [f.name for f in dataclasses.fields(AnalysisSettings)]

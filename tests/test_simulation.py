@@ -11,6 +11,8 @@ import pytest
 from analysis.scale import Scale
 from analysis.simulation import SimDesign, SimEffects, simulate_frame
 
+pytestmark = pytest.mark.nodb  # statistics and static checks: no database
+
 CASES = [
     (SimDesign(n_pairs=6), SimEffects(), "6674264b35a01828"),
     (
