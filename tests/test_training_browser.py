@@ -16,6 +16,7 @@ from annotator.intake.assign import assign
 from annotator.people.authorization import SYSTEM
 from annotator.store import db
 from tests.utils.apphelpers import PASSWORD, AppDB, build_app_db, log_in, pair_record, running_app, wait_idle
+from tests.utils.pagehelpers import choose_study
 from tests.utils.qchelpers import qc_config
 
 pytestmark = pytest.mark.browser
@@ -44,13 +45,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AppDB]
 
 
 def pick_study(page: Page, name: str) -> None:
-    """Choose `name` in the rating page's study picker (typed into it: the list may redraw meanwhile)."""
+    """Choose `name` in the rating page's study picker; the page's address then keeps the study."""
     wait_idle(page)
-    picker = page.get_by_role("combobox", name="Study")
-    picker.click()
-    page.keyboard.type(name)
-    page.get_by_role("option", name=name).first.click()
-    wait_idle(page)
+    choose_study(page, name)
     expect(page).to_have_url(re.compile(f"study_name={name}"))  # the page's address keeps the study
 
 

@@ -30,6 +30,7 @@ from tests.utils.apphelpers import (
     wait_idle,
     wait_next_item,
 )
+from tests.utils.pagehelpers import choose, choose_study
 from tests.utils.ratings import rate
 
 pytestmark = pytest.mark.browser
@@ -111,8 +112,7 @@ def test_switching_study_switches_the_item(live: tuple[str, AppDB], tab: Page) -
     base_url, app_db = live
     first = rating_page(tab, base_url, "ann2")
     assert "Other study question" in text(tab)
-    tab.get_by_role("combobox", name="Study").click()
-    tab.get_by_role("option", name="study1").click()
+    choose_study(tab, "study1")
     wait_next_item(tab, first)
     assert app_db.assignment(app_db.on_screen("ann2")).study_id == app_db.study_id
     assert "Other study question" not in text(tab)
@@ -219,8 +219,7 @@ def test_my_work_says_submitted_once(live: tuple[str, AppDB], tab: Page) -> None
 
 def test_annotator_names_are_hidden_on_the_adjudicate_page(live: tuple[str, AppDB], tab: Page) -> None:
     log_in(tab, live[0], "adj1", PASSWORD)
-    tab.get_by_role("combobox", name="Study").click()
-    tab.get_by_role("option", name="study1").click()
+    choose_study(tab, "study1")
     tab.get_by_role("heading", name="Judgments").wait_for()
     wait_drawn(tab)  # the tables draw their cells
     assert not tab.get_by_role("switch", name="Show annotator names").is_checked()
@@ -257,9 +256,7 @@ def test_a_reset_password_is_shown_once_and_works(
     code.wait_for()
     new_password = code.inner_text().strip()
     assert new_password and new_password != PASSWORD
-    tab.get_by_role("combobox", name="Account").click()  # any next run: the secret is gone
-    tab.get_by_role("option", name="ann1").click()
-    wait_idle(tab)
+    choose(tab, "Account", "ann1")  # any next run: the secret is gone
     assert new_password not in text(tab)
     other = new_tab(chrome)
     log_in(other, base_url, "gone1", new_password)
