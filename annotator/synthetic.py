@@ -168,26 +168,43 @@ def _control_sources(session: Session, study_id: int) -> ControlSources:
     }
 
 
-def _draw_latent(
-    rng: random.Random,
-    latents: dict[int, dict[str, float]],
-    pair_id: int,
-    pairs: PairNotes,
-    controls: ControlSources,
-    dimensions: list[str],
-    spec: SimulationSpec,
-) -> None:
-    """Draw the latent truth of `pair_id` into `latents` (a control's from its source's, drawn first
-    when it is not there yet)."""
-    kind, source, worse_on = controls.get(pair_id, ("", None, []))
-    if kind in (SWAP, POSITIVE, DUPLICATE) and source is not None and source in pairs:
-        if source not in latents:
-            n_source, note_source = pairs[source]
-            latents[source] = _pair_latent(rng, dimensions, n_source, note_source, spec)
-        latents[pair_id] = _control_latent(latents[source], kind, worse_on)
-    else:
-        n_aspects, note = pairs[pair_id]
-        latents[pair_id] = _pair_latent(rng, dimensions, n_aspects, note, spec)
+@dataclass
+class _Truths:
+    """The latent truth of each pair of a simulated study, drawn once per pair (a control's from its
+    source's); `latents` holds those drawn so far."""
+
+    spec: SimulationSpec
+    pairs: PairNotes
+    controls: ControlSources
+    dimensions: list[str]
+    latents: dict[int, dict[str, float]] = dataclasses.field(default_factory=dict)
+
+    def of(self, rng: random.Random, pair_id: int) -> dict[str, float]:
+        """The latent truth of `pair_id`, drawn on first use from `rng`, or with ``spec.keyed_draws``
+        from the pair's own stream (a control's source from the source's own)."""
+        if pair_id in self.latents:
+            return self.latents[pair_id]
+        if not self.spec.keyed_draws:
+            self._draw(rng, pair_id)
+            return self.latents[pair_id]
+        source = self.controls.get(pair_id, ("", None, []))[1]
+        if source is not None and source in self.pairs and source not in self.latents:
+            self._draw(random.Random(f"latent:{self.spec.seed}:{source}"), source)
+        self._draw(random.Random(f"latent:{self.spec.seed}:{pair_id}"), pair_id)
+        return self.latents[pair_id]
+
+    def _draw(self, rng: random.Random, pair_id: int) -> None:
+        """Draw the latent truth of `pair_id` (a control's from its source's, drawn first when it is
+        not there yet)."""
+        kind, source, worse_on = self.controls.get(pair_id, ("", None, []))
+        if kind in (SWAP, POSITIVE, DUPLICATE) and source is not None and source in self.pairs:
+            if source not in self.latents:
+                n_source, note_source = self.pairs[source]
+                self.latents[source] = _pair_latent(rng, self.dimensions, n_source, note_source, self.spec)
+            self.latents[pair_id] = _control_latent(self.latents[source], kind, worse_on)
+        else:
+            n_aspects, note = self.pairs[pair_id]
+            self.latents[pair_id] = _pair_latent(rng, self.dimensions, n_aspects, note, self.spec)
 
 
 def simulate(
@@ -233,21 +250,19 @@ def simulate(
             .order_by(col(Assignment.pair_id), col(Assignment.annotator_id))
         ).all()
         pairs = _pair_notes(session, id_of(study_row), spec)
-        controls = _control_sources(session, id_of(study_row))
+        truths = _Truths(spec, pairs, _control_sources(session, id_of(study_row)), config.dimension_names)
     spammers = set(names[len(names) - spec.spammers :]) if spec.spammers > 0 else set()
     by_id = {id_of(users[name]): name for name in names}
     acting_as = {
         id_of(user): authorization.account_of(user) for user in users.values()
     }  # each submits as itself
-    latents: dict[int, dict[str, float]] = {}
     judged = 0
     pending = []
     for assignment_id, pair_id, annotator_id, status in rows:
         if spec.keyed_draws and status == DONE:
             continue
         n_aspects, _ = pairs[pair_id]
-        if pair_id not in latents:
-            _pair_truth(spec, rng, latents, pair_id, pairs, controls, config.dimension_names)
+        truth = truths.of(rng, pair_id)
         name = by_id[annotator_id]
         draw = random.Random(f"judgment:{spec.seed}:{assignment_id}") if spec.keyed_draws else rng
         # Draw every random number even for done items, so a re-run reproduces the same values.
@@ -258,7 +273,7 @@ def simulate(
             continue
         submission, seconds = _judgment(
             draw,
-            latents[pair_id],
+            truth,
             config.quality.scales,
             n_aspects,
             annotator_bias[name],
@@ -287,29 +302,6 @@ def simulate(
         if progress is not None:
             progress(min(BATCH, len(pending) - start))
     return SimulationSummary(study, names, judged)
-
-
-def _pair_truth(
-    spec: SimulationSpec,
-    rng: random.Random,
-    latents: dict[int, dict[str, float]],
-    pair_id: int,
-    pairs: PairNotes,
-    controls: ControlSources,
-    dimensions: list[str],
-) -> None:
-    """:func:`_draw_latent` from `rng`, or with ``spec.keyed_draws`` from the pair's own stream (a
-    control's source from the source's own)."""
-    if not spec.keyed_draws:
-        _draw_latent(rng, latents, pair_id, pairs, controls, dimensions, spec)
-        return
-    source = controls.get(pair_id, ("", None, []))[1]
-    if source is not None and source in pairs and source not in latents:
-        own = random.Random(f"latent:{spec.seed}:{source}")
-        _draw_latent(own, latents, source, pairs, controls, dimensions, spec)
-    _draw_latent(
-        random.Random(f"latent:{spec.seed}:{pair_id}"), latents, pair_id, pairs, controls, dimensions, spec
-    )
 
 
 def simulate_registered(engine: Engine, *, study: str, spec: SimulationSpec) -> SimulationSummary:

@@ -338,6 +338,14 @@ def choose_study(key: str = "study") -> str | None:
     return name
 
 
+def study_page(title: str, key: str) -> tuple[Account, str | None]:
+    """The start of a researcher's study page: the role check, the title and the study picker (`key`).
+    Returns the account and the chosen study (None when there is no study yet)."""
+    account = require("researcher")
+    st.title(title)
+    return account, choose_study(key)
+
+
 def apply_study_theme(study: str | int) -> None:
     """Draw the theme the study's [display] section sets ("system": nothing; unknown study: nothing)."""
     try:

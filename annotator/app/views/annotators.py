@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from analysis.diagnostics import annotator_diagnostics
-from annotator.app.common import choose_study, engine, require, safe_md, session
+from annotator.app.common import engine, safe_md, session, study_page
 from annotator.app.tables import show_table
 from annotator.errors import AuthError, UserError
 from annotator.people import accounts
@@ -229,9 +229,7 @@ def show_quality(account: Account, study: str) -> None:
 
 
 def main() -> None:
-    account = require("researcher")
-    st.title("Annotators")
-    study = choose_study("annotators_study")
+    account, study = study_page("Annotators", "annotators_study")
     if study is not None:
         with session() as active:
             frame = label_frame(active, study=study, account=account)

@@ -3,7 +3,7 @@ the dataset folder with its card as one .zip, and its push to the Hub when a tok
 
 import streamlit as st
 
-from annotator.app.common import choose_study, confirmed, engine, requested, require, safe_md, session
+from annotator.app.common import confirmed, engine, requested, safe_md, session, study_page
 from annotator.errors import UserError
 from annotator.people.authorization import Account
 from annotator.publish import bundle, dataset, export
@@ -125,9 +125,7 @@ def hub_push(account: Account, study: str, license_id: str) -> None:
 
 
 def main() -> None:
-    account = require("researcher")
-    st.title("Downloads")
-    study = choose_study("downloads_study")
+    account, study = study_page("Downloads", "downloads_study")
     if study is not None:
         fmt = st.radio("Format", export.FORMATS, horizontal=True, key="downloads_format")
         pseudonymize = st.checkbox("Replace annotator names with stable codes", key="downloads_pseudo")

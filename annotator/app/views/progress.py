@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from annotator.app.common import choose_study, engine, require, session
+from annotator.app.common import engine, session, study_page
 from annotator.app.tables import show_plot, show_table
 from annotator.people.authorization import Account
 from annotator.rating import crowd, drafts
@@ -30,9 +30,7 @@ def cached_counts(
 
 
 def main() -> None:
-    account = require("researcher")
-    st.title("Progress")
-    study = choose_study("progress_study")
+    account, study = study_page("Progress", "progress_study")
     if study is not None:
         with session() as active:
             version = study_progress.progress_version(active, study, account=account)

@@ -22,7 +22,7 @@ from analysis.render import (
 )
 from analysis.report import Report
 from annotator.app import report_cache
-from annotator.app.common import choose_study, engine, require, safe_md, session
+from annotator.app.common import engine, safe_md, session, study_page
 from annotator.app.tables import show_plot, show_table
 from annotator.errors import UserError
 from annotator.intake import assign
@@ -115,9 +115,7 @@ def more_judgments(report: Report, study: str, account: Account) -> None:
 
 
 def main() -> None:
-    account = require("researcher")
-    st.title("Validation")
-    study = choose_study("validation_study")
+    account, study = study_page("Validation", "validation_study")
     if study is not None:
         with session() as active:
             version = study_progress.data_version(active, study, account=account)
