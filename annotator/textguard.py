@@ -9,11 +9,11 @@ differently from what it is, are reported as warnings (refused with ``--strict``
 
 import json
 import math
-import os
 import re
 from typing import Any
 
 from annotator.errors import UserError
+from annotator.store import environment
 
 MAX_ID = 500  # Pair.external_id
 MAX_CATEGORY = 200  # Pair.category
@@ -49,16 +49,9 @@ _INVISIBLE = re.compile("[" + "".join(INVISIBLE) + "]")
 
 def max_text_chars() -> int:
     """The longest text accepted in one field: $ANNOTATOR_MAX_TEXT_CHARS, else 1,000,000."""
-    raw = os.environ.get(MAX_TEXT_ENV, "").strip()
-    if not raw:
-        return MAX_TEXT_DEFAULT
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise UserError(f"${MAX_TEXT_ENV} must be a positive whole number of characters, not {raw!r}")
-    return value
+    return environment.whole_number(
+        MAX_TEXT_ENV, MAX_TEXT_DEFAULT, least=1, wording="a positive whole number of characters"
+    )
 
 
 def over_max_bytes(path: object, max_bytes: int, where: str) -> UserError:

@@ -54,6 +54,15 @@ MAX_JUDGE_NAME = 200
 JUDGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/+@-]*$")
 Progress = Callable[[int], None]
 _KEY = ("pair_id", "order", "response", "item")
+#: A stored rating's columns, after its pair: order shown, response, item, value, preference, confidence.
+_RATED = (
+    col(JudgeRating.order_shown),
+    col(JudgeRating.response),
+    col(JudgeRating.item),
+    col(JudgeRating.value),
+    col(JudgeRating.preference),
+    col(JudgeRating.confidence),
+)
 
 
 @dataclass(frozen=True)
@@ -434,16 +443,9 @@ def save_judges(
     existing = {
         (p, o, r, i): (rid, v, pr, c)
         for rid, p, o, r, i, v, pr, c in connection.execute(
-            sa_select(
-                col(JudgeRating.id),
-                col(JudgeRating.pair_id),
-                col(JudgeRating.order_shown),
-                col(JudgeRating.response),
-                col(JudgeRating.item),
-                col(JudgeRating.value),
-                col(JudgeRating.preference),
-                col(JudgeRating.confidence),
-            ).where(col(JudgeRating.study_id) == study_id, col(JudgeRating.judge) == judge)
+            sa_select(col(JudgeRating.id), col(JudgeRating.pair_id), *_RATED).where(
+                col(JudgeRating.study_id) == study_id, col(JudgeRating.judge) == judge
+            )
         )
     }
     new, changed, unchanged = [], [], 0
@@ -547,12 +549,7 @@ def judge_frame(session: Session, *, study: str, account: Account) -> pd.DataFra
         sa_select(
             col(Pair.external_id),
             col(JudgeRating.judge),
-            col(JudgeRating.order_shown),
-            col(JudgeRating.response),
-            col(JudgeRating.item),
-            col(JudgeRating.value),
-            col(JudgeRating.preference),
-            col(JudgeRating.confidence),
+            *_RATED,
         )
         .join(Pair, col(Pair.id) == col(JudgeRating.pair_id))
         .where(col(JudgeRating.study_id) == study_row.id)
@@ -590,75 +587,72 @@ def judge_queue(session: Session, *, study: str, account: Account, judge: str | 
 # ------------------------------------------------------------------------------------------- demo
 
 
-def _simulated_orders(rng: random.Random, facts: _Study, kind: str) -> dict[str, tuple[str, ...]]:
-    """The orders a simulated judge is shown each pair in: both, or for ``lenient`` one random order
-    on two thirds of the pairs."""
-    orders: dict[str, tuple[str, ...]] = {}
-    for pair in facts.pairs:
-        if kind == "lenient" and rng.random() > 1 / 3:
-            orders[pair] = (rng.choice(("chosen_first", "rejected_first")),)
-        else:
-            orders[pair] = ("chosen_first", "rejected_first")
-    return orders
+@dataclass(frozen=True)
+class _SimulatedJudge:
+    """A demo judge of one `kind` (``close`` or ``lenient``) drawing from `rng`, with the orders it is
+    shown each pair in (see :meth:`drawn`)."""
 
+    rng: random.Random
+    facts: _Study
+    kind: str
+    orders: Mapping[str, tuple[str, ...]]
 
-def _simulated_scores(
-    rng: random.Random,
-    facts: _Study,
-    means: pd.Series,
-    orders: Mapping[str, tuple[str, ...]],
-    kind: str,
-) -> list[dict[str, Any]]:
-    """A simulated judge's score rows: the people's mean (a point higher for ``lenient``) plus noise,
-    rounded onto the item's scale, in every order the pair is shown in."""
-    rows: list[dict[str, Any]] = []
-    for (pair, response, item), mean in means.items():
-        if pair not in facts.pairs:
-            continue
-        scale = facts.scales.get(str(item))
-        top = float(scale.high) if scale is not None else 2.0  # otherwise a rubric aspect: 0-2
-        bottom = float(scale.low) if scale is not None else 0.0
-        for order in orders[pair]:
-            shift = 1.0 if kind == "lenient" else 0.0
-            value = round(min(top, max(bottom, mean + shift + rng.gauss(0, 0.3))))
-            rows.append(
-                {
-                    "pair_id": facts.pairs[pair],
-                    "order": order,
-                    "response": response,
-                    "item": item,
-                    "value": float(value),
-                    "preference": None,
-                    "confidence": None,
-                    "where": "simulated",
-                }
-            )
-    return rows
-
-
-def _simulated_preferences(
-    rng: random.Random,
-    facts: _Study,
-    prefs: pd.Series,
-    orders: Mapping[str, tuple[str, ...]],
-    kind: str,
-) -> dict[tuple[int, str], tuple[float, float]]:
-    """A simulated judge's preference and confidence per (Pair.id, order): ``close`` follows the
-    people's mean preference, ``lenient`` mostly the response shown first."""
-    pair_pref: dict[tuple[int, str], tuple[float, float]] = {}
-    for pair, mean in prefs.items():
-        if pair not in facts.pairs:
-            continue
-        for order in orders[pair]:
-            if kind == "lenient":
-                toward_first = 1.0 if order == "chosen_first" else -1.0
-                pref = max(-2.0, min(2.0, round(0.3 * mean + 1.5 * toward_first)))
-                confidence = 0.95
+    @classmethod
+    def drawn(cls, rng: random.Random, facts: _Study, kind: str) -> "_SimulatedJudge":
+        """The judge with its orders drawn: both for every pair, or for ``lenient`` one random order on
+        two thirds of the pairs."""
+        orders: dict[str, tuple[str, ...]] = {}
+        for pair in facts.pairs:
+            if kind == "lenient" and rng.random() > 1 / 3:
+                orders[pair] = (rng.choice(("chosen_first", "rejected_first")),)
             else:
-                pref = max(-2.0, min(2.0, round(mean + rng.gauss(0, 0.4))))
-                confidence = round(min(0.99, 0.55 + 0.2 * abs(pref)), 2)
-            pair_pref[(facts.pairs[pair], order)] = (float(pref), confidence)
-    return pair_pref
+                orders[pair] = ("chosen_first", "rejected_first")
+        return cls(rng, facts, kind, orders)
+
+    def scores(self, means: pd.Series) -> list[dict[str, Any]]:
+        """The score rows: the people's mean (a point higher for ``lenient``) plus noise, rounded onto
+        the item's scale, in every order the pair is shown in."""
+        rows: list[dict[str, Any]] = []
+        for (pair, response, item), mean in means.items():
+            if pair not in self.facts.pairs:
+                continue
+            scale = self.facts.scales.get(str(item))
+            top = float(scale.high) if scale is not None else 2.0  # otherwise a rubric aspect: 0-2
+            bottom = float(scale.low) if scale is not None else 0.0
+            for order in self.orders[pair]:
+                shift = 1.0 if self.kind == "lenient" else 0.0
+                value = round(min(top, max(bottom, mean + shift + self.rng.gauss(0, 0.3))))
+                rows.append(
+                    {
+                        "pair_id": self.facts.pairs[pair],
+                        "order": order,
+                        "response": response,
+                        "item": item,
+                        "value": float(value),
+                        "preference": None,
+                        "confidence": None,
+                        "where": "simulated",
+                    }
+                )
+        return rows
+
+    def preferences(self, prefs: pd.Series) -> dict[tuple[int, str], tuple[float, float]]:
+        """The preference and confidence per (Pair.id, order): ``close`` follows the people's mean
+        preference, ``lenient`` mostly the response shown first."""
+        pair_pref: dict[tuple[int, str], tuple[float, float]] = {}
+        for pair, mean in prefs.items():
+            if pair not in self.facts.pairs:
+                continue
+            for order in self.orders[pair]:
+                if self.kind == "lenient":
+                    toward_first = 1.0 if order == "chosen_first" else -1.0
+                    pref = max(-2.0, min(2.0, round(0.3 * mean + 1.5 * toward_first)))
+                    confidence = 0.95
+                else:
+                    pref = max(-2.0, min(2.0, round(mean + self.rng.gauss(0, 0.4))))
+                    confidence = round(min(0.99, 0.55 + 0.2 * abs(pref)), 2)
+                pair_pref[(self.facts.pairs[pair], order)] = (float(pref), confidence)
+        return pair_pref
 
 
 def simulate_judges(
@@ -681,10 +675,9 @@ def simulate_judges(
     prefs = frame.drop_duplicates(["pair_id", "annotator"]).groupby("pair_id")["preference"].mean()
     summaries = []
     for name, kind in judges.items():
-        rng = random.Random(f"{seed}:{name}")
-        orders = _simulated_orders(rng, facts, kind)
-        rows = _simulated_scores(rng, facts, means, orders, kind)
-        pair_pref = _simulated_preferences(rng, facts, prefs, orders, kind)
+        judge = _SimulatedJudge.drawn(random.Random(f"{seed}:{name}"), facts, kind)
+        rows = judge.scores(means)
+        pair_pref = judge.preferences(prefs)
         for row in rows:
             row["preference"], row["confidence"] = pair_pref.get((row["pair_id"], row["order"]), (None, None))
         with engine.begin() as connection:

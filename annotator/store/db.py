@@ -21,6 +21,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session, col, create_engine
 
 from annotator.errors import BusyError, SchemaError, UserError
+from annotator.store import environment
 from annotator.store.integrity import RESTORE, damaged, refusal, verdict
 from annotator.store.models import Assignment, Study
 
@@ -61,16 +62,9 @@ def json_serializer(value: Any) -> str:
 
 def busy_timeout_ms() -> int:
     """How long a SQLite write waits for another writer: $ANNOTATOR_BUSY_TIMEOUT_MS, else 10 s."""
-    raw = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return BUSY_TIMEOUT_MS
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise UserError(f"${BUSY_TIMEOUT_ENV} must be a whole number of milliseconds, not {raw!r}")
-    return value
+    return environment.whole_number(
+        BUSY_TIMEOUT_ENV, BUSY_TIMEOUT_MS, least=0, wording="a whole number of milliseconds"
+    )
 
 
 def pool_size() -> int:
