@@ -31,6 +31,30 @@ def with_owner_rows(frame: pd.DataFrame, owners: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+@dataclass(frozen=True)
+class ReportOptions:
+    """What a report is computed with: its bootstrap draws and seed, and the filters (only these
+    categories, only these annotators; None: all)."""
+
+    n_boot: int = 1000
+    seed: int = 0
+    categories: Sequence[str] | None = None
+    annotators: Sequence[str] | None = None
+
+    @property
+    def whole(self) -> bool:
+        """True when no filter is set (the whole study)."""
+        return not (self.categories or self.annotators)
+
+    def filter(self, frame: pd.DataFrame, *, by_annotator: bool = True) -> pd.DataFrame:
+        """The rows of `frame` in the chosen categories (with `by_annotator`: of the chosen annotators)."""
+        if self.categories:
+            frame = frame[frame["category"].isin(list(self.categories))]
+        if self.annotators and by_annotator:
+            frame = frame[frame["annotator"].isin(list(self.annotators))]
+        return frame
+
+
 def study_report(
     session: Session,
     *,
@@ -47,6 +71,7 @@ def study_report(
     Only a researcher (or SYSTEM) may read the labels.
     """
     config = study_config(session, study)
+    options = ReportOptions(n_boot, seed, categories, annotators)
     frame = label_frame(session, study=study, account=account)
     owners = owner_rows(session, study=study, account=account)  # the report's own; never the QC's
     from annotator.review.final_labels import final_labels
@@ -56,12 +81,9 @@ def study_report(
     final = final_labels(session, study=study) if extras and not predictions.empty else None
     report = report_from_frame(
         with_owner_rows(frame, owners),
-        study=study,
-        config=config,
-        n_boot=n_boot,
-        seed=seed,
-        categories=categories,
-        annotators=annotators,
+        study,
+        config,
+        options,
         predictions=predictions,
         final=final,
         extras=extras,
@@ -70,23 +92,12 @@ def study_report(
     from annotator.review.quality import attach_quality  # annotator QC, verdicts without the excluded
 
     def rebuild(kept: pd.DataFrame) -> Report:
-        return report_from_frame(
-            with_owner_rows(kept, owners),
-            study=study,
-            config=config,
-            n_boot=n_boot,
-            seed=seed,
-            categories=categories,
-            annotators=annotators,
-            collected_here=True,
-        )
+        return report_from_frame(with_owner_rows(kept, owners), study, config, options, collected_here=True)
 
     report = attach_quality(
         session, study=study, report=report, frame=frame, account=account, build=rebuild, seed=seed
     )
-    return _attach_judges(
-        session, study, report, frame, config, categories, annotators, n_boot, seed, account
-    )
+    return _attach_judges(session, study, report, frame, config, options, account)
 
 
 def _attach_judges(
@@ -95,10 +106,7 @@ def _attach_judges(
     report: Report,
     frame: pd.DataFrame,
     config: StudyConfig,
-    categories: Sequence[str] | None,
-    annotators: Sequence[str] | None,
-    n_boot: int,
-    seed: int,
+    options: ReportOptions,
     account: Account,
 ) -> Report:
     """The report with its LLM-judges section when the study has judge ratings (the same filters), and
@@ -112,20 +120,21 @@ def _attach_judges(
     if judges.empty:
         return report
     probability = sample_probabilities(session, study=study)
-    if categories:
-        frame = frame[frame["category"].isin(list(categories))]
-    if annotators:
-        frame = frame[frame["annotator"].isin(list(annotators))]
-    whole = not (categories or annotators)
+    frame = options.filter(frame)
     report = judge_report(
-        report, frame, judges, config, n_boot=n_boot, seed=seed, whole=whole, probability=probability
+        report,
+        frame,
+        judges,
+        config,
+        n_boot=options.n_boot,
+        seed=options.seed,
+        whole=options.whole,
+        probability=probability,
     )
     if report.owners is not None:  # the judges against the profiles' owners, beside the reward models
         from analysis.owners import score_judges
 
-        owned = owner_rows(session, study=study, account=account)
-        if categories:
-            owned = owned[owned["category"].isin(list(categories))]
+        owned = options.filter(owner_rows(session, study=study, account=account), by_annotator=False)
         main, _ = split_controls(frame)
         owners = score_judges(
             report.owners, main, split_controls(owned)[0], judges, alpha=config.analysis.alpha
@@ -226,7 +235,8 @@ def labels_report(
 
         facts = file_study(frame, scales=config.quality.scales, pairs=pairs)
         judged = read_judge_files(judges, facts)
-    report = report_from_frame(frame, study=study or Path(path).stem, config=config, n_boot=n_boot, seed=seed)
+    options = ReportOptions(n_boot, seed)
+    report = report_from_frame(frame, study or Path(path).stem, config, options)
     if judged is None:
         return report
     return judge_report(report, frame, judged, config, n_boot=n_boot, seed=seed, whole=True)
@@ -234,32 +244,26 @@ def labels_report(
 
 def report_from_frame(
     frame: pd.DataFrame,
-    *,
     study: str,
     config: StudyConfig,
-    n_boot: int = 1000,
-    seed: int = 0,
-    categories: Sequence[str] | None = None,
-    annotators: Sequence[str] | None = None,
+    options: ReportOptions,
+    *,
     predictions: pd.DataFrame | None = None,
     final: pd.DataFrame | None = None,
     extras: bool = True,
     collected_here: bool = False,
 ) -> Report:
-    """Filter a label frame (by category and annotator) and build the report, or explain why not.
+    """Filter a label frame (`options`: by category and annotator) and build the report, or explain why not.
 
     `collected_here`: the labels come from this tool's database (its blinded pages), not a file.
 
     `predictions` and `final` (model predictions, final labels) feed the benchmark section; without
     `extras` only the verdicts are computed (no descriptive tables, no benchmark section)."""
-    if categories:
-        frame = frame[frame["category"].isin(list(categories))]
-    if annotators:
-        frame = frame[frame["annotator"].isin(list(annotators))]
+    frame = options.filter(frame)
     if frame.empty:
         raise UserError(
             f"study {study!r} has no judgments to analyse yet"
-            + (" with these filters" if categories or annotators else "")
+            + ("" if options.whole else " with these filters")
         )
     if frame["pair_id"].nunique() < 2:
         raise UserError(f"study {study!r} needs judgments on at least 2 pairs for the statistics")
@@ -273,8 +277,8 @@ def report_from_frame(
                 scale=config.quality.scale,
                 scales=config.quality.scales,
                 margins=config.margins,
-                n_boot=n_boot,
-                seed=seed,
+                n_boot=options.n_boot,
+                seed=options.seed,
                 extras=extras,
                 collected_here=collected_here,
                 allocation=config.design,
