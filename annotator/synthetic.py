@@ -17,7 +17,7 @@ import dataclasses
 import math
 import random
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -40,6 +40,7 @@ from analysis.vocabulary import (
 )
 from annotator.errors import UserError
 from annotator.intake import assign
+from annotator.intake.ingest import Progress
 from annotator.people import accounts, authorization
 from annotator.rating import labels
 from annotator.rating.blinding import preference_index, response_of
@@ -212,7 +213,7 @@ def simulate(
     *,
     study: str,
     spec: SimulationSpec,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
     assign_first: bool = True,
 ) -> SimulationSummary:
     """Create simulated annotators, assign them, and submit their judgments; deterministic for a seed.

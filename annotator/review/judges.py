@@ -32,7 +32,7 @@ from analysis.scale import Scale
 from analysis.vocabulary import RUBRIC_PREFIX
 from annotator import textguard
 from annotator.errors import IngestError, UserError
-from annotator.intake.ingest import MAX_PROBLEMS, collect_records
+from annotator.intake.ingest import MAX_PROBLEMS, Progress, collect_records
 from annotator.people.authorization import SYSTEM, Account, require_role
 from annotator.store.models import Event, JudgeRating, Pair, Study, id_of
 from annotator.study import get_study, parse_config
@@ -52,7 +52,6 @@ __all__ = [
 RESPONSES = ("chosen", "rejected")
 MAX_JUDGE_NAME = 200
 JUDGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/+@-]*$")
-Progress = Callable[[int], None]
 _KEY = ("pair_id", "order", "response", "item")
 #: A stored rating's columns, after its pair: order shown, response, item, value, preference, confidence.
 _RATED = (

@@ -9,7 +9,6 @@ is named by line (or row) and field, and nothing is written when there is any.
 
 import math
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from sqlmodel import Session, col, select
 from annotator import textguard
 from annotator.errors import UserError
 from annotator.intake import assign
-from annotator.intake.ingest import collect_records
+from annotator.intake.ingest import Progress, collect_records
 from annotator.people.authorization import Account, record_event, require_role
 from annotator.store.models import Assignment, ModelPrediction, Pair, User, id_of
 from annotator.study import get_study
@@ -54,7 +53,6 @@ PREDICTION_COLUMNS = (
     "score_rejected",
     "confidence",
 )
-Progress = Callable[[int], None]
 
 
 @dataclass(frozen=True)
