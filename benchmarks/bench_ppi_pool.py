@@ -105,6 +105,16 @@ def judge_for(design: PoolDesign, judge: str, corr: float, g: np.ndarray, seed: 
     return pd.Series(judge_gaps(sim, g, np.zeros_like(g), rng), index=np.arange(design.n_total))
 
 
+def _without_guard() -> None:
+    """The counterfactual ``--no-guard``: the few-annotator guard never widens (REML-Satterthwaite only)."""
+    import analysis.mixed
+
+    def unguarded(fit: object, se: float, df: float, alpha: float) -> tuple[float, float, bool]:
+        return se, df, False
+
+    analysis.mixed.guarded_se = unguarded  # type: ignore[assignment]
+
+
 def run_chunk(args: tuple[PoolDesign, str, float, int, int, range]) -> np.ndarray:
     """Both verdicts for studies `studies` at `n` rated pairs: rows (people PASS, PPI PASS, lambda,
     correlation, effective pairs / n)."""
@@ -121,9 +131,9 @@ def run_chunk(args: tuple[PoolDesign, str, float, int, int, range]) -> np.ndarra
 class Runner:
     """Runs (design, judge, n) cells over a worker pool and caches them."""
 
-    def __init__(self, studies: int, seed: int, workers: int) -> None:
+    def __init__(self, studies: int, seed: int, workers: int, guard: bool) -> None:
         self.studies, self.seed = studies, seed
-        self.pool = Pool(workers)
+        self.pool = Pool(workers, initializer=None if guard else _without_guard)
         self.cache: dict[tuple[PoolDesign, str, float, int], np.ndarray] = {}
         self.chunk = max(studies // (8 * workers), 10)
 
@@ -219,11 +229,19 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--parts", default="main,annotator03,validity,margin025")
+    parser.add_argument(
+        "--no-guard",
+        action="store_true",
+        help="counterfactual, not the report's verdict: the few-annotator guard switched off in the workers",
+    )
     args = parser.parse_args()
     parts = args.parts.split(",")
     t0 = time.time()
-    print(f"{args.studies} studies per cell, seed {args.seed}, N {N_TOTAL}, pool {POOL}, {PER_PAIR} per pair")
-    run = Runner(args.studies, args.seed, args.workers)
+    print(
+        f"{args.studies} studies per cell, seed {args.seed}, N {N_TOTAL}, pool {POOL}, {PER_PAIR} per pair"
+        + (", WITHOUT the few-annotator guard (counterfactual)" if args.no_guard else "")
+    )
+    run = Runner(args.studies, args.seed, args.workers, not args.no_guard)
     base = PoolDesign(key=1, margin=0.3, annotator_sd=0.1)
     for part in parts:  # in the order given
         if part == "main":
