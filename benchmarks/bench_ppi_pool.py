@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analysis.power import Plan
 from analysis.ppi_power import judge_plan
 from analysis.ppi_simulation import Design, judge_gaps
-from analysis.prediction_powered import prediction_powered_tost
+from analysis.prediction_powered import PPIQuestion, prediction_powered_tost
 
 ALPHA = 0.05
 POOL = 20
@@ -123,7 +123,7 @@ def run_chunk(args: tuple[PoolDesign, str, float, int, int, range]) -> np.ndarra
     for row, s in enumerate(studies):
         g, people = draw_people(design, seed, s, n)
         f = judge_for(design, judge, corr, g, seed, s)
-        r = prediction_powered_tost(people, f, item="quality", margin=design.margin, alpha=ALPHA)
+        r = prediction_powered_tost(people, f, PPIQuestion("quality", design.margin, ALPHA))
         out[row] = (r.people_equivalent, r.equivalent, r.lam, r.correlation, r.effective_pairs / n)
     return out
 
