@@ -180,21 +180,24 @@ def _excess_skew(
     low: np.ndarray,
     high: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Korn-Graubard bounds `low`, `high` moved by Hall's (1992) skewness correction (``_hall``) for the
+    """Korn-Graubard bounds `low`, `high` widened by Hall's (1992) skewness correction (``_hall``) for the
     skewness the Clopper-Pearson interval does not already carry: the jackknife acceleration `a` of the
     share (Efron 1987; its estimator's skewness over 6) minus a binomial share's at m trials,
-    (1 - 2p) / (6 sqrt(m p (1 - p))). First-order (Cornish-Fisher) skewness terms add, so the bounds then
-    carry the share's own skewness while a binomial share (one pair per owner) keeps Clopper-Pearson's.
-    Owners whose shares are skewed beyond a binomial's (a Beta's mean has up to twice a binomial's
-    skewness at the same variance) made Korn-Graubard alone miss on the far side (measured in
-    benchmarks/bench_owners.py). Unchanged at p = 0 or 1 or se = 0; kept within 0..1 and around p."""
+    (1 - 2p) / (6 sqrt(m p (1 - p))). First-order (Cornish-Fisher) skewness terms add, so the moved
+    bounds carry the share's own skewness, and a binomial share (one pair per owner) keeps
+    Clopper-Pearson's. Each bound moves only outward (the union of the two intervals, as kappa's union
+    with its score interval): with few owners the sample skewness understates a skewed share's, and a
+    bound moved inward then missed more often than Korn-Graubard's alone. Owners whose shares are skewed
+    beyond a binomial's (a Beta's mean has up to twice a binomial's skewness at the same variance) made
+    Korn-Graubard alone miss on the far side (measured in benchmarks/bench_owners.py). Unchanged at
+    p = 0 or 1 or se = 0; kept within 0..1."""
     inner = (p > 0) & (p < 1) & (se > 0) & (m > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         excess = np.where(inner, a - (1 - 2 * p) / (6 * np.sqrt(m * p * (1 - p))), 0.0)
         shift_low, shift_high = _hall(q * se, se, excess, q)  # Hall's bounds relative to est - q se
         shift_high = shift_high - 2 * q * se  # ... and to est + q se
-        new_low = np.clip(np.minimum(low + shift_low, p), 0.0, 1.0)
-        new_high = np.clip(np.maximum(high + shift_high, p), 0.0, 1.0)
+        new_low = np.clip(np.fmin(low + shift_low, low), 0.0, 1.0)
+        new_high = np.clip(np.fmax(high + shift_high, high), 0.0, 1.0)
     return np.where(inner, new_low, low), np.where(inner, new_high, high)
 
 

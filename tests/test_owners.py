@@ -85,21 +85,111 @@ def test_jackknife_ratio_matches_the_cluster_robust_variance_of_a_ratio() -> Non
     assert se == pytest.approx(linear, rel=0.25)
 
 
-def test_a_share_interval_is_korn_graubards_clopper_pearson_at_the_effective_size() -> None:
-    """Korn & Graubard (1998): Clopper-Pearson (statsmodels' "beta") at the effective sample size
-    p (1 - p) / se^2 times (t_{n-1} / t_{G-1})^2; 12 owners with unequal pair counts and shares."""
+def _hall_root(a: float, target: float) -> float:
+    """T with Hall's (1992) G(T) = T + a + 2aT^2 + 4/3 a^2 T^3 equal to `target`, solved numerically."""
+    return optimize.brentq(lambda t: t + a + 2 * a * t**2 + 4 / 3 * a**2 * t**3 - target, -50, 50)
+
+
+def _reference_share(num: np.ndarray, den: np.ndarray, alpha: float) -> tuple[float, float, float]:
+    """A share's interval rebuilt from its definition: the leave-one-owner-out ratios, Korn-Graubard's
+    Clopper-Pearson (statsmodels' "beta") at m = min(n, p(1-p)/se^2 (t_{n-1}/t_{G-1})^2), each bound
+    moved outward (never inward) by Hall's correction for Efron's acceleration minus a binomial share's
+    at m trials."""
+    owners, n = len(num), den.sum()
+    est = num.sum() / n
+    loo = np.array([(num.sum() - num[g]) / (n - den[g]) for g in range(owners)])
+    u = loo.mean() - loo
+    se = float(np.sqrt((u**2).sum()))
+    q = stats.t.ppf(1 - alpha, owners - 1)
+    m = min(n, est * (1 - est) / se**2 * (stats.t.ppf(1 - alpha, n - 1) / q) ** 2)
+    low, high = proportion_confint(est * m, m, alpha=2 * alpha, method="beta")
+    a = (u**3).sum() / (6 * (u**2).sum() ** 1.5) - (1 - 2 * est) / (6 * np.sqrt(m * est * (1 - est)))
+    moved_low, moved_high = low - se * (_hall_root(a, q) - q), high - se * (_hall_root(a, -q) + q)
+    return max(min(low, moved_low), 0.0), min(max(high, moved_high), 1.0), m
+
+
+def test_a_share_interval_is_korn_graubard_with_halls_correction_of_the_excess_skew() -> None:
+    """The bounds are the reference's (12 owners with unequal pair counts, at two levels; 20 owners with
+    left-skewed shares, where they lie below Korn-Graubard's alone)."""
     num = np.array([9.0, 1, 5, 7.5, 2, 10, 0, 6, 3, 8, 4.5, 1])
     den = np.array([10.0, 4, 6, 8, 5, 10, 3, 7, 6, 9, 5, 1])
-    est, low, high, se = jackknife_ratio(num, den, alpha=0.05)
-    n_eff = est * (1 - est) / se**2
-    assert n_eff < den.sum()  # a design effect above 1
-    m = n_eff * (stats.t.ppf(0.95, den.sum() - 1) / stats.t.ppf(0.95, len(num) - 1)) ** 2
-    assert (low, high) == pytest.approx(proportion_confint(est * m, m, alpha=0.1, method="beta"), abs=1e-10)
+    for alpha in (0.05, 0.025):
+        est, low, high, se = jackknife_ratio(num, den, alpha=alpha)
+        ref_low, ref_high, m = _reference_share(num, den, alpha)
+        assert m < den.sum()  # a design effect above 1
+        assert (low, high) == pytest.approx((ref_low, ref_high), abs=1e-9)
+    # 20 owners x 20 pairs whose shares are left-skewed beyond a binomial's (drawn from Beta(2.4, 0.6)):
+    # the lower bound moves down, toward the long left tail; the upper one stays Korn-Graubard's.
+    skewed = np.array([17.0, 19, 14, 20, 15, 17, 15, 7, 20, 16, 20, 20, 4, 10, 18, 20, 18, 20, 19, 17])
+    est, low, high, se = jackknife_ratio(skewed, np.full(20, 20.0), alpha=0.05)
+    ref_low, ref_high, m = _reference_share(skewed, np.full(20, 20.0), 0.05)
+    kg_low, kg_high = proportion_confint(est * m, m, alpha=0.1, method="beta")
+    assert (low, high) == pytest.approx((ref_low, ref_high), abs=1e-9)
+    assert low < kg_low - 0.005 and high == pytest.approx(kg_high, abs=1e-12)
+
+
+def test_a_share_interval_contains_korn_graubards() -> None:
+    """The correction only widens: on skewed and unskewed draws each bound is at or beyond Korn-Graubard's
+    (recomputed with statsmodels), and at least one draw moves a bound by more than 0.005."""
+    rng = np.random.default_rng(13)
+    moved = 0.0
+    for shape in ((4.9, 1.2), (2.4, 0.6), (1.2, 4.9), (20.0, 20.0)):
+        for owners in (5, 12, 40):
+            den = rng.integers(1, 21, owners).astype(float)
+            num = rng.binomial(den.astype(int), rng.beta(*shape, owners)).astype(float)
+            est, low, high, se = jackknife_ratio(num, den)
+            if not 0 < est < 1:
+                continue
+            _, _, m = _reference_share(num, den, 0.05)
+            kg_low, kg_high = proportion_confint(est * m, m, alpha=0.1, method="beta")
+            assert low <= kg_low + 1e-12 and high >= kg_high - 1e-12
+            moved = max(moved, kg_low - low, high - kg_high)
+    assert moved > 0.005
+
+
+def test_a_share_of_one_pair_per_owner_keeps_clopper_pearson() -> None:
+    """With one pair per owner the share is binomial and Clopper-Pearson's skewness is the share's own:
+    the correction moves the bounds by less than 0.005 (a plain skewness correction moves them further)."""
+    num = np.array([1.0] * 10 + [0.0] * 2 + [0.5])
+    est, low, high, se = jackknife_ratio(num, np.ones_like(num), alpha=0.05)
+    _, _, m = _reference_share(num, np.ones_like(num), 0.05)
+    kg_low, kg_high = proportion_confint(est * m, m, alpha=0.1, method="beta")
+    assert abs(low - kg_low) < 0.005 and abs(high - kg_high) < 0.005
+
+
+def test_a_share_interval_mirrors_when_chosen_and_rejected_swap() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        den = rng.integers(1, 21, 15).astype(float)
+        num = rng.binomial(den.astype(int), rng.beta(4.9, 1.2, 15)).astype(float)
+        _, low, high, _ = jackknife_ratio(num, den)
+        _, mirror_low, mirror_high, _ = jackknife_ratio(den - num, den)
+        assert (low, high) == pytest.approx((1 - mirror_high, 1 - mirror_low), abs=1e-12)
+
+
+def test_a_share_interval_widens_as_its_level_rises() -> None:
+    rng = np.random.default_rng(12)
+    for owners in (5, 10, 40):
+        den = rng.integers(1, 21, owners).astype(float)
+        num = rng.binomial(den.astype(int), rng.beta(2.4, 0.6, owners)).astype(float)
+        bounds = [jackknife_ratio(num, den, alpha=alpha)[1:3] for alpha in (0.1, 0.05, 0.025, 0.01)]
+        for (low, high), (wider_low, wider_high) in zip(bounds, bounds[1:], strict=False):
+            assert wider_low <= low <= num.sum() / den.sum() <= high <= wider_high
 
 
 def test_a_share_that_every_owner_gives_alike_still_gets_an_interval() -> None:
-    est, low, high, _ = jackknife_ratio([3.0, 1, 4, 2, 5], [3.0, 1, 4, 2, 5])
-    assert est == 1 and high == 1 and 0.5 < low < 1
+    """All endorse: the upper bound is 1 and the lower one Clopper-Pearson's at the pairs times
+    (t_{n-1} / t_{G-1})^2 (the effective size is every pair); none endorse: the mirror image; one owner:
+    no interval."""
+    den = np.array([3.0, 1, 4, 2, 5])
+    est, low, high, _ = jackknife_ratio(den, den)
+    m = den.sum() * (stats.t.ppf(0.95, den.sum() - 1) / stats.t.ppf(0.95, len(den) - 1)) ** 2
+    exact_low = proportion_confint(m, m, alpha=0.1, method="beta")[0]
+    assert est == 1 and high == 1 and low == pytest.approx(exact_low, abs=1e-12)
+    est, low, high, _ = jackknife_ratio(np.zeros_like(den), den)
+    assert est == 0 and low == 0 and high == pytest.approx(1 - exact_low, abs=1e-12)
+    est, low, high, se = jackknife_ratio([2.0], [3.0])
+    assert np.isnan(low) and np.isnan(high) and np.isnan(se)
 
 
 def test_kappa_jackknife_part_is_halls_skewness_corrected_t() -> None:
