@@ -4,7 +4,8 @@ A label frame may carry the owner's own judgments: rows whose ``rater_kind`` col
 (the ``annotator`` column then names the owner). They never enter the third-party analysis; this module
 reports, with **owners as the unit** (every standard error is a leave-one-owner-out jackknife, so pairs
 of one owner are never treated as independent; a share's interval is Korn and Graubard's (1998)
-Clopper-Pearson interval at the effective sample size that standard error implies, kappa's is the union
+Clopper-Pearson interval at the effective sample size that standard error implies, widened by Hall's
+(1992) correction for the skewness beyond a binomial share's (see ``_excess_skew``), kappa's is the union
 of a skewness-corrected jackknife t interval and a score-type interval (see ``jackknife_kappa``), all
 with the t quantile on ``owners - 1`` degrees of freedom and the jackknife variance times ``G / (G - 1)``,
 the usual small-sample factor for G clusters; kappa's interval only from MIN_KAPPA_OWNERS owners and
@@ -584,7 +585,10 @@ def owner_section(
         models=_models(main, own, predictions, alpha),
         alt_test=_alt_test(main, own, predictions, epsilon, alpha),
         parameters={
-            "unit": "leave-one-owner-out jackknife; a share: Korn-Graubard at the effective sample size",
+            "unit": (
+                "leave-one-owner-out jackknife; a share: Korn-Graubard at the effective sample size, "
+                "widened by Hall's correction for the skewness beyond a binomial's"
+            ),
             "ci_level": 1 - 2 * alpha,
             "min_owners": MIN_OWNERS,
             "ties": "an owner's tie counts half a preference for chosen",
@@ -660,7 +664,8 @@ def owner_endorsement_verdict(section: OwnerSection, alpha: float, min_owners: i
         "the profiles' owners prefer chosen (population: the owners of these profiles, each owner's pairs)",
         f"one-sided test of the share of pairs whose owner prefers chosen (tie = half) against 1/2 at "
         f"alpha = {alpha:g}, owners as the unit (leave-one-owner-out jackknife, Korn-Graubard "
-        "Clopper-Pearson interval at the effective sample size, t quantile on owners - 1 df)",
+        "Clopper-Pearson interval at the effective sample size widened by Hall's correction for the "
+        "skewness beyond a binomial's, t quantile on owners - 1 df)",
         status,
         numbers + reason,
     )
