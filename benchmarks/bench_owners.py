@@ -16,7 +16,10 @@ Every rate must lie within alpha + 2 Monte Carlo SE (one side of the interval ea
 Two grids: ``base`` (5-40 owners; shares 0.5 and 0.7) and ``skew`` (10-80 owners whose shares are
 Beta with mean 0.8 or 0.9 and sd 0.1, 0.15 or 0.2: strongly left-skewed); ``all`` runs both.
 
-``python benchmarks/bench_owners.py [--studies 2000] [--alpha 0.05] [--grid all|base|skew]``
+``--union`` measures each share's interval united with the distribution-free betting interval
+(``analysis.owners.betting_ratio``) in place of the report's.
+
+``python benchmarks/bench_owners.py [--studies 2000] [--alpha 0.05] [--grid all|base|skew] [--union]``
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.owners import MIN_OWNERS, jackknife_kappa, jackknife_ratio
+from analysis.owners import MIN_OWNERS, betting_ratio, jackknife_kappa, jackknife_ratio
 
 TIE = 0.1
 
@@ -40,6 +43,17 @@ def _joint(mean_chosen: float, accuracy: float) -> np.ndarray:
     return rater * owner[None, :]  # rows: annotator, columns: owner
 
 
+def _share(
+    num: np.ndarray, den: np.ndarray, alpha: float, union: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``jackknife_ratio``, or (`union`) its interval united with ``betting_ratio``'s."""
+    est, lo, hi, se = jackknife_ratio(num, den, alpha=alpha)
+    if union:
+        bet_lo, bet_hi = betting_ratio(num, den, alpha=alpha)
+        lo, hi = np.minimum(lo, bet_lo), np.maximum(hi, bet_hi)
+    return est, lo, hi, se
+
+
 def run_row(
     rng: np.random.Generator,
     *,
@@ -50,8 +64,10 @@ def run_row(
     spread: float,
     accuracy: float,
     alpha: float,
+    union: bool = False,
 ) -> dict[str, float]:
-    """One row: coverage and verdict rates over `studies` simulated studies."""
+    """One row: coverage and verdict rates over `studies` simulated studies (`union`: each share's
+    interval is the union with the distribution-free betting interval, ``betting_ratio``)."""
     s, g, m = studies, owners, 20
     n = rng.integers(1, 21, (s, g)) if pairs == "1-20" else np.full((s, g), int(pairs))
     present = np.arange(m)[None, None, :] < n[..., None]  # (S, G, 20)
@@ -67,7 +83,7 @@ def run_row(
     rater_dir = np.where(same, owner_dir, other)
     score = np.array([1.0, 0.5, 0.0])[owner_dir]
     num = np.where(present, score, 0.0).sum(-1)
-    est, lo, hi, _ = jackknife_ratio(num, n, alpha=alpha)
+    est, lo, hi, _ = _share(num, n, alpha, union)
     truth = TIE / 2 + (1 - TIE) * share  # a tie counts half
     cover_low = float(np.mean(lo > truth))
     cover_high = float(np.mean(hi < truth))
@@ -75,7 +91,7 @@ def run_row(
     passed = enough & (lo > 0.5)
     failed = enough & (hi < 0.5)
     hit = np.where(present, rater_dir == owner_dir, False).sum(-1)
-    _, alo, ahi, _ = jackknife_ratio(hit, n, alpha=alpha)
+    _, alo, ahi, _ = _share(hit, n, alpha, union)
     confusion = np.zeros((s, g, 3, 3))
     flat = (rater_dir * 3 + owner_dir).reshape(s, g, m)
     for cell in range(9):
@@ -137,6 +153,11 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=10_000, help="studies simulated at once (memory)")
     parser.add_argument("--grid", choices=sorted(GRIDS), default="all", help="the rows run without --rows")
     parser.add_argument(
+        "--union",
+        action="store_true",
+        help="each share's interval united with the distribution-free betting interval (betting_ratio)",
+    )
+    parser.add_argument(
         "--rows", type=_row_spec, nargs="*", help="only these rows, OWNERS:PAIRS:SHARE:SPREAD:ACC (else all)"
     )
     args = parser.parse_args()
@@ -163,6 +184,7 @@ def main() -> None:
             spread=spread,
             accuracy=accuracy,
             alpha=args.alpha,
+            union=args.union,
         )
         rates = [r["endorse_low_miss"], r["endorse_high_miss"], r["fail_rate"]]
         rates += [r["accuracy_low_miss"], r["accuracy_high_miss"]]

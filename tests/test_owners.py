@@ -21,6 +21,7 @@ from analysis.owners import (
     MIN_KAPPA_OWNERS,
     _chance,
     _score_kappa,
+    betting_ratio,
     jackknife_kappa,
     jackknife_ratio,
     split_owners,
@@ -190,6 +191,60 @@ def test_a_share_that_every_owner_gives_alike_still_gets_an_interval() -> None:
     assert est == 0 and low == 0 and high == pytest.approx(1 - exact_low, abs=1e-12)
     est, low, high, se = jackknife_ratio([2.0], [3.0])
     assert np.isnan(low) and np.isnan(high) and np.isnan(se)
+
+
+#: Known answers of the betting bounds: Waudby-Smith and Ramdas's reference code (confseq 0.0.11's
+#: ``betting_mart`` with ``lambda_predmix_eb(x, alpha, fixed_n=G)`` for both processes, ``trunc_scale=1/2``,
+#: ``m_trunc=True``) on y = (num - r den) / max(den) + r over the grid r = 0, 0.001, ..., 1: the first and
+#: the last r whose capital stays below 1 / alpha.
+BETTING_REFERENCE = [
+    ([3, 2, 4, 1, 5, 0, 6, 2, 7, 3, 4, 1], [4, 2, 5, 2, 6, 1, 8, 3, 7, 4, 5, 2], 0.05, 0.354, 0.969),
+    (
+        [0.5, 9, 1, 3.5, 10, 2, 6, 0, 8, 4, 7, 5, 1.5, 9, 3],
+        [1, 10, 2, 4, 12, 3, 7, 1, 9, 6, 8, 5, 2, 10, 3],
+        0.025,
+        0.365,
+        1.0,
+    ),
+    ([1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1], [1] * 20, 0.05, 0.59, 1.0),
+]
+
+
+@pytest.mark.parametrize(("num", "den", "alpha", "grid_low", "grid_high"), BETTING_REFERENCE)
+def test_betting_bounds_match_the_reference_code(
+    num: list[float], den: list[float], alpha: float, grid_low: float, grid_high: float
+) -> None:
+    """The bisection's bound lies between the reference grid's last rejected and first accepted r."""
+    low, high = betting_ratio(num, den, alpha=alpha)
+    assert grid_low - 0.001 <= low <= grid_low
+    assert grid_high <= high <= grid_high + 0.001
+
+
+@pytest.mark.parametrize("owners", [5, 10, 30])
+def test_betting_bound_of_unanimous_owners_has_its_closed_form(owners: int) -> None:
+    """Every owner endorses every pair: each factor is 1 + (1/2)(1 - r)/r (the bet is truncated at
+    1/(2r)), so the lower bound solves (1 + (1 - r)/(2r))^G = 1/alpha; none endorse: the mirror image."""
+    den = np.full(owners, 3.0)
+    exact = 1 / (1 + 2 * (0.05 ** (-1 / owners) - 1))
+    low, high = betting_ratio(den, den, alpha=0.05)
+    assert low == pytest.approx(exact, abs=1e-8) and high == 1
+    low, high = betting_ratio(np.zeros_like(den), den, alpha=0.05)
+    assert low == 0 and high == pytest.approx(1 - exact, abs=1e-8)
+
+
+def test_betting_bounds_mirror_and_ignore_absent_owners() -> None:
+    rng = np.random.default_rng(13)
+    den = rng.integers(1, 21, (30, 12)).astype(float)
+    num = rng.binomial(den.astype(int), rng.beta(1.7, 0.2, (30, 12))).astype(float)
+    low, high = betting_ratio(num, den)
+    mirror_low, mirror_high = betting_ratio(den - num, den)
+    np.testing.assert_allclose(low, 1 - mirror_high, atol=1e-8)
+    np.testing.assert_allclose(high, 1 - mirror_low, atol=1e-8)
+    with_absent = betting_ratio(np.insert(num, 3, 0.0, axis=1), np.insert(den, 3, 0.0, axis=1))
+    np.testing.assert_allclose(with_absent, (low, high), atol=1e-12)
+    one = betting_ratio(num[7], den[7])
+    assert (float(one[0]), float(one[1])) == (low[7], high[7])
+    assert (betting_ratio([0.0, 0.0], [0.0, 0.0])) == (0.0, 1.0)
 
 
 def test_kappa_jackknife_part_is_halls_skewness_corrected_t() -> None:
