@@ -202,7 +202,7 @@ def betting_ratio(
     --------
     >>> low, high = betting_ratio([9, 10, 8, 10, 10, 9, 10, 7, 10, 10], [10] * 10, alpha=0.05)
     >>> round(float(low), 3), round(float(high), 3)
-    (0.676, 1.0)
+    (0.545, 1.0)
     """
     n = np.asarray(num, dtype=np.float64)
     d = np.asarray(den, dtype=np.float64)
