@@ -228,28 +228,27 @@ def evaluate(
     drop = decision == DROP
 
     enough = n >= MIN_JUDGMENTS
-    names, reasons = [], []
-    for position in range(len(out)):
-        if not enough[position]:
-            names.append("")
-            reasons.append(f"not enough judgments ({n[position]} of {MIN_JUDGMENTS})")
-            continue
+    names = np.full(len(out), "", dtype=object)  # a pair that hits no rule and is not dropped: ""
+    reasons = np.full(len(out), "", dtype=object)
+    too_few = np.flatnonzero(~enough)
+    reasons[too_few] = [f"not enough judgments ({k} of {MIN_JUDGMENTS})" for k in n[too_few]]
+    any_hit = np.logical_or.reduce([hits[name] for name in RULES]) | drop
+    n_flags = out["n_flags"].to_numpy()
+    for position in np.flatnonzero(enough & any_hit):  # only the pairs a rule or a drop names
         hit = [name for name in RULES if hits[name][position]]
-        names.append(",".join(hit))
-        reasons.append(
-            _reason(
-                hit,
-                counts[position],
-                n_judgments=n[position],
-                n_flags=out["n_flags"].iat[position],
-                margin=margin,
-                gaps=gap_words[position],
-                evidence=evidence_text[position],
-                dropped=bool(drop[position]),
-            )
+        names[position] = ",".join(hit)
+        reasons[position] = _reason(
+            hit,
+            counts[position],
+            n_judgments=n[position],
+            n_flags=n_flags[position],
+            margin=margin,
+            gaps=gap_words[position],
+            evidence=evidence_text[position],
+            dropped=bool(drop[position]),
         )
-    out["rules"] = names
-    out["reasons"] = reasons
+    out["rules"] = names.tolist()
+    out["reasons"] = reasons.tolist()
     out["evidence_decision"] = decision
     settled = drop | (out["rules"] == "").to_numpy()
     out["status"] = np.where(~enough, UNRESOLVED, np.where(settled, "auto", "needs_person"))

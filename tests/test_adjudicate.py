@@ -4,6 +4,7 @@ unblinded pair view, human decisions (revisable, authorised) and the adjudicated
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
@@ -398,3 +399,58 @@ def test_final_defaults_are_the_medians_over_judgments(tmp_path: Path) -> None:
         detail = adjudication_queue.pair_detail(session, pair_id=pair_db_id(engine, "p4"), account=judge)
     row = detail.defaults.set_index("item").loc["correctness"]
     assert (row["chosen"], row["rejected"]) == (5.0, 3.0)
+
+
+# ------------------------------------------------------------------------- the queue's light reading
+
+CLEAR = {"chosen": {"rubric:0": 2, "rubric:1": 2}, "rejected": {"rubric:0": 0, "rubric:1": 0}}
+
+
+def evidenced(tmp_path: Path) -> Engine:
+    """The crafted cases plus clear pairs: enough pairs for the cleaning list (its evidence decides)."""
+    engine = build_study(tmp_path, len(CASES) + 6)
+    for pair, (preferences, kwargs) in CASES.items():
+        scores = {side: CLEAR[side] | kwargs.get(side, {}) for side in CLEAR}
+        rate_all(engine, pair, preferences, **scores)
+    rate(engine, "ann3", "p5", preference=2, flag=True, flag_reason="the rejected text is cut off", **CLEAR)
+    for k in range(len(CASES), len(CASES) + 6):
+        rate_all(engine, f"p{k}", [2, 1, 2], **CLEAR)
+    return engine
+
+
+def test_the_evaluation_without_medians_is_the_full_one_without_its_median_columns(tmp_path: Path) -> None:
+    """The queue's evaluation skips the scores (it shows no median) yet decides every pair as the full
+    evaluation does: every other column is equal, row for row, and the queue is the full evaluation's
+    pairs that need a person, in the queue's order."""
+    engine = evidenced(tmp_path)
+    with db.session_scope(engine) as session:
+        study = get_study(session, STUDY)
+        evidence = adjudication_reads.cleaning_evidence(session, study)
+        full, _ = adjudication_reads.current_evaluation(session, study, evidence=evidence)
+        light, _ = adjudication_reads.current_evaluation(session, study, evidence=evidence, medians=False)
+        waiting = adjudication_queue.queue(session, study=STUDY, account=SYSTEM, evidence=evidence)
+    assert not evidence.empty
+    medians = [c for c in full.columns if c.startswith(("chosen_", "rejected_"))]
+    assert medians and not any(c in light.columns for c in medians)
+    pd.testing.assert_frame_equal(full.drop(columns=medians), light)
+    assert set(full["status"]) == {"needs_person", "auto", "unresolved"}
+    expected = full[full["status"] == "needs_person"].sort_values(
+        ["agreement", "n_flags", "pair_id"], ascending=[True, False, True], kind="stable"
+    )
+    assert waiting["pair_id"].tolist() == expected["pair_id"].tolist()
+    assert waiting["reasons"].tolist() == expected["reasons"].tolist()
+
+
+def test_a_pair_no_rule_names_has_no_reason_and_a_pair_judged_once_says_so(tmp_path: Path) -> None:
+    engine = evidenced(tmp_path)
+    with db.session_scope(engine) as session:
+        frame, _ = adjudication_reads.current_evaluation(session, get_study(session, STUDY))
+    quiet = (frame["status"] == "auto") & (frame["evidence_decision"] != "drop")
+    assert quiet.any()
+    assert (frame.loc[quiet, "reasons"] == "").all() and (frame.loc[quiet, "rules"] == "").all()
+    once = frame[frame["status"] == "unresolved"]
+    assert once["pair_id"].tolist() == ["p6"]
+    assert once["reasons"].tolist() == ["not enough judgments (1 of 2)"]
+    named = frame[frame["status"] == "needs_person"]
+    assert not named.empty and (named["reasons"] != "").all() and (named["rules"] != "").all()
+    assert frame["reasons"].dtype == frame["rules"].dtype == "str"

@@ -95,7 +95,7 @@ def queue(
     """
     require_role(session, account, "adjudicator", "researcher")
     study_row = get_study(session, study)
-    evaluation, _ = current_evaluation(session, study_row, evidence=evidence)
+    evaluation, _ = current_evaluation(session, study_row, evidence=evidence, medians=False)
     state = decision_state(evaluation, adjudications(session, id_of(study_row)))
     reopened = state["reopened"].to_numpy()
     waiting = (evaluation["status"] == "needs_person").to_numpy() & (

@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 HUMAN_METHOD: Method = "adjudicated"
+_MEDIAN_PREFIXES = ("chosen_", "rejected_")  # the evaluation's per-item median columns
 
 
 def config_of(study: Study) -> StudyConfig:
@@ -53,29 +54,46 @@ def _pairs(session: Session, study_id: int, pair_db_id: int | None = None) -> pd
     ).where(col(Pair.study_id) == study_id, col(Pair.control) == "")  # controls are never adjudicated
     if pair_db_id is not None:
         query = query.where(col(Pair.id) == pair_db_id)
-    rows = session.connection().execute(query.order_by(col(Pair.external_id))).all()
+    rows = [tuple(row) for row in session.connection().execute(query.order_by(col(Pair.external_id)))]
     frame = pd.DataFrame(rows, columns=["pair_db_id", "pair_id", "category"]).astype({"pair_db_id": "int64"})
     return frame.astype({"pair_id": object, "category": object})
 
 
 def current_evaluation(
-    session: Session, study: Study, pair_db_id: int | None = None, evidence: pd.DataFrame | None = None
+    session: Session,
+    study: Study,
+    pair_db_id: int | None = None,
+    evidence: pd.DataFrame | None = None,
+    *,
+    medians: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The evaluation of a study's pairs (or one pair) and the current judgments it was built on;
     `evidence` is the study's :func:`cleaning_evidence` when the caller already has it (it reads the
-    whole study)."""
+    whole study). Without `medians` the per-item median columns are left out and the scores are read
+    only when a rule needs them (the quality_gap rule, when there is no cleaning list): every other
+    column is the same."""
     study_id = id_of(study)
     config = config_of(study)
     judgments = readers.current_judgments(session, study_id=study_id, pair_db_id=pair_db_id)
     judgments = judgments[judgments["control"] == ""].reset_index(drop=True)  # controls never count
+    evidence = cleaning_evidence(session, study) if evidence is None else evidence
+    scores = (
+        readers.current_scores(session, study_id=study_id, pair_db_id=pair_db_id)
+        if medians or evidence.empty
+        else pd.DataFrame(columns=["judgment_id", "response", "item", "value"])
+    )
     evaluation = evaluate(
         _pairs(session, study_id, pair_db_id),
         judgments,
-        readers.current_scores(session, study_id=study_id, pair_db_id=pair_db_id),
+        scores,
         dimensions=config.dimension_names,
         margin=config.quality_margin,
-        evidence=cleaning_evidence(session, study) if evidence is None else evidence,
+        evidence=evidence,
     )
+    if not medians:
+        evaluation = evaluation.drop(
+            columns=[c for c in evaluation.columns if c.startswith(_MEDIAN_PREFIXES)]
+        )
     return evaluation, judgments
 
 
