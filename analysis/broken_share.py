@@ -74,7 +74,10 @@ class MeanSquare:
     Arrays of shape (n_studies,): ``n`` pairs, ``estimate`` (M), ``se`` (the larger of ``se_data`` and
     ``se_floor``), ``se_data`` (from the spread of the per-pair estimates plus the annotators' shared
     part), ``se_floor`` (the SE at the boundary ``M = floor_mean_square`` under normal judgment noise),
-    ``annotator_var`` and ``noise_var`` (the within-pair variance of one judgment).
+    ``annotator_var`` and ``noise_var`` (the within-pair variance of one judgment). Per pair, shape (P,):
+    ``pair_estimate`` (the unbiased estimate ``U_i`` of ``g_i^2``, 0 for a pair without judgments) and
+    ``pair_floor`` (``Var(U_i)`` at the boundary under normal noise, the floor's part); per study
+    ``annotator_part`` (the variance the annotators share between pairs, part of both SEs).
     """
 
     n: np.ndarray
@@ -84,6 +87,9 @@ class MeanSquare:
     se_floor: np.ndarray
     annotator_var: np.ndarray
     noise_var: np.ndarray
+    pair_estimate: np.ndarray
+    pair_floor: np.ndarray
+    annotator_part: np.ndarray
 
 
 def mean_square(
@@ -193,7 +199,8 @@ def mean_square(
     at_floor = np.where(multi, 2.0 * v * v * kk / np.maximum(kk - 1.0, 1.0), 2.0 * v * v) + 4.0 * v * max(
         float(floor_mean_square), 0.0
     )
-    var_floor = np.bincount(sp, np.where(used, at_floor, 0.0), minlength=n_studies) / n_safe**2
+    at_floor = np.where(used, at_floor, 0.0)
+    var_floor = np.bincount(sp, at_floor, minlength=n_studies) / n_safe**2
     se_floor = np.sqrt(var_floor + var_q + var_l)
     enough = n >= 3
     nan = np.full(n_studies, math.nan)
@@ -205,6 +212,9 @@ def mean_square(
         se_floor=np.where(enough, se_floor, nan),
         annotator_var=s2a,
         noise_var=within,
+        pair_estimate=u,
+        pair_floor=at_floor,
+        annotator_part=var_q + var_l,
     )
 
 

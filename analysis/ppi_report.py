@@ -6,7 +6,8 @@ orders it saw a pair in); per judge the intersection-union over the dimensions, 
 equivalence verdict. The section exists only when a judge rated main pairs beyond the people's: a
 study without a judge, or with a judge on the people's pairs only, gets none (its report is
 unchanged). The people must have rated a uniform random sample of the judged pairs; the section says
-so. The share of broken pairs is not part of this verdict (it stays the people-only one). The preference
+so. The share of broken pairs gets its own prediction-powered bound per judge and dimension
+(:func:`analysis.ppi_broken_share.ppi_broken_share`, Markov's bound over every judged pair). The preference
 for chosen gets the same treatment: the per-judgment preference score (chosen 1, tie 0.5, rejected 0)
 against the judge's preference mapped to 0..1, one-sided against 0.5.
 """
@@ -23,6 +24,7 @@ from analysis.active_ppi import weighted_ppi_tost
 from analysis.aggregates import judgment_differences, judgments
 from analysis.frames import ANNOTATOR, CHOSEN, ITEM, PAIR_ID, PREFERENCE, REJECTED, RESPONSE, VALUE
 from analysis.judges import JUDGE, ORDER
+from analysis.ppi_broken_share import ppi_broken_share
 from analysis.prediction_powered import (
     PPIQuestion,
     PredictionPowered,
@@ -36,10 +38,19 @@ from analysis.scale import Margin, item_margin
 from analysis.validation import preference_scores
 from analysis.vocabulary import RUBRIC_ITEM, RUBRIC_PREFIX
 
-__all__ = ["PredictionPoweredSection", "judge_item_gaps", "prediction_powered_section", "summary_sentences"]
+__all__ = [
+    "UNEQUAL_DRAW",
+    "PredictionPoweredSection",
+    "judge_item_gaps",
+    "prediction_powered_section",
+    "summary_sentences",
+]
 
 _R = TypeVar("_R")
 
+UNEQUAL_DRAW = "unequal_draw"
+"""The report parameter set when the tool drew the people's pairs with unequal inclusion probabilities:
+the people-only verdicts then speak for the rated sample, not for every pair of the study."""
 SAMPLING_UNIFORM = "uniform random sample of the judged pairs"
 SAMPLING_WEIGHTED = (
     "the tool's drawn sample: each rated pair weighted by 1 / its inclusion probability recorded at the draw"
@@ -61,6 +72,10 @@ def _one_sided_columns(estimate: str) -> list[str]:
 
 PREFERENCE_COLUMNS = _one_sided_columns("share")
 RUBRIC_COLUMNS = _one_sided_columns("estimate")
+BROKEN_COLUMNS = [
+    *["judge", "dimension", "n_pairs", "n_rated", "effective_pairs", "lam", "mean_square", "upper"],
+    *["below", "people_mean_square", "people_upper", "people_below", "sentence"],
+]
 VERDICT_COLUMNS = [
     "judge",
     "status",
@@ -82,6 +97,7 @@ class PredictionPoweredSection:
     verdicts: pd.DataFrame
     preference: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PREFERENCE_COLUMNS))
     rubric: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=RUBRIC_COLUMNS))
+    broken: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=BROKEN_COLUMNS))
     parameters: dict[str, Any] = field(default_factory=dict)
 
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -91,6 +107,7 @@ class PredictionPoweredSection:
             "prediction_powered_verdicts": self.verdicts,
             "prediction_powered_preference": self.preference,
             "prediction_powered_rubric": self.rubric,
+            "prediction_powered_broken": self.broken,
         }
 
 
@@ -216,6 +233,7 @@ def prediction_powered_section(
     control_pairs: Sequence[str] = (),
     probability: pd.Series | None = None,
     margins: Mapping[str, float] | None = None,
+    max_broken_share: float = 0.1,
 ) -> PredictionPoweredSection | None:
     """The prediction-powered equivalence verdict of every judge that rated pairs beyond the people's.
 
@@ -239,6 +257,8 @@ def prediction_powered_section(
         is assumed.
     margins : mapping of str to float, optional
         A dimension's own margin in its scale's points (dimensions on different scales).
+    max_broken_share : float, default 0.1
+        The largest share of pairs beyond the margin the broken-share bound tolerates.
 
     Returns
     -------
@@ -269,6 +289,7 @@ def prediction_powered_section(
         _differences(main, [RUBRIC_ITEM]).get(RUBRIC_ITEM) if has_rubric and weights is None else None
     )
     rubric: list[dict[str, Any]] = []
+    broken: list[dict[str, Any]] = []
     for name in sorted(judges[JUDGE].unique()):
         mine = judges[judges[JUDGE] == name]
         share = None if weights is not None else _preference_row(name, scores, mine, alpha)
@@ -278,6 +299,7 @@ def prediction_powered_section(
         if rubric_row is not None:
             rubric.append(rubric_row)
         each = {**dict.fromkeys(differences, margin), **(margins or {})}
+        broken += _broken_rows(name, mine, differences, weights, each, alpha, max_broken_share)
         results = _dimension_results(name, mine, differences, rated, weights, each, alpha)
         for res in results:
             rows.append(
@@ -294,8 +316,10 @@ def prediction_powered_section(
         verdicts=pd.DataFrame(verdicts, columns=VERDICT_COLUMNS),
         preference=pd.DataFrame(preference, columns=PREFERENCE_COLUMNS),
         rubric=pd.DataFrame(rubric, columns=RUBRIC_COLUMNS),
+        broken=pd.DataFrame(broken, columns=BROKEN_COLUMNS),
         parameters={
             "margin": margin,
+            "max_broken_share": max_broken_share,
             **({"margins": dict(margins)} if margins and set(margins.values()) != {margin} else {}),
             "alpha": alpha,
             "sampling": SAMPLING_WEIGHTED if weights is not None else SAMPLING_UNIFORM,
@@ -340,6 +364,50 @@ def _dimension_results(
             continue
         results.append(res)
     return results
+
+
+def _broken_rows(
+    name: str,
+    mine: pd.DataFrame,
+    differences: dict[str, pd.DataFrame],
+    weights: pd.Series | None,
+    margin: Margin,
+    alpha: float,
+    max_share: float,
+) -> list[dict[str, Any]]:
+    """One judge's prediction-powered bound on the share of broken pairs per dimension where it rated
+    pairs beyond the people's."""
+    rows = []
+    for item, diffs in differences.items():
+        m = item_margin(margin, item)
+        try:
+            res = ppi_broken_share(
+                diffs,
+                judge_item_gaps(mine, item),
+                margin=m,
+                max_share=max_share,
+                alpha=alpha,
+                probability=weights,
+            )
+        except ValueError:
+            continue
+        fields = {c: getattr(res, c) for c in BROKEN_COLUMNS[2:-1]}
+        rows.append({"judge": name, "dimension": item, **fields, "sentence": broken_sentence(res, alpha)})
+    return rows
+
+
+def broken_sentence(res: Any, alpha: float) -> str:
+    """What the prediction-powered broken-share bound of one dimension says, in words."""
+    verdict = "below" if res.below else "not below"
+    return (
+        f"Verdict over {res.n_pairs} pairs, {res.n_rated} of them rated by people: at most "
+        f"{100 * res.upper:.1f}% of the pairs have a true gap beyond +-{res.margin:g} (upper "
+        f"{100 * (1 - alpha):g}% bound; people only: {100 * res.people_upper:.1f}%), {verdict} the tolerated "
+        f"{100 * res.max_share:g}%. Markov's bound on the mean squared gap (no model of the gaps), estimated "
+        f"with the judge's squared gap (lambda {res.lam:.2f}, effective sample size "
+        f"{res.effective_pairs:.0f}), "
+        "for the pairs of the benchmark the judge rated and annotators in general."
+    )
 
 
 def _judge_verdict(name: str, results: list[Any], n_items: int) -> dict[str, Any]:

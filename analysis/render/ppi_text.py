@@ -28,7 +28,7 @@ def _note(section: PredictionPoweredSection) -> str:
             else f"each dimension's margin ({margins_text(p['margins'])})"
         )
         + f" at {p['alpha']:g} per one-sided test ({level}% CIs), all dimensions must pass. "
-        + "The share of broken pairs stays the people-only verdict's. "
+        + "The share of broken pairs gets its own bound over every judged pair (the table below). "
         + _sampling(p)
     )
 
@@ -45,6 +45,24 @@ def _sampling(parameters: dict[str, object]) -> str:
     return (
         "Valid when the people rated a uniform random sample of the judged pairs. people_*: the "
         "people-only crossed model on the rated pairs."
+    )
+
+
+def _broken_note(section: PredictionPoweredSection) -> str:
+    """What the broken-share bound over every judged pair is, and for which pairs it speaks."""
+    p = section.parameters
+    share = p.get("max_broken_share", 0.1)
+    weighted = p.get("sampling") == SAMPLING_WEIGHTED
+    return (
+        "Markov's bound, for any distribution of the pair gaps: the share of pairs beyond the margin is at "
+        "most M / margin^2, M the mean squared true gap over every judged pair, estimated by PPI++ with the "
+        "judge's squared gap as the prediction and the people's unbiased per-pair estimate (products of two "
+        "annotators' differences) as the correction"
+        + (", each rated pair weighted by 1 / its inclusion probability" if weighted else "")
+        + f"; upper {100 * (1 - p['alpha']):g}% bound, below when under {100 * share:g}%. For the pairs "
+        "of the benchmark the judge rated and annotators in general. people_upper: the same bound "
+        "without the judge"
+        + (" (weighted, so over every pair of the draw)." if weighted else " (on the rated pairs).")
     )
 
 
@@ -70,6 +88,16 @@ def prediction_powered_sections(report: Report) -> list[tuple[str, str, pd.DataF
                 verdicts[["judge", "status", "sentence"]],
             ),
         ]
+    if not section.broken.empty:
+        sections.append(
+            (
+                "LLM judges: share of broken pairs over every judged pair (prediction-powered)",
+                _broken_note(section),
+                section.broken.assign(below=section.broken["below"].map({True: "BELOW", False: "NOT BELOW"}))[
+                    ["judge", "dimension", "below", "upper", "people_upper", "lam", "sentence"]
+                ],
+            )
+        )
     if not section.preference.empty:
         sections.append(
             _one_sided(
@@ -119,6 +147,9 @@ def prediction_powered_lines(report: Report) -> list[str]:
     lines = ["", "LLM judges: equivalence over every judged pair (prediction-powered)"]
     for row in section.verdicts.to_dict("records"):
         lines.append(f"  {str(row['judge'])[:24]:<24} {str(row['status']).upper():<13} {row['sentence']}")
+    for row in section.broken.to_dict("records"):
+        below = "BELOW" if row["below"] else "NOT BELOW"
+        lines.append(f"  {str(row['judge'])[:24]:<24} {below:<13} {row['dimension']}: {row['sentence']}")
     for row in section.preference.to_dict("records"):
         lines.append(
             f"  {str(row['judge'])[:24]:<24} {str(row['status']).upper():<13} preference for chosen over "

@@ -14,6 +14,7 @@ import pandas as pd
 
 from analysis.competence import QC_REPORT_COLUMNS
 from analysis.judges import AGREEMENT_COLUMNS, ALT_TEST_COLUMNS, BASELINE_COLUMNS
+from analysis.ppi_report import UNEQUAL_DRAW
 from analysis.render.owner_text import owner_sections
 from analysis.render.ppi_text import prediction_powered_sections
 from analysis.report import Report, Verdict
@@ -168,6 +169,14 @@ def _few_broken(p: dict[str, Any]) -> str:
         "pair gaps (at most the mean squared gap divided by the squared margin; the mean squared gap "
         "estimated from products of different annotators' judgments of the same pair, so annotator "
         f"effects are not counted as pair gaps), below {share:g}."
+        + (
+            " The tool drew the people's pairs with unequal inclusion probabilities (more where the judge "
+            "was unsure), so this bound speaks for the rated sample, not for every pair of the study; the "
+            "prediction-powered section gives it weighted by 1 / probability over every pair of the draw "
+            "(people_upper)."
+            if p.get(UNEQUAL_DRAW)
+            else ""
+        )
     )
 
 

@@ -164,6 +164,7 @@ def judge_report(
 
     from analysis.frames import split_controls
     from analysis.judges import judge_section
+    from analysis.ppi_report import UNEQUAL_DRAW
 
     main, _ = split_controls(frame)
     epsilon, basis = config.judge_epsilon
@@ -178,6 +179,8 @@ def judge_report(
     )
     section.parameters["epsilon_basis"] = basis
     report = dataclasses.replace(report, judges=section)
+    if probability is not None and probability.nunique() > 1:  # the people's pairs: not a uniform sample
+        report = dataclasses.replace(report, parameters={**report.parameters, UNEQUAL_DRAW: True})
     if not whole:
         return report
     from analysis.ppi_report import prediction_powered_section
@@ -191,6 +194,7 @@ def judge_report(
         control_pairs=_control_pairs(frame),
         probability=probability,
         margins=config.margins,
+        max_broken_share=config.validation.max_broken_share,
     )
     return dataclasses.replace(report, prediction_powered=covered)
 
