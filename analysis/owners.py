@@ -21,6 +21,12 @@ MIN_KAPPA_PAIRS pairs, below which it does not hold its level):
   the same pairs (a judge's choice: the sign of its preference, the mean over the orders it rated).
 
 A frame without owner rows gives no section, and the report is then what it was without this module.
+
+``betting_ratio`` gives a share's distribution-free bounds (Waudby-Smith and Ramdas's betting interval,
+valid for owners drawn independently whatever the distribution of their pairs and endorsements, with at
+most the study's largest pair count per owner). The report does not use them: they hold where the
+intervals above miss (owners' shares J-shaped and owners few), but cost most of the verdict's power
+with up to 20 owners (none left at 5-10 owners; measured in benchmarks/bench_owners.py, ``--union``).
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ __all__ = [
     "MIN_OWNERS",
     "OWNER_ENDORSEMENT",
     "OwnerSection",
+    "betting_ratio",
     "jackknife_kappa",
     "jackknife_ratio",
     "owner_endorsement_verdict",
