@@ -16,10 +16,13 @@ Every rate must lie within alpha + 2 Monte Carlo SE (one side of the interval ea
 Two grids: ``base`` (5-40 owners; shares 0.5 and 0.7) and ``skew`` (10-80 owners whose shares are
 Beta with mean 0.8 or 0.9 and sd 0.1, 0.15 or 0.2: strongly left-skewed); ``all`` runs both.
 
-``--union`` measures each share's interval united with the distribution-free betting interval
-(``analysis.owners.betting_ratio``) in place of the report's.
+The endorsement's interval is the report's (``analysis.owners.endorsement_interval``: the jackknife
+interval united with the distribution-free betting interval, ``betting_ratio``); ``--jackknife-only``
+measures the jackknife interval alone (the rule before), ``--union`` unites the accuracy's interval with
+the betting interval too (the report does not).
 
-``python benchmarks/bench_owners.py [--studies 2000] [--alpha 0.05] [--grid all|base|skew] [--union]``
+``python benchmarks/bench_owners.py [--studies 2000] [--alpha 0.05] [--grid all|base|skew] [--union]
+[--jackknife-only]``
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from analysis.owners import MIN_OWNERS, betting_ratio, jackknife_kappa, jackknife_ratio
+from analysis.betting import betting_ratio
+from analysis.owners import MIN_OWNERS, endorsement_interval, jackknife_kappa, jackknife_ratio
 
 TIE = 0.1
 
@@ -65,9 +69,11 @@ def run_row(
     accuracy: float,
     alpha: float,
     union: bool = False,
+    jackknife_only: bool = False,
 ) -> dict[str, float]:
-    """One row: coverage and verdict rates over `studies` simulated studies (`union`: each share's
-    interval is the union with the distribution-free betting interval, ``betting_ratio``)."""
+    """One row: coverage and verdict rates over `studies` simulated studies (the endorsement's interval
+    is the report's, ``endorsement_interval``, or with `jackknife_only` ``jackknife_ratio``'s alone;
+    `union`: the accuracy's interval united with the distribution-free ``betting_ratio``'s too)."""
     s, g, m = studies, owners, 20
     n = rng.integers(1, 21, (s, g)) if pairs == "1-20" else np.full((s, g), int(pairs))
     present = np.arange(m)[None, None, :] < n[..., None]  # (S, G, 20)
@@ -83,7 +89,10 @@ def run_row(
     rater_dir = np.where(same, owner_dir, other)
     score = np.array([1.0, 0.5, 0.0])[owner_dir]
     num = np.where(present, score, 0.0).sum(-1)
-    est, lo, hi, _ = _share(num, n, alpha, union)
+    if jackknife_only:
+        est, lo, hi, _ = jackknife_ratio(num, n, alpha=alpha)
+    else:
+        est, lo, hi, _ = endorsement_interval(num, n, alpha=alpha)
     truth = TIE / 2 + (1 - TIE) * share  # a tie counts half
     cover_low = float(np.mean(lo > truth))
     cover_high = float(np.mean(hi < truth))
@@ -155,7 +164,12 @@ def main() -> None:
     parser.add_argument(
         "--union",
         action="store_true",
-        help="each share's interval united with the distribution-free betting interval (betting_ratio)",
+        help="the accuracy's interval united with the distribution-free betting interval (betting_ratio)",
+    )
+    parser.add_argument(
+        "--jackknife-only",
+        action="store_true",
+        help="the endorsement's interval without the betting union (jackknife_ratio alone: the old rule)",
     )
     parser.add_argument(
         "--rows", type=_row_spec, nargs="*", help="only these rows, OWNERS:PAIRS:SHARE:SPREAD:ACC (else all)"
@@ -185,6 +199,7 @@ def main() -> None:
             accuracy=accuracy,
             alpha=args.alpha,
             union=args.union,
+            jackknife_only=args.jackknife_only,
         )
         rates = [r["endorse_low_miss"], r["endorse_high_miss"], r["fail_rate"]]
         rates += [r["accuracy_low_miss"], r["accuracy_high_miss"]]

@@ -15,13 +15,14 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
 
 from analysis.aggregates import judgments, pair_majority
+from analysis.betting import betting_ratio
 from analysis.label_files import read_labels
 from analysis.owner_simulation import with_owners
 from analysis.owners import (
     MIN_KAPPA_OWNERS,
     _chance,
     _score_kappa,
-    betting_ratio,
+    endorsement_interval,
     jackknife_kappa,
     jackknife_ratio,
     split_owners,
@@ -36,11 +37,15 @@ pytestmark = pytest.mark.nodb  # statistics and static checks: no database
 SETTINGS = ReportSettings(n_boot=50)
 
 
-def _study(seed: int = 1, **owners: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _study(
+    seed: int = 1, n_owners: int = 8, n_pairs: int = 40, **owners: float
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     frame = simulate_frame(
-        np.random.default_rng(seed), SimDesign(n_pairs=40, pool=6, positive_controls=6), SimEffects(noise=0.4)
+        np.random.default_rng(seed),
+        SimDesign(n_pairs=n_pairs, pool=6, positive_controls=6),
+        SimEffects(noise=0.4),
     )
-    return frame, with_owners(np.random.default_rng(seed + 1), frame, n_owners=8, **owners)
+    return frame, with_owners(np.random.default_rng(seed + 1), frame, n_owners=n_owners, **owners)
 
 
 def test_without_owners_the_json_report_is_unchanged() -> None:
@@ -63,7 +68,9 @@ def test_owner_rows_never_enter_the_third_party_analysis() -> None:
 
 
 def test_owners_who_prefer_rejected_fail_the_verdict() -> None:
-    _, owned = _study(follow_panel=0.0, endorse=0.1)
+    """20 owners with 6 pairs each (with 8 owners, or 2 pairs each, the distribution-free side of the
+    interval does not exclude one half here)."""
+    _, owned = _study(n_owners=20, n_pairs=120, follow_panel=0.0, endorse=0.1)
     report = build_report(owned, study="s", settings=SETTINGS)
     assert report.verdict("owner_endorsement").status == "fail"
     assert report.overall == "FAIL"
@@ -245,6 +252,37 @@ def test_betting_bounds_mirror_and_ignore_absent_owners() -> None:
     one = betting_ratio(num[7], den[7])
     assert (float(one[0]), float(one[1])) == (low[7], high[7])
     assert (betting_ratio([0.0, 0.0], [0.0, 0.0])) == (0.0, 1.0)
+
+
+def test_the_endorsement_interval_is_the_union_of_the_jackknife_and_betting_intervals() -> None:
+    """Each bound is the further of the two; on J-shaped owners the betting side is the lower bound in
+    some draws and the jackknife's in others (so neither interval alone is the rule)."""
+    rng = np.random.default_rng(14)
+    den = rng.integers(1, 21, (200, 10)).astype(float)
+    num = rng.binomial(den.astype(int), rng.beta(1.35, 0.15, (200, 10))).astype(float)
+    est, low, high, se = endorsement_interval(num, den)
+    j_est, j_low, j_high, j_se = jackknife_ratio(num, den)
+    b_low, b_high = betting_ratio(num, den)
+    np.testing.assert_array_equal(est, j_est)
+    np.testing.assert_array_equal(se, j_se)
+    np.testing.assert_array_equal(low, np.minimum(j_low, b_low))
+    np.testing.assert_array_equal(high, np.maximum(j_high, b_high))
+    assert (b_low < j_low).any() and (b_low > j_low).any()
+    assert np.isnan(endorsement_interval([2.0], [3.0])[1])
+
+
+def test_the_verdict_uses_the_endorsement_interval() -> None:
+    _, owned = _study(follow_panel=0.0, endorse=0.1)
+    report = build_report(owned, study="s", settings=SETTINGS)
+    row = report.owners.endorsement.iloc[0]
+    owner = owned[owned["rater_kind"] == "owner"]
+    per_owner = owner.assign(
+        score=np.select([owner["preference"] > 0, owner["preference"] < 0], [1.0, 0.0], 0.5)
+    )
+    grouped = per_owner.groupby("annotator")["score"]
+    _, low, high, _ = endorsement_interval(grouped.sum().to_numpy(), grouped.size().to_numpy())
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((float(low), float(high)), abs=1e-12)
+    assert "betting interval" in report.verdict("owner_endorsement").test
 
 
 def test_kappa_jackknife_part_is_halls_skewness_corrected_t() -> None:
