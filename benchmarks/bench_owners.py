@@ -21,8 +21,11 @@ interval united with the distribution-free betting interval, ``betting_ratio``);
 measures the jackknife interval alone (the rule before), ``--union`` unites the accuracy's interval with
 the betting interval too (the report does not).
 
+``--two-groups`` measures only the verdict's false pass rate at a population share of exactly 1/2 when
+owners form two groups (a few who mostly reject chosen), with and without the betting union.
+
 ``python benchmarks/bench_owners.py [--studies 2000] [--alpha 0.05] [--grid all|base|skew] [--union]
-[--jackknife-only]``
+[--jackknife-only] [--two-groups]``
 """
 
 from __future__ import annotations
@@ -122,6 +125,50 @@ def run_row(
     }
 
 
+#: Two groups of owners at a population share of exactly 1/2: a fraction `frac` of owners prefer chosen
+#: with probability `low`, the rest with `high` (no ties), so most samples of few owners miss the low group.
+TWO_GROUPS = [
+    (owners, pairs, frac, high)
+    for owners in (10, 20, 40)
+    for pairs in ("20", "1-20")
+    for frac, high in ((0.1, 0.55), (0.2, 0.6), (0.3, 0.65))
+]
+
+
+def two_group_null(
+    rng: np.random.Generator, *, studies: int, owners: int, pairs: str, frac: float, high: float, alpha: float
+) -> tuple[float, float, float]:
+    """False pass rates at a share of exactly 1/2 (two groups of owners): the report's verdict and the
+    jackknife interval's alone; and the low group's owner probability."""
+    low = (0.5 - (1 - frac) * high) / frac
+    n = rng.integers(1, 21, (studies, owners)) if pairs == "1-20" else np.full((studies, owners), int(pairs))
+    p = np.where(rng.random((studies, owners)) < frac, low, high)
+    num = rng.binomial(n, p).astype(float)
+    report_low = endorsement_interval(num, n, alpha=alpha)[1]
+    jackknife_low = jackknife_ratio(num, n, alpha=alpha)[1]
+    return float(np.mean(report_low > 0.5)), float(np.mean(jackknife_low > 0.5)), low
+
+
+def _print_two_groups(rng: np.random.Generator, studies: int, chunk: int, alpha: float, limit: float) -> None:
+    print("owners pairs frac_low p_low p_high | false pass: report jackknife-only")
+    over = [0, 0]
+    for owners, pairs, frac, high in TWO_GROUPS:
+        sizes = [min(chunk, studies - done) for done in range(0, studies, chunk)]
+        parts = [
+            two_group_null(rng, studies=k, owners=owners, pairs=pairs, frac=frac, high=high, alpha=alpha)
+            for k in sizes
+        ]
+        report, jackknife = (float(np.average([part[i] for part in parts], weights=sizes)) for i in (0, 1))
+        over[0] += report > limit
+        over[1] += jackknife > limit
+        low = parts[0][2]
+        print(
+            f"{owners:>6} {pairs:>5} {frac:>8.2f} {low:.2f} {high:.2f} | {report:.4f} {jackknife:.4f}",
+            flush=True,
+        )
+    print(f"rows over the limit {limit:.4f}: report {over[0]}, jackknife-only {over[1]} of {len(TWO_GROUPS)}")
+
+
 BASE_GRID = [
     (owners, pairs, share, spread, accuracy)
     for owners in (5, 10, 20, 40)
@@ -167,6 +214,11 @@ def main() -> None:
         help="the accuracy's interval united with the distribution-free betting interval (betting_ratio)",
     )
     parser.add_argument(
+        "--two-groups",
+        action="store_true",
+        help="only the false pass rates at a share of 1/2 with two groups of owners (TWO_GROUPS)",
+    )
+    parser.add_argument(
         "--jackknife-only",
         action="store_true",
         help="the endorsement's interval without the betting union (jackknife_ratio alone: the old rule)",
@@ -182,6 +234,9 @@ def main() -> None:
         "owners pairs  share spread acc | endorse miss lo/hi | pass  fail | accuracy miss lo/hi |"
         " kappa miss lo/hi | ok kappa-ok | width endorse kappa"
     )
+    if args.two_groups:
+        _print_two_groups(rng, args.studies, args.chunk, args.alpha, limit)
+        return
     print(header)
     start = time.perf_counter()
     worst = worst_kappa = 0.0
