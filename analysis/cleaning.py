@@ -286,6 +286,9 @@ def cleaning_list(
     column = {c: table[c].tolist() for c in table.columns}  # plain lists: per-pair words without pandas
     reasons = []
     for i, (p_broken, decision) in enumerate(zip(column["p_broken"], column["decision"], strict=True)):
+        if decision == KEEP:  # a kept pair has no reason
+            reasons.append("")
+            continue
         top = [d for d in present if column[f"p_{d}"][i] >= max(p_broken, 1e-12) * 0.999]
         top = [d for d in top if p_broken > fdr]
         what = [
@@ -300,7 +303,7 @@ def cleaning_list(
                 for w in watched
                 if column[f"p_{w}"][i] > fdr
             ]
-        reasons.append("; ".join(what) if decision != KEEP else "")
+        reasons.append("; ".join(what))
     parts = [[f"{int(n)} judgments"] for n in column["n_judgments"]]
     for item in evidence:
         means = _formatted(column[f"mean_{item}"], "+.2f")
