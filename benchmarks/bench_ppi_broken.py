@@ -16,7 +16,8 @@ Rows:
   margin, the rest at 0: the case Markov's bound is tight for) and normal gaps with 10% beyond the
   margin (SD margin / 1.645); every judge, uniform and active draws, n 100 and 400. Beside it the
   people-only bound (weighted under the active draw) and, under the active draw, the unweighted
-  people-only bound of the rated sample (what the report's people-only verdict computes).
+  people-only bound of the rated sample (what the report's people-only verdict computes); var ratio:
+  the people-only variance of M over the prediction-powered one (what the judge added).
 - **power** at gap 0 (every pair at 0): the share of PASS with the judge and people-only at the same
   human budget, n 100, 200 and 400.
 
@@ -113,7 +114,7 @@ def boundary(studies: int, rng: np.random.Generator) -> int:
     )
     print(
         f"{'gaps':<10} {'judge':<26} {'draw':<8} {'n':>4} {'PPI':>7} {'people':>7} {'rated-only':>10} "
-        f"{'lambda':>7}"
+        f"{'lambda':>7} {'var ratio':>9}"
     )
     over = 0
     for kind in ("two-point", "normal"):
@@ -125,7 +126,7 @@ def boundary(studies: int, rng: np.random.Generator) -> int:
                     over += bool(flag)
                     print(
                         f"{kind:<10} {judge:<26} {draw:<8} {n:>4} {r['ppi']:>7.4f} {r['people']:>7.4f} "
-                        f"{r['rated_only']:>10.4f} {r['lam']:>7.3f}{flag}",
+                        f"{r['rated_only']:>10.4f} {r['lam']:>7.3f} {r['var_ratio']:>9.3f}{flag}",
                         flush=True,
                     )
     return over
