@@ -170,7 +170,7 @@ def endorsement_interval(
 
     >>> est, lo, hi, se = endorsement_interval([9, 10, 8, 10, 10, 9, 10, 7, 10, 10], [10] * 10)
     >>> round(float(est), 2), round(float(lo), 3), round(float(hi), 3)
-    (0.93, 0.545, 1.0)
+    (0.93, 0.666, 1.0)
     """
     est, low, high, se = jackknife_ratio(num, den, alpha=alpha)
     bet_low, bet_high = betting_ratio(num, den, alpha=alpha)
