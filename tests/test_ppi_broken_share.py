@@ -148,7 +148,7 @@ def test_without_a_judge_there_is_no_bound_over_every_pair(frame: pd.DataFrame) 
     assert "speaks for the rated sample" not in render.to_markdown(report)
 
 
-def test_an_unequal_draw_says_the_people_only_bound_speaks_for_the_rated_sample(frame: pd.DataFrame) -> None:
+def test_an_unequal_draw_says_people_only_verdicts_speak_for_the_rated_sample(frame: pd.DataFrame) -> None:
     main, judges, pairs = _judged(frame)
     report = build_report(frame, study="s", settings=ReportSettings(n_boot=20))
     config = load_config(None)
@@ -159,6 +159,7 @@ def test_an_unequal_draw_says_the_people_only_bound_speaks_for_the_rated_sample(
     )
     equal = judge_report(report, frame, judges, config, n_boot=20, seed=0, whole=True, probability=uniform)
     assert "speaks for the rated sample" in render.to_markdown(unequal)
+    assert "like every people-only verdict of this report (the mean gap" in render.to_markdown(unequal)
     assert "speaks for the rated sample" not in render.to_markdown(equal)
     assert unequal.prediction_powered is not None
     assert "1 / its inclusion probability" in render.to_markdown(unequal)

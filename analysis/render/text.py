@@ -171,9 +171,10 @@ def _few_broken(p: dict[str, Any]) -> str:
         f"effects are not counted as pair gaps), below {share:g}."
         + (
             " The tool drew the people's pairs with unequal inclusion probabilities (more where the judge "
-            "was unsure), so this bound speaks for the rated sample, not for every pair of the study; the "
-            "prediction-powered section gives it weighted by 1 / probability over every pair of the draw "
-            "(people_upper)."
+            "was unsure), so this bound, like every people-only verdict of this report (the mean gap, the "
+            "rubric and the preference), speaks for the rated sample, not for every pair of the study; the "
+            "prediction-powered section gives the mean gap and this bound weighted by 1 / probability over "
+            "every pair of the draw (people_* columns, people_upper)."
             if p.get(UNEQUAL_DRAW)
             else ""
         )
