@@ -55,6 +55,32 @@ def test_the_estimate_equals_a_hand_computation() -> None:
     assert (res.n_pairs, res.n_rated) == (8, 5)
 
 
+def test_the_weighted_estimate_equals_a_hand_computation() -> None:
+    """Under the tool's draw: w = 1 / probability on the rated pairs;
+    lambda = sum_L w (1/p - 1)(U - U_w)(f - f_bar) / sum_all (1/p - 1)(f - f_bar)^2, clipped to [0, 1];
+    M = lambda f_bar + sum_L w (U - lambda f) / sum_L w (Hajek); the people-only M with lambda 0."""
+    d = np.array([[0.5, 0.7], [0.1, -0.2], [1.0, 0.6], [0.0, 0.3], [0.8, 0.9]])
+    rated = [f"r{i}" for i in range(5)]
+    frame = pd.DataFrame({"pair_id": np.repeat(rated, 2), "annotator": ["a", "b"] * 5, "diff": d.ravel()})
+    ids = [*rated, "u0", "u1", "u2"]
+    gap = pd.Series([0.6, 0.0, 0.9, 0.2, 0.7, 0.5, 0.1, 1.1], index=ids)
+    p = np.array([0.5, 0.8, 0.4, 0.6, 0.5, 0.3, 0.7, 0.2])
+    res = ppi_broken_share(frame, gap, margin=0.5, probability=pd.Series(p, index=ids))
+    u, f = d[:, 0] * d[:, 1], gap.to_numpy() ** 2
+    w, fc = 1 / p[:5], f - f.mean()
+    u_w = (w * u).sum() / w.sum()
+    lam = ((w * (1 / p[:5] - 1) * (u - u_w) * fc[:5]).sum()) / ((1 / p - 1) * fc**2).sum()
+    lam = min(max(lam, 0.0), 1.0)
+    assert 0 < lam < 1
+    assert res.lam == pytest.approx(lam, abs=1e-12)
+    assert res.mean_square == pytest.approx(
+        lam * f.mean() + (w * (u - lam * f[:5])).sum() / w.sum(), abs=1e-12
+    )
+    assert res.people_mean_square == pytest.approx(u_w, abs=1e-12)
+    assert res.people_mean_square != pytest.approx(u.mean(), abs=1e-3)  # the weights matter here
+    assert (res.n_pairs, res.n_rated) == (8, 5)
+
+
 def test_lambda_zero_is_the_people_only_bound_on_the_rated_pairs() -> None:
     rng = np.random.default_rng(3)
     ids = np.array([f"p{i}" for i in range(600)])
