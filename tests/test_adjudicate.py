@@ -419,20 +419,23 @@ def evidenced(tmp_path: Path) -> Engine:
 
 
 def test_the_evaluation_without_medians_is_the_full_one_without_its_median_columns(tmp_path: Path) -> None:
-    """The queue's evaluation skips the scores (it shows no median) yet decides every pair as the full
-    evaluation does: every other column is equal, row for row, and the queue is the full evaluation's
-    pairs that need a person, in the queue's order."""
+    """The queue's evaluation skips the scores (it shows no median) and reads the judgments in the
+    columns its rules read, yet decides every pair as the full evaluation does: every other column is
+    equal, row for row, and the queue is the full evaluation's pairs that need a person, in the
+    queue's order."""
     engine = evidenced(tmp_path)
     with db.session_scope(engine) as session:
         study = get_study(session, STUDY)
         evidence = adjudication_reads.cleaning_evidence(session, study)
-        full, _ = adjudication_reads.current_evaluation(session, study, evidence=evidence)
-        light, _ = adjudication_reads.current_evaluation(session, study, evidence=evidence, medians=False)
+        full, judged = adjudication_reads.current_evaluation(session, study, evidence=evidence)
+        light, read = adjudication_reads.current_evaluation(session, study, evidence=evidence, medians=False)
         waiting = adjudication_queue.queue(session, study=STUDY, account=SYSTEM, evidence=evidence)
     assert not evidence.empty
     medians = [c for c in full.columns if c.startswith(("chosen_", "rejected_"))]
     assert medians and not any(c in light.columns for c in medians)
     pd.testing.assert_frame_equal(full.drop(columns=medians), light)
+    assert set(read.columns) == {*adjudication_reads.EVALUATED, "pair_id", "annotator"}
+    pd.testing.assert_frame_equal(judged[read.columns], read)  # the same judgments, fewer columns
     assert set(full["status"]) == {"needs_person", "auto", "unresolved"}
     expected = full[full["status"] == "needs_person"].sort_values(
         ["agreement", "n_flags", "pair_id"], ascending=[True, False, True], kind="stable"

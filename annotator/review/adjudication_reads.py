@@ -32,6 +32,8 @@ __all__ = [
 
 HUMAN_METHOD: Method = "adjudicated"
 _MEDIAN_PREFIXES = ("chosen_", "rejected_")  # the evaluation's per-item median columns
+#: The judgment columns the rules read (:func:`analysis.adjudication.evaluate` without medians).
+EVALUATED = ("judgment_id", "pair_db_id", "preference", "flag", "submitted_at", "control")
 
 
 def config_of(study: Study) -> StudyConfig:
@@ -69,12 +71,15 @@ def current_evaluation(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The evaluation of a study's pairs (or one pair) and the current judgments it was built on;
     `evidence` is the study's :func:`cleaning_evidence` when the caller already has it (it reads the
-    whole study). Without `medians` the per-item median columns are left out and the scores are read
-    only when a rule needs them (the quality_gap rule, when there is no cleaning list): every other
-    column is the same."""
+    whole study). Without `medians` the per-item median columns are left out, the scores are read
+    only when a rule needs them (the quality_gap rule, when there is no cleaning list) and the
+    judgments only in the columns the rules read (:data:`EVALUATED`): every other column of the
+    evaluation is the same."""
     study_id = id_of(study)
     config = config_of(study)
-    judgments = readers.current_judgments(session, study_id=study_id, pair_db_id=pair_db_id)
+    judgments = readers.current_judgments(
+        session, study_id=study_id, pair_db_id=pair_db_id, columns=None if medians else EVALUATED
+    )
     judgments = judgments[judgments["control"] == ""].reset_index(drop=True)  # controls never count
     evidence = cleaning_evidence(session, study) if evidence is None else evidence
     scores = (

@@ -4,7 +4,7 @@ Every consumer of labels (analysis, export, adjudication, the dashboard) reads t
 with a few set-based queries and no per-row ORM loads.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -94,13 +94,17 @@ def _fetch_chunks(session: Session, query: Select, size: int) -> Iterator[list[t
             yield list(rows)
 
 
-def current_judgments(session: Session, *, study_id: int, pair_db_id: int | None = None) -> pd.DataFrame:
+def current_judgments(
+    session: Session, *, study_id: int, pair_db_id: int | None = None, columns: Sequence[str] | None = None
+) -> pd.DataFrame:
     """The current judgment of every assignment of a study (or of one pair): one row per judgment.
 
     Columns: judgment_id, pair_db_id (Pair.id), pair_id (the external id), category, annotator,
     preference (-2..2, positive = chosen), confidence, time_s, side_chosen, chosen_chars,
     rejected_chars, revision,
-    revision_count, submitted_at (UTC), flag, flag_reason, comment. Sorted by pair_id, annotator.
+    revision_count, submitted_at (UTC), flag, flag_reason, comment, control, guideline_version, arm.
+    Sorted by pair_id, annotator. With `columns`, only those (and pair_id, annotator) are read: the
+    same rows in the same order.
     """
     query: Select = (
         select(
@@ -133,25 +137,29 @@ def current_judgments(session: Session, *, study_id: int, pair_db_id: int | None
     )
     if pair_db_id is not None:
         query = query.where(col(Assignment.pair_id) == pair_db_id)
+    if columns is not None:
+        wanted = {"pair_id", "annotator", *columns}
+        query = query.with_only_columns(*(c for c in query.selected_columns if c.key in wanted))
     frame = pd.DataFrame(_fetch(session, query), columns=list(query.selected_columns.keys()))
-    frame = frame.astype(
-        {
-            "judgment_id": "int64",
-            "pair_db_id": "int64",
-            "preference": "int64",
-            "revision": "int64",
-            "revision_count": "int64",
-            "chosen_chars": "int64",
-            "rejected_chars": "int64",
-            "confidence": "float64",
-            "time_s": "float64",
-            "flag": "bool",
-        }
-    )
+    types = {
+        "judgment_id": "int64",
+        "pair_db_id": "int64",
+        "preference": "int64",
+        "revision": "int64",
+        "revision_count": "int64",
+        "chosen_chars": "int64",
+        "rejected_chars": "int64",
+        "confidence": "float64",
+        "time_s": "float64",
+        "flag": "bool",
+    }
+    frame = frame.astype({name: kind for name, kind in types.items() if name in frame.columns})
     text_columns = ("pair_id", "category", "annotator", "side_chosen", "flag_reason", "comment")
     for name in (*text_columns, "control", "guideline_version", "arm"):
-        frame[name] = frame[name].astype(object)
-    frame["submitted_at"] = pd.to_datetime(frame["submitted_at"], utc=True)
+        if name in frame.columns:
+            frame[name] = frame[name].astype(object)
+    if "submitted_at" in frame.columns:
+        frame["submitted_at"] = pd.to_datetime(frame["submitted_at"], utc=True)
     return frame.sort_values(["pair_id", "annotator"], kind="stable").reset_index(drop=True)
 
 
