@@ -37,9 +37,9 @@ import pandas as pd
 from analysis.equivalence import tost_from_estimate
 from analysis.equivalence.checks import check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
-from analysis.judges import CONFIDENCE
 from analysis.mixed import fit_crossed
 from analysis.prediction_powered import PPIQuestion, PredictionPowered, ppi_result
+from analysis.vocabulary import CONFIDENCE
 
 __all__ = [
     "ACTIVE_MODEL",
