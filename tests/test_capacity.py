@@ -75,7 +75,9 @@ def test_a_coded_frame_round_trips_through_every_labels_file(
     monkeypatch.setattr(label_files, "CHUNK_ROWS", 5)  # several chunks with different categories
     path = tmp_path / f"labels{suffix}"
     with db.session_scope(rated) as session:
-        export.export(session, study=STUDY, kind="labels", fmt=suffix[1:], path=path, account=SYSTEM)
+        export.export(
+            session, export.ExportRequest(STUDY, "labels"), fmt=suffix[1:], path=path, account=SYSTEM
+        )
     back = read_labels(path)
     original = validate_frame(frame_of(rated))
     assert isinstance(back["pair_id"].dtype, pd.CategoricalDtype)

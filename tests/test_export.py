@@ -177,7 +177,7 @@ def test_every_export_writes_every_format(tmp_path: Path, kind: str, fmt: str) -
     engine = _judged_study(tmp_path)
     path = tmp_path / f"{kind}.{fmt}"
     with db.session_scope(engine) as session:
-        rows = export.export(session, study=STUDY, kind=kind, fmt=fmt, path=path, account=SYSTEM)
+        rows = export.export(session, export.ExportRequest(STUDY, kind), fmt=fmt, path=path, account=SYSTEM)
     expected = {"labels": 3 * 3 * 10, "adjudicated": 3, "pairs": 3}[kind]
     assert rows == expected
     if fmt == "csv":
@@ -201,20 +201,16 @@ def test_the_audit_record_of_an_export_keeps_its_options(tmp_path: Path) -> None
     with db.session_scope(engine) as session:
         export.export(
             session,
-            study=STUDY,
-            kind="labels",
+            export.ExportRequest(STUDY, "labels", pseudonymize=True),
             fmt="csv",
             path=tmp_path / "l.csv",
-            pseudonymize=True,
             account=SYSTEM,
         )
         export.export(
             session,
-            study=STUDY,
-            kind="pairs",
+            export.ExportRequest(STUDY, "pairs", validated_only=True),
             fmt="jsonl",
             path=tmp_path / "p.jsonl",
-            validated_only=True,
             account=SYSTEM,
         )
     with Session(engine) as session:
@@ -302,8 +298,8 @@ def test_write_frame_refuses_an_unknown_format_and_an_unwritable_path(tmp_path: 
 def test_validated_only_keeps_the_kept_pairs_in_every_export(tmp_path: Path, kind: str) -> None:
     engine = _judged_study(tmp_path)  # p0 kept; p1 needs a person; p2 resolved, not kept
     with db.session_scope(engine) as session:
-        data = export.build(session, study=STUDY, kind=kind, validated_only=True, account=SYSTEM)
-        every = export.build(session, study=STUDY, kind=kind, account=SYSTEM)
+        data = export.build(session, export.ExportRequest(STUDY, kind, validated_only=True), account=SYSTEM)
+        every = export.build(session, export.ExportRequest(STUDY, kind), account=SYSTEM)
     ids = [r["id"] for r in data] if kind == "pairs" else list(data["pair_id"].unique())
     assert ids == ["p0"]
     assert len(data) == {"labels": 3 * 10, "adjudicated": 1, "pairs": 1}[kind]
@@ -318,7 +314,7 @@ def test_validated_only_before_any_adjudication_writes_empty_files(
     engine = build_study(tmp_path, 2)
     rate_all(engine, "p0", [1, 2, 1])  # judged, not yet adjudicated: nothing is kept
     with db.session_scope(engine) as session:
-        data = export.build(session, study=STUDY, kind=kind, validated_only=True, account=SYSTEM)
+        data = export.build(session, export.ExportRequest(STUDY, kind, validated_only=True), account=SYSTEM)
     assert len(data) == 0
     export.to_bytes(data, fmt)
 
@@ -423,7 +419,7 @@ def test_label_export_round_trip_gives_the_same_statistics(tmp_path: Path, fmt: 
     direct = frame(engine)
     path = tmp_path / f"labels.{fmt}"
     with db.session_scope(engine) as session:
-        export.export(session, study=STUDY, kind="labels", fmt=fmt, path=path, account=SYSTEM)
+        export.export(session, export.ExportRequest(STUDY, "labels"), fmt=fmt, path=path, account=SYSTEM)
     try:
         from analysis.label_files import read_labels
     except ImportError:  # pragma: no cover - the analysis package is built in parallel

@@ -262,7 +262,7 @@ def two_scale_study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
 def test_simulated_ratings_lie_on_each_dimensions_scale(two_scale_study: tuple[Engine, Report, Path]) -> None:
     engine, _, _ = two_scale_study
     with db.session_scope(engine) as session:
-        frame = export.build(session, study="s1", kind="labels", account=SYSTEM)
+        frame = export.build(session, export.ExportRequest("s1", "labels"), account=SYSTEM)
     assert isinstance(frame, pd.DataFrame)
     seen = frame.groupby("item")["value"].agg(["min", "max"])
     for name, points in POINTS.items():
@@ -308,7 +308,7 @@ def test_the_report_uses_each_dimensions_scale(two_scale_study: tuple[Engine, Re
 def test_the_exports_name_each_dimensions_scale(two_scale_study: tuple[Engine, Report, Path]) -> None:
     engine, _, folder = two_scale_study
     with db.session_scope(engine) as session:
-        frame = export.build(session, study="s1", kind="labels", account=SYSTEM)
+        frame = export.build(session, export.ExportRequest("s1", "labels"), account=SYSTEM)
     assert isinstance(frame, pd.DataFrame)
     ends = frame.drop_duplicates("item").set_index("item")[["scale_low", "scale_high"]]
     assert ends.loc["safe"].tolist() == [0, 1] and ends.loc["helpfulness"].tolist() == [1, 7]
@@ -324,7 +324,7 @@ def test_the_exports_name_each_dimensions_scale(two_scale_study: tuple[Engine, R
 def test_a_study_on_one_scale_exports_no_scale_columns(engine: Engine, tmp_path: Path) -> None:
     make_study(engine, tmp_path, 2)
     with db.session_scope(engine) as session:
-        frame = export.build(session, study="s1", kind="labels", account=SYSTEM)
+        frame = export.build(session, export.ExportRequest("s1", "labels"), account=SYSTEM)
     assert isinstance(frame, pd.DataFrame) and "scale_low" not in frame.columns
     assert "## Quality scales" not in dataset.dataset_card(
         study="s1", rows={"pairs": 1}, license_id="cc-by-4.0", validation="", methods="",

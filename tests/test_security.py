@@ -133,15 +133,17 @@ RESEARCHER_CALLS: dict[str, Call] = {
         s, username="mallory", role="researcher", password="x" * 12, account=a
     ),
     "accounts.set_active": lambda w, s, a: accounts.set_active(s, username="ann2", active=False, account=a),
-    "export.build labels": lambda w, s, a: export.build(s, study=STUDY, kind="labels", account=a),
-    "export.build adjudicated": lambda w, s, a: export.build(s, study=STUDY, kind="adjudicated", account=a),
-    "export.build pairs": lambda w, s, a: export.build(s, study=STUDY, kind="pairs", account=a),
+    "export.build labels": lambda w, s, a: export.build(s, export.ExportRequest(STUDY, "labels"), account=a),
+    "export.build adjudicated": lambda w, s, a: export.build(
+        s, export.ExportRequest(STUDY, "adjudicated"), account=a
+    ),
+    "export.build pairs": lambda w, s, a: export.build(s, export.ExportRequest(STUDY, "pairs"), account=a),
     "readers.label_frame": lambda w, s, a: readers.label_frame(s, study=STUDY, account=a),
     "export.record_export": lambda w, s, a: export.record_export(
-        s, study=STUDY, kind="labels", rows=0, fmt="csv", account=a
+        s, export.ExportRequest(STUDY, "labels"), rows=0, fmt="csv", account=a
     ),
     "export.export": lambda w, s, a: export.export(
-        s, study=STUDY, kind="labels", fmt="csv", path=w.folder / "out.csv", account=a
+        s, export.ExportRequest(STUDY, "labels"), fmt="csv", path=w.folder / "out.csv", account=a
     ),
     "study_progress.reassign_open": lambda w, s, a: study_progress.reassign_open(
         s, account=a, study=STUDY, username="ann2"
@@ -528,8 +530,7 @@ def test_the_audit_log_covers_logins_imports_submissions_decisions_and_exports(w
     with db.session_scope(world.engine) as session:
         export.export(
             session,
-            study=STUDY,
-            kind="labels",
+            export.ExportRequest(STUDY, "labels"),
             fmt="csv",
             path=world.folder / "l.csv",
             account=world.accounts["boss"],

@@ -34,7 +34,9 @@ def _decided_study(tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_rows_without_an_adjudicator_get_no_code(tmp_path: Path) -> None:
     engine = _decided_study(tmp_path)
     with db.session_scope(engine) as session:
-        frame = export.build(session, study=STUDY, kind="adjudicated", pseudonymize=True, account=SYSTEM)
+        frame = export.build(
+            session, export.ExportRequest(STUDY, "adjudicated", pseudonymize=True), account=SYSTEM
+        )
     by_pair = dict(zip(frame["pair_id"], frame["adjudicator"], strict=True))
     assert by_pair["p0"] is None and by_pair["p1"] is None and by_pair["p3"] is None
     assert isinstance(by_pair["p2"], str) and by_pair["p2"].startswith("R")
@@ -44,9 +46,11 @@ def test_no_real_name_in_any_column_of_a_pseudonymized_export(tmp_path: Path) ->
     engine = _decided_study(tmp_path)
     with db.session_scope(engine) as session:
         adjudicated = export.build(
-            session, study=STUDY, kind="adjudicated", pseudonymize=True, account=SYSTEM
+            session, export.ExportRequest(STUDY, "adjudicated", pseudonymize=True), account=SYSTEM
         )
-        labels = export.build(session, study=STUDY, kind="labels", pseudonymize=True, account=SYSTEM)
+        labels = export.build(
+            session, export.ExportRequest(STUDY, "labels", pseudonymize=True), account=SYSTEM
+        )
     for frame in (adjudicated, labels):
         text = frame.to_csv()  # type: ignore[union-attr]
         for name in (*ANNOTATORS, BOSS):

@@ -178,10 +178,12 @@ def test_a_deactivated_researchers_account_can_no_longer_export(engine: Engine, 
     make_study(engine, tmp_path, 2)
     rita = _account(engine, "rita", role="researcher")
     with db.session_scope(engine) as session:
-        export.build(session, study="s1", kind="pairs", account=rita)
+        export.build(session, export.ExportRequest("s1", "pairs"), account=rita)
     _deactivate(engine, "rita")
     with pytest.raises(AuthError, match="deactivated"), db.session_scope(engine) as session:
-        export.export(session, study="s1", kind="pairs", fmt="jsonl", path=tmp_path / "p.jsonl", account=rita)
+        export.export(
+            session, export.ExportRequest("s1", "pairs"), fmt="jsonl", path=tmp_path / "p.jsonl", account=rita
+        )
     assert not (tmp_path / "p.jsonl").exists()
 
 
@@ -191,13 +193,13 @@ def test_a_deactivated_researchers_account_can_no_longer_export(engine: Engine, 
 def test_a_missing_account_is_an_error_not_trust(engine: Engine, tmp_path: Path) -> None:
     make_study(engine, tmp_path, 1)
     with pytest.raises(TypeError, match="account"), db.session_scope(engine) as session:
-        export.build(session, study="s1", kind="pairs")  # type: ignore[call-arg]
+        export.build(session, export.ExportRequest("s1", "pairs"))  # type: ignore[call-arg]
 
 
 def test_none_is_not_an_account(engine: Engine, tmp_path: Path) -> None:
     make_study(engine, tmp_path, 1)
     with pytest.raises(AuthError, match="no account"), db.session_scope(engine) as session:
-        export.build(session, study="s1", kind="pairs", account=None)  # type: ignore[arg-type]
+        export.build(session, export.ExportRequest("s1", "pairs"), account=None)  # type: ignore[arg-type]
 
 
 def test_a_copy_of_the_system_account_is_not_trusted(engine: Engine, tmp_path: Path) -> None:
@@ -206,7 +208,7 @@ def test_a_copy_of_the_system_account_is_not_trusted(engine: Engine, tmp_path: P
     make_study(engine, tmp_path, 1)
     forged = Account(id=0, username="system", role="system")
     with pytest.raises(AuthError), db.session_scope(engine) as session:
-        export.build(session, study="s1", kind="pairs", account=forged)
+        export.build(session, export.ExportRequest("s1", "pairs"), account=forged)
 
 
 def test_every_guarded_service_requires_an_account() -> None:
@@ -258,7 +260,7 @@ def test_an_account_whose_role_differs_from_the_database_is_refused(engine: Engi
     ann = _account(engine, "ann")
     promoted = Account(id=ann.id, username=ann.username, role="researcher")
     with pytest.raises(AuthError, match="role has changed"), db.session_scope(engine) as session:
-        export.build(session, study="s1", kind="pairs", account=promoted)
+        export.build(session, export.ExportRequest("s1", "pairs"), account=promoted)
 
 
 def test_a_researcher_cannot_deactivate_themselves(engine: Engine) -> None:

@@ -57,17 +57,9 @@ def export_(
         return
     fmt = fmt or out_path.suffix.lower().lstrip(".")
     engine = open_sound_db(database)
+    request = exporting.ExportRequest(study, kind, pseudonymize=pseudonymize, validated_only=validated_only)
     with db.session_scope(engine) as session:
-        rows = exporting.export(
-            session,
-            study=study,
-            kind=kind,
-            fmt=fmt,
-            path=out_path,
-            pseudonymize=pseudonymize,
-            validated_only=validated_only,
-            account=authorization.SYSTEM,
-        )
+        rows = exporting.export(session, request, fmt=fmt, path=out_path, account=authorization.SYSTEM)
     out.print(f"wrote {rows} rows to {out_path}", highlight=False)
 
 

@@ -395,14 +395,9 @@ def export_dataset(
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+    request = export.ExportRequest(study, "dataset")
     export.record_export(
-        session,
-        study=study,
-        kind="dataset",
-        rows=contents.rows["pairs"],
-        fmt="parquet",
-        account=account,
-        target=out.name,
+        session, request, rows=contents.rows["pairs"], fmt="parquet", account=account, target=out.name
     )
     return DatasetSummary(study, out, contents.rows, skipped=contents.skipped, notes=notes)
 
@@ -595,15 +590,8 @@ def publish(
         return summary
     url = push_to_hub(summary.folder, repo, private=private)
     with session_scope(engine) as session:  # the release itself, in the audit log
+        request = export.ExportRequest(study, "dataset", pseudonymize=True, validated_only=True)
         export.record_export(
-            session,
-            study=study,
-            kind="dataset",
-            rows=summary.rows["pairs"],
-            fmt="hub",
-            account=account,
-            target=url,
-            pseudonymized=True,
-            validated_only=True,
+            session, request, rows=summary.rows["pairs"], fmt="hub", account=account, target=url
         )
     return replace(summary, url=url)

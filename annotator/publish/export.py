@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ __all__ = [
     "EXPORT_KINDS",
     "DATASET_FORMAT",
     "FORMATS",
+    "ExportRequest",
     "adjudicated_frame",
     "build",
     "export",
@@ -49,6 +51,17 @@ FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
 DATASET_FORMAT = "parquet-dataset"
 EXPORT_KINDS: tuple[str, ...] = ("labels", "adjudicated", "pairs")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """What one export asks for: which study and kind (one of :data:`EXPORT_KINDS`, or "dataset"),
+    with annotator names as stable codes or not, of every pair or only the validated ones."""
+
+    study: str
+    kind: str
+    pseudonymize: bool = False
+    validated_only: bool = False
 
 
 # --------------------------------------------------------------------------------- final labels
@@ -408,29 +421,20 @@ def _who(account: Account) -> str:
 
 
 def record_export(
-    session: Session,
-    *,
-    study: str,
-    kind: str,
-    rows: int,
-    fmt: str,
-    account: Account,
-    target: str = "",
-    pseudonymized: bool = False,
-    validated_only: bool = False,
+    session: Session, request: ExportRequest, *, rows: int, fmt: str, account: Account, target: str = ""
 ) -> None:
     """Add the audit event for one export: who, which study, what kind, how many rows, where, and
     whether names were pseudonymized and only validated pairs kept."""
     require_role(session, account, "researcher")
     detail = {
-        "study": study,
-        "kind": kind,
+        "study": request.study,
+        "kind": request.kind,
         "format": fmt,
         "rows": rows,
         "by": _who(account),
         "target": target,
-        "pseudonymized": pseudonymized,
-        "validated_only": validated_only,
+        "pseudonymized": request.pseudonymize,
+        "validated_only": request.validated_only,
     }
     record_event(session, account, "export", detail)
 
@@ -449,75 +453,43 @@ def with_scales(frame: pd.DataFrame, config: StudyConfig) -> pd.DataFrame:
 
 
 def build(
-    session: Session,
-    *,
-    study: str,
-    kind: str,
-    pseudonymize: bool = False,
-    validated_only: bool = False,
-    account: Account,
+    session: Session, request: ExportRequest, *, account: Account
 ) -> pd.DataFrame | list[dict[str, Any]]:
     """The data of one export kind: labels (frame), adjudicated (frame) or pairs (records).
 
-    `validated_only` keeps, in every kind, only the pairs whose latest adjudication says keep (and
+    `request.validated_only` keeps, in every kind, only the pairs whose latest adjudication says keep (and
     their labels). Only a researcher (or SYSTEM) may build an export.
     """
     require_role(session, account, "researcher")
+    study, kind, validated_only = request.study, request.kind, request.validated_only
     if kind not in EXPORT_KINDS:
         raise UserError(f"unknown export {kind!r}; use one of {', '.join(EXPORT_KINDS)}")
     if kind == "pairs":
         return pairs_records(session, study=study, validated_only=validated_only)
-    final = adjudicated_frame(session, study=study, pseudonymize=pseudonymize)
+    final = adjudicated_frame(session, study=study, pseudonymize=request.pseudonymize)
     if kind == "adjudicated":
         return kept(final) if validated_only else final
-    frame = label_frame(session, study=study, pseudonymize=pseudonymize, account=account)
+    frame = label_frame(session, study=study, pseudonymize=request.pseudonymize, account=account)
     if validated_only:
         frame = frame[frame["pair_id"].isin(kept(final)["pair_id"])].reset_index(drop=True)
     return with_scales(frame, study_config(session, study))
 
 
-def export(
-    session: Session,
-    *,
-    study: str,
-    kind: str,
-    fmt: str,
-    path: str | Path,
-    account: Account,
-    pseudonymize: bool = False,
-    validated_only: bool = False,
-) -> int:
+def export(session: Session, request: ExportRequest, *, fmt: str, path: str | Path, account: Account) -> int:
     """Build one export, write it to `path` and log it; returns the number of rows written.
 
     Only a researcher (or SYSTEM) may export.
     """
     require_role(session, account, "researcher")
-    if fmt == DATASET_FORMAT and kind != "labels":
+    if fmt == DATASET_FORMAT and request.kind != "labels":
         raise UserError(f"--format {DATASET_FORMAT} is for the labels export only")
     if fmt != DATASET_FORMAT:
         _check_format(fmt)
-    data = build(
-        session,
-        study=study,
-        kind=kind,
-        pseudonymize=pseudonymize,
-        validated_only=validated_only,
-        account=account,
-    )
+    data = build(session, request, account=account)
     if fmt == DATASET_FORMAT:
         assert isinstance(data, pd.DataFrame)
         rows = write_label_dataset(data, path)
     else:
         rows = write_frame(data, path, fmt)
-    record_export(
-        session,
-        study=study,
-        kind=kind,
-        rows=rows,
-        fmt=fmt,
-        account=account,
-        target=Path(path).name,
-        pseudonymized=pseudonymize,
-        validated_only=validated_only,
-    )
+    record_export(session, request, rows=rows, fmt=fmt, account=account, target=Path(path).name)
     return rows

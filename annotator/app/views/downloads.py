@@ -13,29 +13,10 @@ PUSH_KEY = "hub_push_pending"  # the (study, repo, license, private) waiting for
 PUSHED_KEY = "hub_pushed"  # (succeeded, the line saying so) of the last push, shown once
 
 
-def log_download(
-    *,
-    study_name: str,
-    kind: str,
-    rows: int,
-    fmt: str,
-    pseudonymized: bool,
-    validated_only: bool,
-    account: Account,
-) -> None:
+def log_download(*, request: export.ExportRequest, rows: int, fmt: str, account: Account) -> None:
     """Record the download in the audit log (the button's callback: runs once per click)."""
     with session() as active:
-        export.record_export(
-            active,
-            study=study_name,
-            kind=kind,
-            rows=rows,
-            fmt=fmt,
-            account=account,
-            target="browser download",
-            pseudonymized=pseudonymized,
-            validated_only=validated_only,
-        )
+        export.record_export(active, request, rows=rows, fmt=fmt, account=account, target="browser download")
 
 
 def _size(n: int) -> str:
@@ -70,12 +51,9 @@ def dataset_zip(account: Account, study: str, license_id: str) -> None:
         icon=":material/download:",
         on_click=log_download,
         kwargs={
-            "study_name": study,
-            "kind": "dataset",
+            "request": export.ExportRequest(study, "dataset", pseudonymize=True, validated_only=True),
             "rows": rows["pairs"],
             "fmt": "zip",
-            "pseudonymized": True,
-            "validated_only": True,
         },
     )
 
@@ -136,16 +114,12 @@ def main() -> None:
             help="Applies to all three files: only the pairs an adjudication kept, and their labels.",
         )
         for kind, title in (("labels", "Labels"), ("adjudicated", "Adjudicated labels"), ("pairs", "Pairs")):
+            request = export.ExportRequest(
+                study, kind, pseudonymize=pseudonymize, validated_only=validated_only
+            )
             try:
                 with session() as active:
-                    data = export.build(
-                        active,
-                        study=study,
-                        kind=kind,
-                        pseudonymize=pseudonymize,
-                        validated_only=validated_only,
-                        account=account,
-                    )
+                    data = export.build(active, request, account=account)
                     payload = export.to_bytes(data, fmt)
             except UserError as exc:
                 st.warning(f"{title}: {exc}")
@@ -157,15 +131,7 @@ def main() -> None:
                 key=f"download_{kind}",
                 icon=":material/download:",
                 on_click=log_download,
-                kwargs={
-                    "study_name": study,
-                    "kind": kind,
-                    "rows": len(data),
-                    "fmt": fmt,
-                    "pseudonymized": pseudonymize,
-                    "validated_only": validated_only,
-                    "account": account,
-                },
+                kwargs={"request": request, "rows": len(data), "fmt": fmt, "account": account},
             )
         st.header("Dataset for the Hub")
         st.caption(
