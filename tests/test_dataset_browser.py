@@ -46,6 +46,12 @@ def _actions(engine: Engine) -> list[str]:
         return list(session.exec(select(Event.action).order_by(Event.id)))
 
 
+def _export_details(engine: Engine) -> list[dict[str, object]]:
+    """The audit log's export events' details, oldest first."""
+    with Session(engine) as session:
+        return list(session.exec(select(Event.detail).where(Event.action == "export").order_by(Event.id)))
+
+
 def test_dataset_zip_and_hub_push_in_the_browser(
     chrome: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,7 +97,12 @@ def test_dataset_zip_and_hub_push_in_the_browser(
             assert f"{folder}/README.md" in names
             assert any(n.startswith(f"{folder}/pairs/test-") and n.endswith(".parquet") for n in names)
             assert b"configs:" in archive.read(f"{folder}/README.md")
-            wait_idle(page, timeout_ms=120_000)
+            wait_idle(page, timeout_ms=120_000)  # the click's rerun ran its callback: the download is logged
+            zipped = [d for d in _export_details(app_db.engine) if d["format"] == "zip"]
+            assert [(d["study"], d["kind"], d["target"]) for d in zipped] == [
+                (HOSTILE_STUDY, "dataset", "browser download")
+            ]
+            assert page.get_by_text("Traceback").count() == 0
 
             (home / "token").write_text(TOKEN)  # `hf auth login`: the push is offered from now on
             page.reload()

@@ -54,6 +54,7 @@ def dataset_zip(account: Account, study: str, license_id: str) -> None:
             "request": export.ExportRequest(study, "dataset", pseudonymize=True, validated_only=True),
             "rows": rows["pairs"],
             "fmt": "zip",
+            "account": account,
         },
     )
 
