@@ -15,13 +15,14 @@ one gives a lower bound on the share from the largest gap the scale allows.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.equivalence.checks import TestResult
 from analysis.scale import DEFAULT_SCALE
 from analysis.vocabulary import ANNOTATOR, PAIR_ID
 
@@ -40,7 +41,7 @@ DEFAULT_GAP_RANGE = DEFAULT_SCALE.span
 
 
 @dataclass(frozen=True)
-class BrokenShare:
+class BrokenShare(TestResult):
     """The share of pairs whose true chosen - rejected gap lies beyond the margin, for any distribution
     of the gaps.
 
@@ -61,10 +62,6 @@ class BrokenShare:
     max_share: float
     margin: float
     below: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ the people-only bound on the rated pairs (uniform) or on every pair of the draw 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ import pandas as pd
 
 from analysis.active_ppi import weighted_ppi
 from analysis.broken_share import mean_square, share_bounds
+from analysis.equivalence.checks import TestResult
 from analysis.frames import ANNOTATOR, PAIR_ID
 from analysis.prediction_powered import combine_parts, power_tuned_lambda
 
@@ -123,7 +124,7 @@ def ppi_mean_square(
 
 
 @dataclass(frozen=True)
-class PPIBrokenShare:
+class PPIBrokenShare(TestResult):
     """Markov's bound on the share of broken pairs over every judged pair, with and without the judge.
 
     ``n_pairs``: the judged pairs the bound speaks for (N), ``n_rated`` those people rated (H);
@@ -146,10 +147,6 @@ class PPIBrokenShare:
     people_below: bool
     max_share: float
     margin: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict."""
-        return asdict(self)
 
 
 def ppi_broken_share(
