@@ -5,11 +5,13 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
 
 from annotator.errors import UserError
 from annotator.people.authorization import SYSTEM
 from annotator.publish import dataset
 from annotator.store import db
+from annotator.store.models import Event
 from tests.utils.databases import fresh_db_url
 from tests.utils.factories import make_study
 from tests.utils.sciencehelpers import add_models, simulated_study
@@ -35,6 +37,16 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine,
 @pytest.fixture
 def folder(exported: tuple[Engine, Path]) -> Path:
     return exported[1]
+
+
+def test_the_folders_audit_event_says_what_it_holds(exported: tuple[Engine, Path]) -> None:
+    """The folder holds only validated pairs with pseudonymized annotators: its export event says so,
+    like the .zip and the Hub push (one request for all three)."""
+    with Session(exported[0]) as session:
+        events = session.exec(select(Event).where(Event.action == "export")).all()
+    assert [(e.detail["kind"], e.detail["pseudonymized"], e.detail["validated_only"]) for e in events] == [
+        ("dataset", True, True)
+    ]
 
 
 def test_load_dataset_reads_the_validated_pairs(folder: Path) -> None:

@@ -35,6 +35,7 @@ __all__ = [
     "DatasetSummary",
     "dataset_card",
     "dataset_contents",
+    "dataset_request",
     "export_dataset",
     "check_repo",
     "publish",
@@ -345,6 +346,12 @@ def dataset_contents(
     return DatasetContents(rows, {"README.md": card.encode("utf-8"), **written})
 
 
+def dataset_request(study: str) -> export.ExportRequest:
+    """What a dataset release is, for its audit event: the validated pairs with annotators as
+    pseudonyms (the folder, its .zip and the Hub push alike)."""
+    return export.ExportRequest(study, "dataset", pseudonymize=True, validated_only=True)
+
+
 def export_dataset(
     session: Session,
     *,
@@ -395,9 +402,13 @@ def export_dataset(
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
-    request = export.ExportRequest(study, "dataset")
     export.record_export(
-        session, request, rows=contents.rows["pairs"], fmt="parquet", account=account, target=out.name
+        session,
+        dataset_request(study),
+        rows=contents.rows["pairs"],
+        fmt="parquet",
+        account=account,
+        target=out.name,
     )
     return DatasetSummary(study, out, contents.rows, skipped=contents.skipped, notes=notes)
 
@@ -590,8 +601,12 @@ def publish(
         return summary
     url = push_to_hub(summary.folder, repo, private=private)
     with session_scope(engine) as session:  # the release itself, in the audit log
-        request = export.ExportRequest(study, "dataset", pseudonymize=True, validated_only=True)
         export.record_export(
-            session, request, rows=summary.rows["pairs"], fmt="hub", account=account, target=url
+            session,
+            dataset_request(study),
+            rows=summary.rows["pairs"],
+            fmt="hub",
+            account=account,
+            target=url,
         )
     return replace(summary, url=url)

@@ -51,7 +51,7 @@ def dataset_zip(account: Account, study: str, license_id: str) -> None:
         icon=":material/download:",
         on_click=log_download,
         kwargs={
-            "request": export.ExportRequest(study, "dataset", pseudonymize=True, validated_only=True),
+            "request": dataset.dataset_request(study),
             "rows": rows["pairs"],
             "fmt": "zip",
             "account": account,
