@@ -158,6 +158,21 @@ def test_html_is_self_contained(study: tuple[str, Engine, Report]) -> None:
     assert "<h2>Methods</h2>" in page
 
 
+def test_html_aligns_words_left_and_numbers_right(study: tuple[str, Engine, Report]) -> None:
+    """A column of words (a verdict's sentence, a reason) is left-aligned; a column of numbers is not."""
+    _, _, report = study
+    page = to_html(report)
+    assert ".text{text-align:left}" in page.replace("th:first-child,.text", ".text")
+    cells = re.findall(r"<td data-label='([^']*)'( class='text')?>([^<]*)</td>", page)
+    assert cells
+    for label, text_class, value in cells:
+        shown = html.unescape(value).strip()
+        number = re.fullmatch(r"[<>]?\s*-?[0-9.,]+(e-?[0-9]+)?%?", shown)
+        if shown and not number:
+            assert text_class, (label, value)
+    assert any(not text_class and value.strip() for _, text_class, value in cells)
+
+
 def test_markdown_has_one_line_per_verdict(study: tuple[str, Engine, Report]) -> None:
     _, _, report = study
     text = to_markdown(report)

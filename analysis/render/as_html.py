@@ -47,6 +47,20 @@ def _html(value: object) -> str:
     return escape_text(value, "html")
 
 
+def _numbers_only(column: pd.Series) -> bool:
+    """Whether every filled cell of a shown column is a number (such a column is right-aligned, words
+    are left-aligned)."""
+    for value in column:
+        text = str(value).strip().lstrip("<>").rstrip("%").replace(",", "")
+        if text in ("", "nan", "None"):
+            continue
+        try:
+            float(text)
+        except ValueError:
+            return False
+    return True
+
+
 def _html_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
     """A table a person reads (labelled columns, rounded numbers, empty cells). A one-row table is shown
     as a list of its measures (label, value); every cell carries its column's label, so that on a
@@ -55,11 +69,13 @@ def _html_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
     if len(shown) == 1 and len(shown.columns) > ONE_ROW_COLUMNS:
         shown = pd.DataFrame({"Measure": list(shown.columns), "Value": list(shown.iloc[0])})
     labels = [_html(str(c)) for c in shown.columns]
-    head = "".join(f"<th scope='col'>{label}</th>" for label in labels)
+    aligned = ["" if _numbers_only(shown[c]) else " class='text'" for c in shown.columns]
+    head = "".join(f"<th scope='col'{a}>{label}</th>" for label, a in zip(labels, aligned, strict=True))
     rows = "".join(
         "<tr>"
         + "".join(
-            f"<td data-label='{label}'>{_html(value)}</td>" for label, value in zip(labels, row, strict=True)
+            f"<td data-label='{label}'{a}>{_html(value)}</td>"
+            for label, a, value in zip(labels, aligned, row, strict=True)
         )
         + "</tr>"
         for row in shown.itertuples(index=False)
@@ -173,7 +189,7 @@ table{border-collapse:collapse;font-size:.85rem}
 th,td{border:1px solid #dee2e6;padding:.25rem .5rem;text-align:right;overflow-wrap:normal}
 details{border-top:1px solid #dee2e6}summary{cursor:pointer;padding:.2rem 0}
 summary h2{display:inline;font-size:1.2rem}.count,.hint{color:#4a5160;font-size:.9rem}
-th{background:#f3f5f9;vertical-align:bottom}td:first-child,th:first-child{text-align:left}
+th{background:#f3f5f9;vertical-align:bottom}td:first-child,th:first-child,.text{text-align:left}
 figure{margin:1rem 0;max-width:100%}figure>div{max-width:100%}
 figcaption{color:#4a5160;font-size:.9rem}.verdicts{padding-left:1.2rem}.verdicts li{margin:.4rem 0}
 .pass b{color:#1e6b2e}.fail b{color:#c92a2a}.inconclusive b{color:#c2410c}.not_assessed b{color:#5c636e}
