@@ -1,7 +1,8 @@
 """What `annotator serve` runs: Streamlit's own app for main.py (st.App, served by uvicorn) plus the
 route that sets the session cookie from the server (annotator.app.cookie), the route that keeps
 the rating form's answers as a draft (annotator.app.draft_route), and Streamlit's static files answered
-from memory (annotator.app.static_cache)."""
+from memory (annotator.app.static_cache). Served, the Validation and Adjudicate pages start the report
+worker that keeps their stored results up to date (annotator.review.report_worker)."""
 
 from pathlib import Path
 
@@ -9,8 +10,10 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 from streamlit.starlette import App
 
-from annotator.app import cookie, draft_route
+from annotator.app import cookie, draft_route, stored_view
 from annotator.app.static_cache import StaticCache
+
+stored_view.enable_worker()  # this is the served app: its pages keep the stored results up to date
 
 app = App(
     str(Path(__file__).with_name("main.py")),

@@ -18,6 +18,7 @@ from analysis.vocabulary import RUBRIC_PREFIX, SUPPORT_PREFIX
 from annotator.people.authorization import Account, require_role
 from annotator.review import readers
 from annotator.review.adjudication_reads import (
+    HUMAN_METHOD,
     adjudications,
     cleaning_evidence,
     config_of,
@@ -25,13 +26,14 @@ from annotator.review.adjudication_reads import (
     decision_state,
     pair_and_study,
 )
-from annotator.store.models import Adjudication, Judgment, id_of
+from annotator.store.models import Adjudication, Judgment, Pair, id_of
 from annotator.study import get_study
 
 __all__ = [
     "PREFERENCE_LABELS",
     "QUEUE_COLUMNS",
     "PairDetail",
+    "decided_after",
     "item_labels",
     "pair_detail",
     "queue",
@@ -73,6 +75,23 @@ def queue_version(session: Session, *, study: str, account: Account) -> tuple[An
     decided = session.execute(select(func.max(Adjudication.id))).scalar()
     settings = json.dumps(study_row.config, sort_keys=True, default=str)
     return int(count or 0), int(newest or 0), int(decided or 0), settings
+
+
+def decided_after(session: Session, *, study: str, after: int, account: Account) -> set[int]:
+    """The pairs of `study` (Pair.id) a person decided after the decision with id `after`: a queue
+    computed before them no longer waits for them (reads only the newer decisions)."""
+    require_role(session, account, "adjudicator", "researcher")
+    study_id = id_of(get_study(session, study))
+    rows = session.execute(
+        select(col(Adjudication.pair_id))
+        .join(Pair, col(Pair.id) == col(Adjudication.pair_id))
+        .where(
+            col(Adjudication.id) > after,
+            col(Adjudication.method) == HUMAN_METHOD,
+            col(Pair.study_id) == study_id,
+        )
+    )
+    return {int(pair_id) for (pair_id,) in rows}
 
 
 def study_evidence(session: Session, *, study: str, account: Account) -> pd.DataFrame:

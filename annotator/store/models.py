@@ -3,7 +3,7 @@
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 Role = Literal["annotator", "adjudicator", "researcher"]
@@ -286,3 +286,18 @@ class OwnerLink(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     used_at: datetime | None = None
     revoked_at: datetime | None = None
+
+
+# The newest result computed ahead of a visit for one study (kind "report": the validation report;
+# "adjudication": the cleaning list and the adjudication queue), with the data version it covers: the
+# pages open with it at once and say which data it covers (pickled by the server's own code; 0016).
+class StoredResult(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("study_id", "kind"),)
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id")
+    kind: str = Field(max_length=20)
+    version: str = Field(sa_column=Column(Text, nullable=False))
+    newest_judgment: int
+    n_judgments: int  # the study's judgments up to newest_judgment
+    computed_at: datetime = Field(default_factory=utcnow)
+    payload: bytes = Field(sa_column=Column(LargeBinary, nullable=False))

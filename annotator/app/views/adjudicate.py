@@ -6,12 +6,13 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from annotator.app import stored_view
 from annotator.app.common import choose_study, engine, require, safe_md, session
 from annotator.app.panes import focusable_panes
 from annotator.app.tables import show_table
 from annotator.errors import UserError
 from annotator.people.authorization import Account
-from annotator.review import adjudicate, adjudication_queue
+from annotator.review import adjudicate, adjudication_queue, stored_results
 
 PICK_KEY = "adjudicate_pick"
 NAMES_KEY = "adjudicate_names"
@@ -131,6 +132,40 @@ def cached_queue(url: str, study: str, version: tuple[Any, ...], _account: Accou
         return adjudication_queue.queue(active, study=study, account=_account, evidence=evidence)
 
 
+def study_queue(study: str, account: Account) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The cleaning list and the queue to show: the stored ones at once (without the pairs a person
+    decided since), with a line saying which data they cover; computed here when none is stored yet,
+    or when asked for."""
+    with session() as active:
+        version = adjudication_queue.queue_version(active, study=study, account=account)
+    url, current = str(engine().url), stored_results.encode_version(version)
+    stored = stored_view.latest(study, "adjudication", account)
+    result = None if stored is None else stored_view.payload(stored)
+    if stored is not None and result is not None:
+        line, stale = stored_view.coverage(stored, current, "Queue")
+        st.caption(line)
+        if not stale:
+            return result
+        stored_view.keep_updated()
+        if not st.button(
+            "Compute the current queue now",
+            key="adjudicate_current",
+            icon=":material/update:",
+            help="The queue is brought up to date in the background; this computes it here and now",
+        ):
+            evidence, waiting = result
+            with session() as active:
+                decided = adjudication_queue.decided_after(
+                    active, study=study, after=stored_results.newest_decision(stored), account=account
+                )
+            return evidence, waiting[~waiting["pair_db_id"].isin(decided)].reset_index(drop=True)
+    evidence = cached_evidence(url, study, version, account)
+    waiting = cached_queue(url, study, version, account)
+    if stored is None or stored.version != current:
+        stored_view.save(study, "adjudication", current, (evidence, waiting))
+    return evidence, waiting
+
+
 def main() -> None:
     account = require("adjudicator", "researcher")
     st.title("Adjudicate")
@@ -144,9 +179,7 @@ def main() -> None:
         ):
             with session() as active:
                 st.success(str(adjudicate.auto_resolve(active, study=study, account=account)))
-        with session() as active:
-            version = adjudication_queue.queue_version(active, study=study, account=account)
-        waiting = cached_queue(str(engine().url), study, version, account)
+        evidence, waiting = study_queue(study, account)
         st.header(f"Queue ({len(waiting)})")
         if waiting.empty:
             st.info(
@@ -169,7 +202,12 @@ def main() -> None:
                 pair_id=int(pick.pair_db_id),
                 account=account,
                 hide_names=not show_names,
-                evidence=cached_evidence(str(engine().url), study, version, account),
+                evidence=evidence,
+            )
+        if len(detail.judgments) != int(pick.n_judgments):
+            st.info(
+                f"This pair has {len(detail.judgments)} current judgments, {int(pick.n_judgments)} when the "
+                "queue was computed: the tables below and the decision use the current ones."
             )
         pair = detail.pair
         st.header(f"Pair {safe_md(pair['pair_id'])}")

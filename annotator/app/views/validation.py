@@ -1,5 +1,7 @@
-"""Validation: the same report as `annotator analyze`, live, with filters, and its downloads (HTML,
-JSON, Markdown, the methods paragraph); one cached `build_report` per data version and filter set."""
+"""Validation: the same report as `annotator analyze`, with filters, and its downloads (HTML, JSON,
+Markdown, the methods paragraph). The whole study's report is the stored one (computed ahead of the
+visit, annotator.review.stored_results) with a line saying which data it covers; a filtered one is one
+cached `build_report` per data version and filter set."""
 
 import functools
 
@@ -15,19 +17,20 @@ from analysis.render import (
     cleaning_title,
     crossed_table,
     figure_captions,
+    figures,
     judge_sections,
     owner_sections,
     prediction_powered_sections,
     status_word,
 )
 from analysis.report import Report
-from annotator.app import report_cache
+from annotator.app import report_cache, stored_view
 from annotator.app.common import engine, safe_md, session, study_page
 from annotator.app.tables import show_plot, show_table
 from annotator.errors import UserError
 from annotator.intake import assign
 from annotator.people.authorization import Account
-from annotator.review import study_progress, study_report
+from annotator.review import stored_results, study_progress, study_report
 
 SHOWN_FAILED = 500
 SUPERIORITY_COLUMNS = ["dimension", "n", "estimate", "ci_low", "ci_high", "dz", "p_t", "p_wilcoxon", "p_holm"]
@@ -50,6 +53,54 @@ def cached_filter_options(
     """The categories and annotators to filter by, for one data version."""
     with session() as active:
         return study_progress.filter_options(active, study=study, account=_account)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def stored_published(url: str, stamp: str, _stored: stored_results.Stored) -> report_cache.Published | None:
+    """The stored report with its figures, made once per stored version for the whole server."""
+    report = stored_view.payload(_stored)
+    return None if report is None else report_cache.Published(report, figures(report))
+
+
+def computed(key: report_cache.Key, account: Account) -> report_cache.Published:
+    """The report of `key` computed in this server (once per key), waiting for it with a spinner."""
+    future = report_cache.request(key, account, engine=engine())
+    try:
+        if future.done():
+            return future.result()
+        with st.spinner("Computing the validation report (once per change of the data)..."):
+            return future.result()
+    except UserError as exc:
+        st.info(str(exc))
+        st.stop()
+
+
+def the_report(key: report_cache.Key, account: Account) -> tuple[report_cache.Published, str | None]:
+    """The report to show and the line saying which data it covers: the whole study's stored report at
+    once (computed here when none is stored yet, or when asked for); a filtered one computed here."""
+    url, study, version, categories, annotators = key
+    filtered = bool(categories or annotators)
+    current = stored_results.encode_version(version)
+    stored = None if filtered else stored_view.latest(study, "report", account)
+    published = line = None
+    if stored is not None:
+        published = stored_published(url, stored.stamp, stored)
+        line, stale = stored_view.coverage(stored, current, "Report")
+        if stale:
+            stored_view.keep_updated()
+            if st.button(
+                "Compute the current report now",
+                key="validation_current",
+                icon=":material/update:",
+                help="The report is brought up to date in the background; this computes it here and now",
+            ):
+                published = None
+    if published is None:
+        published = computed(key, account)
+        if not filtered and (stored is None or stored.version != current):
+            stored_view.save(study, "report", current, published.report)
+            line = f"Report of the current data ({published.report.summary['n_judgments']} judgments)"
+    return published, line
 
 
 def headline(report: Report) -> str:
@@ -125,19 +176,12 @@ def main() -> None:
         chosen_categories = left.multiselect("Categories", categories, key="validation_categories")
         chosen_annotators = right.multiselect("Annotators", annotators, key="validation_annotators")
         key = (url, study, version, tuple(chosen_categories), tuple(chosen_annotators))
-        future = report_cache.request(key, account, engine=engine())
-        try:
-            if future.done():
-                published = future.result()
-            else:
-                with st.spinner("Computing the validation report (once per change of the data)..."):
-                    published = future.result()
-        except UserError as exc:
-            st.info(str(exc))
-            st.stop()
+        published, line = the_report(key, account)
         report, plots = published.report, published.plots
         captions = figure_captions(report)
         s = report.summary
+        if line:
+            st.caption(line)
         info, refresh = st.columns([5, 1], vertical_alignment="center")
         info.caption(f"{s['n_pairs']} pairs · {s['n_annotators']} annotators · {s['n_judgments']} judgments")
         refresh.button(

@@ -1,0 +1,160 @@
+"""Results computed ahead of a visit: the newest validation report and adjudication queue of a study,
+stored with the data version they cover, so that a page opens at once with them and says which data
+they cover.
+
+Two kinds: ``report`` (:func:`annotator.review.study_report.study_report` over the whole study, the
+same call as ``annotator analyze``) and ``adjudication`` (the cleaning list and the queue built from
+it). A study's first result is stored by the page that computed it; from then on the report worker
+(:mod:`annotator.review.report_worker`) keeps it up to date. The payload is pickled by this module
+and read back only by it.
+"""
+
+import json
+import pickle
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import delete, func, select
+from sqlmodel import Session, col
+
+from annotator.people.authorization import SYSTEM, Account, require_role
+from annotator.store.models import Assignment, Judgment, StoredResult, Study, id_of, utcnow
+from annotator.study import get_study
+
+Kind = Literal["report", "adjudication"]
+KINDS: tuple[Kind, ...] = ("report", "adjudication")
+#: Who may read each kind (the report is the researcher's; the queue also the adjudicator's).
+READERS: dict[str, tuple[str, ...]] = {
+    "report": ("researcher",),
+    "adjudication": ("adjudicator", "researcher"),
+}
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a stored result covers (its payload is read apart, by :func:`load`)."""
+
+    id: int
+    study: str
+    kind: str
+    version: str
+    newest_judgment: int
+    n_judgments: int
+    computed_at: datetime
+
+    @property
+    def stamp(self) -> str:
+        """Changes whenever the stored result does (for keeping its payload in memory)."""
+        return f"{self.id}:{self.computed_at.isoformat()}:{self.version}"
+
+
+def encode_version(version: tuple[Any, ...]) -> str:
+    """A data version as the text stored and compared."""
+    return json.dumps(list(version), default=str)
+
+
+def current_version(session: Session, *, study: str, kind: str) -> str:
+    """The data version `kind` of `study` is computed from now (a few cheap reads)."""
+    from annotator.review import adjudication_queue, study_progress
+
+    if kind == "report":
+        return encode_version(study_progress.data_version(session, study, account=SYSTEM))
+    return encode_version(adjudication_queue.queue_version(session, study=study, account=SYSTEM))
+
+
+def compute(session: Session, *, study: str, kind: str) -> Any:
+    """The result of `kind` on the current data: the Report, or (cleaning list, queue)."""
+    from annotator.review import adjudication_queue, study_report
+
+    if kind == "report":
+        return study_report.study_report(session, study=study, account=SYSTEM)
+    evidence = adjudication_queue.study_evidence(session, study=study, account=SYSTEM)
+    return evidence, adjudication_queue.queue(session, study=study, account=SYSTEM, evidence=evidence)
+
+
+def newest_judgment(version: str) -> int:
+    """The newest judgment id a version covers (both kinds' versions start with count, newest id)."""
+    return int(json.loads(version)[1])
+
+
+def newest_decision(stored: Stored) -> int:
+    """The newest decision id an adjudication result covers (its version's third number)."""
+    return int(json.loads(stored.version)[2])
+
+
+def latest(session: Session, *, study: str, kind: str, account: Account) -> Stored | None:
+    """The stored result of `kind` for `study` (without its payload), or None when there is none yet."""
+    require_role(session, account, *READERS[kind])
+    study_id = id_of(get_study(session, study))
+    row = session.execute(
+        select(
+            col(StoredResult.id),
+            col(StoredResult.version),
+            col(StoredResult.newest_judgment),
+            col(StoredResult.n_judgments),
+            col(StoredResult.computed_at),
+        ).where(col(StoredResult.study_id) == study_id, col(StoredResult.kind) == kind)
+    ).first()
+    if row is None:
+        return None
+    return Stored(int(row[0]), study, kind, str(row[1]), int(row[2]), int(row[3]), row[4])
+
+
+def load(session: Session, stored: Stored) -> Any:
+    """The payload of `stored` (None when it was replaced since it was read)."""
+    query = select(col(StoredResult.payload)).where(col(StoredResult.id) == stored.id)
+    payload = session.execute(query).scalar()
+    return None if payload is None else pickle.loads(payload)
+
+
+def save(session: Session, *, study: str, kind: str, version: str, value: Any) -> None:
+    """Store `value` as the result of `kind` for `study` at data `version`, replacing the one before
+    (one short write)."""
+    study_id = id_of(get_study(session, study))
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    newest = newest_judgment(version)
+    session.execute(
+        delete(StoredResult).where(col(StoredResult.study_id) == study_id, col(StoredResult.kind) == kind)
+    )
+    session.add(
+        StoredResult(
+            study_id=study_id,
+            kind=kind,
+            version=version,
+            newest_judgment=newest,
+            n_judgments=_judgments(session, study_id, up_to=newest),
+            computed_at=utcnow(),
+            payload=payload,
+        )
+    )
+
+
+def watched(session: Session) -> list[tuple[str, str, str]]:
+    """(study, kind, version) of every stored result: what the worker keeps up to date."""
+    rows = session.execute(
+        select(col(Study.name), col(StoredResult.kind), col(StoredResult.version))
+        .join(Study, col(Study.id) == col(StoredResult.study_id))
+        .where(col(Study.archived_at).is_(None))
+        .order_by(col(Study.name), col(StoredResult.kind))
+    ).all()
+    return [(str(s), str(k), str(v)) for s, k, v in rows]
+
+
+def _judgments(session: Session, study_id: int, *, up_to: int | None = None, after: int | None = None) -> int:
+    """How many judgments (revisions included) the study has with an id up to `up_to` / after `after`."""
+    query = (
+        select(func.count(col(Judgment.id)))
+        .join(Assignment, col(Assignment.id) == col(Judgment.assignment_id))
+        .where(col(Assignment.study_id) == study_id)
+    )
+    if up_to is not None:
+        query = query.where(col(Judgment.id) <= up_to)
+    if after is not None:
+        query = query.where(col(Judgment.id) > after)
+    return int(session.execute(query).scalar() or 0)
+
+
+def judgments_since(session: Session, *, stored: Stored) -> int:
+    """How many judgments of the study were saved after the newest one `stored` covers (reads only those)."""
+    return _judgments(session, id_of(get_study(session, stored.study)), after=stored.newest_judgment)

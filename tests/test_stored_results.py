@@ -1,0 +1,242 @@
+"""Results computed ahead of a visit: the stored report is build_report's on the same data, the worker
+brings a stale one up to date after writes (settled, not on every write), a failing computation is one
+line and no retry until the data changes, one worker per database (the lock), the worker stops with its
+server, and the pages show the stored result with the data it covers."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from analysis.render import format_for
+from annotator.people.authorization import SYSTEM
+from annotator.review import adjudication_queue, report_worker, stored_results, study_report
+from annotator.store import db
+from annotator.store.worker_lock import WorkerLock
+from tests.utils.apphelpers import app_for
+from tests.utils.ratings import STUDY, account, build_study, rate, rate_all
+
+N_PAIRS = 10
+
+
+def rated(tmp_path: Path) -> Engine:
+    """STUDY with N_PAIRS pairs, each rated by the three annotators (varied preferences and gaps)."""
+    engine = build_study(tmp_path, N_PAIRS, roles={"boss": "researcher", "judge": "adjudicator"})
+    for i in range(N_PAIRS):
+        gap = {"correctness": 3 + i % 3}
+        rate_all(engine, f"p{i}", [1, (i % 5) - 2, 2 - i % 3], chosen=gap)
+    return engine
+
+
+def as_json(report: object) -> object:
+    return json.loads(format_for("json").render(report))  # type: ignore[arg-type]
+
+
+def store_now(engine: Engine, kind: str) -> None:
+    with db.session_scope(engine) as session:
+        version = stored_results.current_version(session, study=STUDY, kind=kind)
+        value = stored_results.compute(session, study=STUDY, kind=kind)
+        stored_results.save(session, study=STUDY, kind=kind, version=version, value=value)
+
+
+def stored(engine: Engine, kind: str) -> tuple[stored_results.Stored, object]:
+    with db.session_scope(engine) as session:
+        found = stored_results.latest(session, study=STUDY, kind=kind, account=SYSTEM)
+        assert found is not None
+        return found, stored_results.load(session, found)
+
+
+def current(engine: Engine, kind: str) -> str:
+    with db.session_scope(engine) as session:
+        return stored_results.current_version(session, study=STUDY, kind=kind)
+
+
+def url_of(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=False)
+
+
+def test_the_worker_brings_a_stale_report_up_to_date_equal_to_build_report(tmp_path: Path) -> None:
+    engine = rated(tmp_path)
+    store_now(engine, "report")
+    store_now(engine, "adjudication")
+    before, _ = stored(engine, "report")
+    rate(engine, "ann1", "p0", preference=-2)  # a revision: the stored results are stale now
+    keeper, url, now = report_worker.Keeper(), url_of(engine), 1000.0
+    assert report_worker.keep_once(url, keeper, now) == 0, "not before the writes have settled"
+    assert report_worker.keep_once(url, keeper, now + report_worker.SETTLE_S) == 2
+    after, report = stored(engine, "report")
+    assert after.version == current(engine, "report") != before.version
+    assert after.newest_judgment > before.newest_judgment and after.n_judgments == before.n_judgments + 1
+    with db.session_scope(engine) as session:
+        fresh = study_report.study_report(session, study=STUDY, account=SYSTEM)
+        evidence = adjudication_queue.study_evidence(session, study=STUDY, account=SYSTEM)
+        waiting = adjudication_queue.queue(session, study=STUDY, account=SYSTEM, evidence=evidence)
+    assert as_json(report) == as_json(fresh)
+    _, (stored_evidence, stored_queue) = stored(engine, "adjudication")  # type: ignore[misc]
+    assert stored_evidence.equals(evidence) and stored_queue.equals(waiting)
+    assert report_worker.keep_once(url, keeper, now + 100) == 0, "nothing to do when up to date"
+
+
+def test_a_study_written_to_all_the_time_is_recomputed_after_the_longest_wait(tmp_path: Path) -> None:
+    engine = rated(tmp_path)
+    store_now(engine, "report")
+    keeper, url = report_worker.Keeper(), url_of(engine)
+    start = 50.0
+    for step in range(3):  # a write before every pass: never settled
+        rate(engine, "ann2", f"p{step}", preference=2)
+        assert report_worker.keep_once(url, keeper, start + step) == 0
+    rate(engine, "ann2", "p5", preference=2)
+    assert report_worker.keep_once(url, keeper, start + report_worker.MAX_WAIT_S) == 1
+    assert stored(engine, "report")[0].version == current(engine, "report")
+
+
+def test_a_failing_report_is_one_line_and_not_retried_until_the_data_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine = rated(tmp_path)
+    store_now(engine, "report")
+    rate(engine, "ann3", "p1", preference=0)
+    calls: list[str] = []
+
+    def failing(session: object, *, study: str, kind: str) -> object:
+        calls.append(kind)
+        raise ValueError("singular\nmatrix")
+
+    monkeypatch.setattr(stored_results, "compute", failing)
+    keeper, url = report_worker.Keeper(), url_of(engine)
+    report_worker.keep_once(url, keeper, 0.0)
+    assert report_worker.keep_once(url, keeper, report_worker.SETTLE_S) == 0
+    assert report_worker.keep_once(url, keeper, 2 * report_worker.MAX_WAIT_S) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert calls == ["report"] and len(lines) == 1
+    said = f"{report_worker.PREFIX} the report of study '{STUDY}' failed: ValueError: singular matrix"
+    assert lines[0] == said
+    rate(engine, "ann3", "p2", preference=0)  # new data: one new attempt
+    report_worker.keep_once(url, keeper, 100.0)
+    report_worker.keep_once(url, keeper, 100.0 + report_worker.SETTLE_S)
+    assert calls == ["report", "report"]
+
+
+def test_one_holder_of_the_worker_lock_per_database(tmp_path: Path) -> None:
+    engine = rated(tmp_path)
+    other = db.make_engine(url_of(engine))
+    first, second = WorkerLock(engine, "test-lock"), WorkerLock(other, "test-lock")
+    try:
+        assert first.acquire() and first.acquire(), "taking a held lock again is a no-op"
+        assert not second.acquire()
+        first.release()
+        assert second.acquire() and not first.acquire()
+    finally:
+        first.release()
+        second.release()
+        other.dispose()
+
+
+def await_state(check: Callable[[], bool], *, timeout: float = 240, what: str = "") -> None:
+    """Wait until `check()` holds (polling), or fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[Callable[[Engine], subprocess.Popen[bytes]]]:
+    """Start stand-ins for servers (a process that starts this database's worker, as a page does, and
+    stays); all stopped afterwards."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(engine: Engine) -> subprocess.Popen[bytes]:
+        log = (tmp_path / f"server-{len(started)}.log").open("wb")
+        code = (
+            "import sys, time\n"
+            "from annotator.review import report_worker\n"
+            "report_worker.ensure_running(sys.argv[1])\n"
+            "print(report_worker._started[sys.argv[1]][0].pid, flush=True)\n"
+            "time.sleep(600)\n"
+        )
+        process = subprocess.Popen(
+            [sys.executable, "-c", code, url_of(engine)],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=os.environ | {"PYTHONUNBUFFERED": "1"},
+        )
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its parent) is gone too
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_two_servers_one_worker_that_keeps_the_report_and_stops_with_its_server(
+    tmp_path: Path, servers: Callable[[Engine], subprocess.Popen[bytes]]
+) -> None:
+    engine = rated(tmp_path)
+    store_now(engine, "report")
+    rate(engine, "ann1", "p3", preference=-1)
+    stale = current(engine, "report")
+    one, two = servers(engine), servers(engine)
+    workers = [int(server.stdout.readline()) for server in (one, two)]  # type: ignore[union-attr]
+    await_state(lambda: stored(engine, "report")[0].version == stale, what="the worker's report")
+    logs = [(tmp_path / f"server-{k}.log") for k in range(2)]
+    await_state(lambda: any("waiting" in log.read_text() for log in logs), what="the second worker to wait")
+    waiting = [k for k, log in enumerate(logs) if "waiting" in log.read_text()]
+    assert len(waiting) == 1, "exactly one worker computes"
+    holder = 1 - waiting[0]
+    (one, two)[holder].terminate()  # its server stops: so does its worker, and the other takes over
+    await_state(lambda: not alive(workers[holder]), timeout=30, what="the worker to stop with its server")
+    rate(engine, "ann1", "p4", preference=-1)
+    newer = current(engine, "report")
+    await_state(lambda: stored(engine, "report")[0].version == newer, what="the other worker's report")
+    assert stored(engine, "report")[0].version == newer
+
+
+def captions(at: object) -> list[str]:
+    return [c.value for c in at.caption]  # type: ignore[attr-defined]
+
+
+@pytest.mark.page
+@pytest.mark.parametrize(("page", "what"), [("validation", "Report"), ("adjudicate", "Queue")])
+def test_the_pages_show_the_stored_result_and_what_it_covers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page: str, what: str
+) -> None:
+    engine = rated(tmp_path)
+    monkeypatch.setenv(db.ENV_VAR, url_of(engine))
+    at = app_for(account(engine, "boss"), timeout=180)
+    at.switch_page(f"views/{page}.py").run()
+    assert not at.exception
+    first, _ = stored(engine, "report" if page == "validation" else "adjudication")  # the first visit's
+    at.run()
+    covers = f"{what} of {first.computed_at.strftime('%H:%M')} UTC over {3 * N_PAIRS} judgments"
+    assert f"{covers}; up to date" in captions(at)
+    rate(engine, "ann2", "p6", preference=-2)
+    at.run()
+    assert not at.exception
+    assert f"{covers}; 1 judgment since; updating" in captions(at)
+    button = at.button(key=f"{page}_current")
+    button.click().run()
+    assert not at.exception
+    now, _ = stored(engine, "report" if page == "validation" else "adjudication")
+    assert now.n_judgments == 3 * N_PAIRS + 1
+    at.run()
+    assert any(c.endswith(f"over {3 * N_PAIRS + 1} judgments; up to date") for c in captions(at))
