@@ -1,7 +1,8 @@
 """A crowd arriving at once: page open -> first item, Pair Studio against Potato 2.12.1 in the same run.
 
 Run from the repository root: `python benchmarks/bench_admission.py [--annotators 20 50] [--window 10]
-[--engines sqlite postgres] [--postgres URL] [--pairs 1000] [--no-potato] [--profile FILE]`.
+[--engines sqlite postgres] [--postgres URL] [--pairs 1000] [--arrival password|link] [--no-potato]
+[--profile FILE]`.
 
 For each crowd size N and each engine, a fresh Pair Studio server (bench_capacity.py's study and
 accounts bench01..benchNN, SQLite file or a new PostgreSQL database), then a fresh Potato server on the
@@ -9,6 +10,10 @@ same pairs (benchmarks/potato.py's project), alternated. One warm-up annotator r
 each server before the crowd (a researcher looks at the study before launching it). Then annotator k
 opens the page at k * window / N seconds (all N within `--window` seconds) and signs in: Pair Studio's
 login form (username, password: Argon2id), Potato's register form (Potato's own password storage).
+With `--arrival link`, Pair Studio's annotators arrive as a crowd platform sends them: each opens the
+study link with its own worker id (`/?study=bench&PROLIFIC_PID=...`; the study takes Prolific workers,
+`[crowd] items` = 20), which creates the account and plans its queue with no password, then reads the
+guidelines' acknowledgement button and presses it (a new account's first step), as a worker does.
 Timed from Python for both tools: from the page's `goto` to the first item drawn (Pair Studio: the
 page's item mark set and ready, the question, both responses' paragraphs, every question of the form
 and the enabled submit button visible; Potato: its instance id, question, both responses, slider, five
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -106,6 +112,45 @@ async def pair_studio_arrival(page: Any, base_url: str, user: str, timeout_s: fl
     return time.monotonic() - started
 
 
+#: A new account's guidelines step on the rating page (views/annotate.py's button).
+PS_ACK = ".st-key-ack_guidelines button"
+
+
+async def pair_studio_link_arrival(page: Any, base_url: str, user: str, timeout_s: float) -> float:
+    """Seconds from opening the study link (worker id `user`) to the first item drawn: no password;
+    the guidelines' acknowledgement that a new account gets first is pressed on the way."""
+    started = time.monotonic()
+    await page.goto(
+        f"{base_url}/?study=bench&PROLIFIC_PID={user}&STUDY_ID=s1&SESSION_ID={user}", timeout=timeout_s * 1000
+    )
+    for predicate in (f"!!document.querySelector({PS_ACK!r})", f"({PS_FIRST_ITEM})()"):
+        remaining = max(1.0, timeout_s - (time.monotonic() - started)) * 1000
+        await page.wait_for_function(
+            f"() => ({PS_FIRST_ITEM})() || {predicate} || !!document.querySelector({PS_ERROR!r})",
+            polling=50,
+            timeout=remaining,
+        )
+        if await page.locator(PS_ERROR).count():
+            raise RuntimeError("error shown: " + (await page.locator(PS_ERROR).first.inner_text())[:200])
+        if not await page.locator(PS_ACK).count():
+            break
+        await page.locator(PS_ACK).click()
+    return time.monotonic() - started
+
+
+def take_crowd_links(url: str, places: int) -> None:
+    """Let the bench study take Prolific workers by its study link: `places` places, 20 items each."""
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        config = connection.execute(text("SELECT config FROM study WHERE name = 'bench'")).scalar_one()
+        config = json.loads(config) if isinstance(config, str) else config
+        config["crowd"] |= {"platform": "prolific", "places": places, "items": 20, "completion_code": "BENCH"}
+        connection.execute(
+            text("UPDATE study SET config = :config WHERE name = 'bench'"), {"config": json.dumps(config)}
+        )
+    engine.dispose()
+
+
 async def potato_arrival(page: Any, base_url: str, user: str, timeout_s: float) -> float:
     """Seconds from opening Potato's page to its first item drawn, for one user registering."""
     started = time.monotonic()
@@ -119,11 +164,22 @@ async def potato_arrival(page: Any, base_url: str, user: str, timeout_s: float) 
     return time.monotonic() - started
 
 
+ARRIVALS = {
+    "pairstudio": pair_studio_arrival,
+    "pairstudio-link": pair_studio_link_arrival,
+    "potato": potato_arrival,
+}
+
+
 async def crowd(tool: str, base_url: str, pid: int, n: int, args: argparse.Namespace) -> dict[str, Any]:
     """A warm-up annotator, then N annotators arriving within the window; what was measured."""
     from playwright.async_api import async_playwright
 
-    arrive = potato_arrival if tool == "potato" else pair_studio_arrival
+    arrive = {
+        "potato": potato_arrival,
+        "pairstudio": pair_studio_arrival,
+        "pairstudio-link": pair_studio_link_arrival,
+    }[tool]
     async with async_playwright() as playwright:
         browsers = [
             await playwright.chromium.launch(
@@ -145,7 +201,7 @@ async def crowd(tool: str, base_url: str, pid: int, n: int, args: argparse.Names
             return await arrive(pages[k], base_url, f"bench{k + 1:02d}", args.timeout)
 
         profiler = None
-        if args.profile and tool == "pairstudio":
+        if args.profile and tool.startswith("pairstudio"):
             out = f"{args.profile}-{n}.txt"
             command = [args.py_spy, "record", "-o", out, "-f", "raw", "-p", str(pid), "-r", "100", "-s"]
             profiler = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -185,8 +241,12 @@ async def crowd(tool: str, base_url: str, pid: int, n: int, args: argparse.Names
 def measure_pair_studio(n: int, engine_name: str, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     with database(engine_name, folder, args.postgres, f"{engine_name}-{n}") as url:
         bench_capacity.build_study(url, n + 1, args.pairs, matched=True)  # the last one warms up
+        tool = "pairstudio"
+        if args.arrival == "link":
+            take_crowd_links(url, n + 1)
+            tool = "pairstudio-link"
         with bench_capacity.pair_studio_server(url, folder / f"ps-{engine_name}-{n}.log") as (base_url, pid):
-            result = asyncio.run(crowd("pairstudio", base_url, pid, n, args))
+            result = asyncio.run(crowd(tool, base_url, pid, n, args))
     return result | {"engine": engine_name}
 
 
@@ -201,7 +261,9 @@ def measure_potato(n: int, engine_name: str, args: argparse.Namespace, folder: P
 
 def line(result: dict[str, Any]) -> str:
     times = result["times"]
-    name = "Pair Studio" if result["tool"] == "pairstudio" else "Potato 2.12.1"
+    name = {"pairstudio": "Pair Studio", "pairstudio-link": "PS study link", "potato": "Potato 2.12.1"}[
+        result["tool"]
+    ]
     head = f"{result['n']:>3} annotators, {name:<13} {result['engine']:<16}"
     cpu, load = result["server_cpu"], result["load"]
     tail = (
@@ -232,6 +294,12 @@ def main() -> None:
     )
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds an arrival may take")
+    parser.add_argument(
+        "--arrival",
+        choices=["password", "link"],
+        default="password",
+        help="Pair Studio's annotators sign in with a password, or arrive by the crowd study link",
+    )
     parser.add_argument("--no-potato", action="store_true")
     parser.add_argument("--profile", help="py-spy raw profile of the Pair Studio server, to FILE-N.txt")
     parser.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")

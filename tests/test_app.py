@@ -12,7 +12,15 @@ from streamlit.testing.v1 import AppTest
 
 from annotator.store import db
 from annotator.store.models import Event, Judgment, id_of
-from tests.utils.apphelpers import MAIN, PASSWORD, AppDB, app_for, build_app_db, open_item_actions
+from tests.utils.apphelpers import (
+    MAIN,
+    PASSWORD,
+    AppDB,
+    app_for,
+    build_app_db,
+    count_runs,
+    open_item_actions,
+)
 
 pytestmark = pytest.mark.page  # pages in AppTest: the PostgreSQL pass leaves it out
 
@@ -436,3 +444,33 @@ def test_the_browser_never_sees_pair_internals_or_other_annotators_labels(app_db
         assert record_id not in text
     assert not re.search(r"chosen|rejected", text, flags=re.IGNORECASE)
     assert secret not in text
+
+
+# ------------------------------------------------------------------------------------- runs per arrival
+
+
+def test_the_login_click_draws_the_first_item_in_one_run(
+    app_db: AppDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The password is checked in the button's callback, so the run of the click already draws the
+    role's start page (no second run to leave the login page)."""
+    at = app_as(app_db, None)
+    runs = count_runs(monkeypatch)
+    log_in_with_form(at, "ann1", PASSWORD)
+    assert len(runs) == 1
+    assert progress_text(at) == "0 of 3 done"
+
+
+def test_the_guidelines_acknowledgement_draws_the_first_item_in_one_run(
+    app_db: AppDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with db.session_scope(app_db.engine) as session:
+        user = app_db.user("ann1")
+        user.guidelines_ack_at = None
+        session.add(user)
+    at = app_as(app_db, "ann1")
+    runs = count_runs(monkeypatch)
+    at.button(key="ack_guidelines").click().run()
+    assert not at.exception
+    assert len(runs) == 1
+    assert progress_text(at) == "0 of 3 done"

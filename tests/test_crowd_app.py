@@ -19,8 +19,8 @@ from annotator.rating import drafts
 from annotator.store import db
 from annotator.store.models import CrowdLink
 from annotator.study import get_study
-from tests.utils.apphelpers import app_for, shown_tables
-from tests.utils.crowdhelpers import PROLIFIC, enter
+from tests.utils.apphelpers import MAIN, app_for, count_runs, shown_tables
+from tests.utils.crowdhelpers import PROLIFIC, enter, link
 from tests.utils.factories import make_annotators
 from tests.utils.qchelpers import qc_study
 
@@ -141,3 +141,37 @@ def test_an_answer_sent_after_the_limit_says_it_was_not_counted(
     assert not at.exception
     assert [w.value for w in at.warning if "not counted" in w.value] == [actions.LATE]
     assert not [b for b in at.button if b.key == "annotate_submit"]
+
+
+def test_a_study_link_opens_the_guidelines_in_one_run(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The study link is taken before the routing: the run of the first visit already draws the
+    annotator's rating page (its guidelines step), and the worker id leaves the address."""
+    qc_study(engine, tmp_path, 3, crowd=PROLIFIC)
+    monkeypatch.setenv(db.ENV_VAR, db_url)
+    runs = count_runs(monkeypatch)
+    at = AppTest.from_file(str(MAIN), default_timeout=30)
+    for key, value in link("worker1").items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert len(runs) == 1
+    assert at.session_state["account"].role == "annotator"
+    assert at.button(key="ack_guidelines")
+    assert "PROLIFIC_PID" not in at.query_params
+
+
+def test_a_link_to_a_study_without_crowd_places_is_one_line_without_a_form(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    qc_study(engine, tmp_path, 3)
+    monkeypatch.setenv(db.ENV_VAR, db_url)
+    at = AppTest.from_file(str(MAIN), default_timeout=30)
+    for key, value in link("worker1").items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["this study does not take participants from a crowd platform"]
+    assert "account" not in at.session_state
+    assert not at.text_input

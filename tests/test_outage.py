@@ -61,6 +61,29 @@ def test_an_outage_is_one_message_and_the_page_recovers(app_db: AppDB, username:
         event.remove(engine, "before_cursor_execute", outage)
 
 
+def test_an_outage_during_a_password_login_is_the_same_message(app_db: AppDB) -> None:
+    """The password is checked in the login button's callback: a fault there is still the page's one
+    message (no traceback), nobody is logged in, and the login form is back when the database is."""
+    at = app_for(None)
+    outage = Outage()
+    engine = common.engine()
+    event.listen(engine, "before_cursor_execute", outage)
+    try:
+        outage.down = True
+        at.text_input(key="login_username").input("ann1")
+        at.text_input(key="login_password").input(PASSWORD)
+        at.button(key="login_submit").click().run()
+        assert not at.exception
+        assert [e.value for e in at.error] == [common.OUTAGE.format(seconds=common.RETRY_SECONDS)]
+        assert "account" not in at.session_state
+        outage.down = False
+        at.run()
+        assert not at.exception and not at.error
+        assert at.text_input(key="login_username")
+    finally:
+        event.remove(engine, "before_cursor_execute", outage)
+
+
 def test_a_database_that_cannot_be_opened_is_the_same_message(
     app_db: AppDB, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from annotator.app.assets import filled
 from annotator.app.common import FAVICON, PAGES, current_account, database_down, log_out, sync_cookie
+from annotator.app.link_login import link_login
 from annotator.app.panes import focusable_panes
 from annotator.errors import UserError
 
@@ -70,7 +71,9 @@ def login_pages() -> list[st.Page]:
 
 
 def run_pages() -> None:
-    """Route by role and run the chosen page."""
+    """Take a login link, if any; route by role and run the chosen page."""
+    if current_account() is None:
+        link_login()
     account = current_account()
     if account is None and ("owner_token" in st.query_params or "owner_session" in st.session_state):
         navigation = st.navigation(

@@ -15,12 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 from streamlit.testing.v1 import AppTest
 
-from annotator.app import draft_route
+from annotator.app import common, draft_route
 from annotator.app.common import engine as app_engine
 from annotator.intake import assign, ingest
 from annotator.people import accounts, authorization, sessions
@@ -310,6 +311,20 @@ def add_study(app_db: AppDB, folder: Path, name: str, username: str, n_pairs: in
         session.add_all(rows)
         session.flush()
         return [id_of(r) for r in rows]
+
+
+def count_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one per run of the app's entry file (the router calls
+    common.sync_cookie once per run)."""
+    runs: list[int] = []
+    original = common.sync_cookie
+
+    def counted() -> None:
+        runs.append(1)
+        original()
+
+    monkeypatch.setattr(common, "sync_cookie", counted)
+    return runs
 
 
 def app_for(account: Account | None, *, timeout: float = 30) -> AppTest:

@@ -115,8 +115,25 @@ def workspace_area() -> None:
     side_actions(item)
 
 
+ACK_FAULT_KEY = "ack_fault"  # a fault in the acknowledgement's callback (the database down)
+
+
+def acknowledge(account: Account) -> None:
+    """The guidelines button's callback: record the acknowledgement before the page runs again, so
+    that this one run draws the first item; a fault is raised again by the page's run (where the
+    router says a database fault in one message)."""
+    try:
+        with session() as active:
+            accounts.acknowledge_guidelines(active, account=account)
+    except Exception as exc:
+        st.session_state[ACK_FAULT_KEY] = exc
+
+
 def main() -> None:
     account = require("annotator")
+    fault = st.session_state.pop(ACK_FAULT_KEY, None)
+    if fault is not None:
+        raise fault
     page_assets()
     st.title("Rate pairs")
     with session() as active:
@@ -124,10 +141,13 @@ def main() -> None:
     if not acknowledged:
         st.warning("Please read the guidelines once before your first item.", icon=":material/menu_book:")
         st.markdown(safe_md(guidelines_text()))
-        if st.button("I have read the guidelines: start rating", type="primary", key="ack_guidelines"):
-            with session() as active:
-                accounts.acknowledge_guidelines(active, account=account)
-            st.rerun()
+        st.button(
+            "I have read the guidelines: start rating",
+            type="primary",
+            key="ack_guidelines",
+            on_click=acknowledge,
+            args=(account,),
+        )
         return
     for key in (STUDIES_KEY, CONTEXT_KEY):  # a page run reads the studies and the item's context afresh
         st.session_state.pop(key, None)

@@ -1,28 +1,13 @@
-"""Log in with a username and password, or with a one-time link (?token=...) for crowd workers."""
+"""Log in with a username and password; a refused login link (annotator.app.link_login: a one-time
+token, a crowd study link) is said here."""
 
 import streamlit as st
 
-from annotator.app.common import SESSION_COOKIE, engine, log_in, session
-from annotator.errors import AuthError, UserError
+from annotator.app.common import ACCOUNT_KEY, LOGIN_AT_KEY, SESSION_COOKIE, engine, log_in
+from annotator.app.link_login import LINK_ERROR_KEY
+from annotator.errors import UserError
 from annotator.people import accounts
-from annotator.rating import crowd
 from annotator.store import db
-
-
-def token_login() -> None:
-    """Redeem a one-time login token from the URL, once."""
-    token = st.query_params.get("token")
-    if not token:
-        return
-    del st.query_params["token"]
-    try:
-        with session() as active:
-            account = accounts.redeem_login_token(active, token)
-    except UserError as exc:
-        st.error(str(exc))
-        return
-    log_in(account)
-    st.rerun()
 
 
 def _client() -> str | None:
@@ -46,65 +31,66 @@ def _known_session() -> str | None:
     return str(token) if token else None
 
 
-def password_login() -> None:
-    """The login form."""
-    st.title("Pair Studio")
-    st.markdown("Rate pairs of responses for how well they fit one person.")
-    if st.session_state.pop("expired", False):
-        st.info("Your session expired; please log in again.")
-    with st.form("login", border=True, width=420):
-        username = st.text_input("Username", key="login_username", autocomplete="username")
-        password = st.text_input(
-            "Password", type="password", key="login_password", autocomplete="current-password"
-        )
-        submitted = st.form_submit_button(
-            "Log in", type="primary", icon=":material/login:", key="login_submit"
-        )
-    if not submitted:
-        return
-    if not username.strip() or not password:
-        st.error("Please enter your username and password.")
+LOGIN_ERROR_KEY = "login_error"  # a refused login's one line, shown under the form
+LOGIN_FAULT_KEY = "login_fault"  # a fault in the login's callback (the database down), raised by the page
+
+
+def check_password() -> None:
+    """The login button's callback: check the password before the page runs again, so that this one
+    run draws the role's start page (no second run to leave the login page); a refusal is one line
+    kept for the form to show, any other fault is raised again by the page's run (where the router
+    says a database fault in one message, as on every page)."""
+    state = st.session_state
+    username = str(state.get("login_username") or "").strip()
+    password = str(state.get("login_password") or "")
+    if not username or not password:
+        state[LOGIN_ERROR_KEY] = "Please enter your username and password."
         return
     try:
         client, known = _client(), _known_session()
         account = db.with_retries(
             engine(),
             lambda active: accounts.authenticate(
-                active, username.strip(), password, client=client, known_session=known
+                active, username, password, client=client, known_session=known
             ),
         )
+        log_in(account)
     except UserError as exc:  # a refused login, or a server still busy after the retries: one line
-        st.error(str(exc))
-        return
-    log_in(account)
-    st.rerun()
+        state[LOGIN_ERROR_KEY] = str(exc)
+    except Exception as exc:
+        for key in (ACCOUNT_KEY, LOGIN_AT_KEY):  # a login half made is none: the login page shows the fault
+            state.pop(key, None)
+        state[LOGIN_FAULT_KEY] = exc
 
 
-def crowd_login() -> None:
-    """Enter from a crowd platform's study link (?study=S&PROLIFIC_PID=...): no password.
-
-    The link's parameters are removed from the address at once (the worker id never stays on a
-    page); the account is created or resumed by annotator.rating.crowd and logged in like any other.
-    """
-    if "study" not in st.query_params:
-        return
-    params = {key: st.query_params.get(key) or "" for key in st.query_params.keys()}
-    st.query_params.clear()
-    try:
-        account = db.with_retries(
-            engine(), lambda active: crowd.enter(active, study=params["study"], params=params)
+def password_login() -> None:
+    """The login form (its button's callback, :func:`check_password`, logs in)."""
+    fault = st.session_state.pop(LOGIN_FAULT_KEY, None)
+    if fault is not None:
+        raise fault
+    st.title("Pair Studio")
+    st.markdown("Rate pairs of responses for how well they fit one person.")
+    if st.session_state.pop("expired", False):
+        st.info("Your session expired; please log in again.")
+    with st.form("login", border=True, width=420):
+        st.text_input("Username", key="login_username", autocomplete="username")
+        st.text_input("Password", type="password", key="login_password", autocomplete="current-password")
+        st.form_submit_button(
+            "Log in", type="primary", icon=":material/login:", key="login_submit", on_click=check_password
         )
-    except (AuthError, UserError) as exc:
-        st.title("Pair Studio")
-        st.error(str(exc))
-        st.stop()
-    log_in(account)
-    st.rerun()
+    error = st.session_state.pop(LOGIN_ERROR_KEY, None)
+    if error:
+        st.error(error)
 
 
 def main() -> None:
-    crowd_login()
-    token_login()
+    refused = st.session_state.pop(LINK_ERROR_KEY, None)
+    if refused is not None and refused[0] == "crowd":  # a study link that cannot be used: no form
+        st.title("Pair Studio")
+        st.error(refused[1])
+        return
+    if refused is not None:
+        st.error(refused[1])
     password_login()
 
 
