@@ -3,13 +3,15 @@
 A label frame may carry the owner's own judgments: rows whose ``rater_kind`` column is ``"owner"``
 (the ``annotator`` column then names the owner). They never enter the third-party analysis; this module
 reports, with **owners as the unit** (every standard error is a leave-one-owner-out jackknife, so pairs
-of one owner are never treated as independent; a share's interval is Korn and Graubard's (1998)
-Clopper-Pearson interval at the effective sample size that standard error implies, widened by Hall's
-(1992) correction for the skewness beyond a binomial share's (see ``_excess_skew``), kappa's is the union
-of a skewness-corrected jackknife t interval and a score-type interval (see ``jackknife_kappa``), all
-with the t quantile on ``owners - 1`` degrees of freedom and the jackknife variance times ``G / (G - 1)``,
-the usual small-sample factor for G clusters; kappa's interval only from MIN_KAPPA_OWNERS owners and
-MIN_KAPPA_PAIRS pairs, below which it does not hold its level):
+of one owner are never treated as independent; a share's interval, ``share_interval``, is Korn and
+Graubard's (1998) Clopper-Pearson interval at the effective sample size that standard error implies,
+widened by Hall's (1992) correction for the skewness beyond a binomial share's (see ``_excess_skew``) and
+united with a distribution-free betting interval; kappa's is the union of a skewness-corrected jackknife
+t interval, a score-type interval and ``kappa_box``'s (Fieller's interval at the corners of a betting box
+of the owner's shares; see ``jackknife_kappa``), all with the t quantile on ``owners - 1`` degrees of
+freedom and the jackknife variance times ``G / (G - 1)``, the usual small-sample factor for G clusters;
+kappa's interval only from MIN_KAPPA_OWNERS owners and MIN_KAPPA_PAIRS pairs, below which it does not
+hold its level):
 
 - owner endorsement: the share of pairs whose owner prefers ``chosen`` (a tie counts half), tested
   one-sided against one half (its own verdict, ``owner_endorsement``);
@@ -22,13 +24,14 @@ MIN_KAPPA_PAIRS pairs, below which it does not hold its level):
 
 A frame without owner rows gives no section, and the report is then what it was without this module.
 
-The owner endorsement's interval, and so its verdict, is that interval united with distribution-free
-bounds (``endorsement_interval``): Waudby-Smith and Ramdas's betting interval (``betting_ratio``), which
-holds for owners drawn independently whatever the distribution of their pairs and endorsements (at most
-the study's largest pair count per owner). The jackknife interval alone missed far more often than alpha,
-and its verdict passed falsely, when few owners' shares are strongly skewed (a few owners who reject
-chosen, unseen in most samples of 10-20 owners); the price is the verdict's power with few owners
-(measured in benchmarks/bench_owners.py).
+Every owner share's interval (the endorsement's, and so its verdict; every accuracy; the rubric's) is
+the jackknife interval united with distribution-free bounds (``share_interval``): Waudby-Smith and
+Ramdas's betting interval (``betting_ratio``), which holds for owners drawn independently whatever the
+distribution of their pairs and answers (at most the study's largest pair count per owner). The
+jackknife interval alone missed far more often than alpha, and the verdict passed falsely, when a few
+owners are far from the rest (a few who reject chosen, or with whom the annotators agree far less, unseen
+in most samples of 10-20 owners); kappa missed for the same reason. The price is width and the verdict's
+power with few owners (measured in benchmarks/bench_owners.py).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from analysis.aggregates import judgments, pair_majority
 from analysis.betting import betting_ratio
 from analysis.frames import as_text, has_prefix
 from analysis.judges import EPSILON, JUDGE, MIN_ANNOTATORS, MIN_ITEMS, ORDER, benjamini_yekutieli
+from analysis.kappa_box import kappa_box
 from analysis.verdicts import Status, Verdict
 from analysis.vocabulary import (
     ANNOTATOR,
@@ -65,7 +69,7 @@ __all__ = [
     "MIN_OWNERS",
     "OWNER_ENDORSEMENT",
     "OwnerSection",
-    "endorsement_interval",
+    "share_interval",
     "jackknife_kappa",
     "jackknife_ratio",
     "owner_endorsement_verdict",
@@ -160,15 +164,15 @@ def jackknife_ratio(
     return est, low, high, se
 
 
-def endorsement_interval(
+def share_interval(
     num: npt.ArrayLike, den: npt.ArrayLike, *, alpha: float = 0.05
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The owner endorsement's estimate, interval and standard error: ``jackknife_ratio``'s interval
-    united with ``betting_ratio``'s (the lower of the two lower bounds, the higher of the two upper
-    ones), so each side misses at most as often as the betting side, whatever the owners' distribution;
-    NaN bounds with fewer than two owners.
+    """An owner share's estimate, interval and standard error (the endorsement's, the accuracies', the
+    rubric's): ``jackknife_ratio``'s interval united with ``betting_ratio``'s (the lower of the two
+    lower bounds, the higher of the two upper ones), so each side misses at most as often as the
+    betting side, whatever the owners' distribution; NaN bounds with fewer than two owners.
 
-    >>> est, lo, hi, se = endorsement_interval([9, 10, 8, 10, 10, 9, 10, 7, 10, 10], [10] * 10)
+    >>> est, lo, hi, se = share_interval([9, 10, 8, 10, 10, 9, 10, 7, 10, 10], [10] * 10)
     >>> round(float(est), 2), round(float(lo), 3), round(float(hi), 3)
     (0.93, 0.666, 1.0)
     """
@@ -241,8 +245,10 @@ def jackknife_kappa(
     confusion: npt.ArrayLike, *, alpha: float = 0.05
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Cohen's kappa of pooled per-owner confusion counts with its interval over owners: the union of
-    the leave-one-owner-out jackknife t interval with Hall's skewness correction (``_hall``) and the
-    score-type interval of ``_score_kappa``.
+    the leave-one-owner-out jackknife t interval with Hall's skewness correction (``_hall``), the
+    score-type interval of ``_score_kappa`` and ``kappa_box``'s interval (the owner's shares of each
+    direction in a distribution-free betting box, Fieller's interval at its corners), which holds where
+    a few owners far from the rest made the first two miss.
 
     Parameters
     ----------
@@ -269,8 +275,9 @@ def jackknife_kappa(
     q = _t(alpha, g)
     score_low, score_high = _score_kappa(est, se, _chance(total), q)
     t_low, t_high = _hall(est, se, _acceleration(dev), q)
-    low = np.fmin(t_low, score_low)
-    high = np.fmax(t_high, score_high)
+    box_low, box_high = kappa_box(c, alpha=alpha)
+    low = np.fmin(np.fmin(t_low, score_low), box_low)
+    high = np.fmax(np.fmax(t_high, score_high), box_high)
     low = np.where(enough, np.maximum(low, -1.0), np.nan)
     return est, low, np.where(enough, np.minimum(high, 1.0), np.nan), se
 
@@ -357,7 +364,7 @@ def _endorsement(own: pd.DataFrame, alpha: float) -> pd.DataFrame:
     score = np.array([1.0, 0.5, 0.0])[own["owner_direction"].to_numpy()]
     per_owner = pd.DataFrame({OWNER: own[OWNER], "score": score}).groupby(OWNER, sort=True)["score"]
     num, den = per_owner.sum().to_numpy(), per_owner.size().to_numpy()
-    est, lo, hi, se = endorsement_interval(num, den, alpha=alpha)
+    est, lo, hi, se = share_interval(num, den, alpha=alpha)
     g = len(num)
     return pd.DataFrame(
         [
@@ -387,7 +394,7 @@ def _agreement_row(
 ) -> dict[str, Any]:
     c = _confusion(rater, owner_dir, owner)
     same = np.trace(c, axis1=-2, axis2=-1)
-    acc, acc_lo, acc_hi, _ = jackknife_ratio(same, c.sum((-1, -2)), alpha=alpha)
+    acc, acc_lo, acc_hi, _ = share_interval(same, c.sum((-1, -2)), alpha=alpha)
     kap, kap_lo, kap_hi, _ = jackknife_kappa(c, alpha=alpha)
     return {
         "rater": name,
@@ -447,7 +454,7 @@ def _rubric(owner_rows: pd.DataFrame, alpha: float) -> pd.DataFrame:
     value = rows[VALUE].to_numpy(dtype=np.float64)
     per_owner = pd.DataFrame({OWNER: rows[ANNOTATOR].astype(str).to_numpy(), "score": value / 2.0})
     grouped = per_owner.groupby(OWNER, sort=True)["score"]
-    est, lo, hi, _ = jackknife_ratio(grouped.sum().to_numpy(), grouped.size().to_numpy(), alpha=alpha)
+    est, lo, hi, _ = share_interval(grouped.sum().to_numpy(), grouped.size().to_numpy(), alpha=alpha)
     return pd.DataFrame(
         [
             {
@@ -497,8 +504,8 @@ def _models(
             g_idx, with_majority & (choice == part["majority"].astype(str).to_numpy()), n_owners
         )
         size_major = np.bincount(g_idx, with_majority, n_owners)
-        acc, lo, hi, _ = jackknife_ratio(hit_owner, np.bincount(g_idx, minlength=n_owners), alpha=alpha)
-        mac, mlo, mhi, _ = jackknife_ratio(hit_major, size_major, alpha=alpha)
+        acc, lo, hi, _ = share_interval(hit_owner, np.bincount(g_idx, minlength=n_owners), alpha=alpha)
+        mac, mlo, mhi, _ = share_interval(hit_major, size_major, alpha=alpha)
         rows.append(
             {
                 "model": str(model),
@@ -613,10 +620,10 @@ def owner_section(
         alt_test=_alt_test(main, own, predictions, epsilon, alpha),
         parameters={
             "unit": (
-                "leave-one-owner-out jackknife; a share: Korn-Graubard at the effective sample size, "
-                "widened by Hall's correction for the skewness beyond a binomial's; the owner endorsement: "
-                "that interval united with Waudby-Smith and Ramdas's distribution-free betting interval "
-                "over owners"
+                "leave-one-owner-out jackknife; a share (the endorsement, the accuracies, the rubric): "
+                "Korn-Graubard at the effective sample size, widened by Hall's correction for the skewness "
+                "beyond a binomial's, united with Waudby-Smith and Ramdas's distribution-free betting "
+                "interval over owners"
             ),
             "ci_level": 1 - 2 * alpha,
             "min_owners": MIN_OWNERS,
@@ -671,7 +678,7 @@ def score_judges(
 
 def owner_endorsement_verdict(section: OwnerSection, alpha: float, min_owners: int = MIN_OWNERS) -> Verdict:
     """*The profiles' owners prefer chosen*, over owners: the share of pairs whose owner prefers chosen
-    (a tie half) against one half, one-sided at `alpha` with ``endorsement_interval``."""
+    (a tie half) against one half, one-sided at `alpha` with ``share_interval``."""
     row = section.endorsement.iloc[0]
     g, n = int(row["n_owners"]), int(row["n_pairs"])
     level = round(100 * (1 - 2 * alpha))

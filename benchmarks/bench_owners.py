@@ -16,15 +16,17 @@ Every rate must lie within alpha + 2 Monte Carlo SE (one side of the interval ea
 Two grids: ``base`` (5-40 owners; shares 0.5 and 0.7) and ``skew`` (10-80 owners whose shares are
 Beta with mean 0.8 or 0.9 and sd 0.1, 0.15 or 0.2: strongly left-skewed); ``all`` runs both.
 
-The endorsement's interval is the report's (``analysis.owners.endorsement_interval``: the jackknife
-interval united with the distribution-free betting interval, ``betting_ratio``); ``--jackknife-only``
-measures the jackknife interval alone (the rule before), ``--union`` unites the accuracy's interval with
-the betting interval too (the report does not).
+The endorsement's and the accuracy's intervals are the report's (``analysis.owners.share_interval``:
+the jackknife interval united with the distribution-free betting interval, ``betting_ratio``);
+``--jackknife-only`` measures the jackknife interval alone (the rule before). Kappa's is the report's
+(``analysis.owners.jackknife_kappa``).
 
-``--two-groups`` measures only the verdict's false pass rate at a population share of exactly 1/2 when
-owners form two groups (a few who mostly reject chosen), with and without the betting union.
+``--two-groups``: at a population share of exactly 1/2, owners form two groups (a few who mostly reject
+chosen, and with whom the annotator agrees less often, TWO_GROUP_ACCURACY): the verdict's false pass
+rate with and without the betting union, and the misses of the accuracy's interval (with and without
+it) and of kappa's.
 
-``python benchmarks/bench_owners.py [--studies 2000] [--alpha 0.05] [--grid all|base|skew] [--union]
+``python benchmarks/bench_owners.py [--studies 2000] [--alpha 0.05] [--grid all|base|skew]
 [--jackknife-only] [--two-groups]``
 """
 
@@ -36,8 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.betting import betting_ratio
-from analysis.owners import MIN_OWNERS, endorsement_interval, jackknife_kappa, jackknife_ratio
+from analysis.owners import MIN_OWNERS, jackknife_kappa, jackknife_ratio, share_interval
 
 TIE = 0.1
 
@@ -51,14 +52,10 @@ def _joint(mean_chosen: float, accuracy: float) -> np.ndarray:
 
 
 def _share(
-    num: np.ndarray, den: np.ndarray, alpha: float, union: bool
+    num: np.ndarray, den: np.ndarray, alpha: float, jackknife_only: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``jackknife_ratio``, or (`union`) its interval united with ``betting_ratio``'s."""
-    est, lo, hi, se = jackknife_ratio(num, den, alpha=alpha)
-    if union:
-        bet_lo, bet_hi = betting_ratio(num, den, alpha=alpha)
-        lo, hi = np.minimum(lo, bet_lo), np.maximum(hi, bet_hi)
-    return est, lo, hi, se
+    """The report's ``share_interval``, or (`jackknife_only`) ``jackknife_ratio``'s interval alone."""
+    return (jackknife_ratio if jackknife_only else share_interval)(num, den, alpha=alpha)
 
 
 def run_row(
@@ -71,12 +68,11 @@ def run_row(
     spread: float,
     accuracy: float,
     alpha: float,
-    union: bool = False,
     jackknife_only: bool = False,
 ) -> dict[str, float]:
     """One row: coverage and verdict rates over `studies` simulated studies (the endorsement's interval
-    is the report's, ``endorsement_interval``, or with `jackknife_only` ``jackknife_ratio``'s alone;
-    `union`: the accuracy's interval united with the distribution-free ``betting_ratio``'s too)."""
+    and the accuracy's are the report's, ``share_interval``, or with `jackknife_only` ``jackknife_ratio``'s
+    alone)."""
     s, g, m = studies, owners, 20
     n = rng.integers(1, 21, (s, g)) if pairs == "1-20" else np.full((s, g), int(pairs))
     present = np.arange(m)[None, None, :] < n[..., None]  # (S, G, 20)
@@ -92,10 +88,7 @@ def run_row(
     rater_dir = np.where(same, owner_dir, other)
     score = np.array([1.0, 0.5, 0.0])[owner_dir]
     num = np.where(present, score, 0.0).sum(-1)
-    if jackknife_only:
-        est, lo, hi, _ = jackknife_ratio(num, n, alpha=alpha)
-    else:
-        est, lo, hi, _ = endorsement_interval(num, n, alpha=alpha)
+    est, lo, hi, _ = _share(num, n, alpha, jackknife_only)
     truth = TIE / 2 + (1 - TIE) * share  # a tie counts half
     cover_low = float(np.mean(lo > truth))
     cover_high = float(np.mean(hi < truth))
@@ -103,7 +96,7 @@ def run_row(
     passed = enough & (lo > 0.5)
     failed = enough & (hi < 0.5)
     hit = np.where(present, rater_dir == owner_dir, False).sum(-1)
-    _, alo, ahi, _ = _share(hit, n, alpha, union)
+    _, alo, ahi, _ = _share(hit, n, alpha, jackknife_only)
     confusion = np.zeros((s, g, 3, 3))
     flat = (rater_dir * 3 + owner_dir).reshape(s, g, m)
     for cell in range(9):
@@ -135,38 +128,126 @@ TWO_GROUPS = [
 ]
 
 
+#: The rater's accuracy with the owners of the low group and of the rest in the two-group designs
+#: (owners who disagree with the panel at different rates).
+TWO_GROUP_ACCURACY = (0.35, 0.75)
+
+
+def _two_group_confusion(
+    rng: np.random.Generator, num: np.ndarray, n: np.ndarray, is_low: np.ndarray
+) -> np.ndarray:
+    """Per-owner confusion counts (S, G, 3, 3) of a rater who takes the owner's direction (chosen or
+    rejected) with the owner group's TWO_GROUP_ACCURACY and else one of the other two at random."""
+    accuracy = np.where(is_low, *TWO_GROUP_ACCURACY)
+    confusion = np.zeros(num.shape + (3, 3))
+    for column, count in ((0, num.astype(np.int64)), (2, (n - num).astype(np.int64))):
+        same = rng.binomial(count, accuracy)
+        first = rng.binomial(count - same, 0.5)
+        others = [row for row in range(3) if row != column]
+        confusion[..., column, column] = same
+        confusion[..., others[0], column] = first
+        confusion[..., others[1], column] = count - same - first
+    return confusion
+
+
+def _two_group_truth(frac: float, low: float, high: float) -> tuple[float, float]:
+    """The population accuracy and kappa of the two-group design (pair counts independent of the group)."""
+    joint = np.zeros((3, 3))
+    for weight, p, accuracy in ((frac, low, TWO_GROUP_ACCURACY[0]), (1 - frac, high, TWO_GROUP_ACCURACY[1])):
+        for column, share in ((0, p), (2, 1 - p)):
+            joint[:, column] += weight * share * (1 - accuracy) / 2
+            joint[column, column] += weight * share * (accuracy - (1 - accuracy) / 2)
+    return float(np.trace(joint)), float(jackknife_kappa(joint[None])[0])
+
+
 def two_group_null(
-    rng: np.random.Generator, *, studies: int, owners: int, pairs: str, frac: float, high: float, alpha: float
-) -> tuple[float, float, float]:
-    """False pass rates at a share of exactly 1/2 (two groups of owners): the report's verdict and the
-    jackknife interval's alone; and the low group's owner probability."""
+    rng: np.random.Generator,
+    *,
+    studies: int,
+    owners: int,
+    pairs: str,
+    frac: float,
+    high: float,
+    alpha: float,
+    rater_rng: np.random.Generator | None = None,
+) -> dict[str, float]:
+    """At a share of exactly 1/2 with two groups of owners: the false pass rates of the report's verdict
+    and of the jackknife interval's alone; the low group's owner probability; and (with `rater_rng`, a
+    generator of its own so the endorsement's draws stay the same) the misses of the accuracy's interval
+    (the report's and the jackknife's alone) and of kappa's, for a rater whose accuracy
+    differs by group (TWO_GROUP_ACCURACY)."""
     low = (0.5 - (1 - frac) * high) / frac
     n = rng.integers(1, 21, (studies, owners)) if pairs == "1-20" else np.full((studies, owners), int(pairs))
-    p = np.where(rng.random((studies, owners)) < frac, low, high)
+    is_low = rng.random((studies, owners)) < frac
+    p = np.where(is_low, low, high)
     num = rng.binomial(n, p).astype(float)
-    report_low = endorsement_interval(num, n, alpha=alpha)[1]
+    report_low = share_interval(num, n, alpha=alpha)[1]
     jackknife_low = jackknife_ratio(num, n, alpha=alpha)[1]
-    return float(np.mean(report_low > 0.5)), float(np.mean(jackknife_low > 0.5)), low
+    out = {
+        "report": float(np.mean(report_low > 0.5)),
+        "jackknife": float(np.mean(jackknife_low > 0.5)),
+        "low": low,
+    }
+    if rater_rng is None:
+        return out
+    confusion = _two_group_confusion(rater_rng, num, n, is_low)
+    accuracy, kappa = _two_group_truth(frac, low, high)
+    hit = np.trace(confusion, axis1=-2, axis2=-1)
+    for name, jackknife_only in (("accuracy", False), ("accuracy_jackknife", True)):
+        _, lo, hi, _ = _share(hit, n, alpha, jackknife_only)
+        out[f"{name}_low_miss"], out[f"{name}_high_miss"] = (
+            float(np.mean(lo > accuracy)),
+            float(np.mean(hi < accuracy)),
+        )
+    _, klo, khi, _ = jackknife_kappa(confusion, alpha=alpha)
+    out["kappa_low_miss"], out["kappa_high_miss"] = (
+        float(np.nanmean(klo > kappa)),
+        float(np.nanmean(khi < kappa)),
+    )
+    out["kappa_width"] = float(np.nanmean(khi - klo))
+    return out
 
 
-def _print_two_groups(rng: np.random.Generator, studies: int, chunk: int, alpha: float, limit: float) -> None:
-    print("owners pairs frac_low p_low p_high | false pass: report jackknife-only")
-    over = [0, 0]
+def _print_two_groups(
+    rng: np.random.Generator, studies: int, chunk: int, alpha: float, limit: float, seed: int
+) -> None:
+    print(
+        "owners pairs frac_low p_low p_high | false pass: report jackknife-only | accuracy miss lo/hi:"
+        " report jackknife-only | kappa miss lo/hi | kappa width"
+    )
+    rater_rng = np.random.default_rng([seed, 1])
+    over = [0, 0, 0, 0, 0]
     for owners, pairs, frac, high in TWO_GROUPS:
         sizes = [min(chunk, studies - done) for done in range(0, studies, chunk)]
         parts = [
-            two_group_null(rng, studies=k, owners=owners, pairs=pairs, frac=frac, high=high, alpha=alpha)
+            two_group_null(
+                rng,
+                studies=k,
+                owners=owners,
+                pairs=pairs,
+                frac=frac,
+                high=high,
+                alpha=alpha,
+                rater_rng=rater_rng,
+            )
             for k in sizes
         ]
-        report, jackknife = (float(np.average([part[i] for part in parts], weights=sizes)) for i in (0, 1))
-        over[0] += report > limit
-        over[1] += jackknife > limit
-        low = parts[0][2]
+        r = {key: float(np.average([part[key] for part in parts], weights=sizes)) for key in parts[0]}
+        acc = (r["accuracy_low_miss"], r["accuracy_high_miss"])
+        jackknife = (r["accuracy_jackknife_low_miss"], r["accuracy_jackknife_high_miss"])
+        kappa = (r["kappa_low_miss"], r["kappa_high_miss"])
+        for i, rate in enumerate((r["report"], r["jackknife"], max(acc), max(jackknife), max(kappa))):
+            over[i] += rate > limit
         print(
-            f"{owners:>6} {pairs:>5} {frac:>8.2f} {low:.2f} {high:.2f} | {report:.4f} {jackknife:.4f}",
+            f"{owners:>6} {pairs:>5} {frac:>8.2f} {r['low']:.2f} {high:.2f} | {r['report']:.4f} "
+            f"{r['jackknife']:.4f} | {acc[0]:.4f} {acc[1]:.4f} {jackknife[0]:.4f} {jackknife[1]:.4f} | "
+            f"{kappa[0]:.4f} {kappa[1]:.4f} | {r['kappa_width']:.3f}",
             flush=True,
         )
-    print(f"rows over the limit {limit:.4f}: report {over[0]}, jackknife-only {over[1]} of {len(TWO_GROUPS)}")
+    print(
+        f"rows over the limit {limit:.4f} of {len(TWO_GROUPS)}: verdict {over[0]}, jackknife-only {over[1]}, "
+        f"accuracy {over[2]}, accuracy jackknife-only {over[3]}, kappa {over[4]}"
+    )
 
 
 BASE_GRID = [
@@ -209,11 +290,6 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=10_000, help="studies simulated at once (memory)")
     parser.add_argument("--grid", choices=sorted(GRIDS), default="all", help="the rows run without --rows")
     parser.add_argument(
-        "--union",
-        action="store_true",
-        help="the accuracy's interval united with the distribution-free betting interval (betting_ratio)",
-    )
-    parser.add_argument(
         "--two-groups",
         action="store_true",
         help="only the false pass rates at a share of 1/2 with two groups of owners (TWO_GROUPS)",
@@ -221,7 +297,7 @@ def main() -> None:
     parser.add_argument(
         "--jackknife-only",
         action="store_true",
-        help="the endorsement's interval without the betting union (jackknife_ratio alone: the old rule)",
+        help="the shares' intervals without the betting union (jackknife_ratio alone: the old rule)",
     )
     parser.add_argument(
         "--rows", type=_row_spec, nargs="*", help="only these rows, OWNERS:PAIRS:SHARE:SPREAD:ACC (else all)"
@@ -235,7 +311,7 @@ def main() -> None:
         " kappa miss lo/hi | ok kappa-ok | width endorse kappa"
     )
     if args.two_groups:
-        _print_two_groups(rng, args.studies, args.chunk, args.alpha, limit)
+        _print_two_groups(rng, args.studies, args.chunk, args.alpha, limit, args.seed)
         return
     print(header)
     start = time.perf_counter()
@@ -253,7 +329,6 @@ def main() -> None:
             spread=spread,
             accuracy=accuracy,
             alpha=args.alpha,
-            union=args.union,
             jackknife_only=args.jackknife_only,
         )
         rates = [r["endorse_low_miss"], r["endorse_high_miss"], r["fail_rate"]]

@@ -16,19 +16,22 @@ from statsmodels.stats.proportion import proportion_confint
 
 from analysis.aggregates import judgments, pair_majority
 from analysis.betting import BET_TRUNCATION, betting_ratio
+from analysis.kappa_box import kappa_box
 from analysis.label_files import read_labels
 from analysis.owner_simulation import with_owners
 from analysis.owners import (
     MIN_KAPPA_OWNERS,
+    _agreement_row,
     _chance,
     _score_kappa,
-    endorsement_interval,
     jackknife_kappa,
     jackknife_ratio,
+    share_interval,
     split_owners,
 )
 from analysis.render import to_html, to_markdown, to_terminal
 from analysis.render.as_json import REPORT_SCHEMA, json_text
+from analysis.render.owner_text import KAPPA_METHOD
 from analysis.report import ReportSettings, build_report
 from analysis.simulation import SimDesign, SimEffects, simulate_frame
 
@@ -256,13 +259,13 @@ def test_betting_bounds_mirror_and_ignore_absent_owners() -> None:
     assert (betting_ratio([0.0, 0.0], [0.0, 0.0])) == (0.0, 1.0)
 
 
-def test_the_endorsement_interval_is_the_union_of_the_jackknife_and_betting_intervals() -> None:
+def test_the_share_interval_is_the_union_of_the_jackknife_and_betting_intervals() -> None:
     """Each bound is the further of the two; on J-shaped owners the betting side is the lower bound in
     some draws and the jackknife's in others (so neither interval alone is the rule)."""
     rng = np.random.default_rng(14)
     den = rng.integers(1, 21, (200, 10)).astype(float)
     num = rng.binomial(den.astype(int), rng.beta(1.35, 0.15, (200, 10))).astype(float)
-    est, low, high, se = endorsement_interval(num, den)
+    est, low, high, se = share_interval(num, den)
     j_est, j_low, j_high, j_se = jackknife_ratio(num, den)
     b_low, b_high = betting_ratio(num, den)
     np.testing.assert_array_equal(est, j_est)
@@ -270,10 +273,10 @@ def test_the_endorsement_interval_is_the_union_of_the_jackknife_and_betting_inte
     np.testing.assert_array_equal(low, np.minimum(j_low, b_low))
     np.testing.assert_array_equal(high, np.maximum(j_high, b_high))
     assert (b_low < j_low).any() and (b_low > j_low).any()
-    assert np.isnan(endorsement_interval([2.0], [3.0])[1])
+    assert np.isnan(share_interval([2.0], [3.0])[1])
 
 
-def test_the_verdict_uses_the_endorsement_interval() -> None:
+def test_the_verdict_uses_the_share_interval() -> None:
     _, owned = _study(follow_panel=0.0, endorse=0.1)
     report = build_report(owned, study="s", settings=SETTINGS)
     row = report.owners.endorsement.iloc[0]
@@ -282,7 +285,7 @@ def test_the_verdict_uses_the_endorsement_interval() -> None:
         score=np.select([owner["preference"] > 0, owner["preference"] < 0], [1.0, 0.0], 0.5)
     )
     grouped = per_owner.groupby("annotator")["score"]
-    _, low, high, _ = endorsement_interval(grouped.sum().to_numpy(), grouped.size().to_numpy())
+    _, low, high, _ = share_interval(grouped.sum().to_numpy(), grouped.size().to_numpy())
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((float(low), float(high)), abs=1e-12)
     assert "betting interval" in report.verdict("owner_endorsement").test
 
@@ -291,7 +294,8 @@ def test_kappa_jackknife_part_is_halls_skewness_corrected_t() -> None:
     """The jackknife part of kappa's interval, recomputed from sklearn's kappa of each leave-one-owner-out
     sample: T = (est - kappa) / se referred to +- t through Hall's (1992) G(T) = T + a + 2aT^2 + 4/3 a^2
     T^3 (a: Efron's jackknife acceleration), solved numerically; the interval is its union with the
-    score-type interval. A symmetric est +- t*se (the interval before) differs here by more than 0.005."""
+    score-type interval and kappa_box's. A symmetric est +- t*se (the interval before) differs here by
+    more than 0.005."""
     rng = np.random.default_rng(3)
     owners = 14
     sizes = rng.integers(1, 12, owners)
@@ -324,8 +328,9 @@ def test_kappa_jackknife_part_is_halls_skewness_corrected_t() -> None:
 
     hall_low, hall_high = est - se * solve(q), est - se * solve(-q)
     score_low, score_high = _score_kappa(est, se, _chance(confusion.sum(0)), q)
-    assert low == pytest.approx(min(hall_low, score_low), abs=1e-9)
-    assert high == pytest.approx(max(hall_high, score_high), abs=1e-9)
+    box_low, box_high = kappa_box(confusion)
+    assert low == pytest.approx(min(hall_low, score_low, box_low), abs=1e-9)
+    assert high == pytest.approx(max(hall_high, score_high, box_high), abs=1e-9)
     assert max(abs(low - (est - q * se)), abs(high - (est + q * se))) > 0.005
 
 
@@ -408,3 +413,24 @@ def test_a_model_replaces_annotators_only_when_it_judges_for_the_owner(follow_ow
     assert bool(row["can_replace"]) is follow_owner
     models = section.models.iloc[0]
     assert (models["accuracy_owner"] == 1.0) if follow_owner else (models["accuracy_owner"] < 0.2)
+
+
+def test_every_owner_share_uses_the_share_interval_and_the_note_names_kappas_method() -> None:
+    """The accuracies and the rubric's endorsement carry the same union as the endorsement (the jackknife
+    alone missed where annotators agree far less with a few owners); the agreement table's note says what
+    kappa's interval is and for which population."""
+    rng = np.random.default_rng(21)
+    owner = np.repeat(np.arange(12), 6)
+    owner_dir = rng.choice(3, owner.size, p=[0.7, 0.1, 0.2])
+    rater = np.where(rng.random(owner.size) < 0.7, owner_dir, rng.choice(3, owner.size))
+    names = np.array([f"owner{g:02d}" for g in owner])  # name order = number order (betting is ordered)
+    row = _agreement_row("a", rater, owner_dir, names, 0.05)
+    hits = np.bincount(owner, rater == owner_dir)
+    _, low, high, _ = share_interval(hits, np.bincount(owner))
+    assert (row["accuracy_ci_low"], row["accuracy_ci_high"]) == pytest.approx((float(low), float(high)))
+    assert float(low) < float(jackknife_ratio(hits, np.bincount(owner))[1])  # the betting side binds here
+    _, owned = _study(n_owners=12)
+    report = build_report(owned, study="s", settings=SETTINGS)
+    markdown = to_markdown(report)
+    assert KAPPA_METHOD.split(" (")[0] in markdown and "population: the owners of these profiles" in markdown
+    assert "Fieller" in markdown and "betting box" in markdown

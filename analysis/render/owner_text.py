@@ -6,9 +6,19 @@ import math
 
 import pandas as pd
 
+from analysis.owners import MIN_KAPPA_OWNERS, MIN_KAPPA_PAIRS
 from analysis.report import Report
 
-__all__ = ["owner_lines", "owner_sections"]
+__all__ = ["KAPPA_METHOD", "owner_lines", "owner_sections"]
+
+#: What kappa's interval is, in the agreement table's note.
+KAPPA_METHOD = (
+    "Kappa's CI (population: the owners of these profiles, owners as the unit): the union of a "
+    "leave-one-owner-out jackknife t interval with Hall's skewness correction, a score-type interval, and "
+    "Fieller's interval of kappa at the corners of a distribution-free betting box (Waudby-Smith and "
+    "Ramdas) of the owners' shares of chosen, tie and rejected; none below "
+    f"{MIN_KAPPA_OWNERS} owners or {MIN_KAPPA_PAIRS} pairs."
+)
 
 
 def owner_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
@@ -31,7 +41,8 @@ def owner_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
             (
                 "Owners: how well third parties judge for the owner",
                 "Agreement of each annotator and of the panel majority with the owner's own choice "
-                f"(direction: chosen, tie or rejected; Cohen's kappa corrects for chance); {unit}.",
+                f"(direction: chosen, tie or rejected; Cohen's kappa corrects for chance); {unit}. "
+                f"{KAPPA_METHOD}",
                 section.agreement,
             )
         )
