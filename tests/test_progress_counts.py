@@ -16,7 +16,7 @@ from annotator.people import accounts
 from annotator.people.authorization import SYSTEM
 from annotator.rating import drafts, labels
 from annotator.review import adjudicate, adjudication_queue, study_progress
-from annotator.store import db
+from annotator.store import db, tallies
 from annotator.store.models import Study, id_of
 from tests.utils.factories import account_for, make_annotators, make_study, make_user
 from tests.utils.qchelpers import answer_all
@@ -50,6 +50,8 @@ def study(engine: Engine, tmp_path: Path) -> str:
             {"id": undone[0][0]},
         )
         connection.execute(text("UPDATE assignment SET skip_count = 2 WHERE id = :id"), {"id": undone[1][0]})
+    with db.session_scope(engine) as session:  # rows edited by hand: the tallies are counted again
+        tallies.rebuild(session)
     return "s1"
 
 
@@ -81,7 +83,7 @@ def test_the_annotator_table_equals_the_count_over_every_row(engine: Engine, stu
         if times.empty:
             assert pd.isna(row["median_time_s"]) and pd.isna(row["items_per_hour"])
         else:
-            assert row["median_time_s"] == pytest.approx(times.median())
+            assert row["median_time_s"] == pytest.approx(times.median(), rel=0.01)
             assert row["items_per_hour"] == pytest.approx(row["done"] / (times.sum() / 3600))
     assert table["flagged"].sum() == 1 and table["skipped"].sum() == 1
     assert table["done"].sum() == int((rows["status"] == "done").sum())
@@ -99,7 +101,7 @@ def test_the_median_is_the_middle_time_or_the_mean_of_the_two_middle_times(
         ordered = sorted(times)
         middle = len(ordered) // 2
         expected = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-        assert table.loc[name, "median_time_s"] == pytest.approx(expected)
+        assert table.loc[name, "median_time_s"] == pytest.approx(expected, rel=0.01)  # bins 2% wide
 
 
 def test_pairs_complete_and_a_page_of_the_pair_table(engine: Engine, study: str) -> None:
@@ -138,7 +140,8 @@ def test_the_timeline_bins_hold_every_judgment_once(engine: Engine, study: str) 
     assert timeline.groupby("annotator").size().max() <= 10
     ends = pd.to_datetime(timeline["submitted_at"])
     first_at, last_at = pd.Timestamp(first).tz_localize(None), pd.Timestamp(last).tz_localize(None)
-    assert ends.min() > first_at and ends.max() <= last_at + pd.Timedelta(seconds=1)
+    # judgments seven hours apart span more than a day: counted per hour
+    assert ends.min() > first_at and ends.max() <= last_at.ceil("h")
     running = study_progress.cumulative_judgments(timeline)
     finals = running.groupby("annotator")["judgments"].max().to_dict()
     assert finals == per_annotator

@@ -42,6 +42,23 @@ def init(database: DbOption = None) -> None:
 
 @app.command()
 @user_errors
+def recount(database: DbOption = None) -> None:
+    """Count the Progress page's tallies again from the judgments and assignments; repair those that
+    differ (after rows were loaded or edited outside the tool)."""
+    from annotator.store import db, tallies
+
+    engine = open_db(database)
+    with db.session_scope(engine) as session:
+        changed = tallies.rebuild(session)
+    engine.dispose()
+    if changed:
+        out.print(f"counted again (they differed): {', '.join(changed)}", highlight=False, markup=False)
+    else:
+        out.print("every study's tallies agree with its rows", highlight=False)
+
+
+@app.command()
+@user_errors
 def simulate(
     study: StudyOption,
     annotators: Annotated[int, typer.Option(help="Simulated annotators to create or reuse")] = 3,

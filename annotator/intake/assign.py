@@ -13,6 +13,7 @@ from analysis.wording import counted
 from annotator.errors import UserError
 from annotator.intake.controls import mix_controls
 from annotator.people.authorization import Account, record_event, require_role
+from annotator.store import tallies
 from annotator.store.db import lock_study
 from annotator.store.models import PENDING, Assignment, Event, Judgment, Pair, Study, User, id_of
 from annotator.study import StudyConfig, get_study, parse_config, study_config
@@ -252,6 +253,7 @@ def assign(
     rows = _queue_rows(new, last, study_id=id_of(study_row), arm_of=arm_of, rng=rng)
     if rows:
         session.execute(insert(Assignment), rows)
+        tallies.assigned(session, rows)
         session.flush()
         mix_controls(session, study=study, rate=study_config(session, study).controls.rate, seed=seed)
     _log_assign(session, account, study, overlap if more_for is None else "one more", len(rows), seed, users)
@@ -435,6 +437,7 @@ def assign_pairs(
         )
     if rows:
         session.execute(insert(Assignment), rows)
+        tallies.assigned(session, rows)
     return len(rows)
 
 
@@ -520,6 +523,7 @@ def extend_overlap(session: Session, *, pair_id: int, config: StudyConfig) -> in
             position=first_position - 1,
         )
     )
+    tallies.assigned(session, [{"study_id": pair.study_id, "annotator_id": annotator_id}])
     session.add(
         Event(
             action="extend_overlap",

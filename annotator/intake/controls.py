@@ -32,6 +32,7 @@ from analysis.vocabulary import DUPLICATE, GOLD, POSITIVE, SWAP
 from analysis.wording import counted
 from annotator.errors import UserError
 from annotator.people.authorization import Account, record_event, require_role
+from annotator.store import tallies
 from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Pair, User, id_of
 from annotator.study import get_study, parse_config, study_config
 
@@ -372,6 +373,7 @@ def _insert_mixed(
             }
         )
     session.execute(insert(Assignment), rows)
+    tallies.assigned(session, rows)
     return len(rows)
 
 

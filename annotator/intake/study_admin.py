@@ -11,6 +11,7 @@ from sqlmodel import Session, col, select
 
 from annotator.errors import UserError
 from annotator.people.authorization import Account, record_event, require_role
+from annotator.store import tallies
 from annotator.store.db import lock_study
 from annotator.store.models import (
     PENDING,
@@ -25,6 +26,7 @@ from annotator.store.models import (
     OwnerLink,
     Pair,
     Study,
+    Tally,
     TrainingAnswer,
     User,
     id_of,
@@ -114,6 +116,8 @@ def unassign(
             removable.append(key)
     for start in range(0, len(removable), 500):
         session.execute(delete(Assignment).where(col(Assignment.id).in_(removable[start : start + 500])))
+    if removable:
+        tallies.recount(session, study_id)
     record_event(
         session,
         account,
@@ -201,6 +205,7 @@ def delete_study(session: Session, *, study: str, confirm: str, account: Account
     # control pairs first: they point at main pairs (control_of)
     session.execute(delete(Pair).where(col(Pair.study_id) == study_id, col(Pair.control) != ""))
     session.execute(delete(Pair).where(col(Pair.study_id) == study_id))
+    session.execute(delete(Tally).where(col(Tally.study_id) == study_id))
     session.execute(delete(Study).where(col(Study.id) == study_id))
     record_event(session, account, "study_delete", {"study": study})
     return f"study {study!r} deleted"

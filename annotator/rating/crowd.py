@@ -43,6 +43,7 @@ from annotator.intake.controls import pick_controls
 from annotator.people.authorization import Account, require_role
 from annotator.people.pseudonyms import study_secret
 from annotator.rating.design_queue import design_pairs
+from annotator.store import tallies
 from annotator.store.db import study_turn
 from annotator.store.models import (
     DONE,
@@ -246,6 +247,7 @@ def _new_worker(
     ]
     if rows:
         session.execute(insert(Assignment), rows)
+        tallies.assigned(session, rows)
     session.add(
         Event(
             user_id=user.id,

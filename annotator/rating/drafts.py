@@ -23,7 +23,20 @@ from annotator.people.authorization import (
     require_role,
 )
 from annotator.rating import crowd
-from annotator.store.models import DONE, FLAGGED, PENDING, Assignment, Draft, Event, Pair, User, utcnow
+from annotator.store import tallies
+from annotator.store.db import lock_row
+from annotator.store.models import (
+    DONE,
+    FLAGGED,
+    PENDING,
+    Assignment,
+    Draft,
+    Event,
+    Pair,
+    User,
+    id_of,
+    utcnow,
+)
 from annotator.study import get_study
 
 if TYPE_CHECKING:  # pandas loads with the researcher's table, never for an annotator's draft
@@ -163,8 +176,12 @@ def flag_item(session: Session, *, assignment_id: int, account: Account, reason:
         raise LabelError("Please say what is wrong with the item")
     assignment = own_assignment(session, assignment_id, account)
     crowd.enforce_time(session, account=account, study_id=assignment.study_id)
+    lock_row(session, Assignment, id_of(assignment), "revisions")  # the status read, then written
+    session.refresh(assignment)
     if assignment.status == DONE:
         raise UserError("this item is already submitted; use the comment of a revision instead")
+    if assignment.status != FLAGGED:
+        tallies.add(session, assignment.study_id, {(assignment.annotator_id, "flagged", 0): (1, 0.0)})
     assignment.status = FLAGGED
     assignment.flag_reason = reason[:MAX_TEXT]
     assignment.shown_at = None

@@ -19,6 +19,7 @@ from annotator.people.training import needs_training, qualified
 from annotator.rating import crowd
 from annotator.rating.blinding import preference_index, response_of, side_of, side_texts, signed_preference
 from annotator.rating.guidelines import guideline_version
+from annotator.store import tallies
 from annotator.store.db import lock_row
 from annotator.store.models import (
     DONE,
@@ -286,9 +287,14 @@ def submit(session: Session, *, assignment_id: int, account: Account, submission
     if earlier is not None:
         own_assignment(session, earlier.assignment_id, account)
         return earlier
-    status = session.exec(select(Assignment.status).where(col(Assignment.id) == assignment.id)).first()
-    if status is None:  # unassigned by the researcher while this submit waited for the lock
+    current = session.exec(
+        select(Assignment.status, Judgment.time_on_task_s)
+        .outerjoin(Judgment, col(Judgment.id) == col(Assignment.current_judgment_id))
+        .where(col(Assignment.id) == assignment.id)
+    ).first()
+    if current is None:  # unassigned by the researcher while this submit waited for the lock
         raise AuthError(NOT_YOURS)
+    status, before = current
     now = utcnow()
     shown = assignment.shown_at or now
     if shown.tzinfo is None:
@@ -343,6 +349,15 @@ def submit(session: Session, *, assignment_id: int, account: Account, submission
     )
     if first:
         session.execute(update(Pair).where(col(Pair.id) == pair_id).values(n_done=Pair.n_done + 1))
+    tallies.submitted(
+        session,
+        study_id=assignment.study_id,
+        annotator_id=assignment.annotator_id,
+        status=status,
+        before=before,
+        seconds=judgment.time_on_task_s,
+        at=now,
+    )
     session.add(
         Event(user_id=account.id, action="submit", detail={"judgment": judgment.id, "revision": revision})
     )
@@ -415,6 +430,10 @@ def skip(session: Session, *, assignment_id: int, account: Account, reason: str)
     textguard.check_input(reason, "The reason for skipping")
     assignment = own_assignment(session, assignment_id, account)
     crowd.enforce_time(session, account=account, study_id=assignment.study_id)
+    lock_row(session, Assignment, id_of(assignment), "revisions")  # the skip count read, then written
+    session.refresh(assignment)
+    if assignment.skip_count == 0:
+        tallies.add(session, assignment.study_id, {(assignment.annotator_id, "skipped", 0): (1, 0.0)})
     last = session.exec(
         select(func.max(Assignment.position)).where(
             Assignment.annotator_id == account.id, Assignment.study_id == assignment.study_id

@@ -136,6 +136,18 @@ class Judgment(SQLModel, table=True):
     guideline_version: str = Field(default="", max_length=50)  # the guidelines it was made under (0006)
 
 
+# The Progress page's counts per study and annotator (store/tallies.py: its kinds and buckets), kept in
+# the same transaction as every write they count (0016).
+class Tally(SQLModel, table=True):
+    __table_args__ = (Index("ix_tally_study_kind_bucket", "study_id", "kind", "bucket"),)  # first, last bin
+    study_id: int = Field(foreign_key="study.id", primary_key=True)
+    annotator_id: int = Field(foreign_key="user.id", primary_key=True)
+    kind: str = Field(max_length=10, primary_key=True)
+    bucket: int = Field(default=0, primary_key=True)
+    n: int = Field(default=0)
+    total: float = Field(default=0.0)
+
+
 # One rating inside a judgment: a quality dimension or a rubric aspect ("rubric:<k>") of one response.
 class Score(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
