@@ -137,7 +137,7 @@ class Judgment(SQLModel, table=True):
 
 
 # The Progress page's counts per study and annotator (store/tallies.py: its kinds and buckets), kept in
-# the same transaction as every write they count (0016).
+# the same transaction as every write they count (0017).
 class Tally(SQLModel, table=True):
     __table_args__ = (Index("ix_tally_study_kind_bucket", "study_id", "kind", "bucket"),)  # first, last bin
     study_id: int = Field(foreign_key="study.id", primary_key=True)

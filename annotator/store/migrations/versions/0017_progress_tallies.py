@@ -1,7 +1,7 @@
 """tally: the Progress page's counts per study and annotator, kept as judgments and assignments change
 
-Revision ID: 0016_progress_tallies
-Revises: 0015_human_sample
+Revision ID: 0017_progress_tallies
+Revises: 0016_stored_result
 Create Date: 2026-12-04 22:10:00.000000
 
 Filled from the existing rows (annotator.store.tallies.rebuild), so a database upgraded with judgments
@@ -12,8 +12,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlmodel import Session
 
-revision = "0016_progress_tallies"
-down_revision = "0015_human_sample"
+revision = "0017_progress_tallies"
+down_revision = "0016_stored_result"
 branch_labels = None
 depends_on = None
 
