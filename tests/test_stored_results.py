@@ -240,3 +240,36 @@ def test_the_pages_show_the_stored_result_and_what_it_covers(
     assert now.n_judgments == 3 * N_PAIRS + 1
     at.run()
     assert any(c.endswith(f"over {3 * N_PAIRS + 1} judgments; up to date") for c in captions(at))
+
+
+@pytest.mark.sqlite_only
+def test_on_sqlite_the_result_is_a_file_beside_the_database_and_a_lost_one_is_computed_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlmodel import Session, select
+
+    from annotator.store.models import StoredResult
+
+    engine = rated(tmp_path)
+    for _ in range(3):
+        store_now(engine, "report")
+    with Session(engine) as session:
+        found = stored_results.latest(session, study=STUDY, kind="report", account=SYSTEM)
+        folder = stored_results.results_folder(session)
+        payloads = [len(row.payload) for row in session.exec(select(StoredResult))]
+    database = db.sqlite_file(engine)
+    assert found is not None and folder is not None and database is not None
+    assert folder == database.with_name(f"{database.name}-results")
+    assert len(list(folder.glob("*.pickle"))) == 2, "the newest file and the one before it"
+    assert payloads and max(payloads) < 1000, "the table names the file; it does not hold the report"
+    for path in folder.glob("*.pickle"):
+        path.unlink()
+    with Session(engine) as session:
+        assert stored_results.load(session, found) is None
+    monkeypatch.setenv(db.ENV_VAR, url_of(engine))
+    at = app_for(account(engine, "boss"), timeout=180)
+    at.switch_page("views/validation.py").run()
+    assert not at.exception
+    assert any(c.startswith("Report of the current data") for c in captions(at))
+    again, report = stored(engine, "report")
+    assert again.stamp != found.stamp and report is not None

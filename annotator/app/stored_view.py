@@ -29,11 +29,16 @@ def keep_updated() -> None:
         report_worker.ensure_running(db.resolve_url())
 
 
-@st.cache_resource(max_entries=8, show_spinner="Reading the latest stored result...")
+def read(stored: Stored) -> Any:
+    """The stored result itself, read now (None when it was replaced while being read)."""
+    with session() as active:
+        return stored_results.load(active, stored)
+
+
+@st.cache_resource(max_entries=4, show_spinner="Reading the latest stored result...")
 def _payload(url: str, stamp: str, _stored: Stored) -> Any:
     """The stored result with this stamp, read once for the whole server (never changed by a page)."""
-    with session() as active:
-        return stored_results.load(active, _stored)
+    return read(_stored)
 
 
 def latest(study: str, kind: str, account: Account) -> Stored | None:
@@ -43,7 +48,7 @@ def latest(study: str, kind: str, account: Account) -> Stored | None:
 
 
 def payload(stored: Stored) -> Any:
-    """The stored result itself (None when it was replaced while being read)."""
+    """The stored result itself, kept for the whole server (None when it was replaced while being read)."""
     return _payload(str(engine().url), stored.stamp, stored)
 
 

@@ -5,20 +5,25 @@ they cover.
 Two kinds: ``report`` (:func:`annotator.review.study_report.study_report` over the whole study, the
 same call as ``annotator analyze``) and ``adjudication`` (the cleaning list and the queue built from
 it). A study's first result is stored by the page that computed it; from then on the report worker
-(:mod:`annotator.review.report_worker`) keeps it up to date. The payload is pickled by this module
-and read back only by it.
+(:mod:`annotator.review.report_worker`) keeps it up to date. The result is pickled by this module and
+read back only by it: in the table on PostgreSQL, in a file beside the database on SQLite (the table
+then names the file).
 """
 
 import json
+import os
 import pickle
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import delete, func, select
 from sqlmodel import Session, col
 
 from annotator.people.authorization import SYSTEM, Account, require_role
+from annotator.store import db
 from annotator.store.models import Assignment, Judgment, StoredResult, Study, id_of, utcnow
 from annotator.study import get_study
 
@@ -101,18 +106,65 @@ def latest(session: Session, *, study: str, kind: str, account: Account) -> Stor
     return Stored(int(row[0]), study, kind, str(row[1]), int(row[2]), int(row[3]), row[4])
 
 
+@dataclass(frozen=True)
+class InFile:
+    """The payload column of a SQLite database's stored result: the file beside the database that holds
+    the result (a report at 100,000 pairs is about 120 MB: written in the database it would hold the
+    write lock, and so every annotator's submit, for seconds)."""
+
+    name: str
+
+
+def results_folder(session: Session) -> Path | None:
+    """The folder beside a SQLite database's file that holds its stored results (None: PostgreSQL,
+    where the result goes in the table: a large write there blocks no other writer)."""
+    path = db.sqlite_file(session.get_bind())  # type: ignore[arg-type]
+    return None if path is None else path.with_name(f"{path.name}-results")
+
+
 def load(session: Session, stored: Stored) -> Any:
-    """The payload of `stored` (None when it was replaced since it was read)."""
+    """The payload of `stored` (None when it was replaced since it was read, or its file is gone, e.g.
+    after a restore from a backup)."""
     query = select(col(StoredResult.payload)).where(col(StoredResult.id) == stored.id)
     payload = session.execute(query).scalar()
-    return None if payload is None else pickle.loads(payload)
+    if payload is None:
+        return None
+    value = pickle.loads(payload)
+    if not isinstance(value, InFile):
+        return value
+    folder = results_folder(session)
+    try:
+        return None if folder is None else pickle.loads((folder / value.name).read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def _write_file(folder: Path, prefix: str, data: bytes) -> InFile:
+    """Write `data` to a new file in `folder` (whole or not at all) and remove that prefix's older files
+    but the newest one (a page may be reading the result it replaces)."""
+    folder.mkdir(mode=0o700, exist_ok=True)
+    name = f"{prefix}-{uuid.uuid4().hex}.pickle"
+    partial = folder / f".{name}.partial"
+    with partial.open("wb") as handle:
+        os.chmod(partial, 0o600)
+        handle.write(data)
+    os.replace(partial, folder / name)
+    older = sorted(
+        (p for p in folder.glob(f"{prefix}-*.pickle") if p.name != name), key=lambda p: p.stat().st_mtime
+    )
+    for path in older[:-1]:
+        path.unlink(missing_ok=True)
+    return InFile(name)
 
 
 def save(session: Session, *, study: str, kind: str, version: str, value: Any) -> None:
     """Store `value` as the result of `kind` for `study` at data `version`, replacing the one before
-    (one short write)."""
+    (one short write; on SQLite the result itself goes to a file beside the database)."""
     study_id = id_of(get_study(session, study))
     payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    folder = results_folder(session)
+    if folder is not None:
+        payload = pickle.dumps(_write_file(folder, f"{study_id}-{kind}", payload))
     newest = newest_judgment(version)
     session.execute(
         delete(StoredResult).where(col(StoredResult.study_id) == study_id, col(StoredResult.kind) == kind)

@@ -161,7 +161,7 @@ def study_queue(study: str, account: Account) -> tuple[pd.DataFrame, pd.DataFram
             return evidence, waiting[~waiting["pair_db_id"].isin(decided)].reset_index(drop=True)
     evidence = cached_evidence(url, study, version, account)
     waiting = cached_queue(url, study, version, account)
-    if stored is None or stored.version != current:
+    if result is None or stored is None or stored.version != current:
         stored_view.save(study, "adjudication", current, (evidence, waiting))
     return evidence, waiting
 

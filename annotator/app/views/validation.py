@@ -55,10 +55,10 @@ def cached_filter_options(
         return study_progress.filter_options(active, study=study, account=_account)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@st.cache_resource(max_entries=2, show_spinner="Reading the latest stored report...")
 def stored_published(url: str, stamp: str, _stored: stored_results.Stored) -> report_cache.Published | None:
     """The stored report with its figures, made once per stored version for the whole server."""
-    report = stored_view.payload(_stored)
+    report = stored_view.read(_stored)
     return None if report is None else report_cache.Published(report, figures(report))
 
 
@@ -85,6 +85,8 @@ def the_report(key: report_cache.Key, account: Account) -> tuple[report_cache.Pu
     published = line = None
     if stored is not None:
         published = stored_published(url, stored.stamp, stored)
+        stored = stored if published is not None else None  # its file is gone: compute and store anew
+    if stored is not None:
         line, stale = stored_view.coverage(stored, current, "Report")
         if stale:
             stored_view.keep_updated()
