@@ -10,9 +10,14 @@ Run: python benchmarks/bench_researcher_pages.py [--visits 3] [--shots DIR] [--d
 
 With --pairs N [N ...] it instead times the pages whose work could grow with the study (Progress,
 Validation, Adjudicate, Import and assign) on complete studies of N pairs x 3 annotators built by
-bench_analyze's bulk builder (kept in --workdir for the next call), logged in as a researcher: the
-first visit of Validation includes computing the report (Progress starts it in the background), the
-later visits read it from the cache. The 1-minute load average is printed beside each size.
+bench_analyze's bulk builder (kept in --workdir for the next call; --fresh DIR copies DIR/pages-N.db
+over it first, so every run starts from the same data), logged in as a researcher. Per page: the first
+visit ever ("first": nothing computed yet), the later visits ("warm"), then one judgment is written (a
+new revision of an existing one, with its scores) and the next visit is timed ("cold": the first visit
+after a change of the data, what a researcher meets during a live study). Where the database stores
+results computed ahead of the visit (a `storedresult` table), it then waits until the stored report
+and queue cover that judgment: "lag" is the seconds from the write until then. The 1-minute load
+average is printed beside each page.
 """
 
 import argparse
@@ -105,6 +110,7 @@ def study_database(n_pairs: int, folder: Path) -> str:
     url = f"sqlite:///{path}"
     if not path.exists():
         build(url, n_pairs=n_pairs, n_annotators=3, n_aspects=5)
+    db.upgrade(url)  # a database built by an older tree
     engine = db.make_engine(url)
     with db.session_scope(engine) as session:
         if session.exec(select(User).where(User.username == RESEARCHER[0])).first() is None:
@@ -115,8 +121,76 @@ def study_database(n_pairs: int, folder: Path) -> str:
     return url
 
 
-def by_size(sizes: list[int], visits: int, workdir: Path | None, only: list[str] | None = None) -> None:
-    """Each growing page at each study size: title drawn and run done, cold and warm."""
+def write_judgment(url: str) -> int:
+    """A new revision of the newest judgment (same answers and scores), as a revising annotator leaves
+    it; returns its id."""
+    from sqlalchemy import func, insert, select, update
+
+    from annotator.store import db
+    from annotator.store.models import Assignment, Judgment, Score
+
+    engine = db.make_engine(url)
+    with db.session_scope(engine) as session:
+        newest = session.exec(select(Judgment).order_by(Judgment.id.desc()).limit(1)).first()[0]  # type: ignore[union-attr]
+        revision = (
+            1
+            + session.execute(
+                select(func.max(Judgment.revision)).where(Judgment.assignment_id == newest.assignment_id)
+            ).scalar()
+        )
+        fields = {c.name: getattr(newest, c.name) for c in Judgment.__table__.columns if c.name != "id"}
+        fields |= {"revision": revision, "submission_id": f"bench-{time.time_ns()}"}
+        new_id = session.execute(insert(Judgment).values(**fields).returning(Judgment.id)).scalar_one()
+        scores = session.execute(
+            select(Score.response, Score.item, Score.value).where(Score.judgment_id == newest.id)
+        ).all()
+        session.execute(
+            insert(Score),
+            [{"judgment_id": new_id, "response": r, "item": i, "value": v} for r, i, v in scores],
+        )
+        session.execute(
+            update(Assignment)
+            .where(Assignment.id == newest.assignment_id)
+            .values(current_judgment_id=new_id, revisions=revision)
+        )
+    engine.dispose()
+    return int(new_id)
+
+
+def stored_lag(url: str, judgment_id: int, written: float, *, timeout: float = 900) -> float | None:
+    """Seconds from `written` until every stored result covers judgment `judgment_id` (None: the
+    database stores none)."""
+    from sqlalchemy import inspect, text
+
+    from annotator.store import db
+
+    engine = db.make_engine(url)
+    try:
+        if "storedresult" not in inspect(engine).get_table_names():
+            return None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with engine.connect() as connection:
+                oldest = connection.execute(text("SELECT min(newest_judgment) FROM storedresult")).scalar()
+            if oldest is None:
+                return None
+            if oldest >= judgment_id:
+                return time.perf_counter() - written
+            time.sleep(0.25)
+        return float("inf")
+    finally:
+        engine.dispose()
+
+
+def by_size(
+    sizes: list[int],
+    visits: int,
+    workdir: Path | None,
+    only: list[str] | None = None,
+    fresh: Path | None = None,
+) -> None:
+    """Each growing page at each study size: title drawn and run done; first, warm, cold after a write,
+    and the stored results' lag behind that write."""
     import os
 
     rows = []
@@ -124,6 +198,8 @@ def by_size(sizes: list[int], visits: int, workdir: Path | None, only: list[str]
         folder = workdir or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         for n_pairs in sizes:
+            if fresh is not None:
+                copy_fresh(fresh / f"pages-{n_pairs}.db", folder / f"pages-{n_pairs}.db")
             url = study_database(n_pairs, folder)
             log = Path(tmp) / f"server-{n_pairs}.log"
             with running_app(url, log) as base_url, sync_playwright() as playwright:
@@ -139,18 +215,40 @@ def by_size(sizes: list[int], visits: int, workdir: Path | None, only: list[str]
                     times = [first_draw(page, f"{base_url}/{path}", title) for _ in range(visits)]
                     done = [t[1] for t in times]
                     warm = statistics.median(done[1:]) if len(done) > 1 else float("nan")
-                    rows.append((n_pairs, title, max(t[0] for t in times[1:] or times), done[0], warm, load))
+                    judgment = write_judgment(url)
+                    written = time.perf_counter()
+                    cold_load = os.getloadavg()[0]
+                    cold = first_draw(page, f"{base_url}/{path}", title)[1]
+                    lag = stored_lag(url, judgment, written) if path in ("validation", "adjudicate") else None
+                    rows.append((n_pairs, title, done[0], warm, load, cold, cold_load, lag))
                     print(
-                        f"{n_pairs:>7,} pairs {title:<18} drawn {rows[-1][2]:6.2f} s, cold {done[0]:6.2f} s, "
-                        f"warm {warm:6.2f} s, load {load:.1f}",
+                        f"{n_pairs:>7,} pairs {title:<18} first {done[0]:6.2f} s, warm {warm:6.2f} s "
+                        f"(load {load:.1f}), cold after a write {cold:6.2f} s (load {cold_load:.1f})"
+                        + ("" if lag is None else f", stored results cover the write after {lag:6.1f} s"),
                         flush=True,
                     )
                 browser.close()
-    print("seconds from navigation: title drawn (slowest warm visit); whole run done, first visit (cold)")
-    print("and the median of the later visits (warm); Validation's cold visit computes the report")
-    print(f"{'pairs':>7} {'page':<18} {'drawn':>7} {'cold':>7} {'warm':>7} {'load':>5}")
-    for n_pairs, title, drawn_s, cold, warm, load in rows:
-        print(f"{n_pairs:>7,} {title:<18} {drawn_s:7.2f} {cold:7.2f} {warm:7.2f} {load:5.1f}")
+    print("seconds from navigation until the page's run has finished: the first visit ever (first), the")
+    print("median of the later visits (warm), the first visit after one judgment was written (cold); lag:")
+    print("seconds from that write until the stored report and queue covered it")
+    print(
+        f"{'pairs':>7} {'page':<18} {'first':>7} {'warm':>7} {'load':>5} {'cold':>7} {'load':>5} {'lag':>6}"
+    )
+    for n_pairs, title, first, warm, load, cold, cold_load, lag in rows:
+        shown = "" if lag is None else f"{lag:6.1f}"
+        numbers = f"{first:7.2f} {warm:7.2f} {load:5.1f} {cold:7.2f} {cold_load:5.1f} {shown:>6}"
+        print(f"{n_pairs:>7,} {title:<18} {numbers}")
+
+
+def copy_fresh(source: Path, target: Path) -> None:
+    """Copy the SQLite database `source` to `target` (a consistent copy; its stored results go too)."""
+    import sqlite3
+
+    for stale in (target, Path(f"{target}-wal"), Path(f"{target}-shm")):
+        stale.unlink(missing_ok=True)
+    shutil.rmtree(f"{target}-results", ignore_errors=True)
+    with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
 
 
 def main() -> None:
@@ -159,11 +257,12 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, nargs="*", default=None, help="time the growing pages")
     parser.add_argument("--workdir", type=Path, default=None, help="keep the --pairs databases here")
     parser.add_argument("--only", nargs="*", default=None, help="with --pairs: these pages (e.g. progress)")
+    parser.add_argument("--fresh", type=Path, default=None, help="with --pairs: copy DIR/pages-N.db first")
     parser.add_argument("--shots", type=Path, default=None, help="save screenshots and run axe")
     parser.add_argument("--db", default=None, help="an existing demo database URL")
     args = parser.parse_args()
     if args.pairs:
-        by_size(args.pairs, args.visits, args.workdir, args.only)
+        by_size(args.pairs, args.visits, args.workdir, args.only, args.fresh)
         return
     with tempfile.TemporaryDirectory(prefix="bench_pages_") as tmp:
         url = args.db or build_demo(Path(tmp) / "demo.db", rebuild=True).url
