@@ -39,7 +39,8 @@ def read_labels(path: str | Path) -> pd.DataFrame:
     Parameters
     ----------
     path : str or pathlib.Path
-        The file written by ``annotator export labels``.
+        The file written by ``annotator export labels``, or the folder of a Parquet label dataset
+        (``--format parquet-dataset``: partitioned by item).
 
     Returns
     -------
@@ -65,7 +66,9 @@ def read_labels(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     suffix = path.suffix.lower()
     text_cols = dict.fromkeys((*_TEXT_COLUMNS, JUDGMENT_ID), str)
-    if suffix == ".csv":
+    if path.is_dir():
+        df = _read_dataset(path)
+    elif suffix == ".csv":
         with pd.read_csv(path, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
             df = _joined(reader)
     elif suffix in (".jsonl", ".ndjson"):
@@ -129,6 +132,16 @@ def _read_parquet(path: Path) -> pd.DataFrame:
         return _joined(pa.Table.from_batches([batch], schema=schema).to_pandas() for batch in batches)
     finally:
         file.close()
+
+
+def _read_dataset(path: Path) -> pd.DataFrame:
+    """A Parquet label dataset folder (hive-partitioned by item), CHUNK_ROWS rows at a time."""
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
+    if dataset.count_rows() == 0:
+        return dataset.schema.empty_table().to_pandas()
+    return _joined(batch.to_pandas() for batch in dataset.to_batches(batch_size=CHUNK_ROWS))
 
 
 def _joined(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:

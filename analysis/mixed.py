@@ -472,7 +472,7 @@ MODEL_NAME = (
 
 
 def mixed_effect(
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | None,
     item: str,
     *,
     margin: float,
@@ -483,8 +483,9 @@ def mixed_effect(
 
     Parameters
     ----------
-    frame : pandas.DataFrame
-        A validated label frame (:func:`analysis.frames.validate_frame`).
+    frame : pandas.DataFrame or None
+        A validated label frame (:func:`analysis.frames.validate_frame`); None when `differences` is
+        given.
     item : str
         Quality dimension, ``"rubric"`` (derived from the aspects if absent) or ``"rubric:<k>"``.
     margin : float
@@ -526,7 +527,12 @@ def mixed_effect(
     if not 0.0 < float(alpha) < 0.5:
         raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
     alpha = float(alpha)
-    data = judgment_differences(frame, item) if differences is None else differences
+    if differences is not None:
+        data = differences
+    elif frame is not None:
+        data = judgment_differences(frame, item)
+    else:
+        raise ValueError("mixed_effect needs a label frame or the item's differences")
     if data.empty:
         raise ValueError(f"no scores for item '{item}'")
     n_pairs = int(data[PAIR_ID].nunique())

@@ -109,6 +109,9 @@ __all__ = [
     "ReportSettings",
     "Verdict",
     "build_report",
+    "control_table",
+    "report_parameters",
+    "report_verdicts",
 ]
 
 
@@ -140,6 +143,8 @@ class Report:
     owners: OwnerSection | None = field(default=None, repr=False)  # the profiles' owners (analysis.owners)
     # equivalence over every pair a judge rated (analysis.ppi_report); None without such a judge
     prediction_powered: PredictionPoweredSection | None = field(default=None, repr=False)
+    # section -> why it was not computed (a report read item by item: analysis.report_columns)
+    not_computed: dict[str, str] = field(default_factory=dict)
 
     def verdict(self, key: str) -> Verdict:
         """The verdict with this key."""
@@ -330,6 +335,98 @@ def build_report(
         min_units=MIN_REPLICATED_UNITS,
     )
     per_judgment = judgments(main)
+    verdicts, design, sensitivity_table, allocation = report_verdicts(
+        validation,
+        agreement,
+        controls,
+        n_pairs=n_pairs,
+        n_replicated=replicated_pairs(main),
+        settings=settings,
+    )
+    if owners is not None:
+        verdicts.append(owner_endorsement_verdict(owners, settings.alpha))
+    overall, reason = overall_result(verdicts)
+    if settings.extras:
+        diagnostics = annotator_diagnostics(
+            main, quality_items=quality_items, fast_seconds=settings.fast_seconds
+        )
+        pair_table = per_pair_table(main, validation, per_judgment)
+        cleaning = cleaning_table(
+            validation, per_judgment, quality_items, settings.margin, settings.fdr, margins
+        )
+        failed = failed_pairs_table(cleaning)
+        bias = bias_tables(main, validation, per_judgment, settings.alpha)
+        categories = category_table(validation, settings.alpha)
+    else:
+        diagnostics = pair_table = failed = bias = categories = cleaning = pd.DataFrame()
+    summary = {
+        "n_pairs": n_pairs,
+        "n_annotators": int(main[ANNOTATOR].nunique()),
+        "n_judgments": int(len(per_judgment)),
+        "n_scores": int(len(main)),
+        "n_control_pairs": int(controls[PAIR_ID].nunique()) if not controls.empty else 0,
+        "n_failed_pairs": int(len(failed)),
+        "n_drop": int((cleaning["decision"] == DROP).sum()) if not cleaning.empty else 0,
+        "n_needs_more": int((cleaning["decision"] == NEEDS_MORE).sum()) if not cleaning.empty else 0,
+        "side_data": bool(SIDE_CHOSEN in main.columns and main[SIDE_CHOSEN].notna().any()),
+        **side_balance(main),
+        "position_biased": sorted(
+            diagnostics.loc[diagnostics["side_a_p_holm"] < settings.alpha, ANNOTATOR].astype(str).tolist()
+        )
+        if "side_a_p_holm" in diagnostics.columns
+        else [],
+        "overall": overall,
+        "overall_reason": reason,
+    }
+    parameters = report_parameters(settings, quality_items, margins)
+    return Report(
+        study=study,
+        parameters=parameters,
+        summary=summary,
+        validation=validation,
+        agreement=agreement,
+        diagnostics=diagnostics,
+        failed_pairs=failed,
+        verdicts=verdicts,
+        overall=overall,
+        overall_reason=reason,
+        bias=bias,
+        categories=categories,
+        controls=control_table(controls, sensitivity_table),
+        design=design,
+        pair_table=pair_table,
+        cleaning=cleaning,
+        allocation=allocation,
+        benchmark=benchmark_tables(
+            main,
+            predictions=predictions,
+            final=final,
+            quality_items=quality_items,
+            n_boot=int(settings.n_boot),
+            seed=settings.seed,
+            alpha=settings.alpha,
+        )
+        if settings.extras
+        else None,
+        owners=owners,
+    )
+
+
+def report_verdicts(
+    validation: ValidationResult,
+    agreement: pd.DataFrame,
+    controls: pd.DataFrame,
+    *,
+    n_pairs: int,
+    n_replicated: int,
+    settings: ReportSettings,
+) -> tuple[list[Verdict], pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The verdicts of a report (the owners' aside) from its estimates: the validation statistics,
+    the agreement table, the control pairs' rows and the pair counts (one home for the report built
+    from a label frame and the one read item by item). Returns ``(verdicts, design, sensitivity
+    table, allocation)``."""
+    quality_items = list(settings.quality_items)
+    margins = settings.item_margins(quality_items)
     design = design_table(validation, margin=margins, alpha=settings.alpha, power=settings.target_power)
     sensitivity_table = positive_control_table(
         controls, quality_items, settings.alpha, settings.margin, margins=margins
@@ -343,7 +440,7 @@ def build_report(
         settings.margin,
     )
     verdicts = [
-        sample_size_verdict(n_pairs, replicated_pairs(main), settings.min_pairs),
+        sample_size_verdict(n_pairs, n_replicated, settings.min_pairs),
         equivalence_verdict(validation, design, quality_items, settings.alpha, settings.target_power),
         rubric_verdict(validation, settings.alpha),
         preference_verdict(validation, settings.alpha),
@@ -364,23 +461,12 @@ def build_report(
             alpha=settings.alpha,
         )
         verdicts[1] = registered_equivalence(verdicts[1], validation, allocation)
-    if owners is not None:
-        verdicts.append(owner_endorsement_verdict(owners, settings.alpha))
-    overall, reason = overall_result(verdicts)
-    if settings.extras:
-        diagnostics = annotator_diagnostics(
-            main, quality_items=quality_items, fast_seconds=settings.fast_seconds
-        )
-        pair_table = per_pair_table(main, validation, per_judgment)
-        cleaning = cleaning_table(
-            validation, per_judgment, quality_items, settings.margin, settings.fdr, margins
-        )
-        failed = failed_pairs_table(cleaning)
-        bias = bias_tables(main, validation, per_judgment, settings.alpha)
-        categories = category_table(validation, settings.alpha)
-    else:
-        diagnostics = pair_table = failed = bias = categories = cleaning = pd.DataFrame()
-    control_counts = (
+    return verdicts, design, sensitivity_table, allocation
+
+
+def control_table(controls: pd.DataFrame, sensitivity_table: pd.DataFrame) -> pd.DataFrame:
+    """The control pairs per kind, beside the positive controls' test (when there is one)."""
+    counts = (
         controls.drop_duplicates([PAIR_ID])[CONTROL]
         .value_counts()
         .rename_axis("control")
@@ -388,32 +474,20 @@ def build_report(
         if not controls.empty
         else pd.DataFrame({"control": [], "n_pairs": []})
     )
-    summary = {
-        "n_pairs": n_pairs,
-        "n_annotators": int(main[ANNOTATOR].nunique()),
-        "n_judgments": int(len(per_judgment)),
-        "n_scores": int(len(main)),
-        "n_control_pairs": int(controls[PAIR_ID].nunique()) if not controls.empty else 0,
-        "n_failed_pairs": int(len(failed)),
-        "n_drop": int((cleaning["decision"] == DROP).sum()) if not cleaning.empty else 0,
-        "n_needs_more": int((cleaning["decision"] == NEEDS_MORE).sum()) if not cleaning.empty else 0,
-        "side_data": bool(SIDE_CHOSEN in main.columns and main[SIDE_CHOSEN].notna().any()),
-        **side_balance(main),
-        "position_biased": sorted(
-            diagnostics.loc[diagnostics["side_a_p_holm"] < settings.alpha, ANNOTATOR].astype(str).tolist()
-        )
-        if "side_a_p_holm" in diagnostics.columns
-        else [],
-        "overall": overall,
-        "overall_reason": reason,
-    }
-    parameters = {
+    return pd.concat([counts, sensitivity_table], axis=1) if not sensitivity_table.empty else counts
+
+
+def report_parameters(
+    settings: ReportSettings, quality_items: Sequence[str], margins: Mapping[str, float]
+) -> dict[str, Any]:
+    """The settings a report shows under "Parameters"."""
+    return {
         "margin": settings.margin,
         **({"margins": margins} if any(m != settings.margin for m in margins.values()) else {}),
         "alpha": settings.alpha,
         "ci_level_tost": 1 - 2 * settings.alpha,
-        "quality_items": quality_items,
-        **scale_parameters(quality_items, settings.scale, settings.scales),
+        "quality_items": list(quality_items),
+        **scale_parameters(list(quality_items), settings.scale, settings.scales),
         "reliability_threshold": settings.reliability_threshold,
         "min_pairs": settings.min_pairs,
         "min_control_pairs": settings.min_control_pairs,
@@ -431,36 +505,3 @@ def build_report(
         "collected_here": settings.collected_here,
         "allocation": settings.allocation.to_dict() if settings.allocation is not None else None,
     }
-    return Report(
-        study=study,
-        parameters=parameters,
-        summary=summary,
-        validation=validation,
-        agreement=agreement,
-        diagnostics=diagnostics,
-        failed_pairs=failed,
-        verdicts=verdicts,
-        overall=overall,
-        overall_reason=reason,
-        bias=bias,
-        categories=categories,
-        controls=pd.concat([control_counts, sensitivity_table], axis=1)
-        if not sensitivity_table.empty
-        else control_counts,
-        design=design,
-        pair_table=pair_table,
-        cleaning=cleaning,
-        allocation=allocation,
-        benchmark=benchmark_tables(
-            main,
-            predictions=predictions,
-            final=final,
-            quality_items=quality_items,
-            n_boot=int(settings.n_boot),
-            seed=settings.seed,
-            alpha=settings.alpha,
-        )
-        if settings.extras
-        else None,
-        owners=owners,
-    )

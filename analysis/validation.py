@@ -39,7 +39,13 @@ from analysis.mixed import mixed_effect
 from analysis.scale import Margin, item_margin
 from analysis.settings import DEFAULTS
 
-__all__ = ["ValidationResult", "minimum_detectable_effect", "preference_scores", "validate_pairs"]
+__all__ = [
+    "ValidationResult",
+    "minimum_detectable_effect",
+    "preference_scores",
+    "validate_differences",
+    "validate_pairs",
+]
 
 
 @dataclass(frozen=True)
@@ -186,14 +192,49 @@ def validate_pairs(
     >>> bool(res.iut.equivalent), bool(res.superiority.loc[0, "superior"])
     (True, True)
     """
+    _check_margins(margin)
+    differences = {item: judgment_differences(frame, item) for item in quality_items}
+    items = frame[ITEM]
+    if bool((items == RUBRIC_ITEM).any() or items.str.startswith(RUBRIC_PREFIX).any()):
+        differences[RUBRIC_ITEM] = judgment_differences(frame, RUBRIC_ITEM)
+    return validate_differences(
+        differences,
+        judgments(frame),
+        quality_items=quality_items,
+        margin=margin,
+        alpha=alpha,
+        max_broken_share=max_broken_share,
+        gap_ranges=gap_ranges,
+    )
+
+
+def _check_margins(margin: Margin) -> None:
     for value in margin.values() if isinstance(margin, Mapping) else [margin]:
         if not float(value) > 0:
             raise ValueError(f"margin must be positive, got {float(value)!r}")
+
+
+def validate_differences(
+    differences: Mapping[str, pd.DataFrame],
+    per_judgment: pd.DataFrame,
+    *,
+    quality_items: Sequence[str] = QUALITY_ITEMS,
+    margin: Margin = DEFAULTS.margin,
+    alpha: float = DEFAULTS.alpha,
+    max_broken_share: float = DEFAULTS.max_broken_share,
+    gap_ranges: Mapping[str, float] | None = None,
+) -> ValidationResult:
+    """:func:`validate_pairs` from what it reads in a label frame: per item the per-judgment
+    differences (:func:`analysis.aggregates.judgment_differences`; every quality item, and
+    ``"rubric"`` when the study has rubric scores) and one row per judgment
+    (:func:`analysis.aggregates.judgments`). A caller that never holds the long frame (a label
+    dataset read item by item) gets the same result."""
+    _check_margins(margin)
     eq_rows, crossed_rows, broken_rows, tosts, crossed = [], [], [], {}, {}
     diffs: dict[str, pd.DataFrame] = {}
     means: dict[str, pd.DataFrame] = {}
     for item in quality_items:
-        d = judgment_differences(frame, item)
+        d = differences[item]
         pm = pair_means_from_differences(d)
         diffs[item], means[item] = d, pm
         _require_two_pairs(pm, item)
@@ -222,7 +263,7 @@ def validate_pairs(
                 "wilcoxon_equivalent": wil.equivalent,
             }
         )
-        res = mixed_effect(frame, item, margin=m, alpha=alpha, differences=d)
+        res = mixed_effect(None, item, margin=m, alpha=alpha, differences=d)
         crossed[item] = res
         crossed_rows.append({"dimension": item, **res.to_dict()})
         share = broken_share(
@@ -234,13 +275,12 @@ def validate_pairs(
         )
         broken_rows.append({"dimension": item, **share.to_dict()})
 
-    items = frame[ITEM]
-    has_rubric = bool((items == RUBRIC_ITEM).any() or items.str.startswith(RUBRIC_PREFIX).any())
+    has_rubric = RUBRIC_ITEM in differences
     panel: dict[str, float] = {}
     family: dict[str, float] = {}
     superiority = rubric_crossed = pd.DataFrame()
     if has_rubric:
-        d = judgment_differences(frame, RUBRIC_ITEM)
+        d = differences[RUBRIC_ITEM]
         rm = pair_means_from_differences(d)
         diffs[RUBRIC_ITEM], means[RUBRIC_ITEM] = d, rm
         _require_two_pairs(rm, RUBRIC_ITEM)
@@ -259,7 +299,6 @@ def validate_pairs(
         rc = crossed_mean(d["diff"], d[PAIR_ID], d[ANNOTATOR], item=RUBRIC_ITEM, alpha=alpha)
         rubric_crossed = pd.DataFrame([{"dimension": RUBRIC_ITEM, **rc.to_dict()}])
         family[RUBRIC_ITEM] = rc.p_greater if math.isfinite(rc.p_greater) else 1.0
-    per_judgment = judgments(frame)
     pref = preference_pairs(per_judgment[PAIR_ID], per_judgment[PREFERENCE], alpha=alpha)
     panel["preference"] = pref.p_greater
     pc = crossed_mean(

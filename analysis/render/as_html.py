@@ -19,6 +19,7 @@ from analysis.render.text import (
     escape_text,
     extra_sections,
     methods_paragraph,
+    not_computed_lines,
     status_word,
 )
 from analysis.report import Report
@@ -120,7 +121,9 @@ def to_html(report: Report) -> str:
     )
     s = report.summary
 
-    def table_or(df: pd.DataFrame, empty: str, columns: Sequence[str] | None = None) -> str:
+    def table_or(df: pd.DataFrame, empty: str, columns: Sequence[str] | None = None, key: str = "") -> str:
+        if key in report.not_computed:
+            return f"<p>{_html(report.not_computed[key])}</p>"
         return _html_table(df, columns) if not df.empty else f"<p>{empty}</p>"
 
     science = [  # models, arms, rubric support, quality control, judges
@@ -128,7 +131,11 @@ def to_html(report: Report) -> str:
         for title, note, table in extra_sections(report)
     ]
     crossed = "Crossed random-effects TOST (the verdict: pairs and annotators in general)"
-    categories = plots["categories"] if not report.categories.empty else "<p>No categories.</p>"
+    categories = (
+        plots["categories"]
+        if not report.categories.empty
+        else table_or(report.categories, "No categories.", key="categories")
+    )
     parameters = f"<pre>{_html(json.dumps(json_ready(report.parameters), indent=2))}</pre>"
     parts = [
         _section(
@@ -158,16 +165,31 @@ def to_html(report: Report) -> str:
         _section("Control pairs", table_or(report.controls, "No control pairs."), rows=len(report.controls)),
         _section(
             "Position and length bias",
-            table_or(report.bias, "No side or length information."),
+            table_or(report.bias, "No side or length information.", key="bias"),
             rows=len(report.bias),
         ),
-        _section("Annotators", table_or(report.diagnostics, "Not computed."), rows=len(report.diagnostics)),
+        _section(
+            "Annotators",
+            table_or(report.diagnostics, "Not computed.", key="diagnostics"),
+            rows=len(report.diagnostics),
+        ),
         _section(
             cleaning_title(report),
-            table_or(report.failed_pairs, "None.", FAILED_COLUMNS),
+            table_or(report.failed_pairs, "None.", FAILED_COLUMNS, key="cleaning"),
             rows=len(report.failed_pairs),
         ),
         *science,
+        *(
+            [
+                _section(
+                    "Not computed at this size",
+                    "<ul>" + "".join(f"<li>{_html(x)}</li>" for x in not_computed_lines(report)) + "</ul>",
+                    opened=True,
+                )
+            ]
+            if report.not_computed
+            else []
+        ),
         _section("Methods", f"<p>{_html(methods_paragraph(report))}</p>"),
         _section("Parameters", parameters),
     ]

@@ -122,6 +122,7 @@ def to_json(report: Report) -> dict[str, Any]:
             "controls": _records(report.controls),
             "annotator_diagnostics": _records(report.diagnostics),
             "failed_pairs": _records(report.failed_pairs),
+            "not_computed": dict(report.not_computed),
             "methods": methods_paragraph(report),
             "quality": None
             if report.quality is None

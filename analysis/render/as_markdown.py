@@ -17,6 +17,7 @@ from analysis.render.text import (
     extra_sections,
     format_value,
     methods_paragraph,
+    not_computed_lines,
     status_word,
 )
 from analysis.report import Report, Verdict
@@ -60,6 +61,9 @@ def to_markdown(report: Report) -> str:
     parts += _equivalence_parts(report)
     parts += _rubric_and_preference_parts(report)
     parts += _descriptive_parts(report)
+    if report.not_computed:
+        parts += ["", "## Not computed at this size", ""]
+        parts += [f"- {_md(line)}" for line in not_computed_lines(report)]
     for title, note, table in extra_sections(report):
         parts += ["", f"## {_md(title)}", "", _md(note), "", _md_table(table, list(table.columns))]
     parts += ["", "## Methods", "", _md(methods_paragraph(report)), ""]
@@ -164,7 +168,9 @@ def _descriptive_parts(report: Report) -> list[str]:
     if biased:
         parts += ["", f"Annotators who prefer one side whatever the responses: {', '.join(biased)}"]
     parts += ["", f"## {cleaning_title(report)}", ""]
-    if report.failed_pairs.empty:
+    if "cleaning" in report.not_computed:
+        parts.append(_md(report.not_computed["cleaning"]))
+    elif report.failed_pairs.empty:
         parts.append("None.")
     else:
         parts.append(_md_table(report.failed_pairs, ["pair_id", "reasons"]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from analysis.render.owner_text import owner_lines
 from analysis.render.ppi_text import prediction_powered_lines
-from analysis.render.text import cleaning_title, format_value, status_word
+from analysis.render.text import cleaning_title, format_value, not_computed_lines, status_word
 from analysis.report import Report
 
 
@@ -42,6 +42,10 @@ def to_terminal(report: Report) -> str:
             f"units {row['n_units']}"
         )
     lines.append(cleaning_title(report))
+    if report.not_computed:
+        lines.append("")
+        lines.append("Not computed at this size:")
+        lines.extend(f"  {line}" for line in not_computed_lines(report))
     if report.summary.get("position_biased"):
         lines.append(f"Position bias (prefer one side): {', '.join(report.summary['position_biased'])}")
     science = report.benchmark

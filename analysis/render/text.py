@@ -267,8 +267,27 @@ def methods_paragraph(report: Report) -> str:
     )
 
 
+#: What each section a report may leave out is called (its key in ``Report.not_computed``).
+SECTION_NAMES = {
+    "cleaning": "Cleaning list (pairs to drop, pairs that need more judgments)",
+    "pair_table": "Per-pair table",
+    "diagnostics": "Annotators (agreement with the others, speed, straight-lining)",
+    "bias": "Position and length bias",
+    "categories": "By category",
+    "benchmark": "Models, arms and rubric support",
+    "owners": "The profiles' owners (owner endorsement)",
+}
+
+
+def not_computed_lines(report: Report) -> list[str]:
+    """One line per section the report did not compute: its name and why."""
+    return [f"{SECTION_NAMES.get(key, key)}: {why}" for key, why in report.not_computed.items()]
+
+
 def cleaning_title(report: Report) -> str:
     """The heading of the cleaning list, with its counts and its error rate."""
+    if "cleaning" in report.not_computed:
+        return "Cleaning list: not computed at this size"
     s = report.summary
     fdr = report.parameters.get("fdr", 0.1)
     return (

@@ -491,6 +491,15 @@ def analyze(
     ] = None,
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the agreement CIs")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed")] = 0,
+    by_item: Annotated[
+        bool | None,
+        typer.Option(
+            "--by-item/--in-memory",
+            help="With --labels: read the labels one item at a time (every verdict; the sections that need "
+            "the whole frame are marked not computed) or whole. Default: by item above the in-memory limit "
+            "(analysis.label_columns.IN_MEMORY_ROWS score rows)",
+        ),
+    ] = None,
     database: DbOption = None,
 ) -> None:
     """Run the validation statistics: equivalence, rubric, preference, reliability, sensitivity."""
@@ -511,10 +520,18 @@ def analyze(
         raise UserError("--judges goes with --labels (a study's judges come from `annotator judges import`)")
     if pairs is not None and not judges:
         raise UserError("--pairs goes with --judges (the pairs the judges rated)")
+    if by_item is not None and labels is None:
+        raise UserError("--by-item and --in-memory go with --labels")
     with err.status("computing the validation report..."):
         if labels is not None:
             result = study_report.labels_report(
-                labels, config_path=config, n_boot=n_boot, seed=seed, judges=judges or (), pairs=pairs
+                labels,
+                config_path=config,
+                n_boot=n_boot,
+                seed=seed,
+                judges=judges or (),
+                pairs=pairs,
+                by_item=by_item,
             )
         else:
             engine = open_sound_db(database)

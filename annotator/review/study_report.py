@@ -9,6 +9,7 @@ computes a statistic.
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from sqlmodel import Session
@@ -19,6 +20,9 @@ from annotator.people.authorization import Account
 from annotator.review.owner_rows import owner_rows
 from annotator.review.readers import label_frame
 from annotator.study import StudyConfig, load_config, study_config
+
+if TYPE_CHECKING:
+    from analysis.label_columns import LabelColumns
 
 
 def with_owner_rows(frame: pd.DataFrame, owners: pd.DataFrame) -> pd.DataFrame:
@@ -217,16 +221,31 @@ def labels_report(
     seed: int = 0,
     judges: Sequence[Path] = (),
     pairs: Path | None = None,
+    by_item: bool | None = None,
 ) -> Report:
-    """The report of a labels file (CSV, JSONL or Parquet in the long label format) without a database.
+    """The report of a labels file (CSV, JSONL or Parquet in the long label format) or a Parquet label
+    dataset folder, without a database.
 
     The settings come from `config_path` (a study TOML; default: the default study). `judges` are
     judge files (checked like ``judges import`` against the pairs of `pairs`, a pair file, or else of
-    the labels file): the report then has the judge sections too.
+    the labels file): the report then has the judge sections too. `by_item`: read the labels one item
+    at a time (:mod:`analysis.report_columns`; the verdicts without the sections that need the whole
+    frame) or as one frame; None: by item when they hold more than
+    :data:`analysis.label_columns.IN_MEMORY_ROWS` score rows.
     """
+    config = load_config(config_path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    source, rows = _label_columns(path, by_item)
+    if source is not None:
+        if judges:
+            raise UserError(
+                f"{path}: --judges needs the whole label frame, and these labels are read one item at a "
+                f"time ({rows:,} score rows); give --in-memory to read them whole"
+            )
+        return columns_report(source, study or path.stem, config, ReportOptions(n_boot, seed), rows)
     from analysis.label_files import read_labels
 
-    config = load_config(config_path)
     try:
         frame = read_labels(path)
     except FileNotFoundError:
@@ -244,6 +263,45 @@ def labels_report(
     if judged is None:
         return report
     return judge_report(report, frame, judged, config, n_boot=n_boot, seed=seed, whole=True)
+
+
+def _label_columns(path: Path, by_item: bool | None) -> tuple["LabelColumns | None", int]:
+    """The labels opened for reading item by item, with their row count, when they are to be read
+    so (`by_item`, or None and more rows than the in-memory report reads); else (None, 0)."""
+    from analysis.label_columns import IN_MEMORY_ROWS, LabelColumns
+
+    if by_item is False:
+        return None, 0
+    try:
+        source = LabelColumns(path)
+        rows = source.count_rows()
+    except ValueError as exc:
+        if by_item:
+            raise UserError(f"{path}: {exc}") from None
+        return None, 0  # a file type read whole only (JSON lines), or an error read_labels names
+    except OSError as exc:
+        raise UserError(f"{path}: {exc}") from None
+    if by_item or rows > IN_MEMORY_ROWS:
+        return source, rows
+    return None, 0
+
+
+def columns_report(
+    source: "LabelColumns", study: str, config: StudyConfig, options: ReportOptions, rows: int
+) -> Report:
+    """The report of labels read one item at a time (:func:`analysis.report_columns.build_columns_report`)."""
+    from analysis.label_columns import IN_MEMORY_ROWS
+    from analysis.report_columns import build_columns_report
+
+    try:
+        return build_columns_report(
+            source,
+            study=study,
+            settings=report_settings(config, options),
+            limit=IN_MEMORY_ROWS,
+        )
+    except (ValueError, OSError) as exc:
+        raise UserError(f"{source.path}: {exc}") from None
 
 
 def report_from_frame(
@@ -275,23 +333,31 @@ def report_from_frame(
         return build_report(
             frame,
             study=study,
-            settings=ReportSettings.of(
-                config.analysis_settings(),
-                quality_items=config.dimension_names,
-                scale=config.quality.scale,
-                scales=config.quality.scales,
-                margins=config.margins,
-                n_boot=options.n_boot,
-                seed=options.seed,
-                extras=extras,
-                collected_here=collected_here,
-                allocation=config.design,
-            ),
+            settings=report_settings(config, options, extras=extras, collected_here=collected_here),
             predictions=predictions,
             final=final,
         )
     except ValueError as exc:
         raise UserError(f"cannot analyse study {study!r}: {exc}") from None
+
+
+def report_settings(
+    config: StudyConfig, options: ReportOptions, *, extras: bool = True, collected_here: bool = False
+) -> ReportSettings:
+    """A study's report settings (its analysis settings, scales, margins and design) with `options`'
+    bootstrap draws and seed."""
+    return ReportSettings.of(
+        config.analysis_settings(),
+        quality_items=config.dimension_names,
+        scale=config.quality.scale,
+        scales=config.quality.scales,
+        margins=config.margins,
+        n_boot=options.n_boot,
+        seed=options.seed,
+        extras=extras,
+        collected_here=collected_here,
+        allocation=config.design,
+    )
 
 
 def study_power(session: Session, *, study: str, account: Account) -> tuple[StudyConfig, pd.DataFrame]:

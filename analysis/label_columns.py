@@ -1,0 +1,262 @@
+"""A label file or a partitioned Parquet label dataset read one item at a time, as columns.
+
+The long label frame of a large study (one row per score, every judgment-level column repeated on
+each) does not fit one machine's memory; its statistics do not need it. :class:`LabelColumns` reads
+the rows of one item at a time (pyarrow: only the columns the statistics use, filtered by item, the
+control and owner rows apart) into a validated frame of that item (:func:`analysis.frames.validate_frame`,
+so a bad value is named as in the whole file), from which the report takes what it keeps: the
+per-judgment differences, the agreement row, one row per judgment. The per-response rubric score (the
+mean over the aspects, :func:`analysis.aggregates.rubric_scores`) is summed aspect by aspect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.frames import REQUIRED_COLUMNS, coded, has_prefix, validate_frame
+from analysis.owners import OWNER
+from analysis.vocabulary import (
+    ANNOTATOR,
+    CHOSEN,
+    CONTROL,
+    ITEM,
+    PAIR_ID,
+    PREFERENCE,
+    RATER_KIND,
+    REJECTED,
+    RESPONSE,
+    RUBRIC_ITEM,
+    RUBRIC_PREFIX,
+    VALUE,
+)
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+
+__all__ = ["IN_MEMORY_ROWS", "LabelColumns", "is_label_dataset"]
+
+#: The most score rows ``annotator analyze --labels`` reads into one long frame: above it the report
+#: is computed item by item (:mod:`analysis.report_columns`). 5,000,000 rows are about 100,000 pairs x 3
+#: annotators x 16 scores, which the in-memory report analyses in about 1.7 GB.
+IN_MEMORY_ROWS = 5_000_000
+
+_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+#: Read as dictionaries (codes), never as one Python string per row.
+_TEXT_COLUMNS = (PAIR_ID, ANNOTATOR, RESPONSE, ITEM, CONTROL, RATER_KIND)
+
+
+def is_label_dataset(path: str | Path) -> bool:
+    """Whether `path` is a folder (a partitioned Parquet label dataset) rather than one file."""
+    return Path(path).is_dir()
+
+
+@dataclass
+class _Codes:
+    """Integer codes of the texts of one column over every part read so far."""
+
+    values: pd.Index = field(default_factory=lambda: pd.Index([], dtype=object))
+
+    def of(self, column: pd.Series) -> np.ndarray:
+        """The codes of a categorical column's values (new texts get new codes)."""
+        categories = pd.Index(column.cat.categories.astype(str), dtype=object)
+        where = self.values.get_indexer(categories)
+        if (where < 0).any():
+            self.values = self.values.append(categories[where < 0])
+            where = self.values.get_indexer(categories)
+        codes = column.cat.codes.to_numpy()
+        return np.where(codes >= 0, where[np.maximum(codes, 0)], -1)
+
+    def column(self, codes: np.ndarray) -> pd.Series:
+        """Codes back as a column coded over sorted categories (:func:`analysis.frames.coded`)."""
+        order = np.argsort(np.asarray(self.values, dtype=str), kind="stable")
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        categories = pd.Index(np.asarray(self.values, dtype=object)[order], dtype=object)
+        return pd.Series(pd.Categorical.from_codes(rank[codes], categories=categories))
+
+
+class LabelColumns:
+    """A label file (``.parquet``, ``.csv``) or a Parquet dataset folder (hive-partitioned by item,
+    as ``annotator export labels --format parquet-dataset`` writes), read item by item."""
+
+    def __init__(self, path: str | Path) -> None:
+        import pyarrow.dataset as ds
+
+        self.path = Path(path)
+        texts = ds.ParquetFileFormat(read_options={"dictionary_columns": list(_TEXT_COLUMNS)})
+        if self.path.is_dir():
+            self.dataset: ds.Dataset = ds.dataset(str(self.path), format=texts, partitioning="hive")
+        else:
+            fmt = _FORMATS.get(self.path.suffix.lower())
+            if fmt is None:
+                raise ValueError(
+                    f"unsupported labels file type '{self.path.suffix}' for reading by item: use .parquet, "
+                    ".csv or a Parquet dataset folder"
+                )
+            self.dataset = ds.dataset(str(self.path), format=texts if fmt == "parquet" else fmt)
+        self.columns = set(self.dataset.schema.names)
+        missing = [c for c in REQUIRED_COLUMNS if c not in self.columns]
+        if missing:
+            raise ValueError(f"label frame is missing column(s): {', '.join(missing)}")
+
+    def count_rows(self) -> int:
+        """The score rows (from the Parquet footers: nothing else is read)."""
+        return int(self.dataset.count_rows())
+
+    def _main(self) -> Any:
+        """The filter of the main rows: no control pair, no owner's rating."""
+        import pyarrow.dataset as ds
+
+        keep = ds.scalar(True)
+        if CONTROL in self.columns:
+            keep = keep & (ds.field(CONTROL).is_null() | (ds.field(CONTROL) == ""))
+        if RATER_KIND in self.columns:
+            keep = keep & (ds.field(RATER_KIND).is_null() | (ds.field(RATER_KIND) != OWNER))
+        return keep
+
+    def items(self) -> list[str]:
+        """Every item of the main rows, sorted."""
+        import pyarrow.compute as pc
+
+        found: set[str] = set()
+        for batch in self.dataset.to_batches(columns=[ITEM], filter=self._main()):
+            found.update(str(v) for v in pc.unique(batch.column(0)).to_pylist() if v is not None)
+        return sorted(found)
+
+    def has_owners(self) -> bool:
+        """Whether any row is a profile owner's rating."""
+        import pyarrow.dataset as ds
+
+        if RATER_KIND not in self.columns:
+            return False
+        return bool(self.dataset.count_rows(filter=ds.field(RATER_KIND) == OWNER) > 0)
+
+    def item_frame(self, item: str) -> pd.DataFrame:
+        """The validated long frame of one item's main rows (the required columns only)."""
+        import pyarrow.dataset as ds
+
+        rows = self._main() & (ds.field(ITEM) == item)
+        try:
+            return _validated(self.dataset.to_table(columns=list(REQUIRED_COLUMNS), filter=rows))
+        except ValueError as exc:
+            raise ValueError(f"item '{item}' (rows counted within that item's rows): {exc}") from None
+
+    def controls(self) -> pd.DataFrame:
+        """The validated long frame of the control pairs' rows (every item; few pairs)."""
+        import pyarrow.dataset as ds
+
+        columns = [*REQUIRED_COLUMNS, CONTROL]
+        if CONTROL not in self.columns:
+            return validate_frame(pd.DataFrame({c: pd.Series(dtype=object) for c in columns}))
+        control = ds.field(CONTROL).is_valid() & (ds.field(CONTROL) != "")
+        if RATER_KIND in self.columns:
+            control = control & (ds.field(RATER_KIND).is_null() | (ds.field(RATER_KIND) != OWNER))
+        return _validated(self.dataset.to_table(columns=columns, filter=control))
+
+    def quality(self, items: list[str]) -> Iterator[tuple[str, pd.DataFrame]]:
+        """Each quality item's validated frame in turn (one in memory at a time)."""
+        for item in items:
+            frame = self.item_frame(item)
+            if frame.empty:
+                raise ValueError(f"no scores for item '{item}'")
+            yield item, frame
+
+
+def _validated(table: Any) -> pd.DataFrame:
+    """An Arrow table of label rows as a validated frame, its text columns coded (as dictionaries:
+    no Python string per row)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name in _TEXT_COLUMNS:
+        if name in table.column_names and not pa.types.is_dictionary(table.schema.field(name).type):
+            where = table.column_names.index(name)
+            table = table.set_column(where, name, pc.dictionary_encode(table[name]))
+    frame = table.to_pandas()
+    del table
+    for name in _TEXT_COLUMNS:
+        if name in frame.columns:
+            frame[name] = coded(frame[name], with_empty=name == CONTROL)
+    return validate_frame(frame)
+
+
+class Judgments:
+    """One row per judgment (pair, annotator) and the per-response rubric score, gathered item by
+    item over common codes."""
+
+    def __init__(self) -> None:
+        self.pairs = _Codes()
+        self.annotators = _Codes()
+        self.keys = np.empty(0, dtype=np.int64)  # pair * 2**20 + annotator, first seen first
+        self.preference = np.empty(0, dtype=float)
+        self.rubric_keys = np.empty(0, dtype=np.int64)  # judgment key * 2 + (0 chosen, 1 rejected)
+        self.rubric_sum = np.empty(0, dtype=float)
+        self.rubric_count = np.empty(0, dtype=float)
+
+    def _keys(self, frame: pd.DataFrame) -> np.ndarray:
+        pair = self.pairs.of(frame[PAIR_ID]).astype(np.int64)
+        annotator = self.annotators.of(frame[ANNOTATOR]).astype(np.int64)
+        if len(self.annotators.values) >= 2**20:
+            raise ValueError("more than 2**20 annotators")
+        return pair * 2**20 + annotator
+
+    def add(self, frame: pd.DataFrame) -> None:
+        """The judgments of one item's rows (the first row of a judgment seen gives its preference)."""
+        keys = self._keys(frame)
+        both = np.concatenate([self.keys, keys])
+        pref = np.concatenate([self.preference, frame[PREFERENCE].to_numpy(dtype=float)])
+        _, first = np.unique(both, return_index=True)
+        first.sort()
+        self.keys, self.preference = both[first], pref[first]
+
+    def add_aspect(self, frame: pd.DataFrame) -> None:
+        """The values of one rubric aspect, summed per judgment and response."""
+        keys = self._keys(frame) * 2 + (frame[RESPONSE].astype(str) != CHOSEN).to_numpy()
+        value = frame[VALUE].to_numpy(dtype=float)
+        rated = np.isfinite(value)
+        both = np.concatenate([self.rubric_keys, keys])
+        unique, where = np.unique(both, return_inverse=True)
+        weights = np.concatenate([self.rubric_sum, np.where(rated, value, 0.0)])
+        counts = np.concatenate([self.rubric_count, rated.astype(float)])
+        self.rubric_keys = unique
+        self.rubric_sum = np.bincount(where, weights=weights, minlength=len(unique))
+        self.rubric_count = np.bincount(where, weights=counts, minlength=len(unique))
+
+    def table(self) -> pd.DataFrame:
+        """``pair_id, annotator, preference``: one row per judgment, sorted by pair and annotator."""
+        out = pd.DataFrame(
+            {
+                PAIR_ID: self.pairs.column(self.keys // 2**20),
+                ANNOTATOR: self.annotators.column(self.keys % 2**20),
+                PREFERENCE: self.preference.astype(np.int64),
+            }
+        )
+        return out.sort_values([PAIR_ID, ANNOTATOR], kind="stable").reset_index(drop=True)
+
+    def rubric_rows(self) -> pd.DataFrame:
+        """The ``"rubric"`` rows: per judgment and response the mean of its aspects (empty without
+        aspects)."""
+        judgment = self.rubric_keys // 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = self.rubric_sum / self.rubric_count
+        return pd.DataFrame(
+            {
+                PAIR_ID: self.pairs.column(judgment // 2**20),
+                ANNOTATOR: self.annotators.column(judgment % 2**20),
+                RESPONSE: coded(pd.Series(np.where(self.rubric_keys % 2 == 0, CHOSEN, REJECTED))),
+                ITEM: coded(pd.Series([RUBRIC_ITEM] * len(judgment), dtype=object)),
+                VALUE: mean,
+            }
+        )
+
+
+def aspects(items: list[str]) -> list[str]:
+    """The rubric aspects (``rubric:<k>``) among `items`."""
+    flags = has_prefix(pd.Series(items, dtype=object), RUBRIC_PREFIX)
+    return [item for item, aspect in zip(items, flags, strict=True) if aspect]
