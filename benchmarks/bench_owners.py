@@ -24,21 +24,25 @@ the jackknife interval united with the distribution-free betting interval, ``bet
 ``--two-groups``: at a population share of exactly 1/2, owners form two groups (a few who mostly reject
 chosen, and with whom the annotator agrees less often, TWO_GROUP_ACCURACY): the verdict's false pass
 rate with and without the betting union, and the misses of the accuracy's interval (with and without
-it) and of kappa's.
+it) and of kappa's. ``--alt-test``: the alternative annotator test's false rate at its null's edge
+(ALT_GRID).
 
 ``python benchmarks/bench_owners.py [--studies 2000] [--alpha 0.05] [--grid all|base|skew]
-[--jackknife-only] [--two-groups]``
+[--jackknife-only] [--two-groups] [--alt-test]``
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
-from analysis.owners import MIN_OWNERS, jackknife_kappa, jackknife_ratio, share_interval
+from analysis.judges import EPSILON
+from analysis.owners import MIN_OWNERS, alt_test_p, jackknife_kappa, jackknife_ratio, share_interval
 
 TIE = 0.1
 
@@ -250,6 +254,76 @@ def _print_two_groups(
     )
 
 
+#: The alternative annotator test at its null's edge, mean d = epsilon (d: annotator agrees with the owner
+#: minus model agrees): (owners, pairs, fraction of owners far from the rest, annotator and model
+#: agreement with them: the model far better, or far worse); the other owners' gap makes the
+#: population's mean d exactly epsilon.
+ALT_GRID = [
+    (owners, pairs, frac, *far)
+    for far in ((0.3, 0.8), (0.8, 0.3))
+    for owners in (10, 20, 40)
+    for pairs in ("20", "1-20")
+    for frac in ((0.0, 0.1, 0.2, 0.3) if far[0] < far[1] else (0.1, 0.2, 0.3))
+]
+
+
+def alt_test_null(
+    rng: np.random.Generator,
+    *,
+    studies: int,
+    owners: int,
+    pairs: str,
+    frac: float,
+    low: tuple[float, float],
+    epsilon: float,
+    shift: float = 0.0,
+) -> tuple[float, float]:
+    """The share of studies in which one annotator's test (p < alpha = 0.05, before Benjamini-Yekutieli)
+    says the model beats the annotator, with the report's ``alt_test_p`` and with the t test alone, when
+    the population's mean d is epsilon - `shift`: owners in the far group with agreement `low`
+    (annotator, model), the rest with annotator 0.75 and the model at the gap that makes that mean."""
+    n = rng.integers(1, 21, (studies, owners)) if pairs == "1-20" else np.full((studies, owners), int(pairs))
+    gap = (epsilon - shift - frac * (low[0] - low[1])) / (1 - frac)
+    far = rng.random((studies, owners)) < frac
+    annotator = np.where(far, low[0], 0.75)
+    model = np.where(far, low[1], 0.75 - gap)
+    d = (rng.binomial(n, annotator) - rng.binomial(n, model)).astype(float)
+    est, _, _, se = jackknife_ratio(d, n)
+    t_only = stats.t.cdf((est - epsilon) / se, owners - 1)
+    return float(np.mean(alt_test_p(d, n, epsilon) < 0.05)), float(np.mean(t_only < 0.05))
+
+
+def _print_alt_test(rng: np.random.Generator, studies: int, chunk: int, limit: float) -> None:
+    epsilon = EPSILON["crowd"]
+    print(
+        f"alternative annotator test, epsilon {epsilon}: one annotator's 'beaten' rate, report / t test alone"
+    )
+    print(
+        "owners pairs frac_far annotator model (far owners) | false rate at mean d = epsilon | power at -0.1"
+    )
+    over = [0, 0]
+    sizes = [min(chunk, studies - done) for done in range(0, studies, chunk)]
+    for owners, pairs, frac, low_a, low_m in ALT_GRID:
+        row = partial(
+            alt_test_null, rng, owners=owners, pairs=pairs, frac=frac, low=(low_a, low_m), epsilon=epsilon
+        )
+        parts = [row(studies=k) for k in sizes]
+        rate = [float(np.average([part[i] for part in parts], weights=sizes)) for i in (0, 1)]
+        over = [count + (value > limit) for count, value in zip(over, rate, strict=True)]
+        power = ""
+        if frac == 0:
+            parts = [row(studies=k, shift=0.2) for k in sizes]
+            power = " / ".join(
+                f"{np.average([part[i] for part in parts], weights=sizes):.4f}" for i in (0, 1)
+            )
+        print(
+            f"{owners:>6} {pairs:>5} {frac:>8.2f} {low_a:.2f} {low_m:.2f} | "
+            f"{rate[0]:.4f} / {rate[1]:.4f} | {power}",
+            flush=True,
+        )
+    print(f"rows over the limit {limit:.4f} of {len(ALT_GRID)}: report {over[0]}, t test alone {over[1]}")
+
+
 BASE_GRID = [
     (owners, pairs, share, spread, accuracy)
     for owners in (5, 10, 20, 40)
@@ -295,6 +369,9 @@ def main() -> None:
         help="only the false pass rates at a share of 1/2 with two groups of owners (TWO_GROUPS)",
     )
     parser.add_argument(
+        "--alt-test", action="store_true", help="only the alternative annotator test's false rate (ALT_GRID)"
+    )
+    parser.add_argument(
         "--jackknife-only",
         action="store_true",
         help="the shares' intervals without the betting union (jackknife_ratio alone: the old rule)",
@@ -310,6 +387,9 @@ def main() -> None:
         "owners pairs  share spread acc | endorse miss lo/hi | pass  fail | accuracy miss lo/hi |"
         " kappa miss lo/hi | ok kappa-ok | width endorse kappa"
     )
+    if args.alt_test:
+        _print_alt_test(rng, args.studies, args.chunk, limit)
+        return
     if args.two_groups:
         _print_two_groups(rng, args.studies, args.chunk, args.alpha, limit, args.seed)
         return

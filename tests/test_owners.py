@@ -15,7 +15,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
 
 from analysis.aggregates import judgments, pair_majority
-from analysis.betting import BET_TRUNCATION, betting_ratio
+from analysis.betting import BET_TRUNCATION, betting_p, betting_ratio
 from analysis.kappa_box import kappa_box
 from analysis.label_files import read_labels
 from analysis.owner_simulation import with_owners
@@ -24,6 +24,7 @@ from analysis.owners import (
     _agreement_row,
     _chance,
     _score_kappa,
+    alt_test_p,
     jackknife_kappa,
     jackknife_ratio,
     share_interval,
@@ -404,8 +405,13 @@ def _predictions(owned: pd.DataFrame, *, follow_owner: bool) -> pd.DataFrame:
 
 @pytest.mark.parametrize("follow_owner", [True, False])
 def test_a_model_replaces_annotators_only_when_it_judges_for_the_owner(follow_owner: bool) -> None:
-    frame = simulate_frame(np.random.default_rng(5), SimDesign(n_pairs=60, per_pair=3), SimEffects(noise=0.4))
-    owned = with_owners(np.random.default_rng(6), frame, n_owners=10, follow_panel=0.5)
+    """20 owners x 6 pairs: with 10 owners x 6 pairs even a model that always takes the owner's side is
+    not shown to beat the annotators since the test's p-value is at least the distribution-free betting
+    test's (the price measured in benchmarks/bench_owners.py --alt-test)."""
+    frame = simulate_frame(
+        np.random.default_rng(5), SimDesign(n_pairs=120, per_pair=3), SimEffects(noise=0.4)
+    )
+    owned = with_owners(np.random.default_rng(6), frame, n_owners=20, follow_panel=0.5)
     predictions = _predictions(owned, follow_owner=follow_owner)
     section = build_report(owned, study="s", settings=SETTINGS, predictions=predictions).owners
     row = section.alt_test.iloc[0]
@@ -434,3 +440,29 @@ def test_every_owner_share_uses_the_share_interval_and_the_note_names_kappas_met
     markdown = to_markdown(report)
     assert KAPPA_METHOD.split(" (")[0] in markdown and "population: the owners of these profiles" in markdown
     assert "Fieller" in markdown and "betting box" in markdown
+
+
+def test_the_betting_p_value_crosses_alpha_at_the_betting_bound() -> None:
+    """betting_p is the p-value of the test that betting_ratio inverts: at alpha it rejects every ratio
+    above the upper bound and none below it."""
+    rng = np.random.default_rng(31)
+    den = rng.integers(1, 21, 15).astype(float)
+    num = rng.binomial(den.astype(int), 0.3).astype(float)
+    _, high = betting_ratio(num, den, alpha=0.05)
+    assert float(betting_p(num, den, float(high) + 1e-3, alpha=0.05)) <= 0.05
+    assert float(betting_p(num, den, float(high) - 1e-3, alpha=0.05)) > 0.05
+    assert float(betting_p(num, den, 0.0)) == 1.0
+
+
+def test_the_alternative_annotator_p_value_is_the_larger_of_t_and_betting() -> None:
+    """alt_test_p = max(the t test's p with the jackknife SE, betting_p of (d + 1) / 2 against
+    (epsilon + 1) / 2); with a few owners whom the annotator judges far better than the model, the t
+    test alone says "beaten" and the betting side keeps the p-value above alpha."""
+    d = np.array([-4.0, -3, -4, -2, -3, -4, -3, 10, -4, -3, -2, -4])  # one owner: annotator far better
+    n = np.full(12, 10.0)
+    est, _, _, se = jackknife_ratio(d, n)
+    t_p = stats.t.cdf((est - 0.1) / se, 11)
+    bet_p = betting_p((d + n) / 2, n, 0.55)
+    assert float(alt_test_p(d, n, 0.1)) == pytest.approx(max(t_p, float(bet_p)))
+    assert t_p < 0.05 < float(alt_test_p(d, n, 0.1))
+    assert np.isnan(alt_test_p([1.0], [3.0], 0.1))

@@ -71,7 +71,9 @@ def owner_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
                 "Owners: can a model replace an annotator at judging for the owner?",
                 "The alternative annotator test with the owner as the reference: per model and annotator, "
                 "on the pairs both judged, [annotator agrees with the owner] - [model agrees with the owner] "
-                f"tested against epsilon ({section.parameters['epsilon']:g}) one-sided, owners as the unit; "
+                f"tested against epsilon ({section.parameters['epsilon']:g}) one-sided, owners as the unit "
+                "(p: the larger of a t test with the leave-one-owner-out jackknife SE and a "
+                "distribution-free betting test over owners); "
                 "Benjamini-Yekutieli over the annotators; can replace = winning rate >= 0.5 with at least 3 "
                 "annotators of 30 pairs each.",
                 section.alt_test,
