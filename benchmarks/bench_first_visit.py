@@ -14,8 +14,9 @@ potato.POTATO_COMPLETE).
 
 Printed per path, median and range over the visits: wall time page open -> first item; the tab's
 main-thread time (Chrome's Performance metrics: TaskDuration, of it ScriptDuration, LayoutDuration,
-RecalcStyleDuration); requests; websocket messages received; the server's CPU (utime + stime of its
-process tree, from /proc, over the visit and 0.3 s after); and the 1-minute load average.
+RecalcStyleDuration); requests; websocket messages received; the whole browser's CPU (every chromium
+process this benchmark started: the tab, compositing, network) and the server's CPU (utime + stime of
+its process tree, from /proc), both over the visit and 0.3 s after; and the 1-minute load average.
 """
 
 from __future__ import annotations
@@ -41,6 +42,33 @@ from benchmarks import bench_admission, bench_capacity, potato  # noqa: E402
 METRICS = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")
 
 
+def own_browsers_cpu() -> float:
+    """CPU seconds of the chromium processes this benchmark started (descendants of this process;
+    other chromium processes on the machine are not counted)."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for pid in bench_capacity.browser_pids():
+        found = bench_capacity._stat(pid)
+        if found is not None:
+            parents[pid], cpu[pid] = found
+    me = os.getpid()
+
+    def mine(pid: int) -> bool:
+        for _ in range(10):
+            if pid == me:
+                return True
+            parent = parents.get(pid)
+            if parent is None:
+                stat = bench_capacity._stat(pid)
+                parent = stat[0] if stat else 0
+            if parent <= 1:
+                return False
+            pid = parent
+        return False
+
+    return sum(value for pid, value in cpu.items() if mine(pid))
+
+
 async def visit(browser: Any, arrive: Callable[[Any], Awaitable[float]], server_pid: int) -> dict[str, float]:
     """One first visit in a new browser context: wall time, the tab's metrics, requests, messages,
     server CPU."""
@@ -52,16 +80,18 @@ async def visit(browser: Any, arrive: Callable[[Any], Awaitable[float]], server_
     frames: list[int] = []
     page.on("request", lambda request: requests.append(request.url))
     page.on("websocket", lambda ws: ws.on("framereceived", lambda _frame: frames.append(1)))
-    cpu_start = bench_capacity.tree_cpu(server_pid)
+    cpu_start, browsers_start = bench_capacity.tree_cpu(server_pid), own_browsers_cpu()
     wall = await arrive(page)
     await asyncio.sleep(0.3)  # the server's last messages of the visit
     cpu = bench_capacity.tree_cpu(server_pid) - cpu_start
+    browsers = own_browsers_cpu() - browsers_start
     metrics = {m["name"]: m["value"] for m in (await cdp.send("Performance.getMetrics"))["metrics"]}
     await context.close()
     return {"wall": wall, **{name: metrics[name] for name in METRICS}} | {
         "requests": len(requests),
         "messages": len(frames),
         "server": cpu,
+        "browser": browsers,
         "load": os.getloadavg()[0],
     }
 
@@ -76,7 +106,8 @@ def summary(name: str, rows: list[dict[str, float]]) -> str:
         f"{spread('ScriptDuration')}, layout {spread('LayoutDuration')}, "
         f"style {spread('RecalcStyleDuration')}"
         f" | requests {spread('requests', digits=0)} | ws messages {spread('messages', digits=0)}"
-        f" | server {spread('server')} CPU-s | load {spread('load', digits=1)}"
+        f" | browser {spread('browser')} CPU-s | server {spread('server')} CPU-s"
+        f" | load {spread('load', digits=1)}"
     )
 
 
