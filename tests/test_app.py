@@ -325,6 +325,22 @@ def test_incomplete_form_saves_nothing_and_names_what_is_missing(app_db: AppDB) 
     assert at.segmented_control(key=f"{key}_A_correctness").value == 5, "the answers given are kept"
 
 
+def test_an_incomplete_submit_keeps_the_answers_given_as_the_draft(app_db: AppDB) -> None:
+    """The page drops the draft that waits for a pause when the submit is pressed; a submit that
+    is refused keeps the answers it carried as the draft, so a reload brings them back."""
+    from annotator.rating import drafts
+
+    at = app_as(app_db, "ann1")
+    assignment_id = submit(at, skip=("confidence",))
+    assert at.error
+    with app_db.session() as session:
+        draft = drafts.load_draft(session, assignment_id=assignment_id, account=app_db.account("ann1"))
+    assert draft is not None
+    assert draft.answers["A:correctness"] == ANSWERS["A"]["correctness"]
+    assert draft.answers["preference"] == ANSWERS["preference"]
+    assert "confidence" not in draft.answers
+
+
 def test_a_broken_item_is_flagged_with_only_a_reason(app_db: AppDB) -> None:
     at = app_as(app_db, "ann1")
     assignment_id, _ = item_key(at)

@@ -6,16 +6,13 @@ digits and Ctrl+Enter; the study picker never takes a digit; the study is in the
 reload, Revise and the header keep to the item's study. One server for the module."""
 
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page
-from sqlmodel import select
 
-from annotator.store.models import Draft
 from tests.utils.apphelpers import (
     PASSWORD,
     PHONE,
@@ -29,6 +26,7 @@ from tests.utils.apphelpers import (
     pair_record,
     running_app,
     selected,
+    wait_for_draft,
     wait_for_session_cookie,
     wait_idle,
 )
@@ -104,18 +102,6 @@ def focus_settled(page: Page) -> dict[str, Any]:
     """The focus once the page script has opened the new item (awaited, not slept)."""
     page.wait_for_function("() => document.body.dataset.psOpened === document.body.dataset.psItem")
     return dict(page.evaluate(FOCUS))
-
-
-def wait_for_draft(app_db: AppDB, username: str, answers: dict[str, int], timeout_s: float = 30) -> None:
-    """Wait until the server keeps a draft of `username` holding `answers` (the page sends it itself)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        with app_db.session() as session:
-            kept = session.exec(select(Draft.answers).where(Draft.user_id == app_db.users[username])).all()
-        if any(all(draft.get(k) == v for k, v in answers.items()) for draft in kept):
-            return
-        assert time.monotonic() < deadline, f"no draft with {answers}: {kept}"
-        time.sleep(0.1)
 
 
 def header(page: Page) -> str:

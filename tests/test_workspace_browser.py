@@ -8,7 +8,6 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from annotator.people import sessions
-from annotator.rating import drafts
 from annotator.store import db
 from annotator.store.models import id_of
 from tests.utils.apphelpers import (
@@ -29,6 +28,7 @@ from tests.utils.apphelpers import (
     press_answer,
     running_app,
     selected,
+    wait_for_draft,
     wait_for_session_cookie,
     wait_idle,
     wait_next_item,
@@ -222,10 +222,40 @@ def test_number_keys_answer_the_focused_question_and_keep_a_draft(live: tuple[st
     wait_idle(tab)
     assert selected(tab, "A_correctness") == ["4 Correct: at most a trivial imprecision"]
     assert selected(tab, "B_rubric0") == ["2"]
-    assignment = app_db.on_screen("ann2")
-    with db.session_scope(app_db.engine) as session:
-        draft = drafts.load_draft(session, assignment_id=assignment, account=app_db.account("ann2"))
-    assert draft is not None and draft.answers["A:correctness"] == 4 and draft.answers["B:rubric:0"] == 2
+    wait_for_draft(app_db, "ann2", {"A:correctness": 4, "B:rubric:0": 2})  # sent once the answers pause
+
+
+#: Clicks the options of several questions in one task of the page (no timer can run in between):
+#: {widget key suffix: index of the option}.
+CLICK_OPTIONS = """(choices) => {
+  for (const [name, index] of Object.entries(choices)) {
+    document.querySelectorAll(`.st-key-q_${name} [data-testid='stButtonGroup'] button`)[index].click();
+  }
+}"""
+
+
+#: The page's requests to the draft route so far (the browser's resource timing entries).
+DRAFT_POSTS = (
+    "() => performance.getEntriesByType('resource').filter((e) => e.name.includes('/_pair/draft')).length"
+)
+
+
+def test_answers_given_in_a_burst_make_one_draft(live: tuple[str, AppDB], tab: Page) -> None:
+    base_url, app_db = live
+    rating_page(tab, base_url, "ann2")
+    before = tab.evaluate(DRAFT_POSTS)
+    tab.evaluate(CLICK_OPTIONS, {"A_helpfulness": 1, "B_helpfulness": 2, "confidence": 0})
+    wait_for_draft(app_db, "ann2", {"A:helpfulness": 2, "B:helpfulness": 3, "confidence": 1})
+    tab.wait_for_function(f"() => ({DRAFT_POSTS})() > {before}")  # the browser has its answer too
+    assert tab.evaluate(DRAFT_POSTS) == before + 1
+
+
+def test_leaving_the_page_sends_the_draft_that_waits_for_a_pause(live: tuple[str, AppDB], tab: Page) -> None:
+    base_url, app_db = live
+    rating_page(tab, base_url, "ann2")
+    tab.evaluate(CLICK_OPTIONS, {"A_relevance": 0})
+    tab.goto("about:blank")  # before the pause is over: the page sends it as it goes
+    wait_for_draft(app_db, "ann2", {"A:relevance": 1})
 
 
 def test_ctrl_enter_from_a_focused_answer_submits_and_the_next_item_starts_at_the_top(

@@ -2,8 +2,9 @@
 
 The rating form is one ``st.form``: an answer changes nothing on the server until the submit, so it
 costs the server no Streamlit run. The page script (static/annotate.js) instead posts the form's
-state to :data:`ROUTE`, an HTTP route of this process (annotator/app/serve.py), after every answer
-and, a moment after the typing stops, the comment. The route keeps it with ``drafts.save_draft``.
+state to :data:`ROUTE`, an HTTP route of this process (annotator/app/serve.py), once the answers
+pause (a burst of keys makes one draft) and a moment after the comment's typing stops; leaving the
+page sends a waiting draft at once. The route keeps it with ``drafts.save_draft``.
 
 The page knows the item on screen only by its random tag (labels.ItemView.token): the rating page
 registers each item it draws (:func:`show`) with its assignment, the login's session token (by its

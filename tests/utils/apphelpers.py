@@ -28,7 +28,7 @@ from annotator.people import accounts, authorization, sessions
 from annotator.people.authorization import SYSTEM, Account
 from annotator.server import BROWSER_ARGS, IDLE_SELECTOR, background
 from annotator.store import db
-from annotator.store.models import Assignment, Judgment, Pair, Score, Study, User, id_of
+from annotator.store.models import Assignment, Draft, Judgment, Pair, Score, Study, User, id_of
 from annotator.study import StudyConfig
 from tests.utils.databases import fresh_db_url
 
@@ -416,6 +416,18 @@ def wait_next_item(page: Any, old: str) -> str:
     page.wait_for_function("(old) => document.body.dataset.psItem !== old", arg=old)
     wait_idle(page)
     return item_tag(page)
+
+
+def wait_for_draft(app_db: AppDB, username: str, answers: dict[str, int], timeout_s: float = 30) -> None:
+    """Wait until the server keeps a draft of `username` holding `answers` (the page sends it itself)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with app_db.session() as session:
+            kept = session.exec(select(Draft.answers).where(Draft.user_id == app_db.users[username])).all()
+        if any(all(draft.get(k) == v for k, v in answers.items()) for draft in kept):
+            return
+        assert time.monotonic() < deadline, f"no draft with {answers}: {kept}"
+        time.sleep(0.1)
 
 
 def press_answer(page: Any, name: str, digit: str) -> None:

@@ -54,7 +54,11 @@ def save(item: ItemView, config: StudyConfig, submission_id: str) -> None:
         keep_draft(item, config)
         st.session_state[LATE_KEY] = LATE
         return
-    except (LabelError, AuthError, UserError) as exc:
+    except LabelError as exc:  # an answer missing: the answers given are kept as the draft (the page
+        st.session_state[ERROR_KEY] = str(exc)  # drops its waiting draft when the submit is pressed)
+        keep_draft(item, config)
+        return
+    except (AuthError, UserError) as exc:
         st.session_state[ERROR_KEY] = str(exc)
         return
     forget_item()

@@ -242,9 +242,12 @@ def side_actions(item: ItemView) -> None:
 
 
 def page_assets() -> None:
-    """The page's style and its script (installed once per browser tab; see static/annotate.js)."""
-    st.html(f"<style>{static_text('annotate.css')}</style>")
-    st.html(f"<script>{static_text('annotate.js')}</script>", unsafe_allow_javascript=True)
+    """The page's style and its script (installed once per browser tab; see static/annotate.js), in
+    one element: each element drawn costs the browser's tab its own work on a first visit."""
+    st.html(
+        f"<style>{static_text('annotate.css')}</style><script>{static_text('annotate.js')}</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 def page_script(item: ItemView, questions: list[Question]) -> None:

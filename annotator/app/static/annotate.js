@@ -11,10 +11,12 @@
 // - The study picker never takes a digit: a digit there answers the first unanswered question.
 // - The submit button takes input only once every question of the item is drawn (data-ps-ready).
 // - On a phone, the A/B switch shows one response (and its questions) at a time.
-// - Drafts: the form is one st.form, so an answer runs nothing on the server; after every answer (and
-//   when the comment's typing pauses) the form's state goes to the draft route
-//   (annotator/app/draft_route.py), one request at a time. A 401 (the login ended, the account was
-//   deactivated) reloads the page, which then shows the login.
+// - Drafts: the form is one st.form, so an answer runs nothing on the server; once the answers pause
+//   (ANSWER_PAUSE ms; the comment's typing COMMENT_PAUSE ms) the form's state goes to the draft route
+//   (annotator/app/draft_route.py), one request at a time: answers typed in a burst make one draft, not
+//   one per key. Leaving the page (a reload, a closed tab) sends a waiting draft at once; the submit
+//   drops it (the submit carries the answers). A 401 (the login ended, the account was deactivated)
+//   reloads the page, which then shows the login.
 (() => {
   if (window.__psInstalled) return;
   window.__psInstalled = true;
@@ -30,7 +32,9 @@
   const COMMENT = ".st-key-q_comment textarea";
   let draftBusy = false;
   let draftAgain = false;
-  let commentTimer = null;
+  let draftTimer = null;
+  const ANSWER_PAUSE = 300;
+  const COMMENT_PAUSE = 700;
 
   const groups = () => [...doc.querySelectorAll(`[class*="st-key-q_"] ${GROUP}`)];
   const answered = (group) => !!group.querySelector('button[aria-checked="true"]');
@@ -73,6 +77,19 @@
       if (draftAgain) { draftAgain = false; sendDraft(); }
     });
   };
+
+  const draftSoon = (pause) => { // (again) wait for a pause, then post the draft
+    clearTimeout(draftTimer);
+    draftTimer = setTimeout(() => { draftTimer = null; sendDraft(); }, pause);
+  };
+  const dropDraft = () => { clearTimeout(draftTimer); draftTimer = null; };
+  const draftNow = () => { // a draft that waits for a pause goes now (the page is being left)
+    if (draftTimer === null) return;
+    dropDraft();
+    sendDraft();
+  };
+  window.addEventListener("pagehide", draftNow);
+  doc.addEventListener("visibilitychange", () => { if (doc.visibilityState === "hidden") draftNow(); });
 
   const setSide = (side) => {
     doc.body.dataset.psSide = side;
@@ -173,6 +190,7 @@
 
   window.psItem = (config) => {
     if (config.item !== current.item) {
+      dropDraft(); // the item it was for has left (skipped, flagged)
       doc.body.dataset.psItem = config.item; // the item on screen, for scripts that drive the page
       delete doc.body.dataset.psReady;
       setSide("A");
@@ -199,16 +217,13 @@
     const target = e.target && e.target.closest ? e.target : null;
     const button = target && target.closest(".ps-switch button");
     if (button) setSide(button.dataset.side);
-    if (target && target.closest(`[class*="st-key-q_"] ${GROUP} button`)) {
-      setTimeout(sendDraft, 0); // after the control has drawn the answer
-    }
-    if (target && target.closest(SUBMIT)) clearTimeout(commentTimer); // the submit carries the comment
+    if (target && target.closest(`[class*="st-key-q_"] ${GROUP} button`)) draftSoon(ANSWER_PAUSE);
+    if (target && target.closest(SUBMIT)) dropDraft(); // the submit carries the answers
   }, true);
 
   doc.addEventListener("input", (e) => {
     if (e.target && e.target.matches && e.target.matches(COMMENT)) {
-      clearTimeout(commentTimer);
-      commentTimer = setTimeout(sendDraft, 700);
+      draftSoon(COMMENT_PAUSE);
     }
   });
 
