@@ -360,14 +360,14 @@ def _more_for(study: str, main_pairs: Sequence[tuple[int | None, str]], wanted: 
 
 
 def assigned_annotators(session: Session, study: str) -> list[str]:
-    """The active annotators who already have items in `study` (the accounts last used for it), by name."""
+    """The active annotators who already have items in `study` (the accounts last used for it), by name;
+    read from the study's tallies (one row per annotator)."""
     study_row = get_study(session, study)
+    ids = list(tallies.assigned_counts(session, id_of(study_row)))
     return list(
         session.exec(
             select(User.username)
-            .join(Assignment, col(Assignment.annotator_id) == User.id)
-            .where(Assignment.study_id == study_row.id, User.role == "annotator", User.active == True)  # noqa: E712
-            .distinct()
+            .where(col(User.id).in_(ids), User.role == "annotator", User.active == True)  # noqa: E712
             .order_by(User.username)
         )
     )
@@ -550,13 +550,8 @@ def preview(
     """
     study_row = get_study(session, study)
 
-    def queued() -> Counter[int]:
-        rows = session.exec(
-            select(Assignment.annotator_id, func.count())
-            .where(Assignment.study_id == study_row.id)
-            .group_by(col(Assignment.annotator_id))
-        ).all()
-        return Counter({int(uid): int(n) for uid, n in rows})
+    def queued() -> Counter[int]:  # items per annotator, from the tallies the writes keep
+        return Counter(tallies.assigned_counts(session, id_of(study_row)))
 
     before = queued()
     try:
@@ -565,13 +560,15 @@ def preview(
         )
         after = queued()
         users = _annotators(session, annotators)
-        arms = dict(
-            session.exec(
-                select(Assignment.annotator_id, Assignment.arm)
-                .where(Assignment.study_id == study_row.id)
-                .distinct()
-            ).all()
-        )
+        arms = {  # one indexed row per annotator: an annotator's items share one arm
+            id_of(user): session.exec(
+                select(Assignment.arm)
+                .where(Assignment.annotator_id == id_of(user), Assignment.study_id == study_row.id)
+                .limit(1)
+            ).first()
+            or ""
+            for user in users
+        }
     finally:
         session.rollback()
     rows: list[dict[str, object]] = [

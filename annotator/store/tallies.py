@@ -244,6 +244,17 @@ def _lock(session: Session, study_id: int, annotators: list[int]) -> None:
     _upsert(session, rows)
 
 
+def assigned_counts(session: Session, study_id: int) -> dict[int, int]:
+    """Per annotator with items in the study, how many (read from the tallies, after :func:`ensure`)."""
+    ensure(session)
+    rows = session.exec(
+        select(Tally.annotator_id, Tally.n).where(
+            Tally.study_id == study_id, Tally.kind == "assigned", col(Tally.n) > 0
+        )
+    ).all()
+    return {int(annotator): int(n) for annotator, n in rows}
+
+
 def totals(session: Session) -> tuple[int, int, int, int]:
     """Assignments and judgments in the whole database, and the same two numbers from the tallies, read
     in one statement (one snapshot on every engine)."""
