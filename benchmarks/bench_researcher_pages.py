@@ -129,6 +129,10 @@ def write_judgment(url: str) -> int:
     from annotator.store import db
     from annotator.store.models import Assignment, Judgment, Score
 
+    try:
+        from annotator.store import tallies
+    except ImportError:  # a tree from before the tallies (a "before" run)
+        tallies = None  # type: ignore[assignment]
     engine = db.make_engine(url)
     with db.session_scope(engine) as session:
         newest = session.exec(select(Judgment).order_by(Judgment.id.desc()).limit(1)).first()[0]  # type: ignore[union-attr]
@@ -153,6 +157,21 @@ def write_judgment(url: str) -> int:
             .where(Assignment.id == newest.assignment_id)
             .values(current_judgment_id=new_id, revisions=revision)
         )
+        if tallies is not None:  # the Progress page's tallies, as the submit keeps them
+            owner = session.execute(
+                select(Assignment.study_id, Assignment.annotator_id).where(
+                    Assignment.id == newest.assignment_id
+                )
+            ).one()
+            tallies.submitted(
+                session,
+                study_id=owner[0],
+                annotator_id=owner[1],
+                status="done",
+                before=newest.time_on_task_s,
+                seconds=newest.time_on_task_s,
+                at=newest.submitted_at,
+            )
     engine.dispose()
     return int(new_id)
 
