@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select
 from typer.testing import CliRunner
 
 from annotator.cli import app
-from annotator.intake import assign, study_admin
+from annotator.intake import assign, controls, study_admin
 from annotator.people.authorization import SYSTEM
 from annotator.rating import drafts, labels
 from annotator.review import study_progress
@@ -78,6 +78,13 @@ def test_every_write_leaves_the_tallies_equal_to_a_count(engine: Engine, study: 
     _, other = _first_open(engine, "ann01")
     with db.session_scope(engine) as session:
         drafts.flag_item(session, assignment_id=other, account=worker, reason="broken")
+    _agree(engine)
+    added = 0
+    for kind in ("swap", "degrade", "duplicate"):  # control pairs mixed into the queues
+        with db.session_scope(engine) as session:
+            made = controls.make_controls(session, study=study, kind=kind, n=2, account=SYSTEM)  # type: ignore[arg-type]
+            added += made.assignments
+    assert added > 0
     _agree(engine)
     make_study(engine, tmp_path, 3, start=8)
     with db.session_scope(engine) as session:
