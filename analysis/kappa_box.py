@@ -65,8 +65,10 @@ def kappa_box(confusion: npt.ArrayLike, *, alpha: float = 0.05) -> tuple[np.ndar
     """Kappa's interval over owners drawn independently, each side missing at most about `alpha`: the
     owner's shares of each direction lie in a betting box (``_corners``, at BOX_SHARE * alpha, whatever
     the owners' distribution), and at each of its corners Fieller's interval of kappa = E[U] / E[V]
-    (``_fieller``, t on owners - 1 df at the rest of alpha) holds it; the interval spans the four
-    (kappa's extremes over the box taken at its corners). Kept within -1..1.
+    (``_fieller``, t on owners - 1 df at the rest of alpha) holds it; the interval spans the four.
+    Each side misses at most about alpha (the box's alpha exactly, whatever the owners' distribution; the
+    rest as far as Fieller's t interval holds with the owner's shares fixed, and taking the extremes over
+    the box at its corners, where pe, linear in o, has its own). Kept within -1..1.
 
     Parameters
     ----------

@@ -9,7 +9,7 @@ others agree) and else one of the other two directions. Per row, over the studie
   independently of p_g) and of the annotator's accuracy and Cohen's kappa intervals (their population
   values);
 - the verdict's false pass rate at a population share of exactly 1/2, and its false fail rate;
-- the mean width of the endorsement and kappa intervals (kappa's where it has one).
+- the mean width of the endorsement, kappa (where it has one) and accuracy intervals.
 
 Every rate must lie within alpha + 2 Monte Carlo SE (one side of the interval each).
 
@@ -118,6 +118,7 @@ def run_row(
         "kappa_high_miss": float(np.nanmean(khi < kappa_true)),
         "kappa_undefined": float(np.mean(np.isnan(klo))),
         "endorse_width": float(np.mean(hi - lo)),
+        "accuracy_width": float(np.mean(ahi - alo)),
         "kappa_width": float(np.nanmean(khi - klo)) if np.isfinite(klo).any() else float("nan"),
     }
 
@@ -385,7 +386,7 @@ def main() -> None:
     print(f"{args.studies} studies per row; each miss rate must be <= alpha + 2 MC SE = {limit:.4f}")
     header = (
         "owners pairs  share spread acc | endorse miss lo/hi | pass  fail | accuracy miss lo/hi |"
-        " kappa miss lo/hi | ok kappa-ok | width endorse kappa"
+        " kappa miss lo/hi | ok kappa-ok | width endorse kappa accuracy"
     )
     if args.alt_test:
         _print_alt_test(rng, args.studies, args.chunk, limit)
@@ -426,7 +427,7 @@ def main() -> None:
             f"{r['accuracy_low_miss']:.4f} {r['accuracy_high_miss']:.4f} | "
             f"{r['kappa_low_miss']:.4f} {r['kappa_high_miss']:.4f} | "
             f"{'yes' if max(rates) <= limit else 'NO'} {'yes' if kappa <= limit else 'NO'} | "
-            f"{r['endorse_width']:.3f} {r['kappa_width']:.3f}",
+            f"{r['endorse_width']:.3f} {r['kappa_width']:.3f} {r['accuracy_width']:.3f}",
             flush=True,
         )
     print(
