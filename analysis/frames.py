@@ -78,6 +78,7 @@ from analysis.vocabulary import (
 
 __all__ = [
     "ANNOTATOR",
+    "check_unique_keys",
     "ARM",
     "CATEGORY",
     "CHOSEN",
@@ -255,13 +256,19 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     if aspect.any():
         _integers_in(out[VALUE], "value (rubric aspects)", 0, 2, where=aspect)
     _check_optional_columns(out)
-    n_dup = _n_duplicates(out, KEY_COLUMNS)
+    check_unique_keys(out)
+    return out
+
+
+def check_unique_keys(frame: pd.DataFrame) -> None:
+    """ValueError naming the first row that repeats an earlier row's (pair_id, annotator, response,
+    item) (a validated frame's key columns, or its parts validated one at a time and joined)."""
+    n_dup = _n_duplicates(frame, KEY_COLUMNS)
     if n_dup:
         raise ValueError(
             f"label frame has {n_dup} duplicate (pair_id, annotator, response, item) row(s)"
-            + _at(~first_rows(out, KEY_COLUMNS))
+            + _at(~first_rows(frame, KEY_COLUMNS))
         )
-    return out
 
 
 def _check_keys(out: pd.DataFrame) -> None:

@@ -11,6 +11,8 @@ mean over the aspects, :func:`analysis.aggregates.rubric_scores`) is summed aspe
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from analysis.frames import REQUIRED_COLUMNS, coded, has_prefix, validate_frame
+from analysis.frames import (
+    KEY_COLUMNS,
+    REQUIRED_COLUMNS,
+    check_unique_keys,
+    coded,
+    has_prefix,
+    validate_frame,
+)
+from analysis.label_files import join_chunks
 from analysis.owners import OWNER
 from analysis.vocabulary import (
     ANNOTATOR,
@@ -45,9 +55,11 @@ __all__ = ["IN_MEMORY_ROWS", "LabelColumns", "is_label_dataset"]
 #: is computed item by item (:mod:`analysis.report_columns`). 5,000,000 rows are about 100,000 pairs x 3
 #: annotators x 16 scores, which the in-memory report analyses in about 1.7 GB.
 IN_MEMORY_ROWS = 5_000_000
+#: Rows of one item read and validated at a time.
+CHUNK_ROWS = 1_000_000
 
 _FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
-#: Read as dictionaries (codes), never as one Python string per row.
+#: Turned into dictionaries over sorted texts in Arrow (codes), never one Python string per row.
 _TEXT_COLUMNS = (PAIR_ID, ANNOTATOR, RESPONSE, ITEM, CONTROL, RATER_KIND)
 
 
@@ -89,9 +101,8 @@ class LabelColumns:
         import pyarrow.dataset as ds
 
         self.path = Path(path)
-        texts = ds.ParquetFileFormat(read_options={"dictionary_columns": list(_TEXT_COLUMNS)})
         if self.path.is_dir():
-            self.dataset: ds.Dataset = ds.dataset(str(self.path), format=texts, partitioning="hive")
+            self.dataset: ds.Dataset = ds.dataset(str(self.path), format="parquet", partitioning="hive")
         else:
             fmt = _FORMATS.get(self.path.suffix.lower())
             if fmt is None:
@@ -99,7 +110,7 @@ class LabelColumns:
                     f"unsupported labels file type '{self.path.suffix}' for reading by item: use .parquet, "
                     ".csv or a Parquet dataset folder"
                 )
-            self.dataset = ds.dataset(str(self.path), format=texts if fmt == "parquet" else fmt)
+            self.dataset = ds.dataset(str(self.path), format=fmt)
         self.columns = set(self.dataset.schema.names)
         missing = [c for c in REQUIRED_COLUMNS if c not in self.columns]
         if missing:
@@ -138,14 +149,24 @@ class LabelColumns:
         return bool(self.dataset.count_rows(filter=ds.field(RATER_KIND) == OWNER) > 0)
 
     def item_frame(self, item: str) -> pd.DataFrame:
-        """The validated long frame of one item's main rows (the required columns only)."""
+        """The main rows of one item: read and validated :data:`CHUNK_ROWS` rows at a time
+        (:func:`analysis.frames.validate_frame`), kept as the columns the statistics use (keys, value,
+        preference) and joined; a bad value names its column and its row within the item's rows."""
+        import pyarrow as pa
         import pyarrow.dataset as ds
 
         rows = self._main() & (ds.field(ITEM) == item)
+        batches = self.dataset.to_batches(columns=list(REQUIRED_COLUMNS), filter=rows, batch_size=CHUNK_ROWS)
         try:
-            return _validated(self.dataset.to_table(columns=list(REQUIRED_COLUMNS), filter=rows))
+            frame = join_chunks(_compact(batches))
+            if frame.empty:
+                return frame
+            check_unique_keys(frame)
         except ValueError as exc:
             raise ValueError(f"item '{item}' (rows counted within that item's rows): {exc}") from None
+        finally:
+            pa.default_memory_pool().release_unused()  # Arrow's pool keeps what it freed otherwise
+        return frame
 
     def controls(self) -> pd.DataFrame:
         """The validated long frame of the control pairs' rows (every item; few pairs)."""
@@ -168,16 +189,54 @@ class LabelColumns:
             yield item, frame
 
 
-def _validated(table: Any) -> pd.DataFrame:
-    """An Arrow table of label rows as a validated frame, its text columns coded (as dictionaries:
-    no Python string per row)."""
+def _compact(batches: Iterator[Any]) -> Iterator[pd.DataFrame]:
+    """The batches gathered CHUNK_ROWS rows at a time and validated, as the columns the statistics use
+    (the row numbers of an error count from the first batch)."""
+    import pyarrow as pa
+
+    seen, pending, size = 0, [], 0
+    for batch in itertools.chain(batches, [None]):
+        if batch is not None:
+            pending.append(batch)
+            size += batch.num_rows
+        if not size or (batch is not None and size < CHUNK_ROWS):
+            continue
+        try:
+            frame = _validated(pa.Table.from_batches(pending))
+        except ValueError as exc:
+            raise ValueError(_shifted(str(exc), seen)) from None
+        seen, pending, size = seen + size, [], 0
+        yield frame[[*KEY_COLUMNS, VALUE]].assign(**{PREFERENCE: frame[PREFERENCE].astype(np.int8)})
+
+
+def _shifted(message: str, rows: int) -> str:
+    """A validation message whose "first at row N" counts `rows` more rows."""
+    return re.sub(r"first at row (\d+)", lambda m: f"first at row {int(m.group(1)) + rows}", message)
+
+
+def _sorted_codes(column: Any) -> Any:
+    """A text column as a dictionary array over its sorted distinct texts (sorted in Arrow, so that
+    :func:`analysis.frames.coded` finds them sorted; UTF-8 byte order is Python's order)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    encoded = pc.dictionary_encode(values)
+    order = pc.array_sort_indices(encoded.dictionary)
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order.to_numpy()] = np.arange(len(order), dtype=np.int32)
+    indices = pc.take(pa.array(rank), encoded.indices)
+    return pa.DictionaryArray.from_arrays(indices, pc.take(encoded.dictionary, order))
+
+
+def _validated(table: Any) -> pd.DataFrame:
+    """An Arrow table of label rows as a validated frame, its text columns coded (in Arrow: no Python
+    string per row)."""
     for name in _TEXT_COLUMNS:
-        if name in table.column_names and not pa.types.is_dictionary(table.schema.field(name).type):
-            where = table.column_names.index(name)
-            table = table.set_column(where, name, pc.dictionary_encode(table[name]))
+        if name in table.column_names:
+            table = table.set_column(table.column_names.index(name), name, _sorted_codes(table[name]))
     frame = table.to_pandas()
     del table
     for name in _TEXT_COLUMNS:
@@ -195,38 +254,52 @@ class Judgments:
         self.annotators = _Codes()
         self.keys = np.empty(0, dtype=np.int64)  # pair * 2**20 + annotator, first seen first
         self.preference = np.empty(0, dtype=float)
-        self.rubric_keys = np.empty(0, dtype=np.int64)  # judgment key * 2 + (0 chosen, 1 rejected)
-        self.rubric_sum = np.empty(0, dtype=float)
-        self.rubric_count = np.empty(0, dtype=float)
+        self._index = pd.Index(self.keys)
+        # per judgment and response (position * 2 + 0 chosen / 1 rejected): aspect rows, rated
+        # aspects and the sum of their values
+        self.rubric_rows_seen = np.empty(0)
+        self.rubric_count = np.empty(0)
+        self.rubric_sum = np.empty(0)
 
-    def _keys(self, frame: pd.DataFrame) -> np.ndarray:
+    def _positions(self, frame: pd.DataFrame) -> np.ndarray:
+        """Each row's judgment as its position among the judgments seen (new ones are appended, in
+        order of first appearance, with the preference of their first row)."""
         pair = self.pairs.of(frame[PAIR_ID]).astype(np.int64)
         annotator = self.annotators.of(frame[ANNOTATOR]).astype(np.int64)
         if len(self.annotators.values) >= 2**20:
             raise ValueError("more than 2**20 annotators")
-        return pair * 2**20 + annotator
+        keys = pair * 2**20 + annotator
+        where = self._index.get_indexer(keys)
+        new = np.flatnonzero(where < 0)
+        if len(new):
+            codes, uniques = pd.factorize(keys[new])  # in order of first appearance
+            first = np.flatnonzero(codes > np.maximum.accumulate(np.concatenate([[-1], codes[:-1]])))
+            preference = frame[PREFERENCE].to_numpy(dtype=float)[new[first]]
+            where[new] = len(self.keys) + codes
+            self.keys = np.concatenate([self.keys, np.asarray(uniques, dtype=np.int64)])
+            self.preference = np.concatenate([self.preference, preference])
+            self._index = pd.Index(self.keys)
+        return where
 
     def add(self, frame: pd.DataFrame) -> None:
         """The judgments of one item's rows (the first row of a judgment seen gives its preference)."""
-        keys = self._keys(frame)
-        both = np.concatenate([self.keys, keys])
-        pref = np.concatenate([self.preference, frame[PREFERENCE].to_numpy(dtype=float)])
-        _, first = np.unique(both, return_index=True)
-        first.sort()
-        self.keys, self.preference = both[first], pref[first]
+        self._positions(frame)
 
     def add_aspect(self, frame: pd.DataFrame) -> None:
         """The values of one rubric aspect, summed per judgment and response."""
-        keys = self._keys(frame) * 2 + (frame[RESPONSE].astype(str) != CHOSEN).to_numpy()
+        cell = self._positions(frame) * 2 + (frame[RESPONSE].astype(str) != CHOSEN).to_numpy()
         value = frame[VALUE].to_numpy(dtype=float)
         rated = np.isfinite(value)
-        both = np.concatenate([self.rubric_keys, keys])
-        unique, where = np.unique(both, return_inverse=True)
-        weights = np.concatenate([self.rubric_sum, np.where(rated, value, 0.0)])
-        counts = np.concatenate([self.rubric_count, rated.astype(float)])
-        self.rubric_keys = unique
-        self.rubric_sum = np.bincount(where, weights=weights, minlength=len(unique))
-        self.rubric_count = np.bincount(where, weights=counts, minlength=len(unique))
+        size = 2 * len(self.keys)
+
+        def grown(total: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+            out = np.bincount(cell, weights=weights, minlength=size).astype(float)
+            out[: len(total)] += total
+            return out
+
+        self.rubric_rows_seen = grown(self.rubric_rows_seen, None)
+        self.rubric_count = grown(self.rubric_count, rated.astype(float))
+        self.rubric_sum = grown(self.rubric_sum, np.where(rated, value, 0.0))
 
     def table(self) -> pd.DataFrame:
         """``pair_id, annotator, preference``: one row per judgment, sorted by pair and annotator."""
@@ -242,14 +315,15 @@ class Judgments:
     def rubric_rows(self) -> pd.DataFrame:
         """The ``"rubric"`` rows: per judgment and response the mean of its aspects (empty without
         aspects)."""
-        judgment = self.rubric_keys // 2
+        cells = np.flatnonzero(self.rubric_rows_seen > 0)
+        judgment = self.keys[cells // 2]
         with np.errstate(invalid="ignore", divide="ignore"):
-            mean = self.rubric_sum / self.rubric_count
+            mean = self.rubric_sum[cells] / self.rubric_count[cells]
         return pd.DataFrame(
             {
                 PAIR_ID: self.pairs.column(judgment // 2**20),
                 ANNOTATOR: self.annotators.column(judgment % 2**20),
-                RESPONSE: coded(pd.Series(np.where(self.rubric_keys % 2 == 0, CHOSEN, REJECTED))),
+                RESPONSE: coded(pd.Series(np.where(cells % 2 == 0, CHOSEN, REJECTED))),
                 ITEM: coded(pd.Series([RUBRIC_ITEM] * len(judgment), dtype=object)),
                 VALUE: mean,
             }

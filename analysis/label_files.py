@@ -30,7 +30,7 @@ from analysis.vocabulary import (
     VALUE,
 )
 
-__all__ = ["CHUNK_ROWS", "read_labels"]
+__all__ = ["CHUNK_ROWS", "join_chunks", "read_labels"]
 
 
 def read_labels(path: str | Path) -> pd.DataFrame:
@@ -70,10 +70,10 @@ def read_labels(path: str | Path) -> pd.DataFrame:
         df = _read_dataset(path)
     elif suffix == ".csv":
         with pd.read_csv(path, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
-            df = _joined(reader)
+            df = join_chunks(reader)
     elif suffix in (".jsonl", ".ndjson"):
         with pd.read_json(path, lines=True, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
-            df = _joined(reader)
+            df = join_chunks(reader)
     elif suffix in (".parquet", ".pq"):
         df = _read_parquet(path)
     else:
@@ -129,7 +129,7 @@ def _read_parquet(path: Path) -> pd.DataFrame:
         if file.metadata.num_rows == 0:
             return schema.empty_table().to_pandas()
         batches = file.iter_batches(batch_size=CHUNK_ROWS)
-        return _joined(pa.Table.from_batches([batch], schema=schema).to_pandas() for batch in batches)
+        return join_chunks(pa.Table.from_batches([batch], schema=schema).to_pandas() for batch in batches)
     finally:
         file.close()
 
@@ -141,11 +141,11 @@ def _read_dataset(path: Path) -> pd.DataFrame:
     dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
     if dataset.count_rows() == 0:
         return dataset.schema.empty_table().to_pandas()
-    return _joined(batch.to_pandas() for batch in dataset.to_batches(batch_size=CHUNK_ROWS))
+    return join_chunks(batch.to_pandas() for batch in dataset.to_batches(batch_size=CHUNK_ROWS))
 
 
-def _joined(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:
-    """A CSV or JSON-lines label file read CHUNK_ROWS lines at a time: each chunk's text columns
+def join_chunks(reader: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """A label file read CHUNK_ROWS rows at a time: each chunk's text columns
     become codes before the next chunk is read (the parser's text of the whole file never exists at
     once), and the chunks' codes are joined over the union of categories."""
     chunks = []

@@ -18,6 +18,12 @@ Run from the repository root:
 4. With pyspark installed (a benchmark-only tool, `pip install pyspark`; Java 17): a local Spark session
    reads the same dataset, runs analysis.sufficient.SUMS_SQL over it and compares every per-pair and
    per-annotator count, sum and sum of squares with Arrow's (largest absolute difference).
+5. With --report: the whole `annotator analyze --labels DATASET --by-item --json F` (the report read one
+   item at a time, analysis.report_columns) in a fresh process under `/usr/bin/time -v` at each size of
+   --report-pairs; at each size up to 100,000 pairs also `--in-memory` (today's report from the whole
+   label frame) on the same dataset, and the two JSON reports compared: the largest absolute difference
+   of every estimate, interval bound and p-value of the verdicts' tables, and whether every verdict's
+   status and sentence are equal. Run it under `nice -n 10` (the children inherit it).
 
 The 1-minute load average is printed beside each figure (2 cores shared with other jobs).
 """
@@ -140,6 +146,100 @@ def timed(code: str, *args: str) -> tuple[float, float, float, str]:
     return wall, user + system, peak / 1024, result.stdout
 
 
+ANALYZE = [sys.executable, "-m", "annotator", "analyze", "--labels"]
+#: The report's tables whose numbers the two paths must share (JSON keys).
+COMPARED = (
+    "equivalence_crossed",
+    "equivalence",
+    "broken_share",
+    "rubric_crossed",
+    "preference_crossed",
+    "rubric_superiority",
+    "holm",
+    "agreement",
+    "annotator_design",
+)
+
+
+def timed_command(argv: list[str]) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MB) of a command in a fresh process under /usr/bin/time -v."""
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    start = time.perf_counter()
+    result = subprocess.run(["/usr/bin/time", "-v", *argv], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(result.stdout[-2000:] + result.stderr[-3000:])
+    user = float(re.search(r"User time \(seconds\): ([\d.]+)", result.stderr).group(1))  # type: ignore[union-attr]
+    system = float(re.search(r"System time \(seconds\): ([\d.]+)", result.stderr).group(1))  # type: ignore[union-attr]
+    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1))  # type: ignore[union-attr]
+    return wall, user + system, peak / 1024
+
+
+def numbers(table: list[dict[str, object]] | dict[str, object]) -> dict[tuple[int, str], float]:
+    """Every finite number of a JSON table, keyed by (row, column)."""
+    rows = [table] if isinstance(table, dict) else table
+    found = {}
+    for k, row in enumerate(rows):
+        for column, value in row.items():
+            if isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value):
+                found[(k, column)] = float(value)
+    return found
+
+
+def compare_reports(memory: dict, by_item: dict) -> tuple[float, int, bool]:
+    """(largest absolute difference, numbers compared, every verdict equal) of two JSON reports."""
+    worst, compared = 0.0, 0
+    for key in (*COMPARED, "preference"):
+        a, b = numbers(memory[key]), numbers(by_item[key])
+        if a.keys() != b.keys():
+            raise SystemExit(
+                f"{key}: the two reports hold different numbers: {sorted(a.keys() ^ b.keys())[:5]}"
+            )
+        for cell, value in a.items():
+            worst = max(worst, abs(value - b[cell]))
+            compared += 1
+    same = memory["verdicts"] == by_item["verdicts"] and memory["overall"] == by_item["overall"]
+    return worst, compared, same
+
+
+def report_check(folder: Path, n_pairs: int, out: Path) -> None:
+    """The whole report read by item (and at up to 100,000 pairs also in memory, compared)."""
+    import json
+
+    by_item = out / f"report-{n_pairs}-by-item.json"
+    before = load()
+    wall, cpu, peak = timed_command([*ANALYZE, str(folder), "--by-item", "--json", str(by_item)])
+    print(
+        f"{n_pairs:>9,} pairs x {ANNOTATORS}, annotator analyze --labels --by-item (the whole report): "
+        f"{wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {peak:.0f} MB, load {before:.1f}-{load():.1f}",
+        flush=True,
+    )
+    found = json.loads(by_item.read_text(encoding="utf-8"))
+    print(f"    overall {found['overall']}: {found['overall_reason']}")
+    print(f"    not computed at this size: {', '.join(found['not_computed'])}")
+    for row in found["equivalence_crossed"]:
+        print(
+            f"    {row['dimension']:<13} {row['estimate']:+.5f} [{row['ci_low']:.5f}, {row['ci_high']:.5f}] "
+            f"df {row['df']:.1f}"
+        )
+    if n_pairs > 100_000:
+        return
+    memory = out / f"report-{n_pairs}-in-memory.json"
+    before = load()
+    wall, cpu, peak = timed_command([*ANALYZE, str(folder), "--in-memory", "--json", str(memory)])
+    print(
+        f"{n_pairs:>9,} pairs x {ANNOTATORS}, annotator analyze --labels --in-memory (today's report): "
+        f"{wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {peak:.0f} MB, load {before:.1f}-{load():.1f}",
+        flush=True,
+    )
+    worst, compared, same = compare_reports(json.loads(memory.read_text(encoding="utf-8")), found)
+    print(
+        f"    by item vs in memory: {compared:,} numbers of the verdicts' tables, largest absolute "
+        f"difference {worst:.2e}; every verdict's status and sentence equal: {same}",
+        flush=True,
+    )
+
+
 def spark_check(folder: Path) -> None:
     """SUMS_SQL in a local Spark session against Arrow's sums of every item."""
     try:
@@ -192,7 +292,17 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, nargs="+", default=[20_000, 1_000_000])
     parser.add_argument("--spark-pairs", type=int, nargs="*", default=[20_000])
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--report", action="store_true", help="only the whole report (step 5)")
+    parser.add_argument("--report-pairs", type=int, nargs="+", default=[20_000, 1_000_000])
     args = parser.parse_args()
+    if args.report:
+        root = args.workdir or Path(tempfile.mkdtemp(prefix="bench_million_"))
+        for n_pairs in args.report_pairs:
+            folder = root / f"labels-{n_pairs}"
+            if not folder.exists():
+                write_dataset(folder, n_pairs)
+            report_check(folder, n_pairs, root)
+        return
     with tempfile.TemporaryDirectory(prefix="bench_million_") as tmp:
         root = args.workdir or Path(tmp)
         for n_pairs in args.pairs:
