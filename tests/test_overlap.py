@@ -6,7 +6,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from annotator.intake.assign import assign_pairs, study_pair_ids
-from annotator.store import db
+from annotator.store import db, tallies
 from annotator.store.models import Assignment, User
 from tests.utils.factories import make_annotators
 from tests.utils.qchelpers import answer_all, qc_study
@@ -40,6 +40,8 @@ def test_disagreeing_judgments_bring_in_another_annotator(engine: Engine, tmp_pa
     answer_all(engine, "ann00", k=0)  # "A much better"; the two annotators see chosen on different sides
     answer_all(engine, "ann01", k=0)
     assert _annotators_on_the_pair(engine) == ["ann00", "ann01", "ann02"]
+    with Session(engine) as session:  # the extra item is in the Progress page's counts too
+        assert tallies.agrees(session, 1) and 3 in tallies.assigned_counts(session, 1)
 
 
 def test_agreeing_judgments_keep_the_overlap(engine: Engine, tmp_path: Path) -> None:

@@ -473,32 +473,33 @@ def annotator_arms(session: Session, *, study_id: int, user_ids: list[int], seed
     return out
 
 
-def extend_overlap(session: Session, *, pair_id: int, config: StudyConfig) -> int:
+def extend_overlap(session: Session, *, pair_id: int, config: StudyConfig) -> int | None:
     """Dynamic overlap: give a main pair whose finished judgments disagree one more annotator.
 
     Under the study's `[dynamic_overlap]` rule, when every assignment of the pair is finished, two of
     its preferences lie more than `max_spread` points apart, and the pair has fewer than
     `max_overlap` annotators, the active annotator of the study with the fewest pending items who is
     not on the pair yet gets it at the front of their queue, on the side seen less often. Returns the
-    number of assignments added (0 or 1); called after each submit.
+    id of that annotator (None: nobody added); called after each submit, which counts the new item in
+    the annotator's tallies together with its own.
     """
     rule = config.dynamic_overlap
     if rule.max_overlap <= 0:
-        return 0
+        return None
     pair = session.get(Pair, pair_id)
     if pair is None or pair.control != "":
-        return 0
+        return None
     rows = session.exec(
         select(Assignment.annotator_id, Assignment.status, Assignment.chosen_side, Judgment.preference)
         .join(Judgment, col(Judgment.id) == col(Assignment.current_judgment_id), isouter=True)
         .where(Assignment.pair_id == pair_id)
     ).all()
     if len(rows) >= rule.max_overlap or any(status == PENDING for _, status, _, _ in rows):
-        return 0
+        return None
     preferences = [int(p) for _, _, _, p in rows if p is not None]
     spread = max(preferences) - min(preferences) if len(preferences) >= 2 else 0
     if spread <= rule.max_spread:
-        return 0
+        return None
     on_pair = {annotator_id for annotator_id, _, _, _ in rows}
     pending = func.sum(case((col(Assignment.status) == PENDING, 1), else_=0))
     candidates = session.exec(
@@ -510,7 +511,7 @@ def extend_overlap(session: Session, *, pair_id: int, config: StudyConfig) -> in
     ).all()
     free = sorted((int(n or 0), uid, int(first or 0)) for uid, n, first in candidates if uid not in on_pair)
     if not free:
-        return 0
+        return None
     _, annotator_id, first_position = free[0]
     sides = Counter(side for _, _, side, _ in rows)
     side = "A" if sides["A"] <= sides["B"] else "B"
@@ -523,14 +524,13 @@ def extend_overlap(session: Session, *, pair_id: int, config: StudyConfig) -> in
             position=first_position - 1,
         )
     )
-    tallies.assigned(session, [{"study_id": pair.study_id, "annotator_id": annotator_id}])
     session.add(
         Event(
             action="extend_overlap",
             detail={"pair": pair_id, "annotator": annotator_id, "spread": spread},
         )
     )
-    return 1
+    return annotator_id
 
 
 def preview(

@@ -349,7 +349,15 @@ def submit(session: Session, *, assignment_id: int, account: Account, submission
     )
     if first:
         session.execute(update(Pair).where(col(Pair.id) == pair_id).values(n_done=Pair.n_done + 1))
-    tallies.submitted(
+    session.add(
+        Event(user_id=account.id, action="submit", detail={"judgment": judgment.id, "revision": revision})
+    )
+    session.flush()
+    extended = None
+    if config.dynamic_overlap.max_overlap > 0:  # disagreeing pairs get another annotator
+        extended = extend_overlap(session, pair_id=pair_id, config=config)
+        session.flush()
+    tallies.submitted(  # one update of both annotators' tallies, in id order: no lock waits in a circle
         session,
         study_id=assignment.study_id,
         annotator_id=assignment.annotator_id,
@@ -357,14 +365,8 @@ def submit(session: Session, *, assignment_id: int, account: Account, submission
         before=before,
         seconds=judgment.time_on_task_s,
         at=now,
+        also_assigned=[] if extended is None else [extended],
     )
-    session.add(
-        Event(user_id=account.id, action="submit", detail={"judgment": judgment.id, "revision": revision})
-    )
-    session.flush()
-    if config.dynamic_overlap.max_overlap > 0:  # disagreeing pairs get another annotator
-        extend_overlap(session, pair_id=pair_id, config=config)
-        session.flush()
     return judgment
 
 

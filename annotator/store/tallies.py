@@ -135,9 +135,11 @@ def submitted(
     before: float | None,
     seconds: float,
     at: datetime,
+    also_assigned: Iterable[int] = (),
 ) -> None:
     """A judgment saved on an item whose status was `status` and whose current judgment took `before`
-    seconds (None: none yet); the new one took `seconds` and was submitted `at`."""
+    seconds (None: none yet); the new one took `seconds` and was submitted `at`. `also_assigned`: the
+    annotators the same transaction gave one more item (dynamic overlap), counted in the same update."""
     changes: Delta = defaultdict(lambda: (0, 0.0))
 
     def bump(kind: str, bucket: int, n: int, total: float = 0.0) -> None:
@@ -155,6 +157,9 @@ def submitted(
     moment = _epoch(at)
     bump("minute", moment // 60, 1)
     bump("hour", moment // 3600, 1)
+    for other in also_assigned:
+        old = changes[(other, "assigned", 0)]
+        changes[(other, "assigned", 0)] = (old[0] + 1, old[1])
     add(session, study_id, changes)
 
 
