@@ -185,3 +185,23 @@ def test_processes_submitting_at_once_leave_the_tallies_equal_to_a_count(
         len(ids) for ids in expected.values()
     )
     assert queues(engine)
+
+
+def test_the_migration_fills_the_tallies_from_the_rows(engine: Engine, study: str) -> None:
+    """A database with judgments, taken back to the schema before the tallies, is upgraded: the new
+    table holds the same counts as a count over the rows."""
+    from alembic import command
+
+    answer_all(engine, "ann00")
+    with Session(engine) as session:
+        before = tallies.stored(session, 1)
+    assert before
+    config = db._alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0016_stored_result")
+    assert db.current_revision(engine) == "0016_stored_result"
+    db.upgrade(engine)
+    with Session(engine) as session:
+        assert tallies.stored(session, 1) == before
+    _agree(engine)
