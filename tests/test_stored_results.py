@@ -273,3 +273,27 @@ def test_on_sqlite_the_result_is_a_file_beside_the_database_and_a_lost_one_is_co
     assert any(c.startswith("Report of the current data") for c in captions(at))
     again, report = stored(engine, "report")
     assert again.stamp != found.stamp and report is not None
+
+
+@pytest.mark.page
+def test_a_pair_decided_since_the_stored_queue_leaves_it_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from annotator.review import adjudicate
+
+    engine = rated(tmp_path)
+    monkeypatch.setenv(db.ENV_VAR, url_of(engine))
+    judge = account(engine, "judge")
+    at = app_for(judge, timeout=180)
+    assert not at.exception
+    _, (_, waiting) = stored(engine, "adjudication")  # type: ignore[misc]
+    assert len(waiting) >= 2, "the study has pairs for a person"
+    assert f"Queue ({len(waiting)})" in [h.value for h in at.header]
+    first = int(waiting["pair_db_id"].iloc[0])
+    with db.session_scope(engine) as session:
+        adjudicate.decide(session, pair_id=first, account=judge, preference="chosen", keep=True)
+    at.run()
+    assert not at.exception
+    assert f"Queue ({len(waiting) - 1})" in [h.value for h in at.header]
+    assert any(c.endswith("the data changed since; updating") for c in captions(at))
+    assert stored(engine, "adjudication")[0].version != current(engine, "adjudication")  # the stored one
