@@ -75,19 +75,20 @@ def computed(key: report_cache.Key, account: Account) -> report_cache.Published:
         st.stop()
 
 
-def the_report(key: report_cache.Key, account: Account) -> tuple[report_cache.Published, str | None]:
-    """The report to show and the line saying which data it covers: the whole study's stored report at
+def the_report(key: report_cache.Key, account: Account) -> report_cache.Published:
+    """The report to show, after a line saying which data it covers: the whole study's stored report at
     once (computed here when none is stored yet, or when asked for); a filtered one computed here."""
     url, study, version, categories, annotators = key
     filtered = bool(categories or annotators)
     current = stored_results.encode_version(version)
     stored = None if filtered else stored_view.latest(study, "report", account)
-    published = line = None
+    published = None
     if stored is not None:
         published = stored_published(url, stored.stamp, stored)
         stored = stored if published is not None else None  # its file is gone: compute and store anew
     if stored is not None:
         line, stale = stored_view.coverage(stored, current, "Report")
+        st.caption(line)
         if stale:
             stored_view.keep_updated()
             if st.button(
@@ -101,8 +102,8 @@ def the_report(key: report_cache.Key, account: Account) -> tuple[report_cache.Pu
         published = computed(key, account)
         if not filtered and (stored is None or stored.version != current):
             stored_view.save(study, "report", current, published.report)
-            line = f"Report of the current data ({published.report.summary['n_judgments']} judgments)"
-    return published, line
+            st.caption(f"Report of the current data ({published.report.summary['n_judgments']} judgments)")
+    return published
 
 
 def headline(report: Report) -> str:
@@ -178,12 +179,10 @@ def main() -> None:
         chosen_categories = left.multiselect("Categories", categories, key="validation_categories")
         chosen_annotators = right.multiselect("Annotators", annotators, key="validation_annotators")
         key = (url, study, version, tuple(chosen_categories), tuple(chosen_annotators))
-        published, line = the_report(key, account)
+        published = the_report(key, account)
         report, plots = published.report, published.plots
         captions = figure_captions(report)
         s = report.summary
-        if line:
-            st.caption(line)
         info, refresh = st.columns([5, 1], vertical_alignment="center")
         info.caption(f"{s['n_pairs']} pairs · {s['n_annotators']} annotators · {s['n_judgments']} judgments")
         refresh.button(
