@@ -128,12 +128,12 @@ def _watch_parent(owner: int) -> None:
 def main(owner: int) -> int:
     """The worker process for the database its server passed in the environment (never on the command
     line, where other users could read a password), started by the server `owner`."""
+    threading.Thread(target=_watch_parent, args=(owner,), daemon=True).start()
+    os.nice(NICE)  # before any import: all of the worker's work yields to the server's
     from annotator.store.db import ENV_VAR
+    from annotator.store.worker_lock import WorkerLock
 
     url = os.environ[ENV_VAR]
-    threading.Thread(target=_watch_parent, args=(owner,), daemon=True).start()
-    os.nice(NICE)
-    from annotator.store.worker_lock import WorkerLock
 
     lock = WorkerLock(_engine(url), LOCK_NAME)
     keeper = Keeper()
