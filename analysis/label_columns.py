@@ -49,7 +49,7 @@ from analysis.vocabulary import (
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
-__all__ = ["IN_MEMORY_ROWS", "LabelColumns", "is_label_dataset"]
+__all__ = ["IN_MEMORY_ROWS", "Judgments", "LabelColumns", "aspects", "is_label_dataset", "release_memory"]
 
 #: The most score rows ``annotator analyze --labels`` reads into one long frame: above it the report
 #: is computed item by item (:mod:`analysis.report_columns`). 5,000,000 rows are about 100,000 pairs x 3
@@ -73,6 +73,7 @@ class _Codes:
     """Integer codes of the texts of one column over every part read so far."""
 
     values: pd.Index = field(default_factory=lambda: pd.Index([], dtype=object))
+    _sorted: pd.Index | None = None
 
     def of(self, column: pd.Series) -> np.ndarray:
         """The codes of a categorical column's values (new texts get new codes)."""
@@ -84,12 +85,16 @@ class _Codes:
         codes = column.cat.codes.to_numpy()
         return np.where(codes >= 0, where[np.maximum(codes, 0)], -1)
 
+    def sorted(self) -> pd.Index:
+        """The texts seen, sorted (one index object while no new text is seen)."""
+        if self._sorted is None or len(self._sorted) != len(self.values):
+            self._sorted = self.values.sort_values()
+        return self._sorted
+
     def column(self, codes: np.ndarray) -> pd.Series:
         """Codes back as a column coded over sorted categories (:func:`analysis.frames.coded`)."""
-        order = np.argsort(np.asarray(self.values, dtype=str), kind="stable")
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        categories = pd.Index(np.asarray(self.values, dtype=object)[order], dtype=object)
+        categories = self.sorted()
+        rank = categories.get_indexer(self.values)
         return pd.Series(pd.Categorical.from_codes(rank[codes], categories=categories))
 
 
@@ -152,7 +157,6 @@ class LabelColumns:
         """The main rows of one item: read and validated :data:`CHUNK_ROWS` rows at a time
         (:func:`analysis.frames.validate_frame`), kept as the columns the statistics use (keys, value,
         preference) and joined; a bad value names its column and its row within the item's rows."""
-        import pyarrow as pa
         import pyarrow.dataset as ds
 
         rows = self._main() & (ds.field(ITEM) == item)
@@ -164,8 +168,6 @@ class LabelColumns:
             check_unique_keys(frame)
         except ValueError as exc:
             raise ValueError(f"item '{item}' (rows counted within that item's rows): {exc}") from None
-        finally:
-            pa.default_memory_pool().release_unused()  # Arrow's pool keeps what it freed otherwise
         return frame
 
     def controls(self) -> pd.DataFrame:
@@ -180,13 +182,21 @@ class LabelColumns:
             control = control & (ds.field(RATER_KIND).is_null() | (ds.field(RATER_KIND) != OWNER))
         return _validated(self.dataset.to_table(columns=columns, filter=control))
 
-    def quality(self, items: list[str]) -> Iterator[tuple[str, pd.DataFrame]]:
-        """Each quality item's validated frame in turn (one in memory at a time)."""
-        for item in items:
-            frame = self.item_frame(item)
-            if frame.empty:
-                raise ValueError(f"no scores for item '{item}'")
-            yield item, frame
+
+def release_memory() -> None:
+    """Hand the memory freed after an item back to the system (Arrow's pool and, on glibc, the C
+    heap: otherwise the process keeps every item's freed pages and grows with the items read)."""
+    import ctypes
+    import ctypes.util
+
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    name = ctypes.util.find_library("c")
+    if name:
+        trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
+        if trim is not None:
+            trim(0)
 
 
 def _compact(batches: Iterator[Any]) -> Iterator[pd.DataFrame]:

@@ -22,7 +22,7 @@ from analysis.aggregates import judgment_differences
 from analysis.agreement import agreement_table
 from analysis.agreement.table import MIN_REPLICATED_UNITS
 from analysis.frames import split_controls
-from analysis.label_columns import Judgments, LabelColumns, aspects
+from analysis.label_columns import Judgments, LabelColumns, aspects, release_memory
 from analysis.report import (
     Report,
     ReportSettings,
@@ -68,49 +68,7 @@ def build_columns_report(
     quality_items = list(settings.quality_items)
     margins = settings.item_margins(quality_items)
 
-    def agree(rows: pd.DataFrame, items: list[str]) -> pd.DataFrame:
-        """The agreement rows of `rows` (as build_report computes them over the whole frame)."""
-        return agreement_table(
-            rows,
-            quality_items=items,
-            n_boot=int(settings.n_boot),
-            seed=settings.seed,
-            confidence=1 - 2 * settings.alpha,
-            scales={item: settings.scale_of(item) for item in items},
-            bootstrap=settings.bootstrap,
-            min_units=MIN_REPLICATED_UNITS,
-        )
-
-    items = source.items()
-    judged = Judgments()
-    differences: dict[str, pd.DataFrame] = {}
-    agreement: list[pd.DataFrame] = []
-    n_scores = 0
-    rubric = pd.DataFrame()
-    for item, frame in source.quality(quality_items):
-        n_scores += len(frame)
-        judged.add(frame)
-        differences[item] = judgment_differences(frame, item)
-        agreement.append(agree(frame.drop(columns=[PREFERENCE]), [item]))
-        del frame
-    rubric_aspects = [] if RUBRIC_ITEM in items else aspects(items)
-    for item in [i for i in items if i not in quality_items]:
-        frame = source.item_frame(item)
-        n_scores += len(frame)
-        judged.add(frame)
-        if item in rubric_aspects:
-            judged.add_aspect(frame)
-        elif item == RUBRIC_ITEM:
-            rubric = frame
-    if rubric_aspects:
-        rubric = judged.rubric_rows()
-    per_judgment = judged.table()
-    if RUBRIC_ITEM in items or rubric_aspects:
-        differences[RUBRIC_ITEM] = judgment_differences(rubric, RUBRIC_ITEM)
-        if settings.extras:
-            agreement.append(agree(rubric, []))
-    if settings.extras:
-        agreement.append(agree(_preference_rows(per_judgment), []))
+    differences, agreement, per_judgment, n_scores = _read_items(source, settings)
     n_pairs = int(per_judgment[PAIR_ID].nunique())
     if n_pairs < 2:
         raise ValueError(f"the statistics need judgments on at least 2 pairs, got {n_pairs}")
@@ -123,11 +81,10 @@ def build_columns_report(
         max_broken_share=settings.max_broken_share,
         gap_ranges={item: settings.scale_of(item).span for item in quality_items},
     )
-    agreement_frame = pd.concat(agreement, ignore_index=True)
     controls = split_controls(source.controls())[1]
     n_replicated = int((per_judgment.groupby(PAIR_ID, observed=True)[ANNOTATOR].nunique() >= 2).sum())
     verdicts, design, sensitivity_table, allocation = report_verdicts(
-        validation, agreement_frame, controls, n_pairs=n_pairs, n_replicated=n_replicated, settings=settings
+        validation, agreement, controls, n_pairs=n_pairs, n_replicated=n_replicated, settings=settings
     )
     overall, reason = overall_result(verdicts)
     reason_missing = not_computed_reason(source.count_rows(), limit)
@@ -159,7 +116,7 @@ def build_columns_report(
         parameters=report_parameters(settings, quality_items, margins),
         summary=summary,
         validation=validation,
-        agreement=agreement_frame,
+        agreement=agreement,
         diagnostics=empty,
         failed_pairs=empty,
         verdicts=verdicts,
@@ -173,6 +130,68 @@ def build_columns_report(
         allocation=allocation,
         not_computed=missing,
     )
+
+
+def _read_items(
+    source: LabelColumns, settings: ReportSettings
+) -> tuple[dict[str, pd.DataFrame], pd.DataFrame, pd.DataFrame, int]:
+    """Every item's rows in turn (one in memory at a time): per quality item and the rubric the
+    per-judgment differences and the agreement rows; one row per judgment; the score rows read.
+    Returns ``(differences, agreement, judgments, n_scores)``."""
+    quality_items = list(settings.quality_items)
+
+    def agree(rows: pd.DataFrame, items: list[str]) -> pd.DataFrame:
+        """The agreement rows of `rows` (as build_report computes them over the whole frame)."""
+        return agreement_table(
+            rows,
+            quality_items=items,
+            n_boot=int(settings.n_boot),
+            seed=settings.seed,
+            confidence=1 - 2 * settings.alpha,
+            scales={item: settings.scale_of(item) for item in items},
+            bootstrap=settings.bootstrap,
+            min_units=MIN_REPLICATED_UNITS,
+        )
+
+    items = source.items()
+    judged = Judgments()
+    differences: dict[str, pd.DataFrame] = {}
+    agreement: list[pd.DataFrame] = []
+    n_scores = 0
+    rubric = pd.DataFrame()
+    rubric_aspects = [] if RUBRIC_ITEM in items else aspects(items)
+    for item in [*quality_items, *(i for i in items if i not in quality_items)]:
+        frame = source.item_frame(item)  # one item's rows in memory at a time
+        if frame.empty and item in quality_items:
+            raise ValueError(f"no scores for item '{item}'")
+        n_scores += len(frame)
+        judged.add(frame)
+        if item in quality_items:
+            differences[item] = shared_pairs(judgment_differences(frame, item), judged)
+            agreement.append(agree(frame.drop(columns=[PREFERENCE]), [item]))
+        elif item in rubric_aspects:
+            judged.add_aspect(frame)
+        elif item == RUBRIC_ITEM:
+            rubric = frame
+        del frame
+        release_memory()
+    if rubric_aspects:
+        rubric = judged.rubric_rows()
+    per_judgment = judged.table()
+    if not rubric.empty:
+        differences[RUBRIC_ITEM] = shared_pairs(judgment_differences(rubric, RUBRIC_ITEM), judged)
+        if settings.extras:
+            agreement.append(agree(rubric, []))
+    if settings.extras:
+        agreement.append(agree(_preference_rows(per_judgment), []))
+    return differences, pd.concat(agreement, ignore_index=True), per_judgment, n_scores
+
+
+def shared_pairs(differences: pd.DataFrame, judged: Judgments) -> pd.DataFrame:
+    """`differences` with its pair ids coded over the judgments' sorted pairs (one categories index
+    for every item instead of one per item; the values and their order are unchanged)."""
+    pairs = judged.pairs.sorted()
+    return differences.assign(**{PAIR_ID: differences[PAIR_ID].cat.set_categories(pairs)})
 
 
 def _preference_rows(per_judgment: pd.DataFrame) -> pd.DataFrame:
