@@ -80,9 +80,12 @@ def production_hashing() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No test reads $ANNOTATOR_DB_URL from the outside or writes the default data/annotations.db;
-    PostgreSQL databases made for a test are dropped after it (after the other fixtures' teardown)."""
+    """No test reads $ANNOTATOR_DB_URL from the outside or writes the default data/annotations.db or a
+    key file in the user's home; PostgreSQL databases made for a test are dropped after it (after the
+    other fixtures' teardown)."""
     monkeypatch.delenv(db.ENV_VAR, raising=False)
+    monkeypatch.delenv("ANNOTATOR_RESULTS_KEY", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the stored results' key file
     monkeypatch.chdir(tmp_path)
     yield
     drop_test_databases()

@@ -297,3 +297,54 @@ def test_a_pair_decided_since_the_stored_queue_leaves_it_at_once(
     assert f"Queue ({len(waiting) - 1})" in [h.value for h in at.header]
     assert any(c.endswith("the data changed since; updating") for c in captions(at))
     assert stored(engine, "adjudication")[0].version != current(engine, "adjudication")  # the stored one
+
+
+class _Planted:
+    """A pickle that, when loaded, creates the file `path` (how code would run in the server)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (Path.touch, (str(self.path),))  # type: ignore[return-value]
+
+
+def test_a_result_written_by_someone_else_is_never_unpickled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whoever can write the table or the results folder cannot make the server run code: a payload
+    without the seal of this machine's key is treated as lost (computed anew)."""
+    import pickle
+
+    from sqlalchemy import update
+
+    from annotator.store.models import StoredResult
+
+    engine = rated(tmp_path)
+    store_now(engine, "report")
+    found, report = stored(engine, "report")
+    assert report is not None, "a sealed result reads back"
+    marker = tmp_path / "code-ran"
+    planted = pickle.dumps(_Planted(marker))
+    with db.session_scope(engine) as session:
+        folder = stored_results.results_folder(session)
+    if folder is not None:  # SQLite: the file beside the database, and a file name outside the folder
+        for path in folder.glob("*.pickle"):
+            path.write_bytes(planted)
+        assert stored(engine, "report")[1] is None
+        outside = tmp_path / "outside.pickle"
+        outside.write_bytes(planted)
+        with db.session_scope(engine) as session:
+            session.execute(update(StoredResult).values(payload=b"file:../outside.pickle"))
+        assert stored(engine, "report")[1] is None
+    for payload in (planted, b"x" * 32 + planted):  # PostgreSQL's table, with or without a fake seal
+        with db.session_scope(engine) as session:
+            session.execute(update(StoredResult).values(payload=payload))
+        assert stored(engine, "report")[1] is None
+    assert not marker.exists()
+    monkeypatch.setenv(stored_results.KEY_VAR, "another machine's key")
+    store_now(engine, "report")
+    assert stored(engine, "report")[1] is not None
+    monkeypatch.delenv(stored_results.KEY_VAR)
+    assert stored(engine, "report")[1] is None, "sealed under another key"
+    assert found.study == STUDY

@@ -7,12 +7,19 @@ same call as ``annotator analyze``) and ``adjudication`` (the cleaning list and 
 it). A study's first result is stored by the page that computed it; from then on the report worker
 (:mod:`annotator.review.report_worker`) keeps it up to date. The result is pickled by this module and
 read back only by it: in the table on PostgreSQL, in a file beside the database on SQLite (the table
-then names the file).
+then names the file). Every pickle is sealed with an HMAC under a key kept outside the database
+(:func:`results_key`) and unpickled only when its seal holds: whoever can write the table or the folder
+cannot make a server run code; a result that fails the check is treated as lost and computed anew.
 """
 
+import contextlib
+import hashlib
+import hmac
 import json
 import os
 import pickle
+import re
+import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -106,13 +113,49 @@ def latest(session: Session, *, study: str, kind: str, account: Account) -> Stor
     return Stored(int(row[0]), study, kind, str(row[1]), int(row[2]), int(row[3]), row[4])
 
 
-@dataclass(frozen=True)
-class InFile:
-    """The payload column of a SQLite database's stored result: the file beside the database that holds
-    the result (a report at 100,000 pairs is about 120 MB: written in the database it would hold the
-    write lock, and so every annotator's submit, for seconds)."""
+#: Environment variable with the key that seals stored results (set it to the same value on every server
+#: that shares one database); without it, a key file in the user's state folder.
+KEY_VAR = "ANNOTATOR_RESULTS_KEY"
+#: A SQLite database's stored result: the table's payload names the file beside the database that
+#: holds it (a report at 100,000 pairs is about 120 MB: written in the database it would hold the
+#: write lock, and so every annotator's submit, for seconds).
+FILE_PREFIX = b"file:"
+_FILE_NAME = re.compile(r"[0-9]+-(report|adjudication)-[0-9a-f]{32}\.pickle")
+_SEAL = hashlib.sha256().digest_size
+_PROCESS_KEY = secrets.token_bytes(32)
 
-    name: str
+
+def results_key() -> bytes:
+    """The key that seals stored results: $ANNOTATOR_RESULTS_KEY, else 32 random bytes kept in
+    ``$XDG_STATE_HOME/annotator/results.key`` (``~/.local/state`` by default; created once, owner-only),
+    else (no writable home) this process's own key: its results are then read back by it alone."""
+    given = os.environ.get(KEY_VAR)
+    if given:
+        return given.encode()
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "annotator"
+    path = state / "results.key"
+    try:
+        if not path.exists():
+            state.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):  # another process made it first
+                handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(handle, "wb") as out:
+                    out.write(secrets.token_bytes(32))
+        return path.read_bytes()
+    except OSError:
+        return _PROCESS_KEY
+
+
+def _seal(data: bytes) -> bytes:
+    return hmac.new(results_key(), data, hashlib.sha256).digest() + data
+
+
+def _unsealed(sealed: bytes) -> Any:
+    """The value in `sealed`, or None when its seal does not hold (written by someone else)."""
+    seal, data = sealed[:_SEAL], sealed[_SEAL:]
+    if not hmac.compare_digest(seal, hmac.new(results_key(), data, hashlib.sha256).digest()):
+        return None
+    return pickle.loads(data)
 
 
 def results_folder(session: Session) -> Path | None:
@@ -123,23 +166,24 @@ def results_folder(session: Session) -> Path | None:
 
 
 def load(session: Session, stored: Stored) -> Any:
-    """The payload of `stored` (None when it was replaced since it was read, or its file is gone, e.g.
-    after a restore from a backup)."""
+    """The payload of `stored` (None when it was replaced since it was read, its file is gone, e.g.
+    after a restore from a backup, or its seal does not hold)."""
     query = select(col(StoredResult.payload)).where(col(StoredResult.id) == stored.id)
     payload = session.execute(query).scalar()
     if payload is None:
         return None
-    value = pickle.loads(payload)
-    if not isinstance(value, InFile):
-        return value
-    folder = results_folder(session)
+    if not payload.startswith(FILE_PREFIX):
+        return _unsealed(payload)
+    folder, name = results_folder(session), payload[len(FILE_PREFIX) :].decode("ascii", "replace")
+    if folder is None or not _FILE_NAME.fullmatch(name):
+        return None
     try:
-        return None if folder is None else pickle.loads((folder / value.name).read_bytes())
+        return _unsealed((folder / name).read_bytes())
     except FileNotFoundError:
         return None
 
 
-def _write_file(folder: Path, prefix: str, data: bytes) -> InFile:
+def _write_file(folder: Path, prefix: str, data: bytes) -> str:
     """Write `data` to a new file in `folder` (whole or not at all) and remove that prefix's older files
     but the newest one (a page may be reading the result it replaces)."""
     folder.mkdir(mode=0o700, exist_ok=True)
@@ -154,17 +198,17 @@ def _write_file(folder: Path, prefix: str, data: bytes) -> InFile:
     )
     for path in older[:-1]:
         path.unlink(missing_ok=True)
-    return InFile(name)
+    return name
 
 
 def save(session: Session, *, study: str, kind: str, version: str, value: Any) -> None:
     """Store `value` as the result of `kind` for `study` at data `version`, replacing the one before
     (one short write; on SQLite the result itself goes to a file beside the database)."""
     study_id = id_of(get_study(session, study))
-    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    payload = _seal(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     folder = results_folder(session)
     if folder is not None:
-        payload = pickle.dumps(_write_file(folder, f"{study_id}-{kind}", payload))
+        payload = FILE_PREFIX + _write_file(folder, f"{study_id}-{kind}", payload).encode("ascii")
     newest = newest_judgment(version)
     session.execute(
         delete(StoredResult).where(col(StoredResult.study_id) == study_id, col(StoredResult.kind) == kind)
