@@ -144,8 +144,13 @@ def coded(values: pd.Series, *, with_empty: bool = False) -> pd.Series:
     if values.dtype != object and pd.api.types.is_string_dtype(values.dtype):
         values = values.astype("category")  # text columns (a Parquet file's): coded without objects
     if isinstance(values.dtype, pd.CategoricalDtype):
-        texts = values.cat.categories.tolist()
-        if all(isinstance(c, str) for c in texts):
+        categories = values.cat.categories
+        text_only = len(categories) == 0 or categories.inferred_type == "string"
+        has_empty = not with_empty or categories[:1].tolist() == [""]  # "" sorts first
+        if text_only and has_empty and categories.is_monotonic_increasing:
+            return values  # sorted texts, checked without a Python string per category
+        texts = categories.tolist()
+        if text_only:
             wanted = sorted({*texts, ""} if with_empty else texts)
             return values if wanted == texts else values.cat.set_categories(wanted)
         values = values.astype(object)

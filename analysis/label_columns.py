@@ -78,6 +78,8 @@ class _Codes:
     def of(self, column: pd.Series) -> np.ndarray:
         """The codes of a categorical column's values (new texts get new codes)."""
         categories = pd.Index(column.cat.categories.astype(str), dtype=object)
+        if categories.equals(self.values):  # the same texts in the same order: no hashing
+            return column.cat.codes.to_numpy().astype(np.int64)
         where = self.values.get_indexer(categories)
         if (where < 0).any():
             self.values = self.values.append(categories[where < 0])
@@ -297,7 +299,7 @@ class Judgments:
 
     def add_aspect(self, frame: pd.DataFrame) -> None:
         """The values of one rubric aspect, summed per judgment and response."""
-        cell = self._positions(frame) * 2 + (frame[RESPONSE].astype(str) != CHOSEN).to_numpy()
+        cell = self._positions(frame) * 2 + (frame[RESPONSE] != CHOSEN).to_numpy()
         value = frame[VALUE].to_numpy(dtype=float)
         rated = np.isfinite(value)
         size = 2 * len(self.keys)
