@@ -137,11 +137,14 @@ class Judgment(SQLModel, table=True):
 
 
 # The Progress page's counts per study and annotator (store/tallies.py: its kinds and buckets), kept in
-# the same transaction as every write they count (0017).
+# the same transaction as every write they count (0017). No foreign keys: a foreign key's check in the
+# submit's transaction would take a share lock on the study's row, which study-wide steps hold for
+# update (lock_study) while they wait for the submit's assignment row, a lock cycle on PostgreSQL.
+# Deleting a study deletes its tallies itself.
 class Tally(SQLModel, table=True):
     __table_args__ = (Index("ix_tally_study_kind_bucket", "study_id", "kind", "bucket"),)  # first, last bin
-    study_id: int = Field(foreign_key="study.id", primary_key=True)
-    annotator_id: int = Field(foreign_key="user.id", primary_key=True)
+    study_id: int = Field(primary_key=True)
+    annotator_id: int = Field(primary_key=True)
     kind: str = Field(max_length=10, primary_key=True)
     bucket: int = Field(default=0, primary_key=True)
     n: int = Field(default=0)

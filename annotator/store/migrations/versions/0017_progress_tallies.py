@@ -5,7 +5,7 @@ Revises: 0016_stored_result
 Create Date: 2026-12-04 22:10:00.000000
 
 Filled from the existing rows (annotator.store.tallies.rebuild), so a database upgraded with judgments
-in it shows the same numbers as before.
+in it shows the same numbers as before. No foreign keys (see annotator.store.models.Tally).
 """
 
 import sqlalchemy as sa
@@ -21,8 +21,8 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "tally",
-        sa.Column("study_id", sa.Integer(), sa.ForeignKey("study.id"), primary_key=True),
-        sa.Column("annotator_id", sa.Integer(), sa.ForeignKey("user.id"), primary_key=True),
+        sa.Column("study_id", sa.Integer(), primary_key=True),
+        sa.Column("annotator_id", sa.Integer(), primary_key=True),
         sa.Column("kind", sa.String(length=10), primary_key=True),
         sa.Column("bucket", sa.Integer(), primary_key=True),
         sa.Column("n", sa.Integer(), nullable=False),
