@@ -242,9 +242,19 @@ def open_expander(page: Any, label: str, shows: Any) -> None:
     """Open the expander whose summary says `label`, and wait until `shows` (a locator of what it holds)
     is visible and the app is idle. Streamlit marks a run as running only when the server has started
     it, which on a loaded machine can be later than wait_idle's grace; waiting for the contents the run
-    draws (or the opening reveals) makes the next action wait for that run."""
-    page.locator("[data-testid='stExpander'] summary", has_text=label).first.click()
-    shows.first.wait_for()
+    draws (or the opening reveals) makes the next action wait for that run. A click that lands while
+    the page redraws the expander can be lost: when the contents do not show, the expander is clicked
+    again if it is still closed."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    summary = page.locator("[data-testid='stExpander'] summary", has_text=label).first
+    summary.click()
+    try:
+        shows.first.wait_for(timeout=5_000)
+    except PlaywrightTimeout:
+        if summary.locator("xpath=..").get_attribute("open") is None:
+            summary.click()
+        shows.first.wait_for()
     wait_idle(page)
 
 
