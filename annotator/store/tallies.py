@@ -91,14 +91,9 @@ def add(session: Session, study_id: int, changes: Mapping[Key, tuple[int, float]
     """Add `changes` ((annotator, kind, bucket) -> (n, total)) to the study's tallies in one statement,
     after the annotators' locks (their ``assigned`` rows, in id order, so two writers never wait on
     each other in a circle)."""
-    annotators = sorted({annotator for annotator, _, _ in changes})
-    if not annotators:
+    if not changes:
         return
-    rows = [
-        {"study_id": study_id, "annotator_id": a, "kind": "assigned", "bucket": 0, "n": 0, "total": 0.0}
-        for a in annotators
-    ]
-    _upsert(session, rows)
+    _lock(session, study_id, sorted({annotator for annotator, _, _ in changes}))
     rows = [
         {"study_id": study_id, "annotator_id": a, "kind": k, "bucket": b, "n": n, "total": t}
         for (a, k, b), (n, t) in sorted(changes.items())
