@@ -15,6 +15,7 @@ from annotator.intake.assign import assign, assigned_annotators
 from annotator.intake.controls import make_controls
 from annotator.people.authorization import SYSTEM
 from annotator.rating import drafts, labels
+from annotator.review import study_progress
 from annotator.review.study_progress import study_names
 from annotator.store import db
 from annotator.store.models import Assignment, Draft, Event, Judgment, Pair, Study, User
@@ -248,3 +249,18 @@ def test_a_pair_is_complete_only_with_the_studys_overlap_of_judgments(engine: En
     _start(engine, users[2], judged=1, drafted=0)
     with db.session_scope(engine) as session:
         assert pair_counts(session, study="s1", account=SYSTEM) == {"pairs": 5, "complete": 1}
+
+
+def test_reassign_by_the_system_account_is_audited_without_a_user(engine: Engine, tmp_path: Path) -> None:
+    """The system account (scripts, the CLI) has no user row: its reassignment is audited with no user."""
+    make_study(engine, tmp_path, 6)
+    make_annotators(engine, 3)
+    with db.session_scope(engine) as session:
+        assign(session, study="s1", overlap=1, account=SYSTEM)
+    with db.session_scope(engine) as session:
+        moved = study_progress.reassign_open(session, account=SYSTEM, study="s1", username="ann00")
+    assert moved > 0
+    with Session(engine) as session:
+        event = session.exec(select(Event).where(Event.action == "reassign")).one()
+    assert event.user_id is None
+    assert event.detail == {"study": "s1", "from": "ann00", "moved": moved}

@@ -11,7 +11,7 @@ from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
 from annotator.errors import UserError
-from annotator.people.authorization import Account, require_role
+from annotator.people.authorization import Account, record_event, require_role
 from annotator.store import tallies
 from annotator.store.models import (
     PENDING,
@@ -302,11 +302,7 @@ def reassign_open(session: Session, *, account: Account, study: str, username: s
     if moved:
         session.flush()
         tallies.recount(session, id_of(study_row), [id_of(source), *(id_of(u) for u in others)])
-    session.add(
-        Event(
-            user_id=account.id, action="reassign", detail={"study": study, "from": username, "moved": moved}
-        )
-    )
+    record_event(session, account, "reassign", {"study": study, "from": username, "moved": moved})
     return moved
 
 
