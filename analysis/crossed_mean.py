@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.equivalence.checks import WarnedResult
-from analysis.mixed import fit_crossed, intercept_se
+from analysis.mixed import fit_crossed, group_codes, intercept_se
 
 __all__ = ["CrossedMean", "crossed_mean"]
 
@@ -94,9 +94,8 @@ def crossed_mean(
     if not 0.0 < alpha < 0.5:
         raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
     y = np.asarray(y, dtype=float)
-    pairs, annotators = np.asarray(pairs), np.asarray(annotators)
-    n_pairs = len(np.unique(pairs))
-    n_annotators = len(np.unique(annotators))
+    n_pairs = _n_distinct(pairs)
+    n_annotators = _n_distinct(annotators)
     if n_pairs < 2:
         raise ValueError(f"the crossed model needs at least 2 pairs with scores on '{item}', got {n_pairs}")
     messages: list[str] = []
@@ -120,3 +119,9 @@ def crossed_mean(
         item, model, est, se, df, est - half, est + half, float(null), p, alpha, len(y), n_pairs,
         n_annotators, fit.pair_var, fit.annotator_var, fit.residual_var, estimable, messages,
     )  # fmt: skip
+
+
+def _n_distinct(labels: Any) -> int:
+    """How many distinct labels there are."""
+    codes = group_codes(labels)
+    return int(codes.max()) + 1 if len(codes) else 0

@@ -85,6 +85,15 @@ class CrossedFit:
     converged: bool
 
 
+def group_codes(labels: Any) -> np.ndarray:
+    """Each label's rank among the distinct labels (``np.unique``'s inverse), by hashing; a categorical
+    whose categories are sorted is ranked from its integer codes (no text per row)."""
+    dtype = getattr(labels, "dtype", None)
+    if isinstance(dtype, pd.CategoricalDtype) and dtype.categories.is_monotonic_increasing:
+        return np.asarray(pd.factorize(labels, sort=True)[0])
+    return np.asarray(pd.factorize(np.asarray(labels), sort=True)[0])
+
+
 class _Crossed:
     """Grouped sums of one data set; evaluates the REML criterion for any variance ratios.
 
@@ -94,9 +103,7 @@ class _Crossed:
 
     def __init__(self, y: np.ndarray, X: np.ndarray, pairs: np.ndarray, annotators: np.ndarray) -> None:
         self.n, self.p = X.shape
-        # the codes of np.unique(..., return_inverse=True), by hashing rather than sorting every id
-        pi = pd.factorize(np.asarray(pairs), sort=True)[0]
-        ai = pd.factorize(np.asarray(annotators), sort=True)[0]
+        pi, ai = group_codes(pairs), group_codes(annotators)
         self.n_pairs, self.q = int(pi.max()) + 1, int(ai.max()) + 1
         sizes = np.bincount(pi, minlength=self.n_pairs)
         self.na = np.bincount(ai, minlength=self.q).astype(float)
@@ -298,7 +305,6 @@ def _checked_model(y: Any, X: Any, pairs: Any, annotators: Any) -> _Crossed:
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         X = X[:, None]
-    pairs, annotators = np.asarray(pairs), np.asarray(annotators)
     if not (len(y) == len(X) == len(pairs) == len(annotators)):
         raise ValueError("y, X, pairs and annotators must have the same length")
     model = _Crossed(y, X, pairs, annotators)
@@ -553,7 +559,7 @@ def mixed_effect(
             float(d[0]), 0.0, max(n_pairs - 1, 1), -margin, margin, alpha, len(d), MODEL_NAME
         )
         return _result(item, tost, data, math.nan, math.nan, 0.0, estimable, False, messages)
-    fit = fit_crossed(d, np.ones((len(d), 1)), data[PAIR_ID].to_numpy(), data[ANNOTATOR].to_numpy())
+    fit = fit_crossed(d, np.ones((len(d), 1)), data[PAIR_ID], data[ANNOTATOR])
     if "annotator" in fit.boundary and estimable:
         messages.append("the annotator variance is estimated at zero")
     if "pair" in fit.boundary:

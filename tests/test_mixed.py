@@ -223,3 +223,21 @@ def test_the_crossed_results_share_one_flat_dict_with_the_warnings_joined() -> N
         out = result.to_dict()
         assert list(out) == [f.name for f in fields(result)]
         assert result.warnings and out["warnings"] == "; ".join(result.warnings)
+
+
+def test_a_categorical_of_sorted_texts_is_fitted_as_its_texts() -> None:
+    """Pairs and annotators given as a categorical (the label frame's codes) give the fit of the same
+    labels as texts, to the last bit, also with unused categories."""
+    rng = np.random.default_rng(5)
+    pairs = np.repeat([f"p{i:03d}" for i in range(60)], 3)
+    annotators = np.tile(["ann-b", "ann-a", "ann-c"], 60)
+    y = rng.normal(0.2, 0.5, 60)[np.repeat(np.arange(60), 3)] + rng.normal(0, 0.4, 180)
+    as_codes = pd.Series(pd.Categorical(pairs, categories=sorted({*pairs, "p999"})))
+    by_codes = fit_crossed(y, np.ones((180, 1)), as_codes, pd.Series(pd.Categorical(annotators)))
+    by_text = fit_crossed(y, np.ones((180, 1)), pairs, annotators)
+    assert np.array_equal(by_codes.params, by_text.params)
+    assert (by_codes.pair_var, by_codes.annotator_var, by_codes.residual_var) == (
+        by_text.pair_var,
+        by_text.annotator_var,
+        by_text.residual_var,
+    )

@@ -41,12 +41,12 @@ MIN_REPLICATED_UNITS = 10
 
 def _wide_units(
     long: pd.DataFrame, unit_cols: list[str], what: str
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.str_]]:
-    """Ratings (annotators x units) and the pair of each unit."""
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.intp]]:
+    """Ratings (annotators x units) and the pair of each unit (as a code: a cluster label only)."""
     unit_code, first = _unit_codes(long, unit_cols)
     x = _wide(long, unit_code, what)
-    pairs = np.asarray(long[unit_cols[0]].to_numpy()[first]).astype(str)
-    return x, pairs
+    pairs = pd.factorize(long[unit_cols[0]])[0]
+    return x, pairs[first]
 
 
 def _unit_codes(
@@ -117,7 +117,7 @@ def _item_row(
     n_boot: int,
     seed: int,
     confidence: float,
-    clusters: npt.NDArray[np.str_] | None,
+    clusters: npt.NDArray[np.intp] | None,
     min_units: int = 0,
 ) -> dict[str, object]:
     counts = (~np.isnan(x)).sum(axis=0)
