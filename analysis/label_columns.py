@@ -56,7 +56,7 @@ __all__ = ["IN_MEMORY_ROWS", "Judgments", "LabelColumns", "aspects", "is_label_d
 #: annotators x 16 scores, which the in-memory report analyses in about 1.7 GB.
 IN_MEMORY_ROWS = 5_000_000
 #: Rows of one item read and validated at a time.
-CHUNK_ROWS = 1_000_000
+CHUNK_ROWS = 500_000
 
 _FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 #: Turned into dictionaries over sorted texts in Arrow (codes), never one Python string per row.
@@ -335,8 +335,12 @@ class Judgments:
             {
                 PAIR_ID: self.pairs.column(judgment // 2**20),
                 ANNOTATOR: self.annotators.column(judgment % 2**20),
-                RESPONSE: coded(pd.Series(np.where(cells % 2 == 0, CHOSEN, REJECTED))),
-                ITEM: coded(pd.Series([RUBRIC_ITEM] * len(judgment), dtype=object)),
+                RESPONSE: pd.Categorical.from_codes(
+                    (cells % 2).astype(np.int8), categories=[CHOSEN, REJECTED]
+                ),
+                ITEM: pd.Categorical.from_codes(
+                    np.zeros(len(cells), dtype=np.int8), categories=[RUBRIC_ITEM]
+                ),
                 VALUE: mean,
             }
         )

@@ -578,3 +578,41 @@ def test_agreement_table_on_a_one_to_seven_scale() -> None:
     )
     with pytest.raises(ValueError, match=re.escape("data contains values outside value_domain: [6.0, 7.0]")):
         krippendorff_alpha(wide, level="ordinal", value_domain=range(1, 6))
+
+
+def _whole_table_coefficients(x: np.ndarray) -> tuple[np.ndarray, float, float, float]:
+    """Fleiss' table, kappa, AC1 and percent agreement from the whole table at once (the formulas as
+    written, without blocks): the reference for the block-by-block computation."""
+    x = x[:, ~np.isnan(x).all(axis=0)]
+    cats = np.unique(x[~np.isnan(x)])
+    table = np.zeros((x.shape[1], cats.size), dtype=np.int64)
+    raters, unit = np.nonzero(~np.isnan(x))
+    np.add.at(table, (unit, np.searchsorted(cats, x[raters, unit])), 1)
+    t = table.astype(np.float64)
+    r = t.sum(axis=1)
+    multi = r >= 2
+    pair_share = (t[multi] * (t[multi] - 1.0)).sum(axis=1) / (r[multi] * (r[multi] - 1.0))
+    p_cat = t.sum(axis=0) / t.sum()
+    kappa = (pair_share.mean() - (p_cat**2).sum()) / (1.0 - (p_cat**2).sum())
+    pi = (t / r[:, None]).mean(axis=0)
+    p_e = cats.size * (pi * (1.0 - pi)).sum() / (cats.size * (cats.size - 1))
+    ac1 = (pair_share.mean() - p_e) / (1.0 - p_e)
+    return table, float(kappa), float(ac1), float(pair_share.mean())
+
+
+def test_count_coefficients_block_by_block_equal_the_whole_table() -> None:
+    """Over several blocks of units (bounded memory), Fleiss' table, kappa, AC1 and percent agreement
+    are the numbers of the whole table at once, to the last bit."""
+    rng = np.random.default_rng(3)
+    n_units = 3 * (1 << 16) + 17
+    x = rng.integers(0, 7, size=(3, n_units)).astype(np.float64) / 2
+    table, kappa, ac1, share = _whole_table_coefficients(x)
+    assert np.array_equal(fleiss_table(x), table)
+    assert fleiss_kappa(fleiss_table(x)) == kappa
+    assert gwet_ac1(x) == ac1
+    assert percent_agreement(x) == share
+    x[rng.random(x.shape) < 0.3] = np.nan  # missing ratings: units with 0 to 3 ratings
+    table, _, ac1, share = _whole_table_coefficients(x)
+    assert np.array_equal(fleiss_table(x), table)
+    assert gwet_ac1(x) == ac1
+    assert percent_agreement(x) == share

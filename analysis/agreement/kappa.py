@@ -43,10 +43,43 @@ def fleiss_table(data: npt.ArrayLike, *, categories: npt.ArrayLike | None = None
         raise ValueError(f"data contains values outside categories: {outside[:5].tolist()}")
     order = np.argsort(cats)
     table = np.zeros((x.shape[1], cats.size), dtype=np.int64)
-    raters, unit = np.nonzero(~np.isnan(x))
-    col = order[np.searchsorted(cats[order], x[raters, unit])]
-    np.add.at(table, (unit, col), 1)
+    for ratings in x:  # one rater at a time: a rater rates a unit at most once, so no index repeats
+        unit = np.flatnonzero(~np.isnan(ratings))
+        table[unit, order[np.searchsorted(cats[order], ratings[unit])]] += 1
     return table
+
+
+#: Units per block when a per-unit quantity is computed block by block (bounded memory).
+_BLOCK_UNITS = 1 << 16
+
+
+def _blocks(n: int) -> range:
+    return range(0, n, _BLOCK_UNITS)
+
+
+def _pairwise_agreement(table: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """Per unit with at least two ratings, the share of its rater pairs that agree,
+    sum_k t_k (t_k - 1) / (r (r - 1)), computed block by block (each value is exact integer arithmetic
+    up to the division, so the blocks give the same numbers as the whole table at once)."""
+    r_i = table.sum(axis=1)
+    units = np.flatnonzero(r_i >= 2)
+    out = np.empty(units.size)
+    for start in _blocks(units.size):
+        rows = units[start : start + _BLOCK_UNITS]
+        t, r = table[rows].astype(np.float64), r_i[rows].astype(np.float64)
+        out[start : start + rows.size] = (t * (t - 1.0)).sum(axis=1) / (r * (r - 1.0))
+    return out
+
+
+def _mean_shares(table: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """The mean over units of each category's share of the unit's ratings, block by block, each block
+    added to the running sum row by row (the order of ``(table / r[:, None]).mean(axis=0)``)."""
+    r_i = table.sum(axis=1).astype(np.float64)
+    total = np.zeros(table.shape[1])
+    for start in _blocks(table.shape[0]):
+        shares = table[start : start + _BLOCK_UNITS] / r_i[start : start + _BLOCK_UNITS, None]
+        total = np.vstack([total[None, :], shares]).sum(axis=0) if start else shares.sum(axis=0)
+    return total / table.shape[0]
 
 
 def fleiss_kappa(table: npt.ArrayLike) -> float:
@@ -83,13 +116,11 @@ def fleiss_kappa(table: npt.ArrayLike) -> float:
     >>> round(fleiss_kappa(table), 3)
     0.21
     """
-    t = np.asarray(table, dtype=np.float64)
+    t = _counts(table)
     if t.ndim != 2:
         raise ValueError(f"table must be a 2-D array of shape (units, categories); got shape {t.shape}")
     if t.shape[0] < 1 or t.shape[1] < 2:
         raise ValueError(f"table needs at least one unit and two categories; got shape {t.shape}")
-    if not np.isfinite(t).all() or (t < 0).any() or (t != np.round(t)).any():
-        raise ValueError("table must hold non-negative integer counts")
     per_unit = t.sum(axis=1)
     if per_unit.min() != per_unit.max():
         raise ValueError(
@@ -99,12 +130,25 @@ def fleiss_kappa(table: npt.ArrayLike) -> float:
     k = per_unit[0]
     if k < 2:
         raise ValueError("fleiss_kappa needs at least two ratings per unit")
-    p_cat = t.sum(axis=0) / t.sum()
+    p_cat = t.sum(axis=0).astype(np.float64) / float(t.sum())
     p_e = float((p_cat**2).sum())
     if p_e >= 1.0:
         raise ValueError("all ratings are in one category; kappa is undefined (no variation)")
-    p_bar = float(((t * (t - 1)).sum(axis=1) / (k * (k - 1))).mean())
+    p_bar = float(_pairwise_agreement(t).mean())
     return (p_bar - p_e) / (1.0 - p_e)
+
+
+def _counts(table: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """A count table as integers, or ValueError when it holds anything but non-negative integers."""
+    t = np.asarray(table)
+    if t.dtype.kind in "iu":
+        if t.size and t.min() < 0:
+            raise ValueError("table must hold non-negative integer counts")
+        return t.astype(np.int64, copy=False)
+    t = t.astype(np.float64)
+    if not np.isfinite(t).all() or (t < 0).any() or (t != np.round(t)).any():
+        raise ValueError("table must hold non-negative integer counts")
+    return t.astype(np.int64)
 
 
 def cohen_kappa(
@@ -183,15 +227,15 @@ def kappa_from_codes(
 
 def _category_counts(
     data: npt.ArrayLike, categories: npt.ArrayLike | None
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Counts (units rated at least once x categories) and the category values."""
     x = reliability_data(data)
-    table = fleiss_table(x, categories=categories).astype(np.float64)
+    table = fleiss_table(x, categories=categories)
     cats = np.unique(x[~np.isnan(x)]) if categories is None else np.asarray(categories, np.float64).ravel()
     return table, cats
 
 
-def _gwet(table: npt.NDArray[np.float64], w: npt.NDArray[np.float64]) -> float:
+def _gwet(table: npt.NDArray[np.int64], w: npt.NDArray[np.float64]) -> float:
     r_i = table.sum(axis=1)
     q = table.shape[1]
     if q < 2:
@@ -199,11 +243,14 @@ def _gwet(table: npt.NDArray[np.float64], w: npt.NDArray[np.float64]) -> float:
     multi = r_i >= 2
     if not multi.any():
         raise ValueError("no unit has ratings from at least two raters; the coefficient is undefined")
-    t2 = table[multi]
-    r2 = r_i[multi]
-    weighted = t2 @ w.T  # r*_ik = sum_l w_kl r_il
-    p_a = float(((t2 * (weighted - 1.0)).sum(axis=1) / (r2 * (r2 - 1.0))).mean())
-    pi = (table / r_i[:, None]).mean(axis=0)
+    if np.array_equal(w, np.eye(q)):  # AC1: r*_ik = r_ik, the pairwise agreement of each unit
+        p_a = float(_pairwise_agreement(table).mean())
+    else:
+        t2 = table[multi].astype(np.float64)
+        r2 = r_i[multi].astype(np.float64)
+        weighted = t2 @ w.T  # r*_ik = sum_l w_kl r_il
+        p_a = float(((t2 * (weighted - 1.0)).sum(axis=1) / (r2 * (r2 - 1.0))).mean())
+    pi = _mean_shares(table)
     p_e = float(w.sum() * (pi * (1.0 - pi)).sum() / (q * (q - 1)))
     if p_e >= 1.0:
         raise ValueError("chance agreement is 1; the coefficient is undefined")
@@ -307,10 +354,7 @@ def percent_agreement(data: npt.ArrayLike) -> float:
     >>> round(percent_agreement(data), 5)
     0.81818
     """
-    table = fleiss_table(data).astype(np.float64)
-    r_i = table.sum(axis=1)
-    multi = r_i >= 2
-    if not multi.any():
+    shares = _pairwise_agreement(fleiss_table(data))
+    if not shares.size:
         raise ValueError("no unit has ratings from at least two raters; agreement is undefined")
-    t, r = table[multi], r_i[multi]
-    return float(((t * (t - 1.0)).sum(axis=1) / (r * (r - 1.0))).mean())
+    return float(shares.mean())
