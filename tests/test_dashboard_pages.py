@@ -257,3 +257,41 @@ def test_one_adjudication_in_the_browser(study_db: str, engine: Engine, tmp_path
             select(func.count()).select_from(Adjudication).where(col(Adjudication.method) == "adjudicated")
         ).one()
     assert decided == 1
+
+
+def test_validation_does_not_hold_the_visit_while_a_long_report_is_computed(
+    study_db: str, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Served to a browser, a report that takes longer than a moment is computed while the page says
+    so (the browser reruns it); once ready, the page shows its verdicts."""
+    import threading
+
+    from annotator.app import report_cache, stored_view
+
+    release, finished = threading.Event(), threading.Event()
+    request = report_cache.request
+
+    def slow(engine: Engine, *args: object) -> report_cache.Published:
+        assert release.wait(60)
+        try:
+            return report_cache._compute(engine, *args)  # type: ignore[arg-type]
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(stored_view, "in_server", lambda: True)
+    monkeypatch.setattr(
+        report_cache,
+        "request",
+        lambda key, account, *, engine: request(key, account, engine=engine, compute=slow),
+    )
+    at = _app(_account(engine, "boss"))
+    at.switch_page("views/validation.py").run()
+    assert not at.exception
+    assert any("is being computed" in str(box.value) for box in at.info)
+    assert not at.success and not at.error and not at.warning  # no verdict yet
+    release.set()
+    assert finished.wait(120)
+    at.run()
+    assert not at.exception
+    assert not any("is being computed" in str(box.value) for box in at.info)
+    assert at.success or at.error or at.warning  # the verdicts, each in its box

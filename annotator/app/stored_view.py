@@ -23,6 +23,12 @@ def enable_worker() -> None:
     _worker_enabled = True
 
 
+def in_server() -> bool:
+    """Whether the pages are served to browsers (the served app enabled the worker): a page may then
+    wait for a long computation without holding the visit, since the browser reruns it."""
+    return _worker_enabled
+
+
 def keep_updated() -> None:
     """Start this server's report worker for its database unless it runs."""
     if _worker_enabled:

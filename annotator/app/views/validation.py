@@ -4,6 +4,8 @@ visit, annotator.review.stored_results) with a line saying which data it covers;
 cached `build_report` per data version and filter set."""
 
 import functools
+from datetime import UTC, datetime
+from typing import NoReturn
 
 import streamlit as st
 
@@ -33,6 +35,10 @@ from annotator.people.authorization import Account
 from annotator.review import stored_results, study_progress, study_report
 
 SHOWN_FAILED = 500
+#: In the served app a report computed within this many seconds is shown in the same visit; a longer one
+#: is waited for without holding the page (it reruns every POLL_S seconds until the report is ready).
+WAIT_S = 1.5
+POLL_S = 2.0
 SUPERIORITY_COLUMNS = ["dimension", "n", "estimate", "ci_low", "ci_high", "dz", "p_t", "p_wilcoxon", "p_holm"]
 AGREEMENT_COLUMNS = [
     "item",
@@ -63,16 +69,45 @@ def stored_published(url: str, stamp: str, _stored: stored_results.Stored) -> re
 
 
 def computed(key: report_cache.Key, account: Account) -> report_cache.Published:
-    """The report of `key` computed in this server (once per key), waiting for it with a spinner."""
-    future = report_cache.request(key, account, engine=engine())
+    """The report of `key` computed in this server (once per key). One ready within :data:`WAIT_S` is
+    shown in this visit; otherwise the page says it is being computed and shows it once it is ready."""
+    waited = st.session_state.pop(_waited(key), False)  # this page waited for it: show how it ended
+    future = (report_cache.failed(key) if waited else None) or report_cache.request(
+        key, account, engine=engine()
+    )
     try:
-        if future.done():
-            return future.result()
-        with st.spinner("Computing the validation report (once per change of the data)..."):
-            return future.result()
+        if not future.done():
+            with st.spinner("Computing the validation report (once per change of the data)..."):
+                return future.result(timeout=WAIT_S if stored_view.in_server() else None)
+        return future.result()
+    except TimeoutError:
+        being_computed(key)
     except UserError as exc:
         st.info(str(exc))
         st.stop()
+
+
+def being_computed(key: report_cache.Key) -> NoReturn:
+    """Say that the report of `key` is being computed, rerun the page once it is ready, stop here."""
+    started = st.session_state.setdefault(f"validation_started_{hash(key)}", datetime.now(UTC))
+    st.session_state[_waited(key)] = True
+    st.info(
+        f"The validation report of the current data is being computed (since {stored_view.when(started)}; "
+        "a large study takes a minute or more). It appears here by itself when it is ready; you can use "
+        "the other pages meanwhile."
+    )
+
+    @st.fragment(run_every=POLL_S)
+    def wait() -> None:
+        if report_cache.ready(key) or report_cache.failed(key) is not None:
+            st.rerun()
+
+    wait()
+    st.stop()
+
+
+def _waited(key: report_cache.Key) -> str:
+    return f"validation_waited_{hash(key)}"
 
 
 def the_report(key: report_cache.Key, account: Account) -> report_cache.Published:
@@ -89,7 +124,9 @@ def the_report(key: report_cache.Key, account: Account) -> report_cache.Publishe
     if stored is not None:
         line, stale = stored_view.coverage(stored, current, "Report")
         st.caption(line)
-        if stale:
+        if stale and report_cache.ready(key):  # the current report was computed here: show it
+            published = None
+        elif stale:
             stored_view.keep_updated()
             if st.button(
                 "Compute the current report now",
