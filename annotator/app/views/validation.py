@@ -37,8 +37,8 @@ from annotator.review import stored_results, study_progress, study_report
 SHOWN_FAILED = 500
 #: In the served app a report computed within this many seconds is shown in the same visit; a longer one
 #: is waited for without holding the page (it reruns every POLL_S seconds until the report is ready).
-WAIT_S = 1.5
-POLL_S = 2.0
+WAIT_S = 0.5
+POLL_S = 1.0
 SUPERIORITY_COLUMNS = ["dimension", "n", "estimate", "ci_low", "ci_high", "dz", "p_t", "p_wilcoxon", "p_holm"]
 AGREEMENT_COLUMNS = [
     "item",
