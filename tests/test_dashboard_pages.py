@@ -1,6 +1,7 @@
 """Researcher and adjudicator pages: each renders for its role, shows the study, and acts on it."""
 
 import shutil
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -291,7 +292,20 @@ def test_validation_does_not_hold_the_visit_while_a_long_report_is_computed(
     assert not at.success and not at.error and not at.warning  # no verdict yet
     release.set()
     assert finished.wait(120)
+    # stored as the study's report when computed, before any page shows it (a page left meanwhile
+    # finds it next time, and the report worker keeps it up to date from then on)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _stored_reports(engine):
+        time.sleep(0.05)
+    assert _stored_reports(engine) == 1
     at.run()
     assert not at.exception
     assert not any("is being computed" in str(box.value) for box in at.info)
     assert at.success or at.error or at.warning  # the verdicts, each in its box
+
+
+def _stored_reports(engine: Engine) -> int:
+    from annotator.store.models import StoredResult
+
+    with Session(engine) as session:
+        return len(session.exec(select(StoredResult).where(StoredResult.kind == "report")).all())

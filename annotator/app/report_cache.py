@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 from analysis.render import figures, format_for, methods_paragraph
 from analysis.report import Report
 from annotator.people.authorization import Account
+from annotator.review import stored_results
 from annotator.review.study_report import study_report
 from annotator.store import db
 
@@ -76,11 +77,34 @@ def request(
         if future is not None and not (future.done() and future.exception() is not None):
             _futures.move_to_end(key)
             return future
-        future = _pool.submit(compute, engine, study, categories, annotators, account)
+        run = compute if categories or annotators else _stored(compute, key[2])
+        future = _pool.submit(run, engine, study, categories, annotators, account)
         _futures[key] = future
         while len(_futures) > MAX_ENTRIES:
             _futures.popitem(last=False)
         return future
+
+
+def _stored(compute: Callable[..., Published], version: tuple[int, ...]) -> Callable[..., Published]:
+    """`compute` of a whole study's report that also stores it as the study's stored report when done
+    (so that a page left before it was ready finds it; a failure to store leaves that to the page)."""
+
+    def run(engine: Engine, study: str, *args: Any) -> Published:
+        published = compute(engine, study, *args)
+        try:
+            with db.session_scope(engine) as session:
+                stored_results.save(
+                    session,
+                    study=study,
+                    kind="report",
+                    version=stored_results.encode_version(version),
+                    value=published.report,
+                )
+        except Exception:  # noqa: BLE001 - the page stores it again and reports a failure in one line
+            pass
+        return published
+
+    return run
 
 
 def failed(key: Key) -> "Future[Published] | None":
