@@ -295,17 +295,52 @@ def test_validation_does_not_hold_the_visit_while_a_long_report_is_computed(
     # stored as the study's report when computed, before any page shows it (a page left meanwhile
     # finds it next time, and the report worker keeps it up to date from then on)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not _stored_reports(engine):
+    while time.monotonic() < deadline and not _stored(engine, "report"):
         time.sleep(0.05)
-    assert _stored_reports(engine) == 1
+    assert _stored(engine, "report") == 1
     at.run()
     assert not at.exception
     assert not any("is being computed" in str(box.value) for box in at.info)
     assert at.success or at.error or at.warning  # the verdicts, each in its box
 
 
-def _stored_reports(engine: Engine) -> int:
+def _stored(engine: Engine, kind: str) -> int:
+    """How many stored results of `kind` the database holds."""
     from annotator.store.models import StoredResult
 
     with Session(engine) as session:
-        return len(session.exec(select(StoredResult).where(StoredResult.kind == "report")).all())
+        return len(session.exec(select(StoredResult).where(StoredResult.kind == kind)).all())
+
+
+def test_adjudicate_does_not_hold_the_visit_while_a_long_queue_is_computed(
+    study_db: str, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Served to a browser, the first visit's queue is computed while the page says so; it is stored
+    as soon as it is ready, and the page then shows the queue."""
+    import threading
+
+    from annotator.app import stored_view
+    from annotator.review import stored_results
+
+    release, compute = threading.Event(), stored_results.compute
+
+    def slow(session: Session, *, study: str, kind: str) -> object:
+        assert release.wait(60)
+        return compute(session, study=study, kind=kind)
+
+    monkeypatch.setattr(stored_view, "in_server", lambda: True)
+    monkeypatch.setattr(stored_results, "compute", slow)
+    at = _app(_account(engine, "judge"))
+    at.switch_page("views/adjudicate.py").run()
+    assert not at.exception
+    assert any("adjudication queue of the current data is being computed" in str(b.value) for b in at.info)
+    assert not any(h.value.startswith("Queue") for h in at.header)
+    release.set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _stored(engine, "adjudication"):
+        time.sleep(0.05)
+    assert _stored(engine, "adjudication") == 1
+    at.run()
+    assert not at.exception
+    assert not any("is being computed" in str(b.value) for b in at.info)
+    assert any(h.value.startswith("Queue (") for h in at.header)

@@ -107,13 +107,6 @@ def _stored(compute: Callable[..., Published], version: tuple[int, ...]) -> Call
     return run
 
 
-def failed(key: Key) -> "Future[Published] | None":
-    """The computation of `key` if it finished with an error (None otherwise)."""
-    with _guard:
-        future = _futures.get(key)
-    return future if future is not None and future.done() and future.exception() is not None else None
-
-
 def ready(key: Key) -> bool:
     """Whether the report of `key` is computed (successfully)."""
     with _guard:

@@ -1,7 +1,7 @@
 """Adjudicate: automatic resolution, the queue (lowest agreement first), and a decision on one pair
 with its whole context (question, narrative, rubric with reasons and evidence, profile)."""
 
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 import streamlit as st
@@ -10,9 +10,11 @@ from annotator.app import stored_view
 from annotator.app.common import choose_study, engine, require, safe_md, session
 from annotator.app.panes import focusable_panes
 from annotator.app.tables import show_table
+from annotator.app.waiting import outcome, submit
 from annotator.errors import UserError
 from annotator.people.authorization import Account
 from annotator.review import adjudicate, adjudication_queue, stored_results
+from annotator.store import db
 
 PICK_KEY = "adjudicate_pick"
 NAMES_KEY = "adjudicate_names"
@@ -116,29 +118,34 @@ def decision_form(detail: adjudication_queue.PairDetail, pair_db_id: int, accoun
     st.rerun()
 
 
-@st.cache_data(max_entries=16, show_spinner="Reading the study's judgments...")
-def cached_evidence(url: str, study: str, version: tuple[Any, ...], _account: Account) -> pd.DataFrame:
-    """The study's cleaning list at one data version (:func:`adjudication_queue.queue_version`),
-    computed once for the whole server until a judgment, a decision or the settings change."""
-    with session() as active:
-        return adjudication_queue.study_evidence(active, study=study, account=_account)
+def computed_queue(study: str, current: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The cleaning list and the queue of `study` on the current data (version `current`), computed once
+    per version on the server's background thread, stored as the study's stored result as soon as they
+    are ready, and waited for without holding the visit (:func:`annotator.app.waiting.outcome`)."""
+    server_engine = engine()
+    url = str(server_engine.url)
 
+    def compute() -> tuple[pd.DataFrame, pd.DataFrame]:
+        with db.session_scope(server_engine) as active:
+            result = stored_results.compute(active, study=study, kind="adjudication")
+        with db.session_scope(server_engine) as active:
+            stored_results.save(active, study=study, kind="adjudication", version=current, value=result)
+        return cast(tuple[pd.DataFrame, pd.DataFrame], result)
 
-@st.cache_data(max_entries=16, show_spinner="Reading the study's judgments...")
-def cached_queue(url: str, study: str, version: tuple[Any, ...], _account: Account) -> pd.DataFrame:
-    """The queue of one study at one data version, computed once for the whole server."""
-    evidence = cached_evidence(url, study, version, _account)
-    with session() as active:
-        return adjudication_queue.queue(active, study=study, account=_account, evidence=evidence)
+    return outcome(
+        lambda: submit(("adjudication", url, study, current), compute),
+        f"adjudicate_{hash((url, study, current))}",
+        "the adjudication queue",
+    )
 
 
 def study_queue(study: str, account: Account) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The cleaning list and the queue to show: the stored ones at once (without the pairs a person
-    decided since), with a line saying which data they cover; computed here when none is stored yet,
-    or when asked for."""
+    decided since), with a line saying which data they cover; computed (:func:`computed_queue`) when
+    none is stored yet, or when asked for."""
     with session() as active:
         version = adjudication_queue.queue_version(active, study=study, account=account)
-    url, current = str(engine().url), stored_results.encode_version(version)
+    current = stored_results.encode_version(version)
     stored = stored_view.latest(study, "adjudication", account)
     result = None if stored is None else stored_view.payload(stored)
     if stored is not None and result is not None:
@@ -159,10 +166,8 @@ def study_queue(study: str, account: Account) -> tuple[pd.DataFrame, pd.DataFram
                     active, study=study, after=stored_results.newest_decision(stored), account=account
                 )
             return evidence, waiting[~waiting["pair_db_id"].isin(decided)].reset_index(drop=True)
-    evidence = cached_evidence(url, study, version, account)
-    waiting = cached_queue(url, study, version, account)
-    if result is None or stored is None or stored.version != current:
-        stored_view.save(study, "adjudication", current, (evidence, waiting))
+    evidence, waiting = computed_queue(study, current)
+    stored_view.keep_updated()
     return evidence, waiting
 
 

@@ -4,8 +4,6 @@ visit, annotator.review.stored_results) with a line saying which data it covers;
 cached `build_report` per data version and filter set."""
 
 import functools
-from datetime import UTC, datetime
-from typing import NoReturn
 
 import streamlit as st
 
@@ -26,7 +24,7 @@ from analysis.render import (
     status_word,
 )
 from analysis.report import Report
-from annotator.app import report_cache, stored_view
+from annotator.app import report_cache, stored_view, waiting
 from annotator.app.common import engine, safe_md, session, study_page
 from annotator.app.tables import show_plot, show_table
 from annotator.errors import UserError
@@ -35,10 +33,6 @@ from annotator.people.authorization import Account
 from annotator.review import stored_results, study_progress, study_report
 
 SHOWN_FAILED = 500
-#: In the served app a report computed within this many seconds is shown in the same visit; a longer one
-#: is waited for without holding the page (it reruns every POLL_S seconds until the report is ready).
-WAIT_S = 0.5
-POLL_S = 1.0
 SUPERIORITY_COLUMNS = ["dimension", "n", "estimate", "ci_low", "ci_high", "dz", "p_t", "p_wilcoxon", "p_holm"]
 AGREEMENT_COLUMNS = [
     "item",
@@ -69,45 +63,17 @@ def stored_published(url: str, stamp: str, _stored: stored_results.Stored) -> re
 
 
 def computed(key: report_cache.Key, account: Account) -> report_cache.Published:
-    """The report of `key` computed in this server (once per key). One ready within :data:`WAIT_S` is
-    shown in this visit; otherwise the page says it is being computed and shows it once it is ready."""
-    waited = st.session_state.pop(_waited(key), False)  # this page waited for it: show how it ended
-    future = (report_cache.failed(key) if waited else None) or report_cache.request(
-        key, account, engine=engine()
-    )
+    """The report of `key` computed in this server (once per key), waited for without holding the visit
+    (:func:`annotator.app.waiting.outcome`)."""
     try:
-        if not future.done():
-            with st.spinner("Computing the validation report (once per change of the data)..."):
-                return future.result(timeout=WAIT_S if stored_view.in_server() else None)
-        return future.result()
-    except TimeoutError:
-        being_computed(key)
+        return waiting.outcome(
+            lambda: report_cache.request(key, account, engine=engine()),
+            f"validation_{hash(key)}",
+            "the validation report",
+        )
     except UserError as exc:
         st.info(str(exc))
         st.stop()
-
-
-def being_computed(key: report_cache.Key) -> NoReturn:
-    """Say that the report of `key` is being computed, rerun the page once it is ready, stop here."""
-    started = st.session_state.setdefault(f"validation_started_{hash(key)}", datetime.now(UTC))
-    st.session_state[_waited(key)] = True
-    st.info(
-        f"The validation report of the current data is being computed (since {stored_view.when(started)}; "
-        "a large study takes a minute or more). It appears here by itself when it is ready; you can use "
-        "the other pages meanwhile."
-    )
-
-    @st.fragment(run_every=POLL_S)
-    def wait() -> None:
-        if report_cache.ready(key) or report_cache.failed(key) is not None:
-            st.rerun()
-
-    wait()
-    st.stop()
-
-
-def _waited(key: report_cache.Key) -> str:
-    return f"validation_waited_{hash(key)}"
 
 
 def the_report(key: report_cache.Key, account: Account) -> report_cache.Published:
