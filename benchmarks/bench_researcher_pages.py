@@ -103,7 +103,7 @@ def study_database(n_pairs: int, folder: Path) -> str:
 
     from annotator.people import accounts
     from annotator.people.authorization import SYSTEM
-    from annotator.store import db
+    from annotator.store import db, tallies
     from annotator.store.models import User
 
     path = folder / f"pages-{n_pairs}.db"
@@ -113,6 +113,9 @@ def study_database(n_pairs: int, folder: Path) -> str:
     db.upgrade(url)  # a database built by an older tree
     engine = db.make_engine(url)
     with db.session_scope(engine) as session:
+        # the builder writes its rows in bulk, past the services that keep the Progress tallies: count
+        # them once, as every write through the tool keeps them (else the first read recounts them)
+        tallies.ensure(session)
         if session.exec(select(User).where(User.username == RESEARCHER[0])).first() is None:
             accounts.add_user(
                 session, username=RESEARCHER[0], role="researcher", password=RESEARCHER[1], account=SYSTEM
