@@ -294,14 +294,19 @@ def test_validation_does_not_hold_the_visit_while_a_long_report_is_computed(
     assert finished.wait(120)
     # stored as the study's report when computed, before any page shows it (a page left meanwhile
     # finds it next time, and the report worker keeps it up to date from then on)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not _stored(engine, "report"):
-        time.sleep(0.05)
-    assert _stored(engine, "report") == 1
+    assert _await_stored(engine, "report") == 1
     at.run()
     assert not at.exception
     assert not any("is being computed" in str(box.value) for box in at.info)
     assert at.success or at.error or at.warning  # the verdicts, each in its box
+
+
+def _await_stored(engine: Engine, kind: str, timeout_s: float = 60) -> int:
+    """How many stored results of `kind` the database holds, once it holds one (or the time is up)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not _stored(engine, kind):
+        time.sleep(0.05)
+    return _stored(engine, kind)
 
 
 def _stored(engine: Engine, kind: str) -> int:
@@ -336,10 +341,7 @@ def test_adjudicate_does_not_hold_the_visit_while_a_long_queue_is_computed(
     assert any("adjudication queue of the current data is being computed" in str(b.value) for b in at.info)
     assert not any(h.value.startswith("Queue") for h in at.header)
     release.set()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not _stored(engine, "adjudication"):
-        time.sleep(0.05)
-    assert _stored(engine, "adjudication") == 1
+    assert _await_stored(engine, "adjudication") == 1
     at.run()
     assert not at.exception
     assert not any("is being computed" in str(b.value) for b in at.info)
