@@ -27,6 +27,7 @@ from annotator.cli import app
 from annotator.errors import ConfigError
 from annotator.intake import assign, study_settings
 from annotator.people.authorization import SYSTEM, Account
+from annotator.review import study_progress
 from annotator.store import db
 from annotator.store.models import Assignment, User, id_of
 from annotator.study import load_config
@@ -257,7 +258,9 @@ def test_downloads_have_the_numbers_of_annotator_analyze(engine: Engine, tmp_pat
         calls.append("x")
         return report_cache._compute(*args)  # type: ignore[arg-type]
 
-    key = (url, "s1", (1,), (), ())
+    with Session(engine) as session:  # the real version: the whole study's report is stored under it
+        version = study_progress.data_version(session, "s1", account=SYSTEM)
+    key = (url, "s1", version, (), ())
     first = report_cache.request(key, SYSTEM, engine=engine, compute=counted)
     again = report_cache.request(key, SYSTEM, engine=engine, compute=counted)
     published = first.result(timeout=120)

@@ -1,16 +1,17 @@
 """The validation report of a study, computed once per data version and filter set for the whole server.
 
 One `build_report` call (through :func:`annotator.review.study_report.study_report`, the path of `annotator
-analyze`) per key; the Validation page and its downloads read the same result. A computation runs on a
-background worker, started by the Validation page when it is opened (never by another page: at 100,000
-pairs the report is about a minute of CPU, which would slow every page of the process while it runs).
-Concurrent callers of one key share one computation.
+analyze`) per key; the Validation page and its downloads read the same result. A computation runs on
+the server's one background thread (:func:`annotator.app.waiting.submit`, shared with Adjudicate's
+queue), started by the Validation page when it is opened (never by another page: at 100,000 pairs the
+report is about a minute of CPU, which would slow every page of the process while it runs). Concurrent
+callers of one key share one computation; the whole study's report is stored by the thread that made it.
 """
 
+import functools
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -19,12 +20,12 @@ from sqlalchemy.engine import Engine
 
 from analysis.render import figures, format_for, methods_paragraph
 from analysis.report import Report
+from annotator.app import waiting
 from annotator.people.authorization import Account
 from annotator.review import stored_results
 from annotator.review.study_report import study_report
 from annotator.store import db
 
-MAX_ENTRIES = 16
 Key = tuple[str, str, tuple[int, ...], tuple[str, ...], tuple[str, ...]]
 
 
@@ -50,11 +51,6 @@ class Published:
         return methods_paragraph(self.report)
 
 
-_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="report")
-_futures: "OrderedDict[Key, Future[Published]]" = OrderedDict()
-_guard = threading.Lock()
-
-
 def _compute(
     engine: Engine, study: str, categories: tuple[str, ...], annotators: tuple[str, ...], account: Account
 ) -> Published:
@@ -69,46 +65,28 @@ def request(
     key: Key, account: Account, *, engine: Engine, compute: Callable[..., Published] = _compute
 ) -> "Future[Published]":
     """The (running or finished) computation of `key` = (database URL, study, data version,
-    categories, annotators) on `engine`; started now if there is none. A failed one is forgotten, so
-    the next call retries."""
+    categories, annotators) on `engine`, on the server's background thread; started now if there is
+    none (a failed one is started again)."""
     _, study, _, categories, annotators = key
-    with _guard:
-        future = _futures.get(key)
-        if future is not None and not (future.done() and future.exception() is not None):
-            _futures.move_to_end(key)
-            return future
-        run = compute if categories or annotators else _stored(compute, key[2])
-        future = _pool.submit(run, engine, study, categories, annotators, account)
-        _futures[key] = future
-        while len(_futures) > MAX_ENTRIES:
-            _futures.popitem(last=False)
-        return future
+    run = compute if categories or annotators else _stored(compute, key[2])
+    job = functools.partial(run, engine, study, categories, annotators, account)
+    return waiting.submit(("report", key), job)
 
 
 def _stored(compute: Callable[..., Published], version: tuple[int, ...]) -> Callable[..., Published]:
-    """`compute` of a whole study's report that also stores it as the study's stored report when done
-    (so that a page left before it was ready finds it; a failure to store leaves that to the page)."""
+    """`compute` of a whole study's report that also stores it as the study's stored report when done,
+    so that every later visit (and a page left before it was ready) finds it."""
 
     def run(engine: Engine, study: str, *args: Any) -> Published:
         published = compute(engine, study, *args)
-        try:
-            with db.session_scope(engine) as session:
-                stored_results.save(
-                    session,
-                    study=study,
-                    kind="report",
-                    version=stored_results.encode_version(version),
-                    value=published.report,
-                )
-        except Exception:  # noqa: BLE001 - the page stores it again and reports a failure in one line
-            pass
+        with db.session_scope(engine) as session:
+            stored_results.save(
+                session,
+                study=study,
+                kind="report",
+                version=stored_results.encode_version(version),
+                value=published.report,
+            )
         return published
 
     return run
-
-
-def ready(key: Key) -> bool:
-    """Whether the report of `key` is computed (successfully)."""
-    with _guard:
-        future = _futures.get(key)
-    return future is not None and future.done() and future.exception() is None

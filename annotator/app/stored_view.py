@@ -58,13 +58,6 @@ def payload(stored: Stored) -> Any:
     return _payload(str(engine().url), stored.stamp, stored)
 
 
-def save(study: str, kind: str, version: str, value: Any) -> None:
-    """Store a result the page computed at `version`; the worker keeps it up to date from now on."""
-    with session() as active:
-        stored_results.save(active, study=study, kind=kind, version=version, value=value)
-    keep_updated()
-
-
 def when(moment: datetime) -> str:
     """12:03 UTC today, else 2026-12-04 12:03 UTC."""
     moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -90,9 +90,7 @@ def the_report(key: report_cache.Key, account: Account) -> report_cache.Publishe
     if stored is not None:
         line, stale = stored_view.coverage(stored, current, "Report")
         st.caption(line)
-        if stale and report_cache.ready(key):  # the current report was computed here: show it
-            published = None
-        elif stale:
+        if stale:
             stored_view.keep_updated()
             if st.button(
                 "Compute the current report now",
@@ -104,7 +102,7 @@ def the_report(key: report_cache.Key, account: Account) -> report_cache.Publishe
     if published is None:
         published = computed(key, account)
         if not filtered and (stored is None or stored.version != current):
-            stored_view.save(study, "report", current, published.report)
+            stored_view.keep_updated()
             st.caption(f"Report of the current data ({published.report.summary['n_judgments']} judgments)")
     return published
 
