@@ -279,7 +279,9 @@ def test_validation_does_not_hold_the_visit_while_a_long_report_is_computed(
         finally:
             finished.set()
 
+    kept = threading.Event()  # the report worker is started once a result is stored
     monkeypatch.setattr(stored_view, "in_server", lambda: True)
+    monkeypatch.setattr(stored_view, "keep_updated", kept.set)
     monkeypatch.setattr(
         report_cache,
         "request",
@@ -295,6 +297,7 @@ def test_validation_does_not_hold_the_visit_while_a_long_report_is_computed(
     # stored as the study's report when computed, before any page shows it (a page left meanwhile
     # finds it next time, and the report worker keeps it up to date from then on)
     assert _await_stored(engine, "report") == 1
+    assert kept.wait(60), "the report worker keeps the stored report up to date from now on"
     at.run()
     assert not at.exception
     assert not any("is being computed" in str(box.value) for box in at.info)
@@ -333,7 +336,9 @@ def test_adjudicate_does_not_hold_the_visit_while_a_long_queue_is_computed(
         assert release.wait(60)
         return compute(session, study=study, kind=kind)
 
+    kept = threading.Event()  # the report worker is started once a result is stored
     monkeypatch.setattr(stored_view, "in_server", lambda: True)
+    monkeypatch.setattr(stored_view, "keep_updated", kept.set)
     monkeypatch.setattr(stored_results, "compute", slow)
     at = _app(_account(engine, "judge"))
     at.switch_page("views/adjudicate.py").run()
@@ -342,6 +347,7 @@ def test_adjudicate_does_not_hold_the_visit_while_a_long_queue_is_computed(
     assert not any(h.value.startswith("Queue") for h in at.header)
     release.set()
     assert _await_stored(engine, "adjudication") == 1
+    assert kept.wait(60), "the report worker keeps the stored queue up to date from now on"
     at.run()
     assert not at.exception
     assert not any("is being computed" in str(b.value) for b in at.info)

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 
 from analysis.render import figures, format_for, methods_paragraph
 from analysis.report import Report
-from annotator.app import waiting
+from annotator.app import stored_view, waiting
 from annotator.people.authorization import Account
 from annotator.review import stored_results
 from annotator.review.study_report import study_report
@@ -75,18 +75,12 @@ def request(
 
 def _stored(compute: Callable[..., Published], version: tuple[int, ...]) -> Callable[..., Published]:
     """`compute` of a whole study's report that also stores it as the study's stored report when done,
-    so that every later visit (and a page left before it was ready) finds it."""
+    so that every later visit (and a page left before it was ready) finds it and the report worker
+    keeps it up to date."""
 
     def run(engine: Engine, study: str, *args: Any) -> Published:
         published = compute(engine, study, *args)
-        with db.session_scope(engine) as session:
-            stored_results.save(
-                session,
-                study=study,
-                kind="report",
-                version=stored_results.encode_version(version),
-                value=published.report,
-            )
+        stored_view.store(engine, study, "report", stored_results.encode_version(version), published.report)
         return published
 
     return run

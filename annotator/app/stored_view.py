@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import streamlit as st
+from sqlalchemy.engine import Engine
 
 from annotator.app.common import engine, session
 from annotator.people.authorization import Account
@@ -56,6 +57,14 @@ def latest(study: str, kind: str, account: Account) -> Stored | None:
 def payload(stored: Stored) -> Any:
     """The stored result itself, kept for the whole server (None when it was replaced while being read)."""
     return _payload(str(engine().url), stored.stamp, stored)
+
+
+def store(server_engine: Engine, study: str, kind: str, version: str, value: Any) -> None:
+    """Store a result computed on the server's background thread as the study's stored `kind` at
+    `version`; from then on the report worker keeps it up to date."""
+    with db.session_scope(server_engine) as active:
+        stored_results.save(active, study=study, kind=kind, version=version, value=value)
+    keep_updated()
 
 
 def when(moment: datetime) -> str:

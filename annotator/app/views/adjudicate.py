@@ -128,8 +128,7 @@ def computed_queue(study: str, current: str) -> tuple[pd.DataFrame, pd.DataFrame
     def compute() -> tuple[pd.DataFrame, pd.DataFrame]:
         with db.session_scope(server_engine) as active:
             result = stored_results.compute(active, study=study, kind="adjudication")
-        with db.session_scope(server_engine) as active:
-            stored_results.save(active, study=study, kind="adjudication", version=current, value=result)
+        stored_view.store(server_engine, study, "adjudication", current, result)
         return cast(tuple[pd.DataFrame, pd.DataFrame], result)
 
     return outcome(
@@ -167,7 +166,6 @@ def study_queue(study: str, account: Account) -> tuple[pd.DataFrame, pd.DataFram
                 )
             return evidence, waiting[~waiting["pair_db_id"].isin(decided)].reset_index(drop=True)
     evidence, waiting = computed_queue(study, current)
-    stored_view.keep_updated()
     return evidence, waiting
 
 

@@ -102,7 +102,6 @@ def the_report(key: report_cache.Key, account: Account) -> report_cache.Publishe
     if published is None:
         published = computed(key, account)
         if not filtered and (stored is None or stored.version != current):
-            stored_view.keep_updated()
             st.caption(f"Report of the current data ({published.report.summary['n_judgments']} judgments)")
     return published
 
