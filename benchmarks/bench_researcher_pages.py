@@ -14,13 +14,16 @@ bench_analyze's bulk builder (kept in --workdir for the next call; --fresh DIR c
 over it first, so every run starts from the same data), logged in as a researcher. Per page: the first
 visit ever ("first": nothing computed yet), the later visits ("warm"), then one judgment is written (a
 new revision of an existing one, with its scores) and the next visit is timed ("cold": the first visit
-after a change of the data, what a researcher meets during a live study). Where the database stores
+after a change of the data, what a researcher meets during a live study). Logging in lands on Progress,
+the server's first page: that draw is timed from the click ("Log in -> Progress"), and every timed visit
+starts after it has finished (a visit that overlapped it would pay for both). Where the database stores
 results computed ahead of the visit (a `storedresult` table), it then waits until the stored report
 and queue cover that judgment: "lag" is the seconds from the write until then. The 1-minute load
 average is printed beside each page.
 """
 
 import argparse
+import math
 import shutil
 import statistics
 import sys
@@ -65,13 +68,18 @@ GROWING = [
 RESEARCHER = ("bench_researcher", "a-long-bench-password-7")
 
 
-def log_in(page: Page, base_url: str, username: str, password: str | None = None) -> None:
+def log_in(page: Page, base_url: str, username: str, password: str | None = None) -> float:
+    """Log in; seconds from the click until the page it lands on (a researcher's: Progress) has
+    finished its run, so that no timed visit overlaps the landing page's."""
     page.goto(base_url)
     page.wait_for_selector(IDLE_SELECTOR, state="attached")
     page.get_by_role("textbox", name="Username").fill(username)
     page.get_by_role("textbox", name="Password").fill(password or CREDENTIALS[username][1])
+    start = time.perf_counter()
     page.get_by_role("button", name="Log in").click()
     page.get_by_role("button", name="Log out").wait_for(timeout=60_000)
+    page.wait_for_selector(IDLE_SELECTOR, state="attached", timeout=900_000)
+    return time.perf_counter() - start
 
 
 def first_draw(page: Page, url: str, title: str) -> tuple[float, float]:
@@ -229,7 +237,14 @@ def by_size(
                     executable_path=shutil.which("chromium"), args=list(BROWSER_ARGS)
                 )
                 page = browser.new_context(viewport=WIDTHS["wide"]).new_page()
-                log_in(page, base_url, *RESEARCHER)
+                landing = log_in(page, base_url, *RESEARCHER)
+                print(
+                    f"{n_pairs:>7,} pairs log in -> Progress (the server's first page) {landing:6.2f} s",
+                    flush=True,
+                )
+                rows.append(
+                    (n_pairs, "Log in -> Progress", landing, math.nan, os.getloadavg()[0], math.nan, 0, None)
+                )
                 for path, title in GROWING:
                     if only and path not in only:
                         continue
