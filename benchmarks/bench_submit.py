@@ -6,10 +6,10 @@ database (bulk inserts), starts the app, logs in as an annotator in headless Deb
 and answers each item with number keys, then times, inside the page (benchmarks/potato.py
 `measure_in_page`: from the click event to the first animation frame in which the next item's question,
 both responses and every question of the form are drawn and fresh), the click on "Submit and next". Two
-forms: the study's full form (3 quality dimensions and 2 rubric aspects per response, preference,
-confidence: 12 questions) and a form matched to the Potato project (one quality dimension per response,
-preference, confidence; no rubric). Potato 2.12.1 (pairwise + one Likert on the same pairs) runs in its
-own environment (benchmarks/potato.py).
+forms: the study's full form (3 quality dimensions and 4 rubric aspects per response, preference,
+confidence: 16 questions; `--aspects 2` gives the 12-question form timed before) and a form matched to
+the Potato project (one quality dimension per response, preference, confidence; no rubric). Potato
+2.12.1 (pairwise + one Likert on the same pairs) runs in its own environment (benchmarks/potato.py).
 
 Every item is answered as an annotator with a keyboard would: one digit per question (the page puts
 the focus on the first question of a new item and moves it on after each answer) and Ctrl+Enter, the
@@ -107,12 +107,21 @@ def long_text(rng: random.Random, n_words: int, n_paragraphs: int) -> str:
 
 
 def build(
-    engine: Engine, n_pairs: int, *, queue: int, seed: int = 0, matched: bool = False, long: bool = False
+    engine: Engine,
+    n_pairs: int,
+    *,
+    queue: int,
+    seed: int = 0,
+    matched: bool = False,
+    long: bool = False,
+    aspects: int = 2,
 ) -> None:
     """A study of `n_pairs` with 3 judgments per pair on average (10 scores each) by CROWD annotators,
     and an annotator "bench" with `queue` pending items (`matched`: the Potato-matched form, no rubric;
-    `long`: responses of 400-600 words in paragraphs, a long narrative and 4 rubric aspects)."""
+    `long`: responses of 400-600 words in paragraphs, a long narrative and 4 rubric aspects; else
+    `aspects` rubric aspects)."""
     rng = random.Random(seed)
+    extra = random.Random(seed + 1)  # aspects past two: the texts stay potato.pair_texts' for any number
     now = datetime.now(UTC)
     config = matched_config() if matched else load_config().model_dump()
     with engine.begin() as connection:
@@ -139,8 +148,9 @@ def build(
                     "rubric": []
                     if matched
                     else [
-                        {"aspect": aspect, "reason": text(rng, 12), "evidence": text(rng, 8)}
-                        for aspect in ASPECTS[: 4 if long else 2]
+                        {"aspect": aspect, "reason": text(source, 12), "evidence": text(source, 8)}
+                        for n, aspect in enumerate(ASPECTS[: 4 if long else aspects])
+                        for source in [rng if n < 2 else extra]
                     ],
                     "narrative": long_text(rng, 250, 3) if long else text(rng, 60),
                     "category": "cooking",
@@ -466,17 +476,24 @@ def run_long(*, n: int, folder: Path, shots: Path | None = None) -> dict[str, An
     return measure_long(url, folder / "server-long.log", n=n, shots=shots)
 
 
-def run_study(n_pairs: int, *, n: int, folder: Path, matched: bool, reloads: int) -> dict[str, Any]:
+def full_form(aspects: int) -> dict[str, str]:
+    """The full form with `aspects` rubric aspects per response (2: 12 questions; 4: 16)."""
+    return LONG_FORM if aspects == 4 else FULL_FORM
+
+
+def run_study(
+    n_pairs: int, *, n: int, folder: Path, matched: bool, reloads: int, aspects: int = 4
+) -> dict[str, Any]:
     name = f"bench-{n_pairs}-{'matched' if matched else 'full'}"
     url = f"sqlite:///{folder / f'{name}.db'}"
     engine = db.make_engine(url)
     db.upgrade(engine)
     started = time.perf_counter()
     queue = min(n_pairs, 10_000)
-    build(engine, n_pairs, queue=queue, matched=matched)
+    build(engine, n_pairs, queue=queue, matched=matched, aspects=aspects)
     engine.dispose()
     print(f"{name}: built in {time.perf_counter() - started:.1f} s", flush=True)
-    form = MATCHED_FORM if matched else FULL_FORM
+    form = MATCHED_FORM if matched else full_form(aspects)
     return measure(url, folder / f"server-{name}.log", n=n, form=form, reloads=reloads)
 
 
@@ -492,6 +509,9 @@ def main() -> None:
     parser.add_argument("--no-potato", action="store_true", help="skip the Potato baseline")
     parser.add_argument("--screenshots", type=Path, help="save the long item's pages here (PNG)")
     parser.add_argument("--long-only", action="store_true", help="only the long items' counts")
+    parser.add_argument(
+        "--aspects", type=int, choices=[2, 4], default=4, help="rubric aspects per response in the full form"
+    )
     args = parser.parse_args()
     if shutil.which("chromium") is None:
         sys.exit("Debian's chromium is needed (apt-get install chromium)")
@@ -499,7 +519,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for size in [] if args.long_only else args.sizes:
-            full = run_study(size, n=args.n, folder=folder, matched=False, reloads=args.reloads)
+            full = run_study(
+                size, n=args.n, folder=folder, matched=False, reloads=args.reloads, aspects=args.aspects
+            )
             matched = run_study(size, n=args.n, folder=folder, matched=True, reloads=0)
             lines.append(row(f"{size:>6} pairs, Pair Studio full form", full["submit"]))
             lines.append(row(f"{size:>6} pairs, Pair Studio matched", matched["submit"]))
@@ -509,7 +531,8 @@ def main() -> None:
             if full["reload"]:
                 lines.append(row(f"{size:>6} pairs, reload -> draft back", full["reload"]))
             lines.append(
-                f"{size:>6} pairs, full form (12 questions): {max(full['keys'])} keystrokes per item, "
+                f"{size:>6} pairs, full form ({len(full_form(args.aspects))} questions): "
+                f"{max(full['keys'])} keystrokes per item, "
                 f"{full['scrolls']} page scroll(s), {full['innerScrollBoxes']} self-scrolling box(es), "
                 f"page {full['height']} px at 1440x900; matched form: {max(matched['keys'])} keystrokes, "
                 f"{matched['scrolls']} scroll(s), {matched['height']} px"

@@ -13,7 +13,6 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -46,7 +45,7 @@ class Published:
                 self._files[name] = format_for(name).render(self.report).encode("utf-8")
             return self._files[name]
 
-    @cached_property
+    @functools.cached_property
     def methods(self) -> str:
         return methods_paragraph(self.report)
 
