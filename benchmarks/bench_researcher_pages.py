@@ -23,7 +23,6 @@ average is printed beside each page.
 """
 
 import argparse
-import math
 import shutil
 import statistics
 import sys
@@ -242,8 +241,18 @@ def by_size(
                     f"{n_pairs:>7,} pairs log in -> Progress (the server's first page) {landing:6.2f} s",
                     flush=True,
                 )
+                no_visit = float("nan")  # the landing has no later visit and no visit after a write
                 rows.append(
-                    (n_pairs, "Log in -> Progress", landing, math.nan, os.getloadavg()[0], math.nan, 0, None)
+                    (
+                        n_pairs,
+                        "Log in -> Progress",
+                        landing,
+                        no_visit,
+                        os.getloadavg()[0],
+                        no_visit,
+                        no_visit,
+                        None,
+                    )
                 )
                 for path, title in GROWING:
                     if only and path not in only:
