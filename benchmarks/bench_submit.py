@@ -118,8 +118,8 @@ def build(
 ) -> None:
     """A study of `n_pairs` with 3 judgments per pair on average (10 scores each) by CROWD annotators,
     and an annotator "bench" with `queue` pending items (`matched`: the Potato-matched form, no rubric;
-    `long`: responses of 400-600 words in paragraphs, a long narrative and 4 rubric aspects; else
-    `aspects` rubric aspects)."""
+    `long`: responses of 400-600 words in paragraphs and a long narrative), with `aspects` rubric
+    aspects per pair."""
     rng = random.Random(seed)
     extra = random.Random(seed + 1)  # aspects past two: the texts stay potato.pair_texts' for any number
     now = datetime.now(UTC)
@@ -149,7 +149,7 @@ def build(
                     if matched
                     else [
                         {"aspect": aspect, "reason": text(source, 12), "evidence": text(source, 8)}
-                        for n, aspect in enumerate(ASPECTS[: 4 if long else aspects])
+                        for n, aspect in enumerate(ASPECTS[:aspects])
                         for source in [rng if n < 2 else extra]
                     ],
                     "narrative": long_text(rng, 250, 3) if long else text(rng, 60),
@@ -471,7 +471,7 @@ def run_long(*, n: int, folder: Path, shots: Path | None = None) -> dict[str, An
     url = f"sqlite:///{folder / 'bench-long.db'}"
     engine = db.make_engine(url)
     db.upgrade(engine)
-    build(engine, 20, queue=20, long=True)
+    build(engine, 20, queue=20, long=True, aspects=4)
     engine.dispose()
     return measure_long(url, folder / "server-long.log", n=n, shots=shots)
 
