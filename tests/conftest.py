@@ -56,12 +56,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _browser_files_first(items: list[pytest.Item]) -> None:
-    """The files that drive a browser first, most browser tests first, the others after them in their
-    own order. pytest-xdist hands out whole files in this order (pyproject turns off its reordering by
-    number of tests): the browser files are the suite's longest, and one started last keeps a worker
-    busy long after the others have finished."""
+    """The files with a test that runs for minutes (marker `long`) first, then those that drive a
+    browser, most browser tests first, the others after them in their own order. pytest-xdist hands out
+    whole files in this order (pyproject turns off its reordering by number of tests): these are the
+    suite's longest files, and one started last keeps a worker busy long after the others have
+    finished."""
+    long_tests = Counter(item.path for item in items if item.get_closest_marker("long"))
     browser_tests = Counter(item.path for item in items if item.get_closest_marker("browser"))
-    items.sort(key=lambda item: -browser_tests[item.path])
+    items.sort(key=lambda item: (-long_tests[item.path], -browser_tests[item.path]))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -188,6 +188,7 @@ def alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.long
 def test_two_servers_one_worker_that_keeps_the_report_and_stops_with_its_server(
     tmp_path: Path, servers: Callable[[Engine], subprocess.Popen[bytes]]
 ) -> None:
