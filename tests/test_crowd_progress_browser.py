@@ -23,11 +23,12 @@ def _metric(page: Page, label: str) -> str:
 
 
 def _y_ticks(page: Page) -> list[str]:
-    """The y-axis tick labels of the judgments-over-time chart."""
-    chart = page.locator(".js-plotly-plot", has_text="Judgments over time").first
+    """The y-axis tick labels of the judgments-over-time chart (drawn as SVG: right-aligned texts)."""
+    chart = page.locator("[data-testid=stEChartsChart]", has_text="Judgments over time").first
     chart.scroll_into_view_if_needed()
-    chart.locator(".ytick text").first.wait_for()
-    return [t.strip() for t in chart.locator(".ytick text").all_text_contents()]
+    ticks = chart.locator("svg text[text-anchor=end]")
+    ticks.first.wait_for()
+    return [t.strip() for t in ticks.all_text_contents()]
 
 
 def _open_progress(page: Page, base_url: str) -> None:

@@ -11,6 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from annotator.app import charts
 from annotator.intake import assign
 from annotator.people import accounts
 from annotator.people.authorization import SYSTEM
@@ -242,3 +243,21 @@ def test_the_progress_version_changes_with_every_write_that_changes_the_counts(
         assert after[0] != before[0], write
         assert after[1] != before[1] or write is settings, write  # settings: a crowd study's counts
         before = after
+
+
+def test_the_timeline_chart_draws_each_annotators_running_count_in_utc(engine: Engine, study: str) -> None:
+    with db.session_scope(engine) as session:
+        timeline = study_progress.judgments_over_time(session, study=study, account=SYSTEM, bins=10)
+    running = study_progress.cumulative_judgments(timeline)
+    spec = charts.timeline_chart(running)
+    source = spec["dataset"][0]["source"]
+    assert spec["useUTC"] is True and str(source["submitted_at"].dt.tz) == "UTC"
+    assert (source["submitted_at"].dt.tz_localize(None) == running["submitted_at"]).all()  # same instants
+    assert spec["yAxis"]["minInterval"] == 1  # counts: whole numbers only
+    names = sorted(running["annotator"].unique())
+    assert [series["name"] for series in spec["series"]] == names
+    for series in spec["series"]:
+        # each line reads the dataset filtered to its own annotator
+        kept = spec["dataset"][series["datasetIndex"]]["transform"]["config"]
+        assert kept == {"dimension": "annotator", "=": series["name"]}
+        assert series["encode"] == {"x": "submitted_at", "y": "judgments"}

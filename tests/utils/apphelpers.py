@@ -259,9 +259,10 @@ def open_expander(page: Any, label: str, shows: Any) -> None:
 
 
 #: True once the page's lazily loaded elements are drawn: no loading skeleton, every plotly chart has
-#: its SVG and every data grid its canvas.
+#: its SVG, every ECharts chart its SVG or canvas and every data grid its canvas.
 DRAWN = """() => !document.querySelector('[data-testid="stSkeleton"]')
   && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'))
+  && [...document.querySelectorAll('[data-testid=stEChartsChart]')].every(c => c.querySelector('svg, canvas'))
   && [...document.querySelectorAll('[data-testid="stDataFrame"]')].every(d => d.querySelector('canvas'))"""
 
 

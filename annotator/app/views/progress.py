@@ -3,11 +3,11 @@
 from typing import Any
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
+from annotator.app import charts
 from annotator.app.common import engine, session, study_page
-from annotator.app.tables import show_plot, show_table
+from annotator.app.tables import show_table
 from annotator.people.authorization import Account
 from annotator.rating import crowd, drafts
 from annotator.review import study_progress
@@ -57,28 +57,16 @@ def main() -> None:
         )
         show_table(people, key="progress_people")
         if not timeline.empty:
-            figure = px.line(
-                study_progress.cumulative_judgments(timeline),
-                x="submitted_at",
-                y="judgments",
-                color="annotator",
-                title="Judgments over time",
-                markers=timeline["submitted_at"].nunique() <= 3,  # a line of one point is a dot
-                labels={
-                    "submitted_at": "submitted (UTC)",
-                    "judgments": "judgments so far",
-                    "annotator": "annotator",
-                },
+            st.echarts_chart(
+                charts.timeline_chart(study_progress.cumulative_judgments(timeline)),
+                key="progress_timeline",
+                renderer="svg",
+                alt="Judgments over time: each annotator's running count of submitted judgments.",
             )
-            figure.update_yaxes(rangemode="tozero", tickformat="d")  # counts: whole numbers only
-            if int(timeline["judgments"].sum()) <= 10:
-                figure.update_yaxes(tick0=0, dtick=1)
-            show_plot(
-                figure,
+            st.caption(
                 "Each line is one annotator's running count of submitted judgments (revisions included), "
                 f"counted per minute (per hour once the study spans more than a day), in at most "
-                f"{study_progress.TIMELINE_BINS} equal time steps from the first to the last.",
-                key="progress_timeline",
+                f"{study_progress.TIMELINE_BINS} equal time steps from the first to the last."
             )
         st.header("Pairs")
         pages = max(1, -(-summary["pairs"] // PAIRS_PER_PAGE))
