@@ -4,6 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from annotator.app import prefetch
 from annotator.app.assets import filled
 from annotator.app.common import FAVICON, PAGES, current_account, database_down, log_out, sync_cookie
 from annotator.app.link_login import link_login
@@ -91,9 +92,12 @@ def run_pages() -> None:
                 st.rerun()
     sync_cookie()
     st.html(f"<style>\n{filled('accessible.css')}\n</style>")  # captions with contrast (WCAG AA)
+    prefetch.settled()  # a page never imports beside a prefetch
     navigation.run()
     if account is not None and account.role in ("researcher", "adjudicator"):
         focusable_panes({})  # tables that scroll sideways on a phone take the keyboard focus
+        # the role's other pages open without paying for their imports on their first visit
+        prefetch.start(account.role, [PAGES / file for file, _, _ in ROLE_PAGES[account.role]])
 
 
 # A database fault (PostgreSQL down, a lost connection) or a mistake no page caught is one clear
