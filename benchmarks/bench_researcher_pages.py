@@ -18,8 +18,10 @@ after a change of the data, what a researcher meets during a live study). Loggin
 the server's first page: that draw is timed from the click ("Log in -> Progress"), and every timed visit
 starts after it has finished (a visit that overlapped it would pay for both). Where the database stores
 results computed ahead of the visit (a `storedresult` table), it then waits until the stored report
-and queue cover that judgment: "lag" is the seconds from the write until then. The 1-minute load
-average is printed beside each page.
+and queue cover that judgment: "lag" is the seconds from the write until then. With --stored the
+report and the queue are stored on the current data before the server starts (a live study, whose
+report worker keeps them): the first visits draw them instead of starting their computation. The
+1-minute load average is printed beside each page.
 """
 
 import argparse
@@ -131,6 +133,26 @@ def study_database(n_pairs: int, folder: Path) -> str:
     return url
 
 
+def store_results(url: str) -> None:
+    """Store the study's report and adjudication queue on its current data, as the report worker of a
+    live study keeps them, so that the first visits draw them instead of starting their computation."""
+    from sqlmodel import select
+
+    from annotator.review import stored_results
+    from annotator.store import db
+    from annotator.store.models import Study
+
+    engine = db.make_engine(url)
+    for kind in ("report", "adjudication"):
+        with db.session_scope(engine) as session:
+            study = session.exec(select(Study.name)).one()
+            version = stored_results.current_version(session, study=study, kind=kind)
+            value = stored_results.compute(session, study=study, kind=kind)
+        with db.session_scope(engine) as session:
+            stored_results.save(session, study=study, kind=kind, version=version, value=value)
+    engine.dispose()
+
+
 def write_judgment(url: str) -> int:
     """A new revision of the newest judgment (same answers and scores), as a revising annotator leaves
     it; returns its id."""
@@ -217,6 +239,7 @@ def by_size(
     workdir: Path | None,
     only: list[str] | None = None,
     fresh: Path | None = None,
+    stored: bool = False,
 ) -> None:
     """Each growing page at each study size: title drawn and run done; first, warm, cold after a write,
     and the stored results' lag behind that write."""
@@ -230,6 +253,8 @@ def by_size(
             if fresh is not None:
                 copy_fresh(fresh / f"pages-{n_pairs}.db", folder / f"pages-{n_pairs}.db")
             url = study_database(n_pairs, folder)
+            if stored:
+                store_results(url)
             log = Path(tmp) / f"server-{n_pairs}.log"
             with running_app(url, log) as base_url, sync_playwright() as playwright:
                 browser = playwright.chromium.launch(
@@ -304,11 +329,14 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="keep the --pairs databases here")
     parser.add_argument("--only", nargs="*", default=None, help="with --pairs: these pages (e.g. progress)")
     parser.add_argument("--fresh", type=Path, default=None, help="with --pairs: copy DIR/pages-N.db first")
+    parser.add_argument(
+        "--stored", action="store_true", help="with --pairs: store the report and queue before serving"
+    )
     parser.add_argument("--shots", type=Path, default=None, help="save screenshots and run axe")
     parser.add_argument("--db", default=None, help="an existing demo database URL")
     args = parser.parse_args()
     if args.pairs:
-        by_size(args.pairs, args.visits, args.workdir, args.only, args.fresh)
+        by_size(args.pairs, args.visits, args.workdir, args.only, args.fresh, args.stored)
         return
     with tempfile.TemporaryDirectory(prefix="bench_pages_") as tmp:
         url = args.db or build_demo(Path(tmp) / "demo.db", rebuild=True).url

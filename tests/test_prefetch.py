@@ -72,10 +72,11 @@ def test_a_prefetch_imports_the_modules_once_and_a_page_run_waits_for_it(package
     prefetch.start(role, [page])
     done = threading.Event()
     threading.Thread(target=lambda: (prefetch.settled(), done.set())).start()
-    assert done.wait(5)
+    assert done.wait(60)
 
 
-def test_settled_returns_at_once_when_nothing_is_prefetched() -> None:
+def test_settled_returns_once_nothing_is_importing() -> None:
+    # (a page test before this one in the same process may have started the researcher's prefetch)
     done = threading.Event()
     threading.Thread(target=lambda: (prefetch.settled(), done.set())).start()
-    assert done.wait(5)
+    assert done.wait(60)
