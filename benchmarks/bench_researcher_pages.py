@@ -361,7 +361,7 @@ def main() -> None:
                         for width, viewport in WIDTHS.items():
                             page.set_viewport_size(viewport)
                             first_draw(page, f"{base_url}/{path}", title)
-                            page.wait_for_timeout(1500)  # plotly and the grids draw after the run
+                            page.wait_for_timeout(1500)  # the charts and grids draw after the run
                             for line in serious(page):
                                 print(f"AXE {user} /{path} {width}: {line}")
                             tall = page.evaluate(TALL)  # the app scrolls inside its main pane

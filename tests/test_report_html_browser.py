@@ -12,7 +12,7 @@ from playwright.sync_api import Browser
 from analysis.render.as_html import to_html
 from analysis.report import Report, ReportSettings, build_report
 from analysis.simulation import SimDesign, SimEffects, simulate_frame
-from tests.utils.apphelpers import PHONE, VIEWPORT
+from tests.utils.apphelpers import FIGURES_DRAWN, PHONE, VIEWPORT
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(tempfile.gettempdir()) / "annotator-screenshots"
@@ -46,7 +46,7 @@ def test_the_report_opens_on_its_summary_and_fits_a_reader(
     path, report = report_file
     page = chrome.new_context(viewport=viewport).new_page()  # type: ignore[arg-type]
     page.goto(path.as_uri())
-    page.locator("#fig-forest .main-svg").first.wait_for()
+    page.wait_for_function(FIGURES_DRAWN)
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"report_{viewport['width']}.png"))
     order = page.evaluate(
@@ -59,9 +59,9 @@ def test_the_report_opens_on_its_summary_and_fits_a_reader(
     if viewport["width"] == VIEWPORT["width"]:
         assert height <= MAX_SCREENS * viewport["height"], f"{height / viewport['height']:.1f} screens"
     page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.js-plotly-plot')].every((f) => f.querySelector('.main-svg'))"
-    )
+    page.wait_for_function(FIGURES_DRAWN)
+    widths = page.evaluate("() => [...document.querySelectorAll('figure img')].map((i) => i.clientWidth)")
+    assert widths and max(widths) <= viewport["width"], "every figure fits the screen"
     assert page.evaluate(CUT_TABLES) == []
     page.screenshot(path=str(SHOTS / f"report_open_{viewport['width']}.png"), full_page=True)
     page.context.close()

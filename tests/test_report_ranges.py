@@ -104,6 +104,6 @@ def test_the_agreement_axis_holds_a_negative_alpha() -> None:
     report = build_report(frame, study="split", settings=ReportSettings(n_boot=100, extras=True))
     alphas = report.agreement.set_index("item")["krippendorff_alpha"]
     assert alphas["preference"] < -0.2
-    low, high = figures(report)["agreement"].layout.xaxis.range
+    low, high = figures(report)["agreement"].axes[0].get_xlim()
     lows = report.agreement["krippendorff_alpha_ci_low"].clip(-1, 1)
     assert low <= min(alphas.min(), lows.min()) and high >= 1

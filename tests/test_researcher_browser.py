@@ -17,6 +17,7 @@ from annotator.store import db
 from annotator.study import get_study
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.apphelpers import (
+    FIGURES_DRAWN,
     PHONE,
     STUDY,
     VIEWPORT,
@@ -183,7 +184,8 @@ def test_html_report_fits_a_390px_phone(live: tuple[str, AppDB], chrome: Browser
     context = chrome.new_context(viewport=PHONE)
     page = context.new_page()
     page.set_content(to_html(report))
-    page.wait_for_function("() => document.querySelectorAll('.plot-container').length >= 5")
+    page.wait_for_function(FIGURES_DRAWN)
+    assert page.locator("figure img").count() == 5
     width = page.evaluate("() => document.documentElement.scrollWidth")
     problems = serious(page)
     context.close()

@@ -9,6 +9,7 @@ import json
 import math
 import re
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
 from analysis.readable import cell, label, readable
-from analysis.render import MIN_CATEGORY_PAIRS, figure_captions, figures, to_html
+from analysis.render import MIN_CATEGORY_PAIRS, figure_captions, figures, svg_figures, to_html
 from analysis.report import ReportSettings, build_report
 from analysis.simulation import SimDesign, SimEffects, simulate_frame
 from annotator.app import report_cache
@@ -33,6 +34,7 @@ from annotator.store.models import Assignment, User, id_of
 from annotator.study import load_config
 from tests.utils.apphelpers import app_for
 from tests.utils.factories import make_annotators, make_study
+from tests.utils.figures import hollow_points, intervals
 from tests.utils.sciencehelpers import simulated_study
 
 runner = CliRunner()
@@ -96,17 +98,14 @@ def test_category_plot_draws_no_impossible_interval() -> None:
     report = _category_report()
     figure = figures(report)["categories"]  # type: ignore[arg-type]
     width = report.parameters["scale_max"] - report.parameters["scale_min"]  # type: ignore[attr-defined]
-    few = [t for t in figure.data if "too few pairs" in t.name]
-    assert few and all(t.error_x.array is None for t in few)
-    assert {y.split(" (")[0] for t in few for y in t.y} == {"one", "two"}
-    assert all("too few pairs" in y for t in few for y in t.y)
-    for trace in figure.data:
-        if trace.error_x.array is None:
-            continue
-        x = np.asarray(trace.x, dtype=float)
-        assert np.all(x + np.asarray(trace.error_x.array) <= width + 1e-9)
-        assert np.all(x - np.asarray(trace.error_x.arrayminus) >= -width - 1e-9)
-        assert all(y.startswith("big") for y in trace.y)
+    few = hollow_points(figure)
+    assert few and all(name.startswith("too few pairs") for name in few)
+    assert {row.split(" (")[0] for rows in few.values() for row in rows} == {"one", "two"}
+    assert all("too few pairs" in row for rows in few.values() for row in rows)
+    drawn = intervals(figure)
+    assert drawn and {i.row.split(" (")[0] for i in drawn} == {"big"}, "no interval for too few pairs"
+    for interval in drawn:
+        assert -width - 1e-9 <= interval.low <= interval.estimate <= interval.high <= width + 1e-9
     assert MIN_CATEGORY_PAIRS == 3
 
 
@@ -115,9 +114,30 @@ def test_every_plot_has_a_title_axis_labels_and_a_caption() -> None:
     plots, captions = figures(report), figure_captions(report)  # type: ignore[arg-type]
     assert set(plots) == set(captions)
     for name, figure in plots.items():
-        assert figure.layout.title.text, name
-        assert figure.layout.xaxis.title.text and figure.layout.yaxis.title.text, name
+        ax = figure.axes[0]
+        assert ax.get_title(loc="left"), name
+        assert ax.get_xlabel() and ax.get_ylabel(), name
         assert len(captions[name]) > 40, name
+
+
+def test_figures_draw_hostile_names_as_plain_text() -> None:
+    """Category names with math and LaTeX markup, an SVG comment's end and a script are drawn, never
+    interpreted: the SVG parses as XML and holds no script or foreign element."""
+    frame = simulate_frame(np.random.default_rng(5), SimDesign(n_pairs=12), SimEffects(noise=1.2))
+    hostile = ["$\\frac{1}{$ (x", "--> <script>alert(1)</script>", "\\textbf{x} $$"]
+    frame["category"] = frame["pair_id"].map(
+        {p: hostile[i % 3] for i, p in enumerate(sorted(frame["pair_id"].unique()))}
+    )
+    report = build_report(frame, study="x", settings=ReportSettings(n_boot=50))
+    svgs = svg_figures(report)
+    rows = [t.get_text() for t in figures(report)["categories"].axes[0].get_yticklabels()]
+    drawn = sorted("".join(row.split()).split("(n=")[0] for row in rows)  # wrapped at any character
+    assert drawn == sorted("".join(name.split()) for name in hostile)
+    for name, svg in svgs.items():
+        root = ElementTree.fromstring(svg)
+        tags = {element.tag.split("}")[-1] for element in root.iter()}
+        assert not tags & {"script", "foreignObject", "iframe"}, name
+        assert "<script" not in svg, name
 
 
 def test_html_report_fits_a_phone_and_has_readable_tables() -> None:

@@ -30,6 +30,7 @@ from annotator.study import load_config, parse_config
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.databases import fresh_db_url
 from tests.utils.factories import account_for, make_annotators, make_study
+from tests.utils.figures import bands, intervals
 from tests.utils.scales import POINTS, TWO_SCALES_TOML, two_scale_config
 
 
@@ -295,14 +296,12 @@ def test_the_report_uses_each_dimensions_scale(two_scale_study: tuple[Engine, Re
         in figure_captions(report)["forest"]
     )
     forest = figures(report)["forest"]
-    bands = {shape.name: (shape.x0, shape.x1) for shape in forest.layout.shapes if shape.name}
-    assert bands == {f"margin {k}": (-m, m) for k, m in margins.items()}
-    for trace in forest.data:
-        for dimension, estimate, up, down in zip(
-            trace.y, trace.x, trace.error_x.array, trace.error_x.arrayminus, strict=True
-        ):
-            width = difference_range(report, dimension)
-            assert -width - 1e-9 <= estimate - down and estimate + up <= width + 1e-9
+    assert bands(forest) == {f"margin {k}": (-m, m) for k, m in margins.items()}
+    drawn = intervals(forest)
+    assert {i.row for i in drawn} == set(margins)
+    for interval in drawn:
+        width = difference_range(report, interval.row)
+        assert -width - 1e-9 <= interval.low and interval.high <= width + 1e-9
 
 
 def test_the_exports_name_each_dimensions_scale(two_scale_study: tuple[Engine, Report, Path]) -> None:

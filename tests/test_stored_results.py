@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
+from streamlit.testing.v1.element_tree import Image
 
-from analysis.render import format_for
+from analysis.render import figure_captions, format_for
 from annotator.people.authorization import SYSTEM
 from annotator.review import adjudication_queue, report_worker, stored_results, study_report
 from annotator.store import db
@@ -70,7 +71,10 @@ def test_the_worker_brings_a_stale_report_up_to_date_equal_to_build_report(tmp_p
     keeper, url, now = report_worker.Keeper(), url_of(engine), 1000.0
     assert report_worker.keep_once(url, keeper, now) == 0, "not before the writes have settled"
     assert report_worker.keep_once(url, keeper, now + report_worker.SETTLE_S) == 2
-    after, report = stored(engine, "report")
+    after, (report, figures) = stored(engine, "report")  # type: ignore[misc]
+    assert set(figures) == set(figure_captions(report)) and all(
+        f.startswith("<?xml") for f in figures.values()
+    )
     assert after.version == current(engine, "report") != before.version
     assert after.newest_judgment > before.newest_judgment and after.n_judgments == before.n_judgments + 1
     with db.session_scope(engine) as session:
@@ -241,6 +245,24 @@ def test_the_pages_show_the_stored_result_and_what_it_covers(
     assert now.n_judgments == 3 * N_PAIRS + 1
     at.run()
     assert any(c.endswith(f"over {3 * N_PAIRS + 1} judgments; up to date") for c in captions(at))
+
+
+@pytest.mark.page
+def test_a_report_stored_without_its_figures_is_shown_with_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report stored by an earlier version (the Report alone) still opens, its figures drawn."""
+    engine = rated(tmp_path)
+    with db.session_scope(engine) as session:
+        version = stored_results.current_version(session, study=STUDY, kind="report")
+        report, _ = stored_results.compute(session, study=STUDY, kind="report")
+        stored_results.save(session, study=STUDY, kind="report", version=version, value=report)
+    monkeypatch.setenv(db.ENV_VAR, url_of(engine))
+    at = app_for(account(engine, "boss"), timeout=180)
+    at.switch_page("views/validation.py").run()
+    assert not at.exception
+    assert any(c.endswith(f"over {3 * N_PAIRS} judgments; up to date") for c in captions(at))
+    assert sum(isinstance(node, Image) for node in at.main) == len(figure_captions(report))
 
 
 @pytest.mark.sqlite_only

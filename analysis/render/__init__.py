@@ -1,5 +1,5 @@
-"""The validation report rendered: JSON (with its schema), Markdown, self-contained HTML (plotly),
-plotly figures, the methods paragraph and the terminal summary, one module per output format and
+"""The validation report rendered: JSON (with its schema), Markdown, self-contained HTML, the figures
+(matplotlib, as SVG), the methods paragraph and the terminal summary, one module per output format and
 :mod:`analysis.render.text` for the wording they share. Nothing here computes a statistic; everything
 comes from :class:`analysis.report.Report`."""
 
@@ -9,7 +9,7 @@ from analysis.render.as_markdown import to_markdown
 from analysis.render.as_terminal import to_terminal
 from analysis.render.formats import REPORT_FORMATS, ReportFormat, format_for, format_of_file
 from analysis.render.owner_text import owner_sections
-from analysis.render.plots import MIN_CATEGORY_PAIRS, difference_range, figure_captions, figures
+from analysis.render.plots import MIN_CATEGORY_PAIRS, difference_range, figure_captions, figures, svg_figures
 from analysis.render.ppi_text import prediction_powered_sections
 from analysis.render.text import (
     CROSSED_COLUMNS,
@@ -52,6 +52,7 @@ __all__ = [
     "prediction_powered_sections",
     "quality_sections",
     "status_word",
+    "svg_figures",
     "to_html",
     "to_json",
     "to_markdown",

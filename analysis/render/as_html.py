@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 from collections.abc import Sequence
@@ -10,7 +11,7 @@ import pandas as pd
 
 from analysis.readable import readable
 from analysis.render.as_json import json_ready
-from analysis.render.plots import figure_captions, figures
+from analysis.render.plots import figure_captions, svg_figures
 from analysis.render.text import (
     CROSSED_COLUMNS,
     EQUIVALENCE_COLUMNS,
@@ -38,10 +39,6 @@ AGREEMENT_COLUMNS = [
     "note",
 ]
 FAILED_COLUMNS = ["pair_id", "n_judgments", "decision", "p_broken", "q_value", "reasons"]
-#: Plotly draws a figure in a closed <details> at zero size: it redraws when a part is opened.
-REDRAW = (
-    "<script>document.addEventListener('toggle',()=>window.dispatchEvent(new Event('resize')),true)</script>"
-)
 
 
 def _html(value: object) -> str:
@@ -98,20 +95,12 @@ def _section(title: str, content: str, *, opened: bool = False, rows: int = 0) -
 
 
 def to_html(report: Report) -> str:
-    """A self-contained HTML report (plotly inlined once; opens offline, no external script)."""
-    figs = figures(report)
+    """A self-contained HTML report (its figures are SVG images inside it; opens offline, no script)."""
     captions = figure_captions(report)
-    plots = {
-        name: "<figure>"
-        + fig.to_html(
-            full_html=False,
-            include_plotlyjs=number == 0,
-            div_id=f"fig-{name}",
-            default_width="100%",
-            config={"displaylogo": False, "responsive": True},
-        )
-        + f"<figcaption>{html.escape(captions[name])}</figcaption></figure>"
-        for number, (name, fig) in enumerate(figs.items())
+    plots = {  # each figure an SVG image of its own (its ids cannot meet another figure's)
+        name: f"<figure><img src='data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()}' "
+        f"alt='{html.escape(captions[name])}'><figcaption>{html.escape(captions[name])}</figcaption></figure>"
+        for name, svg in svg_figures(report).items()
     }
     v = report.validation
     verdicts = "".join(
@@ -202,7 +191,6 @@ def to_html(report: Report) -> str:
 <ul class="verdicts">{verdicts}</ul>
 <p class="hint">Each part below opens with a click; the JSON report holds every table in full.</p>
 {"".join(parts)}
-{REDRAW}
 """
     style = """body{font-family:system-ui,sans-serif;max-width:1240px;margin:2rem auto;color:#1f2430;
 padding:0 1rem;line-height:1.45;overflow-wrap:anywhere}
@@ -212,7 +200,7 @@ th,td{border:1px solid #dee2e6;padding:.25rem .5rem;text-align:right;overflow-wr
 details{border-top:1px solid #dee2e6}summary{cursor:pointer;padding:.2rem 0}
 summary h2{display:inline;font-size:1.2rem}.count,.hint{color:#4a5160;font-size:.9rem}
 th{background:#f3f5f9;vertical-align:bottom}td:first-child,th:first-child,.text{text-align:left}
-figure{margin:1rem 0;max-width:100%}figure>div{max-width:100%}
+figure{margin:1rem 0;max-width:100%}figure>img{max-width:100%;height:auto}
 figcaption{color:#4a5160;font-size:.9rem}.verdicts{padding-left:1.2rem}.verdicts li{margin:.4rem 0}
 .pass b{color:#1e6b2e}.fail b{color:#c92a2a}.inconclusive b{color:#c2410c}.not_assessed b{color:#5c636e}
 .test{color:#5c636e;font-size:.9em}.summary{color:#4a5160}pre{white-space:pre-wrap}

@@ -1,11 +1,25 @@
-"""The validation report's plotly figures (:func:`figures`) and their captions."""
+"""The validation report's figures (:func:`figures`, matplotlib), drawn as SVG (:func:`svg_figures`) for
+the Validation page and the HTML report, and their captions.
+
+Static SVG rather than an interactive chart library: the browser draws it at once (no multi-megabyte
+chart module to load on a page's first visit), the HTML report stays small and opens offline, and the
+same figure goes into a paper as it is. Text from the study (dimension, item and category names) is
+drawn as plain text: no math or LaTeX markup is interpreted."""
 
 from __future__ import annotations
 
+import io
+import textwrap
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from analysis.report import Report
 from analysis.scale import report_scales
@@ -31,15 +45,6 @@ def _clipped(report: Report, table: pd.DataFrame, column: str, key: str) -> pd.S
     """`table[column]` clipped, row by row, to +- the range of the row's item (named in `key`)."""
     limit = table[key].map(lambda item: difference_range(report, str(item))).astype(float)
     return table[column].clip(-limit, limit)
-
-
-def _interval_bars(estimate: pd.Series, low: pd.Series, high: pd.Series) -> dict[str, Any]:
-    return {
-        "type": "data",
-        "symmetric": False,
-        "array": (high - estimate).clip(lower=0),
-        "arrayminus": (estimate - low).clip(lower=0),
-    }
 
 
 def axis_range(columns: list[pd.Series], *, low: float, high: float, pad: float = 0.05) -> list[float]:
@@ -103,179 +108,244 @@ def figure_captions(report: Report) -> dict[str, str]:
     }
 
 
+#: The drawing settings every figure is made and saved with, whatever a local matplotlibrc says: study
+#: text is never parsed as math or sent to LaTeX, and glyphs are drawn as paths (the SVG looks the same
+#: in every browser).
+_STYLE: dict[str, Any] = {
+    "text.usetex": False,
+    "text.parse_math": False,
+    "svg.fonttype": "path",
+    "svg.hashsalt": "pair-studio",
+    "font.family": "DejaVu Sans",
+    "font.size": 11,
+    "axes.titlesize": 12.5,
+    "axes.titlelocation": "left",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.axisbelow": True,
+    "grid.color": "#e9ecef",
+    "legend.frameon": False,
+    "legend.fontsize": 10,
+}
+_drawing = threading.Lock()  # matplotlib's settings are global: one figure is made or saved at a time
+BAND = "#d3f9d8"
+CROSSED = "#3b5bdb"
+PANEL = "#868e96"
+WIDE = 5.8  # inches: a figure across the page (narrow enough that a phone shrinks its text little)
+
+
+@contextmanager
+def _style() -> Iterator[None]:
+    with _drawing, matplotlib.rc_context(_STYLE):  # type: ignore[arg-type]
+        yield
+
+
+def _axes(title: str, xlabel: str, ylabel: str, *, height: float, width: float = WIDE) -> Any:
+    """A new figure's one axes, with its title and axis labels."""
+    ax = Figure(figsize=(width, height), layout="constrained").add_subplot()
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return ax
+
+
+def _rows(ax: Any, labels: list[str]) -> dict[str, int]:
+    """One row per label on the y axis, the first on top; each label's row."""
+    ax.set_yticks(range(len(labels)), labels)
+    if labels:
+        ax.set_ylim(len(labels) - 0.5, -0.5)
+    ax.grid(axis="x")
+    return {label: row for row, label in enumerate(labels)}
+
+
+def _intervals(
+    ax: Any, rows: np.ndarray, estimate: pd.Series, low: pd.Series, high: pd.Series, **style: Any
+) -> None:
+    """Points at `estimate` on `rows`, each with its interval from `low` to `high`."""
+    below = (estimate - low).clip(lower=0).to_numpy(dtype=float)
+    above = (high - estimate).clip(lower=0).to_numpy(dtype=float)
+    ax.errorbar(
+        estimate.to_numpy(dtype=float), rows, xerr=np.vstack([below, above]), fmt="o", capsize=3,
+        elinewidth=1.5, **style,
+    )  # fmt: skip
+
+
+def _offsets(n: int, spread: float = 0.3) -> np.ndarray:
+    """Where `n` series sit within a row (side by side, centred)."""
+    return np.linspace(-spread / 2, spread / 2, n) if n > 1 else np.zeros(1)
+
+
+def _legend_below(ax: Any, columns: int = 2, handles: list[Any] | None = None) -> None:
+    """The figure's legend under its axes (the labelled artists, or `handles`), `columns` wide at most."""
+    handles = handles if handles is not None else ax.get_legend_handles_labels()[0]
+    if handles:
+        ax.figure.legend(handles=handles, loc="outside lower center", ncols=min(columns, len(handles)))
+
+
 def figures(report: Report) -> dict[str, Any]:
-    """The report's plotly figures: forest plot, differences, categories, preference, agreement.
+    """The report's figures (matplotlib): forest plot, differences, categories, preference, agreement.
 
     Every figure has a title and axis labels; :func:`figure_captions` says what each shows. No interval
     is drawn beyond what the scale allows, and a category with too few pairs for one gets none.
     """
-    import plotly.graph_objects as go
+    with _style():
+        return {
+            "forest": _forest(report),
+            "differences": _differences(report),
+            "categories": _categories(report),
+            "preference": _preference(report),
+            "agreement": _agreement(report),
+        }
 
-    v = report.validation
-    margin = report.parameters["margin"]
-    level = round(100 * (1 - 2 * report.parameters["alpha"]))
-    layout = {"margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "legend": {"orientation": "h", "y": -0.25}}
-    forest = go.Figure()
+
+def as_svg(figure: Any) -> str:
+    """`figure` as an SVG document (no date in it: the same figure gives the same text)."""
+    buffer = io.StringIO()
+    with _style():
+        figure.savefig(buffer, format="svg", metadata={"Date": None})
+    return buffer.getvalue()
+
+
+def svg_figures(report: Report) -> dict[str, str]:
+    """:func:`figures` as SVG documents, by name."""
+    return {name: as_svg(figure) for name, figure in figures(report).items()}
+
+
+def _level(report: Report) -> int:
+    return round(100 * (1 - 2 * report.parameters["alpha"]))
+
+
+def _forest(report: Report) -> Any:
+    """Per quality dimension: the crossed model's and the per-pair TOST's estimate and interval, on the
+    margin's band (one band, or one per dimension on its row)."""
+    v, level = report.validation, _level(report)
+    dimensions = list(dict.fromkeys([*v.crossed["dimension"], *v.equivalence["dimension"]]))
+    ax = _axes(
+        "Chosen − rejected, by dimension", "chosen − rejected (points)", "dimension",
+        height=1.9 + 0.5 * len(dimensions),
+    )  # fmt: skip
+    rows = _rows(ax, [str(d) for d in dimensions])
     own = report.parameters.get("margins")
     if own is None:
-        forest.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.6, line_width=0, layer="below")
-    for row, (item, m) in enumerate((own or {}).items()):  # a band per dimension, on its row
-        forest.add_shape(
-            type="rect", x0=-m, x1=m, y0=row - 0.45, y1=row + 0.45, yref="y", fillcolor="#d3f9d8",
-            opacity=0.6, line_width=0, layer="below", name=f"margin {item}",
-        )  # fmt: skip
-    for table, name, color in (
-        (v.crossed, f"crossed model, {level}% CI (verdict)", "#3b5bdb"),
-        (v.equivalence, f"per-pair TOST, {level}% CI (this panel)", "#868e96"),
+        margin = report.parameters["margin"]
+        ax.axvspan(-margin, margin, color=BAND, alpha=0.8, lw=0, label=f"margin ±{margin:g}")
+    for item, m in (own or {}).items():  # a band per dimension, on its row
+        row = rows.get(str(item))
+        if row is not None:
+            ax.fill_betweenx(
+                [row - 0.45, row + 0.45], -m, m, color=BAND, alpha=0.8, lw=0, gid=f"margin {item}"
+            )
+    for (table, name, color), offset in zip(
+        (
+            (v.crossed, f"crossed model, {level}% CI (verdict)", CROSSED),
+            (v.equivalence, f"per-pair TOST, {level}% CI (this panel)", PANEL),
+        ),
+        _offsets(2),
+        strict=True,
     ):
+        where = table["dimension"].astype(str).map(rows).to_numpy(dtype=float) + offset
         low, high = (
             _clipped(report, table, "ci_low", "dimension"),
             _clipped(report, table, "ci_high", "dimension"),
         )
-        forest.add_trace(
-            go.Scatter(
-                x=table["estimate"],
-                y=table["dimension"],
-                mode="markers",
-                marker={"size": 10, "color": color},
-                error_x=_interval_bars(table["estimate"], low, high),
-                name=name,
-                offsetgroup=name,
-            )
-        )
-    forest.add_vline(x=0, line_dash="dot")
-    forest.update_layout(
-        title="Chosen − rejected, by dimension",
-        xaxis_title="chosen − rejected (points)",
-        yaxis_title="dimension",
-        height=360,
-        showlegend=True,
-        scattermode="group",
-        **layout,
-    )
-    dist = go.Figure()
+        _intervals(ax, where, table["estimate"], low, high, color=color, label=name)
+    ax.axvline(0, color="#495057", linestyle=":", linewidth=1)
+    _legend_below(ax)
+    return ax.figure
+
+
+def _differences(report: Report) -> Any:
+    """Per quality dimension, how many pairs have each mean difference (bins shared by all dimensions)."""
+    v = report.validation
+    ax = _axes("Per-pair differences", "pair mean, chosen − rejected (points)", "pairs", height=3.6)
+    ax.grid(axis="y")
     columns = list(v.pair_means)
     values = [v.pair_means[c]["diff"].to_numpy(dtype=float) for c in columns]
     finite = np.concatenate([x[np.isfinite(x)] for x in values]) if values else np.array([0.0])
     edges = np.histogram_bin_edges(finite if finite.size else [0.0], bins=25)
     for name, column_values in zip(columns, values, strict=True):  # binned: small for 100k pairs
         counts, _ = np.histogram(column_values[np.isfinite(column_values)], bins=edges)
-        dist.add_trace(
-            go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges), name=name, opacity=0.6)
-        )
-    dist.update_layout(
-        barmode="overlay",
-        title="Per-pair differences",
-        height=360,
-        xaxis_title="pair mean, chosen − rejected (points)",
-        yaxis_title="pairs",
-        **layout,
-    )
-    categories = _category_figure(report, go, level, margin)
-    pref = v.preference.iloc[0]
-    preference = go.Figure(
-        go.Bar(
-            x=["chosen", "tie", "rejected"],
-            y=[pref["n_chosen"], pref["n_ties"], pref["n_rejected"]],
-            marker_color=["#2f9e44", "#adb5bd", "#e03131"],
-        )
-    )
-    preference.update_layout(
-        title=f"Preferred response (share {pref['rate']:.2f})",
-        xaxis_title="preferred response",
-        yaxis_title="judgments",
-        height=340,
-        **layout,
-    )
-    ag = report.agreement
-    agreement = go.Figure(
-        go.Scatter(
-            x=ag["krippendorff_alpha"],
-            y=ag["item"],
-            mode="markers",
-            marker={"size": 11},
-            error_x=_interval_bars(
-                ag["krippendorff_alpha"],
-                ag["krippendorff_alpha_ci_low"].clip(-1, 1),
-                ag["krippendorff_alpha_ci_high"].clip(-1, 1),
-            ),
-        )
-    )
+        ax.bar(edges[:-1], counts, width=np.diff(edges), align="edge", alpha=0.6, label=str(name))
+    _legend_below(ax, 4)
+    return ax.figure
+
+
+def _preference(report: Report) -> Any:
+    """Judgments preferring chosen, tied, preferring rejected (counts written on the bars)."""
+    pref = report.validation.preference.iloc[0]
+    ax = _axes(
+        f"Preferred response (share {pref['rate']:.2f})", "preferred response", "judgments",
+        height=3.4, width=WIDE / 2 + 0.5,
+    )  # fmt: skip
+    ax.grid(axis="y")
+    counts = [float(pref["n_chosen"]), float(pref["n_ties"]), float(pref["n_rejected"])]
+    bars = ax.bar(["chosen", "tie", "rejected"], counts, color=["#2f9e44", "#adb5bd", "#e03131"])
+    ax.bar_label(bars, labels=[f"{c:,.0f}" for c in counts], padding=2)
+    ax.margins(y=0.12)
+    return ax.figure
+
+
+def _agreement(report: Report) -> Any:
+    """Krippendorff's alpha per item with its interval, beside the study's threshold and 0.667."""
+    ag, level = report.agreement, _level(report)
+    ax = _axes(
+        f"Agreement, {level}% CI", "Krippendorff's alpha (1 perfect, 0 chance)", "item",
+        height=1.9 + 0.4 * len(ag), width=WIDE / 2 + 0.5,
+    )  # fmt: skip
+    rows = _rows(ax, [str(item) for item in ag["item"]])
+    low, high = ag["krippendorff_alpha_ci_low"].clip(-1, 1), ag["krippendorff_alpha_ci_high"].clip(-1, 1)
+    where = ag["item"].astype(str).map(rows).to_numpy(dtype=float)
+    _intervals(ax, where, ag["krippendorff_alpha"], low, high, color=CROSSED)
     threshold = report.parameters["reliability_threshold"]
-    agreement.add_vline(x=threshold, line_dash="dot", annotation_text=f"threshold {threshold:g}")
-    agreement.add_vline(x=0.667, line_dash="dot", annotation_text="0.667")
-    agreement.update_layout(
-        title=f"Agreement, {level}% CI",
-        xaxis_title="Krippendorff's alpha (1 perfect, 0 chance)",
-        yaxis_title="item",
-        height=340,
-        xaxis_range=axis_range(
-            [ag["krippendorff_alpha"], ag["krippendorff_alpha_ci_low"].clip(-1, 1)], low=-0.2, high=1
-        ),
-        **layout,
-    )
-    return {
-        "forest": forest,
-        "differences": dist,
-        "categories": categories,
-        "preference": preference,
-        "agreement": agreement,
-    }
+    ax.axvline(threshold, color="#e03131", linestyle=":", linewidth=1.2, label=f"threshold {threshold:g}")
+    ax.axvline(0.667, color="#495057", linestyle="--", linewidth=1, label="0.667")
+    ax.set_xlim(axis_range([ag["krippendorff_alpha"], low], low=-0.2, high=1))
+    _legend_below(ax)
+    return ax.figure
 
 
-def _category_figure(report: Report, go: Any, level: int, margin: float) -> Any:
+def _categories(report: Report) -> Any:
     """Per category and item: the mean difference, its interval clipped to the possible range, and a
     hollow "too few pairs" point (no interval) where a category has fewer than MIN_CATEGORY_PAIRS."""
-    cat = report.categories
-    figure = go.Figure()
+    cat, level = report.categories, _level(report)
     if cat.empty:
-        figure.update_layout(title="By category: no categories", height=200)
-        return figure
+        ax = _axes("By category: no categories", "chosen − rejected (points)", "category", height=1.6)
+        ax.set_yticks([])
+        return ax.figure
     counts = cat.groupby("category", sort=False)["n_pairs"].max()
     names = {
         c: f"{c} (n={int(n)}{', too few pairs' if n < MIN_CATEGORY_PAIRS else ''})" for c, n in counts.items()
     }
-    for item, g in cat.groupby("item", sort=False):
+    ax = _axes(
+        f"By category, {level}% CI", "chosen − rejected (points)", "category (pairs)",
+        height=max(3.4, 0.45 * len(names) + 2.0),
+    )  # fmt: skip
+    _rows(ax, [textwrap.fill(name, 24) for name in names.values()])
+    row_of = {category: row for row, category in enumerate(names)}
+    legend = []
+    if "margins" not in report.parameters:  # items with their own margins share no band
+        margin = report.parameters["margin"]
+        legend.append(ax.axvspan(-margin, margin, color=BAND, alpha=0.6, lw=0, label=f"margin ±{margin:g}"))
+    groups = list(cat.groupby("item", sort=False))
+    colors = [f"C{i % 10}" for i in range(len(groups))]  # matplotlib's default cycle
+    for (item, g), offset, color in zip(groups, _offsets(len(groups)), colors, strict=True):
         limit = difference_range(report, str(item))
         enough = g[g["n_pairs"] >= MIN_CATEGORY_PAIRS]
         few = g[g["n_pairs"] < MIN_CATEGORY_PAIRS]
-        trace = go.Scatter(
-            x=enough["estimate"],
-            y=enough["category"].map(names),
-            mode="markers",
-            name=str(item),
-            legendgroup=str(item),
-            offsetgroup=str(item),
-            error_x=_interval_bars(
-                enough["estimate"],
-                enough["ci_low"].clip(-limit, limit),
-                enough["ci_high"].clip(-limit, limit),
-            ),
+        where = enough["category"].map(row_of).to_numpy(dtype=float) + offset
+        low, high = enough["ci_low"].clip(-limit, limit), enough["ci_high"].clip(-limit, limit)
+        _intervals(ax, where, enough["estimate"], low, high, color=color, gid=f"item {item}")
+        ax.plot(
+            few["estimate"].to_numpy(dtype=float), few["category"].map(row_of).to_numpy(dtype=float) + offset,
+            "o", markerfacecolor="none", color=color, gid=f"too few pairs {item}",
+        )  # fmt: skip
+        legend.append(Line2D([], [], marker="o", linestyle="", color=color, label=str(item)))
+    if (cat["n_pairs"] < MIN_CATEGORY_PAIRS).any():
+        label = "too few pairs: no interval"
+        legend.append(
+            Line2D([], [], marker="o", linestyle="", markerfacecolor="none", color=PANEL, label=label)
         )
-        figure.add_trace(trace)
-        if not few.empty:
-            figure.add_trace(
-                go.Scatter(
-                    x=few["estimate"],
-                    y=few["category"].map(names),
-                    mode="markers",
-                    marker={"symbol": "circle-open", "size": 9},
-                    name=f"{item} (too few pairs: no interval)",
-                    legendgroup=str(item),
-                    offsetgroup=str(item),
-                )
-            )
-    if "margins" not in report.parameters:  # items with their own margins share no band
-        figure.add_vrect(x0=-margin, x1=margin, fillcolor="#d3f9d8", opacity=0.4, line_width=0, layer="below")
+    _legend_below(ax, 3, legend)
     width = difference_range(report, "")
-    figure.update_layout(
-        title=f"By category, {level}% CI",
-        xaxis_title="chosen − rejected (points)",
-        yaxis_title="category (pairs)",
-        xaxis_range=[-width - 0.2, width + 0.2],
-        height=max(340, 40 * cat["category"].nunique() + 160),
-        scattermode="group",
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        legend={"orientation": "h", "y": -0.12},
-    )
-    return figure
+    ax.set_xlim(-width - 0.2, width + 0.2)
+    return ax.figure

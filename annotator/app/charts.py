@@ -1,6 +1,6 @@
-"""Charts drawn with ECharts (Streamlit's `st.echarts_chart`) where plotly's browser code would cost a
-page its first draw: ECharts' code is a quarter of plotly's, and the Progress page, where a researcher
-lands after logging in, would otherwise load and compile plotly before it is drawn."""
+"""Charts drawn with ECharts (Streamlit's `st.echarts_chart`): the Progress page's judgments over time,
+which changes with every visit. Its browser code (1.2 MB) is a quarter of plotly's, so the page where a
+researcher lands after logging in is drawn without loading a large chart module first."""
 
 from typing import Any
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from analysis.render import figures, format_for, methods_paragraph
+from analysis.render import format_for, methods_paragraph, svg_figures
 from analysis.report import Report
 from annotator.app import stored_view, waiting
 from annotator.people.authorization import Account
@@ -33,7 +33,7 @@ class Published:
     """A report with its figures and its publishable forms (each made once, when first asked for)."""
 
     report: Report
-    plots: dict[str, Any] = field(default_factory=dict)
+    plots: dict[str, str] = field(default_factory=dict)  # the figures as SVG, by name
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     _files: dict[str, bytes] = field(default_factory=dict, repr=False)
@@ -50,6 +50,11 @@ class Published:
         return methods_paragraph(self.report)
 
 
+def publish(report: Report) -> Published:
+    """`report` with its figures drawn (SVG)."""
+    return Published(report, svg_figures(report))
+
+
 def _compute(
     engine: Engine, study: str, categories: tuple[str, ...], annotators: tuple[str, ...], account: Account
 ) -> Published:
@@ -57,7 +62,7 @@ def _compute(
         report = study_report(
             session, study=study, categories=categories, annotators=annotators, account=account
         )
-    return Published(report, figures(report))
+    return publish(report)
 
 
 def request(
@@ -79,7 +84,8 @@ def _stored(compute: Callable[..., Published], version: tuple[int, ...]) -> Call
 
     def run(engine: Engine, study: str, *args: Any) -> Published:
         published = compute(engine, study, *args)
-        stored_view.store(engine, study, "report", stored_results.encode_version(version), published.report)
+        value = (published.report, published.plots)  # what stored_results.compute("report") gives
+        stored_view.store(engine, study, "report", stored_results.encode_version(version), value)
         return published
 
     return run

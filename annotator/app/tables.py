@@ -72,7 +72,8 @@ def show_table(
         st.dataframe(styled, hide_index=True, width="stretch", key=key)
 
 
-def show_plot(figure: Any, caption: str, *, key: str | None = None) -> None:
-    """A plotly figure (it carries its own title and axis labels) and the caption saying what it shows."""
-    st.plotly_chart(figure, width="stretch", key=key, config={"displaylogo": False})
+def show_plot(svg: str, caption: str) -> None:
+    """A figure as an SVG image (it carries its own title and axis labels; the caption is its text
+    alternative) and the caption saying what it shows."""
+    st.image(svg, alt=caption)
     st.caption(caption)

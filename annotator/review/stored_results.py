@@ -3,7 +3,8 @@ stored with the data version they cover, so that a page opens at once with them 
 they cover.
 
 Two kinds: ``report`` (:func:`annotator.review.study_report.study_report` over the whole study, the
-same call as ``annotator analyze``) and ``adjudication`` (the cleaning list and the queue built from
+same call as ``annotator analyze``, with its figures drawn as SVG, so that no visit draws them) and
+``adjudication`` (the cleaning list and the queue built from
 it). A study's first result is stored by the page that computed it; from then on the report worker
 (:mod:`annotator.review.report_worker`) keeps it up to date. The result is pickled by this module and
 read back only by it: in the table on PostgreSQL, in a file beside the database on SQLite (the table
@@ -76,11 +77,14 @@ def current_version(session: Session, *, study: str, kind: str) -> str:
 
 
 def compute(session: Session, *, study: str, kind: str) -> Any:
-    """The result of `kind` on the current data: the Report, or (cleaning list, queue)."""
+    """The result of `kind` on the current data: (the Report, its figures as SVG), or (cleaning list,
+    queue)."""
+    from analysis.render import svg_figures
     from annotator.review import adjudication_queue, study_report
 
     if kind == "report":
-        return study_report.study_report(session, study=study, account=SYSTEM)
+        report = study_report.study_report(session, study=study, account=SYSTEM)
+        return report, svg_figures(report)
     evidence = adjudication_queue.study_evidence(session, study=study, account=SYSTEM)
     return evidence, adjudication_queue.queue(session, study=study, account=SYSTEM, evidence=evidence)
 

@@ -258,12 +258,15 @@ def open_expander(page: Any, label: str, shows: Any) -> None:
     wait_idle(page)
 
 
-#: True once the page's lazily loaded elements are drawn: no loading skeleton, every plotly chart has
-#: its SVG, every ECharts chart its SVG or canvas and every data grid its canvas.
+#: True once the page's lazily loaded elements are drawn: no loading skeleton, every image (the
+#: report's figures) decoded, every ECharts chart with its SVG or canvas and every data grid its canvas.
 DRAWN = """() => !document.querySelector('[data-testid="stSkeleton"]')
-  && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'))
+  && [...document.querySelectorAll('[data-testid="stImage"] img')].every(i => i.complete && i.naturalWidth)
   && [...document.querySelectorAll('[data-testid=stEChartsChart]')].every(c => c.querySelector('svg, canvas'))
   && [...document.querySelectorAll('[data-testid="stDataFrame"]')].every(d => d.querySelector('canvas'))"""
+
+#: True once every figure of an HTML report (an SVG image) is decoded.
+FIGURES_DRAWN = "() => [...document.querySelectorAll('figure img')].every(i => i.complete && i.naturalWidth)"
 
 
 def wait_drawn(page: Any, *, timeout_ms: float | None = None) -> None:

@@ -17,7 +17,6 @@ from analysis.render import (
     cleaning_title,
     crossed_table,
     figure_captions,
-    figures,
     judge_sections,
     owner_sections,
     prediction_powered_sections,
@@ -57,9 +56,13 @@ def cached_filter_options(
 
 @st.cache_resource(max_entries=2, show_spinner="Reading the latest stored report...")
 def stored_published(url: str, stamp: str, _stored: stored_results.Stored) -> report_cache.Published | None:
-    """The stored report with its figures, made once per stored version for the whole server."""
-    report = stored_view.read(_stored)
-    return None if report is None else report_cache.Published(report, figures(report))
+    """The stored report with its figures, read once per stored version for the whole server (a report
+    stored without its figures, by an earlier version, gets them drawn here)."""
+    value = stored_view.read(_stored)
+    if value is None or isinstance(value, Report):
+        return None if value is None else report_cache.publish(value)
+    report, plots = value
+    return report_cache.Published(report, plots)
 
 
 def computed(key: report_cache.Key, account: Account) -> report_cache.Published:
@@ -129,7 +132,7 @@ def downloads(published: report_cache.Published, study: str, filtered: bool) -> 
         + study.replace("`", "")
         + "`"
         + (" with the filters above applied." if filtered else ".")
-        + " The HTML file opens offline (plotly is inside it)."
+        + " The HTML file opens offline (its figures are inside it)."
     )
     name = study + ("-filtered" if filtered else "")
     columns = st.columns(len(REPORT_FORMATS))
@@ -204,22 +207,22 @@ def main() -> None:
             )
         downloads(published, study, bool(chosen_categories or chosen_annotators))
         st.header("Equivalence on general quality")
-        show_plot(plots["forest"], captions["forest"], key="plot_forest")
+        show_plot(plots["forest"], captions["forest"])
         st.subheader("Crossed random-effects model (the verdict: pairs and annotators in general)")
         show_table(crossed_table(report), CROSSED_COLUMNS)
         st.subheader("Per-pair TOST, conditional on this panel of annotators")
         show_table(report.validation.equivalence, EQUIVALENCE_COLUMNS)
-        show_plot(plots["differences"], captions["differences"], key="plot_differences")
+        show_plot(plots["differences"], captions["differences"])
         st.subheader("Share of pairs whose true gap lies beyond the margin (upper bound against the maximum)")
         show_table(report.validation.broken, key="validation_broken")
         st.header("Preference and agreement")
         left, right = st.columns(2)
         with left:
-            show_plot(plots["preference"], captions["preference"], key="plot_preference")
+            show_plot(plots["preference"], captions["preference"])
         with right:
-            show_plot(plots["agreement"], captions["agreement"], key="plot_agreement")
+            show_plot(plots["agreement"], captions["agreement"])
         st.header("By category")
-        show_plot(plots["categories"], captions["categories"], key="plot_categories")
+        show_plot(plots["categories"], captions["categories"])
         st.header("Rubric alignment and preference")
         st.subheader("Over pairs and annotators (the verdicts)")
         show_table(report.validation.rubric_crossed, key="validation_crossed_rubric")
