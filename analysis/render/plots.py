@@ -15,11 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
 from analysis.report import Report
 from analysis.scale import report_scales
@@ -136,12 +133,16 @@ WIDE = 5.8  # inches: a figure across the page (narrow enough that a phone shrin
 
 @contextmanager
 def _style() -> Iterator[None]:
+    import matplotlib  # when a figure is drawn: a page showing stored figures never imports it
+
     with _drawing, matplotlib.rc_context(_STYLE):  # type: ignore[arg-type]
         yield
 
 
 def _axes(title: str, xlabel: str, ylabel: str, *, height: float, width: float = WIDE) -> Any:
     """A new figure's one axes, with its title and axis labels."""
+    from matplotlib.figure import Figure
+
     ax = Figure(figsize=(width, height), layout="constrained").add_subplot()
     ax.set_title(title)
     ax.set_xlabel(xlabel)
@@ -307,6 +308,8 @@ def _agreement(report: Report) -> Any:
 def _categories(report: Report) -> Any:
     """Per category and item: the mean difference, its interval clipped to the possible range, and a
     hollow "too few pairs" point (no interval) where a category has fewer than MIN_CATEGORY_PAIRS."""
+    from matplotlib.lines import Line2D
+
     cat, level = report.categories, _level(report)
     if cat.empty:
         ax = _axes("By category: no categories", "chosen − rejected (points)", "category", height=1.6)
