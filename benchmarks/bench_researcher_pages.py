@@ -147,9 +147,7 @@ def store_results(url: str) -> None:
         with db.session_scope(engine) as session:
             study = session.exec(select(Study.name)).one()
             version = stored_results.current_version(session, study=study, kind=kind)
-            value = stored_results.compute(session, study=study, kind=kind)
-        with db.session_scope(engine) as session:
-            stored_results.save(session, study=study, kind=kind, version=version, value=value)
+        stored_results.compute_and_save(engine, study=study, kind=kind, version=version)
     engine.dispose()
 
 

@@ -42,8 +42,7 @@ def as_json(report: object) -> object:
 def store_now(engine: Engine, kind: str) -> None:
     with db.session_scope(engine) as session:
         version = stored_results.current_version(session, study=STUDY, kind=kind)
-        value = stored_results.compute(session, study=STUDY, kind=kind)
-        stored_results.save(session, study=STUDY, kind=kind, version=version, value=value)
+    stored_results.compute_and_save(engine, study=STUDY, kind=kind, version=version)
 
 
 def stored(engine: Engine, kind: str) -> tuple[stored_results.Stored, object]:

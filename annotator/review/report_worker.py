@@ -93,10 +93,7 @@ def keep_once(url: str, keeper: Keeper, now: float) -> int:
                 current = stored_results.current_version(session, study=study, kind=kind)
             if not keeper.due(key, current, stored, now):
                 continue
-            with db.session_scope(engine) as session:
-                value = stored_results.compute(session, study=study, kind=kind)
-            with db.session_scope(engine) as session:
-                stored_results.save(session, study=study, kind=kind, version=current, value=value)
+            stored_results.compute_and_save(engine, study=study, kind=kind, version=current)
             keeper.pending.pop(key, None)
             stored_count += 1
         except Exception as exc:  # one line, then wait for the data to change

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import delete, func, select
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
 from annotator.people.authorization import SYSTEM, Account, require_role
@@ -228,6 +229,15 @@ def save(session: Session, *, study: str, kind: str, version: str, value: Any) -
             payload=payload,
         )
     )
+
+
+def compute_and_save(engine: Engine, *, study: str, kind: str, version: str) -> None:
+    """Compute `kind` of `study` and store it as covering `version`, read before the computation: a
+    write made while it runs leaves the stored result stale (recomputed later), never mislabelled."""
+    with db.session_scope(engine) as session:
+        value = compute(session, study=study, kind=kind)
+    with db.session_scope(engine) as session:
+        save(session, study=study, kind=kind, version=version, value=value)
 
 
 def watched(session: Session) -> list[tuple[str, str, str]]:
