@@ -84,12 +84,12 @@ def test_static_table_cells_render_as_typed(text: str) -> None:
 # -------------------------------------------------------------------------------------------- plots
 
 
-def _category_report() -> object:
+def _category_report(big: str = "big") -> object:
     frame = simulate_frame(np.random.default_rng(5), SimDesign(n_pairs=14), SimEffects(noise=1.2))
     pairs = sorted(frame["pair_id"].unique())
-    # "big": 10 pairs (an interval), "one" and "two": 1 and 2 pairs (too few for one).
-    kinds = dict.fromkeys(pairs[:10], "big") | {pairs[10]: "one"} | dict.fromkeys(pairs[11:13], "two")
-    kinds[pairs[13]] = "big"
+    # `big`: 10 pairs (an interval), "one" and "two": 1 and 2 pairs (too few for one).
+    kinds = dict.fromkeys(pairs[:10], big) | {pairs[10]: "one"} | dict.fromkeys(pairs[11:13], "two")
+    kinds[pairs[13]] = big
     frame["category"] = frame["pair_id"].map(kinds)
     return build_report(frame, study="x", settings=ReportSettings(n_boot=50))
 
@@ -118,6 +118,25 @@ def test_every_plot_has_a_title_axis_labels_and_a_caption() -> None:
         assert ax.get_title(loc="left"), name
         assert ax.get_xlabel() and ax.get_ylabel(), name
         assert len(captions[name]) > 40, name
+
+
+def test_no_text_of_a_figure_leaves_it() -> None:
+    """Titles, axis labels, tick labels and legends lie inside their figure (none cut at its edge)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from analysis.render import plots
+
+    report = _category_report("a category whose name goes on and on " * 4)
+    for name, figure in figures(report).items():  # type: ignore[arg-type]
+        with plots._style():  # the settings the figures are saved with
+            FigureCanvasAgg(figure).draw()
+            renderer = figure.canvas.get_renderer()
+            box = figure.bbox
+            parts = [ax.get_tightbbox(renderer) for ax in figure.axes]  # with its drawn labels and title
+            parts += [legend.get_window_extent(renderer) for legend in figure.legends]
+            for part in parts:
+                assert box.x0 - 1 <= part.x0 and part.x1 <= box.x1 + 1, (name, part, box)
+                assert box.y0 - 1 <= part.y0 and part.y1 <= box.y1 + 1, (name, part, box)
 
 
 def test_figures_draw_hostile_names_as_plain_text() -> None:

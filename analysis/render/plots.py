@@ -171,6 +171,14 @@ def _intervals(
     )  # fmt: skip
 
 
+def _label(text: str, width: int = 24, lines: int = 3) -> str:
+    """`text` wrapped at `width` characters, cut short (with "…") past `lines` lines."""
+    wrapped = textwrap.wrap(text, width) or [""]
+    if len(wrapped) > lines:
+        wrapped = [*wrapped[: lines - 1], wrapped[lines - 1][: width - 1] + "…"]
+    return "\n".join(wrapped)
+
+
 def _offsets(n: int, spread: float = 0.3) -> np.ndarray:
     """Where `n` series sit within a row (side by side, centred)."""
     return np.linspace(-spread / 2, spread / 2, n) if n > 1 else np.zeros(1)
@@ -290,7 +298,7 @@ def _agreement(report: Report) -> Any:
     """Krippendorff's alpha per item with its interval, beside the study's threshold and 0.667."""
     ag, level = report.agreement, _level(report)
     ax = _axes(
-        f"Agreement, {level}% CI", "Krippendorff's alpha (1 perfect, 0 chance)", "item",
+        f"Agreement, {level}% CI", "Krippendorff's alpha\n(1 perfect, 0 chance)", "item",
         height=1.9 + 0.4 * len(ag), width=WIDE / 2 + 0.5,
     )  # fmt: skip
     rows = _rows(ax, [str(item) for item in ag["item"]])
@@ -321,9 +329,9 @@ def _categories(report: Report) -> Any:
     }
     ax = _axes(
         f"By category, {level}% CI", "chosen − rejected (points)", "category (pairs)",
-        height=max(3.4, 0.45 * len(names) + 2.0),
+        height=max(3.4, 0.55 * len(names) + 2.0),
     )  # fmt: skip
-    _rows(ax, [textwrap.fill(name, 24) for name in names.values()])
+    _rows(ax, [_label(name) for name in names.values()])
     row_of = {category: row for row, category in enumerate(names)}
     legend = []
     if "margins" not in report.parameters:  # items with their own margins share no band
