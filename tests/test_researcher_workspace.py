@@ -2,6 +2,7 @@
 settings validated as the CLI validates them, assign with a preview, the report downloads (the same
 numbers as `annotator analyze`), and the adjudication queue at 80 columns."""
 
+import base64
 import csv
 import html
 import io
@@ -137,6 +138,25 @@ def test_no_text_of_a_figure_leaves_it() -> None:
             for part in parts:
                 assert box.x0 - 1 <= part.x0 and part.x1 <= box.x1 + 1, (name, part, box)
                 assert box.y0 - 1 <= part.y0 and part.y1 <= box.y1 + 1, (name, part, box)
+
+
+def test_the_html_download_embeds_the_figures_the_page_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page's HTML report takes the figures already drawn (stored with the report): none is drawn
+    again."""
+    from analysis.render import as_html
+
+    report = _category_report()
+    drawn = {
+        name: f"<svg xmlns='http://www.w3.org/2000/svg' id='{name}'/>" for name in figure_captions(report)
+    }  # type: ignore[arg-type]
+
+    def no_drawing(_: object) -> None:
+        raise AssertionError("the figures were drawn again")
+
+    monkeypatch.setattr(as_html, "svg_figures", no_drawing)
+    page = report_cache.Published(report, drawn).file("html").decode()  # type: ignore[arg-type]
+    for svg in drawn.values():
+        assert base64.b64encode(svg.encode()).decode() in page
 
 
 def test_figures_draw_hostile_names_as_plain_text() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -94,13 +94,14 @@ def _section(title: str, content: str, *, opened: bool = False, rows: int = 0) -
     )
 
 
-def to_html(report: Report) -> str:
-    """A self-contained HTML report (its figures are SVG images inside it; opens offline, no script)."""
+def to_html(report: Report, figures: Mapping[str, str] | None = None) -> str:
+    """A self-contained HTML report (its figures are SVG images inside it; opens offline, no script);
+    `figures`: the report's figures already drawn (:func:`svg_figures`), else they are drawn here."""
     captions = figure_captions(report)
     plots = {  # each figure an SVG image of its own (its ids cannot meet another figure's)
         name: f"<figure><img src='data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()}' "
         f"alt='{html.escape(captions[name])}'><figcaption>{html.escape(captions[name])}</figcaption></figure>"
-        for name, svg in svg_figures(report).items()
+        for name, svg in (figures or svg_figures(report)).items()
     }
     v = report.validation
     verdicts = "".join(

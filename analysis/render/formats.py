@@ -8,7 +8,6 @@ from pathlib import PurePath
 from analysis.render.as_html import to_html
 from analysis.render.as_json import json_text
 from analysis.render.as_markdown import to_markdown
-from analysis.report import Report
 
 __all__ = ["REPORT_FORMATS", "ReportFormat", "format_for", "format_of_file"]
 
@@ -16,18 +15,22 @@ __all__ = ["REPORT_FORMATS", "ReportFormat", "format_for", "format_of_file"]
 @dataclass(frozen=True)
 class ReportFormat:
     """One way to publish the report: its name (the CLI option `--NAME`), the download's title, the
-    file suffix, the MIME type, what the CLI option writes, and the renderer."""
+    file suffix, the MIME type, what the CLI option writes, and the renderer (which, when
+    `takes_figures`, also takes the report's figures already drawn, so they are not drawn again)."""
 
     name: str
     title: str
     suffix: str
     mime: str
     help: str
-    render: Callable[[Report], str]
+    render: Callable[..., str]
+    takes_figures: bool = False
 
 
 REPORT_FORMATS: tuple[ReportFormat, ...] = (
-    ReportFormat("html", "HTML report", "html", "text/html", "Write the self-contained HTML report", to_html),
+    ReportFormat(
+        "html", "HTML report", "html", "text/html", "Write the self-contained HTML report", to_html, True
+    ),
     ReportFormat("json", "JSON report", "json", "application/json", "Write every number as JSON", json_text),
     ReportFormat(
         "markdown", "Markdown report", "md", "text/markdown", "Write the report as Markdown", to_markdown

@@ -42,7 +42,9 @@ class Published:
         """The report in the registered format `name` (analysis.render.REPORT_FORMATS), made once."""
         with self._lock:
             if name not in self._files:
-                self._files[name] = format_for(name).render(self.report).encode("utf-8")
+                fmt = format_for(name)
+                text = fmt.render(self.report, self.plots) if fmt.takes_figures else fmt.render(self.report)
+                self._files[name] = text.encode("utf-8")
             return self._files[name]
 
     @functools.cached_property
