@@ -129,37 +129,37 @@ def annotator_progress(session: Session, *, study: str, account: Account) -> pd.
     return table[PROGRESS_COLUMNS]
 
 
-def _assigned_per_pair(study_id: int) -> Any:
-    """A subquery: pair_id and n, the assignments of each pair of the study that has any."""
-    return (
-        sql_select(col(Assignment.pair_id).label("pair_id"), func.count().label("n"))
-        .where(col(Assignment.study_id) == study_id)
-        .group_by(col(Assignment.pair_id))
-        .subquery()
-    )
-
-
 def pair_counts(session: Session, *, study: str, account: Account) -> dict[str, int]:
     """The study's pairs and how many are complete, counted in the database: every assignment done
     and at least one. In a crowd study (items assigned as workers arrive) a main pair also needs the
-    study's overlap of judgments; a pair nobody has yet is never complete."""
+    study's overlap of judgments; a pair nobody has yet is never complete. Each pair's assignments are
+    counted in the pair index, one lookup per pair, once (a materialized CTE)."""
     study_id = id_of(_researchers_study(session, study, account))
     config = study_config(session, study_id)
     floor = config.analysis.overlap if config.crowd.platform else 1
-    assigned = _assigned_per_pair(study_id)
-    n_assigned = func.coalesce(assigned.c.n, 0)
+    per_pair = (
+        sql_select(
+            col(Pair.n_done).label("done"),
+            (col(Pair.control) != "").label("control"),
+            sql_select(func.count())
+            .select_from(Assignment)
+            .where(col(Assignment.pair_id) == col(Pair.id))  # a pair's assignments are all in its study
+            .correlate(Pair)
+            .scalar_subquery()
+            .label("assigned"),
+        )
+        .where(col(Pair.study_id) == study_id)
+        .cte("per_pair")
+        .prefix_with("MATERIALIZED")
+    )
+    assigned = per_pair.c.assigned
     needed = case(
-        (n_assigned > floor, n_assigned),
-        (and_(col(Pair.control) != "", n_assigned >= 1), n_assigned),
+        (assigned > floor, assigned),
+        (and_(per_pair.c.control, assigned >= 1), assigned),
         else_=floor,
     )
-    complete = col(Pair.n_done) >= needed
-    pairs, done = session.execute(
-        sql_select(func.count(col(Pair.id)), func.coalesce(func.sum(case((complete, 1), else_=0)), 0))
-        .select_from(Pair)
-        .outerjoin(assigned, assigned.c.pair_id == Pair.id)
-        .where(col(Pair.study_id) == study_id)
-    ).one()
+    complete = func.coalesce(func.sum(case((per_pair.c.done >= needed, 1), else_=0)), 0)
+    pairs, done = session.execute(sql_select(func.count(), complete).select_from(per_pair)).one()
     return {"pairs": int(pairs), "complete": int(done)}
 
 
