@@ -157,6 +157,20 @@ class Runner:
         return self.cache[key]
 
 
+def pool_plan(design: PoolDesign) -> Plan:
+    """The planner's input for a design: its variance components and the pool of every study."""
+    return Plan(
+        n_pairs=design.n_total,
+        per_pair=PER_PAIR,
+        pool=POOL,
+        margin=design.margin,
+        pair_var=PAIR_SD**2,
+        annotator_var=design.annotator_sd**2,
+        residual_var=NOISE_SD**2,
+        alpha=ALPHA,
+    )
+
+
 def fewer_judgments(run: Runner, design: PoolDesign, corrs: tuple[float, ...], start: int) -> None:
     """People-only n0 (steps of 10) for power 0.8 at gap 0; the judges' power at 0.6 n0; the smallest
     n (steps of 5) with the prediction-powered power >= the people-only power at n0; the planner."""
@@ -174,16 +188,7 @@ def fewer_judgments(run: Runner, design: PoolDesign, corrs: tuple[float, ...], s
         f"useless judge at n0 {useless[:, 1].mean():.4f} (difference {useless[:, 1].mean() - people:+.4f}, "
         f"lambda {useless[:, 2].mean():.3f})"
     )
-    plan = Plan(
-        n_pairs=design.n_total,
-        per_pair=PER_PAIR,
-        pool=POOL,
-        margin=design.margin,
-        pair_var=PAIR_SD**2,
-        annotator_var=design.annotator_sd**2,
-        residual_var=NOISE_SD**2,
-        alpha=ALPHA,
-    )
+    plan = pool_plan(design)
     for corr in corrs:
         n_less = round(0.6 * n0)
         at_less = run.cell(design, "tracking", corr, n_less)
@@ -202,6 +207,32 @@ def fewer_judgments(run: Runner, design: PoolDesign, corrs: tuple[float, ...], s
             f"{100 * (1 - n_eq / n0):.0f}% fewer); planner people / judge {planned.people_pairs} / "
             f"{planned.judge_pairs} ({planned.people_power:.3f} / {planned.judge_power:.3f})",
             flush=True,
+        )
+
+
+def planner_check(run: Runner, design: PoolDesign, corr: float = 0.7) -> None:
+    """What `annotator power --judge` plans for this design (people only, and with a judge correlating
+    `corr`) and the power the report's verdict reaches at those numbers of rated pairs."""
+    plan = pool_plan(design)
+    planned = judge_plan(plan, correlation=corr)
+    floor = 0.8 - 2 * math.sqrt(0.8 * 0.2 / run.studies)
+    for what, n, power, judge, column in (
+        ("people only", planned.people_pairs, planned.people_power, "useless", 0),
+        (f"judge r {corr}", planned.judge_pairs, planned.judge_power, "tracking", 1),
+    ):
+        if n is None:
+            print(f"  margin {design.margin}, annotator SD {design.annotator_sd}, {what}: not reachable")
+            continue
+        measured = run.cell(design, judge, corr if judge == "tracking" else 0.0, n)[:, column].mean()
+        print(
+            f"  margin {design.margin}, annotator SD {design.annotator_sd}, {what}: planned {n} pairs "
+            f"(planned power {power:.4f}), measured {measured:.4f} "
+            f"({'reached' if measured >= floor else 'NOT reached'}: >= 0.8 - 2 MC SE = {floor:.4f})",
+            flush=True,
+        )
+    if planned.people_pairs and planned.judge_pairs:
+        print(
+            f"  planned saving with the judge: {100 * (1 - planned.judge_pairs / planned.people_pairs):.0f}%"
         )
 
 
@@ -228,7 +259,7 @@ def main() -> None:
     parser.add_argument("--studies", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--parts", default="main,annotator03,validity,margin025")
+    parser.add_argument("--parts", default="main,annotator03,validity,margin025,planner")
     parser.add_argument(
         "--no-guard",
         action="store_true",
@@ -243,15 +274,21 @@ def main() -> None:
     )
     run = Runner(args.studies, args.seed, args.workers, not args.no_guard)
     base = PoolDesign(key=1, margin=0.3, annotator_sd=0.1)
+    margin025 = PoolDesign(key=3, margin=0.25, annotator_sd=0.1)
+    annotator03 = PoolDesign(key=4, margin=0.3, annotator_sd=0.3)
     for part in parts:  # in the order given
         if part == "main":
             fewer_judgments(run, base, (0.7, 0.8), 50)
         elif part == "validity":
             validity(run, replace(base, key=2), 30)
         elif part == "margin025":
-            fewer_judgments(run, PoolDesign(key=3, margin=0.25, annotator_sd=0.1), (0.7, 0.8), 70)
+            fewer_judgments(run, margin025, (0.7, 0.8), 70)
         elif part == "annotator03":
-            fewer_judgments(run, PoolDesign(key=4, margin=0.3, annotator_sd=0.3), (0.7,), 80)
+            fewer_judgments(run, annotator03, (0.7,), 80)
+        elif part == "planner":
+            print("\nThe planner's numbers of rated pairs and the power reached there")
+            for design in (base, margin025, annotator03):
+                planner_check(run, design)
         else:
             parser.error(f"unknown part {part!r}")
     print(f"\n{time.time() - t0:.0f} s, load average {os.getloadavg()}")

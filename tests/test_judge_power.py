@@ -8,11 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from analysis.power import Plan
+from analysis.power import Plan, tost_power_at
 from analysis.ppi_power import judge_plan, ppi_design_power
 from analysis.ppi_simulation import Design
 from analysis.ppi_simulation import simulate as simulate_studies
@@ -62,6 +63,27 @@ def test_the_planned_sample_reaches_the_power_in_simulated_studies() -> None:
     )
     power = float(np.mean(simulate_studies(design, 1000, np.random.default_rng(3))["ppi"]))
     assert 0.74 <= power <= 0.9
+
+
+def test_the_pool_designs_power_is_its_model_averaged_over_the_estimated_annotator_variance() -> None:
+    """In a pool design the estimate's spread is the model variance and the interval the guard's, its
+    annotator part on pool - 1 df: the planned power equals a direct simulation of that model."""
+    rng = np.random.default_rng(11)
+    for pool, n, rho, margin in ((20, 40, 0.0, 0.3), (20, 30, 0.7, 0.3), (6, 60, 0.5, 0.25)):
+        plan = Plan(n, 3, pool, margin, pair_var=0.25, annotator_var=0.02, residual_var=0.36)
+        planned, _, _ = ppi_design_power(plan, n_total=5000, correlation=rho)
+        va = plan.annotator_var / pool
+        vr = (plan.pair_var + plan.residual_var / 3) * (1 - rho**2 * (5000 - n) / 5000) / n
+        guard = va + plan.residual_var / (3 * n)
+        draws = 400_000
+        estimate = rng.normal(0.0, math.sqrt(va + vr), draws)
+        a_part = guard * rng.chisquare(pool - 1, draws) / (pool - 1)
+        df_draws = (a_part + vr) ** 2 / (a_part**2 / (pool - 1) + vr**2 / (n - 1))
+        half = stats.t.ppf(0.95, df_draws) * np.sqrt(a_part + vr)
+        simulated = float(np.mean((estimate - half > -margin) & (estimate + half < margin)))
+        assert planned == pytest.approx(simulated, abs=0.004)
+        _, se, df = ppi_design_power(plan, n_total=5000, correlation=rho)
+        assert tost_power_at(plan, se, df) < planned - 0.02  # the guard's SE as the spread: too low
 
 
 @pytest.mark.derived
