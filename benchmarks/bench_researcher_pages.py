@@ -310,7 +310,9 @@ def by_size(
 
 
 def copy_fresh(source: Path, target: Path) -> None:
-    """Copy the SQLite database `source` to `target` (a consistent copy; its stored results go too)."""
+    """Copy the SQLite database `source` to `target` (a consistent copy). Its stored results' files stay
+    behind: their rows then name files that are gone, and the first visit computes anew (``--stored``
+    stores them again before the server starts)."""
     import sqlite3
 
     for stale in (target, Path(f"{target}-wal"), Path(f"{target}-shm")):
