@@ -59,6 +59,8 @@ def ppi_design_power(plan: Plan, *, n_total: int, correlation: float) -> tuple[f
     # the few-annotator guard's moment-based variance adds residual_var / (n per_pair) to the annotator
     # term (its own q - 1 df); the verdict uses the wider of the two intervals
     guard_va = va + plan.residual_var / (n_rated * per_pair)
+    if guard_va + vr <= 0:  # judgments that never vary: the estimate is the true gap
+        return float(abs(plan.true_diff) < plan.margin), 0.0, float(n_rated - 1)
     t_best, se, df = -math.inf, math.nan, math.nan
     for a_part in (va, guard_va):
         total = a_part + vr

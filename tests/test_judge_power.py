@@ -37,6 +37,13 @@ def test_a_useless_or_anti_correlated_judge_needs_the_people_only_sample() -> No
     assert good.judge_power >= 0.8
 
 
+def test_a_pilot_whose_judgments_never_vary_plans_the_fewest_pairs() -> None:
+    for pool in (3, 20):
+        still = Plan(500, 3, pool, 0.3, pair_var=0.0, annotator_var=0.0, residual_var=0.0)
+        assert ppi_design_power(replace(still, n_pairs=10), n_total=500, correlation=0.5) == (1.0, 0.0, 9.0)
+        assert judge_plan(still, correlation=0.5).people_pairs == 2
+
+
 def test_the_plan_is_not_reachable_when_the_annotator_term_dominates() -> None:
     plan = judge_plan(
         Plan(500, 3, 3, 0.3, pair_var=0.25, annotator_var=0.5, residual_var=0.36), correlation=0.9
