@@ -41,6 +41,8 @@ __all__ = [
     "simulated_power",
     "tost_power",
     "tost_power_at",
+    "verdict_interval",
+    "verdict_power",
     "variance_components",
 ]
 
@@ -324,27 +326,27 @@ def crossed_design_se(plan: Plan) -> tuple[float, float]:
 
 
 def design_power(plan: Plan) -> tuple[float, float, float]:
-    """Approximate power of the crossed-model TOST for a planned design, from variance components.
+    """Approximate power of the report's crossed-model TOST for a planned design, from variance
+    components (:func:`verdict_power` with the people's pair part ``pair_var / n + residual_var /
+    (n per_pair)``).
 
     Returns
     -------
     tuple of float
-        ``(power, se, df)``: se and Satterthwaite df from
-        :func:`crossed_design_se`; power =
-        ``F((margin - d)/se - t) - F((-margin - d)/se + t)`` with F the t distribution on df,
-        d the plan's true gap and t its 1 - alpha quantile (the estimate's sampling error; the error
-        of the estimated se is carried only by the df).
+        ``(power, se, df)``: the SE and Satterthwaite df of the interval the verdict uses.
 
     Examples
     --------
     >>> power, se, df = design_power(Plan(n_pairs=80, per_pair=3, pool=20, margin=0.5, pair_var=0.05,
     ...                                   annotator_var=0.04, residual_var=0.8))
     >>> round(power, 3), round(se, 3)
-    (1.0, 0.077)
+    (1.0, 0.096)
     """
     _check(plan.margin, 1.0, plan.alpha)
-    se, df = crossed_design_se(plan)
-    return tost_power_at(plan, se, df), se, df
+    if plan.n_pairs < 2 or plan.per_pair < 1 or plan.pool < plan.per_pair:
+        raise ValueError("need n_pairs >= 2, per_pair >= 1 and pool >= per_pair")
+    pair_part = (plan.pair_var + plan.residual_var / plan.per_pair) / plan.n_pairs
+    return verdict_power(plan, pair_part)
 
 
 def tost_power_at(plan: Plan, se: float, df: float) -> float:
@@ -353,6 +355,64 @@ def tost_power_at(plan: Plan, se: float, df: float) -> float:
     upper = float(stats.t.cdf((plan.margin - plan.true_diff) / se - t_crit, df))
     lower = float(stats.t.cdf((-plan.margin - plan.true_diff) / se + t_crit, df))
     return max(0.0, upper - lower)
+
+
+def verdict_interval(plan: Plan, pair_part: float) -> tuple[float, float, float]:
+    """The estimate's SD and the SE and df of the interval the report's verdict uses, for a planned
+    design whose variance is ``annotator_var / pool + pair_part``: the wider of that model interval and
+    the few-annotator guard's (:func:`analysis.mixed.guarded_se`: ``residual_var / (n per_pair)`` more on
+    the annotator term), df by Satterthwaite with pool - 1 and n - 1 df. Returns ``(sd, se, df)``."""
+    va = plan.annotator_var / plan.pool
+    guard_va = va + plan.residual_var / (plan.n_pairs * plan.per_pair)
+    best = (-math.inf, math.nan, math.nan)
+    for a_part in (va, guard_va):
+        df = _satterthwaite(a_part, pair_part, plan.pool, plan.n_pairs)
+        half = float(stats.t.ppf(1 - plan.alpha, df)) * math.sqrt(a_part + pair_part)
+        if half > best[0]:
+            best = (half, math.sqrt(a_part + pair_part), df)
+    return math.sqrt(va + pair_part), best[1], best[2]
+
+
+def verdict_power(plan: Plan, pair_part: float) -> tuple[float, float, float]:
+    """Power, SE and df of the report's TOST for a planned design (:func:`verdict_interval`).
+
+    With a pool larger than the panel the estimate is normal with the model variance and the interval
+    is the guard's, its annotator part estimated on pool - 1 df: the power averages the TOST over that
+    part's chi-square distribution (within 0.016 of the report's REML verdict in 11 Monte Carlo rows,
+    ``benchmarks/bench_ppi_pool.py``). In a fully crossed panel (pool = per_pair) the interval's SE
+    stands for the estimate's spread too: 0.02-0.04 below the simulated power with 5 annotators, from
+    0.014 below to 0.021 above it with 3 (``benchmarks/bench_ppi.py``).
+    """
+    sd, se, df = verdict_interval(plan, pair_part)
+    if se <= 0:  # judgments that never vary: the estimate is the true gap
+        return float(abs(plan.true_diff) < plan.margin), 0.0, float(plan.n_pairs - 1)
+    if plan.pool > plan.per_pair:
+        guard_va = plan.annotator_var / plan.pool + plan.residual_var / (plan.n_pairs * plan.per_pair)
+        return _pool_power(plan, guard_va, pair_part, spread=sd), se, df
+    return tost_power_at(plan, se, df), se, df
+
+
+def _satterthwaite(a_part: float, rest: float, pool: int, n_pairs: int) -> float:
+    """df of ``a_part + rest`` with pool - 1 df for the annotator part and n - 1 for the rest."""
+    denom = a_part**2 / max(pool - 1, 1) + rest**2 / (n_pairs - 1)
+    return (a_part + rest) ** 2 / denom if pool >= 2 and denom > 0 else float(n_pairs - 1)
+
+
+#: Points of the annotator part's chi-square distribution the pool design's power averages over.
+_QUANTILES = 256
+
+
+def _pool_power(plan: Plan, guard_va: float, rest: float, *, spread: float) -> float:
+    """The TOST's power when the estimate is normal with SD `spread` and the interval is the guard's:
+    its annotator part `guard_va` estimated on pool - 1 df (chi-square; averaged over equally likely
+    quantiles), the rest taken as known, df by Satterthwaite for each value."""
+    df_a = max(plan.pool - 1, 1)
+    a_part = guard_va * stats.chi2.ppf((np.arange(_QUANTILES) + 0.5) / _QUANTILES, df_a) / df_a
+    denom = a_part**2 / df_a + rest**2 / (plan.n_pairs - 1)
+    half = stats.t.ppf(1 - plan.alpha, (a_part + rest) ** 2 / denom) * np.sqrt(a_part + rest)
+    upper = stats.norm.cdf((plan.margin - plan.true_diff - half) / spread)
+    lower = stats.norm.cdf((-plan.margin - plan.true_diff + half) / spread)
+    return float(np.clip(upper - lower, 0.0, None).mean())
 
 
 @dataclass(frozen=True)
@@ -410,7 +470,7 @@ def recommend_design(plan: Plan, *, power: float = 0.8, keep_pairs: bool = False
     >>> rec = recommend_design(Plan(n_pairs=MAX_PAIRS, per_pair=3, pool=MAX_POOL, margin=0.5,
     ...                             pair_var=0.05, annotator_var=0.04, residual_var=0.8))
     >>> rec.pool, rec.n_pairs, rec.per_pair
-    (4, 20, 3)
+    (4, 41, 3)
     """
     if not 0 < power < 1:
         raise ValueError("power must be in (0, 1)")
@@ -516,13 +576,14 @@ def overall_pass_power(plan: PassPlan, *, n_sim: int = 4000, seed: int = 0) -> d
     Notes
     -----
     Each simulated study draws, per item, the statistics the verdicts use: the crossed-model mean
-    (normal around the true effect, SE and Satterthwaite df of :func:`crossed_design_se`)
-    and its estimated SE (scaled chi-square on those df), and for a quality dimension the variance of
-    the per-pair means (scaled chi-square on n_pairs - 1 df) for the share of broken pairs
-    (:func:`analysis.broken_share.broken_share_from`). Quality dimensions get a TOST and the broken-share
-    bound, the rubric and the preference a one-sided test, Holm-adjusted together. Items are drawn
-    independently (quality dimensions are positively correlated in real data, so the power of their
-    intersection is if anything higher). The sample-size, reliability and sensitivity verdicts are
+    (normal around the true effect with the model's SD) and the SE of the verdict's interval (the
+    few-annotator guard's where it is wider, :func:`verdict_interval`; scaled chi-square on its df),
+    and for a quality dimension the variance of the per-pair means (scaled chi-square on n_pairs - 1
+    df) for the share of broken pairs (:func:`analysis.broken_share.broken_share_from`). Quality
+    dimensions get a TOST and the broken-share bound, the rubric and the preference a one-sided test,
+    Holm-adjusted together. Items are drawn independently (quality dimensions are positively
+    correlated in real data, so the power of their intersection is if anything higher). The
+    sample-size, reliability and sensitivity verdicts are
     not simulated: the caller reports them as they stand in the pilot.
 
     Examples
@@ -545,10 +606,10 @@ def overall_pass_power(plan: PassPlan, *, n_sim: int = 4000, seed: int = 0) -> d
     superiority: dict[str, np.ndarray] = {}
     for row in plan.components.to_dict("records"):
         comps = {k: max(float(row[k]), 0.0) for k in ("pair_var", "annotator_var", "residual_var")}
-        se, df = crossed_design_se(
-            Plan(n_pairs, per_pair, plan.pool, margin=0.0, **comps)
-        )  # no margin needed
-        est = float(row["effect"]) + se * rng.standard_normal(n_sim)
+        design = Plan(n_pairs, per_pair, plan.pool, margin=0.0, **comps)  # no margin needed
+        pair_part = (comps["pair_var"] + comps["residual_var"] / per_pair) / n_pairs
+        sd, se, df = verdict_interval(design, pair_part)
+        est = float(row["effect"]) + sd * rng.standard_normal(n_sim)
         se_hat = se * np.sqrt(rng.chisquare(df, n_sim) / df)
         if row["kind"] == "equivalence":
             t = float(stats.t.ppf(1 - alpha, df))
