@@ -293,6 +293,12 @@ class Plan:
     true_diff: float = 0.0
 
 
+def _check_design(plan: Plan) -> None:
+    """Refuse a design with fewer than 2 pairs, no annotator per pair or a pool smaller than the panel."""
+    if plan.n_pairs < 2 or plan.per_pair < 1 or plan.pool < plan.per_pair:
+        raise ValueError("need n_pairs >= 2, per_pair >= 1 and pool >= per_pair")
+
+
 def crossed_design_se(plan: Plan) -> tuple[float, float]:
     """Standard error and approximate Satterthwaite df of the mean gap for a planned design (its
     margin, alpha and true gap are not used); ``pool >= per_pair``.
@@ -312,9 +318,8 @@ def crossed_design_se(plan: Plan) -> tuple[float, float]:
     >>> round(se, 3)
     0.1
     """
+    _check_design(plan)
     n_pairs, per_pair, pool = plan.n_pairs, plan.per_pair, plan.pool
-    if n_pairs < 2 or per_pair < 1 or pool < per_pair:
-        raise ValueError("need n_pairs >= 2, per_pair >= 1 and pool >= per_pair")
     va = plan.annotator_var / pool
     vr = plan.pair_var / n_pairs + plan.residual_var / (n_pairs * per_pair)
     total = va + vr
@@ -343,8 +348,6 @@ def design_power(plan: Plan) -> tuple[float, float, float]:
     (1.0, 0.096)
     """
     _check(plan.margin, 1.0, plan.alpha)
-    if plan.n_pairs < 2 or plan.per_pair < 1 or plan.pool < plan.per_pair:
-        raise ValueError("need n_pairs >= 2, per_pair >= 1 and pool >= per_pair")
     pair_part = (plan.pair_var + plan.residual_var / plan.per_pair) / plan.n_pairs
     return verdict_power(plan, pair_part)
 
@@ -362,10 +365,10 @@ def verdict_interval(plan: Plan, pair_part: float) -> tuple[float, float, float]
     design whose variance is ``annotator_var / pool + pair_part``: the wider of that model interval and
     the few-annotator guard's (:func:`analysis.mixed.guarded_se`: ``residual_var / (n per_pair)`` more on
     the annotator term), df by Satterthwaite with pool - 1 and n - 1 df. Returns ``(sd, se, df)``."""
+    _check_design(plan)
     va = plan.annotator_var / plan.pool
-    guard_va = va + plan.residual_var / (plan.n_pairs * plan.per_pair)
     best = (-math.inf, math.nan, math.nan)
-    for a_part in (va, guard_va):
+    for a_part in (va, _guard_part(plan)):
         df = _satterthwaite(a_part, pair_part, plan.pool, plan.n_pairs)
         half = float(stats.t.ppf(1 - plan.alpha, df)) * math.sqrt(a_part + pair_part)
         if half > best[0]:
@@ -387,9 +390,13 @@ def verdict_power(plan: Plan, pair_part: float) -> tuple[float, float, float]:
     if se <= 0:  # judgments that never vary: the estimate is the true gap
         return float(abs(plan.true_diff) < plan.margin), 0.0, float(plan.n_pairs - 1)
     if plan.pool > plan.per_pair:
-        guard_va = plan.annotator_var / plan.pool + plan.residual_var / (plan.n_pairs * plan.per_pair)
-        return _pool_power(plan, guard_va, pair_part, spread=sd), se, df
+        return _pool_power(plan, pair_part, spread=sd), se, df
     return tost_power_at(plan, se, df), se, df
+
+
+def _guard_part(plan: Plan) -> float:
+    """The few-annotator guard's annotator term: ``annotator_var / pool + residual_var / (n per_pair)``."""
+    return plan.annotator_var / plan.pool + plan.residual_var / (plan.n_pairs * plan.per_pair)
 
 
 def _satterthwaite(a_part: float, rest: float, pool: int, n_pairs: int) -> float:
@@ -402,12 +409,12 @@ def _satterthwaite(a_part: float, rest: float, pool: int, n_pairs: int) -> float
 _QUANTILES = 256
 
 
-def _pool_power(plan: Plan, guard_va: float, rest: float, *, spread: float) -> float:
+def _pool_power(plan: Plan, rest: float, *, spread: float) -> float:
     """The TOST's power when the estimate is normal with SD `spread` and the interval is the guard's:
-    its annotator part `guard_va` estimated on pool - 1 df (chi-square; averaged over equally likely
-    quantiles), the rest taken as known, df by Satterthwaite for each value."""
+    its annotator part (:func:`_guard_part`) estimated on pool - 1 df (chi-square; averaged over
+    equally likely quantiles), the rest taken as known, df by Satterthwaite for each value."""
     df_a = max(plan.pool - 1, 1)
-    a_part = guard_va * stats.chi2.ppf((np.arange(_QUANTILES) + 0.5) / _QUANTILES, df_a) / df_a
+    a_part = _guard_part(plan) * stats.chi2.ppf((np.arange(_QUANTILES) + 0.5) / _QUANTILES, df_a) / df_a
     denom = a_part**2 / df_a + rest**2 / (plan.n_pairs - 1)
     half = stats.t.ppf(1 - plan.alpha, (a_part + rest) ** 2 / denom) * np.sqrt(a_part + rest)
     upper = stats.norm.cdf((plan.margin - plan.true_diff - half) / spread)

@@ -23,6 +23,7 @@ import sys
 import time
 from dataclasses import replace
 from multiprocessing import Pool
+from multiprocessing.pool import Pool as WorkerPool
 from pathlib import Path
 
 import numpy as np
@@ -88,8 +89,11 @@ def run_chunk(args: tuple[float, float, float, float, int, int, int, range]) -> 
     return hits
 
 
-def measured(pool_of_workers: Pool, pilot: tuple[str, float, float, float, float], design: tuple[int, int],
-             studies: int, seed: int) -> float:  # fmt: skip
+Pilot = tuple[str, float, float, float, float]
+
+
+def measured(workers: WorkerPool, pilot: Pilot, design: tuple[int, int], studies: int, seed: int) -> float:
+    """The share of `studies` simulated studies of `design` (pool, pairs) that pass the report's TOST."""
     _, margin, pv, av, rv = pilot
     pool, n = design
     chunk = max(studies // 16, 10)
@@ -97,7 +101,7 @@ def measured(pool_of_workers: Pool, pilot: tuple[str, float, float, float, float
         (margin, pv, av, rv, pool, n, seed, range(a, min(a + chunk, studies)))
         for a in range(0, studies, chunk)
     ]
-    return sum(pool_of_workers.map(run_chunk, tasks)) / studies
+    return sum(workers.map(run_chunk, tasks)) / studies
 
 
 def main() -> None:
