@@ -11,7 +11,7 @@ is provided as :func:`simulated_power`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -39,6 +39,7 @@ __all__ = [
     "pairs_needed",
     "recommend_design",
     "simulated_power",
+    "smallest_reaching",
     "tost_power",
     "tost_power_at",
     "verdict_interval",
@@ -406,7 +407,7 @@ def _satterthwaite(a_part: float, rest: float, pool: int, n_pairs: int) -> float
 
 
 #: Points of the annotator part's chi-square distribution the pool design's power averages over.
-_QUANTILES = 256
+_QUANTILES = 64
 
 
 def _pool_power(plan: Plan, rest: float, *, spread: float) -> float:
@@ -453,6 +454,15 @@ class PassPlan:
     max_broken_share: float = 0.1
 
 
+def smallest_reaching(power_at: Callable[[int], float], power: float, lo: int, hi: int) -> int:
+    """The smallest n in [lo, hi] with ``power_at(n) >= power`` (binary search: the power grows with n;
+    `hi` must reach it)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if power_at(mid) >= power else (mid + 1, hi)
+    return lo
+
+
 def recommend_design(plan: Plan, *, power: float = 0.8, keep_pairs: bool = False) -> DesignResult:
     """The smallest design within `plan` that reaches `power` for the crossed-model equivalence test.
 
@@ -488,29 +498,27 @@ def recommend_design(plan: Plan, *, power: float = 0.8, keep_pairs: bool = False
     def at(n: int, m: int) -> tuple[float, float, float]:
         return design_power(replace(plan, n_pairs=n, pool=m))
 
+    def power_with(m: int) -> Callable[[int], float]:
+        return lambda n: at(n, m)[0]
+
     def result(n: int, m: int) -> DesignResult:
         p, se, df = at(n, m)
         components = (plan.pair_var, plan.annotator_var, plan.residual_var)
         return DesignResult(n, per_pair, m, p, se, df, plan.margin, plan.alpha, plan.true_diff, *components)
 
+    # the power grows with the pool: a target the largest pool misses is missed by every pool
     if keep_pairs:
-        for m in range(max(per_pair, 2), max_pool + 1):
-            if at(max_pairs, m)[0] >= power:
-                return result(max_pairs, m)
+        if at(max_pairs, max_pool)[0] >= power:
+            for m in range(max(per_pair, 2), max_pool + 1):
+                if at(max_pairs, m)[0] >= power:
+                    return result(max_pairs, m)
         raise ValueError(
             f"no pool of up to {max_pool} annotators reaches power {power} with {max_pairs} pairs"
         )
-    for m in range(max(per_pair, 2), max_pool + 1):
-        if at(max_pairs, m)[0] < power:
-            continue
-        lo, hi = 2, max_pairs
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if at(mid, m)[0] >= power:
-                hi = mid
-            else:
-                lo = mid + 1
-        return result(lo, m)
+    reachable = at(max_pairs, max_pool)[0] >= power
+    for m in range(max(per_pair, 2), max_pool + 1 if reachable else 0):
+        if at(max_pairs, m)[0] >= power:
+            return result(smallest_reaching(power_with(m), power, 2, max_pairs), m)
     raise ValueError(
         f"no design with up to {max_pool} annotators and {max_pairs} pairs reaches power {power}"
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from analysis.power import Plan, verdict_power
+from analysis.power import Plan, smallest_reaching, verdict_power
 
 __all__ = ["JudgePlan", "judge_plan", "ppi_design_power"]
 
@@ -71,16 +71,10 @@ def judge_plan(plan: Plan, *, correlation: float, power: float = 0.8) -> JudgePl
         return ppi_design_power(replace(plan, n_pairs=n), n_total=n_total, correlation=rho)[0]
 
     def smallest(rho: float) -> tuple[int | None, float]:
-        lo, hi = 2, n_total
-        if at(hi, rho) < power:
-            return None, at(hi, rho)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if at(mid, rho) >= power:
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo, at(lo, rho)
+        if at(n_total, rho) < power:
+            return None, at(n_total, rho)
+        n = smallest_reaching(lambda n: at(n, rho), power, 2, n_total)
+        return n, at(n, rho)
 
     people, people_power = smallest(0.0)
     judge, judge_power = smallest(correlation)
