@@ -32,7 +32,15 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from analysis.mixed import fit_crossed, guarded_se
-from analysis.power import MAX_PAIRS, MAX_POOL, Plan, crossed_design_se, recommend_design, tost_power_at
+from analysis.power import (
+    MAX_PAIRS,
+    MAX_POOL,
+    Plan,
+    crossed_design_se,
+    recommend_design,
+    smallest_reaching,
+    tost_power_at,
+)
 
 PER_PAIR = 3
 #: (name, margin, pair_var, annotator_var, residual_var)
@@ -53,13 +61,8 @@ def unguarded_design(plan: Plan) -> tuple[int, int]:
             se, df = crossed_design_se(replace(plan, n_pairs=n, pool=pool))
             return tost_power_at(plan, se, df)
 
-        if power(MAX_PAIRS) < 0.8:
-            continue
-        lo, hi = 2, MAX_PAIRS
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if power(mid) >= 0.8 else (mid + 1, hi)
-        return pool, lo
+        if power(MAX_PAIRS) >= 0.8:
+            return pool, smallest_reaching(power, 0.8, 2, MAX_PAIRS)
     raise ValueError("not reachable")
 
 
