@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.engine import Engine
@@ -35,6 +35,9 @@ from annotator.people.authorization import SYSTEM, Account, require_role
 from annotator.store import db
 from annotator.store.models import Assignment, Judgment, StoredResult, Study, id_of, utcnow
 from annotator.study import get_study
+
+if TYPE_CHECKING:
+    from analysis.report import Report
 
 Kind = Literal["report", "adjudication"]
 KINDS: tuple[Kind, ...] = ("report", "adjudication")
@@ -88,6 +91,18 @@ def compute(session: Session, *, study: str, kind: str) -> Any:
         return report, svg_figures(report)
     evidence = adjudication_queue.study_evidence(session, study=study, account=SYSTEM)
     return evidence, adjudication_queue.queue(session, study=study, account=SYSTEM, evidence=evidence)
+
+
+def report_of(value: Any) -> "tuple[Report, dict[str, str]]":
+    """The Report and its figures (SVG) in a stored ``report`` value: the pair :func:`compute` gives, or
+    a Report stored alone by an earlier version, its figures drawn now."""
+    from analysis.render import svg_figures
+    from analysis.report import Report
+
+    if isinstance(value, Report):
+        return value, svg_figures(value)
+    report, figures = value
+    return report, figures
 
 
 def newest_judgment(version: str) -> int:

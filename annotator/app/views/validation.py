@@ -59,12 +59,7 @@ def stored_published(url: str, stamp: str, _stored: stored_results.Stored) -> re
     """The stored report with its figures, read once per stored version for the whole server (a report
     stored without its figures, by an earlier version, gets them drawn here)."""
     value = stored_view.read(_stored)
-    if value is None:
-        return None
-    if isinstance(value, Report):
-        return report_cache.publish(value)
-    report, plots = value
-    return report_cache.Published(report, plots)
+    return None if value is None else report_cache.Published(*stored_results.report_of(value))
 
 
 def computed(key: report_cache.Key, account: Account) -> report_cache.Published:
