@@ -23,7 +23,10 @@ def _metric(page: Page, label: str) -> str:
 
 
 def _y_ticks(page: Page) -> list[str]:
-    """The y-axis tick labels of the judgments-over-time chart (drawn as SVG: right-aligned texts)."""
+    """The y-axis tick labels of the judgments-over-time chart (drawn as SVG: right-aligned texts), once
+    its expander is opened (the page draws no chart before)."""
+    assert page.locator("[data-testid=stEChartsChart]").count() == 0
+    page.get_by_text("Judgments over time", exact=True).first.click()
     chart = page.locator("[data-testid=stEChartsChart]", has_text="Judgments over time").first
     chart.scroll_into_view_if_needed()
     ticks = chart.locator("svg text[text-anchor=end]")
@@ -62,7 +65,7 @@ def test_crowd_progress_counts_pairs_by_the_overlap_with_whole_number_axes(
         log_in_as(page, base_url, "res1")
         _open_progress(page, base_url)
         assert _metric(page, "Pairs complete") == "0"  # 2 judgments of an overlap of 3
-        assert _metric(page, "Judgments done") == "2 / 3"
+        assert _metric(page, "Judgments done (of 3)") == "2"
         ticks = _y_ticks(page)
         assert ticks and all(t.isdigit() for t in ticks), ticks
         assert [int(t) for t in ticks] == list(range(int(ticks[0]), int(ticks[-1]) + 1))  # step 1

@@ -97,7 +97,7 @@ def test_progress_page_counts_the_study(study_db: str, engine: Engine) -> None:
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Pairs"] == "39"
-    assert metrics["Judgments done"] == "117 / 117"
+    assert metrics["Judgments done (of 117)"] == "117"
 
 
 def test_validation_page_shows_the_verdicts_of_analyze(study_db: str, engine: Engine) -> None:

@@ -1,6 +1,7 @@
 """Charts drawn with ECharts (Streamlit's `st.echarts_chart`): the Progress page's judgments over time,
-which changes with every visit. Its browser code (1.2 MB) is a quarter of plotly's, so the page where a
-researcher lands after logging in is drawn without loading a large chart module first."""
+which changes with every visit. Its browser code (1.2 MB) is a quarter of plotly's; the Progress page
+draws it only once its expander is opened, so the page where a researcher lands after logging in loads
+no chart module at all."""
 
 from typing import Any
 

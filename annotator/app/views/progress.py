@@ -29,6 +29,28 @@ def cached_counts(
         )
 
 
+def timeline_chart(timeline: pd.DataFrame) -> None:
+    """The judgments-over-time chart, drawn only once its expander is opened: the browser then loads the
+    chart module (1.2 MB) on request instead of on the page where a researcher lands."""
+    box = st.expander(
+        "Judgments over time", key="progress_timeline_open", on_change="rerun", icon=":material/show_chart:"
+    )
+    if not box.open:
+        return
+    with box:
+        st.echarts_chart(
+            charts.timeline_chart(study_progress.cumulative_judgments(timeline)),
+            key="progress_timeline",
+            renderer="svg",
+            alt="Judgments over time: each annotator's running count of submitted judgments.",
+        )
+        st.caption(
+            "Each line is one annotator's running count of submitted judgments (revisions included), "
+            f"counted per minute (per hour once the study spans more than a day), in at most "
+            f"{study_progress.TIMELINE_BINS} equal time steps from the first to the last."
+        )
+
+
 def main() -> None:
     account, study = study_page("Progress", "progress_study")
     if study is not None:
@@ -40,11 +62,11 @@ def main() -> None:
         people, counts, timeline = cached_counts(str(engine().url), study, version, account)
         summary = study_progress.study_summary(people, counts, stalled)
         columns = st.columns(5)
-        columns[0].metric("Pairs", summary["pairs"])
-        columns[1].metric("Judgments done", f"{summary['done']} / {summary['assigned']}")
-        columns[2].metric("Pairs complete", summary["complete"])
-        columns[3].metric("Stalled items", summary["stalled"])
-        columns[4].metric("Flagged as broken", len(flagged))
+        columns[0].metric("Pairs", f"{summary['pairs']:,}")
+        columns[1].metric(f"Judgments done (of {summary['assigned']:,})", f"{summary['done']:,}")
+        columns[2].metric("Pairs complete", f"{summary['complete']:,}")
+        columns[3].metric("Stalled items", f"{summary['stalled']:,}")
+        columns[4].metric("Flagged as broken", f"{len(flagged):,}")
         if not flagged.empty:
             st.header("Flagged by annotators (out of their queues)")
             show_table(flagged, key="progress_flagged")
@@ -57,17 +79,7 @@ def main() -> None:
         )
         show_table(people, key="progress_people")
         if not timeline.empty:
-            st.echarts_chart(
-                charts.timeline_chart(study_progress.cumulative_judgments(timeline)),
-                key="progress_timeline",
-                renderer="svg",
-                alt="Judgments over time: each annotator's running count of submitted judgments.",
-            )
-            st.caption(
-                "Each line is one annotator's running count of submitted judgments (revisions included), "
-                f"counted per minute (per hour once the study spans more than a day), in at most "
-                f"{study_progress.TIMELINE_BINS} equal time steps from the first to the last."
-            )
+            timeline_chart(timeline)
         st.header("Pairs")
         pages = max(1, -(-summary["pairs"] // PAIRS_PER_PAGE))
         shown = 1
