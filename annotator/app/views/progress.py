@@ -29,7 +29,7 @@ def cached_counts(
         )
 
 
-def timeline_chart(timeline: pd.DataFrame) -> None:
+def timeline_section(timeline: pd.DataFrame) -> None:
     """The judgments-over-time chart, drawn only once its expander is opened: the browser then loads the
     chart module (1.2 MB) on request instead of on the page where a researcher lands."""
     box = st.expander(
@@ -79,7 +79,7 @@ def main() -> None:
         )
         show_table(people, key="progress_people")
         if not timeline.empty:
-            timeline_chart(timeline)
+            timeline_section(timeline)
         st.header("Pairs")
         pages = max(1, -(-summary["pairs"] // PAIRS_PER_PAGE))
         shown = 1
