@@ -205,3 +205,26 @@ def test_the_migration_fills_the_tallies_from_the_rows(engine: Engine, study: st
     with Session(engine) as session:
         assert tallies.stored(session, 1) == before
     _agree(engine)
+
+
+def test_the_totals_are_checked_once_per_transaction(
+    engine: Engine, study: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page that reads several tallies checks them against the rows once; the next transaction
+    checks again (and rebuilds what was written outside the tool in between)."""
+    answer_all(engine, "ann00")
+    calls: list[int] = []
+    counted = tallies.totals
+    monkeypatch.setattr(tallies, "totals", lambda session: calls.append(1) or counted(session))
+    with Session(engine) as session:
+        assert not tallies.ensure(session)
+        study_progress.annotator_progress(session, study=study, account=SYSTEM)
+        study_progress.judgments_over_time(session, study=study, account=SYSTEM)
+        assert len(calls) == 1
+        session.commit()
+        with engine.begin() as connection:  # a bulk load that bypasses the services
+            connection.execute(text("DELETE FROM tally"))
+        assert tallies.ensure(session)  # a new transaction: checked again, and rebuilt
+        assert len(calls) == 2
+        session.commit()
+    _agree(engine)

@@ -277,14 +277,23 @@ def totals(session: Session) -> tuple[int, int, int, int]:
     return int(row[0]), int(row[1]), int(row[2]), int(row[3])
 
 
+_CHECKED = "tallies_checked"  # session.info: the transaction in which ensure() last left the tallies agreeing
+
+
 def ensure(session: Session) -> bool:
     """Rebuild every study's tallies when their totals disagree with the rows (assignments or judgments
-    written outside the tool); True when it rebuilt. Two counts of whole tables and two sums."""
-    assignments, tallied_assignments, judgments, tallied_judgments = totals(session)
-    if assignments == tallied_assignments and judgments == tallied_judgments:
+    written outside the tool); True when it rebuilt. Two counts of whole tables and two sums, once per
+    transaction: a later call in the same transaction returns False at once (the tool's own writes
+    keep the tallies in step)."""
+    checked = session.info.get(_CHECKED)
+    if checked is not None and checked is session.get_transaction():
         return False
-    rebuild(session)
-    return True
+    assignments, tallied_assignments, judgments, tallied_judgments = totals(session)
+    rebuilt = not (assignments == tallied_assignments and judgments == tallied_judgments)
+    if rebuilt:
+        rebuild(session)
+    session.info[_CHECKED] = session.get_transaction()
+    return rebuilt
 
 
 def rebuild(session: Session) -> list[str]:
