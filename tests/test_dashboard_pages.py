@@ -100,6 +100,17 @@ def test_progress_page_counts_the_study(study_db: str, engine: Engine) -> None:
     assert metrics["Judgments done (of 117)"] == "117"
 
 
+def test_progress_draws_the_timeline_only_once_opened(study_db: str, engine: Engine) -> None:
+    """The judgments-over-time chart (its browser module) is drawn only once its expander is opened."""
+    at = _app(_account(engine, "boss"))
+    running = "Each line is one annotator's running count"
+    assert not any(c.value.startswith(running) for c in at.caption)
+    at.session_state["progress_timeline_open"] = True
+    at.run()
+    assert not at.exception
+    assert any(c.value.startswith(running) for c in at.caption)
+
+
 def test_validation_page_shows_the_verdicts_of_analyze(study_db: str, engine: Engine) -> None:
     """The page calls the same report as `annotator analyze`: the same verdict lines appear."""
     from annotator.review.study_report import study_report
@@ -227,6 +238,37 @@ def test_adjudicator_sets_a_final_score(study_db: str, engine: Engine) -> None:
     with Session(engine) as session:
         human = session.exec(select(Adjudication).where(Adjudication.method == "adjudicated")).one()
     assert human.decision["scores"] == {"rejected": {"correctness": 1.0}}
+
+
+def test_the_whole_queue_is_drawn_only_once_opened(study_db: str, engine: Engine) -> None:
+    """A visit to Adjudicate does not draw the whole queue's table until its expander is opened; then
+    it lists every pair of the queue."""
+    at = _page("adjudicate.py", _account(engine, "judge"))
+    pairs = at.selectbox(key="adjudicate_pick").options
+    assert pairs and not any("Why" in table.columns for table in shown_tables(at))
+    at.session_state["adjudicate_queue_open"] = True
+    at.run()
+    assert not at.exception
+    whole = next(table for table in shown_tables(at) if "Why" in table.columns)
+    assert len(whole) == len(pairs)
+
+
+def test_the_drift_is_computed_only_once_opened(
+    study_db: str, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Annotators page computes and draws the agreement over time only once its expander is open."""
+    from annotator.review import quality
+
+    calls: list[str] = []
+    drift = quality.agreement_drift
+    monkeypatch.setattr(quality, "agreement_drift", lambda *a, **k: calls.append(k["by"]) or drift(*a, **k))
+    at = _page("annotators.py", _account(engine, "boss"))
+    assert not at.exception and calls == []
+    shown = len(shown_tables(at))
+    at.session_state["annotators_drift_open"] = True
+    at.run()
+    assert not at.exception and calls == ["week"]
+    assert len(shown_tables(at)) == shown + 2  # the agreement per week and the guideline versions
 
 
 def test_annotator_is_refused_on_researcher_pages(study_db: str, engine: Engine) -> None:

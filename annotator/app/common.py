@@ -12,6 +12,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 from sqlmodel import Session
+from streamlit.delta_generator import DeltaGenerator
 
 from annotator.app.assets import filled
 from annotator.app.theme import apply_theme
@@ -269,6 +270,14 @@ def require(*roles: str) -> Account:
         st.error(f"This page is not available to the {account.role} role.")
         st.stop()
     return account
+
+
+def opened(label: str, key: str, icon: str | None = None) -> DeltaGenerator | None:
+    """A collapsed expander whose contents are drawn only while it is open (opening it runs the page
+    again): the expander to draw into, or None while it is closed. For what a visit need not pay for:
+    a chart's browser module, a long table, a computation."""
+    box = st.expander(label, key=key, icon=icon, on_change="rerun")
+    return box if box.open else None
 
 
 def two_texts(noun: str, text_a: str, text_b: str) -> None:

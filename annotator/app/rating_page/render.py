@@ -11,7 +11,7 @@ import streamlit as st
 from analysis.vocabulary import RUBRIC_DOMAIN
 from annotator.app import draft_route
 from annotator.app.assets import filled, static_text
-from annotator.app.common import SUBMISSION_KEY, TOKEN_KEY, safe_md
+from annotator.app.common import SUBMISSION_KEY, TOKEN_KEY, opened, safe_md
 from annotator.app.rating_page.actions import flag_item, save, skip_item
 from annotator.app.rating_page.form import (
     ACTIONS_KEY,
@@ -73,14 +73,10 @@ def show_profile(item: ItemView, config: StudyConfig) -> None:
     """The user's past posts: the most relevant to the question first (BM25), a search over all."""
     total = len(item.profile)
     shown = min(item.profile_shown, total)
-    posts = st.expander(
-        f"The user's past posts (showing {shown} of {total})",
-        expanded=False,
-        key=f"profile_{item_tag(item)}",
-        on_change="rerun",
-        icon=":material/forum:",
+    posts = opened(
+        f"The user's past posts (showing {shown} of {total})", f"profile_{item_tag(item)}", ":material/forum:"
     )
-    if not posts.open:
+    if posts is None:
         return
     cached = st.session_state.get(INDEX_KEY)
     if cached is None or cached[0] != item.assignment_id:
@@ -218,10 +214,8 @@ def side_actions(item: ItemView) -> None:
     """Skip the item, or flag it as broken, with a reason (no rating needed): one expander, which stays
     open and asks for the reason when Skip or Flag is pressed without one (static/focus_reason.js
     gives the reason field the focus)."""
-    actions = st.expander(
-        "Skip this item or report it as broken", icon=":material/flag:", key=ACTIONS_KEY, on_change="rerun"
-    )
-    if not actions.open:
+    actions = opened("Skip this item or report it as broken", ACTIONS_KEY, ":material/flag:")
+    if actions is None:
         return
     missing = st.session_state.pop(REASON_MISSING_KEY, None)
     with actions:

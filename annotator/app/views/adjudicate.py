@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from annotator.app import stored_view
-from annotator.app.common import choose_study, engine, require, safe_md, session
+from annotator.app.common import choose_study, engine, opened, require, safe_md, session
 from annotator.app.panes import focusable_panes
 from annotator.app.tables import show_table
 from annotator.app.waiting import outcome, submit
@@ -189,8 +189,10 @@ def main() -> None:
                 "Nothing needs a person right now. Run the automatic resolution after new judgments arrive."
             )
             st.stop()
-        with st.expander("The whole queue", expanded=False):
-            show_table(waiting, QUEUE_SHOWN, key="adjudicate_queue")
+        whole_queue = opened("The whole queue", "adjudicate_queue_open")
+        if whole_queue is not None:
+            with whole_queue:
+                show_table(waiting, QUEUE_SHOWN, key="adjudicate_queue")
         show_names = st.toggle("Show annotator names", value=False, key=NAMES_KEY)
         rows = list(waiting.itertuples(index=False))
         pick = st.selectbox(

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from analysis.diagnostics import annotator_diagnostics
-from annotator.app.common import engine, safe_md, session, study_page
+from annotator.app.common import engine, opened, safe_md, session, study_page
 from annotator.app.tables import show_table
 from annotator.errors import AuthError, UserError
 from annotator.people import accounts
@@ -218,7 +218,10 @@ def show_quality(account: Account, study: str) -> None:
         f"Exclusion rule, registered {when} ({timing}): {safe_md(summary['rule'])} "
         f"Excluded: {', '.join(result.excluded) or 'nobody'}."
     )
-    with st.expander("Agreement over time (drift)"):
+    drift_box = opened("Agreement over time (drift)", "annotators_drift_open")
+    if drift_box is None:
+        return
+    with drift_box:
         by = st.radio("Per", ["week", "block"], horizontal=True, key="annotators_drift_by")
         with session() as active:
             drift, markers = quality.agreement_drift(active, study=study, account=account, by=by)

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from annotator.app import charts
-from annotator.app.common import engine, session, study_page
+from annotator.app.common import engine, opened, session, study_page
 from annotator.app.tables import show_table
 from annotator.people.authorization import Account
 from annotator.rating import crowd, drafts
@@ -32,10 +32,8 @@ def cached_counts(
 def timeline_section(timeline: pd.DataFrame) -> None:
     """The judgments-over-time chart, drawn only once its expander is opened: the browser then loads the
     chart module (1.2 MB) on request instead of on the page where a researcher lands."""
-    box = st.expander(
-        "Judgments over time", key="progress_timeline_open", on_change="rerun", icon=":material/show_chart:"
-    )
-    if not box.open:
+    box = opened("Judgments over time", "progress_timeline_open", icon=":material/show_chart:")
+    if box is None:
         return
     with box:
         st.echarts_chart(
