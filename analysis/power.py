@@ -507,18 +507,16 @@ def recommend_design(plan: Plan, *, power: float = 0.8, keep_pairs: bool = False
         return DesignResult(n, per_pair, m, p, se, df, plan.margin, plan.alpha, plan.true_diff, *components)
 
     # the power grows with the pool: a target the largest pool misses is missed by every pool
-    if keep_pairs:
-        if at(max_pairs, max_pool)[0] >= power:
-            for m in range(max(per_pair, 2), max_pool + 1):
-                if at(max_pairs, m)[0] >= power:
+    if at(max_pairs, max_pool)[0] >= power:
+        for m in range(max(per_pair, 2), max_pool + 1):
+            if at(max_pairs, m)[0] >= power:
+                if keep_pairs:
                     return result(max_pairs, m)
+                return result(smallest_reaching(power_with(m), power, 2, max_pairs), m)
+    if keep_pairs:
         raise ValueError(
             f"no pool of up to {max_pool} annotators reaches power {power} with {max_pairs} pairs"
         )
-    reachable = at(max_pairs, max_pool)[0] >= power
-    for m in range(max(per_pair, 2), max_pool + 1 if reachable else 0):
-        if at(max_pairs, m)[0] >= power:
-            return result(smallest_reaching(power_with(m), power, 2, max_pairs), m)
     raise ValueError(
         f"no design with up to {max_pool} annotators and {max_pairs} pairs reaches power {power}"
     )
