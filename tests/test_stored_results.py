@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from streamlit.testing.v1.element_tree import Image
 
 from analysis.render import figure_captions, format_for
+from annotator.errors import UserError
 from annotator.people.authorization import SYSTEM
 from annotator.review import adjudication_queue, report_worker, stored_results, study_report
 from annotator.store import db
@@ -164,11 +165,13 @@ def servers(tmp_path: Path) -> Iterator[Callable[[Engine], subprocess.Popen[byte
             "print(report_worker._started[sys.argv[1]][0].pid, flush=True)\n"
             "time.sleep(600)\n"
         )
+        # The workers run at the server's priority: at their usual one they get a few percent of a core
+        # beside the test suite's other processes, and a report takes minutes.
         process = subprocess.Popen(
             [sys.executable, "-c", code, url_of(engine)],
             stdout=subprocess.PIPE,
             stderr=log,
-            env=os.environ | {"PYTHONUNBUFFERED": "1"},
+            env=os.environ | {"PYTHONUNBUFFERED": "1", report_worker.NICE_ENV: "0"},
         )
         started.append(process)
         return process
@@ -370,3 +373,29 @@ def test_a_result_written_by_someone_else_is_never_unpickled(
     monkeypatch.delenv(stored_results.KEY_VAR)
     assert stored(engine, "report")[1] is None, "sealed under another key"
     assert found.study == STUDY
+
+
+@pytest.mark.nodb
+@pytest.mark.parametrize("given", ["-1", "20", "low"])
+def test_a_worker_priority_out_of_range_is_one_line_and_no_worker(
+    given: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(report_worker.NICE_ENV, given)
+    with pytest.raises(
+        UserError,
+        match=rf"^\$ANNOTATOR_REPORT_WORKER_NICE must be a whole number from 0 to 19, not '{given}'$",
+    ):
+        report_worker.niceness()
+    assert report_worker.main(os.getpid()) == 2  # the worker says so in one line and stops
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"report worker: $ANNOTATOR_REPORT_WORKER_NICE must be a whole number from 0 to 19, not '{given}'"
+    ]
+
+
+@pytest.mark.nodb
+@pytest.mark.parametrize(("given", "expected"), [("", report_worker.NICE), ("0", 0), ("19", 19)])
+def test_the_worker_priority_is_the_setting_or_the_default(
+    given: str, expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(report_worker.NICE_ENV, given)
+    assert report_worker.niceness() == expected

@@ -106,12 +106,14 @@ def serve(
     """Start the web app on the database."""
     from annotator import server
     from annotator.rating.guidelines import guidelines_text
+    from annotator.review import report_worker
     from annotator.store import db, integrity
 
     url = absolute_url(db_url(database))
     engine = open_db(url)
     db.check_audit(engine)  # never start with an audit log that can be rewritten
     guidelines_text()  # nor with guidelines it cannot show
+    report_worker.niceness()  # nor with a report worker's priority it cannot set
     # Nor let anyone write to a damaged database: a small file is checked now, a large one by a guard
     # that holds every write until its check has passed and stops the server if it fails.
     path = db.sqlite_file(engine)

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 POLL_S = 1.0
 SETTLE_S = 3.0
 MAX_WAIT_S = 30.0
-NICE = 10
+NICE = 10  # how much the worker yields to its server (os.nice); $ANNOTATOR_REPORT_WORKER_NICE overrides it
+NICE_ENV = "ANNOTATOR_REPORT_WORKER_NICE"
 RESTART_S = 30.0  # a server starts its worker again at most this often after it stopped
 LOCK_NAME = "report-worker"
 PREFIX = "report worker:"
@@ -122,11 +123,25 @@ def _watch_parent(owner: int) -> None:
     os._exit(0)
 
 
+def niceness() -> int:
+    """How much the worker yields to its server: $ANNOTATOR_REPORT_WORKER_NICE (0 to 19), else NICE."""
+    from annotator.store.environment import whole_number
+
+    return whole_number(NICE_ENV, NICE, least=0, most=19, wording="a whole number from 0 to 19")
+
+
 def main(owner: int) -> int:
     """The worker process for the database its server passed in the environment (never on the command
     line, where other users could read a password), started by the server `owner`."""
+    from annotator.errors import UserError
+
+    try:  # `annotator serve` checks it before it starts; a server started otherwise may not have
+        yielding = niceness()
+    except UserError as exc:
+        log(str(exc))
+        return 2
     threading.Thread(target=_watch_parent, args=(owner,), daemon=True).start()
-    os.nice(NICE)  # before any import: all of the worker's work yields to the server's
+    os.nice(yielding)  # before the heavy imports: all of the worker's work yields to the server's
     from annotator.store.db import ENV_VAR
     from annotator.store.worker_lock import WorkerLock
 

@@ -69,12 +69,9 @@ def busy_timeout_ms() -> int:
 
 def pool_size() -> int:
     """Connections each engine keeps: $ANNOTATOR_DB_POOL, else POOL_SIZE."""
-    raw = os.environ.get(POOL_ENV, "").strip()
-    if not raw:
-        return POOL_SIZE
-    if not raw.isdigit() or int(raw) < 1:
-        raise UserError(f"${POOL_ENV} must be a whole number of connections (at least 1), not {raw!r}")
-    return int(raw)
+    return environment.whole_number(
+        POOL_ENV, POOL_SIZE, least=1, wording="a whole number of connections (at least 1)"
+    )
 
 
 def _pool_options() -> dict[str, Any]:
