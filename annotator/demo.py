@@ -32,9 +32,8 @@ from annotator.store.models import Pair, id_of
 from annotator.study import get_study, load_config, parse_config
 from annotator.synthetic import SimulationSpec, simulate, simulate_registered, simulated_users
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO_DB = ROOT / "data" / "demo.db"
-SAMPLE = ROOT / "data" / "sample_pairs.jsonl"
+DEMO_DB = Path("data") / "demo.db"  # under the working directory, like the default database
+SAMPLE = Path(__file__).resolve().parent / "defaults" / "sample_pairs.jsonl"  # shipped in the package
 STUDY = "sample"
 CLEAN_STUDY = "sample-clean"
 QUEUE = 12

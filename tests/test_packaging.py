@@ -82,11 +82,18 @@ def test_an_installed_wheel_imports_pairs_without_a_config(tmp_path: Path) -> No
 
     work = tmp_path / "elsewhere"  # no data/ folder anywhere near: only the package's files
     work.mkdir()
-    shutil.copy(ROOT / "data" / "sample_pairs.jsonl", work / "pairs.jsonl")
+    demo_files = (
+        "import json, annotator.demo as d; print(json.dumps([str(d.SAMPLE), str(d.DEMO_DB.resolve())]))"
+    )
+    found = _run([str(python), "-c", demo_files], cwd=work, env=env)
+    assert found.returncode == 0, found.stderr
+    sample, demo_db = map(Path, json.loads(found.stdout))
+    assert sample.is_relative_to(environment) and sample.is_file(), sample  # the demo's pairs are shipped
+    assert demo_db == work / "data" / "demo.db"  # and its database is made where the user works
     url = f"sqlite:///{work / 'study.db'}"
     cli = [str(python), "-m", "annotator", "--db", url]
     assert _run([*cli, "init"], cwd=work, env=env).returncode == 0
-    imported = _run([*cli, "import", "pairs.jsonl", "--study", "s"], cwd=work, env=env)
+    imported = _run([*cli, "import", str(sample), "--study", "s"], cwd=work, env=env)
     assert imported.returncode == 0, imported.stderr
     assert "study 's': imported 39" in imported.stdout
     probe = (
