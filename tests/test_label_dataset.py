@@ -4,6 +4,9 @@ query beside it; its sums give the same crossed-model estimates as the label fra
 from pathlib import Path
 from urllib.parse import quote
 
+import numpy as np
+import pandas as pd
+import pyarrow.dataset as ds
 import pytest
 from typer.testing import CliRunner
 
@@ -11,6 +14,7 @@ from analysis.aggregates import judgment_differences
 from analysis.sufficient import SUMS_SQL, crossed_moments, group_sums, parquet_sums
 from annotator.cli import app
 from annotator.people.authorization import SYSTEM
+from annotator.publish.export import write_label_dataset
 from annotator.review import readers
 from annotator.store import db
 from tests.utils.ratings import STUDY, build_study, rate_all
@@ -65,3 +69,25 @@ def test_an_existing_folder_and_another_kind_are_refused(tmp_path: Path) -> None
     other = runner.invoke(app, ["--db", url, *pairs])
     assert other.exit_code == 1 and "labels export only" in other.output
     assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.nodb
+def test_each_items_rows_keep_the_frames_order_at_scale(tmp_path: Path) -> None:
+    """A frame large enough for the writer's threads to split (900,000 rows; unordered, they came back
+    out of order in every try): each item's rows come back in the frame's order, so a row number in an
+    error message is the row of the user's own file."""
+    rows = 900_000
+    order = np.arange(rows)
+    frame = pd.DataFrame(
+        {
+            "pair_id": order.astype(str),
+            "annotator": "a",
+            "response": "chosen",
+            "item": np.array(["quality", "relevance", "rubric"])[order % 3],
+            "value": order % 5,
+        }
+    )
+    write_label_dataset(frame, tmp_path / "labels")
+    back = ds.dataset(str(tmp_path / "labels"), partitioning="hive").to_table(columns=["item", "pair_id"])
+    for item, part in back.to_pandas().groupby("item", sort=False):
+        assert part["pair_id"].tolist() == frame.loc[frame["item"] == item, "pair_id"].tolist(), item

@@ -399,6 +399,7 @@ def write_label_dataset(frame: pd.DataFrame, path: str | Path) -> int:
             partitioning_flavor="hive",
             basename_template="part-{i}.parquet",
             existing_data_behavior="overwrite_or_ignore",
+            preserve_order=True,  # each item's rows in the frame's order (threads would interleave them)
         )
         (temporary / "_sums.sql").write_text(SUMS_SQL.strip() + "\n", encoding="utf-8")
         os.replace(temporary, path)
