@@ -24,7 +24,7 @@ from tests.utils.apphelpers import (
 
 pytestmark = pytest.mark.page  # pages in AppTest: the PostgreSQL pass leaves it out
 
-TIMEOUT = 30
+TIMEOUT = 120  # seconds per AppTest run: generous for a loaded CI machine
 #: The pages each role must at least have (the router may register more; all of them are opened).
 ROLE_PAGES = {
     "ann1": ["annotate.py", "my_work.py", "guidelines.py"],

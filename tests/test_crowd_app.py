@@ -151,7 +151,7 @@ def test_a_study_link_opens_the_guidelines_in_one_run(
     qc_study(engine, tmp_path, 3, crowd=PROLIFIC)
     monkeypatch.setenv(db.ENV_VAR, db_url)
     runs = count_runs(monkeypatch)
-    at = AppTest.from_file(str(MAIN), default_timeout=30)
+    at = AppTest.from_file(str(MAIN), default_timeout=120)
     for key, value in link("worker1").items():
         at.query_params[key] = value
     at.run()
@@ -167,7 +167,7 @@ def test_a_link_to_a_study_without_crowd_places_is_one_line_without_a_form(
 ) -> None:
     qc_study(engine, tmp_path, 3)
     monkeypatch.setenv(db.ENV_VAR, db_url)
-    at = AppTest.from_file(str(MAIN), default_timeout=30)
+    at = AppTest.from_file(str(MAIN), default_timeout=120)
     for key, value in link("worker1").items():
         at.query_params[key] = value
     at.run()

@@ -433,7 +433,7 @@ def app_env(world: World, env_db: str, monkeypatch: pytest.MonkeyPatch) -> World
 def _app() -> Any:
     from streamlit.testing.v1 import AppTest
 
-    return AppTest.from_file(str(ROOT / "annotator" / "app" / "main.py"), default_timeout=30)
+    return AppTest.from_file(str(ROOT / "annotator" / "app" / "main.py"), default_timeout=120)
 
 
 def _texts(at: Any) -> str:

@@ -242,7 +242,7 @@ def test_deactivation_ends_the_open_page_at_its_next_run(env_db: str, engine: En
     with db.session_scope(engine) as session:
         accounts.add_user(session, username="rita", role="researcher", password=PASSWORD, account=SYSTEM)
     main = Path(__file__).resolve().parents[1] / "annotator" / "app" / "main.py"
-    at = AppTest.from_file(str(main), default_timeout=30)
+    at = AppTest.from_file(str(main), default_timeout=120)
     at.run()
     at.text_input(key="login_username").input("rita")
     at.text_input(key="login_password").input(PASSWORD)

@@ -27,7 +27,7 @@ from tests.utils.apphelpers import (
 
 pytestmark = pytest.mark.page  # pages in AppTest: the PostgreSQL pass leaves it out
 
-TIMEOUT = 30
+TIMEOUT = 120  # seconds per AppTest run: generous for a loaded CI machine
 
 
 @pytest.fixture

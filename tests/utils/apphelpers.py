@@ -341,7 +341,7 @@ def count_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return runs
 
 
-def app_for(account: Account | None, *, timeout: float = 30) -> AppTest:
+def app_for(account: Account | None, *, timeout: float = 120) -> AppTest:
     """The app from its entry file (AppTest), logged in as `account` (None: logged out), after one run."""
     at = AppTest.from_file(str(MAIN), default_timeout=timeout)
     if account is not None:
@@ -350,7 +350,7 @@ def app_for(account: Account | None, *, timeout: float = 30) -> AppTest:
     return at.run()
 
 
-def app_with_session(account: Account, *, timeout: float = 30) -> tuple[AppTest, str]:
+def app_with_session(account: Account, *, timeout: float = 120) -> tuple[AppTest, str]:
     """The app logged in as `account` with a session token (as a password login leaves it), after one
     run; returns the app and the token (the browser's session cookie)."""
     with db.session_scope(app_engine()) as session:  # the app's own database ($ANNOTATOR_DB_URL)
