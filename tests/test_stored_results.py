@@ -14,8 +14,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 from streamlit.testing.v1.element_tree import Image
+from typer.testing import CliRunner
 
 from analysis.render import figure_captions, format_for
+from annotator import server
+from annotator.cli import app
 from annotator.errors import UserError
 from annotator.people.authorization import SYSTEM
 from annotator.review import adjudication_queue, report_worker, stored_results, study_report
@@ -399,3 +402,18 @@ def test_the_worker_priority_is_the_setting_or_the_default(
 ) -> None:
     monkeypatch.setenv(report_worker.NICE_ENV, given)
     assert report_worker.niceness() == expected
+
+
+def test_serve_refuses_a_worker_priority_it_cannot_set_in_one_line(
+    env_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def must_not_start(*_args: object, **_kwargs: object) -> int:
+        raise AssertionError("serve started with a report worker priority it cannot set")
+
+    monkeypatch.setattr(server, "run", must_not_start)
+    monkeypatch.setenv(report_worker.NICE_ENV, "high")
+    refused = CliRunner().invoke(app, ["serve"])
+    assert refused.exit_code == 1
+    assert [line for line in refused.output.splitlines() if line.strip()] == [
+        "error: $ANNOTATOR_REPORT_WORKER_NICE must be a whole number from 0 to 19, not 'high'"
+    ]
