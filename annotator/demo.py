@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from annotator.errors import UserError
 from annotator.intake import assign, controls, ingest
 from annotator.people import accounts, authorization
 from annotator.rating import owners
@@ -60,7 +61,10 @@ def build_demo(path: Path = DEMO_DB, *, rebuild: bool = False, seed: int = 7) ->
         db.upgrade(url)
         return Demo(url, False, CREDENTIALS)
     for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+        try:
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot replace the demo database {path}: {exc.strerror or exc}") from None
     db.upgrade(url)
     engine = db.make_engine(url)
     ingest.import_file(engine, SAMPLE, study=STUDY, account=authorization.SYSTEM)

@@ -274,3 +274,28 @@ def test_a_bad_busy_timeout_is_a_user_error(monkeypatch: pytest.MonkeyPatch, db_
     monkeypatch.setenv(db.BUSY_TIMEOUT_ENV, "soon")
     result = runner.invoke(app, ["--db", "sqlite:///x.db", "init"])
     assert result.exit_code == 1 and "ANNOTATOR_BUSY_TIMEOUT_MS" in result.stderr
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (["init"], "error: cannot create the database's folder data: "),
+        (["users", "list"], "error: cannot create the database's folder {tmp}/data: "),
+        (["serve"], "error: cannot create the database's folder {tmp}/data: "),
+        (["demo", "--no-serve"], "error: cannot replace the demo database data/demo.db: "),
+    ],
+)
+def test_a_database_folder_that_cannot_be_made_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], expected: str
+) -> None:
+    """A database's folder under a file (as root, whom permissions do not stop) cannot be made: one
+    line naming it, for the default database, a given one and the demo's."""
+    (tmp_path / "data").write_text("a file where the folder would go")
+    monkeypatch.chdir(tmp_path)
+    given = [] if command[0] in ("init", "demo") else ["--db", f"sqlite:///{tmp_path / 'data' / 'x.db'}"]
+    result = runner.invoke(app, [*given, *command])
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(expected.format(tmp=tmp_path)), result.output
+    assert (tmp_path / "data").read_text() == "a file where the folder would go"

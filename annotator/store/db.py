@@ -91,7 +91,10 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 def _private_file(path: Path) -> None:
     """Create the SQLite file (and its folder) readable by its owner only; SQLite gives the WAL and
     shared-memory files the same permissions as the database."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the database's folder {path.parent}: {exc.strerror or exc}") from None
     try:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
