@@ -152,6 +152,22 @@ def test_without_a_judge_column_the_file_name_must_be_a_judge_name(
     )
 
 
+@pytest.mark.parametrize(
+    ("option", "refusal"),
+    [
+        (
+            ["--config", "study.toml"],
+            "--config goes with --labels (a study in the database has its own settings)",
+        ),
+        (["--by-item"], "--by-item and --in-memory go with --labels"),
+        (["--in-memory"], "--by-item and --in-memory go with --labels"),
+    ],
+)
+def test_options_for_files_are_refused_with_a_study_not_ignored(option: list[str], refusal: str) -> None:
+    result = runner.invoke(app, ["analyze", "--study", "s1", *option])
+    assert result.exit_code == 1 and _lines(result.output) == [f"error: {refusal}"]
+
+
 def test_judges_need_labels_and_one_file_per_judge(labels: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     path, p_chosen = labels
     good = _good_judge(tmp_path / "good.csv", p_chosen)

@@ -149,6 +149,7 @@ def test_a_user_mistake_is_one_line_and_exit_1(case: str, db_url: str, tmp_path:
     if case != "not initialised":
         runner.invoke(app, ["init", "--db", db_url])
     write_jsonl(tmp_path / "ok.jsonl", make_records(1))
+    (tmp_path / "pairs.xlsx").write_bytes(b"PK\x03\x04")  # a file there, of a type the importer does not read
     result = invoke(["--db", db_url, *[a.replace("{tmp}", str(tmp_path)) for a in args]])
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output

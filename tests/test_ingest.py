@@ -188,12 +188,19 @@ def _raw(name: str, data: bytes) -> Callable[[Path], Path]:
     return write
 
 
+def _folder(path: Path) -> Path:
+    path.mkdir()
+    return path
+
+
 def _lines(name: str, *records: Any) -> Callable[[Path], Path]:
     return lambda folder: write_jsonl(folder / name, list(records))
 
 
 BAD_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "missing file": (lambda folder: folder / "absent.jsonl", "absent.jsonl: no such file"),
+    "missing file without a type": (lambda folder: folder / "absent", "absent: no such file"),
+    "a folder": (lambda folder: _folder(folder / "pairs.jsonl"), "pairs.jsonl: not a file"),
     "unknown extension": (_raw("pairs.txt", b"{}"), "unknown file type '.txt'"),
     "empty file": (_raw("empty.jsonl", b""), "the file is empty"),
     "blank lines only": (_raw("blank.jsonl", b"\n  \n"), "the file is empty"),

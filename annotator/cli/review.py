@@ -522,6 +522,8 @@ def analyze(
         raise UserError("--pairs goes with --judges (the pairs the judges rated)")
     if by_item is not None and labels is None:
         raise UserError("--by-item and --in-memory go with --labels")
+    if config is not None and labels is None:
+        raise UserError("--config goes with --labels (a study in the database has its own settings)")
     with err.status("computing the validation report..."):
         if labels is not None:
             result = study_report.labels_report(

@@ -62,10 +62,12 @@ def read_records(path: Path, *, max_bytes: int = textguard.MAX_BYTES_DEFAULT) ->
     it becomes Python objects), so an oversized file stops before it fills memory or the database.
     """
     suffix = path.suffix.lower()
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
     if suffix not in SUFFIXES:
         raise UserError(f"{path}: unknown file type {suffix or '(none)'!r}; use one of {', '.join(SUFFIXES)}")
     if not path.is_file():
-        raise UserError(f"{path}: no such file")
+        raise UserError(f"{path}: not a file")
     if max_bytes < 1:
         raise UserError(f"--max-bytes must be a positive number of bytes, not {max_bytes}")
     if suffix == ".parquet":
