@@ -394,3 +394,25 @@ def test_adjudicate_does_not_hold_the_visit_while_a_long_queue_is_computed(
     assert not at.exception
     assert not any("is being computed" in str(b.value) for b in at.info)
     assert any(h.value.startswith("Queue (") for h in at.header)
+
+
+def test_an_opened_section_is_open_again_on_the_next_visit_and_a_closed_one_closed(
+    study_db: str, engine: Engine
+) -> None:
+    """Progress's chart, opened and left for another page, is drawn again on return (Streamlit itself
+    forgets an expander's state once a run does not draw it); closed, it stays closed."""
+    at = _app(_account(engine, "boss"))
+    running = "Each line is one annotator's running count"
+
+    def drawn_after_a_visit_elsewhere() -> bool:
+        at.switch_page("views/validation.py").run()
+        at.switch_page("views/progress.py").run()
+        assert not at.exception and not at.warning
+        return any(c.value.startswith(running) for c in at.caption)
+
+    at.session_state["progress_timeline_open"] = True
+    at.run()
+    assert drawn_after_a_visit_elsewhere()
+    at.session_state["progress_timeline_open"] = False
+    at.run()
+    assert not drawn_after_a_visit_elsewhere()

@@ -272,11 +272,16 @@ def require(*roles: str) -> Account:
     return account
 
 
-def opened(label: str, key: str, icon: str | None = None) -> DeltaGenerator | None:
+def opened(label: str, key: str, icon: str | None = None, *, kept: bool = False) -> DeltaGenerator | None:
     """A collapsed expander whose contents are drawn only while it is open (opening it runs the page
     again): the expander to draw into, or None while it is closed. For what a visit need not pay for:
-    a chart's browser module, a long table, a computation."""
-    box = st.expander(label, key=key, icon=icon, on_change="rerun")
+    a chart's browser module, a long table, a computation. With `kept`, one left open is open again on
+    the page's next visit (Streamlit forgets a widget's state when a run does not draw it)."""
+    remembered = f"{key}_kept"
+    expanded = kept and bool(st.session_state.get(remembered, False))
+    box = st.expander(label, expanded=expanded, key=key, icon=icon, on_change="rerun")
+    if kept:
+        st.session_state[remembered] = box.open
     return box if box.open else None
 
 

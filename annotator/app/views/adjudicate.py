@@ -189,7 +189,7 @@ def main() -> None:
                 "Nothing needs a person right now. Run the automatic resolution after new judgments arrive."
             )
             st.stop()
-        whole_queue = opened("The whole queue", "adjudicate_queue_open")
+        whole_queue = opened("The whole queue", "adjudicate_queue_open", kept=True)
         if whole_queue is not None:
             with whole_queue:
                 show_table(waiting, QUEUE_SHOWN, key="adjudicate_queue")

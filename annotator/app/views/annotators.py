@@ -218,7 +218,7 @@ def show_quality(account: Account, study: str) -> None:
         f"Exclusion rule, registered {when} ({timing}): {safe_md(summary['rule'])} "
         f"Excluded: {', '.join(result.excluded) or 'nobody'}."
     )
-    drift_box = opened("Agreement over time (drift)", "annotators_drift_open")
+    drift_box = opened("Agreement over time (drift)", "annotators_drift_open", kept=True)
     if drift_box is None:
         return
     with drift_box:

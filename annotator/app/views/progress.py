@@ -32,7 +32,7 @@ def cached_counts(
 def timeline_section(timeline: pd.DataFrame) -> None:
     """The judgments-over-time chart, drawn only once its expander is opened: the browser then loads the
     chart module (1.2 MB) on request instead of on the page where a researcher lands."""
-    box = opened("Judgments over time", "progress_timeline_open", icon=":material/show_chart:")
+    box = opened("Judgments over time", "progress_timeline_open", icon=":material/show_chart:", kept=True)
     if box is None:
         return
     with box:
