@@ -60,3 +60,22 @@ def test_power_compares_designs_from_a_pilot(env_db: str, engine: Engine) -> Non
     alone = CliRunner().invoke(app, ["power", "--compare-designs", "--no-check"])
     assert alone.exit_code == 1 and "--compare-designs needs --study" in alone.output
     assert len(alone.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "refusal"),
+    [
+        (["--pairs", "50"], "--pairs goes with --judge or --compare-designs"),
+        (["--pool", "5"], "--pool and --budget go with --compare-designs"),
+        (["--budget", "4"], "--pool and --budget go with --compare-designs"),
+        (["--study", "s", "--judge", "j", "--pool", "5"], "--pool and --budget go with --compare-designs"),
+        (
+            ["--study", "s", "--judge", "j", "--compare-designs"],
+            "give --judge or --compare-designs, not both (they plan different designs)",
+        ),
+    ],
+)
+def test_an_option_of_another_plan_is_refused_not_ignored(options: list[str], refusal: str) -> None:
+    result = CliRunner().invoke(app, ["power", "--no-check", *options])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [f"error: {refusal}"]

@@ -130,6 +130,18 @@ def quality(
         out.print(markers.to_string(index=False), highlight=False)
 
 
+def _check_power_options(
+    *, judge: str | None, compare_designs: bool, pairs: int | None, pool: int | None, budget: float | None
+) -> None:
+    """Refuse the options of one plan given with another or alone (each would be ignored)."""
+    if judge is not None and compare_designs:
+        raise UserError("give --judge or --compare-designs, not both (they plan different designs)")
+    if (pool is not None or budget is not None) and not compare_designs:
+        raise UserError("--pool and --budget go with --compare-designs")
+    if pairs is not None and judge is None and not compare_designs:
+        raise UserError("--pairs goes with --judge or --compare-designs")
+
+
 @app.command()
 @user_errors
 def power(
@@ -185,6 +197,7 @@ def power(
     """Pairs and annotators needed to show equivalence on quality (exact TOST power; crossed design)."""
     from analysis.power import MAX_PAIRS, MAX_POOL, Plan, pairs_needed, recommend_design, simulated_power
 
+    _check_power_options(judge=judge, compare_designs=compare_designs, pairs=pairs, pool=pool, budget=budget)
     if judge is not None:
         if study is None:
             raise UserError("--judge needs --study (the pilot: people and the judge on the same pairs)")
