@@ -477,6 +477,26 @@ def test_cli_export_errors_are_one_line(tmp_path: Path, args: list[str], message
     assert message in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.nodb
+@pytest.mark.parametrize(
+    ("args", "refusal"),
+    [
+        (["labels", "--push-to-hub", "lab/pairs"], "--push-to-hub: only for `export dataset`"),
+        (["pairs", "--license", "mit", "--overwrite"], "--license, --overwrite: only for `export dataset`"),
+        (["dataset", "--format", "csv"], "--format: not for `export dataset`"),
+    ],
+)
+def test_an_option_the_export_would_ignore_is_refused_in_one_line(
+    tmp_path: Path, args: list[str], refusal: str
+) -> None:
+    kind, *options = args
+    out = tmp_path / "out.csv"
+    result = CliRunner().invoke(app, ["export", kind, "--study", STUDY, "--out", str(out), *options])
+    assert result.exit_code == 1
+    assert [line for line in result.output.splitlines() if line.strip()][0].startswith(f"error: {refusal}")
+    assert len(result.output.strip().splitlines()) == 1 and not out.exists()
+
+
 def test_cli_export_to_an_unwritable_path(tmp_path: Path) -> None:
     engine = _judged_study(tmp_path)
     result = _cli(

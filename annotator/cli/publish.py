@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from annotator.cli.common import DbOption, StudyOption, app, db_url, open_sound_db, out, user_errors
+from annotator.errors import UserError
 
 
 @app.command("export")
@@ -31,7 +32,9 @@ def export_(
     push_to_hub: Annotated[
         str | None, typer.Option("--push-to-hub", help="dataset: upload to this Hub repo (OWNER/NAME)")
     ] = None,
-    license_id: Annotated[str, typer.Option("--license", help="dataset: the card's license")] = "cc-by-4.0",
+    license_id: Annotated[
+        str | None, typer.Option("--license", help="dataset: the card's license (default: cc-by-4.0)")
+    ] = None,
     overwrite: Annotated[bool, typer.Option(help="dataset: replace an existing folder")] = False,
     database: DbOption = None,
 ) -> None:
@@ -41,15 +44,16 @@ def export_(
     from annotator.publish import export as exporting
     from annotator.store import db
 
+    _check_export_options(kind, fmt=fmt, push_to_hub=push_to_hub, license_id=license_id, overwrite=overwrite)
     if kind == "dataset":
-        from annotator.publish.dataset import publish
+        from annotator.publish.dataset import DEFAULT_LICENSE, publish
 
         summary = publish(
             open_sound_db(database),
             study=study,
             out=out_path,
             repo=push_to_hub,
-            license_id=license_id,
+            license_id=DEFAULT_LICENSE if license_id is None else license_id,
             overwrite=overwrite,
             account=authorization.SYSTEM,
         )
@@ -61,6 +65,22 @@ def export_(
     with db.session_scope(engine) as session:
         rows = exporting.export(session, request, fmt=fmt, path=out_path, account=authorization.SYSTEM)
     out.print(f"wrote {rows} rows to {out_path}", highlight=False)
+
+
+def _check_export_options(
+    kind: str, *, fmt: str | None, push_to_hub: str | None, license_id: str | None, overwrite: bool
+) -> None:
+    """Refuse an option that the kind of export would ignore."""
+    options = {
+        "--push-to-hub": push_to_hub is not None,
+        "--license": license_id is not None,
+        "--overwrite": overwrite,
+    }
+    given = [name for name, on in options.items() if on]
+    if kind != "dataset" and given:
+        raise UserError(f"{', '.join(given)}: only for `export dataset` (a folder for the Hub)")
+    if kind == "dataset" and fmt is not None:
+        raise UserError("--format: not for `export dataset` (a folder of Parquet files and a dataset card)")
 
 
 @app.command("backup")
