@@ -174,6 +174,27 @@ def test_delete_removes_an_unrated_study_with_its_controls_and_drafts(
     assert _events(engine, "study_delete") == [{"study": "s1"}]
 
 
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (["--needs-more"], "--needs-more"),
+        (["--overlap", "2", "--judge", "j", "--sample", "5"], "--overlap, --judge, --sample"),
+    ],
+)
+def test_unassign_with_an_option_that_assigns_is_refused_and_removes_nothing(
+    env_db: str, engine: Engine, study: dict[int, list[int]], options: list[str], named: str
+) -> None:
+    with Session(engine) as session:
+        before = session.exec(select(func.count()).select_from(Assignment)).one()
+    result = runner.invoke(app, ["assign", "--study", "s1", "--unassign", *options])
+    assert result.exit_code == 1
+    assert (
+        result.output.strip() == f"error: --unassign removes items and takes only --annotators, not {named}"
+    )
+    with Session(engine) as session:
+        assert session.exec(select(func.count()).select_from(Assignment)).one() == before > 0
+
+
 def test_the_cli_unassigns_archives_restores_and_deletes(
     env_db: str, engine: Engine, study: dict[int, list[int]]
 ) -> None:

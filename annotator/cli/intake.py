@@ -126,6 +126,34 @@ def _record_estimate(path: Path) -> int | None:
     return None
 
 
+def _check_assign_options(
+    *,
+    unassign: bool,
+    needs_more: bool,
+    overlap: int | None,
+    judge: str | None,
+    sample: int | None,
+    active: bool,
+) -> None:
+    """Refuse options that do not go together (one of them would be ignored)."""
+    if unassign:
+        options = {
+            "--overlap": overlap is not None,
+            "--needs-more": needs_more,
+            "--judge": judge is not None,
+            "--sample": sample is not None,
+            "--active": active,
+        }
+        given = [name for name, on in options.items() if on]
+        if given:
+            raise UserError(f"--unassign removes items and takes only --annotators, not {', '.join(given)}")
+        return
+    if (judge is None) != (sample is None) or (active and sample is None):
+        raise UserError("--judge and --sample go together (and --active with them): the human sample's draw")
+    if sample is not None and needs_more:
+        raise UserError("--needs-more does not go with --sample")
+
+
 @app.command("assign")
 @user_errors
 def assign_(
@@ -181,6 +209,9 @@ def assign_(
     from annotator.people import authorization
     from annotator.store import db
 
+    _check_assign_options(
+        unassign=unassign, needs_more=needs_more, overlap=overlap, judge=judge, sample=sample, active=active
+    )
     engine = open_db(database)
     names = [n.strip() for n in annotators.split(",") if n.strip()] if annotators else None
     if unassign:
@@ -192,13 +223,9 @@ def assign_(
         for username, pair, why in removed.kept:
             out.print(f"  kept: {username} {pair} ({why})", highlight=False)
         return
-    if (judge is None) != (sample is None) or (active and sample is None):
-        raise UserError("--judge and --sample go together (and --active with them): the human sample's draw")
     if sample is not None:
         from annotator.intake.human_sample import draw_human_sample
 
-        if needs_more:
-            raise UserError("--needs-more does not go with --sample")
         with db.session_scope(engine) as session:
             drawn = draw_human_sample(
                 session, study=study, judge=str(judge), size=sample, active=active, overlap=overlap,
