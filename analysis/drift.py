@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.agreement import krippendorff_alpha
+from analysis.settings import DRIFT_BLOCK
 
 __all__ = ["DRIFT_COLUMNS", "agreement_over_time", "version_markers"]
 
@@ -54,7 +55,7 @@ def agreement_over_time(
     frame: pd.DataFrame,
     *,
     by: Literal["week", "block"] = "week",
-    block_size: int = 100,
+    block_size: int = DRIFT_BLOCK,
     quality_items: tuple[str, ...] = ("correctness", "relevance", "helpfulness"),
 ) -> pd.DataFrame:
     """Krippendorff's alpha per period on the main pairs: one row per period (:data:`DRIFT_COLUMNS`).

@@ -8,7 +8,7 @@ one line here."""
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["DEFAULTS", "AnalysisSettings"]
+__all__ = ["DEFAULTS", "DRIFT_BLOCK", "AnalysisSettings"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +57,6 @@ class AnalysisSettings:
 
 #: The defaults: a study that sets nothing is judged with these.
 DEFAULTS = AnalysisSettings()
+
+#: Judgments per block of the agreement-over-time table when it is cut into blocks.
+DRIFT_BLOCK = 100

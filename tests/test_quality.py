@@ -110,6 +110,32 @@ def test_cli_quality_prints_the_table_and_the_rule(crowd_url: str) -> None:
     assert "sim_05" in result.output and RULE in result.output and "Excluded: sim_05, sim_06" in result.output
 
 
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--block-size", "5"], "--block-size goes with --drift block"),
+        (["--drift", "week", "--block-size", "5"], "--block-size goes with --drift block"),
+        (["--drift", "month"], "agreement over time is per week or block, got 'month'"),
+        (["--drift", "block", "--block-size", "0"], "--block-size"),
+    ],
+)
+def test_cli_quality_refuses_a_drift_option_it_could_not_use(
+    crowd_url: str, options: list[str], said: str
+) -> None:
+    result = runner.invoke(app, ["quality", "--study", "s1", "--db", crowd_url, *options])
+    assert result.exit_code != 0 and said in result.output and "Traceback" not in result.output
+    assert "Excluded" not in result.output
+
+
+def test_cli_quality_cuts_the_drift_into_blocks_of_the_given_size(crowd_url: str) -> None:
+    small = runner.invoke(
+        app, ["quality", "--study", "s1", "--db", crowd_url, "--drift", "block", "--block-size", "7"]
+    )
+    usual = runner.invoke(app, ["quality", "--study", "s1", "--db", crowd_url, "--drift", "block"])
+    assert small.exit_code == 0 and usual.exit_code == 0, small.output + usual.output
+    assert small.output.count("\n") > usual.output.count("\n")
+
+
 @pytest.mark.page
 def test_the_annotators_page_shows_competence_and_exclusion(
     crowd: Engine, crowd_url: str, monkeypatch: pytest.MonkeyPatch

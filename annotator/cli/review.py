@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from analysis.settings import DEFAULTS
+from analysis.settings import DEFAULTS, DRIFT_BLOCK
 from annotator.cli.common import (
     QUEUE_FORMATS,
     DbOption,
@@ -105,7 +105,10 @@ def judges_queue(
 def quality(
     study: StudyOption,
     drift: Annotated[str | None, typer.Option(help="Also agreement over time: per 'week' or 'block'")] = None,
-    block_size: Annotated[int, typer.Option(help="Judgments per block with --drift block")] = 100,
+    block_size: Annotated[
+        int | None,
+        typer.Option(min=1, help=f"Judgments per block with --drift block (default {DRIFT_BLOCK})"),
+    ] = None,
     database: DbOption = None,
 ) -> None:
     """Per-annotator quality control: gold accuracy, self-consistency, attention, competence, exclusion."""
@@ -113,13 +116,19 @@ def quality(
     from annotator.review.quality import agreement_drift, annotator_quality
     from annotator.store import db
 
+    if block_size is not None and drift != "block":
+        raise UserError("--block-size goes with --drift block")
     engine = open_db(database)
     with db.session_scope(engine) as session:
         result = annotator_quality(session, study=study, account=authorization.SYSTEM)
         over_time = None
         if drift is not None:
             over_time = agreement_drift(
-                session, study=study, account=authorization.SYSTEM, by=drift, block_size=block_size
+                session,
+                study=study,
+                account=authorization.SYSTEM,
+                by=drift,
+                block_size=block_size or DRIFT_BLOCK,
             )
     out.print(result.to_text(), highlight=False)
     if over_time is not None:

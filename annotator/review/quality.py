@@ -20,6 +20,7 @@ from sqlmodel import Session, col, select
 from analysis.competence import QC_TERMINAL_COLUMNS, QualitySection, apply_exclusion, qc_table
 from analysis.diagnostics import position_bias
 from analysis.report import Report
+from analysis.settings import DRIFT_BLOCK
 from analysis.vocabulary import POSITIVE
 from annotator.errors import UserError
 from annotator.intake.controls import MIXED_KINDS, swap_sources
@@ -187,16 +188,16 @@ def _study_quality(
 
 
 def agreement_drift(
-    session: Session, *, study: str, account: Account, by: str = "week", block_size: int = 100
+    session: Session, *, study: str, account: Account, by: str = "week", block_size: int = DRIFT_BLOCK
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Agreement over time on the main pairs and the guideline-version markers; researchers only."""
     from analysis.drift import agreement_over_time, version_markers
 
+    if by not in ("week", "block"):
+        raise UserError(f"agreement over time is per week or block, got {by!r}")
     require_role(session, account, "researcher")
     config = parse_config(get_study(session, study).config, source=f"study {study!r}")
     frame = label_frame(session, study=study, account=account)
-    if by not in ("week", "block"):
-        raise UserError(f"--by must be week or block, got {by!r}")
     table = agreement_over_time(
         frame,
         by="week" if by == "week" else "block",
