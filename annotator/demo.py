@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from annotator.errors import UserError
+from annotator.errors import os_failure
 from annotator.intake import assign, controls, ingest
 from annotator.people import accounts, authorization
 from annotator.rating import owners
@@ -64,7 +64,7 @@ def build_demo(path: Path = DEMO_DB, *, rebuild: bool = False, seed: int = 7) ->
         try:
             Path(f"{path}{suffix}").unlink(missing_ok=True)
         except OSError as exc:
-            raise UserError(f"cannot replace the demo database {path}: {exc.strerror or exc}") from None
+            raise os_failure(f"cannot replace the demo database {path}", exc) from None
     db.upgrade(url)
     engine = db.make_engine(url)
     ingest.import_file(engine, SAMPLE, study=STUDY, account=authorization.SYSTEM)

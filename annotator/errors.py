@@ -5,6 +5,12 @@ class UserError(Exception):
     """A mistake the user can fix; the message says what and where."""
 
 
+def os_failure(what: str, exc: BaseException) -> UserError:
+    """The one line for a failure of the operating system (a full disk, no permission) or a file's
+    bytes: what could not be done and the reason (an OSError's without its errno), never a traceback."""
+    return UserError(f"{what}: {getattr(exc, 'strerror', None) or exc}")
+
+
 class ConfigError(UserError):
     """The study configuration is wrong; the message names the key."""
 

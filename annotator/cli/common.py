@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from annotator.errors import UserError
+from annotator.errors import UserError, os_failure
 
 if TYPE_CHECKING:  # the database stack loads only for the commands that use it
     from rich.progress import Progress
@@ -194,7 +194,7 @@ def write_text(path: Path, text: str) -> None:
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise os_failure(f"cannot write {path}", exc) from None
 
 
 def absolute_url(url: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from annotator.errors import UserError
+from annotator.errors import os_failure
 from annotator.people.authorization import Account
 from annotator.publish import dataset
 
@@ -35,7 +35,7 @@ def dataset_zip(
             for name, payload in contents.files.items():
                 archive.writestr(f"{folder}/{name}", payload)
     except (OSError, MemoryError) as exc:
-        raise UserError(f"cannot build the dataset .zip: {getattr(exc, 'strerror', None) or exc}") from None
+        raise os_failure("cannot build the dataset .zip", exc) from None
     return buffer.getvalue(), contents.rows
 
 
@@ -63,7 +63,7 @@ def push_study(
     try:
         scratch = tempfile.TemporaryDirectory(prefix="pair-studio-dataset-", ignore_cleanup_errors=True)
     except OSError as exc:
-        raise UserError(f"cannot make a temporary folder for the dataset: {exc.strerror or exc}") from None
+        raise os_failure("cannot make a temporary folder for the dataset", exc) from None
     with scratch as folder:
         summary = dataset.publish(
             engine,

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from analysis.scale import Scale
-from annotator.errors import UserError
+from annotator.errors import UserError, os_failure
 from annotator.people.authorization import Account, require_role
 from annotator.publish import export
 from annotator.review.predictions import prediction_frame
@@ -392,7 +392,7 @@ def export_dataset(
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
     except OSError as exc:
-        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise os_failure(f"cannot write {out}", exc) from None
     try:
         for name, payload in contents.files.items():
             target = staging / name
@@ -401,7 +401,7 @@ def export_dataset(
         _swap_in(staging, out)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise os_failure(f"cannot write {out}", exc) from None
     export.record_export(
         session,
         dataset_request(study),
@@ -486,7 +486,7 @@ def _mend_interrupted(out: Path) -> list[str]:
         for folder in aside + staging:
             shutil.rmtree(folder)
     except OSError as exc:
-        raise UserError(f"cannot tidy an interrupted export beside {out}: {exc.strerror or exc}") from None
+        raise os_failure(f"cannot tidy an interrupted export beside {out}", exc) from None
     if aside or staging:
         notes.append(
             f"removed {len(aside) + len(staging)} folder(s) an interrupted export left beside {out.name}"
@@ -567,7 +567,7 @@ def push_to_hub(folder: str | Path, repo_id: str, *, private: bool = False, toke
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UserError(f"upload to {repo_id} failed (no connection to the Hub?): {first}") from None
     except OSError as exc:
-        raise UserError(f"upload to {repo_id} failed: {exc.strerror or exc}") from None
+        raise os_failure(f"upload to {repo_id} failed", exc) from None
     return f"{constants.ENDPOINT}/datasets/{repo_id}"
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 from sqlalchemy import select
 from sqlmodel import Session, col
 
-from annotator.errors import UserError
+from annotator.errors import UserError, os_failure
 from annotator.people.authorization import SYSTEM, Account, record_event, require_role
 from annotator.review.final_labels import final_labels
 from annotator.review.readers import label_frame
@@ -361,14 +361,14 @@ def write_frame(data: pd.DataFrame | Sequence[dict[str, Any]], path: str | Path,
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent or ".")
     except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise os_failure(f"cannot write {path}", exc) from None
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
         os.replace(temporary, path)
     except OSError as exc:
         Path(temporary).unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise os_failure(f"cannot write {path}", exc) from None
     return len(data)
 
 
@@ -388,7 +388,7 @@ def write_label_dataset(frame: pd.DataFrame, path: str | Path) -> int:
     try:
         temporary = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent or "."))
     except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise os_failure(f"cannot write {path}", exc) from None
     try:
         table = pa.Table.from_pandas(frame.astype({"item": str}), preserve_index=False)
         ds.write_dataset(
@@ -405,7 +405,7 @@ def write_label_dataset(frame: pd.DataFrame, path: str | Path) -> int:
         os.replace(temporary, path)
     except OSError as exc:
         shutil.rmtree(temporary, ignore_errors=True)
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise os_failure(f"cannot write {path}", exc) from None
     return len(frame)
 
 

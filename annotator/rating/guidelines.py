@@ -15,7 +15,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from annotator.errors import UserError
+from annotator.errors import os_failure
 
 #: The default guidelines, shipped inside the package (data/guidelines.md in a checkout is the same file).
 DEFAULT_GUIDELINES: Traversable = files("annotator") / "defaults" / "guidelines.md"
@@ -38,8 +38,7 @@ def guidelines_text() -> str:
         return source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         where = f"${ENV_VAR} = {chosen}" if chosen else str(source)
-        reason = getattr(exc, "strerror", None) or exc
-        raise UserError(f"cannot read the guidelines ({where}): {reason}") from None
+        raise os_failure(f"cannot read the guidelines ({where})", exc) from None
 
 
 @functools.lru_cache(maxsize=8)

@@ -18,7 +18,7 @@ from pathlib import Path
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError
 
-from annotator.errors import UserError
+from annotator.errors import UserError, os_failure
 from annotator.store import db
 from annotator.store.models import Event
 
@@ -106,7 +106,7 @@ def backup(engine: Engine | str, target: str | Path, *, force: bool = False) -> 
         _copy_checked(engine, temporary, target)
         os.replace(temporary, target)
     except OSError as exc:
-        raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None
+        raise os_failure(f"cannot write {target}", exc) from None
     except sqlite3.DatabaseError as exc:
         raise UserError(
             f"cannot back up {database}: {db.describe_error(DatabaseError(None, None, exc))}"

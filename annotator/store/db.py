@@ -20,7 +20,7 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session, col, create_engine
 
-from annotator.errors import BusyError, SchemaError, UserError
+from annotator.errors import BusyError, SchemaError, UserError, os_failure
 from annotator.store import environment
 from annotator.store.integrity import RESTORE, damaged, refusal, verdict
 from annotator.store.models import Assignment, Study
@@ -94,7 +94,7 @@ def _private_file(path: Path) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UserError(f"cannot create the database's folder {path.parent}: {exc.strerror or exc}") from None
+        raise os_failure(f"cannot create the database's folder {path.parent}", exc) from None
     try:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
