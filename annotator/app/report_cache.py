@@ -86,7 +86,7 @@ def _stored(compute: Callable[..., Published], version: tuple[int, ...]) -> Call
 
     def run(engine: Engine, study: str, *args: Any) -> Published:
         published = compute(engine, study, *args)
-        value = (published.report, published.plots)  # what stored_results.compute("report") gives
+        value = stored_results.report_value(published.report, published.plots)
         stored_view.store(engine, study, "report", stored_results.encode_version(version), value)
         return published
 

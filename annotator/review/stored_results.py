@@ -88,9 +88,14 @@ def compute(session: Session, *, study: str, kind: str) -> Any:
 
     if kind == "report":
         report = study_report.study_report(session, study=study, account=SYSTEM)
-        return report, svg_figures(report)
+        return report_value(report, svg_figures(report))
     evidence = adjudication_queue.study_evidence(session, study=study, account=SYSTEM)
     return evidence, adjudication_queue.queue(session, study=study, account=SYSTEM, evidence=evidence)
+
+
+def report_value(report: "Report", figures: dict[str, str]) -> "tuple[Report, dict[str, str]]":
+    """What a stored ``report`` holds: the Report and its figures as SVG (:func:`report_of` reads it)."""
+    return report, figures
 
 
 def report_of(value: Any) -> "tuple[Report, dict[str, str]]":
