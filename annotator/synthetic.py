@@ -85,6 +85,15 @@ class SimulationSpec:
             raise UserError(
                 f"--overlap {self.overlap} needs at least as many --annotators (got {self.annotators})"
             )
+        for name in ("quality_gap", "rubric_gap", "broken_gap", "noise", "bias_sd"):
+            if not math.isfinite(getattr(self, name)):
+                raise UserError(
+                    f"--{name.replace('_', '-')} must be a finite number, got {getattr(self, name)}"
+                )
+        if self.noise < 0 or self.bias_sd < 0:
+            raise UserError("--noise and --bias-sd are standard deviations: 0 or more")
+        if not 0 <= self.broken_share <= 1:
+            raise UserError(f"the broken share must be between 0 and 1, got {self.broken_share}")
 
 
 @dataclass(frozen=True)

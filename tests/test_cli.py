@@ -180,3 +180,58 @@ def test_a_missing_option_is_a_usage_error_without_traceback(env_db: str, tmp_pa
     assert result.exit_code == 2
     assert "Traceback" not in result.output
     assert "--study" in result.output
+
+
+def _number_options() -> list[tuple[list[str], str]]:
+    """(the command's words and its required values, the option) for every float option of every command."""
+    import typing
+
+    import typer
+
+    found: list[tuple[list[str], str]] = []
+
+    def walk(command: typing.Any, words: list[str]) -> None:
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                walk(sub, [*words, name])
+            return
+        required: list[str] = []
+        for param in command.params:
+            if param.param_type_name == "argument":
+                required.append("x")
+            elif param.required:
+                required += [param.opts[0], "x"]
+        for param in command.params:
+            annotation = param.type_descriptor.annotation
+            if param.param_type_name == "option" and float in (annotation, *typing.get_args(annotation)):
+                found.append(([*words, *required], param.opts[0]))
+
+    walk(typer.main.get_command(app), [])
+    return found
+
+
+NUMBER_OPTIONS = _number_options()
+
+
+def test_every_command_with_a_number_option_is_walked() -> None:
+    options = {(words[0], option) for words, option in NUMBER_OPTIONS}
+    expected = {("power", "--margin"), ("simulate", "--noise"), ("owners", "--days"), ("users", "--days")}
+    assert expected <= options
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+@pytest.mark.parametrize(("words", "option"), NUMBER_OPTIONS, ids=lambda v: v if isinstance(v, str) else v[0])
+def test_every_number_option_refuses_nan_and_infinity_before_anything_runs(
+    words: list[str], option: str, value: str, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'never.db'}"
+    result = runner.invoke(app, ["--db", url, *words, option, value])
+    assert result.exit_code == 2, (words, option, result.output)
+    assert option in result.output and not (tmp_path / "never.db").exists()
+
+
+@pytest.mark.parametrize("days", ["0", "-1", "3651", "1e9"])
+def test_a_link_lifetime_outside_ten_years_is_one_line(days: str, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'never.db'}"
+    result = runner.invoke(app, ["--db", url, "users", "link", "ann", "--days", days])
+    assert result.exit_code == 1 and "--days must be positive and at most 3650" in result.output

@@ -12,6 +12,7 @@ from sqlmodel import Session, col, func, select
 
 from analysis.report import Report
 from annotator.demo import SAMPLE
+from annotator.errors import UserError
 from annotator.intake import ingest
 from annotator.people.authorization import SYSTEM
 from annotator.review.study_report import study_report
@@ -196,3 +197,17 @@ def test_cli_simulate_refuses_more_spammers_than_annotators(tmp_path: Path) -> N
         app, ["simulate", "--study", STUDY, "--annotators", "2", "--overlap", "2", "--spammers", "3"]
     )
     assert result.exit_code == 1 and "--spammers must be between 0 and --annotators (2)" in result.output
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("noise", float("nan"), "--noise must be a finite number"),
+        ("quality_gap", float("inf"), "--quality-gap must be a finite number"),
+        ("bias_sd", -0.1, "standard deviations"),
+        ("broken_share", 1.5, "broken share"),
+    ],
+)
+def test_a_simulation_spec_refuses_a_value_no_simulation_can_use(field: str, value: float, said: str) -> None:
+    with pytest.raises(UserError, match=said):
+        SimulationSpec(**{field: value})

@@ -6,6 +6,7 @@ module level; each command imports the services it calls inside its body, so `an
 light command never load SQLAlchemy, pandas or SciPy."""
 
 import functools
+import math
 import sqlite3
 from collections.abc import Callable
 from datetime import timedelta
@@ -63,9 +64,21 @@ DbOption = Annotated[
     typer.Option("--db", help="Database URL (default: $ANNOTATOR_DB_URL or sqlite:///data/annotations.db)"),
 ]
 
+MAX_LINK_DAYS = 3650  # ten years: a later expiry is a typo, and a far one overflows the clock's dates
+
+
+def finite(value: float | None) -> float | None:
+    """The rule of every number option: a finite number (nan and inf are refused before anything runs)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
 StudyOption = Annotated[str, typer.Option("--study", "-s", help="Study name.")]
 BaseUrlOption = Annotated[str, typer.Option(help="The app's address as the link's user reaches it")]
-LinkDaysOption = Annotated[float, typer.Option(help="Days the link stays valid")]
+LinkDaysOption = Annotated[
+    float, typer.Option(callback=finite, help=f"Days the link stays valid (at most {MAX_LINK_DAYS})")
+]
 
 
 def link_address(base_url: str, parameter: str, token: str) -> str:
@@ -77,8 +90,8 @@ def link_address(base_url: str, parameter: str, token: str) -> str:
 
 def link_lifetime(days: float) -> timedelta:
     """How long a single-use link stays valid (--days); a non-positive value is a user mistake."""
-    if days <= 0:
-        raise UserError("--days must be positive")
+    if not 0 < days <= MAX_LINK_DAYS:
+        raise UserError(f"--days must be positive and at most {MAX_LINK_DAYS}, got {days}")
     return timedelta(days=days)
 
 

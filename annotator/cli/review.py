@@ -16,6 +16,7 @@ from annotator.cli.common import (
     StudyOption,
     app,
     err,
+    finite,
     judges_app,
     models_app,
     open_db,
@@ -154,17 +155,28 @@ def _check_power_options(
 @app.command()
 @user_errors
 def power(
-    margin: Annotated[float, typer.Option(help="Equivalence margin (scale points)")] = DEFAULTS.margin,
-    sd: Annotated[float, typer.Option(help="SD of one annotator's chosen - rejected difference")] = 1.0,
+    margin: Annotated[
+        float, typer.Option(callback=finite, help="Equivalence margin (scale points)")
+    ] = DEFAULTS.margin,
+    sd: Annotated[
+        float, typer.Option(callback=finite, help="SD of one annotator's chosen - rejected difference")
+    ] = 1.0,
     annotators: Annotated[int, typer.Option(help="Annotators per pair")] = 3,
-    target: Annotated[float, typer.Option("--power", help="Target power")] = 0.8,
-    alpha: Annotated[float, typer.Option(help="Level of each one-sided test")] = 0.05,
-    true_diff: Annotated[float, typer.Option(help="Assumed true difference")] = 0.0,
+    target: Annotated[float, typer.Option("--power", callback=finite, help="Target power")] = 0.8,
+    alpha: Annotated[float, typer.Option(callback=finite, help="Level of each one-sided test")] = 0.05,
+    true_diff: Annotated[float, typer.Option(callback=finite, help="Assumed true difference")] = 0.0,
     check: Annotated[bool, typer.Option(help="Cross-check by simulation with the simulator's model")] = True,
     annotator_sd: Annotated[
-        float, typer.Option(help="SD of the annotator-specific gap (annotators differ in the gap they see)")
+        float,
+        typer.Option(
+            min=0.0,
+            callback=finite,
+            help="SD of the annotator-specific gap (annotators differ in the gap they see)",
+        ),
     ] = 0.15,
-    pair_sd: Annotated[float, typer.Option(help="SD of the pair-specific gap")] = 0.0,
+    pair_sd: Annotated[
+        float, typer.Option(min=0.0, callback=finite, help="SD of the pair-specific gap")
+    ] = 0.0,
     study: Annotated[
         str | None, typer.Option(help="Also report this study's power and variance components (pilot data)")
     ] = None,
@@ -198,7 +210,9 @@ def power(
     budget: Annotated[
         float | None,
         typer.Option(
-            min=1.0, help="With --compare-designs: judgments per pair on average (default: the pilot's)"
+            min=1.0,
+            callback=finite,
+            help="With --compare-designs: judgments per pair on average (default: the pilot's)",
         ),
     ] = None,
     database: DbOption = None,
@@ -584,7 +598,7 @@ def adjudicate_(
     show_queue: Annotated[
         bool, typer.Option("--queue", help="List the pairs that need a person, lowest agreement first")
     ] = False,
-    limit: Annotated[int, typer.Option(help="Rows of the queue to show (0: all)")] = 50,
+    limit: Annotated[int, typer.Option(min=0, help="Rows of the queue to show (0: all)")] = 50,
     fmt: Annotated[
         str, typer.Option("--format", help="The queue as a table that wraps to the terminal, or as CSV")
     ] = "table",

@@ -12,6 +12,7 @@ from annotator.cli.common import (
     app,
     db_url,
     err,
+    finite,
     open_db,
     out,
     progress_bar,
@@ -63,12 +64,16 @@ def simulate(
     study: StudyOption,
     annotators: Annotated[int, typer.Option(help="Simulated annotators to create or reuse")] = 3,
     overlap: Annotated[int, typer.Option(help="Simulated annotators per pair")] = 3,
-    quality_gap: Annotated[float, typer.Option(help="True chosen - rejected gap on quality (points)")] = 0.0,
+    quality_gap: Annotated[
+        float, typer.Option(callback=finite, help="True chosen - rejected gap on quality (points)")
+    ] = 0.0,
     rubric_gap: Annotated[
-        float, typer.Option(help="True chosen - rejected gap per rubric aspect (0-2 scale)")
+        float, typer.Option(callback=finite, help="True chosen - rejected gap per rubric aspect (0-2 scale)")
     ] = 1.0,
-    noise: Annotated[float, typer.Option(help="Rating noise SD (points)")] = 0.6,
-    bias_sd: Annotated[float, typer.Option(help="SD of the annotators' biases (points)")] = 0.25,
+    noise: Annotated[float, typer.Option(min=0.0, callback=finite, help="Rating noise SD (points)")] = 0.6,
+    bias_sd: Annotated[
+        float, typer.Option(min=0.0, callback=finite, help="SD of the annotators' biases (points)")
+    ] = 0.25,
     seed: Annotated[int, typer.Option(help="Random seed")] = 0,
     spammers: Annotated[int, typer.Option(help="How many of the annotators answer at random, fast")] = 0,
     database: DbOption = None,
@@ -97,7 +102,7 @@ def simulate(
 @app.command()
 @user_errors
 def serve(
-    port: Annotated[int, typer.Option(help="Port to listen on")] = 8501,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on (0: any free one)")] = 8501,
     host: Annotated[
         str, typer.Option(help="Address to bind (0.0.0.0 to accept other machines)")
     ] = "127.0.0.1",
@@ -139,7 +144,7 @@ def serve(
 @user_errors
 def demo(
     rebuild: Annotated[bool, typer.Option(help="Build data/demo.db afresh")] = False,
-    port: Annotated[int, typer.Option(help="Port to listen on")] = 8501,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on (0: any free one)")] = 8501,
     host: Annotated[str, typer.Option(help="Address to bind")] = "127.0.0.1",
     serve_app: Annotated[
         bool, typer.Option("--serve/--no-serve", help="Start the app after building")
