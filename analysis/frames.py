@@ -43,7 +43,7 @@ chosen_chars, rejected_chars : float
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
 import numpy as np
@@ -72,12 +72,14 @@ from analysis.vocabulary import (
     RUBRIC_ITEM,
     RUBRIC_PREFIX,
     SIDE_CHOSEN,
+    SUPPORT_PREFIX,
     TIME_S,
     VALUE,
 )
 
 __all__ = [
     "ANNOTATOR",
+    "check_items",
     "check_unique_keys",
     "ARM",
     "CATEGORY",
@@ -108,6 +110,7 @@ __all__ = [
     "first_rows",
     "has_prefix",
     "split_controls",
+    "unknown_item",
     "validate_frame",
 ]
 
@@ -233,8 +236,9 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
         If ``df`` is not a DataFrame.
     ValueError
         Missing columns (all named), a response other than chosen/rejected, a non-numeric or
-        missing value, a preference outside -2..2, a confidence outside 1..3, a negative time,
-        a rubric-aspect value outside 0..2, or a duplicated (pair_id, annotator, response, item).
+        missing value, a preference outside -2..2, a confidence outside 1..3, a negative time, a
+        rubric-aspect or rubric-support value outside 0..2, or a duplicated (pair_id, annotator,
+        response, item).
 
     Examples
     --------
@@ -257,12 +261,39 @@ def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
     out = df.copy(deep=False)  # copy-on-write: the columns replaced below never touch `df`
     _check_keys(out)
     _check_judgment_columns(out)
-    aspect = has_prefix(out[ITEM], RUBRIC_PREFIX)
-    if aspect.any():
-        _integers_in(out[VALUE], "value (rubric aspects)", 0, 2, where=aspect)
+    for prefix, described in ((RUBRIC_PREFIX, "rubric aspects"), (SUPPORT_PREFIX, "rubric support")):
+        rows = has_prefix(out[ITEM], prefix)
+        if rows.any():
+            _integers_in(out[VALUE], f"value ({described})", 0, 2, where=rows)
     _check_optional_columns(out)
     check_unique_keys(out)
     return out
+
+
+#: The prefixes of the items a study has besides its quality dimensions.
+ITEM_PREFIXES = (RUBRIC_PREFIX, SUPPORT_PREFIX)
+
+
+def unknown_item(items: Iterable[str], quality_items: Sequence[str]) -> str | None:
+    """The first of `items` that is neither one of the study's quality items nor the rubric, one of its
+    aspects or a rubric-support answer (a misspelled dimension would otherwise be left out of every
+    verdict unseen)."""
+    known = set(quality_items) | {RUBRIC_ITEM}
+    return next((i for i in items if i not in known and not str(i).startswith(ITEM_PREFIXES)), None)
+
+
+def check_items(frame: pd.DataFrame, scales: Mapping[str, tuple[int, int]]) -> None:
+    """ValueError naming the first row of an item that is not the study's (:func:`unknown_item`; `scales`
+    gives each quality item's lowest and highest point) or whose quality value is not a point of its
+    item's scale."""
+    unknown = unknown_item(pd.unique(frame[ITEM]), list(scales))
+    if unknown is not None:
+        raise ValueError(
+            f"column 'item' holds {unknown!r}, which is neither a quality dimension of the study "
+            f"({', '.join(scales)}) nor a rubric aspect or support answer{_at(frame[ITEM] == unknown)}"
+        )
+    for item, (low, high) in scales.items():
+        _integers_in(frame[VALUE], f"value ({item})", low, high, where=(frame[ITEM] == item).to_numpy())
 
 
 def check_unique_keys(frame: pd.DataFrame) -> None:

@@ -68,6 +68,7 @@ from analysis.frames import (
     PAIR_ID,
     QUALITY_ITEMS,
     SIDE_CHOSEN,
+    check_items,
     split_controls,
     validate_frame,
 )
@@ -248,6 +249,10 @@ class ReportSettings:
         """The scale quality item `item` is rated on."""
         return self.scales.get(item, self.scale)
 
+    def scale_ends(self) -> dict[str, tuple[int, int]]:
+        """Each quality item's lowest and highest point."""
+        return {item: (self.scale_of(item).low, self.scale_of(item).high) for item in self.quality_items}
+
     def item_margins(self, items: Sequence[str]) -> dict[str, float]:
         """The equivalence margin of each of `items`, in its scale's points."""
         return {item: float(self.margins.get(item, self.margin)) for item in items}
@@ -303,8 +308,10 @@ def build_report(
     ('PASS', ['sample_size', 'equivalence', 'rubric', 'preference', 'reliability', 'sensitivity'])
     """
     settings = settings or ReportSettings()
-    frame, owner_rows = split_owners(validate_frame(frame))
+    frame = validate_frame(frame)
     quality_items = list(settings.quality_items)
+    check_items(frame, settings.scale_ends())
+    frame, owner_rows = split_owners(frame)
     margins = settings.item_margins(quality_items)
     main, controls = split_controls(frame)
     if main.empty:

@@ -21,7 +21,7 @@ import pandas as pd
 from analysis.aggregates import judgment_differences
 from analysis.agreement import agreement_table
 from analysis.agreement.table import MIN_REPLICATED_UNITS
-from analysis.frames import split_controls
+from analysis.frames import check_items, split_controls, unknown_item
 from analysis.label_columns import Judgments, LabelColumns, aspects, release_memory
 from analysis.report import (
     Report,
@@ -154,6 +154,10 @@ def _read_items(
         )
 
     items = source.items()
+    ends = settings.scale_ends()
+    unknown = unknown_item(items, quality_items)
+    if unknown is not None:  # before the long read of the study's own items
+        _checked(source.item_frame(unknown), unknown, ends)
     judged = Judgments()
     differences: dict[str, pd.DataFrame] = {}
     agreement: list[pd.DataFrame] = []
@@ -161,7 +165,7 @@ def _read_items(
     rubric = pd.DataFrame()
     rubric_aspects = [] if RUBRIC_ITEM in items else aspects(items)
     for item in [*quality_items, *(i for i in items if i not in quality_items)]:
-        frame = source.item_frame(item)  # one item's rows in memory at a time
+        frame = _checked(source.item_frame(item), item, ends)  # one item's rows in memory at a time
         if frame.empty and item in quality_items:
             raise ValueError(f"no scores for item '{item}'")
         n_scores += len(frame)
@@ -185,6 +189,15 @@ def _read_items(
     if settings.extras:
         agreement.append(agree(_preference_rows(per_judgment), []))
     return differences, pd.concat(agreement, ignore_index=True), per_judgment, n_scores
+
+
+def _checked(frame: pd.DataFrame, item: str, ends: dict[str, tuple[int, int]]) -> pd.DataFrame:
+    """`frame` (the rows of `item`) once :func:`analysis.frames.check_items` finds nothing wrong."""
+    try:
+        check_items(frame, ends)
+    except ValueError as exc:
+        raise ValueError(f"item '{item}' (rows counted within that item's rows): {exc}") from None
+    return frame
 
 
 def shared_pairs(differences: pd.DataFrame, judged: Judgments) -> pd.DataFrame:

@@ -285,3 +285,24 @@ def test_a_duplicated_score_names_its_row() -> None:
         match=re.escape("1 duplicate (pair_id, annotator, response, item) row(s) (first at row 19)"),
     ):
         validate_frame(df)
+
+
+def test_check_items_names_an_unknown_item_and_a_score_off_its_scale() -> None:
+    frame = validate_frame(_frame())
+    frames.check_items(frame, {"correctness": (1, 5)})  # rubric aspects are the study's own
+    with pytest.raises(
+        ValueError, match=re.escape("must hold integers in 1..3, got: 4.0, 5.0 (first at row 1)")
+    ):
+        frames.check_items(frame, {"correctness": (1, 3)})
+    with pytest.raises(ValueError, match=re.escape("holds 'correctness', which is neither")):
+        frames.check_items(frame, {"accuracy": (1, 5)})
+
+
+def test_validate_frame_rejects_a_rubric_support_answer_out_of_range() -> None:
+    df = _frame()
+    df.loc[0, "item"] = "support:0"
+    df.loc[0, "value"] = 3.0
+    with pytest.raises(
+        ValueError, match=re.escape("column 'value (rubric support)' must hold integers in 0..2")
+    ):
+        validate_frame(df)

@@ -150,3 +150,33 @@ def test_judges_with_labels_read_by_item_are_refused_in_one_line(tmp_path: Path)
     assert result.exit_code != 0
     assert "--judges needs the whole label frame" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("by_item", ["--by-item", "--in-memory"])
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"value": 9}, "column 'value (relevance)' must hold integers in 1..5, got: 9.0"),
+        ({"value": float("inf")}, "column 'value (relevance)' must hold integers in 1..5, got: inf"),
+        ({"value": 3.5}, "column 'value (relevance)' must hold integers in 1..5, got: 3.5"),
+        ({"item": "relevanse"}, "column 'item' holds 'relevanse', which is neither a quality dimension"),
+    ],
+)
+def test_a_quality_score_off_the_study_scale_or_an_unknown_item_is_one_line_naming_the_row(
+    tmp_path: Path, by_item: str, change: dict[str, object], said: str
+) -> None:
+    frame = simulate_frame(np.random.default_rng(4), SimDesign(n_pairs=30, per_pair=3), SimEffects())
+    rows = np.flatnonzero((frame["item"] == "relevance").to_numpy())
+    for column, value in change.items():
+        frame[column] = frame[column].astype(object)
+        frame.loc[rows[6], column] = value
+    path = tmp_path / "labels.csv"
+    frame.to_csv(path, index=False)
+    result = runner.invoke(app, ["analyze", "--labels", str(path), by_item, "--n-boot", "20"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 1 and len(lines) == 1, result.output
+    assert said in lines[0] and str(path) in lines[0]
+    if by_item == "--in-memory":
+        assert f"(first at row {rows[6] + 1})" in lines[0]  # the file's own row
+    else:
+        assert "within that item's rows" in lines[0]

@@ -244,10 +244,13 @@ def labels_report(
                 f"time ({rows:,} score rows); give --in-memory to read them whole"
             )
         return columns_report(source, study or path.stem, config, ReportOptions(n_boot, seed), rows)
+    from analysis.frames import check_items
     from analysis.label_files import read_labels
 
+    options = ReportOptions(n_boot, seed)
     try:
         frame = read_labels(path)
+        check_items(frame, report_settings(config, options).scale_ends())  # to name the file and its row
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except (ValueError, OSError) as exc:
@@ -258,7 +261,6 @@ def labels_report(
 
         facts = file_study(frame, scales=config.quality.scales, pairs=pairs)
         judged = read_judge_files(judges, facts)
-    options = ReportOptions(n_boot, seed)
     report = report_from_frame(frame, study or Path(path).stem, config, options)
     if judged is None:
         return report
