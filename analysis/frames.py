@@ -60,6 +60,7 @@ from analysis.vocabulary import (
     CONTROL_KINDS,
     ITEM,
     JUDGMENT_ID,
+    OWNER,
     PAIR_ID,
     PREFERENCE,
     QUALITY_ITEMS,
@@ -285,15 +286,22 @@ def unknown_item(items: Iterable[str], quality_items: Sequence[str]) -> str | No
 def check_items(frame: pd.DataFrame, scales: Mapping[str, tuple[int, int]]) -> None:
     """ValueError naming the first row of an item that is not the study's (:func:`unknown_item`; `scales`
     gives each quality item's lowest and highest point) or whose quality value is not a point of its
-    item's scale."""
-    unknown = unknown_item(pd.unique(frame[ITEM]), list(scales))
+    item's scale. A profile owner's row may also be item ``preference`` (an owner who answered no
+    rubric aspect)."""
+    items = frame[ITEM]
+    owner = (
+        (frame[RATER_KIND] == OWNER).to_numpy() if RATER_KIND in frame.columns else np.zeros(len(frame), bool)
+    )
+    unusual = items[~owner | (items != PREFERENCE).to_numpy()]
+    unknown = unknown_item(pd.unique(unusual), list(scales))
     if unknown is not None:
         raise ValueError(
             f"column 'item' holds {unknown!r}, which is neither a quality dimension of the study "
-            f"({', '.join(scales)}) nor a rubric aspect or support answer{_at(frame[ITEM] == unknown)}"
+            f"({', '.join(scales)}) nor a rubric aspect or support answer"
+            + _at((items == unknown).to_numpy() & ~(owner & (items == PREFERENCE).to_numpy()))
         )
     for item, (low, high) in scales.items():
-        _integers_in(frame[VALUE], f"value ({item})", low, high, where=(frame[ITEM] == item).to_numpy())
+        _integers_in(frame[VALUE], f"value ({item})", low, high, where=(items == item).to_numpy())
 
 
 def check_unique_keys(frame: pd.DataFrame) -> None:

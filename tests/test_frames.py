@@ -306,3 +306,14 @@ def test_validate_frame_rejects_a_rubric_support_answer_out_of_range() -> None:
         ValueError, match=re.escape("column 'value (rubric support)' must hold integers in 0..2")
     ):
         validate_frame(df)
+
+
+def test_check_items_lets_an_owner_row_be_the_preference_and_no_one_else() -> None:
+    df = _frame()
+    df["rater_kind"] = ""
+    df.loc[0, ["item", "rater_kind"]] = ["preference", "owner"]
+    df.loc[0, "value"] = 1.0
+    frames.check_items(validate_frame(df), {"correctness": (1, 5)})
+    df.loc[0, "rater_kind"] = "annotator"
+    with pytest.raises(ValueError, match=re.escape("holds 'preference', which is neither")):
+        frames.check_items(validate_frame(df), {"correctness": (1, 5)})
