@@ -27,7 +27,7 @@ DEFAULT_CONFIG: Traversable = files("annotator") / "defaults" / "study.toml"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Dimension(_Strict):
@@ -351,6 +351,26 @@ class StudyConfig(_Strict):
     judges: Judges = Judges()
     owners: Owners = Owners()
 
+    @model_validator(mode="after")
+    def _margins_inside_their_scales(self) -> Self:
+        """A margin as wide as its scale's span or wider could never fail: its equivalence claim would
+        say nothing about the pairs."""
+        scales = self.quality.scales
+        own = {d.name for d in self.quality.dimensions if d.margin is not None}
+        for name, margin in self.margins.items():
+            if margin >= scales[name].span:
+                given = (
+                    f"quality dimension {name!r}: margin {margin:g}"
+                    if name in own
+                    else f"analysis.margin {self.analysis.margin:g} gives {name!r} a margin of {margin:g}, "
+                    "which"
+                )
+                raise ValueError(
+                    f"{given} is not below the span of its {scales[name].text()} scale "
+                    f"({scales[name].span:g} points): no ratings could fail equivalence"
+                )
+        return self
+
     @property
     def judge_epsilon(self) -> tuple[float, str]:
         """The alt-test's epsilon and why: the configured value, or the paper's for the annotators."""
@@ -431,11 +451,11 @@ def parse_config(data: dict[str, Any], *, source: str = "study config") -> Study
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
-            key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+            key = ".".join(str(part) for part in error["loc"])
             message = error["msg"].removeprefix("Value error, ")
             if error["type"] == "extra_forbidden":
                 message = "unknown key"
-            problems.append(f"{source}: {key}: {message}")
+            problems.append(f"{source}: {key}: {message}" if key else f"{source}: {message}")
         raise ConfigError("\n".join(problems)) from None
 
 

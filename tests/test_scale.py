@@ -5,6 +5,7 @@ per-dimension scales reads as it did."""
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -75,6 +76,33 @@ def test_a_dimension_whose_labels_do_not_fit_its_scale_is_named() -> None:
     )
     with pytest.raises(ConfigError, match=re.escape("dimension 'safe': scale_max must be above scale_min")):
         parse_config(data)
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (
+            {"analysis": {"margin": 4.0}},
+            "analysis.margin 4 gives 'correctness' a margin of 4, which is not below",
+        ),
+        ({"analysis": {"margin": 1e308}}, "is not below the span of its 1-5 scale (4 points)"),
+        ({"analysis": {"margin": float("inf")}}, "analysis.margin: Input should be a finite number"),
+        ({"validation": {"fdr": float("nan")}}, "validation.fdr: Input should be a finite number"),
+        ({"safe_margin": 1.0}, "quality dimension 'safe': margin 1 is not below the span of its 0-1 scale"),
+    ],
+)
+def test_a_margin_that_no_ratings_could_fail_is_refused(change: dict[str, Any], said: str) -> None:
+    import tomllib
+
+    data = tomllib.loads(TWO_SCALES_TOML)
+    if "safe_margin" in change:
+        data["quality"]["dimensions"][2]["margin"] = change.pop("safe_margin")
+    data.update(change)
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        parse_config(data, source="study.toml")
+    data = tomllib.loads(TWO_SCALES_TOML)
+    data["analysis"] = {"margin": 3.99}  # below the span: a wide margin, but one ratings can fail
+    assert parse_config(data).margins["correctness"] == 3.99
 
 
 def test_a_stored_config_from_before_reads_as_the_studys_scale() -> None:
