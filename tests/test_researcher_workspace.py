@@ -216,6 +216,21 @@ def test_settings_form_gives_the_error_lines_of_the_cli(tmp_path: Path) -> None:
     assert lines[0].startswith("study settings: analysis.margin: ")
 
 
+def test_settings_form_refuses_a_margin_no_ratings_could_fail_as_the_cli_does(tmp_path: Path) -> None:
+    base = load_config()
+    toml = (Path(__file__).resolve().parents[1] / "data" / "study.toml").read_text(encoding="utf-8")
+    cli = _cli_error(tmp_path, re.sub(r"(?m)^margin = 0\.5", "margin = 4", toml))
+    with pytest.raises(ConfigError) as caught:
+        study_settings.build_config(
+            base,
+            dimensions=study_settings.dimensions_frame(base),
+            training=study_settings.training_frame(base),
+            sections={"analysis": {"margin": 4.0}},
+        )
+    assert [str(caught.value).removeprefix("study settings: ")] == cli
+    assert "no ratings could fail equivalence" in cli[0]
+
+
 def test_settings_form_builds_the_config_it_shows(tmp_path: Path) -> None:
     base = load_config()
     dims = pd.DataFrame([{"name": "clarity", "question": "Is it clear?", "labels": "1 | 2 | 3 | 4 | 5"}])
