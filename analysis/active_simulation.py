@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from analysis.active_ppi import MIN_SHARE, inclusion_probabilities, weighted_ppi
+from analysis.lazy import stats
 from analysis.ppi_simulation import JUDGES, Design, _tracking_noise
 
 __all__ = ["ActiveDesign", "Drawn", "draw_active", "simulate_active", "weighted_verdicts"]

@@ -34,7 +34,8 @@ from typing import Literal, cast
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
+
+from analysis.lazy import stats
 
 __all__ = [
     "EPSILON",

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.equivalence.checks import TestResult
+from analysis.lazy import stats
 from analysis.scale import DEFAULT_SCALE
 from analysis.vocabulary import ANNOTATOR, PAIR_ID
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from analysis.equivalence.checks import WarnedResult
+from analysis.lazy import stats
 from analysis.mixed import fit_crossed, group_codes, intercept_se
 
 __all__ = ["CrossedMean", "crossed_mean"]

@@ -27,13 +27,16 @@ Proceedings of NAACL-HLT, 1120-1130.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import sparse
-from scipy.special import digamma
+
+from analysis.lazy import sparse, special
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 __all__ = ["Coded", "DawidSkeneFit", "MaceFit", "dawid_skene", "encode", "mace"]
 
@@ -80,8 +83,8 @@ def encode(frame: pd.DataFrame) -> Coded:
 class _Cells:
     """The rows as counts: ``counts[t, c]`` answers in task t of cell c = worker * n_labels + answer."""
 
-    counts: sparse.csr_matrix  # tasks x cells
-    by_cell: sparse.csr_matrix  # its transpose
+    counts: csr_matrix  # tasks x cells
+    by_cell: csr_matrix  # its transpose
     n_workers: int
     n_labels: int
     per_task: FloatArray  # answers per task, as a column
@@ -277,7 +280,9 @@ def _mace_e_step(cells: _Cells, spamming: FloatArray, thetas: FloatArray) -> _Ma
 def _variational_weights(counts: FloatArray, prior: FloatArray) -> FloatArray:
     """exp(E[log p]) under the Dirichlet posterior counts + prior, row by row."""
     posterior = counts + prior
-    return cast(FloatArray, np.exp(digamma(posterior) - digamma(posterior.sum(axis=1, keepdims=True))))
+    return cast(
+        FloatArray, np.exp(special.digamma(posterior) - special.digamma(posterior.sum(axis=1, keepdims=True)))
+    )
 
 
 def mace(

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.design import (
     Design,
@@ -26,6 +25,7 @@ from analysis.design import (
     shown_valid,
     simulate_design,
 )
+from analysis.lazy import stats
 from analysis.power import PassPlan, Plan
 from analysis.scale import item_margin
 

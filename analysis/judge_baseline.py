@@ -36,9 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from analysis.alttest import MIN_ANNOTATORS, MIN_ITEMS, AltTest, Scoring, alignment_wins, alt_test_from_wins
+from analysis.lazy import stats
 
 __all__ = [
     "BASELINE_MARGIN",

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from analysis.betting import betting_ratio
+from analysis.lazy import stats
 
 __all__ = ["OWNER_CATEGORIES", "kappa_box"]
 

@@ -43,12 +43,12 @@ from typing import Any, cast
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
 
 from analysis.aggregates import judgment_differences
 from analysis.equivalence import TostResult, tost_from_estimate
 from analysis.equivalence.checks import WarnedResult, check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
+from analysis.lazy import optimize, stats
 
 __all__ = [
     "CrossedFit",

@@ -42,13 +42,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats
 
 from analysis.aggregates import judgments, pair_majority
 from analysis.betting import betting_p, betting_ratio
 from analysis.frames import as_text, has_prefix
 from analysis.judges import EPSILON, JUDGE, MIN_ANNOTATORS, MIN_ITEMS, ORDER, benjamini_yekutieli
 from analysis.kappa_box import kappa_box
+from analysis.lazy import stats
 from analysis.verdicts import Status, Verdict
 from analysis.vocabulary import (
     ANNOTATOR,

@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import integrate, stats
 
 from analysis.equivalence import tost_paired
+from analysis.lazy import integrate, stats
 from analysis.scale import Margin, item_margin
 from analysis.simulation import BIAS_SD, NOISE, latent_quality, rate
 

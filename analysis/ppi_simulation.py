@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
+from analysis.lazy import stats
 from analysis.prediction_powered import combine_parts, power_tuned_lambda
 
 __all__ = ["JUDGES", "Design", "balanced_crossed_mean", "draw", "judge_gaps", "simulate", "verdicts"]

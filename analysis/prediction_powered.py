@@ -38,12 +38,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats
 
 from analysis.crossed_mean import CrossedMean, crossed_mean
 from analysis.equivalence import TostResult, tost_from_estimate
 from analysis.equivalence.checks import WarnedResult, check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
+from analysis.lazy import stats
 
 __all__ = [
     "PPIMean",

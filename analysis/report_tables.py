@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.aggregates import pair_majority
 from analysis.cleaning import KEEP, study_cleaning
@@ -24,6 +23,7 @@ from analysis.frames import (
     RUBRIC_ITEM,
     SIDE_CHOSEN,
 )
+from analysis.lazy import stats
 from analysis.mixed import fit_crossed
 from analysis.power import Plan, recommend_design
 from analysis.scale import Margin, item_margin

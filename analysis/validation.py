@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.aggregates import judgment_differences, judgments, pair_means_from_differences
 from analysis.broken_share import DEFAULT_GAP_RANGE, broken_share
@@ -35,6 +34,7 @@ from analysis.equivalence import (
     wilcoxon_tost_paired,
 )
 from analysis.frames import ANNOTATOR, ITEM, PAIR_ID, PREFERENCE, QUALITY_ITEMS, RUBRIC_ITEM, RUBRIC_PREFIX
+from analysis.lazy import stats
 from analysis.mixed import mixed_effect
 from analysis.scale import Margin, item_margin
 from analysis.settings import DEFAULTS

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pandas as pd
-from scipy import stats
 
 from analysis.aggregates import judgment_differences
 from analysis.frames import CONTROL, PAIR_ID
+from analysis.lazy import stats
 from analysis.scale import to_study_points
 from analysis.validation import ValidationResult
 from analysis.vocabulary import POSITIVE

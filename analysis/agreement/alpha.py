@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-import scipy.sparse as sp
 
 from analysis.agreement.inputs import Level, check_level, reliability_data
+from analysis.lazy import sparse as sp
 
 # Upper bound on the cells of one bootstrap chunk array (16 MB of float64).
 _BOOT_CELLS = 2_000_000

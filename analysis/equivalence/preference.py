@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from statsmodels.stats.proportion import proportion_confint
 
 from analysis.equivalence.checks import TestResult, as_vector, check_alpha
+from analysis.lazy import proportion, stats
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ def wilson_interval(count: float, nobs: int, alpha: float) -> tuple[float, float
     """
     if nobs == 0:
         return math.nan, math.nan
-    low, high = proportion_confint(count, nobs, alpha=alpha, method="wilson")
+    low, high = proportion.proportion_confint(count, nobs, alpha=alpha, method="wilson")
     return float(low), float(high)
 
 

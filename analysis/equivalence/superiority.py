@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
 
 from analysis.equivalence.checks import TestResult, check_alpha, paired_differences
 from analysis.equivalence.wilcoxon import wilcoxon_one_sided
+from analysis.lazy import optimize, stats
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats
 
 from analysis.equivalence.checks import TestResult, as_sample, check_alpha, check_bounds, paired_differences
+from analysis.lazy import stats
 
 
 @dataclass(frozen=True)

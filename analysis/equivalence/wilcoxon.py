@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats
 
 from analysis.equivalence.checks import TestResult, check_alpha, check_bounds, paired_differences
+from analysis.lazy import stats
 
 # Above this many distinct differences the Hodges-Lehmann interval falls back to the sign-test
 # interval around the median (the Walsh averages would need too much memory).

@@ -24,12 +24,12 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from statsmodels.stats.contingency_tables import mcnemar
 
 from analysis.aggregates import judgments, pair_majority
 from analysis.agreement import kappa_from_codes
 from analysis.equivalence import wilson_interval
 from analysis.frames import ANNOTATOR, CATEGORY, PAIR_ID, PREFERENCE, split_controls
+from analysis.lazy import contingency_tables
 
 #: A model's or a final decision's preference direction.
 CHOICES: tuple[str, ...] = ("chosen", "rejected", "tie")
@@ -372,7 +372,7 @@ def paired_comparisons(
         exact = discordant < 25
         if discordant:
             table = [[0, a_only], [b_only, 0]]
-            p = float(mcnemar(table, exact=exact, correction=True).pvalue)
+            p = float(contingency_tables.mcnemar(table, exact=exact, correction=True).pvalue)
         else:
             p = 1.0
         diff = a - b
