@@ -1,6 +1,7 @@
 """The modules a signed-in role's pages import, imported once per server on a background thread after its
 first page is drawn, so that the role's next pages do not pay for them on their first visit (the
-Validation page's analysis modules are most of a second).
+researcher's pages: about a quarter of a second; SciPy and statsmodels are not among them,
+:mod:`analysis.lazy`).
 
 An idle server and one that only annotators use import none of them. While the imports run, every
 page run waits for them (:func:`settled`): two threads importing the same modules could otherwise meet
