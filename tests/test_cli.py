@@ -235,3 +235,17 @@ def test_a_link_lifetime_outside_ten_years_is_one_line(days: str, tmp_path: Path
     url = f"sqlite:///{tmp_path / 'never.db'}"
     result = runner.invoke(app, ["--db", url, "users", "link", "ann", "--days", days])
     assert result.exit_code == 1 and "--days must be positive and at most 3650" in result.output
+
+
+@pytest.mark.parametrize(
+    "address", ["javascript:alert(1)", "http://a b", "ftp://host", "localhost:8501", "https://"]
+)
+@pytest.mark.parametrize("words", [["users", "link", "ann"], ["owners", "link", "alice", "--study", "s"]])
+def test_a_link_to_an_address_its_user_could_not_open_is_refused(
+    words: list[str], address: str, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'never.db'}"
+    result = runner.invoke(app, ["--db", url, *words, "--base-url", address])
+    said = " ".join(result.output.replace("│", " ").split())  # the error box wraps its lines
+    assert result.exit_code == 2 and "must be an http:// or https:// address with a host" in said
+    assert not (tmp_path / "never.db").exists()

@@ -75,7 +75,21 @@ def finite(value: float | None) -> float | None:
 
 
 StudyOption = Annotated[str, typer.Option("--study", "-s", help="Study name.")]
-BaseUrlOption = Annotated[str, typer.Option(help="The app's address as the link's user reaches it")]
+
+
+def web_address(value: str) -> str:
+    """The rule of --base-url: an http(s) address with a host and no spaces, as a link's user opens it."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in value):
+        raise typer.BadParameter(f"must be an http:// or https:// address with a host, got {value!r}")
+    return value
+
+
+BaseUrlOption = Annotated[
+    str, typer.Option(callback=web_address, help="The app's address as the link's user reaches it")
+]
 LinkDaysOption = Annotated[
     float, typer.Option(callback=finite, help=f"Days the link stays valid (at most {MAX_LINK_DAYS})")
 ]
