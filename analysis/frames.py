@@ -43,6 +43,7 @@ chosen_chars, rejected_chars : float
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import cast
 
@@ -110,6 +111,7 @@ __all__ = [
     "coded",
     "first_rows",
     "has_prefix",
+    "shifted_rows",
     "split_controls",
     "unknown_item",
     "validate_frame",
@@ -178,6 +180,11 @@ def _show(values: pd.Series | np.ndarray, limit: int = 5) -> str:
     uniq = list(dict.fromkeys(np.asarray(values, dtype=object).tolist()))
     shown = ", ".join(repr(v) for v in uniq[:limit])
     return shown + (", ..." if len(uniq) > limit else "")
+
+
+def shifted_rows(message: str, rows: int) -> str:
+    """A validation message whose "first at row N" counts `rows` more rows."""
+    return re.sub(r"first at row (\d+)", lambda m: f"first at row {int(m.group(1)) + rows}", message)
 
 
 def _at(bad: pd.Series | np.ndarray) -> str:

@@ -12,7 +12,6 @@ mean over the aspects, :func:`analysis.aggregates.rubric_scores`) is summed aspe
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from analysis.frames import (
     check_unique_keys,
     coded,
     has_prefix,
+    shifted_rows,
     validate_frame,
 )
 from analysis.label_files import join_chunks
@@ -216,14 +216,9 @@ def _compact(batches: Iterator[Any]) -> Iterator[pd.DataFrame]:
         try:
             frame = _validated(pa.Table.from_batches(pending))
         except ValueError as exc:
-            raise ValueError(_shifted(str(exc), seen)) from None
+            raise ValueError(shifted_rows(str(exc), seen)) from None
         seen, pending, size = seen + size, [], 0
         yield frame[[*KEY_COLUMNS, VALUE]].assign(**{PREFERENCE: frame[PREFERENCE].astype(np.int8)})
-
-
-def _shifted(message: str, rows: int) -> str:
-    """A validation message whose "first at row N" counts `rows` more rows."""
-    return re.sub(r"first at row (\d+)", lambda m: f"first at row {int(m.group(1)) + rows}", message)
 
 
 def _sorted_codes(column: Any) -> Any:

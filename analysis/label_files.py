@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import cast
 
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from analysis.frames import KEY_COLUMNS, coded, validate_frame
+from analysis.frames import KEY_COLUMNS, check_items, coded, shifted_rows, validate_frame
 from analysis.vocabulary import (
     ANNOTATOR,
     ARM,
@@ -33,14 +33,20 @@ from analysis.vocabulary import (
 __all__ = ["CHUNK_ROWS", "join_chunks", "read_labels"]
 
 
-def read_labels(path: str | Path) -> pd.DataFrame:
+def read_labels(path: str | Path, *, scales: Mapping[str, tuple[int, int]] | None = None) -> pd.DataFrame:
     """Read an exported labels file (``.csv``, ``.jsonl`` or ``.parquet``) into a validated frame.
+
+    A bad value is named by its row: the record's number, and in a CSV file its row as a spreadsheet
+    shows it (the header is row 1), as the pair, judge and model imports name a CSV row.
 
     Parameters
     ----------
     path : str or pathlib.Path
         The file written by ``annotator export labels``, or the folder of a Parquet label dataset
         (``--format parquet-dataset``: partitioned by item).
+    scales : mapping of str to (int, int), optional
+        The study's quality items and each one's lowest and highest point: every item must be the
+        study's and every quality score a point of its scale (:func:`analysis.frames.check_items`).
 
     Returns
     -------
@@ -64,6 +70,23 @@ def read_labels(path: str | Path) -> pd.DataFrame:
     ['007', '007']
     """
     path = Path(path)
+    try:
+        frame = _read(path)
+        if scales is not None:
+            check_items(frame, scales)
+    except ValueError as exc:
+        if path.suffix.lower() != ".csv" or path.is_dir():
+            raise
+        raise ValueError(shifted_rows(str(exc), CSV_HEADER_ROWS)) from None
+    return frame
+
+
+#: Rows above a CSV file's first record (its header).
+CSV_HEADER_ROWS = 1
+
+
+def _read(path: Path) -> pd.DataFrame:
+    """The labels at `path`, validated (:func:`read_labels`); row numbers count records."""
     suffix = path.suffix.lower()
     text_cols = dict.fromkeys((*_TEXT_COLUMNS, JUDGMENT_ID), str)
     if path.is_dir():

@@ -260,10 +260,10 @@ def test_read_labels_keeps_optional_text_columns(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("column", "bad", "message"),
     [
-        ("value", "x", "column 'value' has non-numeric values: 'x' (first at row 4)"),
-        ("preference", 5, "column 'preference' must hold integers in -2..2, got: 5.0 (first at row 4)"),
-        ("response", "A", "column 'response' must be 'chosen' or 'rejected', got: 'A' (first at row 4)"),
-        ("time_s", -2.0, "column 'time_s' must be >= 0, got: -2.0 (first at row 4)"),
+        ("value", "x", "column 'value' has non-numeric values: 'x' (first at row 5)"),
+        ("preference", 5, "column 'preference' must hold integers in -2..2, got: 5.0 (first at row 5)"),
+        ("response", "A", "column 'response' must be 'chosen' or 'rejected', got: 'A' (first at row 5)"),
+        ("time_s", -2.0, "column 'time_s' must be >= 0, got: -2.0 (first at row 5)"),
     ],
 )
 def test_a_bad_labels_file_names_the_column_and_the_row(

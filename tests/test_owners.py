@@ -377,7 +377,7 @@ def test_a_bad_rater_kind_names_the_column_and_the_row(tmp_path: Path) -> None:
     with pytest.raises(
         ValueError,
         match=re.escape(
-            "column 'rater_kind' must be empty, 'annotator' or 'owner', got: 'boss' (first at row 5)"
+            "column 'rater_kind' must be empty, 'annotator' or 'owner', got: 'boss' (first at row 6)"
         ),
     ):
         read_labels(path)

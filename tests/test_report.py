@@ -432,7 +432,29 @@ def test_cli_analyze_a_bad_labels_file_names_the_file_the_column_and_the_row(tmp
     result = runner.invoke(app, ["analyze", "--labels", str(path)])
     assert result.exit_code == 1
     line = " ".join(_one_clear_line(result.output).split())  # the terminal may wrap the path
-    assert "labels.csv" in line and "column 'value' has non-numeric values: 'good' (first at row 7)" in line
+    assert (
+        "labels.csv" in line and "column 'value' has non-numeric values: 'good' (first at row 8)" in line
+    )  # the header is row 1
+
+
+@pytest.mark.parametrize(("suffix", "row"), [(".csv", 8), (".jsonl", 7), (".parquet", 7)])
+def test_a_labels_files_bad_row_is_counted_as_the_pair_and_judge_imports_count_it(
+    tmp_path: Path, suffix: str, row: int
+) -> None:
+    """Record 7 is row 8 of a CSV file (its header is row 1, as a spreadsheet shows it and as `import`
+    and `judges import` name a CSV row), row 7 of a JSON lines or Parquet file."""
+    frame = _frame(3, SimDesign(n_pairs=30), SimEffects(noise=0.4))
+    frame.loc[6, "value"] = 9.0  # off the 1-5 scale: found by the study's scales, after the frame's checks
+    path = tmp_path / f"labels{suffix}"
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif suffix == ".jsonl":
+        frame.to_json(path, orient="records", lines=True)
+    else:
+        frame.to_parquet(path, index=False)
+    result = runner.invoke(app, ["analyze", "--labels", str(path)])
+    line = " ".join(_one_clear_line(result.output).split())
+    assert result.exit_code == 1 and f"must hold integers in 1..5, got: 9.0 (first at row {row})" in line
 
 
 @pytest.mark.parametrize("item", ["correctness", "rubric"])

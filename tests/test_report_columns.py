@@ -177,6 +177,6 @@ def test_a_quality_score_off_the_study_scale_or_an_unknown_item_is_one_line_nami
     assert result.exit_code == 1 and len(lines) == 1, result.output
     assert said in lines[0] and str(path) in lines[0]
     if by_item == "--in-memory":
-        assert f"(first at row {rows[6] + 1})" in lines[0]  # the file's own row
+        assert f"(first at row {rows[6] + 2})" in lines[0]  # the file's row as a spreadsheet counts it
     else:
         assert "within that item's rows" in lines[0]

@@ -244,13 +244,11 @@ def labels_report(
                 f"time ({rows:,} score rows); give --in-memory to read them whole"
             )
         return columns_report(source, study or path.stem, config, ReportOptions(n_boot, seed), rows)
-    from analysis.frames import check_items
     from analysis.label_files import read_labels
 
     options = ReportOptions(n_boot, seed)
     try:
-        frame = read_labels(path)
-        check_items(frame, report_settings(config, options).scale_ends())  # to name the file and its row
+        frame = read_labels(path, scales=report_settings(config, options).scale_ends())
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except (ValueError, OSError) as exc:
