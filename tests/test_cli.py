@@ -249,3 +249,15 @@ def test_a_link_to_an_address_its_user_could_not_open_is_refused(
     said = " ".join(result.output.replace("│", " ").split())  # the error box wraps its lines
     assert result.exit_code == 2 and "must be an http:// or https:// address with a host" in said
     assert not (tmp_path / "never.db").exists()
+
+
+def test_a_command_out_of_memory_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import analysis.power
+
+    def too_big(**_: object) -> None:
+        raise MemoryError("Unable to allocate 745. GiB")
+
+    monkeypatch.setattr(analysis.power, "pairs_needed", too_big)
+    result = runner.invoke(app, ["power", "--no-check"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.strip() == "error: not enough memory for this; nothing partial was saved"

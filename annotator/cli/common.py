@@ -128,7 +128,7 @@ MaxBytesOption = Annotated[
 
 
 def user_errors(command: F) -> F:
-    """Turn a user mistake or a database fault into one clear line and exit code 1."""
+    """Turn a user mistake, a database fault or a lack of memory into one clear line and exit code 1."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -136,6 +136,14 @@ def user_errors(command: F) -> F:
             return command(*args, **kwargs)
         except UserError as exc:
             err.print(Text.assemble(("error:", "bold red"), f" {exc}"), highlight=False, soft_wrap=True)
+        except MemoryError:
+            err.print(
+                Text.assemble(
+                    ("error:", "bold red"), " not enough memory for this; nothing partial was saved"
+                ),
+                highlight=False,
+                soft_wrap=True,
+            )
         except Exception as exc:
             from sqlalchemy.exc import DatabaseError
 
