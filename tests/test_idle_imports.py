@@ -4,9 +4,6 @@ first item drawn) leave pandas and pyarrow unloaded, in a fresh process (nothing
 counts). NumPy is not checked: Streamlit loads it for the page icon."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -14,11 +11,10 @@ from sqlalchemy.engine import Engine
 from annotator.people import accounts
 from annotator.people.authorization import SYSTEM
 from annotator.store import db
+from tests.utils.apphelpers import MAIN, last_line_in_fresh_interpreter
 from tests.utils.crowdhelpers import PROLIFIC, link
 from tests.utils.qchelpers import qc_study
 
-ROOT = Path(__file__).resolve().parents[1]
-MAIN = ROOT / "annotator" / "app" / "main.py"
 HEAVY = ("pandas", "pyarrow")
 PASSWORD = "idle-imports-password"
 
@@ -54,24 +50,16 @@ def test_serving_and_logging_in_load_no_data_frames(engine: Engine, db_url: str,
     qc_study(engine, tmp_path, 5, crowd=PROLIFIC)
     with db.session_scope(engine) as session:
         accounts.add_user(session, username="ann_idle", role="annotator", password=PASSWORD, account=SYSTEM)
-    env = os.environ | {db.ENV_VAR: db_url, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-c",
+    seen = json.loads(
+        last_line_in_fresh_interpreter(
             VISITS,
             str(MAIN),
             "ann_idle",
             PASSWORD,
             json.dumps(link("w-idle-1")),
             json.dumps(HEAVY),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-        cwd=tmp_path,
+            db_url=db_url,
+            cwd=tmp_path,
+        )
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    seen = json.loads(result.stdout.strip().splitlines()[-1])
     assert seen == {"login page": [], "password login": [], "crowd link": []}

@@ -1,8 +1,6 @@
 """SciPy and statsmodels load when a statistic first uses them: one import however many threads ask at
 once, and a stored report is read and drawn on the Validation page without them."""
 
-import os
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -14,11 +12,10 @@ from analysis.lazy import LazyModule
 from annotator.review import stored_results
 from annotator.store import db
 from annotator.synthetic import SimulationSpec, simulate
+from tests.utils.apphelpers import MAIN, last_line_in_fresh_interpreter
 from tests.utils.factories import make_user
 from tests.utils.qchelpers import qc_study
 
-ROOT = Path(__file__).resolve().parents[1]
-MAIN = ROOT / "annotator" / "app" / "main.py"
 STATISTICS = ("scipy", "statsmodels")
 
 #: A module whose import takes a while and counts how often it runs.
@@ -90,14 +87,13 @@ def test_a_stored_report_is_drawn_without_scipy_or_statsmodels(
         user_id = user.id
         version = stored_results.current_version(session, study="s1", kind="report")
     stored_results.compute_and_save(engine, study="s1", kind="report", version=version)
-    env = os.environ | {db.ENV_VAR: db_url, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run(
-        [sys.executable, "-c", VALIDATION_VISIT, str(MAIN), str(user_id), "res_lazy", ",".join(STATISTICS)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
+    imported = last_line_in_fresh_interpreter(
+        VALIDATION_VISIT,
+        str(MAIN),
+        str(user_id),
+        "res_lazy",
+        ",".join(STATISTICS),
+        db_url=db_url,
         cwd=tmp_path,
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == "imported:"  # neither
+    assert imported == "imported:"  # neither

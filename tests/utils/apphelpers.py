@@ -7,6 +7,9 @@ benchmarks/bench_dashboard.py.
 
 import functools
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,6 +37,19 @@ from tests.utils.databases import fresh_db_url
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = ROOT / "annotator" / "app" / "main.py"
+
+
+def last_line_in_fresh_interpreter(script: str, *args: str, db_url: str, cwd: Path) -> str:
+    """The last line `script` prints when run with `args` in a fresh interpreter on the app's database
+    `db_url` (nothing another test imported counts); a failing script fails the test with its error."""
+    env = os.environ | {db.ENV_VAR: db_url, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=240, env=env, cwd=cwd
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.strip().splitlines()[-1]
+
+
 PASSWORD = "app-test-password"
 STUDY = "study1"
 #: Every user a test database holds: name -> (role, active).
