@@ -16,9 +16,17 @@ class ConfigError(UserError):
 
 
 class IngestError(UserError):
-    """A pair file is invalid; `problems` lists each bad line or row and field."""
+    """A pair file is invalid; `problems` lists each bad line or row and field; `outcome` says what was
+    not done (nothing imported, or nothing analysed for a file read only for a report)."""
 
-    def __init__(self, path: str, problems: list[str], total: int | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        problems: list[str],
+        total: int | None = None,
+        *,
+        outcome: str = "nothing was imported",
+    ) -> None:
         self.path = path
         self.problems = problems
         self.total = total if total is not None else len(problems)
@@ -26,7 +34,7 @@ class IngestError(UserError):
         more = ""
         if total is not None and total > len(problems):
             more = f"\n  ... and {total - len(problems)} more problems"
-        super().__init__(f"{path}: {total or len(problems)} problem(s), nothing was imported\n{shown}{more}")
+        super().__init__(f"{path}: {total or len(problems)} problem(s), {outcome}\n{shown}{more}")
 
 
 class AuthError(UserError):

@@ -113,7 +113,7 @@ def test_a_bad_judge_file_names_file_row_and_field_and_writes_nothing(
     result = runner.invoke(app, ["analyze", "--labels", str(path), "--judges", str(bad), "--json", str(out)])
     assert result.exit_code == 1
     lines = _lines(result.output)
-    assert "bad-judge.csv" in lines[0]
+    assert "bad-judge.csv" in lines[0] and lines[0].endswith("1 problem(s), nothing was analysed")
     assert lines[1:] == ["row 4, field preference: must be between -2 and 2, got 7"]
     assert not out.exists()
 
@@ -125,7 +125,10 @@ def test_a_pair_outside_the_labels_is_refused(labels: tuple[Path, np.ndarray], t
     judge.to_csv(file, index=False)
     result = runner.invoke(app, ["analyze", "--labels", str(path), "--judges", str(file)])
     assert result.exit_code == 1
-    assert "row 3, field pair_id: no pair 'nope' in this study" in _lines(result.output)
+    assert (
+        "row 3, field pair_id: no pair 'nope' in the labels file (give the pair file with --pairs for "
+        "pairs no person rated)"
+    ) in _lines(result.output)
 
 
 def test_a_hostile_judge_name_is_refused_as_text(labels: tuple[Path, np.ndarray], tmp_path: Path) -> None:
@@ -229,3 +232,62 @@ def test_analyze_on_files_adds_the_prediction_powered_verdicts_over_every_judged
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["judges"] and not any(key.startswith("prediction_powered") for key in data)
     assert "Verdict over" not in rated_only.output
+
+
+def test_a_judged_pair_outside_the_pair_file_names_the_pair_file(
+    labels: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    from tests.utils.factories import make_record, write_jsonl
+
+    path, _ = labels
+    pair_file = write_jsonl(tmp_path / "pairs.jsonl", [make_record(i, id=f"p{i:03d}") for i in range(60)])
+    judge = preference_judge("j", ["p000", "elsewhere"], np.array([1.0, 1.0]), ["", ""])
+    file = tmp_path / "j.csv"
+    judge.to_csv(file, index=False)
+    result = runner.invoke(
+        app, ["analyze", "--labels", str(path), "--judges", str(file), "--pairs", str(pair_file)]
+    )
+    assert result.exit_code == 1
+    assert f"row 3, field pair_id: no pair 'elsewhere' in the pair file {pair_file}" in _lines(result.output)
+
+
+def test_the_terminal_says_why_a_judge_that_passes_the_alt_test_cannot_replace() -> None:
+    """A judge that passes the alt-test but does not beat the content-blind judge by the margin: its
+    line says so; a judge that fails the alt-test, or beats the baseline, gets no such clause."""
+    from types import SimpleNamespace
+
+    from analysis.render.as_terminal import judge_lines
+
+    base = {"item": "helpfulness", "winning_rate": 1.0, "advantage_probability": 0.8, "n_pairs": 39}
+    base |= {
+        "baseline": "longer response",
+        "baseline_advantage": 0.75,
+        "epsilon_too_loose": True,
+        "margin": 0.05,
+    }
+    table = pd.DataFrame(
+        [
+            {
+                **base,
+                "judge": "blind",
+                "passes_alt_test": True,
+                "beats_baseline": False,
+                "can_replace": False,
+            },
+            {**base, "judge": "reader", "passes_alt_test": True, "beats_baseline": True, "can_replace": True},
+            {
+                **base,
+                "judge": "weak",
+                "passes_alt_test": False,
+                "beats_baseline": False,
+                "can_replace": False,
+            },
+        ]
+    )
+    report = SimpleNamespace(judges=SimpleNamespace(table=table, parameters={"epsilon": 0.2}))
+    lines = {line.split()[0]: line for line in judge_lines(report)[2:]}  # type: ignore[arg-type]
+    clause = "passes the alt-test but does not beat the content-blind judge by 0.05"
+    assert lines["blind"].endswith(clause) and " cannot replace " in lines["blind"]
+    assert clause not in lines["reader"] and " can replace " in lines["reader"]
+    assert clause not in lines["weak"]
+    assert judge_lines(SimpleNamespace(judges=None)) == []  # type: ignore[arg-type]

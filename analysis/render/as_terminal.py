@@ -61,20 +61,7 @@ def to_terminal(report: Report) -> str:
                 f"{format_value(row['ci_high'])}] on {row['n_pairs']} pairs"
             )
         lines.append(f"{len(science.disagreements)} pair(s) where a model and the human majority disagree")
-    if report.judges is not None and not report.judges.table.empty:
-        lines.append("")
-        lines.append(
-            f"LLM judges (alternative annotator test, epsilon {report.judges.parameters['epsilon']:g})"
-        )
-        for row in report.judges.table.to_dict("records"):
-            word = {True: "can replace", False: "cannot replace"}.get(row["can_replace"], "no verdict")
-            lines.append(
-                f"  {str(row['judge'])[:24]:<24} {row['item']:<12} {word:<14} winning rate "
-                f"{format_value(row['winning_rate'])} advantage {format_value(row['advantage_probability'])} "
-                f"on {row['n_pairs']} pairs; content-blind {row['baseline']} "
-                f"{format_value(row['baseline_advantage'])}"
-                + ("; epsilon too loose" if row["epsilon_too_loose"] is True else "")
-            )
+    lines.extend(judge_lines(report))
     lines.extend(prediction_powered_lines(report))
     lines.extend(owner_lines(report))
     if report.quality is not None and not report.quality.table.empty:
@@ -88,3 +75,25 @@ def to_terminal(report: Report) -> str:
                 f"without excluded: {row['status_without_excluded']}"
             )
     return "\n".join(lines)
+
+
+def judge_lines(report: Report) -> list[str]:
+    """One line per judge and item: the alt-test's verdict, its numbers and the content-blind baseline."""
+    if report.judges is None or report.judges.table.empty:
+        return []
+    lines = ["", f"LLM judges (alternative annotator test, epsilon {report.judges.parameters['epsilon']:g})"]
+    for row in report.judges.table.to_dict("records"):
+        word = {True: "can replace", False: "cannot replace"}.get(row["can_replace"], "no verdict")
+        lines.append(
+            f"  {str(row['judge'])[:24]:<24} {row['item']:<12} {word:<14} winning rate "
+            f"{format_value(row['winning_rate'])} advantage {format_value(row['advantage_probability'])} "
+            f"on {row['n_pairs']} pairs; content-blind {row['baseline']} "
+            f"{format_value(row['baseline_advantage'])}"
+            + ("; epsilon too loose" if row["epsilon_too_loose"] is True else "")
+            + (
+                f"; passes the alt-test but does not beat the content-blind judge by {row['margin']:g}"
+                if row["passes_alt_test"] is True and row["beats_baseline"] is False
+                else ""
+            )
+        )
+    return lines

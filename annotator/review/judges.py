@@ -131,6 +131,7 @@ class _Study:
     pairs: dict[str, int]  # external id -> Pair.id
     aspects: dict[str, int]  # external id -> number of rubric aspects
     scales: Mapping[str, Scale]  # quality dimension -> its scale
+    where: str = "in this study"  # where a pair id not in `pairs` was looked for
 
     @property
     def dimensions(self) -> tuple[str, ...]:
@@ -143,7 +144,7 @@ def _pair_field(record: dict[str, Any], study: _Study, problems: list[str]) -> s
     if not pair and not problems:
         problems.append("field pair_id: missing (the pair's id in the study)")
     elif pair and pair not in study.pairs:
-        problems.append(f"field pair_id: no pair {pair[:80]!r} in this study")
+        problems.append(f"field pair_id: no pair {pair[:80]!r} {study.where}")
     return pair
 
 
@@ -315,10 +316,13 @@ def file_study(frame: pd.DataFrame, *, scales: Mapping[str, Scale], pairs: Path 
         index = pd.to_numeric(index, errors="coerce")
         sizes = (index.groupby(items["pair_id"].astype(str)).max() + 1).dropna().astype(int)
         aspects = {pair: int(sizes.get(pair, 0)) for pair in ids}
+    where = (
+        f"in the pair file {pairs}"
+        if pairs is not None
+        else "in the labels file (give the pair file with --pairs for pairs no person rated)"
+    )
     return _Study(
-        pairs={pair: k for k, pair in enumerate(ids)},
-        aspects=aspects,
-        scales=dict(scales),
+        pairs={pair: k for k, pair in enumerate(ids)}, aspects=aspects, scales=dict(scales), where=where
     )
 
 
@@ -362,7 +366,10 @@ def read_judge_files(paths: Sequence[Path], study: _Study) -> pd.DataFrame:
         path = Path(path)
         if not path.is_file():
             raise UserError(f"{path}: no such file")
-        rows = collect_records(path, _judged_checker(study, _default_judge(path)), what="judge rating")
+        try:
+            rows = collect_records(path, _judged_checker(study, _default_judge(path)), what="judge rating")
+        except IngestError as exc:  # read for a report, not imported
+            raise IngestError(exc.path, exc.problems, exc.total, outcome="nothing was analysed") from None
         rows = _fill_pair_level_by_judge(rows)
         for judge in sorted({r["judge"] for r in rows}):
             if judge in owner:
