@@ -10,6 +10,7 @@ from typing import cast
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from analysis.csv_dialect import first_line, separator
 from analysis.frames import KEY_COLUMNS, check_items, coded, shifted_rows, validate_frame
 from analysis.vocabulary import (
     ANNOTATOR,
@@ -81,6 +82,12 @@ def read_labels(path: str | Path, *, scales: Mapping[str, tuple[int, int]] | Non
     return frame
 
 
+def _separator(path: Path) -> str:
+    """The CSV file's field separator, from its first line (:mod:`analysis.csv_dialect`)."""
+    with path.open(encoding="utf-8", errors="replace", newline="") as file:
+        return separator(first_line(file.readline(1 << 20)))
+
+
 #: Rows above a CSV file's first record (its header).
 CSV_HEADER_ROWS = 1
 
@@ -92,7 +99,7 @@ def _read(path: Path) -> pd.DataFrame:
     if path.is_dir():
         df = _read_dataset(path)
     elif suffix == ".csv":
-        with pd.read_csv(path, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
+        with pd.read_csv(path, sep=_separator(path), dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
             df = join_chunks(reader)
     elif suffix in (".jsonl", ".ndjson"):
         with pd.read_json(path, lines=True, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:

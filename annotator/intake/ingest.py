@@ -13,6 +13,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
+from analysis.csv_dialect import first_line, separator
 from analysis.vocabulary import GOLD, POSITIVE, PREFERENCE_DOMAIN, TRAINING
 from annotator import textguard
 from annotator.errors import ConfigError, IngestError, UserError
@@ -154,7 +155,7 @@ def _read_json(path: Path, text: str) -> Iterator[tuple[str, Any]]:
 
 
 def _read_csv(path: Path, text: str) -> Iterator[tuple[str, Any]]:
-    reader = csv.DictReader(text.splitlines(keepends=True))
+    reader = csv.DictReader(text.splitlines(keepends=True), delimiter=separator(first_line(text)))
     bad: list[str] = []
     for number, row in enumerate(reader, start=2):
         if None in row:
