@@ -99,7 +99,7 @@ def test_power_command_with_a_judge(env_db: str, engine: Engine, tmp_path: Path)
     result = CliRunner().invoke(app, ["power", "--study", "s1", "--judge", "every-pair", "--pairs", "5000"])
     assert result.exit_code == 0, result.output
     assert "Pairs people must rate for power 0.8" in result.output
-    assert "5000 pairs judged, 3 annotators per pair" in result.output
+    assert "5000 pairs judged, 3 annotators per pair from a pool of 3" in result.output
     for dimension in ("correctness", "relevance", "helpfulness"):
         assert dimension in result.output
     with Session(engine) as session:
@@ -130,3 +130,36 @@ def test_power_command_with_a_judge(env_db: str, engine: Engine, tmp_path: Path)
     assert "Traceback" not in unknown.output
     alone = CliRunner().invoke(app, ["power", "--judge", "every-pair"])
     assert alone.exit_code == 1 and "--judge needs --study" in alone.output
+
+
+@pytest.mark.derived
+def test_power_with_a_judge_plans_a_pool_larger_than_the_pilots(
+    env_db: str, engine: Engine, tmp_path: Path
+) -> None:
+    """`--pool P`: each pair's annotators from a pool of P (the design where the annotator term
+    shrinks); the plan is judge_plan's for that pool, and a pool below the annotators per pair is one
+    line."""
+    judged_beyond_people(engine, tmp_path, rated=40, unrated=200)
+    args = ["power", "--study", "s1", "--judge", "every-pair", "--pairs", "5000"]
+    result = CliRunner().invoke(app, [*args, "--pool", "20"])
+    assert result.exit_code == 0, result.output
+    assert "5000 pairs judged, 3 annotators per pair from a pool of 20" in result.output
+    with Session(engine) as session:
+        _, crossed = judge_power(session, study="s1", judge="every-pair", account=SYSTEM, n_total=5000)
+        _, pooled = judge_power(
+            session, study="s1", judge="every-pair", account=SYSTEM, n_total=5000, pool=20
+        )
+    assert (crossed["pool"] == 3).all() and (pooled["pool"] == 20).all()
+    for row in pooled.to_dict("records"):
+        pilot = Plan(5000, 3, 20, 0.5, row["pair_var"], row["annotator_var"], row["residual_var"])
+        expected = judge_plan(pilot, correlation=row["correlation"])
+        assert (expected.people_pairs or math.nan, expected.judge_pairs or math.nan) == pytest.approx(
+            (row["people_pairs"], row["judge_pairs"]), nan_ok=True
+        )
+    # the annotator term is spread over more annotators: never more pairs than the pilot's own panel
+    assert (pooled["people_pairs"].fillna(1e9) <= crossed["people_pairs"].fillna(1e9)).all()
+    small = CliRunner().invoke(app, [*args, "--pool", "2"])
+    assert small.exit_code == 1
+    assert small.output.strip().splitlines() == [
+        "error: --pool 2 is smaller than the 3 annotators per pair of the pilot on 'correctness'"
+    ]

@@ -66,9 +66,9 @@ def test_power_compares_designs_from_a_pilot(env_db: str, engine: Engine) -> Non
     ("options", "refusal"),
     [
         (["--pairs", "50"], "--pairs goes with --judge or --compare-designs"),
-        (["--pool", "5"], "--pool and --budget go with --compare-designs"),
-        (["--budget", "4"], "--pool and --budget go with --compare-designs"),
-        (["--study", "s", "--judge", "j", "--pool", "5"], "--pool and --budget go with --compare-designs"),
+        (["--pool", "5"], "--pool goes with --judge or --compare-designs"),
+        (["--budget", "4"], "--budget goes with --compare-designs"),
+        (["--study", "s", "--judge", "j", "--budget", "5"], "--budget goes with --compare-designs"),
         (
             ["--study", "s", "--judge", "j", "--compare-designs"],
             "give --judge or --compare-designs, not both (they plan different designs)",

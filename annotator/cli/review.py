@@ -146,8 +146,10 @@ def _check_power_options(
     """Refuse the options of one plan given with another or alone (each would be ignored)."""
     if judge is not None and compare_designs:
         raise UserError("give --judge or --compare-designs, not both (they plan different designs)")
-    if (pool is not None or budget is not None) and not compare_designs:
-        raise UserError("--pool and --budget go with --compare-designs")
+    if budget is not None and not compare_designs:
+        raise UserError("--budget goes with --compare-designs")
+    if pool is not None and judge is None and not compare_designs:
+        raise UserError("--pool goes with --judge or --compare-designs")
     if pairs is not None and judge is None and not compare_designs:
         raise UserError("--pairs goes with --judge or --compare-designs")
 
@@ -205,7 +207,11 @@ def power(
     ] = False,
     pool: Annotated[
         int | None,
-        typer.Option(min=1, help="With --compare-designs: annotators in the pool (default: the pilot's)"),
+        typer.Option(
+            min=1,
+            help="With --judge or --compare-designs: annotators in the pool each pair's annotators come "
+            "from (default: the pilot's)",
+        ),
     ] = None,
     budget: Annotated[
         float | None,
@@ -224,7 +230,7 @@ def power(
     if judge is not None:
         if study is None:
             raise UserError("--judge needs --study (the pilot: people and the judge on the same pairs)")
-        judge_power_table(study, judge, pairs, database)
+        judge_power_table(study, judge, database, pairs=pairs, pool=pool)
         return
     if compare_designs:
         if study is None:
@@ -365,8 +371,11 @@ def design_table(
     )
 
 
-def judge_power_table(study: str, judge: str, pairs: int | None, database: str | None) -> None:
-    """The human sample for the study's target power when `judge` rates every pair, per dimension."""
+def judge_power_table(
+    study: str, judge: str, database: str | None, *, pairs: int | None, pool: int | None
+) -> None:
+    """The human sample for the study's target power when `judge` rates every pair, per dimension
+    (`pool`: the annotators each pair's annotators come from; default the pilot's)."""
     from annotator.people import authorization
     from annotator.review.judge_power import judge_power
     from annotator.store import db
@@ -374,7 +383,7 @@ def judge_power_table(study: str, judge: str, pairs: int | None, database: str |
     engine = open_db(database)
     with db.session_scope(engine) as session:
         config, plan = judge_power(
-            session, study=study, judge=judge, account=authorization.SYSTEM, n_total=pairs
+            session, study=study, judge=judge, account=authorization.SYSTEM, n_total=pairs, pool=pool
         )
     target, margin = config.analysis.target_power, config.analysis.margin
     table = Table(
@@ -402,18 +411,21 @@ def judge_power_table(study: str, judge: str, pairs: int | None, database: str |
     out.print(table)
     first = plan.iloc[0]
     needed = float(plan["judge_pairs"].max(skipna=False))
-    judged = f"{int(first['n_total'])} pairs judged, {int(first['per_pair'])} annotators per pair"
+    judged = (
+        f"{int(first['n_total'])} pairs judged, {int(first['per_pair'])} annotators per pair from a pool "
+        f"of {int(first['pool'])}"
+    )
     if math.isnan(needed):
         out.print(
             Text(
                 f"with the judge, power {target:g} is not reached on every dimension ({judged}): where "
-                "annotators differ in the gap they see, that term does not shrink with more pairs; more "
-                "annotators are needed (`annotator power --study S` gives the pool)"
+                "annotators differ in the gap they see, that term does not shrink with more pairs but "
+                "with more annotators: plan a larger pool with --pool P"
             )
         )
     else:
         reached = f"with the judge, {int(needed)} rated pairs reach power {target:g} on every dimension"
-        out.print(Text(f"{reached} ({judged}, a pool of {int(first['pool'])})"))
+        out.print(Text(f"{reached} ({judged})"))
     out.print(
         "Cells: pairs (judgments). From the pilot's crossed-model variance components and r, the "
         "correlation of the judge's chosen - rejected gap with the people's pair-mean gap on the pilot "

@@ -21,11 +21,18 @@ MIN_SHARED_PAIRS = 10
 
 
 def judge_power(
-    session: Session, *, study: str, judge: str, account: Account, n_total: int | None = None
+    session: Session,
+    *,
+    study: str,
+    judge: str,
+    account: Account,
+    n_total: int | None = None,
+    pool: int | None = None,
 ) -> tuple[StudyConfig, pd.DataFrame]:
     """Per quality dimension: the pilot's correlation between the judge's gap and the people's
     pair-mean gap, and the pairs people must rate (out of `n_total` judged; default the pairs the
-    judge rated) for the study's target power, people only and with the judge.
+    judge rated) for the study's target power, people only and with the judge, each pair rated by the
+    pilot's number of annotators per pair from a pool of `pool` (default the pilot's annotators).
 
     Returns
     -------
@@ -74,12 +81,16 @@ def judge_power(
         except ValueError as exc:
             raise UserError(f"cannot fit the pilot's variance components on {item!r}: {exc}") from None
         per_pair = max(1, round(len(d) / fit.n_pairs))
-        pool = max(int(d[ANNOTATOR].nunique()), per_pair)
+        if pool is not None and pool < per_pair:
+            raise UserError(
+                f"--pool {pool} is smaller than the {per_pair} annotators per pair of the pilot on {item!r}"
+            )
+        planned_pool = pool if pool is not None else max(int(d[ANNOTATOR].nunique()), per_pair)
         total = int(n_total) if n_total else max(len(gap), len(people))
         pilot = Plan(
             n_pairs=total,
             per_pair=per_pair,
-            pool=pool,
+            pool=planned_pool,
             margin=config.margins[item],
             pair_var=fit.pair_var,
             annotator_var=fit.annotator_var,
@@ -94,7 +105,7 @@ def judge_power(
                 "correlation": rho,
                 "n_total": total,
                 "per_pair": per_pair,
-                "pool": pool,
+                "pool": planned_pool,
                 "people_pairs": math.nan if plan.people_pairs is None else float(plan.people_pairs),
                 "judge_pairs": math.nan if plan.judge_pairs is None else float(plan.judge_pairs),
                 "pair_var": fit.pair_var,
