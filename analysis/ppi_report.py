@@ -234,6 +234,7 @@ def prediction_powered_section(
     probability: pd.Series | None = None,
     margins: Mapping[str, float] | None = None,
     max_broken_share: float = 0.1,
+    min_pairs: int = 2,
 ) -> PredictionPoweredSection | None:
     """The prediction-powered equivalence verdict of every judge that rated pairs beyond the people's.
 
@@ -259,6 +260,8 @@ def prediction_powered_section(
         A dimension's own margin in its scale's points (dimensions on different scales).
     max_broken_share : float, default 0.1
         The largest share of pairs beyond the margin the broken-share bound tolerates.
+    min_pairs : int, default 2
+        The study's minimum of pairs rated by two or more annotators before a verdict can PASS.
 
     Returns
     -------
@@ -270,6 +273,7 @@ def prediction_powered_section(
         return None
     judges = judges[~judges[PAIR_ID].isin(set(control_pairs))]
     rated = set(main[PAIR_ID])
+    replicated = int((main.groupby(PAIR_ID, observed=True)[ANNOTATOR].nunique() >= 2).sum())
     differences = _differences(main, quality_items)
     rows: list[dict[str, Any]] = []
     verdicts: list[dict[str, Any]] = []
@@ -299,7 +303,8 @@ def prediction_powered_section(
         if rubric_row is not None:
             rubric.append(rubric_row)
         each = {**dict.fromkeys(differences, margin), **(margins or {})}
-        broken += _broken_rows(name, mine, differences, weights, each, alpha, max_broken_share)
+        bounds = _broken_rows(name, mine, differences, weights, each, alpha, max_broken_share)
+        broken += bounds
         results = _dimension_results(name, mine, differences, rated, weights, each, alpha)
         for res in results:
             rows.append(
@@ -308,7 +313,11 @@ def prediction_powered_section(
             rows[-1]["warnings"] = "; ".join(res.warnings)
         if not results:
             continue
-        verdicts.append(_judge_verdict(name, results, len(differences)))
+        verdicts.append(
+            _judge_verdict(
+                name, results, bounds, n_items=len(differences), replicated=replicated, min_pairs=min_pairs
+            )
+        )
     if not rows and not preference and not rubric:
         return None
     return PredictionPoweredSection(
@@ -410,19 +419,39 @@ def broken_sentence(res: Any, alpha: float) -> str:
     )
 
 
-def _judge_verdict(name: str, results: list[Any], n_items: int) -> dict[str, Any]:
-    """One judge's intersection-union over the dimensions and its sentences."""
+def _judge_verdict(
+    name: str,
+    results: list[Any],
+    bounds: list[dict[str, Any]],
+    *,
+    n_items: int,
+    replicated: int,
+    min_pairs: int,
+) -> dict[str, Any]:
+    """One judge's verdict over every judged pair, the claim of the people-only equivalence verdict:
+    the mean gap within the margin on every dimension (intersection-union) and the share of broken
+    pairs below its bound on every dimension, once the study has its minimum of pairs rated by two or
+    more annotators; and its sentences."""
+    held: list[str] = []
     if len(results) < n_items:
-        status = "inconclusive"
-    elif all(r.equivalent for r in results):
-        status = "pass"
-    elif any(r.ci_low > r.high or r.ci_high < r.low for r in results):
+        held.append(f"the judge covers {len(results)} of the {n_items} dimensions beyond the people's pairs")
+    if not all(r.equivalent for r in results):
+        held.append("the mean gap is not shown within the margin on every dimension")
+    below = {row["dimension"] for row in bounds if row["below"]}
+    if len(below) < n_items:
+        held.append("the share of broken pairs is not shown below its bound on every dimension (next table)")
+    if replicated < min_pairs:
+        held.append(f"{replicated} pairs are rated by two or more annotators, the study asks {min_pairs}")
+    if any(r.ci_low > r.high or r.ci_high < r.low for r in results):
         status = "fail"
     else:
-        status = "inconclusive"
+        status = "inconclusive" if held else "pass"
     effective = [r.effective_pairs for r in results]
     lams = [r.lam for r in results]
     n_pairs, n_rated = min(r.n_pairs for r in results), min(r.n_rated for r in results)
+    sentence = summary_sentences(n_pairs, n_rated, effective, lams)
+    if status != "pass" and held:
+        sentence += " Not a PASS: " + "; ".join(held) + "."
     return {
         "judge": name,
         "status": status,
@@ -431,5 +460,5 @@ def _judge_verdict(name: str, results: list[Any], n_items: int) -> dict[str, Any
         "effective_pairs": min(effective),
         "lam_min": min(lams),
         "lam_max": max(lams),
-        "sentence": summary_sentences(n_pairs, n_rated, effective, lams),
+        "sentence": sentence,
     }

@@ -155,3 +155,42 @@ def test_the_validation_page_shows_the_section(env_db: str, engine: Engine, tmp_
         "Verdict over 90 pairs, 30 of them rated by people" in str(frame.to_dict())
         for frame in shown_tables(at)
     )
+
+
+def test_a_judges_verdict_is_the_people_only_claim_over_every_judged_pair() -> None:
+    """PASS needs what the people-only equivalence verdict needs: the mean gap within the margin and
+    the share of broken pairs below its bound on every dimension, and the study's minimum of pairs rated
+    by two or more annotators; the sentence says what held a PASS back; a mean gap outside is FAIL."""
+    from types import SimpleNamespace
+
+    from analysis.ppi_report import _judge_verdict
+
+    def result(**changed: float | bool) -> SimpleNamespace:
+        fields = {"equivalent": True, "ci_low": -0.1, "ci_high": 0.1, "low": -0.5, "high": 0.5}
+        fields |= {"effective_pairs": 60.0, "lam": 0.5, "n_pairs": 500, "n_rated": 40}
+        return SimpleNamespace(**(fields | changed))
+
+    results = [result() for _ in ITEMS]
+    below = [{"dimension": item, "below": True} for item in ITEMS]
+
+    def verdict(
+        results: list[SimpleNamespace], bounds: list[dict[str, object]], replicated: int = 40
+    ) -> dict:
+        return _judge_verdict("j", results, bounds, n_items=len(ITEMS), replicated=replicated, min_pairs=20)
+
+    assert verdict(results, below)["status"] == "pass"
+    assert "Not a PASS" not in verdict(results, below)["sentence"]
+    one_broken = [*below[:2], {"dimension": ITEMS[2], "below": False}]
+    held = verdict(results, one_broken)
+    assert held["status"] == "inconclusive"
+    assert "the share of broken pairs is not shown below its bound on every dimension" in held["sentence"]
+    few = verdict(results, below, replicated=15)
+    assert few["status"] == "inconclusive"
+    assert few["sentence"].endswith(
+        "Not a PASS: 15 pairs are rated by two or more annotators, the study asks 20."
+    )
+    wide = verdict([*results[:2], result(equivalent=False, ci_low=-0.6)], below)
+    assert wide["status"] == "inconclusive" and "mean gap is not shown within the margin" in wide["sentence"]
+    outside = verdict([*results[:2], result(equivalent=False, ci_low=0.6, ci_high=0.9)], below)
+    assert outside["status"] == "fail"
+    assert verdict(results[:2], below[:2])["status"] == "inconclusive"  # a dimension the judge left out

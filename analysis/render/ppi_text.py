@@ -83,8 +83,10 @@ def prediction_powered_sections(report: Report) -> list[tuple[str, str, pd.DataF
             ),
             (
                 "LLM judges: what each judge added",
-                "Per judge: the verdict over all its pairs (every dimension), coverage, effective sample "
-                "size and lambda, in words.",
+                "Per judge: the verdict over all its pairs, the claim of the people-only equivalence "
+                "verdict (the mean gap within the margin and the share of broken pairs below its bound, on "
+                "every dimension, once the study has its minimum of pairs rated by two or more annotators), "
+                "coverage, effective sample size and lambda, in words.",
                 verdicts[["judge", "status", "sentence"]],
             ),
         ]

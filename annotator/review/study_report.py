@@ -199,6 +199,7 @@ def judge_report(
         probability=probability,
         margins=config.margins,
         max_broken_share=config.validation.max_broken_share,
+        min_pairs=config.analysis.min_pairs,
     )
     return dataclasses.replace(report, prediction_powered=covered)
 
