@@ -80,7 +80,12 @@ def sample_size_verdict(n_pairs: int, n_replicated: int, min_pairs: int) -> Verd
         "pass" if ok else "inconclusive",
         f"{n_replicated} of {n_pairs} pairs rated by two or more annotators"
         + (f" ({n_pairs - n_replicated} rated once)" if n_pairs > n_replicated else "")
-        + ("" if ok else f": at least {min_pairs} pairs are needed before any result can PASS"),
+        + (
+            ""
+            if ok
+            else f": at least {min_pairs} are needed before the study can PASS overall (each test below "
+            "still shows its own result)"
+        ),
     )
 
 

@@ -318,7 +318,7 @@ def test_two_pairs_rated_once_all_fours_is_not_a_pass() -> None:
     rep = build_report(frame, study="tiny", settings=ReportSettings(quality_items=["correctness"], n_boot=50))
     assert rep.overall != "PASS"
     assert rep.verdict("sample_size").status == "inconclusive"
-    assert "at least 20 pairs are needed" in rep.verdict("sample_size").detail
+    assert "at least 20 are needed before the study can PASS overall" in rep.verdict("sample_size").detail
     crossed = rep.validation.crossed.iloc[0]
     assert math.isnan(crossed["pvalue"]) and not crossed["equivalent"]
 
