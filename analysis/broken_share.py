@@ -49,7 +49,8 @@ class BrokenShare(TestResult):
     standard error, ``mean_square_upper`` its one-sided 1 - alpha upper bound; ``upper``: the bound on
     the share, ``min(1, mean_square_upper / margin^2)``; ``lower``: a 1 - alpha lower bound on the share
     (from M's lower bound and the largest gap the scale allows, ``gap_range``); ``annotator_var``: the
-    moment estimate of the annotators' variance in the gap; ``below`` = ``upper < max_share``.
+    moment estimate of the annotators' variance in the gap, 0 where it falls below 0 (as the standard
+    error uses it); ``below`` = ``upper < max_share``.
     """
 
     n_pairs: int
@@ -331,7 +332,7 @@ def broken_share(
         mean_square_upper=float(m_up[0]),
         lower=float(lower[0]),
         upper=float(upper[0]),
-        annotator_var=float(stats_.annotator_var[0]),
+        annotator_var=max(float(stats_.annotator_var[0]), 0.0),  # as the SE uses it
         max_share=float(max_share),
         margin=float(margin),
         below=bool(upper[0] < max_share),

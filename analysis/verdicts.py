@@ -105,8 +105,9 @@ def equivalence_verdict(
     detail = f"crossed model, {level}% CI: " + "; ".join(parts) + f"; max p = {validation.iut.pvalue:.4g}"
     broken = validation.broken
     share_parts = [
-        f"{b['dimension']} at most {b['upper']:.3f} (mean squared gap {b['mean_square']:.3f}, upper bound "
-        f"{b['mean_square_upper']:.3f}, vs margin squared {b['margin'] ** 2:g})"
+        f"{b['dimension']} at most {b['upper']:.3f} (mean squared gap {b['mean_square']:.3f}"
+        + (" (an unbiased estimate: below 0 by chance)" if b["mean_square"] < 0 else "")
+        + f", upper bound {b['mean_square_upper']:.3f}, vs margin squared {b['margin'] ** 2:g})"
         for b in broken.to_dict("records")
     ]
     max_share = float(broken["max_share"].iloc[0]) if not broken.empty else 0.1

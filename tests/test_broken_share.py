@@ -129,3 +129,44 @@ def test_the_planning_approximation_follows_the_verdict() -> None:
         mean=float(means.mean()), mean_se=float(means.std() / 20), mean_df=399, margin=MARGIN,
     )  # fmt: skip
     assert planned.mean_square_se == pytest.approx(res.mean_square_se, rel=0.25)
+
+
+def test_the_annotator_variance_shown_is_the_one_the_bound_uses_never_below_zero() -> None:
+    """Annotators who do not differ: the moment estimate falls below 0 in some studies; the result
+    shows it at 0, as its standard error uses it, and the verdict's sentence says that a mean squared
+    gap below 0 is an unbiased estimate below 0 by chance."""
+    d, pair, annotator, study = _studies(3, 40, 30, np.zeros(30), annotator_sd=0.0, pool=4)
+    raw = mean_square(d, pair, annotator, study).annotator_var
+    assert (raw < 0).any()
+    for s in np.flatnonzero(raw < 0)[:3]:
+        rows = study == s
+        frame = pd.DataFrame(
+            {"pair_id": pair[np.repeat(rows, 3)], "annotator": annotator[np.repeat(rows, 3)]}
+        )
+        frame["diff"] = d[np.repeat(rows, 3)]
+        assert broken_share(frame, margin=MARGIN).annotator_var == 0.0
+
+
+def test_a_mean_squared_gap_below_zero_is_said_to_be_an_unbiased_estimate() -> None:
+    """Clean pairs: the unbiased estimate of the mean squared gap falls below 0 in about half the
+    studies; the equivalence verdict's sentence then says why it can."""
+    from analysis.report import ReportSettings, build_report
+    from analysis.simulation import SimDesign, SimEffects, simulate_frame
+
+    for seed in range(20):
+        frame = simulate_frame(
+            np.random.default_rng(seed),
+            SimDesign(n_pairs=30, pool=4, rubric_aspects=0),
+            SimEffects(noise=0.4),
+        )
+        report = build_report(frame, study="s", settings=ReportSettings(n_boot=10))
+        negative = report.validation.broken[report.validation.broken["mean_square"] < 0]
+        if not negative.empty:
+            break
+    else:
+        pytest.fail("no study of 20 had a mean squared gap estimated below 0")
+    detail = report.verdict("equivalence").detail
+    dimension = negative["dimension"].iloc[0]
+    assert f"{dimension} at most" in detail
+    part = detail.split(f"{dimension} at most", 1)[1].split(";")[0]
+    assert "(an unbiased estimate: below 0 by chance)" in part
