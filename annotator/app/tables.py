@@ -33,6 +33,21 @@ def _as_text(value: Any, *, column: str, digits: int, integers: bool) -> str:
 #: Tables longer than this are drawn as a grid (sortable, scrolls inside itself) instead of a static table.
 STATIC_ROWS = 25
 
+#: A static table's text column whose longest cell is longer than this many characters keeps a width
+#: that reads as lines of words (the table scrolls sideways), instead of a word per line.
+LONG_TEXT = 40
+
+
+def _text_widths(frame: pd.DataFrame, texts: Mapping[Any, Any]) -> dict[Any, str]:
+    """Each long text column's CSS min-width: about a third of its longest cell (as `texts` writes it,
+    Markdown escapes included) in em, 14 to 30 em, and never wider than most of a phone's screen."""
+    widths = {}
+    for name in frame.columns:
+        longest = max((len(texts[name](value)) for value in frame[name]), default=0)
+        if longest > LONG_TEXT and not pd.api.types.is_numeric_dtype(frame[name]):
+            widths[name] = f"min({min(max(longest // 3, 14), 30)}em, 80vw)"
+    return widths
+
 
 def labelled(df: pd.DataFrame, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """The chosen columns (those that exist, in order) under the reader's labels; values unchanged."""
@@ -67,6 +82,8 @@ def show_table(
     }
     styled = frame.style.format(formats, na_rep="").hide(axis="index")
     if static:
+        for name, width in _text_widths(frame, formats).items():
+            styled = styled.set_properties(subset=[name], **{"min-width": width})
         st.table(styled)
     else:
         st.dataframe(styled, hide_index=True, width="stretch", key=key)
