@@ -35,7 +35,8 @@ IMG = '<img src=x onerror="window.__xss=2">'
 LINK = '<a href="javascript:window.__xss=3">click</a>'
 DOLLARS = "Costs $5 and $10"
 MATH = "Math $x^2$ here"  # what Markdown would typeset (a `$` before a digit never closes math)
-PAYLOADS = (SCRIPT, IMG, LINK, DOLLARS, MATH)
+TAGGED = "<div>Price $7</div> opens its line"  # an HTML block to Markdown, shown as typed all the same
+PAYLOADS = (SCRIPT, IMG, LINK, DOLLARS, MATH, TAGGED)
 MD_LINK = "[a Markdown link](javascript:window.__xss=4)"  # rendered as a link, but never to javascript:
 
 

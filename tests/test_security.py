@@ -411,7 +411,8 @@ def test_the_append_only_migration_downgrades_and_upgrades(engine: Engine) -> No
         ("Costs $5 and $10", "Costs \\$5 and \\$10"),
         ("$x^2$", "\\$x^2\\$"),
         ("already \\$ escaped", "already \\\\\\$ escaped"),
-        ("<b>html</b> stays for Streamlit to escape", "<b>html</b> stays for Streamlit to escape"),
+        ("<b>html</b> stays for Streamlit to escape", "\\<b>html</b> stays for Streamlit to escape"),
+        ("inline <b>html</b> too", "inline <b>html</b> too"),
         ("", ""),
     ],
 )

@@ -32,6 +32,8 @@ SETEXT = "Pick this one\n============="
         (SETEXT, "Pick this one\n\\============="),
         ("at 10:30, see https://example.org", "at 10:30, see https://example.org"),
         ("a :material/home: icon", "a :\u2060material/home: icon"),
+        ("<script>x</script> $5", "\\<script>x</script> \\$5"),  # an HTML block would show the \\
+        ("line\n   <div>tag</div>\n    <pre>code", "line\n   \\<div>tag</div>\n    <pre>code"),
     ],
 )
 def test_safe_md_neutralizes_images_directives_and_headings(typed: str, shown: str) -> None:

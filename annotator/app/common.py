@@ -75,6 +75,7 @@ _DIRECTIVE = re.compile(r"(?<![\\\w]):(?=[A-Za-z][\w-]*\[)")  # :green-backgroun
 _ICON = re.compile(r":(?=material/)")  # :material/name: icons
 _ATX = re.compile(r"^( {0,3})(#{1,4})(?=[ \t]|$)", re.M)  # a heading the size of the page's own
 _SETEXT = re.compile(r"^( {0,3})(=+|-{2,})[ \t]*$", re.M)  # text underlined with === or --- (h1/h2)
+_HTML_START = re.compile(r"^( {0,3})<(?=[A-Za-z/!?])", re.M)  # a line that would open an HTML block
 
 
 def safe_md(text: object) -> str:
@@ -84,15 +85,19 @@ def safe_md(text: object) -> str:
     Streamlit already shows raw HTML as text (unsafe_allow_html is off). What remains: LaTeX (`$...$`
     would be typeset: every `$` is escaped, the backslashes before it kept literal); images (`![..](..)`
     would be fetched while the annotator reads, leaking their address: shown as text); Streamlit's own
-    directives (`:green-background[...]`, `:material/...:`: shown as text); and headings, which are kept
-    below the page's own (at most level 5; `===`/`---` underlines shown as text).
+    directives (`:green-background[...]`, `:material/...:`: shown as text); headings, which are kept
+    below the page's own (at most level 5; `===`/`---` underlines shown as text); and a line that starts
+    with a tag (`<script>`, `<div>`): Markdown would take it as an HTML block, whose text Streamlit shows
+    without reading its escapes (a backslash before each dollar on the page): its `<` is escaped, so
+    the line is a paragraph.
     """
     out = _DOLLARS.sub(lambda m: m.group(1) * 2 + "\\$", str(text))
     out = _IMAGE.sub(r"!\\", out)
     out = _DIRECTIVE.sub(r"\\:", out)
     out = _ICON.sub(":\u2060", out)
     out = _ATX.sub(lambda m: m.group(1) + "#####", out)
-    return _SETEXT.sub(lambda m: m.group(1) + "\\" + m.group(2), out)
+    out = _SETEXT.sub(lambda m: m.group(1) + "\\" + m.group(2), out)
+    return _HTML_START.sub(lambda m: m.group(1) + "\\<", out)
 
 
 def _cookie_token() -> str | None:
