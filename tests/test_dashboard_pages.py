@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from annotator.intake import ingest
 from annotator.people import accounts
 from annotator.people.authorization import SYSTEM, Account
+from annotator.review import adjudicate
 from annotator.store import db
 from annotator.store.models import Adjudication, Assignment, Pair, User, id_of
 from annotator.synthetic import SimulationSpec, simulate
@@ -416,3 +417,21 @@ def test_an_opened_section_is_open_again_on_the_next_visit_and_a_closed_one_clos
     at.session_state["progress_timeline_open"] = False
     at.run()
     assert not drawn_after_a_visit_elsewhere()
+
+
+def test_downloads_says_why_validated_files_are_empty_before_any_adjudication(
+    study_db: str, engine: Engine
+) -> None:
+    """No adjudication yet: "Validated pairs only" (on by default) gives 0 rows in every file, and the
+    page says why and what to do; after the automatic resolution it does not."""
+    at = _app(_account(engine, "boss"))
+    at.switch_page("views/downloads.py").run()
+    assert not at.exception
+    [note] = [i.value for i in at.info if "No pair is validated yet" in i.value]
+    assert "Resolve the clear cases automatically" in note and "untick" in note
+    at.checkbox(key="downloads_valid").uncheck().run()
+    assert not [i for i in at.info if "No pair is validated yet" in i.value]
+    with db.session_scope(engine) as session:
+        adjudicate.auto_resolve(session, study="sample", account=_account(engine, "boss"))
+    at.checkbox(key="downloads_valid").check().run()
+    assert not [i for i in at.info if "No pair is validated yet" in i.value]

@@ -10,6 +10,7 @@ import hashlib
 import math
 import os
 import re
+import shlex
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -320,8 +321,9 @@ def dataset_contents(
     tables = _tables(session, study, account, config)
     if not tables["pairs"]:
         raise UserError(
-            f"study {study!r} has no validated pairs yet (none whose adjudication says keep); "
-            "run `annotator adjudicate --study S --auto` first"
+            f"study {study!r} has no validated pairs yet (none whose adjudication says keep): settle the "
+            'pairs first with "Resolve the clear cases automatically" on the Adjudicate page, or '
+            f"`annotator adjudicate --study {shlex.quote(study)} --auto`"
         )
     rows = {name: len(tables[name]) for name in CONFIGS}
     payloads = {

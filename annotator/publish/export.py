@@ -79,7 +79,7 @@ def adjudicated_frame(session: Session, *, study: str, pseudonymize: bool = Fals
 
     The final label is the latest recorded Adjudication of the pair; a pair without one is
     "unresolved" and its rule says why (not enough judgments, a rule that needs a person, or not yet
-    auto-resolved: run ``annotator adjudicate --study S --auto``).
+    auto-resolved: ``annotator adjudicate --study <study> --auto``).
 
     With rubric verification, ``support_<k>`` is the median answer on rubric aspect k
     (0 = not supported by what the user wrote, 1 = partly, 2 = yes).

@@ -114,6 +114,7 @@ def main() -> None:
             key="downloads_valid",
             help="Applies to all three files: only the pairs an adjudication kept, and their labels.",
         )
+        sizes = []
         for kind, title in (("labels", "Labels"), ("adjudicated", "Adjudicated labels"), ("pairs", "Pairs")):
             request = export.ExportRequest(
                 study, kind, pseudonymize=pseudonymize, validated_only=validated_only
@@ -123,8 +124,9 @@ def main() -> None:
                     data = export.build(active, request, account=account)
                     payload = export.to_bytes(data, fmt)
             except UserError as exc:
-                st.warning(f"{title}: {exc}")
+                st.warning(safe_md(f"{title}: {exc}"))
                 continue
+            sizes.append(len(data))
             st.download_button(
                 f"{title} ({len(data)} {'row' if len(data) == 1 else 'rows'})",
                 payload,
@@ -133,6 +135,13 @@ def main() -> None:
                 icon=":material/download:",
                 on_click=log_download,
                 kwargs={"request": request, "rows": len(data), "fmt": fmt, "account": account},
+            )
+        if validated_only and sizes and not any(sizes):
+            st.info(
+                'No pair is validated yet (no adjudication says keep): settle the pairs with "Resolve the '
+                'clear cases automatically" on the Adjudicate page, or untick "Validated pairs only" for '
+                "every pair.",
+                icon=":material/info:",
             )
         st.header("Dataset for the Hub")
         st.caption(
