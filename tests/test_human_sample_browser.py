@@ -51,8 +51,10 @@ def test_the_picker_draws_the_human_sample_of_a_judged_study(chrome: Browser, tm
         wait_idle(page, timeout_ms=120_000)
         page.get_by_text("A human sample of the judged pairs").click()
         wait_idle(page, timeout_ms=120_000)
-        size = page.get_by_role("spinbutton", name="Pairs in the sample (expected)")
-        size.fill("6")
+        size = page.get_by_role("spinbutton", name=f"Pairs in the sample (expected; of the {N_PAIRS} judged)")
+        assert size.input_value() == str(N_PAIRS // 2)  # offered: half the judged pairs (at most 50)
+        assert size.get_attribute("max") == str(N_PAIRS)
+        size.fill("5")
         size.press("Enter")
         wait_idle(page, timeout_ms=120_000)
         page.get_by_text("Draw by the judge's uncertainty").click()
@@ -73,6 +75,9 @@ def test_the_picker_draws_the_human_sample_of_a_judged_study(chrome: Browser, tm
         confirm.click()
         wait_idle(page, timeout_ms=120_000)
         page.get_by_text("human sample drawn active").first.wait_for()
+        assert (
+            page.get_by_role("button", name="Confirm: draw", exact=False).count() == 0
+        )  # the question is gone
         with Session(app_db.engine) as session:
             pairs = list(session.exec(select(Pair)))
             assigned = {int(p) for p in session.exec(select(Assignment.pair_id))}

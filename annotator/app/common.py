@@ -331,13 +331,18 @@ def requested(
 def confirmed(question: str, label: str, *, pending_key: str, key: str) -> bool:
     """Ask `question` with a Confirm button (`label`) and a Cancel button under it, for the request
     waiting in session state `pending_key`. True when Confirm was pressed (the request is then dropped
-    and the caller carries it out); Cancel drops it and draws the page again."""
-    st.warning(question, icon=":material/help:")
-    yes, no = st.columns(2)
-    pressed = yes.button(label, type="primary", key=f"{key}_confirm")
+    and the caller carries it out, in the question's place: it is cleared); Cancel drops it and draws the
+    page again."""
+    box = st.empty()
+    with box.container():
+        st.warning(question, icon=":material/help:")
+        yes, no = st.columns(2)
+        pressed = yes.button(label, type="primary", key=f"{key}_confirm")
+        cancelled = no.button("Cancel", key=f"{key}_cancel")
     if pressed:
         st.session_state.pop(pending_key, None)
-    if no.button("Cancel", key=f"{key}_cancel"):
+        box.empty()
+    elif cancelled:
         st.session_state.pop(pending_key, None)
         st.rerun()
     return pressed

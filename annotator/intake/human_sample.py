@@ -140,15 +140,15 @@ def draw_human_sample(
     )  # fmt: skip
 
 
-def sample_choices(session: Session, *, study: str) -> tuple[list[str], bool]:
-    """What the picker offers: the judges that rated main pairs of `study`, by name, and whether the
-    study's human sample is drawn already."""
+def sample_choices(session: Session, *, study: str) -> tuple[dict[str, int], bool]:
+    """What the picker offers: the judges that rated main pairs of `study`, by name, with the number
+    of main pairs each rated, and whether the study's human sample is drawn already."""
     study_id = id_of(get_study(session, study))
     judges = session.exec(
-        select(JudgeRating.judge)
+        select(JudgeRating.judge, func.count(func.distinct(JudgeRating.pair_id)))
         .join(Pair, col(Pair.id) == col(JudgeRating.pair_id))
         .where(JudgeRating.study_id == study_id, Pair.control == "")
-        .distinct()
+        .group_by(col(JudgeRating.judge))
         .order_by(col(JudgeRating.judge))
     ).all()
     drawn = session.exec(
@@ -156,7 +156,7 @@ def sample_choices(session: Session, *, study: str) -> tuple[list[str], bool]:
         .select_from(Pair)
         .where(Pair.study_id == study_id, col(Pair.in_sample).is_not(None))
     ).one()
-    return [str(judge) for judge in judges], bool(drawn)
+    return {str(judge): int(pairs) for judge, pairs in judges}, bool(drawn)
 
 
 def preview_draw(session: Session, **draw: Any) -> SampleSummary:

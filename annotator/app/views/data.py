@@ -101,6 +101,9 @@ def assign_picker(account: Account, study: str) -> None:
         carry_out(assign.assign, chosen, account)
 
 
+SAMPLE_SIZE = 50  # the human sample offered first (at most half the judged pairs)
+
+
 def sample_picker(study: str) -> dict[str, object] | None:
     """For a study an LLM judge rated: every pair, or a human sample drawn from the judge's pairs (its
     size, uniform or by the judge's uncertainty); the draw's settings, or None for every pair."""
@@ -123,9 +126,14 @@ def sample_picker(study: str) -> dict[str, object] | None:
     if how == "Every pair":
         return None
     left, middle, right = st.columns(3)
-    judge = left.selectbox("Judge", judges, key="assign_sample_judge")
+    judge = left.selectbox("Judge", list(judges), key="assign_sample_judge")
+    judged = max(judges[judge], 2)
     size = middle.number_input(
-        "Pairs in the sample (expected)", min_value=2, value=50, key="assign_sample_size"
+        f"Pairs in the sample (expected; of the {judges[judge]:,} judged)",
+        min_value=2,
+        max_value=judged,
+        value=min(SAMPLE_SIZE, max(2, judged // 2)),
+        key=f"assign_sample_size_{judge}",  # one per judge: each has its own number of pairs
     )
     active_draw = right.checkbox(
         "Draw by the judge's uncertainty",
