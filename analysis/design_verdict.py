@@ -31,6 +31,7 @@ from analysis.scale import Margin, item_margin
 from analysis.validation import ValidationResult
 from analysis.verdicts import CROSSED_POPULATION, Verdict
 from analysis.vocabulary import PAIR_ID
+from analysis.wording import counted
 
 __all__ = ["allocation_table", "pairs_to_judge", "registered_design", "registered_equivalence", "standing"]
 
@@ -173,4 +174,4 @@ def standing(
     target = next((p for p in look_points(design, n_pairs) if p > spent), planned)
     more = max(target - spent, 1)
     pairs = pairs_to_judge(validation, table, design, margin=margin, limit=min(more, 20))
-    return f"not settled: about {more} more judgments, on these pairs", pairs
+    return f"not settled: about {counted(more, 'more judgment')}, on these pairs", pairs

@@ -84,7 +84,7 @@ def test_the_sample_size_verdict_counts_the_pairs_rated_twice_or_more(lopsided_r
     verdict = lopsided_report.verdict("sample_size")
     assert verdict.status == "inconclusive", "29 pairs, but only 2 rated by two or more annotators"
     assert "2 of 29 pairs rated by two or more annotators (27 rated once)" in verdict.detail
-    assert "at least 20 pairs are needed" in verdict.detail
+    assert "at least 20 are needed before the study can PASS overall" in verdict.detail
 
 
 def test_a_pair_with_one_judgment_is_never_dropped(lopsided_report, lopsided: pd.DataFrame) -> None:  # type: ignore[no-untyped-def]

@@ -19,6 +19,7 @@ from analysis.render.owner_text import owner_sections
 from analysis.render.ppi_text import prediction_powered_sections
 from analysis.report import Report, Verdict
 from analysis.scale import margins_text, report_scales
+from analysis.wording import counted
 
 _WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_assessed": "NOT ASSESSED"}
 
@@ -291,8 +292,9 @@ def cleaning_title(report: Report) -> str:
     s = report.summary
     fdr = report.parameters.get("fdr", 0.1)
     return (
-        f"Cleaning list: {s.get('n_drop', 0)} pairs to drop (false discovery rate {fdr:.0%}), "
-        f"{s.get('n_needs_more', 0)} need more judgments"
+        f"Cleaning list: {counted(s.get('n_drop', 0), 'pair')} to drop (false discovery rate {fdr:.0%}), "
+        f"{s.get('n_needs_more', 0)} {counted(s.get('n_needs_more', 0), 'needs', 'need', number=False)} more "
+        "judgments"
     )
 
 
@@ -302,7 +304,9 @@ def benchmark_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
     science = report.benchmark
     if science is None:
         return []
-    where = f"on the {science.pairs_used}"
+    where = (
+        "on the validated pairs" if science.pairs_used == "validated pairs" else f"on {science.pairs_used}"
+    )
     notes = {
         "accuracy": (
             "Models and the human ceiling",

@@ -48,7 +48,12 @@ class SampleSummary:
         return (
             f"study {self.study!r}: human sample drawn {how} from the {self.judged} pairs judge "
             f"{self.judge!r} rated: {self.drawn} pairs (expected {self.expected:g}; inclusion probability "
-            f"{self.lowest:.3f} to {self.highest:.3f}, recorded per pair); {self.assigned}"
+            + (
+                f"{self.lowest:.3f} for every pair"
+                if f"{self.lowest:.3f}" == f"{self.highest:.3f}"
+                else f"{self.lowest:.3f} to {self.highest:.3f}, recorded per pair"
+            )
+            + f"); {self.assigned}"
         )
 
 

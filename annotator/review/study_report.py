@@ -15,6 +15,7 @@ import pandas as pd
 from sqlmodel import Session
 
 from analysis.report import Report, ReportSettings, build_report
+from analysis.wording import counted
 from annotator.errors import UserError
 from annotator.people.authorization import Account
 from annotator.review.owner_rows import owner_rows
@@ -559,4 +560,4 @@ def standing(report: Report) -> tuple[str, list[str]]:
     pairs = pairs_needing_more(report.cleaning) if not report.cleaning.empty else []
     if not pairs:
         return "not settled: see the verdicts", []
-    return f"not settled: about {len(pairs)} more judgments, on these pairs", pairs
+    return f"not settled: about {counted(len(pairs), 'more judgment')}, on these pairs", pairs

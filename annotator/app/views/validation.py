@@ -23,6 +23,7 @@ from analysis.render import (
     status_word,
 )
 from analysis.report import Report
+from analysis.wording import counted
 from annotator.app import report_cache, stored_view, waiting
 from annotator.app.common import engine, safe_md, session, study_page
 from annotator.app.tables import show_plot, show_table
@@ -154,7 +155,8 @@ def more_judgments(report: Report, study: str, account: Account) -> None:
     if not pairs:
         return
     if st.button(
-        f"Give the {len(pairs)} pairs that need more judgments one more annotator each",
+        f"Give the {counted(len(pairs), 'pair')} that {counted(len(pairs), 'needs', 'need', number=False)} "
+        "more judgments one more annotator each",
         key="validation_needs_more",
         icon=":material/group_add:",
         help="Each goes to the least-loaded active annotator not yet on it, on the side seen less often",

@@ -1,0 +1,35 @@
+"""Counts in the report's and the pages' sentences agree with their nouns ("1 pair to drop", "about 1
+more judgment"), and a uniform draw's one inclusion probability is said once."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from analysis.render.text import cleaning_title
+from annotator.intake.assign import AssignSummary
+from annotator.intake.human_sample import SampleSummary
+
+pytestmark = pytest.mark.nodb
+
+
+@pytest.mark.parametrize(
+    ("drop", "more", "title"),
+    [
+        (1, 1, "Cleaning list: 1 pair to drop (false discovery rate 10%), 1 needs more judgments"),
+        (4, 3, "Cleaning list: 4 pairs to drop (false discovery rate 10%), 3 need more judgments"),
+        (0, 0, "Cleaning list: 0 pairs to drop (false discovery rate 10%), 0 need more judgments"),
+    ],
+)
+def test_the_cleaning_title_counts_in_words_that_agree(drop: int, more: int, title: str) -> None:
+    report = SimpleNamespace(
+        not_computed={}, summary={"n_drop": drop, "n_needs_more": more}, parameters={"fdr": 0.1}
+    )
+    assert cleaning_title(report) == title  # type: ignore[arg-type]
+
+
+def test_a_uniform_draws_probability_is_said_once_and_an_active_ones_range() -> None:
+    assigned = AssignSummary(study="s", created=60, pairs=20, annotators=3)
+    uniform = SampleSummary("s", "j", False, 39, 20.0, 20, 0.5128, 0.5128, assigned)
+    assert "inclusion probability 0.513 for every pair)" in str(uniform)
+    active = SampleSummary("s", "j", True, 39, 20.0, 21, 0.41, 0.93, assigned)
+    assert "inclusion probability 0.410 to 0.930, recorded per pair)" in str(active)
