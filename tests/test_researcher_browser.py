@@ -169,7 +169,10 @@ def test_a_study_is_created_from_the_settings_page(
     tab.get_by_text("Plan 50 alpha").first.wait_for()
     tab.get_by_role("button", name="Create the study").click()
     wait_idle(tab)
-    tab.get_by_text("The settings are now fixed for this study.").wait_for()
+    tab.get_by_text("The settings are now fixed for this study.").first.wait_for()
+    assert tab.get_by_role("textbox", name="Study name").input_value() == ""  # an empty form for the next
+    assert tab.get_by_text("new.jsonl").count() == 0
+    assert tab.get_by_role("button", name="Create the study").is_disabled()
     with Session(app_db.engine) as session:
         study = get_study(session, "fresh")
         assert study.config["analysis"]["margin"] == 0.75

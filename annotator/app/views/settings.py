@@ -25,6 +25,7 @@ from annotator.study import PLATFORMS, StudyConfig, get_study, load_config, stud
 PREVIEW_ITEMS = 2
 PAIR_FIELDS = ("question", "narrative", "profile", "rubric", "chosen", "rejected")
 CREATED_KEY = "settings_created"
+ROUND_KEY = "settings_created_count"  # studies created in this session: the name and pairs fields' keys
 
 
 def problems(title: str, exc: Exception, upload_name: str = "", path: Path | None = None) -> None:
@@ -231,11 +232,14 @@ def create(account: Account) -> None:
     created = st.session_state.pop(CREATED_KEY, None)
     if created:
         st.success(created)
-    name = st.text_input("Study name", key="settings_name")
+        st.toast(created, icon=":material/check_circle:")  # seen where the researcher clicked, too
+    emptied = st.session_state.get(ROUND_KEY, 0)
+    suffix = f"_{emptied}" if emptied else ""  # new keys after a study is created: empty fields
+    name = st.text_input("Study name", key=f"settings_name{suffix}")
     upload = st.file_uploader(
         f"Pairs file (JSONL, JSON, CSV or Parquet; {UPLOAD_LIMIT})",
         type=ingest.UPLOAD_TYPES,
-        key="settings_pairs",
+        key=f"settings_pairs{suffix}",
     )
     base, tag = base_config()
     if base is None:
@@ -266,6 +270,7 @@ def create(account: Account) -> None:
             problems("The study was not created:", exc, upload.name, path)
             return
     st.session_state[CREATED_KEY] = f"{summary} The settings are now fixed for this study."
+    st.session_state[ROUND_KEY] = emptied + 1
     st.rerun()
 
 
