@@ -126,7 +126,7 @@ def test_upload_boxes_state_the_real_limit_and_counts_are_singular(live: str, ta
     shot(tab, "data_upload")
     tab.goto(f"{live}/downloads")
     wait_idle(tab)
-    tab.get_by_text("Validated pairs only").click()  # the one pair, adjudicated or not
+    tab.get_by_text("Validated pairs only (kept by adjudication)").click()  # the one pair, adjudicated or not
     wait_idle(tab)
     button = tab.get_by_role("button", name="Pairs (")
     button.wait_for()

@@ -213,3 +213,20 @@ def test_the_study_stays_with_the_item_through_picker_reload_and_revise(
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"revise_{viewport['width']}.png"), full_page=True)
     page.context.close()
+
+
+def test_a_click_on_the_chosen_answer_keeps_it(live: tuple[str, AppDB], chrome: Browser) -> None:
+    """A second click on an answer already chosen (a mis-click while revising) does not clear it."""
+    base_url, app_db = live
+    add_annotator(app_db, "ann5", ["study1"])
+    page = new_tab(chrome, VIEWPORT)
+    log_in(page, base_url, "ann5", PASSWORD)
+    page.locator(CONFIDENCE).first.wait_for()
+    focus = focus_settled(page)
+    option = page.locator(f".st-key-{focus['first']} [data-testid='stButtonGroup'] button").nth(1)
+    option.click()
+    page.wait_for_function("(el) => el.getAttribute('aria-checked') === 'true'", arg=option.element_handle())
+    option.click()
+    wait_idle(page)
+    assert option.get_attribute("aria-checked") == "true"
+    page.context.close()

@@ -123,6 +123,7 @@ def ask(question: Question) -> None:
         question.options,
         format_func=question.option_labels.__getitem__,
         key=widget_key(question),
+        required=True,  # a click on the chosen answer keeps it (a mis-click never clears an answer)
         width="stretch",
     )
 

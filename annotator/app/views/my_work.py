@@ -119,6 +119,7 @@ def main() -> None:
             default="All",
             format_func=lambda name: f"{name} ({counts[name]})",
             key="my_work_filter",
+            required=True,  # a click on the chosen filter keeps it
         )
         wanted = FILTERS.get(chosen or "All")
         shown = [item for item in items if wanted is None or item.state == wanted]
