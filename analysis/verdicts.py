@@ -36,6 +36,18 @@ CROSSED_POPULATION = (
 )
 
 
+def claims_in_words(claims: list[str]) -> str:
+    """Claims joined by "; ", the model and population they share said once for a run of them."""
+    scope = CROSSED_POPULATION + ": "
+    parts: list[str] = []
+    for claim in claims:
+        if claim.startswith(scope) and parts and parts[-1].startswith(scope):
+            parts[-1] += ", and " + claim.removeprefix(scope)
+        else:
+            parts.append(claim)
+    return "; ".join(parts)
+
+
 @dataclass(frozen=True)
 class Verdict:
     """One claim, the test behind it, and what the data say.

@@ -33,3 +33,22 @@ def test_a_uniform_draws_probability_is_said_once_and_an_active_ones_range() -> 
     assert "inclusion probability 0.513 for every pair)" in str(uniform)
     active = SampleSummary("s", "j", True, 39, 20.0, 21, 0.41, 0.93, assigned)
     assert "inclusion probability 0.410 to 0.930, recorded per pair)" in str(active)
+
+
+def test_the_headline_says_the_model_and_population_once_for_a_run_of_claims() -> None:
+    from analysis.verdicts import CROSSED_POPULATION, claims_in_words
+
+    claims = [
+        "the study has at least 20 pairs rated by two or more annotators",
+        f"{CROSSED_POPULATION}: chosen and rejected are equivalent",
+        f"{CROSSED_POPULATION}: annotators judge that chosen follows the rubric better",
+        "for these pairs as this panel rated them: the ratings are reliable",
+        f"{CROSSED_POPULATION}: annotators prefer chosen",
+    ]
+    assert claims_in_words(claims) == (
+        "the study has at least 20 pairs rated by two or more annotators; "
+        f"{CROSSED_POPULATION}: chosen and rejected are equivalent, and annotators judge that chosen follows "
+        "the rubric better; for these pairs as this panel rated them: the ratings are reliable; "
+        f"{CROSSED_POPULATION}: annotators prefer chosen"
+    )
+    assert claims_in_words([]) == ""

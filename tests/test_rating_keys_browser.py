@@ -38,6 +38,12 @@ OTHER = "alpine"  # a second study: 2 pairs with 2 rubric aspects (12 questions)
 QUESTIONS = {3: 14, 4: 16}  # rubric aspects -> questions: 3 quality and the aspects per response, then 2
 CONFIDENCE = "[class*='_confidence'] [data-testid='stButtonGroup'] button"
 
+#: The options drawn past the right edge of their question's box (cut off on a phone).
+CUT_OFF = """() => [...document.querySelectorAll('[class*="st-key-q_"] [data-testid="stButtonGroup"] button')]
+  .filter((b) => b.getBoundingClientRect().right
+    > b.closest('[data-testid="stElementContainer"]').getBoundingClientRect().right + 0.5)
+  .map((b) => b.innerText)"""
+
 #: Where the keyboard focus is: the question holding it (its widget key; null for none), whether the
 #: focus is on the page itself (no element), the first question of the form, whether the focused
 #: element is wholly on screen, how far the page is scrolled and how many questions the form has.
@@ -167,6 +173,7 @@ def test_on_a_phone_each_new_item_opens_at_its_top_and_takes_one_digit_per_quest
     page = new_tab(chrome, PHONE)
     log_in(page, base_url, "ann2", PASSWORD)
     page.locator(CONFIDENCE).first.wait_for()
+    assert page.evaluate(CUT_OFF) == []  # every option (the preference's five too) within its question
     counted = [rate_by_keys(page, app_db, "ann2", digit="1", below=True) for _ in range(3)]
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "keys_phone.png"))

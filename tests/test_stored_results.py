@@ -237,7 +237,7 @@ def test_the_pages_show_the_stored_result_and_what_it_covers(
     assert not at.exception
     first, _ = stored(engine, "report" if page == "validation" else "adjudication")  # the first visit's
     at.run()
-    covers = f"{what} of {first.computed_at.strftime('%H:%M')} UTC over {3 * N_PAIRS} judgments"
+    covers = f"{what} of {first.computed_at.strftime('%H:%M')} UTC over {3 * N_PAIRS} judgments saved (revisions included)"
     assert f"{covers}; up to date" in captions(at)
     rate(engine, "ann2", "p6", preference=-2)
     at.run()
@@ -249,7 +249,10 @@ def test_the_pages_show_the_stored_result_and_what_it_covers(
     now, _ = stored(engine, "report" if page == "validation" else "adjudication")
     assert now.n_judgments == 3 * N_PAIRS + 1
     at.run()
-    assert any(c.endswith(f"over {3 * N_PAIRS + 1} judgments; up to date") for c in captions(at))
+    assert any(
+        c.endswith(f"over {3 * N_PAIRS + 1} judgments saved (revisions included); up to date")
+        for c in captions(at)
+    )
 
 
 @pytest.mark.page
@@ -266,7 +269,10 @@ def test_a_report_stored_without_its_figures_is_shown_with_them(
     at = app_for(account(engine, "boss"), timeout=180)
     at.switch_page("views/validation.py").run()
     assert not at.exception
-    assert any(c.endswith(f"over {3 * N_PAIRS} judgments; up to date") for c in captions(at))
+    assert any(
+        c.endswith(f"over {3 * N_PAIRS} judgments saved (revisions included); up to date")
+        for c in captions(at)
+    )
     assert sum(isinstance(node, Image) for node in at.main) == len(figure_captions(report))
 
 

@@ -223,7 +223,10 @@ def test_my_work_shows_the_answers_a_skip_and_a_flag_with_their_reasons_and_revi
     assert not at.exception
     shown = " ".join(m.value for m in at.markdown)
     assert "**Preference:** B better" in shown and "**confidence:** 1 - Unsure" in shown
-    assert "**Response A:** correctness: 4" in shown and "rubric aspect 1: 2" in shown
+    assert (
+        "**Response A:** correctness: 4 · relevance: 4 · helpfulness: 4 · rubric aspect 1 (Quick recipes): 2"
+        in shown
+    )
     assert "**Why you skipped it:** I need to look it up" in shown
     assert "**What you reported:** response B is cut off" in shown
     at.button(key=f"reopen_{first}").click().run()

@@ -77,8 +77,10 @@ def when(moment: datetime) -> str:
 
 def coverage(stored: Stored, current: str, what: str) -> tuple[str, bool]:
     """The line that says which data the stored result covers ("Report of 12:03 UTC over 291,400
-    judgments; 37 judgments since; updating"), and whether the data changed since."""
-    line = f"{what} of {when(stored.computed_at)} over {stored.n_judgments:,} judgments"
+    judgments saved (revisions included); 37 judgments since; updating"), and whether the data changed
+    since. Saved judgments count each revision, where the report counts each item's current answers."""
+    saved = f"{stored.n_judgments:,} judgments saved (revisions included)"
+    line = f"{what} of {when(stored.computed_at)} over {saved}"
     if stored.version == current:
         return line + "; up to date", False
     with session() as active:

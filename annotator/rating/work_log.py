@@ -2,7 +2,7 @@
 answers), skipped or flagged (with the reason), in the A/B terms of their own display, never which
 response is `chosen`."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlmodel import Session, col, or_, select
@@ -42,6 +42,7 @@ class WorkItem:
     reason: str  # why it was skipped or flagged ("" for a submitted item)
     skips: int
     revisions: list[Answers]  # oldest first; the last one is the current answer
+    aspects: list[str] = field(default_factory=list)  # the pair's rubric aspects, in the form's order
 
 
 def _as_shown(judgment: Judgment, scores: list[Score], chosen_side: str) -> Answers:
@@ -70,7 +71,7 @@ def my_work(session: Session, *, account: Account, limit: int = 200) -> list[Wor
     active check and three queries, whatever the number of items."""
     require_active(session, account)
     rows = session.exec(
-        select(Assignment, Pair.question, Study.name)
+        select(Assignment, Pair.question, Study.name, Pair.rubric)
         .join(Pair, col(Pair.id) == Assignment.pair_id)
         .join(Study, col(Study.id) == Assignment.study_id)
         .where(
@@ -83,7 +84,7 @@ def my_work(session: Session, *, account: Account, limit: int = 200) -> list[Wor
         .order_by(col(Assignment.completed_at).desc().nulls_last(), col(Assignment.position))
         .limit(limit)
     ).all()
-    ids = [a.id for a, _, _ in rows]
+    ids = [a.id for a, _, _, _ in rows]
     judgments = list(
         session.exec(
             select(Judgment).where(col(Judgment.assignment_id).in_(ids)).order_by(col(Judgment.revision))
@@ -95,7 +96,7 @@ def my_work(session: Session, *, account: Account, limit: int = 200) -> list[Wor
         for score in found:
             scores.setdefault(score.judgment_id, []).append(score)
     items = []
-    for assignment, question, study in rows:
+    for assignment, question, study, rubric in rows:
         if assignment.status == DONE:
             state, reason = SUBMITTED, ""
         elif assignment.status == FLAGGED:
@@ -118,6 +119,7 @@ def my_work(session: Session, *, account: Account, limit: int = 200) -> list[Wor
                 reason=reason,
                 skips=assignment.skip_count,
                 revisions=revisions,
+                aspects=[str(a.get("aspect", "")) if isinstance(a, dict) else "" for a in rubric or []],
             )
         )
     return items

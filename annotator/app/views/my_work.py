@@ -2,6 +2,9 @@
 flagged (with the reason); reopening a submitted or skipped item brings it to the rating page, and
 submitting it again adds a revision."""
 
+from collections.abc import Sequence
+from functools import partial
+
 import streamlit as st
 
 from analysis.vocabulary import RUBRIC_PREFIX, SUPPORT_PREFIX
@@ -24,21 +27,27 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-def score_name(name: str) -> str:
-    """A score's name as the annotator reads it: "correctness", "rubric aspect 1" (aspects count from 1)."""
+def score_name(name: str, aspects: Sequence[str] = ()) -> str:
+    """A score's name as the annotator reads it (Markdown-safe): "correctness", "rubric aspect 1 (No
+    jump scares)" (aspects count from 1, named when the pair's rubric is known)."""
     for prefix, words in ((RUBRIC_PREFIX, "rubric aspect"), (SUPPORT_PREFIX, "aspect")):
         if name.startswith(prefix) and name.removeprefix(prefix).isdigit():
-            return f"{words} {int(name.removeprefix(prefix)) + 1}"
-    return name
+            k = int(name.removeprefix(prefix))
+            named = f" ({safe_md(aspects[k])})" if k < len(aspects) and aspects[k].strip() else ""
+            return f"{words} {k + 1}{named}"
+    return safe_md(name)
 
 
-def _order(name: str) -> tuple[int, int, str]:
-    """Quality dimensions first (by name), then the rubric aspects in their own order."""
+def _order(name: str, dimensions: Sequence[str]) -> tuple[int, int, str]:
+    """The form's order: the quality dimensions as the study lists them, then the rubric aspects in
+    their own order."""
     number = name.rsplit(":", 1)[-1]
-    return (1, int(number), "") if ":" in name and number.isdigit() else (0, 0, name)
+    if ":" in name and number.isdigit():
+        return (1, int(number), "")
+    return (0, dimensions.index(name) if name in dimensions else len(dimensions), name)
 
 
-def answer_lines(answers: Answers, config: StudyConfig) -> list[str]:
+def answer_lines(answers: Answers, config: StudyConfig, aspects: Sequence[str] = ()) -> list[str]:
     """One revision's answers as short Markdown lines, in the A/B terms the annotator saw."""
     preference = config.preference.labels[answers.preference] if 0 <= answers.preference < 5 else "?"
     confidence = (
@@ -47,13 +56,17 @@ def answer_lines(answers: Answers, config: StudyConfig) -> list[str]:
         else "-"
     )
     lines = [f"**Preference:** {safe_md(preference)} · **confidence:** {safe_md(confidence)}"]
+    order = partial(_order, dimensions=config.dimension_names)
     for side in ("A", "B"):
         scores = answers.scores.get(side, {})
-        parts = [f"{score_name(name)}: {_number(scores[name])}" for name in sorted(scores, key=_order)]
+        parts = [
+            f"{score_name(name, aspects)}: {_number(scores[name])}" for name in sorted(scores, key=order)
+        ]
         lines.append(f"**Response {side}:** " + (" · ".join(parts) if parts else "-"))
     if answers.support:
         support = " · ".join(
-            f"{score_name(k)}: {_number(answers.support[k])}" for k in sorted(answers.support, key=_order)
+            f"{score_name(k, aspects)}: {_number(answers.support[k])}"
+            for k in sorted(answers.support, key=order)
         )
         lines.append(f"**Rubric support:** {support}")
     if answers.comment.strip():
@@ -91,13 +104,13 @@ def show_item(number: int, item: WorkItem, config: StudyConfig) -> None:
             left.markdown(f"**What you reported:** {safe_md(item.reason) or '-'}")
         if item.revisions:
             current, earlier = item.revisions[-1], item.revisions[:-1]
-            left.markdown("  \n".join(answer_lines(current, config)))
+            left.markdown("  \n".join(answer_lines(current, config, item.aspects)))
             if earlier:
                 with left.expander(f"Earlier answers ({len(earlier)})"):
                     for answers in reversed(earlier):
                         st.markdown(
                             f"*Revision {answers.revision} · {answers.submitted_at:%Y-%m-%d %H:%M}*  \n"
-                            + "  \n".join(answer_lines(answers, config))
+                            + "  \n".join(answer_lines(answers, config, item.aspects))
                         )
 
 

@@ -23,6 +23,7 @@ from analysis.render import (
     status_word,
 )
 from analysis.report import Report
+from analysis.verdicts import claims_in_words
 from analysis.wording import counted
 from annotator.app import report_cache, stored_view, waiting
 from annotator.app.common import engine, safe_md, session, study_page
@@ -109,13 +110,13 @@ def the_report(key: report_cache.Key, account: Account) -> report_cache.Publishe
 
 def headline(report: Report) -> str:
     """The overall result and, in words, which claims the data contradict or do not (yet) establish."""
-    failed = [v.claim for v in report.verdicts if v.status == "fail"]
-    open_ = [v.claim for v in report.verdicts if v.status == "inconclusive"]
+    failed = claims_in_words([v.claim for v in report.verdicts if v.status == "fail"])
+    open_ = claims_in_words([v.claim for v in report.verdicts if v.status == "inconclusive"])
     lines = [f"**Overall: {report.overall}**"]
     if failed:
-        lines.append("Contradicted by the data: " + "; ".join(failed) + ".")
+        lines.append("Contradicted by the data: " + failed + ".")
     if open_:
-        lines.append("Not established by the data so far: " + "; ".join(open_) + ".")
+        lines.append("Not established by the data so far: " + open_ + ".")
     if not failed and not open_:
         lines.append("Every verdict passes.")
     return "  \n".join(lines)
