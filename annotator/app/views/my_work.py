@@ -33,7 +33,8 @@ def score_name(name: str, aspects: Sequence[str] = ()) -> str:
     for prefix, words in ((RUBRIC_PREFIX, "rubric aspect"), (SUPPORT_PREFIX, "aspect")):
         if name.startswith(prefix) and name.removeprefix(prefix).isdigit():
             k = int(name.removeprefix(prefix))
-            named = f" ({safe_md(aspects[k])})" if k < len(aspects) and aspects[k].strip() else ""
+            aspect = " ".join(aspects[k].split()) if k < len(aspects) else ""  # on one line
+            named = f" ({safe_md(aspect)})" if aspect else ""
             return f"{words} {k + 1}{named}"
     return safe_md(name)
 
