@@ -134,7 +134,7 @@ def test_upload_boxes_state_the_real_limit_and_counts_are_singular(live: str, ta
     shot(tab, "downloads")
 
 
-def test_my_work_names_each_rubric_answer_by_its_aspect_number(live: str, tab: Page) -> None:
+def test_my_work_names_each_rubric_answer_by_its_aspect_number_and_name(live: str, tab: Page) -> None:
     log_in(tab, live, "ann1", PASSWORD)
     wait_for_session_cookie(tab)
     tab.goto(f"{live}/my_work")
@@ -143,7 +143,7 @@ def test_my_work_names_each_rubric_answer_by_its_aspect_number(live: str, tab: P
     line.wait_for()
     text = tab.locator("[data-testid='stMarkdownContainer']", has_text="Response A:").first.inner_text()
     assert "rubric aspect 0" not in text
-    assert "rubric aspect 1:" in text and "rubric aspect 2:" in text
+    assert "rubric aspect 1 (Quick recipes):" in text and "rubric aspect 2 (Vegetarian):" in text
     shot(tab, "my_work")
 
 
