@@ -90,6 +90,25 @@ def test_the_worker_brings_a_stale_report_up_to_date_equal_to_build_report(tmp_p
     assert report_worker.keep_once(url, keeper, now + 100) == 0, "nothing to do when up to date"
 
 
+def test_a_result_stored_by_other_code_is_stale_and_computed_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same data, other code (an upgrade, a changed analysis): the stored report is not current,
+    and the worker computes it again with this code."""
+    engine = rated(tmp_path)
+    store_now(engine, "report")
+    before, _ = stored(engine, "report")
+    assert json.loads(before.version)[-1] == stored_results.code_fingerprint()
+    monkeypatch.setattr(stored_results, "code_fingerprint", lambda: "other-code")
+    assert current(engine, "report") != before.version
+    assert stored_results.newest_judgment(current(engine, "report")) == before.newest_judgment
+    keeper, url, now = report_worker.Keeper(), url_of(engine), 1000.0
+    report_worker.keep_once(url, keeper, now)
+    assert report_worker.keep_once(url, keeper, now + report_worker.SETTLE_S) == 1
+    after, _ = stored(engine, "report")
+    assert json.loads(after.version)[-1] == "other-code" and after.n_judgments == before.n_judgments
+
+
 def test_a_study_written_to_all_the_time_is_recomputed_after_the_longest_wait(tmp_path: Path) -> None:
     engine = rated(tmp_path)
     store_now(engine, "report")
@@ -237,7 +256,8 @@ def test_the_pages_show_the_stored_result_and_what_it_covers(
     assert not at.exception
     first, _ = stored(engine, "report" if page == "validation" else "adjudication")  # the first visit's
     at.run()
-    covers = f"{what} of {first.computed_at.strftime('%H:%M')} UTC over {3 * N_PAIRS} judgments saved (revisions included)"
+    saved = f"{3 * N_PAIRS} judgments saved (revisions included)"
+    covers = f"{what} of {first.computed_at.strftime('%H:%M')} UTC over {saved}"
     assert f"{covers}; up to date" in captions(at)
     rate(engine, "ann2", "p6", preference=-2)
     at.run()

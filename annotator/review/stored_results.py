@@ -14,6 +14,7 @@ cannot make a server run code; a result that fails the check is treated as lost 
 """
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import json
@@ -67,8 +68,26 @@ class Stored:
 
 
 def encode_version(version: tuple[Any, ...]) -> str:
-    """A data version as the text stored and compared."""
-    return json.dumps(list(version), default=str)
+    """A data version as the text stored and compared, with the code that computes the result
+    (:func:`code_fingerprint`, last): a result stored by other code is stale, like one of older data."""
+    return json.dumps([*version, code_fingerprint()], default=str)
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """A digest of the source of the code that computes a stored result (the analysis package and this
+    tool's review services), read once per process: after an upgrade, or a change of the code, the
+    pages never show a result computed by the code before as current, and the worker computes it anew."""
+    import analysis
+    import annotator.review
+
+    digest = hashlib.sha256()
+    for package in (analysis, annotator.review):
+        root = Path(str(package.__file__)).parent
+        for path in sorted(root.rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def current_version(session: Session, *, study: str, kind: str) -> str:
