@@ -118,6 +118,26 @@ def test_a_spent_link_opens_nothing(owned: Engine) -> None:
     assert "question of bob" not in _shown(again)
 
 
+def test_a_reload_resumes_the_owners_page(owned: Engine) -> None:
+    """The redeemed link leaves the address and the page's resume token takes its place: a reload (a
+    new session with that address) shows the owner's pairs again; a bad resume token is one line."""
+    first = _open(owned, "bob")
+    assert "owner_token" not in first.query_params
+    resume = first.query_params["owner_session"]
+    resume = resume[0] if isinstance(resume, list) else resume
+    reloaded = AppTest.from_file(str(MAIN), default_timeout=60)
+    reloaded.query_params["owner_session"] = resume
+    reloaded.run()
+    assert not reloaded.exception
+    assert "question of bob" in _shown(reloaded)
+    forged = AppTest.from_file(str(MAIN), default_timeout=60)
+    forged.query_params["owner_session"] = "not-a-token"
+    forged.run()
+    assert not forged.exception
+    assert any("expired or was revoked" in str(e.value) for e in forged.error)
+    assert "question of bob" not in _shown(forged)
+
+
 @pytest.mark.page
 def test_a_researcher_makes_and_revokes_an_owner_link(owned: Engine) -> None:
 

@@ -23,6 +23,7 @@ from annotator.rating.owner_links import (
     issue_owner_link,
     list_owner_links,
     redeem_owner_link,
+    resume_owner_session,
     revoke_owner_links,
 )
 from annotator.rating.owners import owner_pairs, record_owner_judgment, study_owners
@@ -104,7 +105,7 @@ def test_an_owner_link_is_single_use_logged_and_revocable(engine: Engine, tmp_pa
     with db.session_scope(engine) as session, pytest.raises(AuthError, match="already used"):
         redeem_owner_link(session, token)
     with db.session_scope(engine) as session:
-        assert revoke_owner_links(session, study="s", owner="alice", account=SYSTEM) == 1
+        assert revoke_owner_links(session, study="s", owner="alice", account=SYSTEM) == 2  # in use, spare
     with db.session_scope(engine) as session, pytest.raises(AuthError):
         redeem_owner_link(session, spare)
     with db.session_scope(engine) as session:
@@ -113,6 +114,32 @@ def test_an_owner_link_is_single_use_logged_and_revocable(engine: Engine, tmp_pa
     for action in ("owner_link_issued", "owner_login", "owner_link_failed", "owner_link_revoked"):
         assert action in actions
     assert [link["open"] for link in links] == [False, False]
+
+
+def test_a_redeemed_link_resumes_its_page_until_revoked_but_never_opens_again(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A reload of the owner's page resumes it by the session's own token; the link's token stays spent,
+    the resume token is no link, and revoking the owner's links ends the page."""
+    _owned_study(engine, tmp_path)
+    with db.session_scope(engine) as session:
+        token = issue_owner_link(session, study="s", owner="alice", account=SYSTEM)
+    with db.session_scope(engine) as session:
+        who = redeem_owner_link(session, token)
+    assert who.resume and who.resume != token
+    with db.session_scope(engine) as session:
+        assert resume_owner_session(session, who.resume) == OwnerSession(study="s", owner="alice")
+        assert [link["open"] for link in list_owner_links(session, study="s", account=SYSTEM)] == [False]
+    with db.session_scope(engine) as session, pytest.raises(AuthError, match="already used"):
+        redeem_owner_link(session, token)
+    with db.session_scope(engine) as session, pytest.raises(AuthError, match="already used"):
+        redeem_owner_link(session, who.resume)  # the page's token opens no link
+    with db.session_scope(engine) as session, pytest.raises(AuthError, match="expired or was revoked"):
+        resume_owner_session(session, token)
+    with db.session_scope(engine) as session:
+        assert revoke_owner_links(session, study="s", owner="alice", account=SYSTEM) == 1
+    with db.session_scope(engine) as session, pytest.raises(AuthError, match="expired or was revoked"):
+        resume_owner_session(session, who.resume)
 
 
 def test_an_expired_owner_link_is_refused(engine: Engine, tmp_path: Path) -> None:

@@ -76,7 +76,8 @@ def run_pages() -> None:
     if current_account() is None:
         link_login()
     account = current_account()
-    if account is None and ("owner_token" in st.query_params or "owner_session" in st.session_state):
+    owner_page = any(key in st.query_params for key in ("owner_token", "owner_session"))
+    if account is None and (owner_page or "owner_session" in st.session_state):
         navigation = st.navigation(
             [page("owner.py", "Your pairs", "person", default=True)]
         )  # a profile owner

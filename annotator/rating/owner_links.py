@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlmodel import Session, col, select, update
@@ -18,15 +18,24 @@ from annotator.rating.owners import owner_pairs
 from annotator.store.models import Event, OwnerLink, Study, id_of, utcnow
 from annotator.study import get_study
 
-__all__ = ["OwnerSession", "issue_owner_link", "list_owner_links", "redeem_owner_link", "revoke_owner_links"]
+__all__ = [
+    "OwnerSession",
+    "issue_owner_link",
+    "list_owner_links",
+    "redeem_owner_link",
+    "resume_owner_session",
+    "revoke_owner_links",
+]
 
 
 @dataclass(frozen=True)
 class OwnerSession:
-    """Who is rating: an owner of one study."""
+    """Who is rating: an owner of one study; `resume` (after a link is redeemed) resumes this session
+    after a reload until the link expires or is revoked (:func:`resume_owner_session`)."""
 
     study: str
     owner: str
+    resume: str = field(default="", compare=False, repr=False)
 
 
 def _digest(token: str) -> str:
@@ -50,16 +59,22 @@ def issue_owner_link(
 
 
 def redeem_owner_link(session: Session, token: str) -> OwnerSession:
-    """The owner's session for a token: spent on use; refused when unknown, used, revoked or expired."""
+    """The owner's session for a token: spent on use (its hash is replaced by the hash of the session's
+    own `resume` token); refused when unknown, used, revoked or expired."""
     link = session.exec(select(OwnerLink).where(OwnerLink.token_hash == _digest(token))).first()
     if link is None:
         session.add(Event(user_id=None, action="owner_link_failed", detail={"reason": "bad token"}))
         session.commit()
         raise AuthError("this owner link is not valid or was already used")
+    resume = secrets.token_urlsafe(24)
     spent = session.execute(
         update(OwnerLink)
-        .where(col(OwnerLink.id) == link.id, col(OwnerLink.token_hash).is_not(None))
-        .values(token_hash=None, used_at=utcnow())
+        .where(
+            col(OwnerLink.id) == link.id,
+            col(OwnerLink.token_hash).is_not(None),
+            col(OwnerLink.used_at).is_(None),
+        )
+        .values(token_hash=_digest(resume), used_at=utcnow())
     )
     session.commit()  # spent even when refused below; a second redeemer finds no token
     study = session.get(Study, link.study_id)
@@ -70,7 +85,19 @@ def redeem_owner_link(session: Session, token: str) -> OwnerSession:
         session.add(Event(user_id=None, action="owner_link_failed", detail=detail | {"reason": "expired"}))
         raise AuthError("this owner link has expired or was revoked")
     session.add(Event(user_id=None, action="owner_login", detail=detail))
-    return OwnerSession(study=detail["study"], owner=link.owner)
+    return OwnerSession(study=detail["study"], owner=link.owner, resume=resume)
+
+
+def resume_owner_session(session: Session, resume: str) -> OwnerSession:
+    """The owner's session again (a reload of their page) from its `resume` token, while the link it
+    came from is neither expired nor revoked."""
+    link = session.exec(
+        select(OwnerLink).where(OwnerLink.token_hash == _digest(resume), col(OwnerLink.used_at).is_not(None))
+    ).first()
+    if link is None or link.revoked_at is not None or link.expires_at < utcnow():
+        raise AuthError("this owner page has expired or was revoked; ask the researcher for a new link")
+    study = session.get(Study, link.study_id)
+    return OwnerSession(study=study.name if study else "", owner=link.owner, resume=resume)
 
 
 def list_owner_links(session: Session, *, study: str, account: Account) -> list[dict[str, object]]:
@@ -89,14 +116,18 @@ def list_owner_links(session: Session, *, study: str, account: Account) -> list[
             "expires_at": link.expires_at,
             "used_at": link.used_at,
             "revoked_at": link.revoked_at,
-            "open": link.token_hash is not None and link.revoked_at is None and link.expires_at >= now,
+            "open": link.used_at is None
+            and link.token_hash is not None
+            and link.revoked_at is None
+            and link.expires_at >= now,
         }
         for link in links
     ]
 
 
 def revoke_owner_links(session: Session, *, study: str, owner: str, account: Account) -> int:
-    """Revoke every unused link of `owner` in `study`; returns how many."""
+    """Revoke every link of `owner` in `study` still unused or in use (an owner's page open from it is
+    ended); returns how many."""
     require_role(session, account, "researcher")
     result = session.execute(
         update(OwnerLink)

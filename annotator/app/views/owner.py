@@ -24,15 +24,30 @@ ASPECT_ANSWERS = {"Yes": 2, "Partly": 1, "No": 0}
 CONFIDENCE = ("Not sure", "Fairly sure", "Sure")
 
 
+RESUME_PARAM = "owner_session"  # in the page's address once a link is redeemed: a reload resumes
+
+
 def owner_session() -> owner_links.OwnerSession | None:
-    """The owner of this browser session: from the session, or by redeeming the link in the URL once."""
+    """The owner of this browser session: from the session, by redeeming the link in the URL once (its
+    token then leaves the address and the session's resume token takes its place), or after a reload
+    from that resume token."""
     token = st.query_params.get("owner_token")
+    resume = st.query_params.get(RESUME_PARAM)
     if token:
         del st.query_params["owner_token"]
         try:
             with session() as active:
-                st.session_state[OWNER_KEY] = owner_links.redeem_owner_link(active, token)
+                who = owner_links.redeem_owner_link(active, token)
+            st.session_state[OWNER_KEY] = who
+            st.query_params[RESUME_PARAM] = who.resume
         except UserError as exc:
+            st.error(str(exc))
+    elif resume and OWNER_KEY not in st.session_state:
+        try:
+            with session() as active:
+                st.session_state[OWNER_KEY] = owner_links.resume_owner_session(active, resume)
+        except UserError as exc:
+            del st.query_params[RESUME_PARAM]
             st.error(str(exc))
     found = st.session_state.get(OWNER_KEY)
     return found if isinstance(found, owner_links.OwnerSession) else None

@@ -1,14 +1,28 @@
 """Owner links: a single-use link per profile owner of a study (the same as `annotator owners link`),
-the study's links, and revoking an owner's unused links."""
+the study's links, and revoking an owner's links (unused, or in use by an owner's page)."""
 
 import datetime as dt
+from urllib.parse import urlsplit
 
 import pandas as pd
 import streamlit as st
 
 from annotator.app.common import choose_study, require, session
+from annotator.app.tables import show_table
 from annotator.errors import UserError
 from annotator.rating import owner_links, owners
+
+DEFAULT_ADDRESS = "http://localhost:8501"  # where the address the browser used is not known
+
+
+def this_address() -> str:
+    """The app's own address as this browser reached it (scheme and host), the links' default."""
+    try:
+        parts = urlsplit(str(st.context.url or ""))
+    except (AttributeError, ValueError):
+        parts = urlsplit("")
+    known = parts.scheme in ("http", "https") and parts.netloc
+    return f"{parts.scheme}://{parts.netloc}" if known else DEFAULT_ADDRESS
 
 
 def main() -> None:
@@ -27,7 +41,7 @@ def main() -> None:
         else:
             owner = st.selectbox("Owner", names, key="owner_links_owner")
             base_url = st.text_input(
-                "The app's address as owners reach it", "http://localhost:8501", key="owner_links_url"
+                "The app's address as owners reach it", this_address(), key="owner_links_url"
             )
             days = st.number_input(
                 "Days the link stays valid", min_value=0.5, value=7.0, step=1.0, key="owner_links_days"
@@ -46,14 +60,14 @@ def main() -> None:
                     st.code(f"{base_url.rstrip('/')}/?owner_token={token}", language=None)
                 except UserError as exc:
                     st.error(str(exc))
-            if revoke.button("Revoke this owner's unused links", key="owner_links_revoke"):
+            if revoke.button("Revoke this owner's links (unused or in use)", key="owner_links_revoke"):
                 with session() as active:
                     n = owner_links.revoke_owner_links(active, study=study, owner=owner, account=account)
                 st.success(f"Revoked {n} link(s).")
             with session() as active:
                 links = owner_links.list_owner_links(active, study=study, account=account)
             if links:
-                st.dataframe(pd.DataFrame(links), hide_index=True, key="owner_links_table")
+                show_table(pd.DataFrame(links), key="owner_links_table")
 
 
 main()
