@@ -170,7 +170,7 @@ def test_flagging_everything_earns_no_code_and_says_why(engine: Engine, tmp_path
     with db.session_scope(engine) as session:
         result = crowd.completion(session, account=account, study_id=1)
     assert result is not None and not result.credited and result.code == ""
-    assert result.reason.startswith("0 of your items were rated")
+    assert result.reason.startswith("0 items rated (at least")
     with db.session_scope(engine) as session:  # asked again: still no code, one audit event
         assert crowd.completion(session, account=account, study_id=1) == result
         table = crowd.outcomes(session, study="s1", account=SYSTEM)
@@ -195,7 +195,7 @@ def test_too_many_flags_earn_no_code_and_real_work_does(engine: Engine, tmp_path
     with db.session_scope(engine) as session:
         flagged = crowd.completion(session, account=flagger, study_id=1)
         done = crowd.completion(session, account=worker, study_id=1)
-    assert flagged is not None and not flagged.credited and "3 of your 4 items were flagged" in flagged.reason
+    assert flagged is not None and not flagged.credited and "3 of 4 finished items flagged" in flagged.reason
     assert done == crowd.Completion("C1A2B3", "")
 
 

@@ -13,6 +13,8 @@ from annotator.store import db
 
 #: A refused link: (the link's kind, "token" or "crowd"; its one line) for the login page.
 LINK_ERROR_KEY = "link_login_error"
+#: The parameter that makes an address a crowd platform's study link.
+CROWD_LINK = "study"
 
 
 def token_login() -> None:
@@ -34,15 +36,16 @@ def crowd_login() -> None:
     """Enter from a crowd platform's study link (?study=S&PROLIFIC_PID=...): no password.
 
     The link's parameters are removed from the address at once (the worker id never stays on a
-    page); the account is created or resumed by annotator.rating.crowd and logged in like any other.
+    page), also when the worker comes back already signed in; the account is created or resumed by
+    annotator.rating.crowd and logged in like any other.
     """
-    if "study" not in st.query_params:
+    if CROWD_LINK not in st.query_params:
         return
     params = {key: st.query_params.get(key) or "" for key in st.query_params.keys()}
     st.query_params.clear()
     try:
         account = db.with_retries(
-            engine(), lambda active: crowd.enter(active, study=params["study"], params=params)
+            engine(), lambda active: crowd.enter(active, study=params[CROWD_LINK], params=params)
         )
     except (AuthError, UserError) as exc:
         st.session_state[LINK_ERROR_KEY] = ("crowd", str(exc))

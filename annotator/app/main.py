@@ -7,7 +7,7 @@ import streamlit as st
 from annotator.app import prefetch
 from annotator.app.assets import filled
 from annotator.app.common import FAVICON, PAGES, current_account, database_down, log_out, sync_cookie
-from annotator.app.link_login import link_login
+from annotator.app.link_login import CROWD_LINK, link_login
 from annotator.app.panes import focusable_panes
 from annotator.errors import UserError
 
@@ -73,7 +73,7 @@ def login_pages() -> list[st.Page]:
 
 def run_pages() -> None:
     """Take a login link, if any; route by role and run the chosen page."""
-    if current_account() is None:
+    if current_account() is None or CROWD_LINK in st.query_params:  # a signed-in worker back by the link too
         link_login()
     account = current_account()
     owner_page = any(key in st.query_params for key in ("owner_token", "owner_session"))

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import func, insert
 from sqlmodel import Session, col, select
 
+from analysis.wording import counted
 from annotator.errors import AuthError, ConfigError, TimeOver, UserError
 from annotator.intake.assign import annotator_arms
 from annotator.intake.controls import pick_controls
@@ -383,10 +384,10 @@ def no_credit_reason(rated: int, flagged: int, config: Crowd) -> str:
     finished = rated + flagged
     if rated < config.min_rated:
         needed = config.min_rated
-        return f"{rated} of your items were rated (at least {needed} are needed for the completion code)"
+        return f"{counted(rated, 'item')} rated (at least {needed} needed for the completion code)"
     if finished and flagged / finished > config.max_flag_share:
         return (
-            f"{flagged} of your {finished} items were flagged as broken (at most "
+            f"{flagged} of {counted(finished, 'finished item')} flagged as broken (at most "
             f"{config.max_flag_share:.0%} may be, for the completion code)"
         )
     return ""
