@@ -127,6 +127,26 @@ def test_the_countdown_warns_before_the_time_limit(
     assert 180 - spent - 1 <= left <= 180, (left, spent)  # 3 minutes left when the start was moved
 
 
+def test_no_countdown_beside_the_completion_screen(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A timed study's worker with every item finished (3 minutes still left): the completion screen and
+    no clock still counting down beside it."""
+    qc_study(
+        engine, tmp_path, 3, crowd=PROLIFIC | {"session_minutes": 30, "min_rated": 0, "max_flag_share": 1}
+    )
+    account = enter(engine, "quick")
+    with db.session_scope(engine) as session:
+        accounts.acknowledge_guidelines(session, account=account)
+        for assignment_id in range(1, 4):
+            drafts.flag_item(session, assignment_id=assignment_id, account=account, reason="broken")
+    monkeypatch.setenv(db.ENV_VAR, db_url)
+    at = app_for(account)
+    assert not at.exception
+    assert any("C1A2B3" in code.value for code in at.code)
+    assert not [h for h in at.get("html") if "ps-countdown" in h.proto.body]
+
+
 def test_an_answer_sent_after_the_limit_says_it_was_not_counted(
     engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

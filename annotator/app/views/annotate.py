@@ -83,10 +83,10 @@ def workspace_area() -> None:
     if left is not None and left.total_seconds() <= 0:
         time_over(account, study_id)
         return
-    if left is not None:
+    finished = done.done + done.flagged
+    if left is not None and finished < done.total:  # no clock beside the completion screen
         with top:
             countdown(left, config_warn_minutes(study_id))
-    finished = done.done + done.flagged
     with top:
         st.progress(
             finished / done.total if done.total else 1.0,
