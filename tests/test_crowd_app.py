@@ -5,6 +5,7 @@ import re
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -58,11 +59,11 @@ def test_training_follows_the_study_being_rated(
     assert (practice, qualified) == ((True, False) if current == "b2" else (False, True))
 
 
-@pytest.mark.page
-def test_flagging_every_item_ends_on_the_no_credit_screen(
-    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    qc_study(engine, tmp_path, 3, crowd=PROLIFIC)
+def _every_item_flagged(
+    engine: Engine, db_url: str, folder: Path, monkeypatch: pytest.MonkeyPatch, crowd: dict[str, Any]
+) -> tuple[Account, AppTest]:
+    """A crowd worker of a 3-item study (`crowd` settings) who flagged every item, on the rating page."""
+    qc_study(engine, folder, 3, crowd=crowd)
     account = enter(engine, "flagger")
     with db.session_scope(engine) as session:
         accounts.acknowledge_guidelines(session, account=account)
@@ -71,6 +72,14 @@ def test_flagging_every_item_ends_on_the_no_credit_screen(
     monkeypatch.setenv(db.ENV_VAR, db_url)
     at = app_for(account)
     assert not at.exception
+    return account, at
+
+
+@pytest.mark.page
+def test_flagging_every_item_ends_on_the_no_credit_screen(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    account, at = _every_item_flagged(engine, db_url, tmp_path, monkeypatch, PROLIFIC)
     assert any("No completion code" in error.value for error in at.error)
     assert not any("C1A2B3" in code.value for code in at.code)
     with db.session_scope(engine) as session:
@@ -132,17 +141,8 @@ def test_no_countdown_beside_the_completion_screen(
 ) -> None:
     """A timed study's worker with every item finished (3 minutes still left): the completion screen and
     no clock still counting down beside it."""
-    qc_study(
-        engine, tmp_path, 3, crowd=PROLIFIC | {"session_minutes": 30, "min_rated": 0, "max_flag_share": 1}
-    )
-    account = enter(engine, "quick")
-    with db.session_scope(engine) as session:
-        accounts.acknowledge_guidelines(session, account=account)
-        for assignment_id in range(1, 4):
-            drafts.flag_item(session, assignment_id=assignment_id, account=account, reason="broken")
-    monkeypatch.setenv(db.ENV_VAR, db_url)
-    at = app_for(account)
-    assert not at.exception
+    timed = PROLIFIC | {"session_minutes": 30, "min_rated": 0, "max_flag_share": 1}
+    _, at = _every_item_flagged(engine, db_url, tmp_path, monkeypatch, timed)
     assert any("C1A2B3" in code.value for code in at.code)
     assert not [h for h in at.get("html") if "ps-countdown" in h.proto.body]
 
