@@ -33,8 +33,14 @@ __all__ = [
     "pair_majority",
     "pair_means",
     "pair_means_from_differences",
+    "replicated_pairs",
     "rubric_scores",
 ]
+
+
+def replicated_pairs(rows: pd.DataFrame) -> int:
+    """The pairs of `rows` (label or per-judgment rows) judged by at least two annotators (one home)."""
+    return int((rows.groupby(PAIR_ID, observed=True)[ANNOTATOR].nunique() >= 2).sum())
 
 
 def rubric_scores(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:

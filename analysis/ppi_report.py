@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from analysis.active_ppi import weighted_ppi_tost
-from analysis.aggregates import judgment_differences, judgments
+from analysis.aggregates import judgment_differences, judgments, replicated_pairs
 from analysis.frames import ANNOTATOR, CHOSEN, ITEM, PAIR_ID, PREFERENCE, REJECTED, RESPONSE, VALUE
 from analysis.judges import JUDGE, ORDER
 from analysis.ppi_broken_share import ppi_broken_share
@@ -273,7 +273,7 @@ def prediction_powered_section(
         return None
     judges = judges[~judges[PAIR_ID].isin(set(control_pairs))]
     rated = set(main[PAIR_ID])
-    replicated = int((main.groupby(PAIR_ID, observed=True)[ANNOTATOR].nunique() >= 2).sum())
+    replicated = replicated_pairs(main)
     differences = _differences(main, quality_items)
     rows: list[dict[str, Any]] = []
     verdicts: list[dict[str, Any]] = []

@@ -53,7 +53,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from analysis.aggregates import judgments
+from analysis.aggregates import judgments, replicated_pairs
 from analysis.agreement import agreement_table
 from analysis.agreement.table import MIN_REPLICATED_UNITS
 from analysis.cleaning import DROP, NEEDS_MORE
@@ -256,11 +256,6 @@ class ReportSettings:
     def item_margins(self, items: Sequence[str]) -> dict[str, float]:
         """The equivalence margin of each of `items`, in its scale's points."""
         return {item: float(self.margins.get(item, self.margin)) for item in items}
-
-
-def replicated_pairs(main: pd.DataFrame) -> int:
-    """The main pairs judged by at least two annotators."""
-    return int((main.groupby(PAIR_ID)[ANNOTATOR].nunique() >= 2).sum())
 
 
 def build_report(

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.aggregates import judgment_differences
+from analysis.aggregates import judgment_differences, replicated_pairs
 from analysis.agreement import agreement_table
 from analysis.agreement.table import MIN_REPLICATED_UNITS
 from analysis.frames import check_items, split_controls, unknown_item
@@ -82,7 +82,7 @@ def build_columns_report(
         gap_ranges={item: settings.scale_of(item).span for item in quality_items},
     )
     controls = split_controls(source.controls())[1]
-    n_replicated = int((per_judgment.groupby(PAIR_ID, observed=True)[ANNOTATOR].nunique() >= 2).sum())
+    n_replicated = replicated_pairs(per_judgment)
     verdicts, design, sensitivity_table, allocation = report_verdicts(
         validation, agreement, controls, n_pairs=n_pairs, n_replicated=n_replicated, settings=settings
     )
