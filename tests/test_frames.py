@@ -13,6 +13,7 @@ from analysis import aggregates, frames, label_files
 from analysis.aggregates import add_rubric_means, judgments, pair_means
 from analysis.frames import validate_frame
 from analysis.label_files import read_labels
+from tests.utils.factories import write_labels
 
 pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
 
@@ -157,13 +158,7 @@ def test_judgments_one_row_per_pair_and_annotator() -> None:
 def test_read_labels_round_trip(tmp_path: Path, suffix: str) -> None:
     df = _frame()
     df["pair_id"] = df["pair_id"].str.replace("p", "00")  # ids that look numeric stay strings
-    path = tmp_path / f"labels{suffix}"
-    if suffix == ".csv":
-        df.to_csv(path, index=False)
-    elif suffix == ".jsonl":
-        df.to_json(path, orient="records", lines=True)
-    else:
-        df.to_parquet(path)
+    path = write_labels(tmp_path / f"labels{suffix}", df)
     out = read_labels(path)
     assert out["pair_id"].tolist() == df["pair_id"].tolist()
     assert np.allclose(out["value"], df["value"])

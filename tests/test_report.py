@@ -44,6 +44,7 @@ from annotator.store import db
 from annotator.study import get_study, parse_config
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.databases import fresh_db_url
+from tests.utils.factories import write_labels
 
 pytestmark = pytest.mark.derived
 
@@ -445,13 +446,7 @@ def test_a_labels_files_bad_row_is_counted_as_the_pair_and_judge_imports_count_i
     and `judges import` name a CSV row), row 7 of a JSON lines or Parquet file."""
     frame = _frame(3, SimDesign(n_pairs=30), SimEffects(noise=0.4))
     frame.loc[6, "value"] = 9.0  # off the 1-5 scale: found by the study's scales, after the frame's checks
-    path = tmp_path / f"labels{suffix}"
-    if suffix == ".csv":
-        frame.to_csv(path, index=False)
-    elif suffix == ".jsonl":
-        frame.to_json(path, orient="records", lines=True)
-    else:
-        frame.to_parquet(path, index=False)
+    path = write_labels(tmp_path / f"labels{suffix}", frame)
     result = runner.invoke(app, ["analyze", "--labels", str(path)])
     line = " ".join(_one_clear_line(result.output).split())
     assert result.exit_code == 1 and f"must hold integers in 1..5, got: 9.0 (first at row {row})" in line

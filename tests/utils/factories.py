@@ -85,6 +85,17 @@ def write_csv(path: Path, records: list[dict[str, Any]]) -> Path:
     return path
 
 
+def write_labels(path: Path, frame: Any) -> Path:
+    """A label frame (pandas) as the labels file its suffix names: CSV, JSON lines or Parquet."""
+    if path.suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif path.suffix == ".jsonl":
+        frame.to_json(path, orient="records", lines=True)
+    else:
+        frame.to_parquet(path, index=False)
+    return path
+
+
 def write_parquet(path: Path, records: list[dict[str, Any]]) -> Path:
     """A Parquet file shaped like the Hugging Face one: list<struct> columns for profile and rubric."""
     import pyarrow as pa
