@@ -31,8 +31,8 @@ __all__ = [
     "BrokenShare",
     "MeanSquare",
     "broken_share",
-    "broken_share_from",
     "mean_square",
+    "planned_below",
     "share_bounds",
 ]
 
@@ -339,48 +339,47 @@ def broken_share(
     )
 
 
-def broken_share_from(
-    s2: float,
-    n: int,
-    noise: float,
+def planned_below(
     *,
+    n: int,
+    per_pair: float,
+    pool: int,
     pair_var: float,
+    annotator_var: float,
+    residual_var: float,
     mean: float,
-    mean_se: float,
-    mean_df: float,
     margin: float,
-    max_share: float = 0.1,
-    alpha: float = 0.05,
-    per_pair: float = 3.0,
-) -> BrokenShare:
-    """The bound of :func:`broken_share` from summary statistics, for planning by simulation: the
-    variance `s2` of `n` per-pair means, the part of it that is judgment noise `noise`, and the mean
-    gap with its SE (`pair_var` and `mean_df` are accepted for the callers' convenience).
+    max_share: float,
+    alpha: float,
+    rng: np.random.Generator,
+    n_sim: int,
+) -> np.ndarray:
+    """Simulated verdicts of the bound on the share of broken pairs (below `max_share`) for a planned
+    design, for planning: one bool per study.
 
-    M is estimated as ``mean^2 - se^2 + s2 - noise``; its SE is the normal-theory one, ``Var(U_i) =
-    2 V^2 + 4 mean^2 V + 2 noise^2 / (k - 1)`` with ``V = s2`` (pairs, annotators and noise normal), with
-    the same floor at the boundary as :func:`mean_square`. An approximation of the verdict for planning,
-    not the verdict."""
-    del pair_var, mean_df
-    if n < 3 or not math.isfinite(mean_se):
-        return BrokenShare(
-            n, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, max_share, margin, False
-        )
-    k = max(float(per_pair), 2.0)
-    m_hat = mean * mean - mean_se**2 + s2 - noise
-    var_u = 2 * s2 * s2 + 4 * mean * mean * s2 + 2 * noise * noise / (k - 1)
-    floor = 2 * noise * noise * k / (k - 1) + 4 * noise * float(max_share) * float(margin) ** 2
-    se = math.sqrt(max(var_u, floor) / n)
-    upper, lower, m_up = share_bounds(m_hat, se, margin=margin, alpha=alpha)
-    return BrokenShare(
-        n_pairs=n,
-        mean_square=m_hat,
-        mean_square_se=se,
-        mean_square_upper=float(m_up),
-        lower=float(lower),
-        upper=float(upper),
-        annotator_var=math.nan,
-        max_share=float(max_share),
-        margin=float(margin),
-        below=bool(upper < max_share),
-    )
+    A design: `n` pairs with gaps ``N(mean, pair_var)``, each rated by `per_pair` annotators of a
+    `pool` (annotator effects ``a_j ~ N(0, annotator_var)``, judgment noise ``N(0, residual_var)``).
+    Each study draws its pool's ``a_j``; :func:`mean_square`'s estimate M is ``mean^2 + pair_var`` plus
+    what the annotators put into it (the mean of ``a_j a_l`` over the pool's pairs of annotators: with
+    few annotators far from normal) plus a normal part with the spread of the per-pair ``U_i`` under
+    normal noise and the ``g_i a_j`` products. Its SE as the verdict computes it: the spread of the
+    ``U_i`` (scaled chi-square on n - 1 df), the floor at the boundary, and the annotators' shared part
+    from the variance of the same ``a_j``, so a study whose annotators happen to agree gets both a low
+    M and a low SE, as in the verdict.
+    """
+    k, size = max(float(per_pair), 2.0), max(int(pool), 2)
+    w = residual_var + annotator_var  # the within-pair variance of one judgment
+    m_true = mean * mean + pair_var
+    a = rng.normal(0.0, math.sqrt(max(annotator_var, 0.0)), (n_sim, size))
+    products = (a.sum(1) ** 2 - (a * a).sum(1)) / (size * (size - 1))
+    s_a = a.var(1, ddof=1)
+    g_a = 4 * (mean * mean / size + pair_var / (n * k))
+    own = 2 * (w * w - annotator_var**2) / (k * (k - 1))  # per pair, the products of different judgments
+    var_u = 2 * pair_var**2 + 4 * mean * mean * pair_var + 4 * m_true * w / k + own
+    floor = 2 * w * w / (k * (k - 1)) + 4 * (w / k) * float(max_share) * float(margin) ** 2
+    estimate = m_true + products + np.sqrt(var_u / n + annotator_var * g_a) * rng.standard_normal(n_sim)
+    spread = var_u * rng.chisquare(max(n - 1, 1), n_sim) / max(n - 1, 1)
+    shared = 2 * s_a * s_a / (size * (size - 1)) + s_a * g_a
+    se = np.sqrt(np.maximum(spread, floor) / n + shared)
+    upper, _, _ = share_bounds(estimate, se, margin=margin, alpha=alpha)
+    return np.asarray((upper < max_share) & (n >= 3), dtype=bool)

@@ -36,6 +36,7 @@ __all__ = [
     "crossed_design_se",
     "overall_pass_power",
     "design_power",
+    "equivalence_draws",
     "pairs_needed",
     "recommend_design",
     "simulated_power",
@@ -569,6 +570,36 @@ def variance_components(frame: pd.DataFrame, *, quality_items: Sequence[str]) ->
     return pd.DataFrame(rows)
 
 
+def _estimate_draws(
+    plan: Plan, pair_part: float, effect: float, rng: np.random.Generator, n_sim: int
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Simulated estimates (normal around `effect` with the design's SD) and interval SEs (scaled
+    chi-square on the interval's df) of the report's crossed-model verdict, and that df."""
+    sd, se, df = verdict_interval(plan, pair_part)
+    est = effect + sd * rng.standard_normal(n_sim)
+    return est, se * np.sqrt(rng.chisquare(df, n_sim) / df), df
+
+
+def equivalence_draws(
+    plan: Plan, pair_part: float, *, effect: float, max_share: float, rng: np.random.Generator, n_sim: int
+) -> np.ndarray:
+    """Simulated verdicts of one quality dimension: its TOST within ``plan.margin`` and the bound on
+    the share of broken pairs below `max_share` (:func:`analysis.broken_share.planned_below`).
+    `pair_part` is the pair term of the mean's variance (people only, or the prediction-powered one).
+    One bool per study."""
+    from analysis.broken_share import planned_below
+
+    est, se_hat, df = _estimate_draws(plan, pair_part, effect, rng, n_sim)
+    t = float(stats.t.ppf(1 - plan.alpha, df))
+    tost = (est - t * se_hat > -plan.margin) & (est + t * se_hat < plan.margin)
+    below = planned_below(
+        n=plan.n_pairs, per_pair=plan.per_pair, pool=plan.pool, pair_var=plan.pair_var,
+        annotator_var=plan.annotator_var, residual_var=plan.residual_var, mean=effect, margin=plan.margin,
+        max_share=max_share, alpha=plan.alpha, rng=rng, n_sim=n_sim,
+    )  # fmt: skip
+    return np.asarray(tost & below, dtype=bool)
+
+
 def overall_pass_power(plan: PassPlan, *, n_sim: int = 4000, seed: int = 0) -> dict[str, float]:
     """Power of the overall PASS of a planned design, by simulation from a pilot's variance components.
 
@@ -592,7 +623,7 @@ def overall_pass_power(plan: PassPlan, *, n_sim: int = 4000, seed: int = 0) -> d
     (normal around the true effect with the model's SD) and the SE of the verdict's interval (the
     few-annotator guard's where it is wider, :func:`verdict_interval`; scaled chi-square on its df),
     and for a quality dimension the variance of the per-pair means (scaled chi-square on n_pairs - 1
-    df) for the share of broken pairs (:func:`analysis.broken_share.broken_share_from`). Quality
+    df) for the share of broken pairs (:func:`equivalence_draws`). Quality
     dimensions get a TOST and the broken-share bound, the rubric and the preference a one-sided test,
     Holm-adjusted together. Items are drawn independently (quality dimensions are positively
     correlated in real data, so the power of their intersection is if anything higher). The
@@ -611,38 +642,23 @@ def overall_pass_power(plan: PassPlan, *, n_sim: int = 4000, seed: int = 0) -> d
     >>> res["power_overall"] > 0.8
     True
     """
-    from analysis.broken_share import broken_share_from
-
     n_pairs, per_pair, alpha = plan.n_pairs, plan.per_pair, plan.alpha
     rng = np.random.default_rng(seed)
     passes: dict[str, np.ndarray] = {}
     superiority: dict[str, np.ndarray] = {}
     for row in plan.components.to_dict("records"):
         comps = {k: max(float(row[k]), 0.0) for k in ("pair_var", "annotator_var", "residual_var")}
-        design = Plan(n_pairs, per_pair, plan.pool, margin=0.0, **comps)  # no margin needed
         pair_part = (comps["pair_var"] + comps["residual_var"] / per_pair) / n_pairs
-        sd, se, df = verdict_interval(design, pair_part)
-        est = float(row["effect"]) + sd * rng.standard_normal(n_sim)
-        se_hat = se * np.sqrt(rng.chisquare(df, n_sim) / df)
         if row["kind"] == "equivalence":
-            t = float(stats.t.ppf(1 - alpha, df))
             m = item_margin(plan.margin, str(row["item"]))
-            tost = (est - t * se_hat > -m) & (est + t * se_hat < m)
-            tau2 = comps["pair_var"] + comps["residual_var"] / per_pair
-            s2 = tau2 * rng.chisquare(n_pairs - 1, n_sim) / (n_pairs - 1)
-            noise = comps["residual_var"] / per_pair
-            few = np.array(
-                [
-                    broken_share_from(
-                        float(s2[i]), n_pairs, noise, pair_var=comps["pair_var"], mean=float(est[i]),
-                        mean_se=float(se_hat[i]), mean_df=df, margin=m, max_share=plan.max_broken_share,
-                        alpha=alpha, per_pair=per_pair,
-                    ).below
-                    for i in range(n_sim)
-                ]
+            design = Plan(n_pairs, per_pair, plan.pool, margin=m, alpha=alpha, **comps)
+            passes[str(row["item"])] = equivalence_draws(
+                design, pair_part, effect=float(row["effect"]), max_share=plan.max_broken_share, rng=rng,
+                n_sim=n_sim,
             )  # fmt: skip
-            passes[str(row["item"])] = tost & few
         else:
+            design = Plan(n_pairs, per_pair, plan.pool, margin=0.0, **comps)  # no margin needed
+            est, se_hat, df = _estimate_draws(design, pair_part, float(row["effect"]), rng, n_sim)
             superiority[str(row["item"])] = stats.t.sf(est / se_hat, df)
     if superiority:
         names = list(superiority)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.broken_share import broken_share, broken_share_from, mean_square, share_bounds
+from analysis.broken_share import broken_share, mean_square, planned_below, share_bounds
 
 pytestmark = pytest.mark.nodb  # no database: the PostgreSQL pass leaves it out
 
@@ -117,18 +117,31 @@ def test_one_judgment_pairs_use_the_within_pair_variance() -> None:
     assert est.estimate[0] == pytest.approx((0.0 + 0.0 + 0.0 + (1.0 - within)) / 4)
 
 
-def test_the_planning_approximation_follows_the_verdict() -> None:
-    """broken_share_from (for `annotator power`) gives about the verdict's bound on the same data."""
-    gaps = np.zeros(400)
-    d, pair, annotator, _ = _studies(7, 1, 400, gaps, annotator_sd=0.0)
-    frame = pd.DataFrame({"pair_id": pair, "annotator": annotator, "diff": d})
-    res = broken_share(frame, margin=MARGIN)
-    means = np.bincount(pair, d) / 3
-    planned = broken_share_from(
-        float(np.var(means, ddof=1)), 400, res.annotator_var * 0 + 0.81 / 3, pair_var=0.0,
-        mean=float(means.mean()), mean_se=float(means.std() / 20), mean_df=399, margin=MARGIN,
-    )  # fmt: skip
-    assert planned.mean_square_se == pytest.approx(res.mean_square_se, rel=0.25)
+@pytest.mark.parametrize(
+    ("n", "pool", "pair_sd", "noise", "annotator_sd"),
+    [
+        (300, 3, 0.0, 0.6, 0.1),
+        (300, 3, 0.1, 0.6, 0.1),
+        (1000, 3, 0.0, 0.6, 0.3),
+        (200, 20, 0.0, 0.5, 0.25),
+        (600, 20, 0.05, 0.6, 0.1),
+    ],
+)
+def test_the_planned_bound_passes_as_often_as_the_verdict(
+    n: int, pool: int, pair_sd: float, noise: float, annotator_sd: float
+) -> None:
+    """What `annotator power` plans for the bound (planned_below) against the verdict itself on the
+    design it plans: normal gaps, 3 of `pool` annotators per pair; 1,000 studies each. With 3
+    annotators who differ (SD 0.3) the annotators' products decide: planning them as normal noise
+    gave 0.25 where the verdict passes 0.12."""
+    gaps = np.random.default_rng(5).normal(0.0, pair_sd, n) if pair_sd else np.zeros(n)
+    measured = _pass_rate(9, 1000, n, gaps, pool=pool, noise=noise, annotator_sd=annotator_sd)
+    planned = planned_below(
+        n=n, per_pair=3, pool=pool, pair_var=pair_sd**2, annotator_var=annotator_sd**2, residual_var=noise**2,
+        mean=0.0, margin=MARGIN, max_share=0.1, alpha=0.05, rng=np.random.default_rng(3), n_sim=4000,
+    ).mean()  # fmt: skip
+    assert 0.1 < measured < 0.95  # a design where the power is neither 0 nor 1
+    assert planned == pytest.approx(measured, abs=0.05)
 
 
 def test_the_annotator_variance_shown_is_the_one_the_bound_uses_never_below_zero() -> None:

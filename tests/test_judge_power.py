@@ -14,7 +14,7 @@ from sqlmodel import Session
 from typer.testing import CliRunner
 
 from analysis.power import Plan, tost_power_at
-from analysis.ppi_power import judge_plan, ppi_design_power
+from analysis.ppi_power import JudgePlan, judge_plan, ppi_design_power
 from analysis.ppi_simulation import Design
 from analysis.ppi_simulation import simulate as simulate_studies
 from annotator.cli import app
@@ -116,14 +116,23 @@ def test_power_command_with_a_judge(env_db: str, engine: Engine, tmp_path: Path)
             row["annotator_var"],
             row["residual_var"],
         )
-        expected = judge_plan(pilot, correlation=row["correlation"])
-        assert (expected.people_pairs or math.nan, expected.judge_pairs or math.nan) == pytest.approx(
-            (row["people_pairs"], row["judge_pairs"]), nan_ok=True
+        expected = judge_plan(pilot, correlation=row["correlation"], min_pairs=20)
+        planned = (expected.people_pairs, expected.judge_pairs, *_whole(expected))
+        assert tuple(n or math.nan for n in planned) == pytest.approx(
+            tuple(row[key] for key in PLANNED), nan_ok=True
         )
         line = next(line for line in result.output.splitlines() if row["dimension"] in line)
         cells = [c.strip() for c in line.strip("│ ").split("│")]
-        for cell, n in zip(cells[4:6], (row["people_pairs"], row["judge_pairs"]), strict=True):
-            assert cell == ("not reached" if math.isnan(n) else f"{int(n)} ({int(n) * 3})")
+        for cell, key in zip(cells[3:7], PLANNED, strict=True):
+            assert cell == ("-" if math.isnan(row[key]) else str(int(row[key])))
+    # the whole verdict needs the mean gap's pairs and the study's min_pairs at least
+    for mean_gap, whole in (("people_pairs", "people_verdict_pairs"), ("judge_pairs", "judge_verdict_pairs")):
+        both = plan[[mean_gap, whole]].dropna()
+        assert (both[whole] >= both[mean_gap]).all() and (both[whole] >= 20).all()
+    assert "for the mean gap on every dimension (5000 pairs judged" in result.output
+    assert "the judge's whole verdict (the mean gap within the margin and the share of broken pairs" in (
+        " ".join(result.output.split())
+    )
     unknown = CliRunner().invoke(app, ["power", "--study", "s1", "--judge", "nobody"])
     assert unknown.exit_code == 1
     assert "study 's1' has no ratings from judge 'nobody' (judges: every-pair)" in unknown.output
@@ -152,9 +161,10 @@ def test_power_with_a_judge_plans_a_pool_larger_than_the_pilots(
     assert (crossed["pool"] == 3).all() and (pooled["pool"] == 20).all()
     for row in pooled.to_dict("records"):
         pilot = Plan(5000, 3, 20, 0.5, row["pair_var"], row["annotator_var"], row["residual_var"])
-        expected = judge_plan(pilot, correlation=row["correlation"])
-        assert (expected.people_pairs or math.nan, expected.judge_pairs or math.nan) == pytest.approx(
-            (row["people_pairs"], row["judge_pairs"]), nan_ok=True
+        expected = judge_plan(pilot, correlation=row["correlation"], min_pairs=20)
+        planned = (expected.people_pairs, expected.judge_pairs, *_whole(expected))
+        assert tuple(n or math.nan for n in planned) == pytest.approx(
+            tuple(row[key] for key in PLANNED), nan_ok=True
         )
     # the annotator term is spread over more annotators: never more pairs than the pilot's own panel
     assert (pooled["people_pairs"].fillna(1e9) <= crossed["people_pairs"].fillna(1e9)).all()
@@ -163,3 +173,10 @@ def test_power_with_a_judge_plans_a_pool_larger_than_the_pilots(
     assert small.output.strip().splitlines() == [
         "error: --pool 2 is smaller than the 3 annotators per pair of the pilot on 'correctness'"
     ]
+
+
+PLANNED = ("people_pairs", "judge_pairs", "people_verdict_pairs", "judge_verdict_pairs")
+
+
+def _whole(plan: JudgePlan) -> tuple[int | None, int | None]:
+    return plan.people_verdict_pairs, plan.judge_verdict_pairs

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from analysis.settings import DEFAULTS, DRIFT_BLOCK
@@ -385,55 +385,75 @@ def judge_power_table(
         config, plan = judge_power(
             session, study=study, judge=judge, account=authorization.SYSTEM, n_total=pairs, pool=pool
         )
-    target, margin = config.analysis.target_power, config.analysis.margin
+    settings = config.analysis
+    target, margin = settings.target_power, settings.margin
     table = Table(
-        "dimension",
+        Column("dimension", no_wrap=True),
         "pilot pairs",
         "r",
-        "judged",
-        "people only",
-        "with judge",
+        "mean gap: people only",
+        "mean gap: with judge",
+        "whole verdict: people only",
+        "whole verdict: with judge",
         title=f"Pairs people must rate for power {target:g} (margin +-{margin:g}, true gap 0)",
     )
-
-    def cell(n: float, per_pair: int) -> str:
-        return "not reached" if math.isnan(n) else f"{int(n)} ({int(n) * per_pair})"
-
     for row in plan.to_dict("records"):
         table.add_row(
             Text(str(row["dimension"])),
             str(row["pilot_pairs"]),
             f"{row['correlation']:.3f}",
-            str(row["n_total"]),
-            cell(row["people_pairs"], row["per_pair"]),
-            cell(row["judge_pairs"], row["per_pair"]),
+            *(NOT_REACHED if math.isnan(row[key]) else str(int(row[key])) for key in JUDGE_PLAN_COLUMNS),
         )
     out.print(table)
     first = plan.iloc[0]
-    needed = float(plan["judge_pairs"].max(skipna=False))
     judged = (
         f"{int(first['n_total'])} pairs judged, {int(first['per_pair'])} annotators per pair from a pool "
         f"of {int(first['pool'])}"
     )
+    needed = float(plan["judge_pairs"].max(skipna=False))
     if math.isnan(needed):
         out.print(
             Text(
-                f"with the judge, power {target:g} is not reached on every dimension ({judged}): where "
-                "annotators differ in the gap they see, that term does not shrink with more pairs but "
-                "with more annotators: plan a larger pool with --pool P"
+                f"with the judge, power {target:g} for the mean gap is not reached on every dimension "
+                f"({judged}): where annotators differ in the gap they see, that term does not shrink with "
+                "more pairs but with more annotators: plan a larger pool with --pool P"
             )
         )
     else:
-        reached = f"with the judge, {int(needed)} rated pairs reach power {target:g} on every dimension"
-        out.print(Text(f"{reached} ({judged})"))
+        mean_gap = f"with the judge, {int(needed)} rated pairs reach power {target:g} for the mean gap"
+        out.print(Text(f"{mean_gap} on every dimension ({judged})"))
+    whole = float(plan["judge_verdict_pairs"].max(skipna=False))
+    claim = (
+        "the judge's whole verdict (the mean gap within the margin and the share of broken pairs below "
+        f"{config.validation.max_broken_share:g} on every dimension, at least {settings.min_pairs} pairs "
+        "rated by two or more annotators)"
+    )
+    if math.isnan(whole):
+        out.print(
+            Text(
+                f"power {target:g} for {claim} is not reached with the judged pairs: most of the "
+                "broken-share bound's variance is the people's judgment noise, which no judge predicts; "
+                "more annotators per pair shrink it"
+            )
+        )
+    else:
+        out.print(Text(f"{int(whole)} rated pairs reach power {target:g} for {claim}"))
     out.print(
-        "Cells: pairs (judgments). From the pilot's crossed-model variance components and r, the "
-        "correlation of the judge's chosen - rejected gap with the people's pair-mean gap on the pilot "
-        "pairs both rated (prediction-powered TOST, "
-        "power-tuned lambda, the few-annotator guard); people must rate a uniform random sample of the "
-        "judged pairs.",
+        f"Cells: rated pairs, each by {int(first['per_pair'])} annotators ({NOT_REACHED}: not reached with "
+        "the judged pairs). From the pilot's crossed-model "
+        "variance components and r, the correlation of the judge's chosen - rejected gap with the people's "
+        "pair-mean gap on the pilot pairs both rated (prediction-powered TOST, power-tuned lambda, the "
+        "few-annotator guard); the whole verdict adds the broken-share bound, planned as the people's own on "
+        "the rated pairs (a judge adds nothing measurable to it), by simulation. People must rate a uniform "
+        "random sample of the judged pairs.",
         highlight=False,
     )
+
+
+#: The planned pairs' columns of ``judge_power``'s table, in the CLI table's order.
+JUDGE_PLAN_COLUMNS = ("people_pairs", "judge_pairs", "people_verdict_pairs", "judge_verdict_pairs")
+#: A planned number of pairs not reached with the judged pairs.
+NOT_REACHED = "-"
 
 
 def study_power(study: str, database: str | None, simulations: int) -> None:

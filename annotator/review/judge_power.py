@@ -38,8 +38,10 @@ def judge_power(
     -------
     tuple
         The study's config and a table with columns ``dimension, pilot_pairs, correlation, n_total,
-        per_pair, pool, people_pairs, judge_pairs, pair_var, annotator_var, residual_var``
-        (``people_pairs``/``judge_pairs`` NaN when not reached with ``n_total`` pairs).
+        per_pair, pool, people_pairs, judge_pairs, people_verdict_pairs, judge_verdict_pairs, pair_var,
+        annotator_var, residual_var``: ``*_pairs`` for the mean gap's TOST, ``*_verdict_pairs`` for the
+        whole verdict (with the broken-share bound and the study's ``min_pairs``); NaN when not reached
+        with ``n_total`` pairs.
     """
     from analysis.aggregates import judgment_differences
     from analysis.frames import ANNOTATOR, PAIR_ID, split_controls
@@ -97,7 +99,13 @@ def judge_power(
             residual_var=fit.residual_var,
             alpha=settings.alpha,
         )
-        plan = judge_plan(pilot, correlation=0.0 if math.isnan(rho) else rho, power=settings.target_power)
+        plan = judge_plan(
+            pilot,
+            correlation=0.0 if math.isnan(rho) else rho,
+            power=settings.target_power,
+            max_share=config.validation.max_broken_share,
+            min_pairs=settings.min_pairs,
+        )
         rows.append(
             {
                 "dimension": item,
@@ -106,8 +114,10 @@ def judge_power(
                 "n_total": total,
                 "per_pair": per_pair,
                 "pool": planned_pool,
-                "people_pairs": math.nan if plan.people_pairs is None else float(plan.people_pairs),
-                "judge_pairs": math.nan if plan.judge_pairs is None else float(plan.judge_pairs),
+                "people_pairs": _pairs(plan.people_pairs),
+                "judge_pairs": _pairs(plan.judge_pairs),
+                "people_verdict_pairs": _pairs(plan.people_verdict_pairs),
+                "judge_verdict_pairs": _pairs(plan.judge_verdict_pairs),
                 "pair_var": fit.pair_var,
                 "annotator_var": fit.annotator_var,
                 "residual_var": fit.residual_var,
@@ -116,3 +126,8 @@ def judge_power(
     if not rows:
         raise UserError(f"study {study!r} has no people's scores on its quality dimensions")
     return config, pd.DataFrame(rows)
+
+
+def _pairs(n: int | None) -> float:
+    """A planned number of pairs as a table cell (NaN: not reached)."""
+    return math.nan if n is None else float(n)
