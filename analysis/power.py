@@ -622,10 +622,10 @@ def overall_pass_power(plan: PassPlan, *, n_sim: int = 4000, seed: int = 0) -> d
     Each simulated study draws, per item, the statistics the verdicts use: the crossed-model mean
     (normal around the true effect with the model's SD) and the SE of the verdict's interval (the
     few-annotator guard's where it is wider, :func:`verdict_interval`; scaled chi-square on its df),
-    and for a quality dimension the variance of the per-pair means (scaled chi-square on n_pairs - 1
-    df) for the share of broken pairs (:func:`equivalence_draws`). Quality
-    dimensions get a TOST and the broken-share bound, the rubric and the preference a one-sided test,
-    Holm-adjusted together. Items are drawn independently (quality dimensions are positively
+    and for a quality dimension the estimate of the mean squared gap and its SE for the share of broken
+    pairs, each study with its own annotators (:func:`equivalence_draws`). Quality dimensions get a
+    TOST and the broken-share bound, the rubric and the preference a one-sided test, Holm-adjusted
+    together. Items are drawn independently (quality dimensions are positively
     correlated in real data, so the power of their intersection is if anything higher). The
     sample-size, reliability and sensitivity verdicts are
     not simulated: the caller reports them as they stand in the pilot.
