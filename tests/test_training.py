@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import Button
 
 from annotator.errors import AuthError, ConfigError, UserError
 from annotator.intake.assign import assign
@@ -76,6 +77,7 @@ def test_training_below_the_threshold_starts_a_new_attempt(engine: Engine, tmp_p
         2,
         False,
     )
+    assert (last.right, last.items, last.needed) == (1, 2, 2)  # the score the page shows
 
 
 def test_training_and_comprehension_passed_qualify(engine: Engine, tmp_path: Path) -> None:
@@ -140,8 +142,36 @@ def test_the_training_page_shows_feedback_after_an_answer(
     at.radio(key="training_choice_1_0").set_value(0).run()
     at.button(key="training_check").click().run()
     assert not at.exception
-    assert any("The expected answer: B" in error.value for error in at.error)
+    assert any("Your answer: A. The expected answer: B" in error.value for error in at.error)
     assert any("B uses the profile." in info.value for info in at.info)
+    assert any("Which fits the user better?" in md.value for md in at.markdown)  # the item stays in view
+    at.button(key="training_next").click().run()
+    at.radio(key="training_choice_1_1").set_value(0).run()
+    at.button(key="training_check").click().run()
+    assert any("Not passed yet: 1 of 2 right, 2 needed." in md.value for md in at.markdown)
+
+
+def test_a_failed_comprehension_attempt_gives_a_fresh_form_whose_submit_counts(
+    engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a wrong attempt the page shows a fresh form under the result, both counting the same
+    attempts; the next submit is graded (it was lost: the form's key had moved on)."""
+    account = _setup(engine, tmp_path)
+    _answer(engine, account, 1)
+    _answer(engine, account, 0)
+    at = _app(db_url, monkeypatch, account)
+    at.switch_page("views/training.py").run()
+    at.radio(key="comprehension_0_0").set_value(1)
+    _submit(at).click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["Not all answers were right. You have 1 more attempt."]
+    assert any("Attempts left: 1." in c.value for c in at.caption)
+    assert at.radio(key="comprehension_1_0").value is None  # a fresh form
+    at.radio(key="comprehension_1_0").set_value(0)
+    _submit(at).click().run()
+    assert not at.exception
+    assert _status(engine, account).qualified
+    assert any("You are qualified" in s.value for s in at.success)
 
 
 def test_the_service_serves_no_item_before_qualification(engine: Engine, tmp_path: Path) -> None:
@@ -156,3 +186,8 @@ def test_the_service_serves_no_item_before_qualification(engine: Engine, tmp_pat
     _comprehend(engine, account, 0)
     with db.session_scope(engine) as session:
         assert labels.show(session, assignment_id=id_of(item), account=account).text_a
+
+
+def _submit(at: AppTest) -> Button:
+    """The comprehension form's Submit button."""
+    return next(b for b in at.button if b.label == "Submit")

@@ -19,7 +19,7 @@ threshold like the questions.
 """
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import func
@@ -78,6 +78,9 @@ class Feedback:
     explanation: str
     attempt_done: bool
     attempt_passed: bool
+    right: int = 0  # at the attempt's end: its right answers, of `items`, and the right answers it needs
+    items: int = 0
+    needed: int = 0
 
 
 @dataclass(frozen=True)
@@ -281,13 +284,17 @@ def answer_training(session: Session, *, account: Account, study_id: int, choice
     key = item.key or str(answered)
     _record_answer(session, account, study_id, "training", attempt, key, item.options[choice], correct)
     session.flush()
-    done = answered + 1 == len(items)
-    passed = False
-    if done:
-        rows = [r for r in _answers(session, account, study_id, "training") if r.attempt == attempt]
-        passed = sum(r.correct for r in rows) / len(items) >= config.pass_threshold
-        _record_attempt(session, account, "training", study_id=study_id, attempt=attempt, passed=passed)
-    return Feedback(correct, item.options[item.answer], item.explanation, done, passed)
+    feedback = Feedback(correct, item.options[item.answer], item.explanation, False, False)
+    if answered + 1 < len(items):
+        return feedback
+    rows = [r for r in _answers(session, account, study_id, "training") if r.attempt == attempt]
+    right = sum(r.correct for r in rows)
+    passed = right / len(items) >= config.pass_threshold
+    _record_attempt(session, account, "training", study_id=study_id, attempt=attempt, passed=passed)
+    needed = next(r for r in range(len(items) + 1) if r / len(items) >= config.pass_threshold)
+    return replace(
+        feedback, attempt_done=True, attempt_passed=passed, right=right, items=len(items), needed=needed
+    )
 
 
 def _record_answer(

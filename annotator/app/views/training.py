@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from analysis.wording import counted
 from annotator.app.common import CURRENT_STUDY_KEY, require, safe_md, session, two_texts
 from annotator.errors import UserError
 from annotator.people import training
@@ -9,7 +10,8 @@ from annotator.people.authorization import Account
 from annotator.rating import labels
 from annotator.study import study_config
 
-FEEDBACK_KEY = "training_feedback"
+FEEDBACK_KEY = "training_feedback"  # (feedback, the item answered, the answer) until "Next"
+COMPREHENSION_RESULT_KEY = "comprehension_result"  # a failed attempt's message, above the next form
 
 
 def show_pair(pair: training.PracticePair) -> None:
@@ -30,32 +32,23 @@ def show_pair(pair: training.PracticePair) -> None:
 
 
 def practice(account: Account, study_id: int, state: training.TrainingStatus) -> None:
-    """One training item at a time; after an answer, the expected answer and its explanation."""
-    feedback = st.session_state.get(FEEDBACK_KEY)
-    if feedback is not None:
-        if feedback.correct:
-            st.success("Right.", icon=":material/check:")
-        else:
-            st.error(f"Not quite. The expected answer: {feedback.expected}", icon=":material/close:")
-        if feedback.explanation:
-            st.info(safe_md(feedback.explanation))
-        if feedback.attempt_done:
-            st.markdown(
-                "Training passed."
-                if feedback.attempt_passed
-                else "Not passed yet: let's go through it again."
-            )
+    """One training item at a time; after an answer, the expected answer, its explanation and the item
+    with the annotator's answer, so the explanation can be checked against the text."""
+    answered = st.session_state.get(FEEDBACK_KEY)
+    if answered is not None:
+        feedback, item, choice = answered
+        show_feedback(feedback, choice)
         if st.button("Next", type="primary", key="training_next"):
             del st.session_state[FEEDBACK_KEY]
             st.rerun()
+        st.divider()
+        st.caption("The item you answered")
+        show_item(item)
         return
     with session() as active:
         item = training.practice_items(active, account=account, study_id=study_id)[state.answered]
     st.caption(f"Practice item {state.answered + 1} of {state.items} · attempt {state.attempt}")
-    if item.pair is not None:
-        show_pair(item.pair)
-    else:
-        st.markdown(safe_md(item.question))
+    show_item(item)
     choice = st.radio(
         "Your answer",
         range(len(item.options)),
@@ -66,13 +59,42 @@ def practice(account: Account, study_id: int, state: training.TrainingStatus) ->
     if st.button("Check my answer", type="primary", key="training_check", disabled=choice is None):
         try:
             with session() as active:
-                st.session_state[FEEDBACK_KEY] = training.answer_training(
+                feedback = training.answer_training(
                     active, account=account, study_id=study_id, choice=int(choice or 0)
                 )
         except UserError as exc:
             st.error(str(exc))
             return
+        st.session_state[FEEDBACK_KEY] = (feedback, item, item.options[int(choice or 0)])
         st.rerun()
+
+
+def show_item(item: training.PracticeItem) -> None:
+    """A practice item: its pair, or its question."""
+    if item.pair is not None:
+        show_pair(item.pair)
+    else:
+        st.markdown(safe_md(item.question))
+
+
+def show_feedback(feedback: training.Feedback, choice: str) -> None:
+    """Right or not, the expected answer and its explanation; at an attempt's end, its score."""
+    if feedback.correct:
+        st.success(safe_md(f"Right: {choice}."), icon=":material/check:")
+    else:
+        st.error(
+            safe_md(f"Not quite. Your answer: {choice}. The expected answer: {feedback.expected}."),
+            icon=":material/close:",
+        )
+    if feedback.explanation:
+        st.info(safe_md(feedback.explanation))
+    if feedback.attempt_done:
+        score = f"{feedback.right} of {feedback.items} right"
+        st.markdown(
+            f"Training passed: {score}."
+            if feedback.attempt_passed
+            else f"Not passed yet: {score}, {feedback.needed} needed. Let's go through it again."
+        )
 
 
 def comprehension(account: Account, study_id: int, state: training.TrainingStatus) -> None:
@@ -81,6 +103,9 @@ def comprehension(account: Account, study_id: int, state: training.TrainingStatu
         questions = study_config(active, study_id).training.comprehension
     left = state.comprehension_attempts - state.comprehension_attempts_used
     st.subheader("Comprehension check")
+    failed = st.session_state.pop(COMPREHENSION_RESULT_KEY, None)
+    if failed:
+        st.error(failed)
     st.caption(f"Answer every question. Attempts left: {left}.")
     with st.form(f"comprehension_{state.comprehension_attempts_used}"):
         choices = [
@@ -104,16 +129,11 @@ def comprehension(account: Account, study_id: int, state: training.TrainingStatu
     except UserError as exc:
         st.error(str(exc))
         return
-    if result.passed:
-        st.rerun()
-    st.error(
-        "Not all answers were right. "
-        + (
-            f"You have {result.attempts_left} more attempt(s)."
-            if result.attempts_left
-            else "No attempts are left."
-        )
-    )
+    if not result.passed:  # a fresh form for the next attempt, the result above it
+        left = result.attempts_left
+        more = f"You have {counted(left, 'more attempt')}." if left else "No attempts are left."
+        st.session_state[COMPREHENSION_RESULT_KEY] = f"Not all answers were right. {more}"
+    st.rerun()
 
 
 def working_on(account: Account, studies: list[tuple[int, str]]) -> tuple[int, str]:
