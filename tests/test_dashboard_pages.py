@@ -187,9 +187,11 @@ def test_adjudicator_resolves_and_decides(study_db: str, engine: Engine) -> None
     with Session(engine) as session:
         automatic = session.exec(select(func.count()).select_from(Adjudication)).one()
     assert automatic > 0
-    queue = at.selectbox(key="adjudicate_pick")
+    queue = at.selectbox(key="adjudicate_pick_0")
     assert queue.options, "the sample's flawed pairs need a person"
     pair = queue.value.pair_db_id
+    first = queue.value
+    assert queue.format_func(first).startswith(f"{first.pair_id} · {int(first.n_judgments)} judgment")
     at.radio(key=f"decide_pref_{pair}").set_value("rejected")
     at.checkbox(key=f"decide_keep_{pair}").uncheck()
     at.text_area(key=f"decide_note_{pair}").input("rejected fits better")
@@ -199,13 +201,15 @@ def test_adjudicator_resolves_and_decides(study_db: str, engine: Engine) -> None
     with Session(engine) as session:
         human = session.exec(select(Adjudication).where(Adjudication.method == "adjudicated")).one()
     assert (human.preference, human.keep, human.note) == ("rejected", False, "rejected fits better")
-    assert at.selectbox(key="adjudicate_pick").value.pair_db_id != pair, "the queue moved on"
+    # the queue moved on, under a new picker (the old one kept showing the decided pair in the browser)
+    assert at.selectbox(key="adjudicate_pick_1").value.pair_db_id != pair
+    assert [t.value for t in at.toast] == [f"Decision recorded for {first.pair_id}."]
 
 
 def test_a_decision_needs_a_chosen_final_preference(study_db: str, engine: Engine) -> None:
     at = _page("adjudicate.py", _account(engine, "judge"))
     at.button(key="adjudicate_auto").click().run()
-    pair = at.selectbox(key="adjudicate_pick").value.pair_db_id
+    pair = at.selectbox(key="adjudicate_pick_0").value.pair_db_id
     assert at.radio(key=f"decide_pref_{pair}").value is None, "nothing is preselected"
     submit = next(b for b in at.button if b.key and b.key.startswith("FormSubmitter:decide_"))
     submit.click().run()
@@ -230,9 +234,11 @@ def test_adjudicator_sets_a_final_score(study_db: str, engine: Engine) -> None:
     """Final scores are recorded only where the adjudicator changed them from the median."""
     at = _page("adjudicate.py", _account(engine, "judge"))
     at.button(key="adjudicate_auto").click().run()
-    pair = at.selectbox(key="adjudicate_pick").value.pair_db_id
+    pair = at.selectbox(key="adjudicate_pick_0").value.pair_db_id
     at.radio(key=f"decide_pref_{pair}").set_value("chosen")
-    at.number_input(key=f"decide_{pair}_rejected_correctness").set_value(1.0)
+    box = at.number_input(key=f"decide_{pair}_rejected_correctness")
+    assert (box.min, box.max) == (1.0, 5.0)  # the item's scale: a score outside it cannot be typed
+    box.set_value(1.0)
     submit = next(b for b in at.button if b.key and b.key.startswith("FormSubmitter:decide_"))
     submit.click().run()
     assert not at.exception
@@ -245,7 +251,7 @@ def test_the_whole_queue_is_drawn_only_once_opened(study_db: str, engine: Engine
     """A visit to Adjudicate does not draw the whole queue's table until its expander is opened; then
     it lists every pair of the queue."""
     at = _page("adjudicate.py", _account(engine, "judge"))
-    pairs = at.selectbox(key="adjudicate_pick").options
+    pairs = at.selectbox(key="adjudicate_pick_0").options
     assert pairs and not any("Why" in table.columns for table in shown_tables(at))
     at.session_state["adjudicate_queue_open"] = True
     at.run()
@@ -291,10 +297,16 @@ def test_one_adjudication_in_the_browser(study_db: str, engine: Engine, tmp_path
         wait_idle(page, timeout_ms=60_000)
         page.get_by_text("Chosen (built to follow the rubric)").wait_for()
         page.get_by_text("The user's rubric").wait_for()  # the whole context is there
+        picker = page.get_by_role("combobox", name="Pair")
+        decided = picker.input_value().split(" · ")[0]
         page.get_by_role("radio", name="tie").check(force=True)
         page.get_by_role("button", name="Record decision").click()
         wait_idle(page, timeout_ms=60_000)
-        page.get_by_text("Decision recorded for").wait_for()
+        page.get_by_test_id("stToastText").get_by_text(f"Decision recorded for {decided}.").wait_for()
+        # the picker names the pair the page now shows, not the one just decided
+        shown = picker.input_value().split(" · ")[0]
+        assert shown != decided
+        page.get_by_role("heading", name=f"Pair {shown}").wait_for()
         browser.close()
     with Session(engine) as session:
         decided = session.exec(

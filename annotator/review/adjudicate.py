@@ -174,13 +174,24 @@ def auto_resolve(session: Session, *, study: str, account: Account) -> AutoSumma
     return summary
 
 
+def score_range(item: str, config: StudyConfig, n_aspects: int) -> tuple[float, float] | None:
+    """The range a final score of `item` may take: its quality scale, 0-2 for the rubric and each of
+    the pair's `n_aspects` aspects; None for an item the study does not rate."""
+    if item in config.quality.scales:
+        scale = config.quality.scales[item]
+        return float(scale.low), float(scale.high)
+    suffix = item[len(RUBRIC_PREFIX) :]
+    if item == "rubric" or (item.startswith(RUBRIC_PREFIX) and suffix.isdigit() and int(suffix) < n_aspects):
+        return 0.0, 2.0
+    return None
+
+
 def _check_scores(
     scores: Mapping[str, Mapping[str, float]] | None, config: StudyConfig, n_aspects: int
 ) -> dict[str, dict[str, float]]:
     if scores is None:
         return {}
     clean: dict[str, dict[str, float]] = {}
-    scales = config.quality.scales
     for response, items in scores.items():
         if response not in ("chosen", "rejected"):
             raise UserError(f"scores: unknown response {response!r}; use chosen or rejected")
@@ -188,16 +199,12 @@ def _check_scores(
         for item, value in items.items():
             if isinstance(value, bool) or not isinstance(value, int | float) or np.isnan(value):
                 raise UserError(f"scores: {response} {item} must be a number")
-            if item in scales:
-                low, high = scales[item].low, scales[item].high
-            elif item == "rubric" or (
-                item.startswith(RUBRIC_PREFIX) and item[7:].isdigit() and int(item[7:]) < n_aspects
-            ):
-                low, high = 0, 2
-            else:
+            bounds = score_range(item, config, n_aspects)
+            if bounds is None:
                 raise UserError(f"scores: unknown item {item!r} for {response}")
+            low, high = bounds
             if not low <= value <= high:
-                raise UserError(f"scores: {response} {item} must be within {low}-{high}, got {value:g}")
+                raise UserError(f"scores: {response} {item} must be within {low:g}-{high:g}, got {value:g}")
             clean[response][item] = float(value)
     return clean
 

@@ -17,6 +17,7 @@ from sqlmodel import Session, col
 from analysis.vocabulary import RUBRIC_PREFIX, SUPPORT_PREFIX
 from annotator.people.authorization import Account, require_role
 from annotator.review import readers
+from annotator.review.adjudicate import score_range
 from annotator.review.adjudication_reads import (
     HUMAN_METHOD,
     adjudications,
@@ -136,7 +137,9 @@ class PairDetail:
     judgments: pd.DataFrame  # one row per annotator: preference in chosen/rejected words, time_s, ...
     scores: pd.DataFrame  # item, label, annotator, chosen, rejected, diff
     history: pd.DataFrame  # every adjudication, oldest first: adjudicator, method, rule, ...
-    defaults: pd.DataFrame = field(default_factory=pd.DataFrame)  # item, label, chosen, rejected: medians
+    defaults: pd.DataFrame = field(
+        default_factory=pd.DataFrame
+    )  # item, label, chosen, rejected (medians), low, high
 
     @property
     def latest(self) -> dict[str, Any] | None:
@@ -162,7 +165,7 @@ def _final_defaults(long: pd.DataFrame, labels: Mapping[str, str], order: Sequen
     """Per item: the median over the current judgments of chosen and rejected (the values a decision
     starts from), in the study's order, quality dimensions first."""
     if long.empty:
-        return pd.DataFrame(columns=["item", "label", "chosen", "rejected"])
+        return pd.DataFrame(columns=["item", "label", "chosen", "rejected", "low", "high"])
     medians = long.pivot_table(index="item", columns="response", values="value", aggfunc="median")
     medians = medians.reindex(columns=["chosen", "rejected"])
     medians.columns.name = None
@@ -246,6 +249,11 @@ def pair_detail(
     side_by_side.insert(1, "label", side_by_side["item"].astype(str).map(labels))
     rated = long[~long["item"].astype(str).str.startswith(SUPPORT_PREFIX)]  # rubric support: about the pair
     defaults = _final_defaults(rated, labels, config.dimension_names)
+    ranges = [
+        score_range(str(item), config, len(pair.rubric or [])) or (np.nan, np.nan)
+        for item in defaults["item"]
+    ]
+    defaults["low"], defaults["high"] = [r[0] for r in ranges], [r[1] for r in ranges]
     history = adjudications(session, study_id, pair_id).drop(columns=["pair_db_id", "adjudicator_id"])
     return PairDetail(
         study=study.name,

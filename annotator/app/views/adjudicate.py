@@ -1,11 +1,13 @@
 """Adjudicate: automatic resolution, the queue (lowest agreement first), and a decision on one pair
 with its whole context (question, narrative, rubric with reasons and evidence, profile)."""
 
+import math
 from typing import Any, cast
 
 import pandas as pd
 import streamlit as st
 
+from analysis.wording import counted
 from annotator.app import stored_view
 from annotator.app.common import choose_study, engine, opened, require, safe_md, session
 from annotator.app.panes import focusable_panes
@@ -17,6 +19,7 @@ from annotator.review import adjudicate, adjudication_queue, stored_results
 from annotator.store import db
 
 PICK_KEY = "adjudicate_pick"
+ROUND_KEY = "adjudicate_round"  # decisions recorded in this session: a fresh pair picker after each
 NAMES_KEY = "adjudicate_names"
 DONE_KEY = "adjudicate_done"
 #: The scrolling panes (container key -> what it holds), reachable with Tab and scrolled with arrows.
@@ -85,9 +88,12 @@ def decision_form(detail: adjudication_queue.PairDetail, pair_db_id: int, accoun
                 left, right = st.columns(2)
                 for column, response in ((left, "chosen"), (right, "rejected")):
                     median = float(getattr(row, response))
+                    bounded = math.isfinite(row.low) and math.isfinite(row.high)
                     value = column.number_input(
                         f"{safe_md(row.label)} · {response}",
                         value=median,
+                        min_value=float(row.low) if bounded else None,
+                        max_value=float(row.high) if bounded else None,
                         step=0.5,
                         key=f"decide_{pair_db_id}_{response}_{row.item}",
                     )
@@ -114,8 +120,16 @@ def decision_form(detail: adjudication_queue.PairDetail, pair_db_id: int, accoun
         st.error(str(exc))
         return
     st.session_state[DONE_KEY] = f"Decision recorded for {detail.pair['pair_id']}."
-    st.session_state.pop(PICK_KEY, None)  # the queue moves on to the next pair
+    # the queue moves on to the next pair: a picker under a new key (the old one kept showing the
+    # decided pair in the browser while the page showed the next)
+    st.session_state[ROUND_KEY] = st.session_state.get(ROUND_KEY, 0) + 1
     st.rerun()
+
+
+def pick_label(row: Any) -> str:
+    """A queue row in the pair picker: what tells pairs apart first (the reasons start alike)."""
+    agreement = f" · agreement {row.agreement:.2f}" if pd.notna(row.agreement) else ""
+    return f"{row.pair_id} · {counted(int(row.n_judgments), 'judgment')}{agreement} · {row.reasons}"
 
 
 def computed_queue(study: str, current: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -173,7 +187,8 @@ def main() -> None:
     account = require("adjudicator", "researcher")
     st.title("Adjudicate")
     done = st.session_state.pop(DONE_KEY, None)
-    if done:
+    if done:  # the page keeps its scroll position: the toast is in view, the line at the top stays
+        st.toast(done, icon=":material/check:")
         st.success(done, icon=":material/check:")
     study = choose_study("adjudicate_study")
     if study is not None:
@@ -196,10 +211,7 @@ def main() -> None:
         show_names = st.toggle("Show annotator names", value=False, key=NAMES_KEY)
         rows = list(waiting.itertuples(index=False))
         pick = st.selectbox(
-            "Pair",
-            rows,
-            format_func=lambda r: f"{r.pair_id} · {r.reasons}",
-            key=PICK_KEY,
+            "Pair", rows, format_func=pick_label, key=f"{PICK_KEY}_{st.session_state.get(ROUND_KEY, 0)}"
         )
         with session() as active:
             detail = adjudication_queue.pair_detail(
