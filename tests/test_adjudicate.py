@@ -457,3 +457,19 @@ def test_a_pair_no_rule_names_has_no_reason_and_a_pair_judged_once_says_so(tmp_p
     named = frame[frame["status"] == "needs_person"]
     assert not named.empty and (named["reasons"] != "").all() and (named["rules"] != "").all()
     assert frame["reasons"].dtype == frame["rules"].dtype == "str"
+
+
+def test_an_automatic_run_in_words_agrees_with_its_counts() -> None:
+    """The Adjudicate page's sentence: each count with the noun and verb it asks for."""
+    one = adjudicate.AutoSummary("s", {"unanimous": 1}, needs_person=1, human=1, unresolved=1, revoked=1)
+    assert one.in_words() == (
+        "Resolved automatically: 1 new decision (1 unanimous, 0 majority); 0 already recorded as they "
+        "are, 1 earlier one withdrawn. 1 pair needs a person; 1 pair was decided by a person before; "
+        "1 pair has fewer than 2 judgments."
+    )
+    many = adjudicate.AutoSummary("s", {"unanimous": 2, "majority": 1}, unchanged=4, needs_person=5, human=2)
+    assert many.in_words() == (
+        "Resolved automatically: 3 new decisions (2 unanimous, 1 majority); 4 already recorded as they "
+        "are. 5 pairs need a person; 2 pairs were decided by a person before; 0 pairs have fewer than 2 "
+        "judgments."
+    )

@@ -187,6 +187,8 @@ def test_adjudicator_resolves_and_decides(study_db: str, engine: Engine) -> None
     with Session(engine) as session:
         automatic = session.exec(select(func.count()).select_from(Adjudication)).one()
     assert automatic > 0
+    said = next(s.value for s in at.success if s.value.startswith("Resolved automatically: "))
+    assert f"{automatic} new decision" in said and "a person;" in said
     queue = at.selectbox(key="adjudicate_pick_0")
     assert queue.options, "the sample's flawed pairs need a person"
     pair = queue.value.pair_db_id

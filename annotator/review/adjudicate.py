@@ -26,6 +26,7 @@ from analysis.adjudication import (
     keeps,
 )
 from analysis.vocabulary import RUBRIC_PREFIX
+from analysis.wording import counted
 from annotator import textguard
 from annotator.errors import UserError
 from annotator.people.authorization import Account, record_event, require_role
@@ -60,6 +61,20 @@ class AutoSummary:
     @property
     def auto_resolved(self) -> int:
         return sum(self.decided.values()) + self.unchanged
+
+    def in_words(self) -> str:
+        """The run for a page: sentences, counts agreeing with their nouns."""
+        new = sum(self.decided.values())
+        methods = ", ".join(f"{self.decided.get(m, 0)} {m}" for m in AUTO_METHODS)
+        kept = f"{self.unchanged} already recorded as they are" + (
+            f", {counted(self.revoked, 'earlier one')} withdrawn" if self.revoked else ""
+        )
+        return (
+            f"Resolved automatically: {counted(new, 'new decision')} ({methods}); {kept}. "
+            f"{counted(self.needs_person, 'pair needs', 'pairs need')} a person; "
+            f"{counted(self.human, 'pair was', 'pairs were')} decided by a person before; "
+            f"{counted(self.unresolved, 'pair has', 'pairs have')} fewer than {MIN_JUDGMENTS} judgments."
+        )
 
     def __str__(self) -> str:
         methods = ", ".join(f"{self.decided.get(m, 0)} {m}" for m in AUTO_METHODS)

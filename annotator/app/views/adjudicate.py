@@ -196,7 +196,7 @@ def main() -> None:
             "Resolve the clear cases automatically", key="adjudicate_auto", icon=":material/auto_mode:"
         ):
             with session() as active:
-                st.success(str(adjudicate.auto_resolve(active, study=study, account=account)))
+                st.success(adjudicate.auto_resolve(active, study=study, account=account).in_words())
         evidence, waiting = study_queue(study, account)
         st.header(f"Queue ({len(waiting)})")
         if waiting.empty:
