@@ -136,11 +136,14 @@ def test_the_training_page_shows_a_training_pair_and_its_feedback(
     assert not at.exception
     shown = " ".join(m.value for m in at.markdown)
     assert item.pair is not None and item.pair.response_a in shown and item.pair.response_b in shown
+    assert "1. **Aspect 0**: Reason 0  \n*Evidence:* “Evidence 0”" in shown  # as on the rating page
     at.radio(key="training_choice_1_0").set_value(1 - item.answer).run()
     at.button(key="training_check").click().run()
     assert not at.exception
     assert any(item.options[item.answer] in error.value for error in at.error)
     assert any(EXPLAIN in info.value for info in at.info)
+    # the item stays below its feedback, so the explanation can be checked against the responses
+    assert item.pair.response_a in " ".join(m.value for m in at.markdown)
 
 
 @pytest.mark.page

@@ -290,6 +290,17 @@ def opened(label: str, key: str, icon: str | None = None, *, kept: bool = False)
     return box if box.open else None
 
 
+def show_rubric(rubric: list[dict[str, Any]]) -> None:
+    """The user's rubric, numbered: each aspect with its reason and evidence quote (as text)."""
+    for number, aspect in enumerate(rubric, start=1):
+        line = f"{number}. **{safe_md(aspect.get('aspect', ''))}**"
+        if aspect.get("reason"):
+            line += f": {safe_md(aspect['reason'])}"
+        if aspect.get("evidence"):
+            line += f"  \n*Evidence:* “{safe_md(aspect['evidence'])}”"
+        st.markdown(line)
+
+
 def two_texts(noun: str, text_a: str, text_b: str) -> None:
     """Two texts side by side under the headings "`noun` A" and "`noun` B" (each rendered as text)."""
     for column, side, text in zip(st.columns(2), "AB", (text_a, text_b), strict=True):

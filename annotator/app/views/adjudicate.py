@@ -9,7 +9,7 @@ import streamlit as st
 
 from analysis.wording import counted
 from annotator.app import stored_view
-from annotator.app.common import choose_study, engine, opened, require, safe_md, session
+from annotator.app.common import choose_study, engine, opened, require, safe_md, session, show_rubric
 from annotator.app.panes import focusable_panes
 from annotator.app.tables import show_table
 from annotator.app.waiting import outcome, submit
@@ -54,13 +54,7 @@ def show_context(pair: dict[str, Any]) -> None:
         rubric = pair.get("rubric_aspects") or []
         if rubric:
             with st.expander(f"The user's rubric ({len(rubric)} aspects)", expanded=True):
-                for number, aspect in enumerate(rubric, start=1):
-                    line = f"{number}. **{safe_md(aspect.get('aspect', ''))}**"
-                    if aspect.get("reason"):
-                        line += f": {safe_md(aspect['reason'])}"
-                    if aspect.get("evidence"):
-                        line += f"  \n*Evidence:* “{safe_md(aspect['evidence'])}”"
-                    st.markdown(line)
+                show_rubric(rubric)
     with right:
         profile = pair.get("profile") or []
         if profile:

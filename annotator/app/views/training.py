@@ -3,7 +3,7 @@
 import streamlit as st
 
 from analysis.wording import counted
-from annotator.app.common import CURRENT_STUDY_KEY, require, safe_md, session, two_texts
+from annotator.app.common import CURRENT_STUDY_KEY, require, safe_md, session, show_rubric, two_texts
 from annotator.errors import UserError
 from annotator.people import training
 from annotator.people.authorization import Account
@@ -26,8 +26,7 @@ def show_pair(pair: training.PracticePair) -> None:
                 st.markdown(safe_md(post.get("text", "")))
     if pair.rubric:
         st.markdown("**What this user cares about**")
-        for aspect in pair.rubric:
-            st.markdown(safe_md(f"- {aspect.get('aspect', '')}"))
+        show_rubric(pair.rubric)
     two_texts("Response", pair.response_a, pair.response_b)
 
 
