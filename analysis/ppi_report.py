@@ -439,7 +439,11 @@ def _judge_verdict(
         held.append("the mean gap is not shown within the margin on every dimension")
     below = {row["dimension"] for row in bounds if row["below"]}
     if len(below) < n_items:
-        held.append("the share of broken pairs is not shown below its bound on every dimension (next table)")
+        held.append(
+            "the share of broken pairs is not shown below its bound on every dimension (next table; "
+            "`annotator power --judge` plans the rated pairs it needs: mostly more annotators per pair, "
+            "which no judge replaces)"
+        )
     if replicated < min_pairs:
         held.append(f"{replicated} pairs are rated by two or more annotators, the study asks {min_pairs}")
     if any(r.ci_low > r.high or r.ci_high < r.low for r in results):
