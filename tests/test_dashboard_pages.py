@@ -238,9 +238,18 @@ def test_adjudicator_sets_a_final_score(study_db: str, engine: Engine) -> None:
     at.button(key="adjudicate_auto").click().run()
     pair = at.selectbox(key="adjudicate_pick_0").value.pair_db_id
     at.radio(key=f"decide_pref_{pair}").set_value("chosen")
-    box = at.number_input(key=f"decide_{pair}_rejected_correctness")
-    assert (box.min, box.max) == (1.0, 5.0)  # the item's scale: a score outside it cannot be typed
-    box.set_value(1.0)
+    median = at.number_input(key=f"decide_{pair}_chosen_relevance").value
+    at.number_input(key=f"decide_{pair}_rejected_correctness").set_value(9.0)
+    at.number_input(key=f"decide_{pair}_chosen_relevance").set_value(-3.0)
+    next(b for b in at.button if b.key and b.key.startswith("FormSubmitter:decide_")).click().run()
+    assert [e.value for e in at.error] == [
+        "Nothing recorded: final scores beyond their scale: rejected correctness 9 (its scale 1 to 5); "
+        "chosen relevance -3 (its scale 1 to 5)."
+    ]  # every one at once, beside the button (a bounded box refused a typed 9 without a word)
+    with Session(engine) as session:
+        assert session.exec(select(Adjudication).where(Adjudication.method == "adjudicated")).first() is None
+    at.number_input(key=f"decide_{pair}_chosen_relevance").set_value(median)
+    at.number_input(key=f"decide_{pair}_rejected_correctness").set_value(1.0)
     submit = next(b for b in at.button if b.key and b.key.startswith("FormSubmitter:decide_"))
     submit.click().run()
     assert not at.exception
@@ -289,11 +298,11 @@ def test_annotator_is_refused_on_researcher_pages(study_db: str, engine: Engine)
 
 @pytest.mark.browser
 def test_one_adjudication_in_the_browser(study_db: str, engine: Engine, tmp_path: Path) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     with running_app(study_db, tmp_path / "server.log") as base_url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 2000})
+        page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone: the form is far down
         log_in(page, base_url, "judge", "judge-password", timeout_ms=60_000)
         page.get_by_role("button", name="Resolve the clear cases automatically").click()
         wait_idle(page, timeout_ms=60_000)
@@ -309,6 +318,10 @@ def test_one_adjudication_in_the_browser(study_db: str, engine: Engine, tmp_path
         shown = picker.input_value().split(" · ")[0]
         assert shown != decided
         page.get_by_role("heading", name=f"Pair {shown}").wait_for()
+        # the next pair from its top, with the line that says what was recorded
+        expect(
+            page.get_by_test_id("stAlertContentSuccess").get_by_text("Decision recorded")
+        ).to_be_in_viewport()
         browser.close()
     with Session(engine) as session:
         decided = session.exec(

@@ -290,6 +290,13 @@ def opened(label: str, key: str, icon: str | None = None, *, kept: bool = False)
     return box if box.open else None
 
 
+def scroll_to_top(count: int) -> None:
+    """Bring the page back to its top once drawn (Streamlit keeps the scroll position across runs, so a
+    result drawn at the top of a long page stays out of view). `count` differs between two runs that
+    ask for it (the browser runs a script only when it is new)."""
+    st.html(f"<script>/* {int(count)} */{filled('to_top.js')}</script>", unsafe_allow_javascript=True)
+
+
 def show_rubric(rubric: list[dict[str, Any]]) -> None:
     """The user's rubric, numbered: each aspect with its reason and evidence quote (as text)."""
     for number, aspect in enumerate(rubric, start=1):

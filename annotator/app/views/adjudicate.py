@@ -9,7 +9,16 @@ import streamlit as st
 
 from analysis.wording import counted
 from annotator.app import stored_view
-from annotator.app.common import choose_study, engine, opened, require, safe_md, session, show_rubric
+from annotator.app.common import (
+    choose_study,
+    engine,
+    opened,
+    require,
+    safe_md,
+    scroll_to_top,
+    session,
+    show_rubric,
+)
 from annotator.app.panes import focusable_panes
 from annotator.app.tables import show_table
 from annotator.app.waiting import outcome, submit
@@ -77,27 +86,33 @@ def decision_form(detail: adjudication_queue.PairDetail, pair_db_id: int, accoun
         )
         keep = st.checkbox("Keep this pair in the benchmark", value=True, key=f"decide_keep_{pair_db_id}")
         final: dict[str, dict[str, float]] = {"chosen": {}, "rejected": {}}
+        outside: list[str] = []  # every score beyond its item's scale, said at once
         with st.expander("Final scores (change only where they should differ from the median)"):
             for row in detail.defaults.itertuples(index=False):
                 left, right = st.columns(2)
                 for column, response in ((left, "chosen"), (right, "rejected")):
                     median = float(getattr(row, response))
-                    bounded = math.isfinite(row.low) and math.isfinite(row.high)
                     value = column.number_input(
                         f"{safe_md(row.label)} · {response}",
                         value=median,
-                        min_value=float(row.low) if bounded else None,
-                        max_value=float(row.high) if bounded else None,
                         step=0.5,
+                        help=f"Its scale: {row.low:g} to {row.high:g}" if math.isfinite(row.low) else None,
                         key=f"decide_{pair_db_id}_{response}_{row.item}",
                     )
                     if value != median:
                         final[response][str(row.item)] = float(value)
+                    if not row.low <= value <= row.high:
+                        outside.append(
+                            f"{response} {row.label} {value:g} (its scale {row.low:g} to {row.high:g})"
+                        )
         note = st.text_area("Note", key=f"decide_note_{pair_db_id}")
         if not st.form_submit_button("Record decision", type="primary"):
             return
     if preference is None:
         st.error("Choose the final preference first.")
+        return
+    if outside:
+        st.error(safe_md("Nothing recorded: final scores beyond their scale: " + "; ".join(outside) + "."))
         return
     try:
         with session() as active:
@@ -181,9 +196,10 @@ def main() -> None:
     account = require("adjudicator", "researcher")
     st.title("Adjudicate")
     done = st.session_state.pop(DONE_KEY, None)
-    if done:  # the page keeps its scroll position: the toast is in view, the line at the top stays
+    if done:  # the next pair from its top (the page kept the scroll position of the form)
         st.toast(done, icon=":material/check:")
         st.success(done, icon=":material/check:")
+        scroll_to_top(st.session_state.get(ROUND_KEY, 0))
     study = choose_study("adjudicate_study")
     if study is not None:
         if st.button(

@@ -3,7 +3,15 @@
 import streamlit as st
 
 from analysis.wording import counted
-from annotator.app.common import CURRENT_STUDY_KEY, require, safe_md, session, show_rubric, two_texts
+from annotator.app.common import (
+    CURRENT_STUDY_KEY,
+    require,
+    safe_md,
+    scroll_to_top,
+    session,
+    show_rubric,
+    two_texts,
+)
 from annotator.errors import UserError
 from annotator.people import training
 from annotator.people.authorization import Account
@@ -36,6 +44,7 @@ def practice(account: Account, study_id: int, state: training.TrainingStatus) ->
     answered = st.session_state.get(FEEDBACK_KEY)
     if answered is not None:
         feedback, item, choice = answered
+        scroll_to_top(state.attempt * 1000 + state.answered)  # the answer was given below the item
         show_feedback(feedback, choice)
         if st.button("Next", type="primary", key="training_next"):
             del st.session_state[FEEDBACK_KEY]
