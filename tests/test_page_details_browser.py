@@ -178,6 +178,10 @@ def test_scale_labels_wrap_between_words_and_key_hints_need_a_keyboard(
     assert page.evaluate(BROKEN_WORDS) == []
     hint = page.get_by_text("a digit answers the question in focus")
     assert hint.is_visible() == (viewport["width"] > 640), "keyboard hints show with a keyboard only"
+    page.get_by_text("Skip this item or report it as broken").click()
+    skip = page.locator(".st-key-skip kbd")
+    skip.wait_for(state="attached")
+    assert skip.is_visible() == (viewport["width"] > 640), "the Skip button's shortcut, with a keyboard only"
     page.context.close()
 
 
