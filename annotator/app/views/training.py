@@ -3,6 +3,7 @@
 import streamlit as st
 
 from analysis.wording import counted
+from annotator.app.assets import filled
 from annotator.app.common import (
     CURRENT_STUDY_KEY,
     require,
@@ -18,6 +19,7 @@ from annotator.people.authorization import Account
 from annotator.rating import labels
 from annotator.study import study_config
 
+KEY_HINT_KEY = "training_keys"
 FEEDBACK_KEY = "training_feedback"  # (feedback, the item answered, the answer) until "Next"
 COMPREHENSION_RESULT_KEY = "comprehension_result"  # a failed attempt's message, above the next form
 
@@ -63,6 +65,14 @@ def practice(account: Account, study_id: int, state: training.TrainingStatus) ->
         format_func=item.options.__getitem__,
         index=None,
         key=f"training_choice_{state.attempt}_{state.answered}",
+    )
+    with st.container(key=KEY_HINT_KEY):  # hidden on a phone (no keys to press)
+        st.caption("Keys: a digit picks an answer (1 the first), Ctrl+Enter checks it and goes on.")
+    marker = state.attempt * 1000 + state.answered  # a new script per item: the browser runs it
+    st.html(
+        f"<style>@media (max-width: 640px) {{ .st-key-{KEY_HINT_KEY} {{ display: none; }} }}</style>"
+        f"<script>/* {marker} */{filled('training.js')}</script>",
+        unsafe_allow_javascript=True,
     )
     if st.button("Check my answer", type="primary", key="training_check", disabled=choice is None):
         try:
