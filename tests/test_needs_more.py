@@ -108,6 +108,10 @@ def test_the_cli_gives_the_report_s_uncertain_pairs_one_more_annotator(rated: En
     result = CliRunner().invoke(app, ["assign", "--study", "s1", "--needs-more", "--db", rated_url])
     assert result.exit_code == 0, result.output
     assert f"{len(uncertain)} new assignments ({len(uncertain)} pairs" in result.output
+    # a fixed design: the pairs are the cleaning list's, not a number of judgments that settles the study
+    said = " ".join(result.output.split())
+    assert f"the cleaning list asks for more judgments on {len(uncertain)} pairs" in said
+    assert "more judgments, on these pairs" not in said
     after = _annotators_per_pair(rated)
     grew = {pair for pair in after if len(after[pair]) == len(before[pair]) + 1}
     assert grew == set(uncertain)

@@ -535,10 +535,11 @@ def study_design_comparison(
 
 
 def standing(report: Report) -> tuple[str, list[str]]:
-    """Where the study stands ("settled: PASS", "settled: FAIL" or "not settled: about N more judgments,
-    on these pairs") and the pairs that get the next judgments: under a registered adaptive design those
-    of its rule (:mod:`analysis.design_verdict`; sequential: only the next one, its procedure gives one
-    judgment at a time), else the cleaning list's "needs more judgments"."""
+    """Where the study stands ("settled: PASS", "settled: FAIL" or "not settled: ...") and the pairs that
+    get the next judgments: under a registered adaptive design those of its rule, with the judgments to
+    its next look (:mod:`analysis.design_verdict`; sequential: only the next one, its procedure gives
+    one judgment at a time), else the cleaning list's "needs more judgments" (a fixed design has no rule
+    for how many more judgments settle it)."""
     from analysis.cleaning import pairs_needing_more
     from analysis.design_verdict import registered_design
     from analysis.design_verdict import standing as design_standing
@@ -560,4 +561,6 @@ def standing(report: Report) -> tuple[str, list[str]]:
     pairs = pairs_needing_more(report.cleaning) if not report.cleaning.empty else []
     if not pairs:
         return "not settled: see the verdicts", []
-    return f"not settled: about {counted(len(pairs), 'more judgment')}, on these pairs", pairs
+    # a fixed design has no rule for how many judgments settle it: these are the cleaning list's pairs
+    marked = counted(len(pairs), "pair")
+    return f"not settled: see the verdicts; the cleaning list asks for more judgments on {marked}", pairs
