@@ -17,10 +17,10 @@ from annotator.intake.assign import assign
 from annotator.people.authorization import SYSTEM
 from annotator.review.study_report import study_report
 from annotator.store import db
-from annotator.store.models import Assignment, Pair, User
+from annotator.store.models import Assignment, Pair, User, id_of
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.databases import built_once, copy_of, engine_on
-from tests.utils.factories import make_annotators, make_study
+from tests.utils.factories import account_for, make_annotators, make_study, make_user
 
 
 def _annotators_per_pair(engine: Engine) -> dict[str, list[str]]:
@@ -116,3 +116,28 @@ def test_the_cli_gives_the_report_s_uncertain_pairs_one_more_annotator(rated: En
     grew = {pair for pair in after if len(after[pair]) == len(before[pair]) + 1}
     assert grew == set(uncertain)
     assert all(len(after[pair]) == len(before[pair]) for pair in after if pair not in uncertain)
+
+
+def test_a_pair_a_person_decided_gets_no_more_judgments(rated: Engine, rated_url: str) -> None:
+    """The Validation page's line and `assign --needs-more` leave out a pair a person decided: the
+    adjudicator's decision settles it, whatever the cleaning list still says of its evidence."""
+    from annotator.review import adjudicate
+    from annotator.review.adjudication_queue import decided_pairs
+    from annotator.review.study_report import standing
+
+    with db.session_scope(rated) as session:
+        report = study_report(session, study="s1", account=SYSTEM, n_boot=50)
+        uncertain = pairs_needing_more(report.cleaning)
+        first = session.exec(select(Pair).where(Pair.external_id == uncertain[0])).one()
+        judge = account_for(session, id_of(make_user(session, "judge", role="adjudicator")))
+        adjudicate.decide(session, pair_id=id_of(first), account=judge, preference="chosen", keep=True)
+    with db.session_scope(rated) as session:
+        decided = decided_pairs(session, study="s1", account=SYSTEM)
+        assert decided == {uncertain[0]}
+        assert standing(report, decided)[1] == uncertain[1:]
+    before = _annotators_per_pair(rated)
+    result = CliRunner().invoke(app, ["assign", "--study", "s1", "--needs-more", "--db", rated_url])
+    assert result.exit_code == 0, result.output
+    after = _annotators_per_pair(rated)
+    assert len(after[uncertain[0]]) == len(before[uncertain[0]])  # decided: no one more
+    assert {pair for pair in after if len(after[pair]) > len(before[pair])} == set(uncertain[1:])

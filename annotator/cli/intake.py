@@ -236,10 +236,12 @@ def assign_(
     with db.session_scope(engine) as session:
         more_for = None
         if needs_more:
+            from annotator.review.adjudication_queue import decided_pairs
             from annotator.review.study_report import standing, study_report
 
             report = study_report(session, study=study, account=authorization.SYSTEM, n_boot=200)
-            words, more_for = standing(report)
+            decided = decided_pairs(session, study=study, account=authorization.SYSTEM)
+            words, more_for = standing(report, decided)
             if not more_for:
                 out.print(f"study {study!r}: {words}; no pair needs more judgments", highlight=False)
                 return

@@ -95,6 +95,19 @@ def decided_after(session: Session, *, study: str, after: int, account: Account)
     return {int(pair_id) for (pair_id,) in rows}
 
 
+def decided_pairs(session: Session, *, study: str, account: Account) -> set[str]:
+    """The pairs of `study` (their ids in the pairs file) a person has decided."""
+    require_role(session, account, "adjudicator", "researcher")
+    study_id = id_of(get_study(session, study))
+    rows = session.execute(
+        select(col(Pair.external_id))
+        .join(Adjudication, col(Adjudication.pair_id) == col(Pair.id))
+        .where(col(Adjudication.method) == HUMAN_METHOD, col(Pair.study_id) == study_id)
+        .distinct()
+    )
+    return {str(pair) for (pair,) in rows}
+
+
 def study_evidence(session: Session, *, study: str, account: Account) -> pd.DataFrame:
     """The study's cleaning list, the evidence the queue's rules read (the whole study: pass it to
     :func:`queue` and :func:`pair_detail` to read it once per data version)."""

@@ -6,7 +6,7 @@ analysis settings, call :func:`analysis.report.build_report` (or the power funct
 computes a statistic.
 """
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -534,12 +534,12 @@ def study_design_comparison(
     return table, planned | {"pilot": pilot.statuses}
 
 
-def standing(report: Report) -> tuple[str, list[str]]:
+def standing(report: Report, decided: Collection[str] = ()) -> tuple[str, list[str]]:
     """Where the study stands ("settled: PASS", "settled: FAIL" or "not settled: ...") and the pairs that
     get the next judgments: under a registered adaptive design those of its rule, with the judgments to
     its next look (:mod:`analysis.design_verdict`; sequential: only the next one, its procedure gives
-    one judgment at a time), else the cleaning list's "needs more judgments" (a fixed design has no rule
-    for how many more judgments settle it)."""
+    one judgment at a time), else the cleaning list's "needs more judgments" but the `decided` ones (a
+    person decided them; a fixed design has no rule for how many more judgments settle it)."""
     from analysis.cleaning import pairs_needing_more
     from analysis.design_verdict import registered_design
     from analysis.design_verdict import standing as design_standing
@@ -559,6 +559,7 @@ def standing(report: Report) -> tuple[str, list[str]]:
     if report.overall in ("PASS", "FAIL"):
         return f"settled: {report.overall}", []
     pairs = pairs_needing_more(report.cleaning) if not report.cleaning.empty else []
+    pairs = [pair for pair in pairs if pair not in set(decided)]  # a person's decision settles a pair
     if not pairs:
         return "not settled: see the verdicts", []
     # a fixed design has no rule for how many judgments settle it: these are the cleaning list's pairs

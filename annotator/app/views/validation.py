@@ -31,7 +31,7 @@ from annotator.app.tables import show_plot, show_table
 from annotator.errors import UserError
 from annotator.intake import assign
 from annotator.people.authorization import Account
-from annotator.review import stored_results, study_progress, study_report
+from annotator.review import adjudication_queue, stored_results, study_progress, study_report
 
 SHOWN_FAILED = 500
 SUPERIORITY_COLUMNS = ["dimension", "n", "estimate", "ci_low", "ci_high", "dz", "p_t", "p_wilcoxon", "p_holm"]
@@ -149,10 +149,16 @@ def downloads(published: report_cache.Published, study: str, filtered: bool) -> 
         st.code(published.methods, language=None, wrap_lines=True)
 
 
+def decided_pairs(study: str, account: Account) -> set[str]:
+    """The study's pairs a person has decided (no longer among those that get more judgments)."""
+    with session() as active:
+        return adjudication_queue.decided_pairs(active, study=study, account=account)
+
+
 def more_judgments(report: Report, study: str, account: Account) -> None:
     """A button that gives each pair that gets the next judgments (the registered design's rule, else
     the cleaning list's "needs more judgments") one more annotator."""
-    _, pairs = study_report.standing(report)
+    _, pairs = study_report.standing(report, decided_pairs(study, account))
     if not pairs:
         return
     if st.button(
@@ -199,7 +205,7 @@ def main() -> None:
         boxes = {"pass": st.success, "fail": st.error, "inconclusive": st.warning, "not_assessed": st.info}
         overall_box = {"PASS": st.success, "FAIL": st.error}.get(report.overall, st.warning)
         overall_box(headline(report))
-        words, next_pairs = study_report.standing(report)
+        words, next_pairs = study_report.standing(report, decided_pairs(study, account))
         st.markdown(safe_md(words + (": " + ", ".join(next_pairs[:20]) if next_pairs else "")))
         for verdict in report.verdicts:
             boxes[verdict.status](
