@@ -116,7 +116,7 @@ LABELS: dict[str, str] = {
     "n_chosen": "Prefer chosen",
     "n_flags": "Flags",
     "n_judgments": "Judgments",
-    "n_loo_units": "Shared pairs",
+    "n_loo_units": "Shared ratings (pair, response, item)",
     "n_models": "Models",
     "n_models_disagree": "Models disagreeing",
     "n_obs": "Judgments",
@@ -124,6 +124,7 @@ LABELS: dict[str, str] = {
     "n_rated": "Rated by people",
     "n_ratings": "Ratings",
     "n_rejected": "Prefer rejected",
+    "n_side": "Non-tied judgments",
     "n_ties": "Ties",
     "n_units": "Units",
     "n_unsupported": "Unsupported aspects",
@@ -177,6 +178,11 @@ LABELS: dict[str, str] = {
     "share_fast": "Under 10 s (share 0-1)",
     "share_prefer_chosen": "Prefer chosen (share 0-1)",
     "shown_at": "Shown at (UTC)",
+    "side_a_ci_high": "Prefers side A, CI high (0-1)",
+    "side_a_ci_low": "Prefers side A, CI low (0-1)",
+    "side_a_p": "p (side A rate 0.5)",
+    "side_a_p_holm": "p, Holm (side A rate 0.5)",
+    "side_a_rate": "Prefers side A (share 0-1)",
     "side_chosen": "Chosen shown as",
     "skipped": "Skipped",
     "source": "Judge",
@@ -213,7 +219,9 @@ SHARE_LABELS: dict[str, str] = {
     "se": "Standard error (0-1)",
 }
 
-_P_VALUES = {c for c in LABELS if c.startswith("p_") or c.endswith("p_value") or c == "pvalue"}
+_P_VALUES = {
+    c for c in LABELS if c.startswith("p_") or c.endswith(("p_value", "_p")) or "_p_" in c or c == "pvalue"
+}
 _COUNTS = {c for c in LABELS if c.startswith("n_") or c in ("n", "judgments", "gold_checks", "swap_checks")}
 
 

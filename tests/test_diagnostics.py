@@ -86,3 +86,23 @@ def test_errors() -> None:
         annotator_diagnostics(_frame().drop(columns="item"))
     with pytest.raises(ValueError, match=re.escape("frame has no rows")):
         annotator_diagnostics(_frame().iloc[:0])
+
+
+def test_the_diagnostics_columns_have_readers_names() -> None:
+    """The Annotators page's columns: the shared units are ratings, not pairs (39 pairs x 2 responses x 3
+    dimensions read "Shared pairs 234"), the position columns say what they measure, their p values are
+    formatted as p values."""
+    from analysis.diagnostics import POSITION_COLUMNS
+    from analysis.readable import cell, label
+
+    assert label("n_loo_units") == "Shared ratings (pair, response, item)"
+    names = [label(column) for column in POSITION_COLUMNS]
+    assert names == [
+        "Non-tied judgments",
+        "Prefers side A (share 0-1)",
+        "Prefers side A, CI low (0-1)",
+        "Prefers side A, CI high (0-1)",
+        "p (side A rate 0.5)",
+        "p, Holm (side A rate 0.5)",
+    ]
+    assert cell(0.0004, "side_a_p_holm") == "<\u00a00.001" and cell(0.04567, "side_a_p") == "0.046"
