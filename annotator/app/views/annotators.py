@@ -15,7 +15,8 @@ from annotator.people.authorization import Account
 from annotator.review import quality, study_progress
 from annotator.review.readers import label_frame
 
-RESULT_KEY = "annotators_result"  # (kind, text) shown once after an action
+RESULT_KEY = "annotators_result"  # (kind, text) shown after an action (a secret: until hidden)
+HIDE_KEY = "annotators_hide_secret"
 PENDING_KEY = "annotators_pending"  # (action, username) waiting for its confirmation
 
 
@@ -154,16 +155,21 @@ def manage(account: Account, study: str, names: list[str]) -> None:
 
 
 def show_result() -> None:
-    result = st.session_state.pop(RESULT_KEY, None)
+    result = st.session_state.get(RESULT_KEY)
     if result is None:
         return
     kind, text = result
+    if kind != "secret":  # a new password or link stays until hidden: another click must not lose it
+        st.session_state.pop(RESULT_KEY, None)
     if kind == "error":
         st.error(text)
     elif kind == "secret":
         label, secret = text.rsplit(": ", 1)
         st.success(label + ":")
-        st.code(secret, language=None)
+        st.code(secret, language=None, wrap_lines=True)
+        if st.button("I have passed it on: hide it", key=HIDE_KEY, icon=":material/visibility_off:"):
+            st.session_state.pop(RESULT_KEY, None)
+            st.rerun()
     else:
         st.success(text)
 
