@@ -456,8 +456,15 @@ def test_downloads_says_why_validated_files_are_empty_before_any_adjudication(
     assert not at.exception
     [note] = [i.value for i in at.info if "No pair is validated yet" in i.value]
     assert "Resolve the clear cases automatically" in note and "untick" in note
+    buttons = at.get("download_button")
+    assert len(buttons) == 3 and all(b.disabled for b in buttons), "0 rows: no file of a header alone"
     at.checkbox(key="downloads_valid").uncheck().run()
     assert not [i for i in at.info if "No pair is validated yet" in i.value]
+    # every pair has a row in the adjudicated labels, decided or not: the button says how many are
+    assert any(
+        b.label.startswith("Adjudicated labels (") and b.label.endswith(", 0 decided)")
+        for b in at.get("download_button")
+    )
     with db.session_scope(engine) as session:
         adjudicate.auto_resolve(session, study="sample", account=_account(engine, "boss"))
     at.checkbox(key="downloads_valid").check().run()

@@ -1,8 +1,10 @@
 """Downloads: every export (labels, adjudicated labels, validated pairs) in CSV, JSONL or Parquet;
 the dataset folder with its card as one .zip, and its push to the Hub when a token is configured."""
 
+import pandas as pd
 import streamlit as st
 
+from analysis.wording import counted
 from annotator.app.common import confirmed, engine, requested, safe_md, session, study_page
 from annotator.errors import UserError
 from annotator.people.authorization import Account
@@ -127,12 +129,16 @@ def main() -> None:
                 st.warning(safe_md(f"{title}: {exc}"))
                 continue
             sizes.append(len(data))
+            rows = counted(len(data), "row")
+            if kind == "adjudicated" and isinstance(data, pd.DataFrame):  # a row per pair, decided or not
+                rows += f", {int((data['method'] != 'unresolved').sum())} decided"
             st.download_button(
-                f"{title} ({len(data)} {'row' if len(data) == 1 else 'rows'})",
+                f"{title} ({rows})",
                 payload,
                 file_name=f"{study}-{kind}.{fmt}",
                 key=f"download_{kind}",
                 icon=":material/download:",
+                disabled=len(data) == 0,  # a file with a header alone
                 on_click=log_download,
                 kwargs={"request": request, "rows": len(data), "fmt": fmt, "account": account},
             )
