@@ -17,6 +17,8 @@ from annotator.review.readers import label_frame
 
 RESULT_KEY = "annotators_result"  # (kind, text) shown after an action (a secret: until hidden)
 HIDE_KEY = "annotators_hide_secret"
+NAME_KEY = "annotators_name"  # the account the actions are for
+SECRET_FOR_KEY = "annotators_secret_for"  # the account a shown password or link belongs to
 PENDING_KEY = "annotators_pending"  # (action, username) waiting for its confirmation
 
 
@@ -37,6 +39,7 @@ def run(action: Callable[[], str | None], success: str) -> None:
         st.session_state[RESULT_KEY] = ("error", str(exc))
     else:
         st.session_state[RESULT_KEY] = ("secret" if secret else "success", success + (secret or ""))
+        st.session_state[SECRET_FOR_KEY] = st.session_state.get(NAME_KEY)
     st.rerun()
 
 
@@ -139,7 +142,7 @@ def action_buttons(name: str, is_active: bool, actions: dict[str, Action]) -> No
 
 def manage(account: Account, study: str, names: list[str]) -> None:
     """Actions on one account, the destructive ones behind a confirmation."""
-    name = st.selectbox("Account", names, key="annotators_name")
+    name = st.selectbox("Account", names, key=NAME_KEY)
     if name is None:
         return
     with session() as active:
@@ -159,8 +162,12 @@ def show_result() -> None:
     if result is None:
         return
     kind, text = result
-    if kind != "secret":  # a new password or link stays until hidden: another click must not lose it
+    # a new password or link stays until hidden or another account is chosen: another click on the
+    # page must not lose it
+    if kind != "secret" or st.session_state.get(NAME_KEY) != st.session_state.get(SECRET_FOR_KEY):
         st.session_state.pop(RESULT_KEY, None)
+        if kind == "secret":
+            return
     if kind == "error":
         st.error(text)
     elif kind == "secret":
