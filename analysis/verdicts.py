@@ -17,6 +17,7 @@ from analysis.lazy import stats
 from analysis.scale import to_study_points
 from analysis.validation import ValidationResult
 from analysis.vocabulary import POSITIVE
+from analysis.wording import counted
 
 #: Stable keys of the verdicts, in report order.
 VERDICT_KEYS: tuple[str, ...] = (
@@ -129,7 +130,8 @@ def equivalence_verdict(
         )
     test = (
         "TOST on a crossed random-effects model (pair and annotator effects on the chosen - rejected "
-        f"difference, Satterthwaite df), intersection-union over {len(quality_items)} dimension(s); and "
+        "difference, Satterthwaite df), intersection-union over "
+        f"{counted(len(quality_items), 'dimension')}; and "
         "the upper confidence bound of the share of pairs whose true gap lies beyond the margin below "
         f"{max_share:g}, valid for any distribution of pair gaps (share <= mean squared gap / margin^2; "
         "the mean squared gap from products of different annotators' judgments of a pair)"

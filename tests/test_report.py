@@ -461,3 +461,11 @@ def test_an_item_scored_on_one_pair_only_is_named_in_one_error(item: str) -> Non
     frame = frame[~rows | (frame["pair_id"] == frame["pair_id"].iloc[0])]
     with pytest.raises(ValueError, match=f"'{item}' has scores for both responses of 1 pair"):
         build_report(frame, study="s", settings=ReportSettings(n_boot=20, min_pairs=2))
+
+
+def test_the_methods_and_the_test_count_dimensions_and_degrees_with_their_nouns() -> None:
+    """One quality dimension and two annotators: "over 1 dimension", "on 1 degree of freedom"."""
+    frame = _frame(5, SimDesign(n_pairs=30, per_pair=2, items=("correctness",), rubric_aspects=0))
+    rep = build_report(frame, study="two", settings=ReportSettings(quality_items=["correctness"], n_boot=50))
+    assert "intersection-union over 1 dimension;" in rep.verdict("equivalence").test
+    assert "rests on 1 degree of freedom," in methods_paragraph(rep)

@@ -214,7 +214,8 @@ def methods_paragraph(report: Report) -> str:
     design = report.design
     n_ann = s["n_annotators"]
     weak = (
-        f" With {n_ann} annotators the annotator variance rests on {max(n_ann - 1, 0)} degree(s) of freedom, "
+        f" With {n_ann} annotators the annotator variance rests on "
+        f"{counted(max(n_ann - 1, 0), 'degree', 'degrees')} of freedom, "
         "so the generalization to other annotators is weak and the test conservative."
         if n_ann < 6
         else ""
