@@ -559,7 +559,8 @@ def standing(report: Report, decided: Collection[str] = ()) -> tuple[str, list[s
     if report.overall in ("PASS", "FAIL"):
         return f"settled: {report.overall}", []
     pairs = pairs_needing_more(report.cleaning) if not report.cleaning.empty else []
-    pairs = [pair for pair in pairs if pair not in set(decided)]  # a person's decision settles a pair
+    settled = set(decided)  # a person's decision settles a pair
+    pairs = [pair for pair in pairs if pair not in settled]
     if not pairs:
         return "not settled: see the verdicts", []
     # a fixed design has no rule for how many judgments settle it: these are the cleaning list's pairs

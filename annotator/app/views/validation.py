@@ -155,10 +155,9 @@ def decided_pairs(study: str, account: Account) -> set[str]:
         return adjudication_queue.decided_pairs(active, study=study, account=account)
 
 
-def more_judgments(report: Report, study: str, account: Account) -> None:
-    """A button that gives each pair that gets the next judgments (the registered design's rule, else
-    the cleaning list's "needs more judgments") one more annotator."""
-    _, pairs = study_report.standing(report, decided_pairs(study, account))
+def more_judgments(pairs: list[str], study: str, account: Account) -> None:
+    """A button that gives each pair that gets the next judgments (:func:`study_report.standing`: the
+    registered design's rule, else the cleaning list's "needs more judgments") one more annotator."""
     if not pairs:
         return
     if st.button(
@@ -248,7 +247,7 @@ def main() -> None:
         st.caption(cleaning.RULE + " with the button below the list (or `annotator assign --needs-more`)")
         show_table(report.failed_pairs.head(SHOWN_FAILED), key="validation_failed")
         if not (chosen_categories or chosen_annotators):  # the study's own list, not a filtered one
-            more_judgments(report, study, account)
+            more_judgments(next_pairs, study, account)
         if len(report.failed_pairs) > SHOWN_FAILED:
             st.caption(f"The first {SHOWN_FAILED} are shown; the JSON report lists them all.")
         # models, arms, judges, the profiles' owners
