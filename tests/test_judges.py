@@ -397,6 +397,20 @@ def test_judges_do_not_change_the_human_analysis(judged: Judged) -> None:
     assert with_judges["agreement"] == without["agreement"]
 
 
+def test_the_judge_notes_name_columns_as_their_tables_label_them(judged: Judged) -> None:
+    """The notes read beside labelled tables (the page, HTML): no raw field name such as
+    ``baseline_gap``; each column a note explains appears under its label."""
+    from analysis.readable import label
+    from analysis.render.text import judge_sections
+
+    sections = judge_sections(judged.report)
+    assert len(sections) >= 4  # the alt-test, the baseline, agreement, the bias card
+    notes = " ".join(note for _, note, _ in sections)
+    assert not re.findall(r"\b[a-z]+_[a-z_]+\b", notes), notes
+    for column in ("baseline_gap", "first_position_rate", "position_bias", "length_bias", "can_replace"):
+        assert label(column) in notes, column
+
+
 def test_below_the_paper_minimum_there_is_a_note_not_a_verdict(judged: Judged) -> None:
     main, _ = split_controls(judged.frame[judged.frame["annotator"] != "sim_03"])
     section = judge_section(main, judged.ratings, quality_items=["correctness"], epsilon=0.1, n_boot=5)

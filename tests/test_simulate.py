@@ -107,6 +107,7 @@ def test_rerun_adds_nothing(tmp_path: Path) -> None:
     assert _scores(engine) == before
 
 
+@pytest.mark.derived
 def test_time_on_task_is_plausible(tmp_path: Path) -> None:
     engine, _ = _simulated(tmp_path, seed=3)
     with Session(engine) as session:
@@ -166,12 +167,14 @@ def _times(engine: Engine) -> dict[str, list[float]]:
     return times
 
 
+@pytest.mark.derived
 def test_spammers_are_the_last_annotators_and_answer_fast(tmp_path: Path) -> None:
     engine, _ = _simulated(tmp_path, annotators=4, overlap=3, spammers=1, seed=1)
     median = {name: statistics.median(seconds) for name, seconds in _times(engine).items()}
     assert median["sim_04"] < 15 < min(median["sim_01"], median["sim_02"], median["sim_03"])
 
 
+@pytest.mark.derived
 def test_spammers_answer_at_random(tmp_path: Path) -> None:
     engine, _ = _simulated(tmp_path, annotators=4, overlap=3, spammers=1, seed=1)
     by_name: dict[str, list[int]] = {}

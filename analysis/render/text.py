@@ -380,10 +380,11 @@ BASELINE_NOTE = (
     "A content-blind judge answers from position or length alone (preference: the response the judge was "
     "shown first, or the longer one; ratings: every response the people's mean rating, or the longer one "
     "the mean of longer responses), scored against the same annotators; the best of them is shown. "
-    "baseline_gap = rho_annotator - rho_baseline: when it is below epsilon, epsilon is too loose to mean "
-    "anything for this study (a judge that does not read would pass the alt-test). The judge beats the "
+    "Baseline gap: how much better an annotator scores than the best content-blind judge; when it is below "
+    "epsilon, epsilon is too loose to mean anything for this study (a judge that does not read would pass "
+    "the alt-test). The judge beats the "
     "baseline when it wins more than {margin:g} more often per comparison (one-sided t test over pairs at "
-    "{q:g}, {level}% lower bound shown) against every content-blind judge; can replace needs that and the "
+    "{q:g}, {level}% lower bound shown) against every content-blind judge; Can replace needs that and the "
     "alt-test."
 )
 
@@ -404,7 +405,7 @@ def judge_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
             "Calderon, Reichart & Dror (ACL 2025), per judge and item, on the main pairs: each annotator "
             "left out in turn; the judge and that annotator are scored against the remaining annotators "
             "(negative RMSE over both responses; the preference by its direction); one-sided paired t test "
-            f"of rho_annotator - rho_judge >= epsilon ({p['epsilon']:g}: {p.get('epsilon_basis', '')}), "
+            f"of rho(annotator) - rho(judge) >= epsilon ({p['epsilon']:g}: {p.get('epsilon_basis', '')}), "
             f"Benjamini-Yekutieli over annotators at {p['q']:g}; passes = winning rate >= 0.5; can replace = "
             "passes and beats every content-blind judge (next table). Needs "
             f"{p['min_annotators']} annotators with {p['min_items']} pairs each; judge ratings never enter "
@@ -429,10 +430,11 @@ def judge_sections(report: Report) -> list[tuple[str, str, pd.DataFrame]]:
                 "LLM judges: accuracy against the human majority and bias card",
                 f"Accuracy: the judge's preference direction equals the human majority's (pairs with a "
                 f"majority; {round(100 * (1 - p['q']))}% Wilson CI over pairs). Swap consistency: the same "
-                "direction in both orders; first_position_rate: non-tied preferences for the response shown "
-                "first (position_bias: exact binomial test against 1/2, p < alpha); longer_rate: picks of "
-                "the longer response by the judge and the people's majority on the same pairs (length_bias: "
-                "exact McNemar test, p < alpha); length slopes: preference per 1000 characters of "
+                "direction in both orders. First position rate: the share of non-tied preferences for "
+                "the response shown first (Position bias: exact binomial test against 1/2, p < alpha). "
+                "Longer rate: picks of the longer response by the judge and the people's majority on the "
+                "same pairs (Length bias: exact McNemar test, p < alpha); length slopes: preference per "
+                "1000 characters of "
                 "chosen - rejected (judge vs the people's per-pair mean); calibration of confidence "
                 "against agreeing with the majority (ECE over 10 bins, Brier).",
                 section.cards,
