@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from annotator.intake import ingest
 from annotator.people import accounts
 from annotator.people.authorization import SYSTEM, account_of
-from annotator.rating.owner_links import issue_owner_link
+from annotator.rating.owner_links import ENDED, issue_owner_link, revoke_owner_links
 from annotator.review.owner_rows import owner_rows
 from annotator.store import db
 from annotator.store.models import User
@@ -57,13 +57,14 @@ def test_an_owner_sees_only_their_own_pairs_blinded(owned: Engine) -> None:
     assert "![x](" not in shown and "$x$" not in shown  # no image fetched, no LaTeX: shown as typed
     dimensions = load_config().quality.dimensions
     top = len(dimensions[0].labels) - 1
-    for _ in range(3):
-        at.radio(key="owner_pref").set_value("B is better for me")
+    for slot in range(3):
+        assert all(r.value is None for r in at.radio), "a new pair starts with nothing ticked"
+        at.radio(key=f"owner_pref_{slot}").set_value("B is better for me")
         for k in range(2):
-            at.radio(key=f"owner_aspect_{k}").set_value("Yes")
+            at.radio(key=f"owner_aspect_{slot}_{k}").set_value("Yes")
         for dimension in dimensions:  # the study's quality items, as on the rating page: B best, A worst
-            at.radio(key=f"owner_quality_A_{dimension.name}").set_value(0)
-            at.radio(key=f"owner_quality_B_{dimension.name}").set_value(top)
+            at.radio(key=f"owner_quality_{slot}_A_{dimension.name}").set_value(0)
+            at.radio(key=f"owner_quality_{slot}_B_{dimension.name}").set_value(top)
         at.button[0].click()
         at.run()
         assert not at.exception and not at.error
@@ -94,8 +95,8 @@ def test_a_study_may_ask_owners_only_the_preference(
     ingest.import_file(engine, path, study="s", config=config, account=SYSTEM)
     monkeypatch.setenv(db.ENV_VAR, engine.url.render_as_string(hide_password=False))
     at = _open(engine, "carol")
-    assert [r.key for r in at.radio] == ["owner_pref"]
-    at.radio(key="owner_pref").set_value("A is better for me")
+    assert [r.key for r in at.radio] == ["owner_pref_0"]
+    at.radio(key="owner_pref_0").set_value("A is better for me")
     at.button[0].click()
     at.run()
     assert not at.exception and not at.error
@@ -114,8 +115,33 @@ def test_a_spent_link_opens_nothing(owned: Engine) -> None:
     again.query_params["owner_token"] = token
     again.run()
     assert not again.exception
-    assert any("already used" in str(e.value) for e in again.error)
+    assert [str(e.value) for e in again.error] == ["This owner link is not valid or was already used."]
+    assert not again.info, "one message, not a second that contradicts it"
     assert "question of bob" not in _shown(again)
+
+
+def test_a_page_open_from_a_revoked_link_cannot_save(owned: Engine) -> None:
+    """The researcher revokes the owner's links while the owner's page is open: the owner's Save is
+    refused in one line, nothing is stored, and the page shows no pair any more."""
+    at = _open(owned, "bob")
+    assert "question of bob" in _shown(at)
+    at.radio(key="owner_pref_0").set_value("A is better for me")
+    for k in range(2):
+        at.radio(key=f"owner_aspect_0_{k}").set_value("Yes")
+    for dimension in load_config().quality.dimensions:
+        for side in ("A", "B"):
+            at.radio(key=f"owner_quality_0_{side}_{dimension.name}").set_value(0)
+    with db.session_scope(owned) as session:
+        assert revoke_owner_links(session, study="s", owner="bob", account=SYSTEM) == 1
+    at.button[0].click()
+    at.run()
+    assert not at.exception
+    assert [str(e.value) for e in at.error] == [f"{ENDED[:1].upper()}{ENDED[1:]}."]
+    with db.session_scope(owned) as session:
+        assert owner_rows(session, study="s", account=SYSTEM).empty
+    at.run()  # the next run of the same page: ended (its address left the page), not the next pair
+    assert not at.exception and "question of bob" not in _shown(at)
+    assert not [r for r in at.radio if str(r.key).startswith("owner_")]
 
 
 def test_a_reload_resumes_the_owners_page(owned: Engine) -> None:

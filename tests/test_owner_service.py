@@ -20,13 +20,14 @@ from annotator.intake import ingest
 from annotator.people.authorization import SYSTEM
 from annotator.rating.owner_links import (
     OwnerSession,
+    hold_owner_session,
     issue_owner_link,
     list_owner_links,
     redeem_owner_link,
     resume_owner_session,
     revoke_owner_links,
 )
-from annotator.rating.owners import owner_pairs, record_owner_judgment, study_owners
+from annotator.rating.owners import owner_pairs, record_owner_judgment, study_owners, submit_owner_answer
 from annotator.review.owner_rows import owner_rows
 from annotator.review.readers import label_frame
 from annotator.review.study_report import study_report
@@ -190,6 +191,49 @@ def test_an_owner_link_redeemed_twice_at_once_admits_one(engine: Engine, tmp_pat
     for thread in threads:
         thread.join()
     assert sorted(outcomes) == ["in", "refused", "refused", "refused"]
+
+
+def test_saves_racing_a_revoke_are_all_stored_before_it_or_refused(engine: Engine, tmp_path: Path) -> None:
+    """An owner's page saves while the researcher revokes the link: each save holds the link in its
+    own transaction, so every save is either stored whole or refused with nothing stored, and no save
+    passes once the revoke is done."""
+    _owned_study(engine, tmp_path)
+    with db.session_scope(engine) as session:
+        who = redeem_owner_link(session, issue_owner_link(session, study="s", owner="alice", account=SYSTEM))
+        pairs = [pair.external_id for pair in owner_pairs(session, study="s", owner="alice")]
+    barrier = threading.Barrier(len(pairs) + 1)
+    outcomes: dict[str, str] = {}
+
+    def save(pair_id: str) -> None:
+        barrier.wait()
+        try:
+            with db.session_scope(engine) as session:
+                hold_owner_session(session, who)
+                submit_owner_answer(
+                    session, study="s", owner="alice", pair_external_id=pair_id, preference_ab=1
+                )
+            outcomes[pair_id] = "stored"
+        except AuthError:
+            outcomes[pair_id] = "refused"
+
+    def revoke() -> None:
+        barrier.wait()
+        with db.session_scope(engine) as session:
+            outcomes["revoke"] = str(revoke_owner_links(session, study="s", owner="alice", account=SYSTEM))
+
+    threads = [threading.Thread(target=save, args=(p,)) for p in pairs] + [threading.Thread(target=revoke)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes.pop("revoke") == "1" and len(outcomes) == len(pairs)
+    with db.session_scope(engine) as session:
+        stored = set(owner_rows(session, study="s", account=SYSTEM)["pair_id"])
+        revoked_at = list_owner_links(session, study="s", account=SYSTEM)[0]["revoked_at"]
+        with pytest.raises(AuthError, match="expired or was revoked"):
+            hold_owner_session(session, who)
+    assert stored == {p for p, outcome in outcomes.items() if outcome == "stored"}
+    assert revoked_at is not None
 
 
 def test_the_owner_is_stored_on_the_pair_and_a_bad_one_names_the_line(engine: Engine, tmp_path: Path) -> None:

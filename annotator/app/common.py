@@ -1,6 +1,7 @@
 """What every page shares: the cached engine, the logged-in account, role checks, a session."""
 
 import functools
+import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -290,11 +291,13 @@ def opened(label: str, key: str, icon: str | None = None, *, kept: bool = False)
     return box if box.open else None
 
 
-def scroll_to_top(count: int) -> None:
+def scroll_to_top(count: int, focus: str = "") -> None:
     """Bring the page back to its top once drawn (Streamlit keeps the scroll position across runs, so a
-    result drawn at the top of a long page stays out of view). `count` differs between two runs that
-    ask for it (the browser runs a script only when it is new)."""
-    st.html(f"<script>/* {int(count)} */{filled('to_top.js')}</script>", unsafe_allow_javascript=True)
+    result drawn at the top of a long page stays out of view), and give the focus to the first element
+    matching the CSS selector `focus` without scrolling. `count` differs between two runs that ask for
+    it (the browser runs a script only when it is new)."""
+    script = filled("to_top.js", focus=json.dumps(focus))
+    st.html(f"<script>/* {int(count)} */{script}</script>", unsafe_allow_javascript=True)
 
 
 def show_rubric(rubric: list[dict[str, Any]]) -> None:

@@ -19,13 +19,19 @@ from annotator.store.models import Event, OwnerLink, Study, id_of, utcnow
 from annotator.study import get_study
 
 __all__ = [
+    "ENDED",
     "OwnerSession",
+    "hold_owner_session",
     "issue_owner_link",
     "list_owner_links",
     "redeem_owner_link",
     "resume_owner_session",
     "revoke_owner_links",
 ]
+
+
+#: Why an owner's page that was open can no longer be used.
+ENDED = "this owner page has expired or was revoked; ask the researcher for a new link"
 
 
 @dataclass(frozen=True)
@@ -95,9 +101,28 @@ def resume_owner_session(session: Session, resume: str) -> OwnerSession:
         select(OwnerLink).where(OwnerLink.token_hash == _digest(resume), col(OwnerLink.used_at).is_not(None))
     ).first()
     if link is None or link.revoked_at is not None or link.expires_at < utcnow():
-        raise AuthError("this owner page has expired or was revoked; ask the researcher for a new link")
+        raise AuthError(ENDED)
     study = session.get(Study, link.study_id)
     return OwnerSession(study=study.name if study else "", owner=link.owner, resume=resume)
+
+
+def hold_owner_session(session: Session, who: OwnerSession) -> None:
+    """Hold the link `who` came from until the transaction ends (a revoke waits for it), or AuthError
+    when it was revoked or has expired since: an answer saved after it is written in the same
+    transaction, so a page open from a revoked link cannot save."""
+    held = session.execute(
+        update(OwnerLink)
+        .where(
+            col(OwnerLink.token_hash) == _digest(who.resume),
+            col(OwnerLink.used_at).is_not(None),
+            col(OwnerLink.revoked_at).is_(None),
+            col(OwnerLink.expires_at) >= utcnow(),
+        )
+        .values(owner=OwnerLink.owner)
+        .execution_options(synchronize_session=False)
+    )
+    if held.rowcount != 1:  # type: ignore[attr-defined]
+        raise AuthError(ENDED)
 
 
 def list_owner_links(session: Session, *, study: str, account: Account) -> list[dict[str, object]]:

@@ -7,8 +7,8 @@ and every read and write goes through :mod:`annotator.rating.owners`, which serv
 import streamlit as st
 
 from analysis.vocabulary import SIDES
-from annotator.app.common import safe_md, session, two_texts
-from annotator.errors import UserError
+from annotator.app.common import safe_md, scroll_to_top, session, two_texts
+from annotator.errors import AuthError, UserError
 from annotator.rating import owner_links, owners
 from annotator.study import StudyConfig, study_config
 
@@ -28,58 +28,76 @@ RESUME_PARAM = "owner_session"  # in the page's address once a link is redeemed:
 
 
 def owner_session() -> owner_links.OwnerSession | None:
-    """The owner of this browser session: from the session, by redeeming the link in the URL once (its
-    token then leaves the address and the session's resume token takes its place), or after a reload
-    from that resume token."""
+    """The owner of this browser session: by redeeming the link in the URL once (its token then leaves
+    the address and the session's resume token takes its place), else from the resume token (kept in
+    the session and the address), checked on every run: a page open from a link revoked or expired
+    since is ended. A refusal is shown here, once."""
     token = st.query_params.get("owner_token")
-    resume = st.query_params.get(RESUME_PARAM)
     if token:
         del st.query_params["owner_token"]
         try:
             with session() as active:
                 who = owner_links.redeem_owner_link(active, token)
-            st.session_state[OWNER_KEY] = who
-            st.query_params[RESUME_PARAM] = who.resume
         except UserError as exc:
-            st.error(str(exc))
-    elif resume and OWNER_KEY not in st.session_state:
-        try:
-            with session() as active:
-                st.session_state[OWNER_KEY] = owner_links.resume_owner_session(active, resume)
-        except UserError as exc:
-            del st.query_params[RESUME_PARAM]
-            st.error(str(exc))
-    found = st.session_state.get(OWNER_KEY)
-    return found if isinstance(found, owner_links.OwnerSession) else None
+            st.session_state.pop(OWNER_KEY, None)
+            refused(exc)
+            return None
+        st.session_state[OWNER_KEY] = who
+        st.query_params[RESUME_PARAM] = who.resume
+        return who
+    kept = st.session_state.get(OWNER_KEY)
+    resume = kept.resume if isinstance(kept, owner_links.OwnerSession) else st.query_params.get(RESUME_PARAM)
+    if not resume:
+        st.info("Open the link you were sent to rate the answers written for you.")
+        return None
+    try:
+        with session() as active:
+            who = owner_links.resume_owner_session(active, resume)
+    except UserError as exc:
+        st.session_state.pop(OWNER_KEY, None)
+        st.query_params.pop(RESUME_PARAM, None)
+        refused(exc)
+        return None
+    st.session_state[OWNER_KEY] = who
+    return who
+
+
+def refused(exc: UserError) -> None:
+    """Why this page cannot be used, as one sentence, and what to do."""
+    said = str(exc)
+    st.error(f"{said[:1].upper()}{said[1:]}.", icon=":material/link_off:")
 
 
 def main() -> None:
     """Show the owner's next unanswered pair and save the answer."""
+    st.title("Which answer is written for you?")
     who = owner_session()
     if who is None:
-        st.info("Open the link you were sent to rate the answers written for you.")
         return
     with session() as active:
         items = owners.owner_items(active, study=who.study, owner=who.owner)
         config = study_config(active, who.study)
     left = [item for item in items if not item.answered]
-    st.title("Which answer is written for you?")
-    st.caption(
-        f"{len(items) - len(left)} of {len(items)} done. Your answers are seen only by the researchers."
-    )
+    done = len(items) - len(left)
+    st.caption(f"{done} of {len(items)} done. Your answers are seen only by the researchers.")
     if not left:
         st.success("Thank you: every pair is answered.")
         return
     item = left[0]
+    slot = items.index(item)  # the questions' keys: a new pair starts with nothing ticked
+    if done:  # the next pair from its top (the page kept the scroll position of the Save button)
+        scroll_to_top(done, focus=f".st-key-owner_questions_{slot} input[type='radio']")
     st.subheader("Your question")
     st.markdown(safe_md(item.question))
     two_texts("Answer", item.text_a, item.text_b)
     asked = config.owners
-    with st.form(key=f"owner_form_{item.pair_id}"):
-        quality = quality_questions(config) if asked.ask_quality else {}
-        choice = st.radio("Which answer is written for you?", list(PREFERENCES), index=None, key="owner_pref")
+    with st.form(key=f"owner_form_{slot}"), st.container(key=f"owner_questions_{slot}"):
+        quality = quality_questions(config, slot) if asked.ask_quality else {}
+        choice = st.radio(
+            "Which answer is written for you?", list(PREFERENCES), index=None, key=f"owner_pref_{slot}"
+        )
         confidence = (
-            st.radio("How sure are you?", CONFIDENCE, index=None, key="owner_conf")
+            st.radio("How sure are you?", CONFIDENCE, index=None, key=f"owner_conf_{slot}")
             if asked.ask_confidence
             else None
         )
@@ -93,7 +111,7 @@ def main() -> None:
                     safe_md(aspect),
                     list(ASPECT_ANSWERS),
                     index=None,
-                    key=f"owner_aspect_{k}",
+                    key=f"owner_aspect_{slot}_{k}",
                     horizontal=True,
                 )
             )
@@ -106,6 +124,7 @@ def main() -> None:
         scales = config.quality.scales
         try:
             with session() as active:
+                owner_links.hold_owner_session(active, who)  # revoked since the page was drawn: refused
                 owners.submit_owner_answer(
                     active, study=who.study, owner=who.owner, pair_external_id=item.pair_id,
                     preference_ab=PREFERENCES[choice], aspects=[ASPECT_ANSWERS[str(a)] for a in answers],
@@ -115,15 +134,20 @@ def main() -> None:
                         for side, rated in quality.items()
                     } or None,
                 )  # fmt: skip
+        except AuthError as exc:
+            st.session_state.pop(OWNER_KEY, None)
+            st.query_params.pop(RESUME_PARAM, None)
+            refused(exc)
+            return
         except UserError as exc:
             st.error(str(exc))
             return
         st.rerun()
 
 
-def quality_questions(config: StudyConfig) -> dict[str, dict[str, int | None]]:
-    """The study's quality items for answers A and B, as the rating page labels them: {side: {dimension:
-    index of the chosen point, or None}}."""
+def quality_questions(config: StudyConfig, slot: int) -> dict[str, dict[str, int | None]]:
+    """The study's quality items for answers A and B, as the rating page labels them (keys of the pair
+    at `slot`): {side: {dimension: index of the chosen point, or None}}."""
     if config.quality.intro:
         st.markdown(safe_md(config.quality.intro))
     chosen: dict[str, dict[str, int | None]] = {side: {} for side in SIDES}
@@ -134,7 +158,7 @@ def quality_questions(config: StudyConfig) -> dict[str, dict[str, int | None]]:
                 range(len(dimension.labels)),
                 format_func=dimension.labels.__getitem__,
                 index=None,
-                key=f"owner_quality_{side}_{dimension.name}",
+                key=f"owner_quality_{slot}_{side}_{dimension.name}",
                 horizontal=True,
             )
     return chosen
