@@ -11,6 +11,16 @@ def os_failure(what: str, exc: BaseException) -> UserError:
     return UserError(f"{what}: {getattr(exc, 'strerror', None) or exc}")
 
 
+def one_line(exc: BaseException) -> str:
+    """An unexpected error as one short line: its kind and message (whitespace folded, at most 300
+    characters)."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+
+
+#: Set to 1 to see the traceback of an unexpected error instead of its one line.
+DEBUG_ENV = "ANNOTATOR_DEBUG"
+
+
 class ConfigError(UserError):
     """The study configuration is wrong; the message names the key."""
 

@@ -158,6 +158,49 @@ def test_a_user_mistake_is_one_line_and_exit_1(case: str, db_url: str, tmp_path:
     assert message in lines[0]
 
 
+@pytest.mark.sqlite_only  # PostgreSQL's JSON column refuses the broken value the test writes
+def test_a_row_broken_outside_the_tool_is_one_line_unless_debugging(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault no check foresaw (here a study's settings edited into invalid JSON by hand) is one line
+    naming the error, never a traceback; ANNOTATOR_DEBUG=1 lets the traceback through."""
+    assert invoke(["--db", db_url, "init"]).exit_code == 0
+    pairs = write_jsonl(tmp_path / "ok.jsonl", make_records(2))
+    assert invoke(["--db", db_url, "import", str(pairs), "--study", "s"]).exit_code == 0
+    engine = db.make_engine(db_url)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE study SET config = '{bad'"))
+    engine.dispose()
+    result = invoke(["--db", db_url, "assign", "--study", "s", "--overlap", "1"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("unexpected error: JSONDecodeError: "), result.stderr
+    assert "ANNOTATOR_DEBUG=1" in lines[0]
+    monkeypatch.setenv("ANNOTATOR_DEBUG", "1")
+    debugged = invoke(["--db", db_url, "assign", "--study", "s", "--overlap", "1"])
+    assert type(debugged.exception).__name__ == "JSONDecodeError"
+
+
+@pytest.mark.nodb
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [("bogus://x", "no database kind 'bogus'"), ("postgresql+nodriver://x/y", "postgresql+nodriver")],
+)
+def test_an_unknown_database_kind_is_one_line(url: str, said: str) -> None:
+    result = invoke(["--db", url, "users", "list"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], result.stderr
+
+
+@pytest.mark.nodb
+@pytest.mark.parametrize("address", ["http://x\x1b[2J", "http://[::1", "http://host/a\u202eb"])
+def test_a_base_url_that_is_no_address_is_refused_without_traceback(address: str) -> None:
+    result = invoke(["owners", "link", "dave", "--study", "s", "--base-url", address])
+    assert result.exit_code == 2 and result.exception is not None and "Traceback" not in result.output
+    assert "must be an http:// or https:// address" in " ".join(result.output.split())
+
+
 def test_a_bad_pair_file_lists_its_problems_without_traceback(env_db: str, tmp_path: Path) -> None:
     result = runner.invoke(app, ["import", str(_bad_file(tmp_path)), "--study", "s"])
     assert result.exit_code == 1

@@ -4,6 +4,7 @@ apart from the third-party judgments, and a study without owners reports as befo
 from __future__ import annotations
 
 import json
+import re
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -32,7 +33,7 @@ from annotator.review.owner_rows import owner_rows
 from annotator.review.readers import label_frame
 from annotator.review.study_report import study_report
 from annotator.store import db
-from annotator.store.models import Event
+from annotator.store.models import Event, Study
 from annotator.synthetic import SimulationSpec, simulate
 from tests.utils.factories import make_records, write_jsonl
 
@@ -245,6 +246,25 @@ def test_the_owner_is_stored_on_the_pair_and_a_bad_one_names_the_line(engine: En
     bad = write_jsonl(tmp_path / "bad.jsonl", records)
     with pytest.raises(UserError, match=r"line 2.*field owner: expected text or a whole number, got dict"):
         ingest.import_file(engine, bad, study="t", account=SYSTEM)
+
+
+@pytest.mark.parametrize(
+    ("owner", "said"),
+    [
+        ("car\x1b[2Jol", "contains a control character"),  # a terminal escape, printed by `owners list`
+        ("bob\u202eevil", "contains a bidirectional control or zero-width character"),
+        ("x" * 201, "has 201 characters; at most 200"),
+    ],
+)
+def test_an_owner_name_the_terminal_or_page_would_misshow_is_refused_by_line(
+    engine: Engine, tmp_path: Path, owner: str, said: str
+) -> None:
+    records = make_records(3)
+    records[2]["owner"] = owner
+    with pytest.raises(UserError, match=rf"line 3.*field owner: {re.escape(said)}"):
+        ingest.import_file(engine, write_jsonl(tmp_path / "bad.jsonl", records), study="t", account=SYSTEM)
+    with db.session_scope(engine) as session:
+        assert session.exec(select(Study)).first() is None, "nothing is written"
 
 
 def test_a_study_report_changes_only_by_the_owners_section(engine: Engine, tmp_path: Path) -> None:

@@ -7,17 +7,19 @@ light command never load SQLAlchemy, pandas or SciPy."""
 
 import functools
 import math
+import os
 import sqlite3
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
+import click
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from annotator.errors import UserError, os_failure
+from annotator.errors import DEBUG_ENV, UserError, one_line, os_failure
 
 if TYPE_CHECKING:  # the database stack loads only for the commands that use it
     from rich.progress import Progress
@@ -81,8 +83,12 @@ def web_address(value: str) -> str:
     """The rule of --base-url: an http(s) address with a host and no spaces, as a link's user opens it."""
     from urllib.parse import urlsplit
 
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in value):
+    try:
+        parts = urlsplit(value)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # e.g. an unclosed "[" read as an IPv6 address
+        usable = False
+    if not usable or not value.isprintable() or any(c.isspace() for c in value):
         raise typer.BadParameter(f"must be an http:// or https:// address with a host, got {value!r}")
     return value
 
@@ -144,20 +150,25 @@ def user_errors(command: F) -> F:
                 highlight=False,
                 soft_wrap=True,
             )
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
         except Exception as exc:
             from sqlalchemy.exc import DatabaseError
 
             from annotator.store import db
 
-            if not isinstance(exc, DatabaseError | sqlite3.DatabaseError):
+            if isinstance(exc, DatabaseError | sqlite3.DatabaseError):
+                if isinstance(exc, sqlite3.DatabaseError):  # the raw driver (e.g. the backup API)
+                    exc = DatabaseError(None, None, exc)
+                said = Text.assemble(("database error:", "bold red"), f" {db.describe_error(exc)}")
+            elif os.environ.get(DEBUG_ENV) == "1":
                 raise
-            if isinstance(exc, sqlite3.DatabaseError):  # the raw driver (e.g. the backup API)
-                exc = DatabaseError(None, None, exc)
-            err.print(
-                Text.assemble(("database error:", "bold red"), f" {db.describe_error(exc)}"),
-                highlight=False,
-                soft_wrap=True,
-            )
+            else:  # a fault no check foresaw (e.g. a row edited outside the tool): one line, not a traceback
+                said = Text.assemble(
+                    ("unexpected error:", "bold red"),
+                    f" {one_line(exc)} (set {DEBUG_ENV}=1 for the traceback)",
+                )
+            err.print(said, highlight=False, soft_wrap=True)
         except KeyboardInterrupt:
             err.print("interrupted; nothing partial was saved")
         raise typer.Exit(1)

@@ -393,7 +393,7 @@ OWNER_CHARS = 200
 
 def _owner(record: dict[str, Any], problems: list[str]) -> str:
     """The profile's owner the record names ("" when none): text or a whole number, at most 200
-    characters."""
+    characters, one line without control, bidirectional or zero-width characters."""
     for key in OWNER_KEYS:
         value = record.get(key)
         if value is None or value == "":
@@ -402,8 +402,11 @@ def _owner(record: dict[str, Any], problems: list[str]) -> str:
             problems.append(f"field {key}: expected text or a whole number, got {type(value).__name__}")
             return ""
         owner = str(value).strip()
-        if len(owner) > OWNER_CHARS:
-            problems.append(f"field {key}: longer than {OWNER_CHARS} characters")
+        problem = textguard.input_problem(owner, name=True, limit=OWNER_CHARS)
+        if problem is None and textguard.has_invisible(owner):
+            problem = "contains a bidirectional control or zero-width character"
+        if problem is not None:  # a name the CLI prints and the pages show: one plain line of text
+            problems.append(f"field {key}: {problem}")
             return ""
         return owner
     return ""

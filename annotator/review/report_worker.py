@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from annotator.errors import one_line
+
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
@@ -39,11 +41,6 @@ PREFIX = "report worker:"
 def log(message: str) -> None:
     """One line on the worker's output (the server's log)."""
     print(f"{PREFIX} {message}", file=sys.stderr, flush=True)
-
-
-def one_line(exc: BaseException) -> str:
-    """An error as one short line."""
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
 
 
 @dataclass

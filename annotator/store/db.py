@@ -16,7 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event, select, update
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session, col, create_engine
 
@@ -125,6 +125,11 @@ def make_engine(url: str | None = None) -> Engine:
         return create_engine(url, pool_pre_ping=True, json_serializer=json_serializer, **_pool_options())
     except ModuleNotFoundError as exc:
         raise UserError(f"the database driver for {parsed.drivername} is not installed: {exc.name}") from exc
+    except NoSuchModuleError as exc:  # an unknown database kind or driver name
+        raise UserError(
+            f"no database kind {parsed.drivername!r}: use sqlite:///PATH or "
+            "postgresql+psycopg://USER:PASSWORD@HOST/NAME"
+        ) from exc
 
 
 def is_locked(exc: BaseException) -> bool:
