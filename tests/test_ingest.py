@@ -286,6 +286,31 @@ def test_a_csv_cell_that_is_not_json_is_reported_once(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.nodb
+def test_a_csv_header_naming_a_column_twice_is_refused(tmp_path: Path) -> None:
+    """csv keeps the last of two same-named columns without a word: the file is refused instead."""
+    path = tmp_path / "p.csv"
+    path.write_text("id,prompt,chosen,rejected,chosen\np1,q,c,r,c2\n", encoding="utf-8")
+    with pytest.raises(IngestError) as info:
+        ingest.load_pairs(path)
+    assert info.value.problems == ["header: column 'chosen' appears more than once"]
+
+
+@pytest.mark.nodb
+def test_a_quote_never_closed_is_named_at_its_row(tmp_path: Path) -> None:
+    """A quote opened and never closed swallows the rest of the file into one cell: said at its row,
+    not as cells missing from it."""
+    path = tmp_path / "p.csv"
+    path.write_text(
+        'id,prompt,chosen,rejected\np1,q,c,r\np2,"q,c,r\np3,q,c,r\np4,q,c,r\n', encoding="utf-8"
+    )
+    with pytest.raises(IngestError) as info:
+        ingest.load_pairs(path)
+    assert info.value.problems == [
+        "row 3: a quote opened in this row is never closed (the rest of the file was read as one cell)"
+    ]
+
+
 def test_at_most_20_problems_are_listed_with_a_count_of_the_rest(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "p.jsonl", [make_record(i, chosen="") for i in range(30)])
     with pytest.raises(IngestError) as info:

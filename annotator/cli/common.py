@@ -223,6 +223,7 @@ def open_sound_db(url: str | None) -> "Engine":
 
 
 def progress_bar() -> "Progress":
+    """A bar over the records on a terminal; nothing elsewhere."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     return Progress(
@@ -232,6 +233,7 @@ def progress_bar() -> "Progress":
         TimeRemainingColumn(),
         console=err,
         transient=True,
+        disable=not err.is_terminal,  # a log or a pipe gets no bar (and no blank line where it was)
     )
 
 

@@ -156,11 +156,21 @@ def _read_json(path: Path, text: str) -> Iterator[tuple[str, Any]]:
 
 def _read_csv(path: Path, text: str) -> Iterator[tuple[str, Any]]:
     reader = csv.DictReader(text.splitlines(keepends=True), delimiter=separator(first_line(text)))
+    header = reader.fieldnames or []
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:  # csv would keep the last of them without a word
+        raise IngestError(str(path), [f"header: column {name!r} appears more than once" for name in repeated])
     bad: list[str] = []
     for number, row in enumerate(reader, start=2):
         if None in row:
             bad.append(f"row {number}: more cells than header columns")
             continue
+        if None in row.values() and any("\n" in value for value in row.values() if value):
+            bad.append(
+                f"row {number}: a quote opened in this row is never closed (the rest of the file was read "
+                "as one cell)"
+            )
+            break
         record: dict[str, Any] = {key: value for key, value in row.items() if key is not None}
         n_bad = len(bad)
         for field in (*LIST_FIELDS, "metadata"):
