@@ -369,8 +369,16 @@ def confirmed(question: str, label: str, *, pending_key: str, key: str) -> bool:
     return pressed
 
 
+#: The study a researcher works on, shared by every page's picker.
+CURRENT_STUDY_KEY = "researcher_study"
+#: A page address's study, so that a reload opens the same one (not "study": a crowd link's parameter).
+STUDY_PARAM = "study_name"
+
+
 def choose_study(key: str = "study") -> str | None:
-    """A study picker for researchers and adjudicators (None, with a hint, when there is no study)."""
+    """A study picker for researchers and adjudicators (None, with a hint, when there is no study). It
+    opens on the study chosen last on any page (then the one in the address, which a reload keeps), so
+    moving between pages or reloading never switches the study."""
     from annotator.review.study_progress import study_names
 
     with session() as active:
@@ -378,7 +386,13 @@ def choose_study(key: str = "study") -> str | None:
     if not names:
         st.info("No study yet: import pairs on the Data page (or with `annotator import`).")
         return None
+    current = st.session_state.get(CURRENT_STUDY_KEY) or st.query_params.get(STUDY_PARAM)
+    if key not in st.session_state and current in names:
+        st.session_state[key] = current
     name = st.selectbox("Study", names, key=key)
+    st.session_state[CURRENT_STUDY_KEY] = name
+    if st.query_params.get(STUDY_PARAM) != name:
+        st.query_params[STUDY_PARAM] = name
     apply_study_theme(name)
     return name
 

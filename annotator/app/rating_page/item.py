@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
-from annotator.app.common import ITEM_KEY, PREFILL_KEY, REOPEN_KEY, REOPEN_STUDY_KEY, session
+from annotator.app.common import ITEM_KEY, PREFILL_KEY, REOPEN_KEY, REOPEN_STUDY_KEY, STUDY_PARAM, session
 from annotator.app.rating_page.form import COMMENT_KEY, OPENED_KEY, answers_from, start_item
 from annotator.people import training
 from annotator.people.authorization import Account
@@ -17,7 +17,6 @@ from annotator.store.models import id_of
 from annotator.study import StudyConfig, study_config
 
 STUDY_KEY = "annotate_study"  # the study picker (static/annotate.js keeps digits out of it)
-STUDY_PARAM = "study_name"  # the page address's study (not "study": a crowd link's parameter)
 STUDIES_KEY = "annotate_studies"  # the annotator's studies, read once per page run (see choose_study)
 CONTEXT_KEY = "annotate_context"  # what the page reads once per item (see item_context)
 INDEX_KEY = "annotate_profile_index"  # the item's profile search index (render.show_profile)
