@@ -182,7 +182,10 @@ def test_a_researcher_makes_and_revokes_an_owner_link(owned: Engine) -> None:
     link = at.code[0].value
     assert "/?owner_token=" in link
     at.button(key="owner_links_revoke").click().run()
-    assert any("Revoked 1 link(s)" in str(s.value) for s in at.success)
+    assert not at.success, "asked first"
+    assert any("Revoke every link of alice" in str(w.value) for w in at.warning)
+    at.button(key="owner_links_revoke_confirm").click().run()
+    assert any("Revoked 1 link." in str(s.value) for s in at.success)
     opened = AppTest.from_file(str(MAIN), default_timeout=60)
     opened.query_params["owner_token"] = link.split("owner_token=")[1]
     opened.run()

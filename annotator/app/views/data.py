@@ -152,7 +152,8 @@ def draw_picker(account: Account, chosen: dict[str, object]) -> None:
     except UserError as exc:
         st.warning(f"Nothing to draw with these settings: {safe_md(exc)}", icon=":material/warning:")
         return
-    st.caption(safe_md(f"If you draw now: {summary}"))
+    preview = st.empty()  # what a draw would do; gone once it is done (the result says what it did)
+    preview.caption(safe_md(f"If you draw now: {summary}"))
     if not requested(
         CONFIRM_KEY, (chosen, summary.drawn), "Draw and assign…", type="primary", key="assign_draw"
     ):
@@ -164,6 +165,7 @@ def draw_picker(account: Account, chosen: dict[str, object]) -> None:
     if confirmed(
         question, f"Confirm: draw {summary.drawn} pairs", pending_key=CONFIRM_KEY, key="assign_draw"
     ):
+        preview.empty()
         carry_out(human_sample.draw_human_sample, chosen, account)
 
 
@@ -319,7 +321,8 @@ def main() -> None:
     st.header("Import pairs")
     st.caption(
         "Into an existing study, or a new one with the default settings; a new study with its own "
-        "settings is set up on the Study settings page."
+        "settings is set up on the Study settings page. An LLM judge's ratings and reward-model "
+        "predictions are files of another kind: `annotator judges import` and `annotator models import`."
     )
     with st.form("import_form"):
         upload = st.file_uploader(

@@ -7,12 +7,15 @@ from urllib.parse import urlsplit
 import pandas as pd
 import streamlit as st
 
-from annotator.app.common import choose_study, require, session
+from analysis.wording import counted
+from annotator.app.common import choose_study, confirmed, requested, require, safe_md, session
 from annotator.app.tables import show_table
 from annotator.errors import UserError
+from annotator.people.authorization import Account
 from annotator.rating import owner_links, owners
 
 DEFAULT_ADDRESS = "http://localhost:8501"  # where the address the browser used is not known
+REVOKE_KEY = "owner_links_revoke_pending"
 
 
 def this_address() -> str:
@@ -23,6 +26,21 @@ def this_address() -> str:
         parts = urlsplit("")
     known = parts.scheme in ("http", "https") and parts.netloc
     return f"{parts.scheme}://{parts.netloc}" if known else DEFAULT_ADDRESS
+
+
+def revoke_links(study: str, owner: str, account: Account) -> None:
+    """Revoke the owner's links (unused or in use), after a confirm: an owner's page open from one
+    cannot save any more."""
+    if not requested(REVOKE_KEY, (study, owner), "Revoke this owner's links…", key="owner_links_revoke"):
+        return
+    question = (
+        f"Revoke every link of {safe_md(owner)} in this study, unused or in use? An owner's page open "
+        "from one can no longer save."
+    )
+    if confirmed(question, "Confirm: revoke", pending_key=REVOKE_KEY, key="owner_links_revoke"):
+        with session() as active:
+            n = owner_links.revoke_owner_links(active, study=study, owner=owner, account=account)
+        st.success(f"Revoked {counted(n, 'link')}.")
 
 
 def main() -> None:
@@ -60,10 +78,8 @@ def main() -> None:
                     st.code(f"{base_url.rstrip('/')}/?owner_token={token}", language=None)
                 except UserError as exc:
                     st.error(str(exc))
-            if revoke.button("Revoke this owner's links (unused or in use)", key="owner_links_revoke"):
-                with session() as active:
-                    n = owner_links.revoke_owner_links(active, study=study, owner=owner, account=account)
-                st.success(f"Revoked {n} link(s).")
+            with revoke:
+                revoke_links(study, owner, account)
             with session() as active:
                 links = owner_links.list_owner_links(active, study=study, account=account)
             if links:
