@@ -322,13 +322,39 @@ def check_unique_keys(frame: pd.DataFrame) -> None:
         )
 
 
+#: What no id, name or category may hold: control characters (e.g. a terminal's escape sequences) and
+#: the bidirectional controls and zero-width characters that make a text read as another.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def _check_printable(out: pd.DataFrame, col: str) -> None:
+    """Refuse a text of `col` that holds a character of :data:`_UNPRINTABLE` (one regex pass over the
+    distinct texts joined; only a hit looks at them one by one)."""
+    values = out[col]
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        texts = [t for t in values.cat.categories.tolist() if isinstance(t, str)]
+    else:
+        texts = [t for t in values.dropna().unique().tolist() if isinstance(t, str)]
+    if not _UNPRINTABLE.search("".join(texts)):
+        return
+    bad = [t for t in texts if _UNPRINTABLE.search(t)]
+    raise ValueError(
+        f"column '{col}' holds a control, bidirectional or zero-width character: {bad[0]!r}"
+        + _at(values.isin(bad).to_numpy())
+    )
+
+
 def _check_keys(out: pd.DataFrame) -> None:
-    """The key columns as codes (in place); no missing key, responses chosen/rejected only."""
+    """The key columns as codes (in place); no missing key, no unprintable id or name, responses
+    chosen/rejected only."""
     for col in (PAIR_ID, ANNOTATOR, RESPONSE, ITEM):
         if out[col].isna().any():
             missing = out[col].isna()
             raise ValueError(f"column '{col}' has {int(missing.sum())} missing value(s){_at(missing)}")
         out[col] = coded(out[col])
+        _check_printable(out, col)
+    if CATEGORY in out.columns:
+        _check_printable(out, CATEGORY)
     bad_resp = ~out[RESPONSE].isin(RESPONSES)
     if bad_resp.any():
         raise ValueError(

@@ -69,6 +69,7 @@ LABELS: dict[str, str] = {
     "dz": "Effect size dz",
     "effective_pairs": "Effective sample size (pairs)",
     "equivalent": "Equivalent",
+    "ece": "ECE (expected calibration error)",
     "estimate": "Estimate (points)",
     "excluded": "Excluded",
     "expires_at": "Expires (UTC)",

@@ -51,6 +51,38 @@ def test_validate_frame_rejects_bad_response() -> None:
         validate_frame(df)
 
 
+@pytest.mark.parametrize(
+    ("column", "text"),
+    [
+        ("pair_id", "p\x1b[2J1"),  # a terminal escape: the CLI prints ids
+        ("annotator", "bob\u202eevil"),  # reads backwards from here on
+        ("item", "correct\u200bness"),
+        ("category", "\x1b[31mACAD"),
+    ],
+)
+def test_validate_frame_refuses_ids_and_names_that_would_print_as_something_else(
+    column: str, text: str
+) -> None:
+    df = _frame().assign(category="academia")
+    df.loc[3, column] = text
+    with pytest.raises(ValueError) as info:
+        validate_frame(df)
+    said = str(info.value)
+    assert said == (
+        f"column '{column}' holds a control, bidirectional or zero-width character: {text!r} (first at row 4)"
+    )
+    assert "\x1b" not in said and "\u202e" not in said and "\u200b" not in said  # shown escaped
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_a_labels_file_with_an_escape_in_an_id_names_its_row(tmp_path: Path, suffix: str) -> None:
+    df = _frame()
+    df.loc[4, "annotator"] = "a\x1b[2J"
+    with pytest.raises(ValueError, match=re.escape("column 'annotator' holds a control")) as info:
+        read_labels(write_labels(tmp_path / f"labels{suffix}", df))
+    assert str(info.value).endswith(f"(first at row {5 + (suffix == '.csv')})")
+
+
 def test_validate_frame_rejects_non_numeric_value() -> None:
     df = _frame().astype({"value": object})
     df.loc[1, "value"] = "good"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import textwrap
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -210,7 +211,9 @@ def figures(report: Report) -> dict[str, Any]:
 def as_svg(figure: Any) -> str:
     """`figure` as an SVG document (no date in it: the same figure gives the same text)."""
     buffer = io.StringIO()
-    with _style():
+    with _style(), warnings.catch_warnings():
+        # a label with a character the font lacks is drawn as a box, not warned about on stderr
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
         figure.savefig(buffer, format="svg", metadata={"Date": None})
     return buffer.getvalue()
 

@@ -39,12 +39,12 @@ def _sampling(parameters: dict[str, object]) -> str:
         return (
             "The tool drew the people's pairs and recorded each pair's inclusion probability; each rated "
             "pair's correction is weighted by its inverse (active inference, Zrnic & Candes 2024), so the "
-            "verdict speaks for every pair of the draw; the people_* columns are the same weighted estimate "
-            "without the judge. The preference share is left out under a weighted draw."
+            "verdict speaks for every pair of the draw; the People only columns are the same weighted "
+            "estimate without the judge. The preference share is left out under a weighted draw."
         )
     return (
-        "Valid when the people rated a uniform random sample of the judged pairs. people_*: the "
-        "people-only crossed model on the rated pairs."
+        "Valid when the people rated a uniform random sample of the judged pairs. The People only "
+        "columns: the people-only crossed model on the rated pairs."
     )
 
 
@@ -60,8 +60,8 @@ def _broken_note(section: PredictionPoweredSection) -> str:
         "annotators' differences) as the correction"
         + (", each rated pair weighted by 1 / its inclusion probability" if weighted else "")
         + f"; upper {100 * (1 - p['alpha']):g}% bound, below when under {100 * share:g}%. For the pairs "
-        "of the benchmark the judge rated and annotators in general. people_upper: the same bound "
-        "without the judge"
+        "of the benchmark the judge rated and annotators in general. People only: share beyond the "
+        "margin: the same bound without the judge"
         + (" (weighted, so over every pair of the draw)." if weighted else " (on the rated pairs).")
     )
 
@@ -136,7 +136,7 @@ def _one_sided(
     note = (
         f"{what} and the human correction in the crossed model; one-sided test of {claim} at {alpha:g} "
         f"({level}% CIs), not Holm-adjusted with the {other} test as the people-only verdict is. "
-        "people_*: the people-only crossed model on the rated pairs."
+        "The People only columns: the people-only crossed model on the rated pairs."
     )
     return title, note, table.assign(status=table["status"].str.upper())
 

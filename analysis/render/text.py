@@ -175,7 +175,7 @@ def _few_broken(p: dict[str, Any]) -> str:
             "was unsure), so this bound, like every people-only verdict of this report (the mean gap, the "
             "rubric and the preference), speaks for the rated sample, not for every pair of the study; the "
             "prediction-powered section gives the mean gap and this bound weighted by 1 / probability over "
-            "every pair of the draw (people_* columns, people_upper)."
+            "every pair of the draw (the People only columns)."
             if p.get(UNEQUAL_DRAW)
             else ""
         )
