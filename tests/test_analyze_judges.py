@@ -251,6 +251,56 @@ def test_a_judged_pair_outside_the_pair_file_names_the_pair_file(
     assert f"row 3, field pair_id: no pair 'elsewhere' in the pair file {pair_file}" in _lines(result.output)
 
 
+def test_labels_of_pairs_outside_the_pair_file_are_one_line_not_a_report_without_judges(
+    labels: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    """The pair file names other pairs than the labels rate (a judge checked against it would share no
+    pair with the people, and the report would drop it without a word): one line, nothing written."""
+    from tests.utils.factories import make_record, write_jsonl
+
+    path, _ = labels
+    pair_file = write_jsonl(tmp_path / "pairs.jsonl", [make_record(i, id=f"other{i}") for i in range(2)])
+    judge = preference_judge("j", ["other0", "other1"], np.array([1.0, 1.0]), ["", ""])
+    file = tmp_path / "j.csv"
+    judge.to_csv(file, index=False)
+    out = tmp_path / "report.json"
+    result = runner.invoke(
+        app,
+        [
+            "analyze",
+            "--labels",
+            str(path),
+            "--judges",
+            str(file),
+            "--pairs",
+            str(pair_file),
+            "--json",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 1 and not out.exists()
+    [line] = _lines(result.output)
+    assert line.startswith(f"error: {pair_file}: 60 labelled pair(s) are not in this pair file (e.g. 'p000')")
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_anything_is_written(
+    labels: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    path, _ = labels
+    good = tmp_path / "report.json"
+    folder = tmp_path / "a-folder.html"
+    folder.mkdir()
+    for bad, said in [
+        (tmp_path / "absent" / "report.html", f"no folder {tmp_path / 'absent'}"),
+        (folder, "it is a folder"),
+    ]:
+        result = runner.invoke(
+            app, ["analyze", "--labels", str(path), "--json", str(good), "--out", str(bad)]
+        )
+        assert result.exit_code == 1 and not good.exists()
+        assert _lines(result.output) == [f"error: cannot write {bad}: {said}"]
+
+
 def test_the_terminal_says_why_a_judge_that_passes_the_alt_test_cannot_replace() -> None:
     """A judge that passes the alt-test but does not beat the content-blind judge by the margin: its
     line says so; a judge that fails the alt-test, or beats the baseline, gets no such clause."""

@@ -301,9 +301,7 @@ def test_a_quote_never_closed_is_named_at_its_row(tmp_path: Path) -> None:
     """A quote opened and never closed swallows the rest of the file into one cell: said at its row,
     not as cells missing from it."""
     path = tmp_path / "p.csv"
-    path.write_text(
-        'id,prompt,chosen,rejected\np1,q,c,r\np2,"q,c,r\np3,q,c,r\np4,q,c,r\n', encoding="utf-8"
-    )
+    path.write_text('id,prompt,chosen,rejected\np1,q,c,r\np2,"q,c,r\np3,q,c,r\np4,q,c,r\n', encoding="utf-8")
     with pytest.raises(IngestError) as info:
         ingest.load_pairs(path)
     assert info.value.problems == [

@@ -237,6 +237,16 @@ def progress_bar() -> "Progress":
     )
 
 
+def writable_path(path: Path) -> None:
+    """Refuse, in one line, an output path that cannot be written: its folder is missing or is no
+    folder, or the path is a folder (checked before the work that would fill it)."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise UserError(f"cannot write {path}: no folder {folder}")
+    if path.is_dir():
+        raise UserError(f"cannot write {path}: it is a folder")
+
+
 def write_text(path: Path, text: str) -> None:
     """Write an output file, or explain in one line why it cannot be written."""
     try:

@@ -23,6 +23,7 @@ from annotator.cli.common import (
     open_sound_db,
     out,
     user_errors,
+    writable_path,
     write_text,
 )
 from annotator.errors import UserError
@@ -584,6 +585,8 @@ def analyze(
         targets += [(path, render.format_of_file(path)) for path in out_files or []]
     except KeyError as exc:
         raise UserError(str(exc.args[0])) from None
+    for path, _ in targets:  # before the computation: every output can be written, or none is
+        writable_path(path)
     if judges and labels is None:
         raise UserError("--judges goes with --labels (a study's judges come from `annotator judges import`)")
     if pairs is not None and not judges:

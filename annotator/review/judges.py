@@ -308,6 +308,14 @@ def file_study(frame: pd.DataFrame, *, scales: Mapping[str, Scale], pairs: Path 
         records = [r for r in load_pairs(pairs) if not r.get("control")]
         ids = [str(r["external_id"]) for r in records]
         aspects = {str(r["external_id"]): len(r.get("rubric") or []) for r in records}
+        main = frame[frame["control"].fillna("") == ""] if "control" in frame.columns else frame
+        unknown = sorted({str(x) for x in main["pair_id"]} - set(ids))
+        if unknown:  # the labels rate other pairs than the file the judges are checked against
+            raise UserError(
+                f"{pairs}: {len(unknown):,} labelled pair(s) are not in this pair file (e.g. "
+                f"{unknown[0]!r}); --pairs is the file of the labelled pairs (and any the judges rated "
+                "beyond them)"
+            )
     else:
         main = frame[frame["control"].fillna("") == ""] if "control" in frame.columns else frame
         ids = sorted({str(x) for x in main["pair_id"]})
