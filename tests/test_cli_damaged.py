@@ -1,4 +1,4 @@
-"""`annotator analyze` and `annotator export` on a SQLite file that fails its quick_check: one line that
+"""`annotator analyze`, `annotator export` and `annotator init` on a SQLite file that fails its quick_check: one line that
 says so, exit code 1, and nothing written."""
 
 import sqlite3
@@ -20,7 +20,7 @@ runner = CliRunner()
 
 @pytest.mark.parametrize(
     "command",
-    [["analyze", "--study", "s1"], ["export", "labels", "--study", "s1", "--out", "labels.csv"]],
+    [["analyze", "--study", "s1"], ["export", "labels", "--study", "s1", "--out", "labels.csv"], ["init"]],
 )
 def test_a_damaged_file_is_one_line_and_exit_one(tmp_path: Path, command: list[str]) -> None:
     url = damaged_db(tmp_path)

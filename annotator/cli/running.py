@@ -28,6 +28,9 @@ def init(database: DbOption = None) -> None:
     from annotator.store import db
 
     url = db_url(database)
+    engine = db.make_engine(url)
+    db.check_integrity(engine)  # a damaged file is refused, never brought to a schema
+    engine.dispose()
     before = db.upgrade(url)
     out.print(f"database {db.shown_url(url)} at schema {db.head_revision()} (was {before})", highlight=False)
     engine = db.make_engine(url)
