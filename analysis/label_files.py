@@ -102,8 +102,11 @@ def _read(path: Path) -> pd.DataFrame:
         with pd.read_csv(path, sep=_separator(path), dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
             df = join_chunks(reader)
     elif suffix in (".jsonl", ".ndjson"):
-        with pd.read_json(path, lines=True, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
-            df = join_chunks(reader)
+        try:
+            with pd.read_json(path, lines=True, dtype=text_cols, chunksize=CHUNK_ROWS) as reader:
+                df = join_chunks(reader)
+        except ValueError as exc:  # pandas names a character position: find the line instead
+            raise ValueError(_bad_json_line(path) or str(exc)) from None
     elif suffix in (".parquet", ".pq"):
         df = _read_parquet(path)
     else:
@@ -112,6 +115,24 @@ def _read(path: Path) -> pd.DataFrame:
         if _codes_wanted(name, df[name]):
             df[name] = coded(df[name], with_empty=name in _TEXT_COLUMNS and name not in KEY_COLUMNS)
     return validate_frame(df)
+
+
+def _bad_json_line(path: Path) -> str | None:
+    """Where a JSON-lines file stops being JSON: "line N: what" for its first line that is no JSON
+    object (None when every line is one)."""
+    import json
+
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                return f"line {number}: not valid JSON: {exc.msg} (character {exc.colno})"
+            if not isinstance(record, dict):
+                return f"line {number}: expected a JSON object, got {type(record).__name__}"
+    return None
 
 
 #: The text columns read as categorical codes (a judgment's text repeats on each of its scores);

@@ -196,6 +196,17 @@ def test_read_labels_round_trip(tmp_path: Path, suffix: str) -> None:
     assert np.allclose(out["value"], df["value"])
 
 
+def test_a_labels_line_that_is_no_json_is_named_by_its_line(tmp_path: Path) -> None:
+    path = write_labels(tmp_path / "labels.jsonl", _frame())
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[2] = lines[2].replace('":', '"', 1)  # a colon lost in the third record
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(
+        ValueError, match=r"^line 3: not valid JSON: Expecting ':' delimiter \(character \d+\)$"
+    ):
+        read_labels(path)
+
+
 def test_read_labels_unsupported_type(tmp_path: Path) -> None:
     with pytest.raises(
         ValueError, match=re.escape("unsupported labels file type '.xlsx': use .csv, .jsonl or .parquet")
