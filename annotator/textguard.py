@@ -232,3 +232,15 @@ def check_study_name(name: str) -> None:
 def has_invisible(text: str) -> bool:
     """Whether `text` holds a bidirectional control or a zero-width character (one regex pass)."""
     return _INVISIBLE.search(text) is not None
+
+
+def escape_invisible(text: str) -> str:
+    """`text` with each bidirectional control or zero-width character written as its ``\\uXXXX``
+    escape, so that a terminal shows it instead of reordering or hiding the text around it.
+
+    >>> escape_invisible("rtl\u202eevil")
+    'rtl\\\\u202eevil'
+    """
+    if not has_invisible(text):
+        return text
+    return _INVISIBLE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)

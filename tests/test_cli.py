@@ -201,6 +201,20 @@ def test_a_base_url_that_is_no_address_is_refused_without_traceback(address: str
     assert "must be an http:// or https:// address" in " ".join(result.output.split())
 
 
+@pytest.mark.nodb
+def test_the_terminal_shows_bidirectional_and_zero_width_characters_as_escapes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A pair id or name from a file reaches tables and lines the CLI prints: a right-to-left override
+    would reorder what follows it, a zero-width space hide a difference; both are shown escaped."""
+    from annotator.cli.common import err, out
+
+    out.print("pair rtl\u202eevil", highlight=False)
+    err.print("model x\u200by", highlight=False)
+    captured = capsys.readouterr()
+    assert captured.out == "pair rtl\\u202eevil\n" and captured.err == "model x\\u200by\n"
+
+
 def test_a_bad_pair_file_lists_its_problems_without_traceback(env_db: str, tmp_path: Path) -> None:
     result = runner.invoke(app, ["import", str(_bad_file(tmp_path)), "--study", "s"])
     assert result.exit_code == 1

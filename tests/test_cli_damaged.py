@@ -1,5 +1,5 @@
-"""`annotator analyze`, `annotator export` and `annotator init` on a SQLite file that fails its quick_check: one line that
-says so, exit code 1, and nothing written."""
+"""`annotator analyze`, `annotator export` and `annotator init` on a SQLite file that fails its
+quick_check: one line that says so, exit code 1, and nothing written."""
 
 import sqlite3
 from pathlib import Path

@@ -9,6 +9,7 @@ import functools
 import math
 import os
 import sqlite3
+import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from annotator import textguard
 from annotator.errors import DEBUG_ENV, UserError, one_line, os_failure
 
 if TYPE_CHECKING:  # the database stack loads only for the commands that use it
@@ -54,9 +56,39 @@ study_app = typer.Typer(help="Archive, restore or delete a study.", no_args_is_h
 
 app.add_typer(study_app, name="study")
 
-out = Console(soft_wrap=True, markup=False)
 
-err = Console(stderr=True, markup=False, soft_wrap=True)  # one line per message, never wrapped
+class _Shown:
+    """``sys.stdout`` or ``sys.stderr`` as it is at each write (a test may swap it), every text written
+    with its bidirectional controls and zero-width characters escaped (a pair id or name read from a
+    file cannot reorder or hide what the terminal shows; Rich already drops control characters)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def stream(self) -> Any:
+        return getattr(sys, self.name)
+
+    @property
+    def encoding(self) -> str:
+        return str(getattr(self.stream, "encoding", None) or "utf-8")
+
+    def write(self, text: str) -> int:
+        return int(self.stream.write(textguard.escape_invisible(text)))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(self.stream.isatty())
+
+    def fileno(self) -> int:
+        return int(self.stream.fileno())
+
+
+out = Console(file=_Shown("stdout"), soft_wrap=True, markup=False)  # type: ignore[arg-type]
+
+err = Console(file=_Shown("stderr"), markup=False, soft_wrap=True)  # type: ignore[arg-type]  # one line per message
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
