@@ -15,10 +15,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import click
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.exceptions import TyperException
 
 from annotator import textguard
 from annotator.errors import DEBUG_ENV, UserError, one_line, os_failure
@@ -182,7 +182,7 @@ def user_errors(command: F) -> F:
                 highlight=False,
                 soft_wrap=True,
             )
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (typer.Exit, typer.Abort, TyperException):  # the command line's own exits and usage errors
             raise
         except Exception as exc:
             from sqlalchemy.exc import DatabaseError
