@@ -168,6 +168,9 @@ def test_owner_link_cli(engine: Engine, tmp_path: Path) -> None:
     assert revoked.exit_code == 0 and "revoked 1 link(s) of alice" in revoked.output
     wrong = runner.invoke(app, ["--db", url, "owners", "link", "nobody", "--study", "s"])
     assert wrong.exit_code != 0 and "Traceback" not in wrong.output
+    mistyped = runner.invoke(app, ["--db", url, "owners", "revoke", "nobody", "--study", "s"])
+    assert mistyped.exit_code == 1
+    assert mistyped.stderr.strip() == "error: study 's' has no pairs whose owner is 'nobody'"
 
 
 def test_an_owner_link_redeemed_twice_at_once_admits_one(engine: Engine, tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the statistics stack loads only for the commands that use i
 def models_queue(
     study: StudyOption,
     send_back: Annotated[
-        int, typer.Option("--send-back", help="Give every listed pair to this many more annotators")
+        int, typer.Option("--send-back", min=0, help="Give every listed pair to this many more annotators")
     ] = 0,
     validated_only: Annotated[bool, typer.Option(help="Only pairs whose adjudication says keep")] = False,
     database: DbOption = None,

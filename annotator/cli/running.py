@@ -65,8 +65,8 @@ def recount(database: DbOption = None) -> None:
 @user_errors
 def simulate(
     study: StudyOption,
-    annotators: Annotated[int, typer.Option(help="Simulated annotators to create or reuse")] = 3,
-    overlap: Annotated[int, typer.Option(help="Simulated annotators per pair")] = 3,
+    annotators: Annotated[int, typer.Option(min=1, help="Simulated annotators to create or reuse")] = 3,
+    overlap: Annotated[int, typer.Option(min=1, help="Simulated annotators per pair")] = 3,
     quality_gap: Annotated[
         float, typer.Option(callback=finite, help="True chosen - rejected gap on quality (points)")
     ] = 0.0,

@@ -154,6 +154,8 @@ def revoke_owner_links(session: Session, *, study: str, owner: str, account: Acc
     """Revoke every link of `owner` in `study` still unused or in use (an owner's page open from it is
     ended); returns how many."""
     require_role(session, account, "researcher")
+    if not owner_pairs(session, study=study, owner=owner):  # a mistyped owner is named, not "0 revoked"
+        raise UserError(f"study {study!r} has no pairs whose owner is {owner!r}")
     result = session.execute(
         update(OwnerLink)
         .where(
