@@ -322,39 +322,39 @@ def check_unique_keys(frame: pd.DataFrame) -> None:
         )
 
 
-#: What no id, name or category may hold: control characters (e.g. a terminal's escape sequences) and
-#: the bidirectional controls and zero-width characters that make a text read as another.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+#: The control characters a label frame refuses, as the pair import does: in an id or a name any (a
+#: terminal's escape sequences among them); in a category, a text, any but tab and line breaks.
+_NAME_CONTROLS = re.compile("[\x00-\x1f\x7f]")
+_TEXT_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def _check_printable(out: pd.DataFrame, col: str) -> None:
-    """Refuse a text of `col` that holds a character of :data:`_UNPRINTABLE` (one regex pass over the
-    distinct texts joined; only a hit looks at them one by one)."""
+def _check_controls(out: pd.DataFrame, col: str, controls: re.Pattern[str]) -> None:
+    """Refuse a text of `col` holding a character `controls` matches (one regex pass over the distinct
+    texts joined; only a hit looks at them one by one)."""
     values = out[col]
     if isinstance(values.dtype, pd.CategoricalDtype):
         texts = [t for t in values.cat.categories.tolist() if isinstance(t, str)]
     else:
         texts = [t for t in values.dropna().unique().tolist() if isinstance(t, str)]
-    if not _UNPRINTABLE.search("".join(texts)):
+    if not controls.search("".join(texts)):
         return
-    bad = [t for t in texts if _UNPRINTABLE.search(t)]
+    bad = [t for t in texts if controls.search(t)]
     raise ValueError(
-        f"column '{col}' holds a control, bidirectional or zero-width character: {bad[0]!r}"
-        + _at(values.isin(bad).to_numpy())
+        f"column '{col}' holds a control character: {bad[0]!r}" + _at(values.isin(bad).to_numpy())
     )
 
 
 def _check_keys(out: pd.DataFrame) -> None:
-    """The key columns as codes (in place); no missing key, no unprintable id or name, responses
-    chosen/rejected only."""
+    """The key columns as codes (in place); no missing key, no control character in an id, a name or
+    the category, responses chosen/rejected only."""
     for col in (PAIR_ID, ANNOTATOR, RESPONSE, ITEM):
         if out[col].isna().any():
             missing = out[col].isna()
             raise ValueError(f"column '{col}' has {int(missing.sum())} missing value(s){_at(missing)}")
         out[col] = coded(out[col])
-        _check_printable(out, col)
+        _check_controls(out, col, _NAME_CONTROLS)
     if CATEGORY in out.columns:
-        _check_printable(out, CATEGORY)
+        _check_controls(out, CATEGORY, _TEXT_CONTROLS)
     bad_resp = ~out[RESPONSE].isin(RESPONSES)
     if bad_resp.any():
         raise ValueError(
