@@ -15,6 +15,8 @@ from analysis.render import REPORT_SCHEMA
 from annotator.cli import app
 from tests.utils.judgehelpers import beta_study, preference_judge
 
+pytestmark = pytest.mark.nodb  # files only, no database: CI's PostgreSQL pass leaves it out
+
 runner = CliRunner()
 
 

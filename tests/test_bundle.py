@@ -67,6 +67,7 @@ def _events(engine: Engine, action: str) -> int:
         return int(session.exec(select(func.count()).select_from(Event).where(Event.action == action)).one())
 
 
+@pytest.mark.derived  # the dataset's files; its labels are read on both engines in test_export
 def test_the_zip_holds_the_exported_folder_under_a_safe_name(studied: Engine, tmp_path: Path) -> None:
     out = tmp_path / "folder"
     with db.session_scope(studied) as session:
@@ -91,6 +92,7 @@ def test_the_zip_of_a_study_without_validated_pairs_is_one_line(engine: Engine, 
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.derived  # the dataset's files; its labels are read on both engines in test_export
 def test_push_uploads_the_dataset_through_the_hub_api(studied: Engine, hub: FakeHub) -> None:
     url = bundle.push_study(studied, study="s1", repo="lab/pairs", account=SYSTEM, private=True)
     assert url == f"{hub.endpoint}/datasets/lab/pairs"
@@ -106,6 +108,7 @@ def test_push_uploads_the_dataset_through_the_hub_api(studied: Engine, hub: Fake
     assert last is not None and last.detail["target"] == url and last.detail["format"] == "hub"
 
 
+@pytest.mark.derived  # the dataset's files; its labels are read on both engines in test_export
 def test_a_bad_token_is_one_line(studied: Engine, monkeypatch: pytest.MonkeyPatch, hub: FakeHub) -> None:
     monkeypatch.setenv("HF_TOKEN", "hf_wrong")
     with pytest.raises(
@@ -115,6 +118,7 @@ def test_a_bad_token_is_one_line(studied: Engine, monkeypatch: pytest.MonkeyPatc
     assert "\n" not in str(err.value) and hub.files == {}
 
 
+@pytest.mark.derived  # the dataset's files; its labels are read on both engines in test_export
 def test_no_network_is_one_line(studied: Engine, monkeypatch: pytest.MonkeyPatch, hub: FakeHub) -> None:
     from huggingface_hub import constants
 
@@ -126,6 +130,7 @@ def test_no_network_is_one_line(studied: Engine, monkeypatch: pytest.MonkeyPatch
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.derived  # the dataset's files; its labels are read on both engines in test_export
 def test_a_full_disk_is_one_line(studied: Engine, monkeypatch: pytest.MonkeyPatch, hub: FakeHub) -> None:
 
     def full(self: Path, data: bytes) -> int:

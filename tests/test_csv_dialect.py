@@ -16,6 +16,8 @@ from annotator.intake import ingest
 from tests.utils.factories import make_records, write_csv
 from tests.utils.judgehelpers import beta_study
 
+pytestmark = pytest.mark.nodb  # files only, no database: CI's PostgreSQL pass leaves it out
+
 runner = CliRunner()
 
 
