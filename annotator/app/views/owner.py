@@ -39,7 +39,6 @@ def owner_session() -> owner_links.OwnerSession | None:
             with session() as active:
                 who = owner_links.redeem_owner_link(active, token)
         except UserError as exc:
-            st.session_state.pop(OWNER_KEY, None)
             refused(exc)
             return None
         st.session_state[OWNER_KEY] = who
@@ -54,8 +53,6 @@ def owner_session() -> owner_links.OwnerSession | None:
         with session() as active:
             who = owner_links.resume_owner_session(active, resume)
     except UserError as exc:
-        st.session_state.pop(OWNER_KEY, None)
-        st.query_params.pop(RESUME_PARAM, None)
         refused(exc)
         return None
     st.session_state[OWNER_KEY] = who
@@ -63,7 +60,10 @@ def owner_session() -> owner_links.OwnerSession | None:
 
 
 def refused(exc: UserError) -> None:
-    """Why this page cannot be used, as one sentence, and what to do."""
+    """End this browser's owner session (the session and the address forget it) and say why, as one
+    sentence, with what to do."""
+    st.session_state.pop(OWNER_KEY, None)
+    st.query_params.pop(RESUME_PARAM, None)
     said = str(exc)
     st.error(f"{said[:1].upper()}{said[1:]}.", icon=":material/link_off:")
 
@@ -135,8 +135,6 @@ def main() -> None:
                     } or None,
                 )  # fmt: skip
         except AuthError as exc:
-            st.session_state.pop(OWNER_KEY, None)
-            st.query_params.pop(RESUME_PARAM, None)
             refused(exc)
             return
         except UserError as exc:
