@@ -61,6 +61,7 @@ from analysis.vocabulary import (
     CONTROL_KINDS,
     ITEM,
     JUDGMENT_ID,
+    NAME_CONTROLS,
     OWNER,
     PAIR_ID,
     PREFERENCE,
@@ -75,6 +76,7 @@ from analysis.vocabulary import (
     RUBRIC_PREFIX,
     SIDE_CHOSEN,
     SUPPORT_PREFIX,
+    TEXT_CONTROLS,
     TIME_S,
     VALUE,
 )
@@ -322,12 +324,6 @@ def check_unique_keys(frame: pd.DataFrame) -> None:
         )
 
 
-#: The control characters a label frame refuses, as the pair import does: in an id or a name any (a
-#: terminal's escape sequences among them); in a category, a text, any but tab and line breaks.
-_NAME_CONTROLS = re.compile("[\x00-\x1f\x7f]")
-_TEXT_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
 def _check_controls(out: pd.DataFrame, col: str, controls: re.Pattern[str]) -> None:
     """Refuse a text of `col` holding a character `controls` matches (one regex pass over the distinct
     texts joined; only a hit looks at them one by one)."""
@@ -352,9 +348,9 @@ def _check_keys(out: pd.DataFrame) -> None:
             missing = out[col].isna()
             raise ValueError(f"column '{col}' has {int(missing.sum())} missing value(s){_at(missing)}")
         out[col] = coded(out[col])
-        _check_controls(out, col, _NAME_CONTROLS)
+        _check_controls(out, col, NAME_CONTROLS)
     if CATEGORY in out.columns:
-        _check_controls(out, CATEGORY, _TEXT_CONTROLS)
+        _check_controls(out, CATEGORY, TEXT_CONTROLS)
     bad_resp = ~out[RESPONSE].isin(RESPONSES)
     if bad_resp.any():
         raise ValueError(

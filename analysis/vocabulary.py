@@ -10,6 +10,8 @@ here; ``tests/test_architecture.py`` fails on a stray literal of them elsewhere.
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "ANNOTATOR",
     "ARM",
@@ -26,6 +28,7 @@ __all__ = [
     "ITEM",
     "JUDGMENT_ID",
     "MAIN",
+    "NAME_CONTROLS",
     "OWNER",
     "PAIR_ID",
     "POSITIVE",
@@ -38,6 +41,7 @@ __all__ = [
     "REJECTED",
     "REJECTED_CHARS",
     "RESPONSE",
+    "TEXT_CONTROLS",
     "RESPONSES",
     "RUBRIC_DOMAIN",
     "RUBRIC_ITEM",
@@ -114,6 +118,12 @@ RATER_KINDS: tuple[str, ...] = ("", "annotator", OWNER)
 
 # Answer domains.
 #: Preference, signed: -2..2, positive = ``chosen`` preferred, 0 = tie.
+#: The control characters no text may hold, the one rule of the pair import, the app's inputs and the
+#: label frame (checked in Python, so SQLite and PostgreSQL accept the same): an id or a name holds none
+#: (a terminal's escape sequences among them), a free text none but tab and line breaks.
+NAME_CONTROLS = re.compile("[\x00-\x1f\x7f]")
+TEXT_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
 PREFERENCE_DOMAIN: tuple[int, ...] = (-2, -1, 0, 1, 2)
 PREFERENCE_POINTS = len(PREFERENCE_DOMAIN)
 #: Confidence 1 (low) .. 3 (high).

@@ -12,6 +12,7 @@ import math
 import re
 from typing import Any
 
+from analysis.vocabulary import NAME_CONTROLS, TEXT_CONTROLS
 from annotator.errors import UserError
 from annotator.store import environment
 
@@ -158,8 +159,6 @@ def strip_invisible(text: str) -> str:
 
 MAX_INPUT = 20_000  # characters in a text typed into the app (a comment, a reason, a note)
 MAX_NAME = 200  # characters in a name (a login name, a study or model name)
-_TEXT_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # all but tab, newline, return
-_NAME_CONTROLS = re.compile("[\x00-\x1f\x7f]")
 
 
 def input_problem(text: str, *, name: bool = False, limit: int | None = None) -> str | None:
@@ -179,7 +178,7 @@ def input_problem(text: str, *, name: bool = False, limit: int | None = None) ->
     limit = limit if limit is not None else MAX_NAME if name else MAX_INPUT
     if "\x00" in text:
         return "contains a NUL character (a control character)"
-    if (_NAME_CONTROLS if name else _TEXT_CONTROLS).search(text):
+    if (NAME_CONTROLS if name else TEXT_CONTROLS).search(text):
         return "contains a control character" + (" (e.g. a line break or a tab)" if name else "")
     if not text.isascii():
         try:

@@ -302,13 +302,13 @@ def file_study(frame: pd.DataFrame, *, scales: Mapping[str, Scale], pairs: Path 
     """What judge files are checked against without a database: the main pairs of a pair file
     (`pairs`, which may hold pairs no person rated; its rubric sizes) or else of the label frame (a
     pair's rubric size from the highest ``rubric:<k>`` rated on it)."""
+    main = frame[frame["control"].fillna("") == ""] if "control" in frame.columns else frame
     if pairs is not None:
         from annotator.intake.ingest import load_pairs
 
         records = [r for r in load_pairs(pairs) if not r.get("control")]
         ids = [str(r["external_id"]) for r in records]
         aspects = {str(r["external_id"]): len(r.get("rubric") or []) for r in records}
-        main = frame[frame["control"].fillna("") == ""] if "control" in frame.columns else frame
         unknown = sorted({str(x) for x in main["pair_id"]} - set(ids))
         if unknown:  # the labels rate other pairs than the file the judges are checked against
             raise UserError(
@@ -317,7 +317,6 @@ def file_study(frame: pd.DataFrame, *, scales: Mapping[str, Scale], pairs: Path 
                 "beyond them)"
             )
     else:
-        main = frame[frame["control"].fillna("") == ""] if "control" in frame.columns else frame
         ids = sorted({str(x) for x in main["pair_id"]})
         items = main[main["item"].astype(str).str.startswith(RUBRIC_PREFIX)]
         index = items["item"].astype(str).str.removeprefix(RUBRIC_PREFIX)
