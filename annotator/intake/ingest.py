@@ -4,7 +4,7 @@ import codecs
 import csv
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +25,10 @@ from annotator.study import StudyConfig, load_config, parse_config
 MAX_PROBLEMS = 20
 #: The pair file types `annotator import` and the upload fields take (one reader each in load_pairs).
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+TABULAR = (".csv", ".parquet")  # every record has the file's columns (a JSON record has its own keys)
 UPLOAD_TYPES = [suffix.lstrip(".") for suffix in SUFFIXES]  # the same, as st.file_uploader takes them
 NATIVE_FIELDS = ("id", "question", "profile", "rubric_aspects", "narrative", "category", "chosen", "rejected")
+NEEDED_FIELDS = ("id", "question", "chosen", "rejected", "rubric_aspects")  # a native record's
 LIST_FIELDS = ("profile", "rubric_aspects")
 JSON_FIELDS = ("profile", "rubric", "metadata")
 HASHED_FIELDS = ("question", "profile", "rubric", "narrative", "category", "chosen", "rejected", "metadata")
@@ -363,6 +365,19 @@ def validate_record(record: Any, *, warnings: list[str] | None = None) -> tuple[
     return row, problems
 
 
+def missing_pair_fields(names: Collection[str]) -> list[str]:
+    """The fields every pair record needs that are not among `names` (quoted, for a message), as
+    :func:`validate_record` requires them: NEEDED_FIELDS, or in a plain preference file id, prompt,
+    chosen and rejected."""
+    plain = "question" not in names and "prompt" in names
+    needed = ("id", "prompt", "chosen", "rejected") if plain else NEEDED_FIELDS
+    shown = {
+        "question": "'question' (or 'prompt')",
+        "rubric_aspects": "'rubric_aspects' (pairs without a rubric give 'prompt', not 'question')",
+    }
+    return [shown.get(field, repr(field)) for field in needed if field not in names]
+
+
 def _same_text(chosen: str, rejected: str) -> bool:
     """Whether two responses are the same text, ignoring outer spaces and invisible characters."""
     if chosen.strip() == rejected.strip():
@@ -524,6 +539,28 @@ def storable(row: dict[str, Any]) -> dict[str, Any]:
 
 
 RecordCheck = Callable[[dict[str, Any], str], tuple[dict[str, Any], list[str]]]
+#: What a kind of file needs of its columns or fields: given the names a file has, each one it needs
+#: and lacks, quoted for a message (e.g. :func:`missing_pair_fields`).
+MissingNames = Callable[[Collection[str]], list[str]]
+
+
+def _wholly_missing(path: Path, missing: MissingNames | None, names: set[str], *, every_record: bool) -> None:
+    """Refuse in one line a file that lacks a column its kind needs (CSV, Parquet: every row has the
+    header's columns) or whose every record lacks a field it needs (JSON, when `every_record`: every
+    record was read and was an object, and there were several: one record's own line names its line),
+    rather than one problem per row."""
+    if missing is None or not names:
+        return
+    absent = missing(names)
+    if not absent:
+        return
+    suffix = path.suffix.lower()
+    if suffix in TABULAR:
+        raise UserError(
+            f"{path}: {'header: ' if suffix == '.csv' else ''}missing column(s) {', '.join(absent)}"
+        )
+    if every_record:
+        raise UserError(f"{path}: missing field(s) {', '.join(absent)} in every record")
 
 
 def collect_records(
@@ -533,18 +570,27 @@ def collect_records(
     what: str,
     progress: Progress | None = None,
     max_bytes: int = textguard.MAX_BYTES_DEFAULT,
+    missing: MissingNames | None = None,
 ) -> list[dict[str, Any]]:
     """Read every record of a file through `check(record, where) -> (row, problems)`; refuse a
     repeated ``external_id``. All or nothing: raise IngestError listing up to 20 problems (each with
     its line or row and field), or UserError when the file holds no `what` records or more than
-    `max_bytes` of decoded text."""
+    `max_bytes` of decoded text. A faulty file that lacks a column `missing` names (or whose every
+    record lacks such a field) is one UserError naming the file and those names instead."""
     path = Path(path)
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
     n_problems = 0
     first_seen: dict[str, str] = {}
+    names: set[str] = set()  # every key of every record read
+    objects = others = 0  # records read that are objects, and that are not
     try:
         for where, record in read_records(path, max_bytes=max_bytes):
+            if isinstance(record, dict):
+                names.update(record)
+                objects += 1
+            else:
+                others += 1
             row, found = check(record, where)
             external_id = row.get("external_id")
             if external_id and external_id in first_seen:
@@ -561,9 +607,11 @@ def collect_records(
             if progress is not None:
                 progress(1)
     except IngestError as exc:
+        _wholly_missing(path, missing, names, every_record=False)
         merged = (problems + exc.problems)[:MAX_PROBLEMS]
         raise IngestError(str(path), merged, n_problems + exc.total) from None
     if problems:
+        _wholly_missing(path, missing, names, every_record=objects > 1 and not others)
         raise IngestError(str(path), problems, n_problems)
     if not rows:
         raise UserError(f"{path}: no {what} records found")
@@ -588,7 +636,9 @@ def load_pairs(
             warnings.extend(f"{where}, {w}" for w in noticed)
         return row, found
 
-    return collect_records(path, check, what="pair", progress=progress, max_bytes=max_bytes)
+    return collect_records(
+        path, check, what="pair", progress=progress, max_bytes=max_bytes, missing=missing_pair_fields
+    )
 
 
 # -------------------------------------------------------------------------------------------- importing

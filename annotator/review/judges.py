@@ -16,7 +16,7 @@ Re-importing the same file is a no-op; a changed rating is refused unless ``repl
 import math
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -260,6 +260,18 @@ def _checker(study: _Study) -> Callable[[dict[str, Any], str], tuple[dict[str, A
     return check
 
 
+def missing_judge_fields(names: Collection[str]) -> list[str]:
+    """The fields every judge rating needs that are not among `names` (quoted, for a message), as
+    :func:`_checker` requires them: `pair_id`; `value` or `preference`; with values and no
+    preference, `response` and `item`."""
+    absent = [] if "pair_id" in names else ["'pair_id'"]
+    if "value" not in names and "preference" not in names:
+        absent.append("'value' (or 'preference')")
+    elif "preference" not in names:
+        absent += [repr(field) for field in ("response", "item") if field not in names]
+    return absent
+
+
 def _fill_pair_level(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Give every row of a (pair, order) the preference and confidence given on any of them."""
     given: dict[tuple[int, str], dict[str, float]] = {}
@@ -292,7 +304,10 @@ def _study_facts(session: Session, study: str) -> _Study:
 def load_judges(path: str | Path, study: _Study, *, progress: Progress | None = None) -> list[dict[str, Any]]:
     """Read and check a whole judge file against the study; raise IngestError naming each problem's
     line (or row) and field (up to 20)."""
-    return _fill_pair_level(collect_records(path, _checker(study), what="judge rating", progress=progress))
+    rows = collect_records(
+        path, _checker(study), what="judge rating", progress=progress, missing=missing_judge_fields
+    )
+    return _fill_pair_level(rows)
 
 
 # ------------------------------------------------------------------------------------ files alone
@@ -374,7 +389,12 @@ def read_judge_files(paths: Sequence[Path], study: _Study) -> pd.DataFrame:
         if not path.is_file():
             raise UserError(f"{path}: no such file")
         try:
-            rows = collect_records(path, _judged_checker(study, _default_judge(path)), what="judge rating")
+            rows = collect_records(
+                path,
+                _judged_checker(study, _default_judge(path)),
+                what="judge rating",
+                missing=missing_judge_fields,
+            )
         except IngestError as exc:  # read for a report, not imported
             raise IngestError(exc.path, exc.problems, exc.total, outcome="nothing was analysed") from None
         rows = _fill_pair_level_by_judge(rows)

@@ -9,6 +9,7 @@ is named by line (or row) and field, and nothing is written when there is any.
 
 import math
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,6 +186,16 @@ def _prediction(record: Any, known: dict[str, int]) -> tuple[dict[str, Any], lis
     return row, problems
 
 
+def missing_prediction_fields(names: Collection[str]) -> list[str]:
+    """The fields every prediction record needs that are not among `names` (quoted, for a message):
+    the pair's id (`id` or `pair_id`) and both scores or a choice, as :func:`_prediction` requires them."""
+    absent = [] if "id" in names or "pair_id" in names else ["'id' (or 'pair_id')"]
+    if "choice" not in names:
+        scores = [repr(field) for field in ("score_chosen", "score_rejected") if field not in names]
+        absent += [f"{' and '.join(scores)} (or 'choice')"] if scores else []
+    return absent
+
+
 def _known_pairs(session: Session, study_id: int) -> dict[str, int]:
     rows = session.exec(
         select(col(Pair.external_id), col(Pair.id)).where(col(Pair.study_id) == study_id)
@@ -209,6 +220,7 @@ def load_predictions(
         what="prediction",
         progress=progress,
         max_bytes=max_bytes,
+        missing=missing_prediction_fields,
     )
 
 

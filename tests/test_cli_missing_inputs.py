@@ -1,0 +1,175 @@
+"""What is missing as a whole is one line: a column (or a field of every record) that a pairs, model or
+judge file needs."""
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+from typer.testing import CliRunner, Result
+
+from annotator.cli import app
+from annotator.store.models import JudgeRating, ModelPrediction
+from tests.utils.factories import (
+    counts,
+    make_record,
+    make_records,
+    make_study,
+    write_csv,
+    write_json,
+    write_jsonl,
+    write_parquet_table,
+)
+from tests.utils.judgehelpers import beta_study
+
+runner = CliRunner()
+
+
+def _one_line(result: Result) -> str:
+    """The one error line of a refused command (exit 1, no traceback)."""
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def _without(records: list[dict[str, object]], *fields: str) -> list[dict[str, object]]:
+    return [{key: value for key, value in record.items() if key not in fields} for record in records]
+
+
+# ------------------------------------------------------------------------------------------ pair files
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".json", ".parquet"])
+def test_a_pairs_file_without_a_needed_column_is_one_line(
+    env_db: str, engine: Engine, tmp_path: Path, suffix: str
+) -> None:
+    records = _without(make_records(25), "rejected")
+    path = tmp_path / f"pairs{suffix}"
+    if suffix == ".csv":
+        write_csv(path, records)
+    elif suffix == ".jsonl":
+        write_jsonl(path, records)
+    elif suffix == ".json":
+        write_json(path, records)
+    else:
+        write_parquet_table(path, {key: [r[key] for r in records] for key in records[0]})
+    before = counts(engine)
+    line = _one_line(runner.invoke(app, ["import", str(path), "--study", "s"]))
+    expected = {
+        ".csv": f"error: {path}: header: missing column(s) 'rejected'",
+        ".parquet": f"error: {path}: missing column(s) 'rejected'",
+    }.get(suffix, f"error: {path}: missing field(s) 'rejected' in every record")
+    assert line == expected
+    assert counts(engine) == before
+
+
+def test_a_csv_header_names_every_missing_column_and_the_plain_alternative(
+    env_db: str, engine: Engine, tmp_path: Path
+) -> None:
+    path = write_csv(tmp_path / "pairs.csv", _without(make_records(3), "question", "chosen", "rejected"))
+    line = _one_line(runner.invoke(app, ["import", str(path), "--study", "s"]))
+    assert line == f"error: {path}: header: missing column(s) 'question' (or 'prompt'), 'chosen', 'rejected'"
+    assert counts(engine) == {"Study": 0, "Pair": 0, "Event": 0}
+
+
+def test_records_that_lack_a_field_only_here_and_there_keep_their_own_lines(
+    env_db: str, engine: Engine, tmp_path: Path
+) -> None:
+    records = [make_record(k) if k % 2 else _without([make_record(k)], "rejected")[0] for k in range(6)]
+    path = write_jsonl(tmp_path / "pairs.jsonl", records)
+    result = runner.invoke(app, ["import", str(path), "--study", "s"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "3 problem(s)" in result.output
+    assert "line 1, field rejected: missing" in result.output
+    assert "every record" not in result.output
+    assert counts(engine) == {"Study": 0, "Pair": 0, "Event": 0}
+
+
+# ------------------------------------------------------------------------------ model and judge files
+
+
+def _rows(engine: Engine, table: type[ModelPrediction | JudgeRating]) -> int:
+    with Session(engine) as session:
+        return int(session.exec(select(func.count()).select_from(table)).one())
+
+
+@pytest.mark.parametrize(
+    ("name", "records", "said"),
+    [
+        (
+            "scores.csv",
+            [{"id": f"pair-{k}", "score_chosen": 1.0} for k in range(25)],
+            "header: missing column(s) 'score_rejected' (or 'choice')",
+        ),
+        (
+            "ids.jsonl",
+            [{"pair": f"pair-{k}", "choice": "chosen"} for k in range(25)],
+            "missing field(s) 'id' (or 'pair_id') in every record",
+        ),
+    ],
+)
+def test_a_model_file_without_a_needed_column_is_one_line(
+    env_db: str, engine: Engine, tmp_path: Path, name: str, records: list[dict[str, object]], said: str
+) -> None:
+    make_study(engine, tmp_path, 25)
+    path = tmp_path / name
+    (write_csv if name.endswith(".csv") else write_jsonl)(path, records)
+    line = _one_line(runner.invoke(app, ["models", "import", str(path), "--study", "s1", "--model", "rm"]))
+    assert line == f"error: {path}: {said}"
+    assert _rows(engine, ModelPrediction) == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "records", "said"),
+    [
+        (
+            "judge.csv",
+            [{"pair_id": f"pair-{k}", "response": "chosen", "item": "correctness"} for k in range(25)],
+            "header: missing column(s) 'value' (or 'preference')",
+        ),
+        (
+            "judge.jsonl",
+            [{"id": f"pair-{k}", "response": "chosen", "item": "correctness", "value": 4} for k in range(25)],
+            "missing field(s) 'pair_id' in every record",
+        ),
+    ],
+)
+def test_a_judge_file_without_a_needed_column_is_one_line(
+    env_db: str, engine: Engine, tmp_path: Path, name: str, records: list[dict[str, object]], said: str
+) -> None:
+    make_study(engine, tmp_path, 25)
+    path = tmp_path / name
+    (write_csv if name.endswith(".csv") else write_jsonl)(path, records)
+    line = _one_line(runner.invoke(app, ["judges", "import", str(path), "--study", "s1", "--judge", "j"]))
+    assert line == f"error: {path}: {said}"
+    assert _rows(engine, JudgeRating) == 0
+
+
+@pytest.mark.nodb  # files only
+def test_a_judge_file_for_analyze_without_pair_ids_is_one_line(tmp_path: Path) -> None:
+    frame, _ = beta_study(annotators=3, pairs=12, seed=1, items=("correctness", "relevance", "helpfulness"))
+    labels = tmp_path / "labels.csv"
+    frame.to_csv(labels, index=False)
+    judge = write_jsonl(
+        tmp_path / "judge.jsonl",
+        [{"pair": pair, "preference": 1} for pair in sorted(set(frame["pair_id"]))],
+    )
+    report = tmp_path / "report.json"
+    args = ["analyze", "--labels", str(labels), "--judges", str(judge), "--json", str(report)]
+    line = _one_line(runner.invoke(app, args))
+    assert line == f"error: {judge}: missing field(s) 'pair_id' in every record"
+    assert not report.exists()
+
+
+def test_a_pairs_file_with_a_bom_and_crlf_line_ends_imports(
+    env_db: str, engine: Engine, tmp_path: Path
+) -> None:
+    """Unchanged behaviour, checked while here: a byte-order mark and Windows line ends are read."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r) + "\r\n" for r in make_records(3)).encode())
+    result = runner.invoke(app, ["import", str(path), "--study", "s"])
+    assert result.exit_code == 0, result.output
+    assert counts(engine)["Pair"] == 3
