@@ -127,7 +127,7 @@ def _bad_file(folder: Path) -> Path:
 
 
 MISTAKES: dict[str, tuple[list[str], str]] = {
-    "not initialised": (["users", "list"], "not initialised; run `annotator init`"),
+    "not initialised": (["users", "list"], "run `annotator init` first"),  # SQLite: no file yet
     "bad url": (["--db", "not a url", "init"], "not a database URL"),
     "missing file": (["import", "{tmp}/absent.jsonl", "--study", "s"], "no such file"),
     "unknown extension": (["import", "{tmp}/pairs.xlsx", "--study", "s"], "unknown file type"),

@@ -1,5 +1,6 @@
 """What is missing as a whole is one line: a column (or a field of every record) that a pairs, model or
-judge file needs."""
+judge file needs, and a SQLite database that does not exist (a command that does not create one
+makes nothing: no folder, no file)."""
 
 import json
 from pathlib import Path
@@ -162,6 +163,55 @@ def test_a_judge_file_for_analyze_without_pair_ids_is_one_line(tmp_path: Path) -
     line = _one_line(runner.invoke(app, args))
     assert line == f"error: {judge}: missing field(s) 'pair_id' in every record"
     assert not report.exists()
+
+
+# ------------------------------------------------------------------------------- a missing database
+
+#: Commands that work on an existing database (only init and demo create one).
+NEEDS_DATABASE = {
+    "users list": ["users", "list"],
+    "import": ["import", "{tmp}/pairs.jsonl", "--study", "s"],
+    "assign": ["assign", "--study", "s", "--overlap", "1"],
+    "export": ["export", "labels", "--study", "s", "--format", "csv", "--out", "{tmp}/labels.csv"],
+    "analyze": ["analyze", "--study", "s"],
+    "quality": ["quality", "--study", "s"],
+    "adjudicate queue": ["adjudicate", "--study", "s", "--queue"],
+    "models queue": ["models", "queue", "--study", "s"],
+    "owners list": ["owners", "list", "--study", "s"],
+    "recount": ["recount"],
+    "backup": ["backup", "{tmp}/copy.db"],
+    "serve": ["serve"],
+}
+
+
+@pytest.mark.sqlite_only  # a file path; a PostgreSQL database is never created by the tool
+@pytest.mark.parametrize("command", list(NEEDS_DATABASE))
+def test_a_command_on_a_missing_database_file_creates_nothing(tmp_path: Path, command: str) -> None:
+    write_jsonl(tmp_path / "pairs.jsonl", make_records(2))
+    missing = tmp_path / "typo" / "dir" / "x.db"
+    args = [a.replace("{tmp}", str(tmp_path)) for a in NEEDS_DATABASE[command]]
+    line = _one_line(runner.invoke(app, ["--db", f"sqlite:///{missing}", *args]))
+    assert line == f"error: no database at {missing}; run `annotator init` first"
+    assert not (tmp_path / "typo").exists()
+    assert not (tmp_path / "copy.db").exists() and not (tmp_path / "labels.csv").exists()
+
+
+@pytest.mark.sqlite_only
+def test_the_default_database_is_made_by_init_only(tmp_path: Path) -> None:
+    """Without --db (the default data/annotations.db under the current folder): a reading command
+    makes no data/ folder; `init` makes the database, after which the command runs."""
+    line = _one_line(runner.invoke(app, ["users", "list"]))
+    assert line == "error: no database at data/annotations.db; run `annotator init` first"
+    assert not (tmp_path / "data").exists()
+    assert runner.invoke(app, ["init"]).exit_code == 0
+    assert (tmp_path / "data" / "annotations.db").is_file()
+    assert runner.invoke(app, ["users", "list"]).exit_code == 0
+
+
+@pytest.mark.nodb
+def test_an_in_memory_database_is_not_a_missing_file() -> None:
+    line = _one_line(runner.invoke(app, ["--db", "sqlite://", "users", "list"]))
+    assert "not initialised; run `annotator init` first" in line
 
 
 def test_a_pairs_file_with_a_bom_and_crlf_line_ends_imports(

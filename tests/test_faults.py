@@ -281,8 +281,8 @@ def test_a_bad_busy_timeout_is_a_user_error(monkeypatch: pytest.MonkeyPatch, db_
     ("command", "expected"),
     [
         (["init"], "error: cannot create the database's folder data: "),
-        (["users", "list"], "error: cannot create the database's folder {tmp}/data: "),
-        (["serve"], "error: cannot create the database's folder {tmp}/data: "),
+        (["users", "list"], "error: no database at {tmp}/data/x.db; run `annotator init` first"),
+        (["serve"], "error: no database at {tmp}/data/x.db; run `annotator init` first"),
         (["demo", "--no-serve"], "error: cannot replace the demo database data/demo.db: "),
     ],
 )
@@ -290,7 +290,8 @@ def test_a_database_folder_that_cannot_be_made_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], expected: str
 ) -> None:
     """A database's folder under a file (as root, whom permissions do not stop) cannot be made: one
-    line naming it, for the default database, a given one and the demo's."""
+    line naming it, for the default database and the demo's; a command that needs an existing
+    database says there is none (it never makes one)."""
     (tmp_path / "data").write_text("a file where the folder would go")
     monkeypatch.chdir(tmp_path)
     given = [] if command[0] in ("init", "demo") else ["--db", f"sqlite:///{tmp_path / 'data' / 'x.db'}"]

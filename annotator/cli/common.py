@@ -225,10 +225,11 @@ def db_url(url: str | None) -> str:
 
 
 def open_db(url: str | None) -> "Engine":
-    """An engine for a database that is at the current schema."""
+    """An engine for a database that exists and is at the current schema: a missing SQLite file is one
+    line and nothing is created (only `init` and `demo` create a database)."""
     from annotator.store import db
 
-    engine = db.make_engine(db_url(url))
+    engine = db.make_engine(db_url(url), create=False)
     db.check_schema(engine)
     return engine
 
@@ -245,10 +246,11 @@ def as_system(database: str | None, service: Callable[..., R], /, **kwargs: Any)
 
 def open_sound_db(url: str | None) -> "Engine":
     """An engine for a database at the current schema that passes SQLite's quick_check: a damaged file
-    is one line and exit 1, never a report or an export read from it (analyze, export)."""
+    is one line and exit 1, never a report or an export read from it (analyze, export); a missing file
+    is refused as :func:`open_db` refuses it."""
     from annotator.store import db
 
-    engine = db.make_engine(db_url(url))
+    engine = db.make_engine(db_url(url), create=False)
     db.check_integrity(engine)
     db.check_schema(engine)
     return engine

@@ -53,7 +53,7 @@ def _sqlite_engine(engine: Engine | str) -> Engine:
             raise UserError(f"not a database URL: {engine!r}") from None
         if parsed.get_backend_name() != "sqlite":
             raise UserError(pg_dump_hint(parsed))
-        engine = db.make_engine(engine)
+        engine = db.make_engine(engine, create=False)  # a backup reads its database, never makes one
     if engine.dialect.name != "sqlite":
         raise UserError(pg_dump_hint(engine))
     return engine

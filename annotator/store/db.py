@@ -103,9 +103,21 @@ def _private_file(path: Path) -> None:
         pass  # e.g. a read-only folder: SQLite reports it when the database is opened
 
 
-def make_engine(url: str | None = None) -> Engine:
-    """An engine for `url`; on SQLite the folder is created and every connection gets WAL,
-    foreign keys and a busy timeout."""
+def _existing_file(path: Path) -> None:
+    """Refuse a SQLite file that does not exist (SchemaError, one line), creating nothing."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise SchemaError(f"no database at {path}; run `annotator init` first") from None
+    except OSError:
+        pass  # e.g. no permission on its folder: SQLite reports it when the database is opened
+
+
+def make_engine(url: str | None = None, *, create: bool = True) -> Engine:
+    """An engine for `url`; every SQLite connection gets WAL, foreign keys and a busy timeout.
+
+    A SQLite file that does not exist is created (with its folder) when `create`; otherwise it is
+    refused and nothing is made: only the commands that create a database (init, demo) create one."""
     url = resolve_url(url)
     try:
         parsed = make_url(url)
@@ -115,7 +127,11 @@ def make_engine(url: str | None = None) -> Engine:
         database = parsed.database
         uri_form = str(parsed.query.get("uri", "")).lower() in ("true", "1")  # file:...?mode=ro&uri=true
         if database and database != ":memory:" and not uri_form:
-            _private_file(Path(database).expanduser())
+            path = Path(database).expanduser()
+            if create:
+                _private_file(path)
+            else:
+                _existing_file(path)
         connect_args = {"check_same_thread": False, "timeout": busy_timeout_ms() / 1000}
         pooled = _pool_options() if database and database != ":memory:" else {}
         engine = create_engine(url, connect_args=connect_args, json_serializer=json_serializer, **pooled)
