@@ -4,9 +4,13 @@ Reached only through an owner link (``?owner_token=...``); the session holds the
 and every read and write goes through :mod:`annotator.rating.owners`, which serves this owner's pairs only.
 """
 
+import hashlib
+import json
+
 import streamlit as st
 
 from analysis.vocabulary import SIDES
+from annotator.app.assets import filled
 from annotator.app.common import safe_md, scroll_to_top, session, two_texts
 from annotator.errors import AuthError, UserError
 from annotator.rating import owner_links, owners
@@ -82,15 +86,18 @@ def main() -> None:
     st.caption(f"{done} of {len(items)} done. Your answers are seen only by the researchers.")
     if not left:
         st.success("Thank you: every pair is answered.")
+        page_script(None)  # no unsaved answers left to keep
         return
     item = left[0]
     slot = items.index(item)  # the questions' keys: a new pair starts with nothing ticked
-    if done:  # the next pair from its top (the page kept the scroll position of the Save button)
-        scroll_to_top(done, focus=f".st-key-owner_questions_{slot} input[type='radio']")
+    if done:  # the next pair from its top (the page kept the scroll position of the Save button); its
+        scroll_to_top(done)  # first question takes the focus from the page script once it is drawn
     st.subheader("Your question")
     st.markdown(safe_md(item.question))
     two_texts("Answer", item.text_a, item.text_b)
     asked = config.owners
+    keys = max([len(PREFERENCES), *(len(d.labels) for d in config.quality.dimensions if asked.ask_quality)])
+    st.caption(f"Keys: 1-{keys} answer the question in focus, Ctrl+Enter saves.")
     with st.form(key=f"owner_form_{slot}"), st.container(key=f"owner_questions_{slot}"):
         quality = quality_questions(config, slot) if asked.ask_quality else {}
         choice = st.radio(
@@ -116,6 +123,10 @@ def main() -> None:
                 )
             )
         sent = st.form_submit_button("Save and continue", type="primary")
+    questions = sum(map(len, quality.values())) + 1 + asked.ask_confidence + len(aspects)  # radios drawn
+    page_script(
+        {"box": f"owner_questions_{slot}", "draft": draft_name(who, item.pair_id), "questions": questions}
+    )
     if sent:
         missing = any(p is None for rated in quality.values() for p in rated.values())
         if choice is None or any(a is None for a in answers) or missing:
@@ -141,6 +152,23 @@ def main() -> None:
             st.error(str(exc))
             return
         st.rerun()
+
+
+def draft_name(who: owner_links.OwnerSession, pair_id: str) -> str:
+    """The name the page script keeps this pair's unsaved answers under in the tab's storage: a digest
+    of the owner session (its resume token, which stays out of the page) and the pair."""
+    return hashlib.sha256(
+        f"{who.resume}\0{who.study}\0{pair_id}".encode("utf-8", "surrogatepass")
+    ).hexdigest()[:32]
+
+
+def page_script(pair: dict[str, str | int] | None) -> None:
+    """The page's keys and its unsaved answers (static/owner.js, installed once per browser tab), told
+    the pair on screen (`pair`: the key of its questions' container, its draft name and how many
+    questions it asks; None when every pair is answered). The element is new, so its script runs
+    again, whenever the pair changes."""
+    data = json.dumps(pair).replace("</", "<\\/")
+    st.html(f"<script>{filled('owner.js', pair=data)}</script>", unsafe_allow_javascript=True)
 
 
 def quality_questions(config: StudyConfig, slot: int) -> dict[str, dict[str, int | None]]:
