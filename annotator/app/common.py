@@ -1,7 +1,6 @@
 """What every page shares: the cached engine, the logged-in account, role checks, a session."""
 
 import functools
-import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -291,12 +290,11 @@ def opened(label: str, key: str, icon: str | None = None, *, kept: bool = False)
     return box if box.open else None
 
 
-def scroll_to_top(count: int, focus: str = "") -> None:
+def scroll_to_top(count: int) -> None:
     """Bring the page back to its top once drawn (Streamlit keeps the scroll position across runs, so a
-    result drawn at the top of a long page stays out of view), and give the focus to the first element
-    matching the CSS selector `focus` without scrolling. `count` differs between two runs that ask for
-    it (the browser runs a script only when it is new)."""
-    script = filled("to_top.js", focus=json.dumps(focus))
+    result drawn at the top of a long page stays out of view). `count` differs between two runs that ask
+    for it (the browser runs a script only when it is new)."""
+    script = filled("to_top.js")
     st.html(f"<script>/* {int(count)} */{script}</script>", unsafe_allow_javascript=True)
 
 
