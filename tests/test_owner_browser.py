@@ -110,7 +110,7 @@ def test_the_next_pair_starts_at_its_top_unticked_with_its_first_question_focuse
         done.wait_for()
         expect(done).to_be_in_viewport()
         nxt = page.locator(".st-key-owner_questions_1")
-        expect(nxt.get_by_role("radio").first).to_be_focused()
+        expect(nxt.get_by_role("radio").first).to_be_focused(timeout=WAIT)
         assert nxt.get_by_role("radio").count() > 0
         assert nxt.locator("input[type=radio]:checked").count() == 0, "nothing carried from the last pair"
 
@@ -124,6 +124,7 @@ def test_digits_answer_a_pair_and_ctrl_enter_saves_it(chrome: Browser, tmp_path:
         page = chrome.new_context(viewport=VIEWPORT).new_page()
         page.goto(f"{base_url}/?owner_token={token}")
         groups = _questions(page, 0)
+        expect(groups.first.locator("input[type=radio]").first).to_be_focused(timeout=WAIT)  # set up
         keys = _keys(groups)
         sizes = [g.locator("input[type=radio]").count() for g in groups.all()]
         assert len(keys) >= 6 and min(sizes) == 3  # quality of A and B, which, how sure, the aspects
@@ -158,10 +159,14 @@ def test_unsaved_answers_come_back_after_a_reload_of_their_pair_only(chrome: Bro
         page = chrome.new_context(viewport=PHONE).new_page()
         page.goto(f"{base_url}/?owner_token={token}")
         groups = _questions(page, 0)
+        expect(groups.first.locator("input[type=radio]").first).to_be_focused(timeout=WAIT)  # set up
         keys = _keys(groups)
         for digit in "241":
             page.keyboard.press(digit)
         expect(groups.nth(3).locator("input[type=radio]").first).to_be_focused()
+        page.wait_for_function(  # kept in the tab as ticked
+            "() => Object.keys(JSON.parse(sessionStorage.getItem(sessionStorage.key(0)) || '{}')).length == 3"
+        )
         kept = page.evaluate("() => Object.keys(sessionStorage)")
         assert len(kept) == 1 and "owner_questions_0" in kept[0]
         # What the tab's storage says is checked: a wrong index, a string or a fraction ticks nothing.
@@ -170,9 +175,8 @@ def test_unsaved_answers_come_back_after_a_reload_of_their_pair_only(chrome: Bro
         page.evaluate(f"(s) => sessionStorage.setItem({kept[0]!r}, JSON.stringify(s))", stored)
         page.reload()
         groups = _questions(page, 0)
-        expect(
-            groups.nth(3).locator("input[type=radio]").first
-        ).to_be_focused()  # once restored: the first open one
+        restored = groups.nth(3).locator("input[type=radio]").first  # once restored: the first open one
+        expect(restored).to_be_focused(timeout=WAIT)
         assert _ticked(groups) == [2, 4, 1] + [None] * (len(keys) - 3)
         rest = [1 if k == keys.index("owner_pref_0") else 2 for k in range(3, len(keys))]
         for digit in rest:
@@ -182,12 +186,13 @@ def test_unsaved_answers_come_back_after_a_reload_of_their_pair_only(chrome: Bro
         expect(page.get_by_text("1 of 2 done")).to_be_visible(timeout=WAIT)
         assert _saved_digits(app_db, "EXT-00000-zq", 0) == dict(zip(keys, [2, 4, 1, *rest], strict=True))
         nxt = _questions(page, 1)
-        expect(nxt.first.locator("input[type=radio]").first).to_be_focused()  # the pair is drawn and set up
+        first = nxt.first.locator("input[type=radio]").first  # once the pair is drawn and set up
+        expect(first).to_be_focused(timeout=WAIT)
         assert _ticked(nxt) == [None] * len(keys)
         assert page.evaluate("() => Object.keys(sessionStorage)") == [], (
             "the saved pair's answers are dropped"
         )
         page.reload()
         nxt = _questions(page, 1)
-        expect(nxt.first.locator("input[type=radio]").first).to_be_focused()
+        expect(nxt.first.locator("input[type=radio]").first).to_be_focused(timeout=WAIT)
         assert _ticked(nxt) == [None] * len(keys)
