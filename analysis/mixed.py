@@ -68,7 +68,11 @@ class CrossedFit:
     """REML fit of ``y = X b + u_pair + u_annotator + e``.
 
     ``df`` holds the Satterthwaite degrees of freedom of each fixed effect; ``boundary`` names the
-    variance components estimated at zero (held at zero for the df).
+    variance components estimated at zero (held at zero for the df). ``capped``: a variance ratio
+    reached its bound (``_THETA_MAX ** 2``), so the residual is too small beside a component for REML
+    to size that component (judgments without noise: each annotator always answers alike); then the
+    few-annotator guard also takes ``mean_vars``, the sample variances of the pair means and of the
+    annotator means.
     """
 
     params: np.ndarray
@@ -83,6 +87,8 @@ class CrossedFit:
     n_annotators: int
     boundary: tuple[str, ...]
     converged: bool
+    capped: bool = False
+    mean_vars: tuple[float, float] = (0.0, 0.0)
 
 
 def group_codes(labels: Any) -> np.ndarray:
@@ -111,6 +117,7 @@ class _Crossed:
         t = np.bincount(pi, weights=y, minlength=self.n_pairs)
         self.ZX = np.column_stack([np.bincount(ai, weights=X[:, k], minlength=self.q) for k in range(self.p)])
         self.Zy = np.bincount(ai, weights=y, minlength=self.q)
+        self.mean_vars = (_sample_var(t / sizes), _sample_var(self.Zy / self.na))
         self.XtX = self._gram(X, X, np.ones(self.n))
         self.Xty = np.array([float((X[:, k] * y).sum()) for k in range(self.p)])
         self.yty = float((y * y).sum())
@@ -401,7 +408,14 @@ def _fit_at(model: _Crossed, best_value: float, best: np.ndarray, use_a: bool) -
         n_annotators=model.q,
         boundary=boundary,
         converged=bool(math.isfinite(best_value)),
+        capped=bool(np.any(best >= _THETA_MAX * (1 - 1e-6))),
+        mean_vars=model.mean_vars,
     )
+
+
+def _sample_var(means: np.ndarray) -> float:
+    """The sample variance (ddof 1) of group means; 0 for fewer than two."""
+    return float(np.var(means, ddof=1)) if len(means) > 1 else 0.0
 
 
 def _satterthwaite(model: _Crossed, sigma: np.ndarray, cov: np.ndarray) -> np.ndarray:
@@ -621,11 +635,15 @@ def _conservative_se(fit: CrossedFit) -> tuple[float, float]:
     ``MS_annotator / N`` and ``MS_pair / N``, and ``V_A + V_P`` is the classical conservative
     variance of the grand mean (it exceeds the true one by ``s2 / N``); df by Satterthwaite with q - 1
     and n - 1 df. REML-Satterthwaite alone treats a zero annotator estimate from 3 annotators as
-    certain (df ~ pairs) and is anti-conservative when annotators differ a little.
+    certain (df ~ pairs) and is anti-conservative when annotators differ a little. A capped fit
+    (:class:`CrossedFit`) also takes the observed ``MS / N``: the variance of the annotator means over
+    q and of the pair means over n.
     """
     q, n, n_obs = fit.n_annotators, fit.n_pairs, fit.n_obs
     v_a = (fit.annotator_var + fit.residual_var / (n_obs / q)) / q
     v_p = (fit.pair_var + fit.residual_var / (n_obs / n)) / n
+    if fit.capped:  # REML could not size the components: the data's own moments, where larger
+        v_a, v_p = max(v_a, fit.mean_vars[1] / q), max(v_p, fit.mean_vars[0] / n)
     denom = v_a**2 / max(q - 1, 1) + v_p**2 / max(n - 1, 1)
     df = (v_a + v_p) ** 2 / denom if denom > 0 else float(max(n - 1, 1))
     return math.sqrt(v_a + v_p), float(df)

@@ -241,3 +241,31 @@ def test_a_categorical_of_sorted_texts_is_fitted_as_its_texts() -> None:
         by_text.annotator_var,
         by_text.residual_var,
     )
+
+
+def test_annotators_who_always_answer_alike_are_not_taken_as_certain() -> None:
+    """Each annotator gives the same score on every pair (no residual noise): REML's variance ratio
+    runs to its bound and sized the annotator variance at 1e4 times a vanishing residual (p 0.026 for
+    two annotators at +0.5 and one at -0.5). The guard then takes the annotator means' own variance:
+    mean 1/6 with SE 1/3 on 2 df, no claim; the same panel's gaps of 0, 0 and 1 are no equivalence."""
+    from analysis.crossed_mean import crossed_mean
+
+    pairs, annotators = np.repeat(np.arange(40), 3), np.tile(np.arange(3), 40)
+    y = np.array([0.5, 0.5, -0.5])[annotators]
+    res = crossed_mean(y, pairs, annotators, item="preference")
+    assert res.se == pytest.approx(1 / 3, rel=0.01) and res.df == pytest.approx(2, rel=0.01)
+    assert res.p_greater > 0.3
+    fit = fit_crossed(y, np.ones((len(y), 1)), pairs, annotators)
+    assert fit.capped and fit.mean_vars == pytest.approx((0.0, 1 / 3))
+    rng = np.random.default_rng(2)
+    noisy = y + rng.normal(0, 0.3, len(y))
+    assert not fit_crossed(noisy, np.ones((len(y), 1)), pairs, annotators).capped
+    rows = [
+        (f"p{i}", f"a{a}", response, "correctness", value, 1, 2, 10.0)
+        for i in range(40)
+        for a, gap in enumerate((0, 0, 1))
+        for response, value in (("chosen", 4.0 + gap), ("rejected", 4.0))
+    ]
+    cols = ["pair_id", "annotator", "response", "item", "value", "preference", "confidence", "time_s"]
+    gaps = mixed_effect(validate_frame(pd.DataFrame(rows, columns=cols)), "correctness", margin=0.5)
+    assert not gaps.equivalent and gaps.ci_high > 0.5
