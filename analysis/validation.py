@@ -38,6 +38,7 @@ from analysis.lazy import stats
 from analysis.mixed import mixed_effect
 from analysis.scale import Margin, item_margin
 from analysis.settings import DEFAULTS
+from analysis.vocabulary import RUBRIC_SPAN
 
 __all__ = [
     "ValidationResult",
@@ -296,7 +297,9 @@ def validate_differences(
             ]
         )
         panel[RUBRIC_ITEM] = sup.p_t if not math.isnan(sup.p_t) else sup.p_wilcoxon
-        rc = crossed_mean(d["diff"], d[PAIR_ID], d[ANNOTATOR], item=RUBRIC_ITEM, alpha=alpha)
+        rc = crossed_mean(
+            d["diff"], d[PAIR_ID], d[ANNOTATOR], item=RUBRIC_ITEM, alpha=alpha, low=-RUBRIC_SPAN
+        )
         rubric_crossed = pd.DataFrame([{"dimension": RUBRIC_ITEM, **rc.to_dict()}])
         family[RUBRIC_ITEM] = rc.p_greater if math.isfinite(rc.p_greater) else 1.0
     pref = preference_pairs(per_judgment[PAIR_ID], per_judgment[PREFERENCE], alpha=alpha)
@@ -307,6 +310,7 @@ def validate_differences(
         per_judgment[ANNOTATOR],
         item="preference",
         alpha=alpha,
+        low=-0.5,  # a preference score (1 chosen, 0.5 tie, 0 rejected) less 0.5
     )
     preference_crossed = pd.DataFrame([{"dimension": "preference", **as_share(pc.to_dict(), alpha)}])
     family["preference"] = pc.p_greater if math.isfinite(pc.p_greater) else 1.0
@@ -339,6 +343,8 @@ def as_share(row: dict[str, Any], alpha: float) -> dict[str, Any]:
     """A crossed fit of the preference score - 0.5 as a share preferring chosen: the estimate moved
     back by 0.5 and its 1 - 2*alpha interval drawn on the logit scale (inside 0..1)."""
     share = row["estimate"] + 0.5
+    if row["matched"]:  # the exact bound for unanimous judgments: its interval as it is
+        return row | {"estimate": share, "ci_low": row["ci_low"] + 0.5, "ci_high": row["ci_high"] + 0.5}
     quantile = float(stats.t.ppf(1 - alpha, row["df"])) if row["df"] > 0 else math.nan
     low, high = logit_interval(share, row["se"], quantile) if math.isfinite(quantile) else (math.nan,) * 2
     return row | {"estimate": share, "ci_low": low, "ci_high": high}

@@ -201,8 +201,9 @@ def equivalence_verdict(
 
 
 def _population(row: pd.Series) -> str:
+    df = f", df {row['df']:.1f}" if math.isfinite(row["df"]) else ""
     return (
-        f"{int(row['n_pairs'])} pairs, {int(row['n_annotators'])} annotators, df {row['df']:.1f}"
+        f"{int(row['n_pairs'])} pairs, {int(row['n_annotators'])} annotators{df}"
         if row["annotator_estimable"]
         else f"{int(row['n_pairs'])} pairs, 1 annotator (conditional on that annotator)"
     )
@@ -214,7 +215,28 @@ def _crossed_figures(name: str, row: pd.Series, alpha: float) -> str:
     level = round(100 * (1 - 2 * alpha))
     return (
         f"{name} {row['estimate']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] ({level}% CI), "
-        f"Holm p = {row['p_holm']:.4g} ({_population(row)}"
+        f"Holm p = {row['p_holm']:.4g} ({_population(row)}{_unanimous(row)}"
+    )
+
+
+def _number(value: float) -> str:
+    """A figure to 2 decimals, or "n/a" where it is undefined (no variation)."""
+    return f"{value:.2f}" if math.isfinite(value) else "n/a"
+
+
+def _unanimous(row: pd.Series) -> str:
+    """What the test was when every judgment scored the same (the exact bound), else nothing."""
+    matched = int(row.get("matched", 0) or 0)
+    if not matched:
+        return ""
+    share = float(row["p_greater"]) ** (1 / matched)
+    if share >= 1:
+        return "; every judgment scored the same, not above the null: nothing to test"
+    return (
+        f"; every judgment scored the same: no variance to fit, so the exact bound for unanimous "
+        f"judgments over {matched} annotators who each rated a different pair, p = {share:.3g}^{matched}, "
+        f"valid for any crossed model; each further annotator on a pair of their own multiplies p by "
+        f"{share:.3g}"
     )
 
 
@@ -231,7 +253,7 @@ def rubric_verdict(validation: ValidationResult, alpha: float) -> Verdict:
     detail = (
         f"{_crossed_figures('difference', row, alpha)}); conditional on this panel (paired t over "
         f"pair means): {sup['estimate']:.3f} [{sup['ci_low']:.3f}, {sup['ci_high']:.3f}], d_z = "
-        f"{sup['dz']:.2f}, minimum detectable effect at 80% power {sup['mde']:.3f}"
+        f"{_number(sup['dz'])}, minimum detectable effect at 80% power {sup['mde']:.3f}"
     )
     return _one_sided("rubric", claim, test, row, detail, alpha, "rejected follows the rubric better")
 

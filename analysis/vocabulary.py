@@ -44,6 +44,7 @@ __all__ = [
     "TEXT_CONTROLS",
     "RESPONSES",
     "RUBRIC_DOMAIN",
+    "RUBRIC_SPAN",
     "RUBRIC_ITEM",
     "RUBRIC_POINTS",
     "RUBRIC_PREFIX",
@@ -132,6 +133,8 @@ CONFIDENCE_POINTS = len(CONFIDENCE_DOMAIN)
 #: A rubric aspect's coverage: 0 does not cover, 1 somewhat, 2 very well.
 RUBRIC_DOMAIN: tuple[int, ...] = (0, 1, 2)
 RUBRIC_POINTS = len(RUBRIC_DOMAIN)
+#: The widest rubric difference: a chosen - rejected rubric score lies in -RUBRIC_SPAN..RUBRIC_SPAN.
+RUBRIC_SPAN = RUBRIC_DOMAIN[-1] - RUBRIC_DOMAIN[0]
 #: Rubric support: 0 no, 1 partly, 2 yes.
 SUPPORT_DOMAIN: tuple[int, ...] = (0, 1, 2)
 

@@ -21,19 +21,19 @@ import pandas as pd
 
 from analysis.report import Report
 from analysis.scale import report_scales
+from analysis.vocabulary import RUBRIC_SPAN
 
 #: A category with fewer main pairs than this gets no interval in the category plot (its t interval
 #: would rest on 0 or 1 degree of freedom); it is drawn as a hollow point marked "too few pairs".
 MIN_CATEGORY_PAIRS = 3
 RUBRIC_ITEM = "rubric"
-RUBRIC_RANGE = 2.0  # rubric alignment is the mean of 0-2 ratings: a difference lies in -2..+2
 
 
 def difference_range(report: Report, item: str) -> float:
     """The largest chosen - rejected difference `item` can take (its scale's width); for an item that
     is not a quality dimension or the rubric (``""``), the widest quality scale's."""
     if item == RUBRIC_ITEM:
-        return RUBRIC_RANGE
+        return RUBRIC_SPAN
     p = report.parameters
     scales = report_scales(p, p.get("quality_items") or [""])
     return scales[item].span if item in scales else max(s.span for s in scales.values())
@@ -89,7 +89,7 @@ def figure_captions(report: Report) -> dict[str, str]:
         "categories": (
             f"Mean chosen − rejected difference per category and item with its {level}% t interval over "
             f"pairs, clipped to the possible range ({_quality_ranges(report)}, ±"
-            f"{RUBRIC_RANGE:g} on the rubric). Categories with fewer than {MIN_CATEGORY_PAIRS} pairs "
+            f"{RUBRIC_SPAN:g} on the rubric). Categories with fewer than {MIN_CATEGORY_PAIRS} pairs "
             "have no interval: they are hollow points marked “too few pairs”. "
             + ("Green band: the equivalence margin." if "margins" not in p else "Each item has its margin.")
         ),
