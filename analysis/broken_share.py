@@ -120,7 +120,9 @@ def mean_square(
     -----
     Per pair with k >= 2 judgments, ``U_i = sum_{j != l} d_ij d_il / (k (k - 1))`` is unbiased for
     ``g_i^2`` (the pair's true gap squared, over annotators in general); a pair with one judgment uses
-    ``d^2`` less the study's within-pair variance. M is the mean of the U_i. Its variance: the spread of
+    ``d^2`` less its annotator's own effect and noise, estimated from that annotator's judgments of
+    pairs rated by several (:func:`_single_corrections`; annotators' noise may differ). M is the mean
+    of the U_i. Its variance: the spread of
     the U_i over pairs, plus what the annotators share between pairs (products ``a_j a_l`` of the same
     two annotators and ``g_i a_j`` of the same annotator; their sizes from the moment estimate of the
     annotator variance: products of one annotator's within-pair deviations on different pairs). The
@@ -145,15 +147,17 @@ def mean_square(
     within = np.bincount(sp, np.where(multi, s2 - s1 * s1 / kk, 0.0), minlength=n_studies) / np.maximum(
         df_within, 1.0
     )
-    u = np.where(multi, (s1 * s1 - s2) / np.maximum(k * (k - 1.0), 1.0), s1 * s1 - within[sp])
+    n_annotators = int(annotator.max()) + 1 if len(annotator) else 0
+    single_correction, var_c = _single_corrections(d, pair, annotator, k, s1, sp, n_annotators, n_studies)
+    u = np.where(multi, (s1 * s1 - s2) / np.maximum(k * (k - 1.0), 1.0), s1 * s1 - single_correction)
     u = np.where(used, u, 0.0)
     n = np.bincount(sp, used.astype(float), minlength=n_studies)
     n_safe = np.maximum(n, 1.0)
     m = np.bincount(sp, u, minlength=n_studies) / n_safe
     var_u = (np.bincount(sp, u * u, minlength=n_studies) - n * m * m) / np.maximum(n - 1.0, 1.0)
 
+    var_c = var_c / n_safe**2
     # the annotator variance: products of one annotator's within-pair deviations on different pairs
-    n_annotators = int(annotator.max()) + 1 if len(annotator) else 0
     study_of_annotator = np.zeros(n_annotators, dtype=np.int64)
     study_of_annotator[annotator] = sp[pair]
     on_multi = multi[pair]
@@ -191,7 +195,7 @@ def mean_square(
     shared = np.bincount(study_of_annotator, self_k * self_k - self_k4, minlength=n_studies)
     shared += np.bincount(key_study, co2 * co2 - np.bincount(inverse, 1.0 / kp**4), minlength=n_studies)
     var_l = s2a_pos * np.maximum(4.0 * (lam_sq - s2a_pos * shared) / n_safe**2, 0.0)
-    se_data = np.sqrt(np.maximum(var_u / n_safe + var_q + var_l, 0.0))
+    se_data = np.sqrt(np.maximum(var_u / n_safe + var_q + var_l + var_c, 0.0))
     # the floor: Var(U_i) at the boundary under normal noise, v = within / k per pair mean
     v = within[sp] / kk
     at_floor = np.where(multi, 2.0 * v * v * kk / np.maximum(kk - 1.0, 1.0), 2.0 * v * v) + 4.0 * v * max(
@@ -199,7 +203,7 @@ def mean_square(
     )
     at_floor = np.where(used, at_floor, 0.0)
     var_floor = np.bincount(sp, at_floor, minlength=n_studies) / n_safe**2
-    se_floor = np.sqrt(var_floor + var_q + var_l)
+    se_floor = np.sqrt(var_floor + var_q + var_l + var_c)
     enough = n >= 3
     nan = np.full(n_studies, math.nan)
     return MeanSquare(
@@ -212,8 +216,51 @@ def mean_square(
         noise_var=within,
         pair_estimate=u,
         pair_floor=at_floor,
-        annotator_part=var_q + var_l,
+        annotator_part=var_q + var_l + var_c,
     )
+
+
+def _single_corrections(
+    d: np.ndarray,
+    pair: np.ndarray,
+    annotator: np.ndarray,
+    k: np.ndarray,
+    s1: np.ndarray,
+    study_of_pair: np.ndarray,
+    n_annotators: int,
+    n_studies: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """What a pair rated once subtracts from its d^2, per pair (0 for the others), and the variance
+    that adds to n^2 Var(M), per study.
+
+    A pair rated once by annotator j has ``E[d^2] = g^2 + (j's effect and noise)``; j's own part is
+    estimated from j's judgments of pairs rated by several: ``t = d_ij^2 - d_ij * (mean of the others'
+    d on pair i)`` has expectation ``a_j E[g] + a_j^2 + s2_j`` (the other annotators' effects have mean
+    0), so ``d^2 - mean(t)`` is unbiased for ``g^2`` over annotators whatever each one's noise. An
+    annotator without two such judgments subtracts nothing (``d^2`` over-states ``g^2``: the bound stays
+    valid). The mean of t is shared by that annotator's pairs rated once: its variance enters Var(M)
+    weighted by their number.
+    """
+    on_multi = k[pair] >= 2
+    others = np.where(on_multi, (s1[pair] - d) / np.maximum(k[pair] - 1.0, 1.0), 0.0)
+    t = np.where(on_multi, d * d - d * others, 0.0)
+    m = np.bincount(annotator, on_multi.astype(float), minlength=n_annotators)
+    t1 = np.bincount(annotator, t, minlength=n_annotators)
+    t2 = np.bincount(annotator, t * t, minlength=n_annotators)
+    known = m >= 2
+    mean_t = np.where(known, t1 / np.maximum(m, 1.0), 0.0)
+    var_mean_t = np.where(
+        known, np.maximum(t2 - t1 * t1 / np.maximum(m, 1.0), 0.0) / np.maximum(m - 1.0, 1.0), 0.0
+    )
+    var_mean_t = var_mean_t / np.maximum(m, 1.0)
+    once = k[pair] == 1
+    correction = np.zeros(len(k))
+    correction[pair[once]] = mean_t[annotator[once]]
+    singles_of = np.bincount(annotator[once], minlength=n_annotators).astype(float)
+    study_of_annotator = np.zeros(n_annotators, dtype=np.int64)
+    study_of_annotator[annotator] = study_of_pair[pair]
+    var_c = np.bincount(study_of_annotator, singles_of**2 * var_mean_t, minlength=n_studies)
+    return correction, var_c
 
 
 def _judgment_pairs(pair: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -101,20 +101,40 @@ def test_too_few_pairs_give_no_bound() -> None:
     assert not res.below and np.isnan(res.upper)
 
 
-def test_one_judgment_pairs_use_the_within_pair_variance() -> None:
-    """A pair with one judgment contributes d^2 less the study's within-pair variance."""
+def test_one_judgment_pairs_subtract_their_annotator_s_own_part() -> None:
+    """A pair rated once contributes d^2 less its annotator's mean of d_ij^2 - d_ij * (the others' mean)
+    over the pairs that annotator rated with others; an annotator who rated none subtracts nothing."""
     frame = pd.DataFrame(
         {
-            "pair_id": [1, 1, 2, 2, 3, 3, 4],
-            "annotator": list("ababaca"),
-            "diff": [1.0, 0.0, 0.0, 1.0, 2.0, 0.0, 1.0],
+            "pair_id": [1, 1, 2, 2, 3, 3, 4, 5],
+            "annotator": list("ababacad"),
+            "diff": [1.0, 0.0, 0.0, 1.0, 2.0, 0.0, 1.0, 0.5],
         }
     )
     est = mean_square(frame["diff"], pd.factorize(frame["pair_id"])[0], pd.factorize(frame["annotator"])[0],
-                      np.zeros(4, dtype=int))  # fmt: skip
-    within = (0.5 + 0.5 + 2.0) / 3  # pooled within-pair variance of pairs 1-3
-    assert est.noise_var[0] == pytest.approx(within)
-    assert est.estimate[0] == pytest.approx((0.0 + 0.0 + 0.0 + (1.0 - within)) / 4)
+                      np.zeros(5, dtype=int))  # fmt: skip
+    own = (1.0 * (1.0 - 0.0) + 0.0 * (0.0 - 1.0) + 2.0 * (2.0 - 0.0)) / 3  # a's t on pairs 1-3
+    assert est.pair_estimate[3] == pytest.approx(1.0 - own)
+    assert est.pair_estimate[4] == pytest.approx(0.25)  # d rated only alone: d^2
+    assert est.estimate[0] == pytest.approx((0.0 + 0.0 + 0.0 + (1.0 - own) + 0.25) / 5)
+
+
+def test_a_precise_annotator_rating_pairs_alone_does_not_hide_broken_pairs() -> None:
+    """One precise annotator (noise SD 0.2) rates every pair, two noisy ones (SD 0.8) half of them; 15%
+    of the pairs are 2 margins off. Subtracting the pooled (noisy) within-pair variance from the
+    precise annotator's d^2 drove M below 0 and the bound to 0; the annotator's own part keeps M near
+    its true 0.15."""
+    rng = np.random.default_rng(4)
+    n = 600
+    gap = np.where(rng.random(n) < 0.15, 1.0, 0.0)
+    rows = [(i, "lead", gap[i] + rng.normal(0, 0.2)) for i in range(n)]
+    for i in range(1, n, 2):
+        for who in rng.choice(20, 2, replace=False):
+            rows.append((i, f"c{who}", gap[i] + rng.normal(0, 0.8)))
+    frame = pd.DataFrame(rows, columns=["pair_id", "annotator", "diff"])
+    res = broken_share(frame, margin=MARGIN)
+    assert not res.below
+    assert abs(res.mean_square - gap.mean()) < 3 * res.mean_square_se
 
 
 @pytest.mark.parametrize(
