@@ -201,8 +201,11 @@ def _preference_row(
     )
 
 
-def summary_sentences(n_pairs: int, n_rated: int, effective: Sequence[float], lams: Sequence[float]) -> str:
-    """The section's sentences for one judge (`effective` and `lams` per dimension): coverage and
+def summary_sentences(
+    n_pairs: int, n_rated: int, effective: Sequence[float], lams: Sequence[float], *, drawn: bool = False
+) -> str:
+    """The section's sentences for one judge (`effective` and `lams` per dimension): coverage and the
+    sample it rests on (`drawn`: the tool's draw with recorded probabilities, else assumed uniform),
     effective sample size, lambda, what the judge added."""
     added = [e - n_rated for e in effective]
     if max(lams) == 0.0:
@@ -215,11 +218,22 @@ def summary_sentences(n_pairs: int, n_rated: int, effective: Sequence[float], la
             f"({_span([e / n_rated for e in effective], 2)} times the people's own precision)"
         )
     return (
-        f"Verdict over {n_pairs} pairs, {n_rated} of them rated by people, effective sample size "
+        f"Verdict over {n_pairs} pairs, {n_rated} of them rated by people{_sample_words(drawn)}, "
+        "effective sample size "
         f"{_span(effective, 0)} (over the dimensions: the rated pairs a people-only analysis with this panel "
         f"would need for the same precision). Lambda {_span(lams, 2)}: the weight of the judge's gap in the "
         "estimate, tuned to the data (0 = the judge is not used, 1 = fully). What the judge added: "
         f"{what}."
+    )
+
+
+def _sample_words(drawn: bool) -> str:
+    """For which pairs the people's sample speaks: the tool's recorded draw, or an assumption."""
+    if drawn:
+        return " (drawn by the tool, each weighted by its recorded inclusion probability)"
+    return (
+        " (valid only if those are a uniform random sample of the judged pairs: no draw was recorded, "
+        "so the data cannot show it)"
     )
 
 
@@ -315,7 +329,13 @@ def prediction_powered_section(
             continue
         verdicts.append(
             _judge_verdict(
-                name, results, bounds, n_items=len(differences), replicated=replicated, min_pairs=min_pairs
+                name,
+                results,
+                bounds,
+                n_items=len(differences),
+                replicated=replicated,
+                min_pairs=min_pairs,
+                drawn=weights is not None,
             )
         )
     if not rows and not preference and not rubric:
@@ -401,15 +421,18 @@ def _broken_rows(
         except ValueError:
             continue
         fields = {c: getattr(res, c) for c in BROKEN_COLUMNS[2:-1]}
-        rows.append({"judge": name, "dimension": item, **fields, "sentence": broken_sentence(res, alpha)})
+        sentence = broken_sentence(res, alpha, drawn=weights is not None)
+        rows.append({"judge": name, "dimension": item, **fields, "sentence": sentence})
     return rows
 
 
-def broken_sentence(res: Any, alpha: float) -> str:
-    """What the prediction-powered broken-share bound of one dimension says, in words."""
+def broken_sentence(res: Any, alpha: float, *, drawn: bool = False) -> str:
+    """What the prediction-powered broken-share bound of one dimension says, in words (`drawn`: as for
+    :func:`summary_sentences`)."""
     verdict = "below" if res.below else "not below"
     return (
-        f"Verdict over {res.n_pairs} pairs, {res.n_rated} of them rated by people: at most "
+        f"Verdict over {res.n_pairs} pairs, {res.n_rated} of them rated by people{_sample_words(drawn)}: "
+        "at most "
         f"{100 * res.upper:.1f}% of the pairs have a true gap beyond +-{res.margin:g} (upper "
         f"{100 * (1 - alpha):g}% bound; people only: {100 * res.people_upper:.1f}%), {verdict} the tolerated "
         f"{100 * res.max_share:g}%. Markov's bound on the mean squared gap (no model of the gaps), estimated "
@@ -427,6 +450,7 @@ def _judge_verdict(
     n_items: int,
     replicated: int,
     min_pairs: int,
+    drawn: bool,
 ) -> dict[str, Any]:
     """One judge's verdict over every judged pair, the claim of the people-only equivalence verdict:
     the mean gap within the margin on every dimension (intersection-union) and the share of broken
@@ -453,7 +477,7 @@ def _judge_verdict(
     effective = [r.effective_pairs for r in results]
     lams = [r.lam for r in results]
     n_pairs, n_rated = min(r.n_pairs for r in results), min(r.n_rated for r in results)
-    sentence = summary_sentences(n_pairs, n_rated, effective, lams)
+    sentence = summary_sentences(n_pairs, n_rated, effective, lams, drawn=drawn)
     if status != "pass" and held:
         sentence += " Not a PASS: " + "; ".join(held) + "."
     return {

@@ -99,7 +99,8 @@ def test_the_section_states_coverage_effective_size_lambda_and_what_the_judge_ad
     assert (section.table["n_pairs"] == 440).all() and (section.table["n_rated"] == 40).all()
     verdict = section.verdicts.iloc[0]
     assert verdict["sentence"].startswith(
-        "Verdict over 440 pairs, 40 of them rated by people, effective sample size"
+        "Verdict over 440 pairs, 40 of them rated by people (valid only if those are a uniform random "
+        "sample of the judged pairs: no draw was recorded, so the data cannot show it), effective sample size"
     )
     assert "Lambda" in verdict["sentence"] and "What the judge added" in verdict["sentence"]
     report = dataclasses.replace(
@@ -176,7 +177,9 @@ def test_a_judges_verdict_is_the_people_only_claim_over_every_judged_pair() -> N
     def verdict(
         results: list[SimpleNamespace], bounds: list[dict[str, object]], replicated: int = 40
     ) -> dict:
-        return _judge_verdict("j", results, bounds, n_items=len(ITEMS), replicated=replicated, min_pairs=20)
+        return _judge_verdict(
+            "j", results, bounds, n_items=len(ITEMS), replicated=replicated, min_pairs=20, drawn=False
+        )
 
     assert verdict(results, below)["status"] == "pass"
     assert "Not a PASS" not in verdict(results, below)["sentence"]
@@ -194,3 +197,12 @@ def test_a_judges_verdict_is_the_people_only_claim_over_every_judged_pair() -> N
     outside = verdict([*results[:2], result(equivalent=False, ci_low=0.6, ci_high=0.9)], below)
     assert outside["status"] == "fail"
     assert verdict(results[:2], below[:2])["status"] == "inconclusive"  # a dimension the judge left out
+
+
+def test_the_verdict_says_which_sample_it_rests_on() -> None:
+    """Without a recorded draw the people's pairs are assumed a uniform sample of the judged ones, which
+    the data cannot show: the verdict's first sentence says so; with the tool's draw it names it."""
+    assumed = summary_sentences(800, 200, [200.0], [0.0])
+    drawn = summary_sentences(800, 200, [200.0], [0.0], drawn=True)
+    assert "valid only if those are a uniform random sample" in assumed
+    assert "drawn by the tool" in drawn and "uniform" not in drawn
