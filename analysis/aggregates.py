@@ -28,6 +28,7 @@ from analysis.vocabulary import (
 
 __all__ = [
     "add_rubric_means",
+    "paired_aspects",
     "judgment_differences",
     "judgments",
     "pair_majority",
@@ -80,12 +81,27 @@ def _is_aspect(items: pd.Series) -> np.ndarray:
     return has_prefix(items, RUBRIC_PREFIX)
 
 
+def paired_aspects(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rubric-aspect `rows` of the aspects each judgment scored on both responses (the one home of
+    "chosen and rejected are averaged over the same aspects").
+
+    >>> rows = pd.DataFrame({"pair_id": "p", "annotator": "a", "response": ["chosen", "chosen", "rejected"],
+    ...     "item": ["rubric:0", "rubric:1", "rubric:1"], "value": [2.0, 1.0, 0.0]})
+    >>> paired_aspects(rows)["item"].tolist()
+    ['rubric:1', 'rubric:1']
+    """
+    scored = rows[rows[VALUE].notna()]
+    judgment_aspect = scored.groupby([PAIR_ID, ANNOTATOR, ITEM], sort=False, observed=True)
+    return scored[judgment_aspect[RESPONSE].transform("nunique").to_numpy() == 2]
+
+
 def _rubric_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """The ``"rubric"`` rows :func:`add_rubric_means` would add, computed from the aspect rows only
-    (without copying the whole frame)."""
+    (without copying the whole frame): of each judgment, the aspects it scored on both responses, so
+    that chosen and rejected are averaged over the same aspects."""
     keys = [PAIR_ID, ANNOTATOR, RESPONSE]
     carry = [c for c in (*JUDGMENT_COLUMNS, *OPTIONAL_JUDGMENT_COLUMNS) if c in frame.columns]
-    aspects = frame.loc[_is_aspect(frame[ITEM]), [*keys, ITEM, VALUE, *carry]]
+    aspects = paired_aspects(frame.loc[_is_aspect(frame[ITEM]), [*keys, ITEM, VALUE, *carry]])
     means = rubric_scores(aspects, keys)
     if carry and not means.empty:
         first = aspects.iloc[np.flatnonzero(first_rows(aspects, keys))][[*keys, *carry]]

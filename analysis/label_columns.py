@@ -293,10 +293,14 @@ class Judgments:
         self._positions(frame)
 
     def add_aspect(self, frame: pd.DataFrame) -> None:
-        """The values of one rubric aspect, summed per judgment and response."""
-        cell = self._positions(frame) * 2 + (frame[RESPONSE] != CHOSEN).to_numpy()
+        """The values of one rubric aspect, summed per judgment and response: of each judgment, only
+        when it scored the aspect on both responses (chosen and rejected averaged over the same
+        aspects, as :func:`analysis.aggregates.judgment_differences` does)."""
+        judgment = self._positions(frame)
+        cell = judgment * 2 + (frame[RESPONSE] != CHOSEN).to_numpy()
         value = frame[VALUE].to_numpy(dtype=float)
         rated = np.isfinite(value)
+        rated &= np.bincount(judgment, weights=rated, minlength=len(self.keys))[judgment] == 2
         size = 2 * len(self.keys)
 
         def grown(total: np.ndarray, weights: np.ndarray | None) -> np.ndarray:

@@ -180,3 +180,38 @@ def test_a_quality_score_off_the_study_scale_or_an_unknown_item_is_one_line_nami
         assert f"(first at row {rows[6] + 2})" in lines[0]  # the file's row as a spreadsheet counts it
     else:
         assert "within that item's rows" in lines[0]
+
+
+def test_rubric_aspects_scored_on_one_response_only_are_left_out_on_both_paths(tmp_path: Path) -> None:
+    """A judgment that scored an aspect on one response only: chosen and rejected are averaged over the
+    aspects both were scored on (a chosen scored on aspects 0-1 and a rejected on 1-2 compared only on
+    1), in memory and read by item alike."""
+    from analysis.aggregates import judgment_differences
+
+    frame = simulate_frame(np.random.default_rng(3), SimDesign(n_pairs=200, per_pair=3, rubric_aspects=3))
+    aspect = frame["item"].str.startswith("rubric:")
+    first = frame[["pair_id", "annotator"]].drop_duplicates().sample(frac=0.3, random_state=2)
+    picked = frame.set_index(["pair_id", "annotator"]).index.isin(
+        first.set_index(["pair_id", "annotator"]).index
+    )
+    lone = (
+        picked
+        & aspect
+        & (
+            ((frame["response"] == "chosen") & (frame["item"] == "rubric:2"))
+            | ((frame["response"] == "rejected") & (frame["item"] == "rubric:0"))
+        )
+    )
+    frame = frame[~lone].reset_index(drop=True)
+    diffs = judgment_differences(frame, "rubric").set_index(["pair_id", "annotator"])["diff"]
+    rows = frame[frame["item"].str.startswith("rubric:")]
+    wide = rows.pivot_table(
+        index=["pair_id", "annotator", "item"], columns="response", values="value"
+    ).dropna()
+    expected = (wide["chosen"] - wide["rejected"]).groupby(level=[0, 1]).mean()
+    pd.testing.assert_series_equal(diffs.sort_index(), expected.sort_index(), check_names=False)
+    path = tmp_path / "labels.parquet"
+    frame.astype(dict.fromkeys(("pair_id", "annotator", "response", "item"), str)).to_parquet(path)
+    memory = build_report(frame, study="s", settings=SETTINGS)
+    by_item = build_columns_report(LabelColumns(path), study="s", settings=SETTINGS, limit=10)
+    _same_numbers(memory, by_item)

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from analysis.aggregates import paired_aspects
 from analysis.agreement.alpha import alpha_ci, krippendorff_alpha
 from analysis.agreement.icc import icc_matrix
 from analysis.agreement.inputs import Level
@@ -263,7 +264,7 @@ def agreement_table(
     if whole.any():
         rubric = rated[whole]
     else:
-        rubric = rated[has_prefix(rated["item"], f"{rubric_item}:")]
+        rubric = paired_aspects(rated[has_prefix(rated["item"], f"{rubric_item}:")])
         rubric = rubric.groupby(["pair_id", "response", "annotator"], as_index=False, sort=False)[
             "value"
         ].mean()
