@@ -70,9 +70,9 @@ class CrossedFit:
     ``df`` holds the Satterthwaite degrees of freedom of each fixed effect; ``boundary`` names the
     variance components estimated at zero (held at zero for the df). ``capped``: a variance ratio
     reached its bound (``_THETA_MAX ** 2``), so the residual is too small beside a component for REML
-    to size that component (judgments without noise: each annotator always answers alike); then the
-    few-annotator guard also takes ``mean_vars``, the sample variances of the pair means and of the
-    annotator means.
+    to size the components (judgments without noise: each annotator, or each pair, always alike);
+    then the few-annotator guard takes ``mean_vars``, the sample variances of the pair means and of
+    the annotator means, instead.
     """
 
     params: np.ndarray
@@ -593,6 +593,10 @@ def mixed_effect(
     )
 
 
+CAPPED_MESSAGE = (
+    "the judgments show almost no noise beside the pair and annotator effects, so REML cannot size them: "
+    "the moment-based interval (the variances of the pair and annotator means) is used"
+)
 GUARD_MESSAGE = (
     "the moment-based interval (annotator and pair terms with their own df) is wider than the "
     "REML-Satterthwaite one and is used"
@@ -612,16 +616,19 @@ def intercept_se(
     se = math.sqrt(float(fit.cov_params[0, 0]))
     if guard:
         se, df, widened = guarded_se(fit, se, df, alpha)
-        if widened:
+        if fit.capped:
+            messages.append(CAPPED_MESSAGE)
+        elif widened:
             messages.append(GUARD_MESSAGE)
     return se, df
 
 
 def guarded_se(fit: CrossedFit, se: float, df: float, alpha: float) -> tuple[float, float, bool]:
     """The few-annotator guard (one home): the wider of the REML-Satterthwaite and the moment-based
-    interval of the mean. Returns ``(se, df, widened)``."""
+    interval of the mean; a capped fit (:class:`CrossedFit`) always takes the moment-based one, its
+    REML components being no estimate. Returns ``(se, df, widened)``."""
     se_c, df_c = _conservative_se(fit)
-    if float(stats.t.ppf(1 - alpha, df_c)) * se_c > float(stats.t.ppf(1 - alpha, df)) * se:
+    if fit.capped or float(stats.t.ppf(1 - alpha, df_c)) * se_c > float(stats.t.ppf(1 - alpha, df)) * se:
         return se_c, df_c, True
     return se, df, False
 
@@ -636,14 +643,15 @@ def _conservative_se(fit: CrossedFit) -> tuple[float, float]:
     variance of the grand mean (it exceeds the true one by ``s2 / N``); df by Satterthwaite with q - 1
     and n - 1 df. REML-Satterthwaite alone treats a zero annotator estimate from 3 annotators as
     certain (df ~ pairs) and is anti-conservative when annotators differ a little. A capped fit
-    (:class:`CrossedFit`) also takes the observed ``MS / N``: the variance of the annotator means over
-    q and of the pair means over n.
+    (:class:`CrossedFit`) takes the observed ``MS / N`` instead: the variance of the annotator means
+    over q and of the pair means over n.
     """
     q, n, n_obs = fit.n_annotators, fit.n_pairs, fit.n_obs
-    v_a = (fit.annotator_var + fit.residual_var / (n_obs / q)) / q
-    v_p = (fit.pair_var + fit.residual_var / (n_obs / n)) / n
-    if fit.capped:  # REML could not size the components: the data's own moments, where larger
-        v_a, v_p = max(v_a, fit.mean_vars[1] / q), max(v_p, fit.mean_vars[0] / n)
+    if fit.capped:  # REML could not size the components: the data's own moments
+        v_a, v_p = fit.mean_vars[1] / q, fit.mean_vars[0] / n
+    else:
+        v_a = (fit.annotator_var + fit.residual_var / (n_obs / q)) / q
+        v_p = (fit.pair_var + fit.residual_var / (n_obs / n)) / n
     denom = v_a**2 / max(q - 1, 1) + v_p**2 / max(n - 1, 1)
     df = (v_a + v_p) ** 2 / denom if denom > 0 else float(max(n - 1, 1))
     return math.sqrt(v_a + v_p), float(df)

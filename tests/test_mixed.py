@@ -257,6 +257,7 @@ def test_annotators_who_always_answer_alike_are_not_taken_as_certain() -> None:
     assert res.p_greater > 0.3
     fit = fit_crossed(y, np.ones((len(y), 1)), pairs, annotators)
     assert fit.capped and fit.mean_vars == pytest.approx((0.0, 1 / 3))
+    assert any("REML cannot size them" in w for w in res.warnings)
     rng = np.random.default_rng(2)
     noisy = y + rng.normal(0, 0.3, len(y))
     assert not fit_crossed(noisy, np.ones((len(y), 1)), pairs, annotators).capped
@@ -269,3 +270,16 @@ def test_annotators_who_always_answer_alike_are_not_taken_as_certain() -> None:
     cols = ["pair_id", "annotator", "response", "item", "value", "preference", "confidence", "time_s"]
     gaps = mixed_effect(validate_frame(pd.DataFrame(rows, columns=cols)), "correctness", margin=0.5)
     assert not gaps.equivalent and gaps.ci_high > 0.5
+
+
+def test_pairs_that_every_annotator_answers_alike_are_sized_by_their_means() -> None:
+    """Every annotator gives each pair the same score (80% of pairs +0.5, 20% -0.5, no noise): REML ran
+    both variance ratios to their bound (an annotator variance of 0.05 where annotators do not differ
+    at all, p 0.07 on 2.5 df). The moments: the pair means' variance over n, the annotators' none."""
+    from analysis.crossed_mean import crossed_mean
+
+    pairs, annotators = np.repeat(np.arange(80), 3), np.tile(np.arange(3), 80)
+    y = np.where(np.arange(80) % 5 == 0, -0.5, 0.5)[pairs]
+    res = crossed_mean(y, pairs, annotators, item="preference")
+    assert res.se == pytest.approx(math.sqrt(np.var(y[::3], ddof=1) / 80))
+    assert res.df == pytest.approx(79) and res.p_greater < 1e-6
