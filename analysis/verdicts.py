@@ -16,7 +16,7 @@ from analysis.frames import CONTROL, PAIR_ID
 from analysis.lazy import stats
 from analysis.scale import to_study_points
 from analysis.validation import ValidationResult
-from analysis.vocabulary import POSITIVE
+from analysis.vocabulary import POSITIVE, SIDE_CHOSEN
 from analysis.wording import counted
 
 #: Stable keys of the verdicts, in report order.
@@ -275,7 +275,26 @@ def preference_verdict(validation: ValidationResult, alpha: float) -> Verdict:
         f"{int(pref['n_ties'])} ties counted half); conditional on this panel ({pref['method']}): "
         f"{pref['rate']:.3f} [{pref['ci_low']:.3f}, {pref['ci_high']:.3f}]"
     )
+    side = _one_side(validation)
+    if side is not None:
+        return Verdict(
+            "preference",
+            claim,
+            test,
+            "inconclusive",
+            f"{detail}; chosen was shown on side {side} in every judgment, so a preference for chosen cannot "
+            f"be told from a preference for side {side} (the sides must be counterbalanced)",
+        )
     return _one_sided("preference", claim, test, row, detail, alpha, "annotators prefer rejected", null=0.5)
+
+
+def _one_side(validation: ValidationResult) -> str | None:
+    """The side chosen was shown on in every judgment that records one, if it was always the same."""
+    for differences in validation.differences.values():
+        if SIDE_CHOSEN in differences.columns:
+            sides = differences[SIDE_CHOSEN].dropna().astype(str).unique()
+            return str(sides[0]) if len(sides) == 1 else None
+    return None
 
 
 def _one_sided(

@@ -317,3 +317,21 @@ def test_a_registered_design_passes_only_where_its_test_was_shown_to_hold() -> N
     inside = _report(frame, extras=False, allocation=Design("sequential", 2, 3.0))
     verdict = next(v for v in inside.verdicts if v.key == "equivalence")  # type: ignore[attr-defined]
     assert "not shown to hold" not in verdict.detail
+
+
+def test_chosen_always_on_one_side_holds_the_preference_verdict() -> None:
+    """Annotators who prefer side A, with chosen always shown on A: the preference share is high, but a
+    preference for chosen cannot be told from one for side A; with sides shown both ways it can."""
+    from analysis.simulation import SimDesign, simulate_frame
+    from analysis.validation import validate_pairs
+    from analysis.verdicts import preference_verdict
+
+    frame = simulate_frame(np.random.default_rng(4), SimDesign(n_pairs=80, per_pair=3, rubric_aspects=0))
+    frame["side_chosen"] = "A"
+    frame["preference"] = 2
+    frame.loc[frame["pair_id"].isin(frame["pair_id"].unique()[::5]), "preference"] = -1
+    one_side = preference_verdict(validate_pairs(frame, quality_items=["correctness"]), 0.05)
+    assert one_side.status == "inconclusive"
+    assert "chosen was shown on side A in every judgment" in one_side.detail
+    both = frame.assign(side_chosen=np.where(frame["pair_id"].factorize()[0] % 2, "A", "B"))
+    assert preference_verdict(validate_pairs(both, quality_items=["correctness"]), 0.05).status == "pass"
