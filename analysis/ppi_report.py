@@ -426,6 +426,18 @@ def _broken_rows(
     return rows
 
 
+def _percent(share: float, limit: float) -> str:
+    """`share` as a percentage with the digits that tell it from `limit` (10.0% is not below 10%).
+
+    >>> _percent(0.0997, 0.1), _percent(0.0412, 0.1)
+    ('9.97%', '4.1%')
+    """
+    for digits in range(1, 5):
+        if round(100 * share, digits) != round(100 * limit, digits):
+            break
+    return f"{100 * share:.{digits}f}%"
+
+
 def broken_sentence(res: Any, alpha: float, *, drawn: bool = False) -> str:
     """What the prediction-powered broken-share bound of one dimension says, in words (`drawn`: as for
     :func:`summary_sentences`)."""
@@ -433,7 +445,7 @@ def broken_sentence(res: Any, alpha: float, *, drawn: bool = False) -> str:
     return (
         f"Verdict over {res.n_pairs} pairs, {res.n_rated} of them rated by people{_sample_words(drawn)}: "
         "at most "
-        f"{100 * res.upper:.1f}% of the pairs have a true gap beyond +-{res.margin:g} (upper "
+        f"{_percent(res.upper, res.max_share)} of the pairs have a true gap beyond +-{res.margin:g} (upper "
         f"{100 * (1 - alpha):g}% bound; people only: {100 * res.people_upper:.1f}%), {verdict} the tolerated "
         f"{100 * res.max_share:g}%. Markov's bound on the mean squared gap (no model of the gaps), estimated "
         f"with the judge's squared gap (lambda {res.lam:.2f}, effective sample size "
