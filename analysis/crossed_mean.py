@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 
 from analysis.equivalence.checks import WarnedResult
-from analysis.lazy import sparse, stats
+from analysis.lazy import stats
 from analysis.mixed import fit_crossed, group_codes, intercept_se
+from analysis.unanimous import distinct_matching, lower_end, unanimous_p
 
-__all__ = ["CrossedMean", "crossed_mean", "distinct_matching", "unanimous_p"]
+__all__ = ["CrossedMean", "crossed_mean"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ class CrossedMean(WarnedResult):
     ``ci_low``/``ci_high``: the 1 - 2*alpha interval; ``p_greater``: one-sided p of ``mean > null``.
     ``annotator_estimable`` is False with one annotator (then the test is conditional on that
     annotator). ``warnings`` says what the caller should know. ``matched``: when every score is the
-    same and the exact bound is used, the annotators it counts (:func:`distinct_matching`), else 0.
+    same and the exact bound is used, the annotators it counts
+    (:func:`analysis.unanimous.distinct_matching`), else 0.
     """
 
     item: str
@@ -83,8 +85,8 @@ def crossed_mean(
         One-sided level; the interval is 1 - 2*alpha.
     low : float, optional
         The lowest score the scale allows. When every score is the same, the test is then the exact
-        bound of :func:`unanimous_p` (its interval: the values of the mean that bound does not reject,
-        up to the score); without it, such a test is undefined (p NaN).
+        bound of :func:`analysis.unanimous.unanimous_p` (its interval: the values of the mean that
+        bound does not reject, up to the score); without it, such a test is undefined (p NaN).
 
     Returns
     -------
@@ -143,7 +145,7 @@ def _unanimous(
     low: float | None,
     messages: list[str],
 ) -> CrossedMean:
-    """The test when every score is the same: :func:`unanimous_p` over the design's matching, or
+    """The test when every score is the same: the exact bound over the design's matching, or
     undefined without the scale's lowest score."""
     est = float(y[0])
     n_pairs, n_annotators = _n_distinct(pairs), _n_distinct(annotators)
@@ -155,7 +157,7 @@ def _unanimous(
     else:
         matched = distinct_matching(pairs, annotators)
         p = unanimous_p(est, null=null, low=low, matched=matched)
-        ci_low = min(est, low + (est - low) * alpha ** (1 / matched)) if est > low else est
+        ci_low = min(est, lower_end(est, low=low, alpha=alpha, matched=matched))
         messages.append(
             f"every score is identical: the exact bound for unanimous judgments is used, over "
             f"{matched} annotator(s) who each rated a different pair"
@@ -164,50 +166,6 @@ def _unanimous(
         item, model, est, 0.0, math.nan, ci_low, est, float(null), p, alpha, len(y), n_pairs,
         n_annotators, 0.0, 0.0, 0.0, n_annotators >= 2, messages, 0 if low is None else matched,
     )  # fmt: skip
-
-
-def unanimous_p(value: float, *, null: float, low: float, matched: int) -> float:
-    """One-sided p of "the mean score exceeds `null`" when every judgment scored `value`, valid for
-    any crossed model (pairs and annotators drawn independently, judgments independent given both).
-
-    Under the null, a judgment scores at least `value` with probability at most
-    ``s = (null - low) / (value - low)`` (Markov's inequality on scores >= `low`); by Finner's
-    inequality over a matching of the design (`matched` annotators each paired with a different pair:
-    :func:`distinct_matching`), all of them do so with probability at most ``s ** matched``. The bound
-    is reached when each annotator always gives `value` or always `low` (s = 1/2 for a preference
-    that is chosen or rejected), so unanimity shows more than this panel only with enough annotators:
-    ``matched >= log(alpha) / log(s)`` (5 for s = 1/2 at alpha 0.05).
-
-    >>> unanimous_p(0.5, null=0.0, low=-0.5, matched=3), unanimous_p(0.5, null=0.0, low=-0.5, matched=5)
-    (0.125, 0.03125)
-    >>> unanimous_p(0.0, null=0.0, low=-0.5, matched=9)
-    1.0
-    """
-    if not value > null:
-        return 1.0
-    if not null > low:
-        return 0.0
-    return float(((null - low) / (value - low)) ** matched)
-
-
-def distinct_matching(pairs: Any, annotators: Any) -> int:
-    """The most annotators that can each be given a different pair they rated (a maximum matching of
-    the design's pair x annotator graph): min(pairs, annotators) when everyone rated every pair.
-
-    >>> distinct_matching(["p1", "p1", "p2", "p2"], ["a", "b", "a", "b"])
-    2
-    >>> distinct_matching(["p1", "p1"], ["a", "b"])
-    1
-    """
-    rows, cols = group_codes(pairs), group_codes(annotators)
-    if not len(rows):
-        return 0
-    graph = sparse.csr_matrix(
-        (np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(int(rows.max()) + 1, int(cols.max()) + 1)
-    )
-    graph.sum_duplicates()
-    matches = sparse.csgraph.maximum_bipartite_matching(graph, perm_type="column")
-    return int((matches >= 0).sum())
 
 
 def _n_distinct(labels: Any) -> int:

@@ -49,6 +49,7 @@ from analysis.equivalence import TostResult, tost_from_estimate
 from analysis.equivalence.checks import WarnedResult, check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
 from analysis.lazy import optimize, stats
+from analysis.unanimous import distinct_matching, lower_end, unanimous_p, upper_end
 
 __all__ = [
     "CrossedFit",
@@ -498,6 +499,7 @@ def mixed_effect(
     margin: float,
     alpha: float = 0.05,
     differences: pd.DataFrame | None = None,
+    span: float | None = None,
 ) -> MixedResult:
     """Equivalence of chosen and rejected on one item, generalizing over pairs and annotators.
 
@@ -515,6 +517,10 @@ def mixed_effect(
     differences : pandas.DataFrame, optional
         :func:`analysis.aggregates.judgment_differences` of ``frame`` for ``item``, when the caller
         already has it.
+    span : float, optional
+        The largest difference the item's scale allows. When every difference is the same, each
+        one-sided test is then the exact bound of :func:`analysis.unanimous.unanimous_p`; without it
+        the test is undefined.
 
     Returns
     -------
@@ -568,10 +574,20 @@ def mixed_effect(
             "on this annotator"
         )
     if float(np.ptp(d)) == 0.0:
-        messages.append("every difference is identical: no variance, the test is undefined")
-        tost = tost_from_estimate(
-            float(d[0]), 0.0, max(n_pairs - 1, 1), -margin, margin, alpha, len(d), MODEL_NAME
-        )
+        if span is None:
+            messages.append("every difference is identical: no variance, the test is undefined")
+            tost = tost_from_estimate(
+                float(d[0]), 0.0, max(n_pairs - 1, 1), -margin, margin, alpha, len(d), MODEL_NAME
+            )
+        else:
+            matched = distinct_matching(data[PAIR_ID], data[ANNOTATOR])
+            messages.append(
+                f"every difference is identical: the exact bound for unanimous judgments is used, over "
+                f"{matched} annotator(s) who each rated a different pair"
+            )
+            tost = unanimous_tost(
+                float(d[0]), margin=margin, span=span, alpha=alpha, matched=matched, n=len(d)
+            )
         return _result(item, tost, data, math.nan, math.nan, 0.0, estimable, False, messages)
     fit = fit_crossed(d, np.ones((len(d), 1)), data[PAIR_ID], data[ANNOTATOR])
     if "annotator" in fit.boundary and estimable:
@@ -597,6 +613,27 @@ CAPPED_MESSAGE = (
     "the judgments show almost no noise beside the pair and annotator effects, so REML cannot size them: "
     "the moment-based interval (the variances of the pair and annotator means) is used"
 )
+UNANIMOUS_METHOD = "exact bound for unanimous judgments (any crossed model; Markov and Finner's inequalities)"
+
+
+def unanimous_tost(
+    value: float, *, margin: float, span: float, alpha: float, matched: int, n: int
+) -> TostResult:
+    """The TOST of differences that all equal `value`, on a scale whose differences lie in
+    -span..span: each one-sided test by :func:`analysis.unanimous.unanimous_p` (with `matched`
+    annotators), the interval the values of the mean neither test rejects."""
+    p_lower = unanimous_p(value, null=-margin, low=-span, matched=matched)
+    p_upper = unanimous_p(-value, null=-margin, low=-span, matched=matched)
+    pvalue = max(p_lower, p_upper)
+    return TostResult(
+        estimate=value, se=0.0,
+        ci_low=lower_end(value, low=-span, alpha=alpha, matched=matched),
+        ci_high=upper_end(value, high=span, alpha=alpha, matched=matched),
+        t_lower=math.nan, p_lower=p_lower, t_upper=math.nan, p_upper=p_upper, df=math.nan, pvalue=pvalue,
+        equivalent=pvalue < alpha, low=-margin, high=margin, alpha=alpha, n=n, method=UNANIMOUS_METHOD,
+    )  # fmt: skip
+
+
 GUARD_MESSAGE = (
     "the moment-based interval (annotator and pair terms with their own df) is wider than the "
     "REML-Satterthwaite one and is used"

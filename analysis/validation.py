@@ -264,7 +264,8 @@ def validate_differences(
                 "wilcoxon_equivalent": wil.equivalent,
             }
         )
-        res = mixed_effect(None, item, margin=m, alpha=alpha, differences=d)
+        span = float(gap_ranges[item]) if gap_ranges and item in gap_ranges else _gap_range(d)
+        res = mixed_effect(None, item, margin=m, alpha=alpha, differences=d, span=span)
         crossed[item] = res
         crossed_rows.append({"dimension": item, **res.to_dict()})
         share = broken_share(
@@ -272,7 +273,7 @@ def validate_differences(
             margin=m,
             max_share=max_broken_share,
             alpha=alpha,
-            gap_range=float(gap_ranges[item]) if gap_ranges and item in gap_ranges else _gap_range(d),
+            gap_range=span,
         )
         broken_rows.append({"dimension": item, **share.to_dict()})
 

@@ -112,7 +112,8 @@ def equivalence_verdict(
     crossed = validation.crossed
     level = round(100 * (1 - 2 * alpha))
     parts = [
-        f"{r['dimension']} {r['estimate']:+.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] df {r['df']:.1f}"
+        f"{r['dimension']} {r['estimate']:+.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] "
+        + (f"df {r['df']:.1f}" if math.isfinite(r["df"]) else f"p {r['pvalue']:.3g}, {UNANIMOUS_WORDS}")
         for r in crossed.to_dict("records")
     ]
     detail = f"crossed model, {level}% CI: " + "; ".join(parts) + f"; max p = {validation.iut.pvalue:.4g}"
@@ -217,6 +218,12 @@ def _crossed_figures(name: str, row: pd.Series, alpha: float) -> str:
         f"{name} {row['estimate']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] ({level}% CI), "
         f"Holm p = {row['p_holm']:.4g} ({_population(row)}{_unanimous(row)}"
     )
+
+
+UNANIMOUS_WORDS = (
+    "every judgment gave it the same gap: no variance to fit, so the exact bound for unanimous "
+    "judgments (valid for any crossed model; it needs more annotators, each on pairs of their own)"
+)
 
 
 def _number(value: float) -> str:

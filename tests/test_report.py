@@ -313,7 +313,8 @@ def test_pure_noise_ratings_do_not_pass() -> None:
 
 
 def test_two_pairs_rated_once_all_fours_is_not_a_pass() -> None:
-    """Once p = 0 and PASS from zero variance; now too few pairs and an undefined test."""
+    """Once p = 0 and PASS from zero variance; now too few pairs, and the exact bound for unanimous
+    judgments over the one annotator: p = (7/8)^1, no equivalence."""
     frame = _frame(0, SimDesign(n_pairs=2, per_pair=1, items=("correctness",), rubric_aspects=0))
     frame["value"] = 4.0
     rep = build_report(frame, study="tiny", settings=ReportSettings(quality_items=["correctness"], n_boot=50))
@@ -321,7 +322,7 @@ def test_two_pairs_rated_once_all_fours_is_not_a_pass() -> None:
     assert rep.verdict("sample_size").status == "inconclusive"
     assert "at least 20 are needed before the study can PASS overall" in rep.verdict("sample_size").detail
     crossed = rep.validation.crossed.iloc[0]
-    assert math.isnan(crossed["pvalue"]) and not crossed["equivalent"]
+    assert crossed["pvalue"] == pytest.approx(0.875) and not crossed["equivalent"]
 
 
 def test_a_single_annotator_cannot_generalize() -> None:

@@ -1,5 +1,5 @@
 """The rubric and preference tests when every judgment scores the same: the exact bound for unanimous
-judgments (analysis.crossed_mean.unanimous_p), its size under its worst case, and the verdicts."""
+judgments (analysis.unanimous), its size under its worst case, and the verdicts."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.crossed_mean import crossed_mean, distinct_matching, unanimous_p
+from analysis.crossed_mean import crossed_mean
 from analysis.frames import validate_frame
 from analysis.simulation import SimDesign, simulate_frame
+from analysis.unanimous import distinct_matching, unanimous_p
 from analysis.validation import validate_pairs
 from analysis.verdicts import preference_verdict, rubric_verdict
 
@@ -109,3 +110,50 @@ def test_a_unanimous_panel_passes_with_enough_annotators(n_annotators: int, stat
     share = validation.preference_crossed.iloc[0]
     assert share["estimate"] == 1.0 and share["ci_high"] == 1.0
     assert share["ci_low"] == pytest.approx(0.05 ** (1 / n_annotators))
+
+
+def test_identical_gaps_get_the_exact_bound_on_both_sides() -> None:
+    """Every gap 0 on a 1-5 scale (differences in -4..4), margin 0.5: a null population at +-0.5 can put
+    7/8 of its gaps at 0, so 3 annotators give p = (7/8)^3 and 23 give (7/8)^23 < 0.05."""
+    from analysis.mixed import unanimous_tost
+
+    few = unanimous_tost(0.0, margin=0.5, span=4.0, alpha=0.05, matched=3, n=60)
+    assert few.p_lower == few.p_upper == pytest.approx(0.875**3) and not few.equivalent
+    many = unanimous_tost(0.0, margin=0.5, span=4.0, alpha=0.05, matched=23, n=460)
+    assert many.pvalue == pytest.approx(0.875**23) and many.equivalent
+    assert -0.5 < many.ci_low < 0 < many.ci_high < 0.5
+    shifted = unanimous_tost(0.25, margin=0.5, span=4.0, alpha=0.05, matched=23, n=460)
+    assert shifted.p_upper == pytest.approx((3.5 / 3.75) ** 23) and shifted.p_upper > shifted.p_lower
+
+
+def test_a_dimension_rated_alike_everywhere_is_tested_by_the_bound_in_the_report() -> None:
+    """Every relevance rating the same (the ceiling): the equivalence verdict names the exact bound and
+    shows no nan; the other dimensions keep the crossed model."""
+    from analysis.verdicts import equivalence_verdict
+
+    frame = simulate_frame(np.random.default_rng(2), SimDesign(n_pairs=40, per_pair=3, rubric_aspects=0))
+    frame.loc[frame["item"] == "relevance", "value"] = 5.0
+    validation = validate_pairs(validate_frame(frame), quality_items=["correctness", "relevance"])
+    row = validation.crossed.set_index("dimension").loc["relevance"]
+    assert row["pvalue"] == pytest.approx(0.875**3) and math.isnan(row["df"])
+    verdict = equivalence_verdict(validation, pd.DataFrame(), ["correctness", "relevance"], 0.05, 0.8)
+    assert "relevance +0.000" in verdict.detail and "exact bound for unanimous judgments" in verdict.detail
+    assert not re.search(r"\bnan\b", verdict.detail)
+
+
+def test_equivalence_size_under_the_bound_s_worst_case() -> None:
+    """Annotators who each always give a gap of 0 (probability 7/8) or always 4 (the mean gap is 0.5:
+    the null's upper boundary), 23 annotators on 30 pairs: unanimous at 0 in (7/8)^23 = 0.046 of the
+    studies, each then equivalent; 4,000 studies stay below alpha + 2 SE."""
+    from analysis.mixed import mixed_effect
+
+    rng = np.random.default_rng(12)
+    pairs, annotators = crossed(30, 23)
+    studies, passed = 4000, 0
+    for _ in range(studies):
+        gap = np.where(rng.random(23) < 0.875, 0.0, 4.0)[annotators]
+        if np.ptp(gap) == 0:
+            d = pd.DataFrame({"pair_id": pairs, "annotator": annotators, "diff": gap})
+            passed += mixed_effect(None, "q", margin=0.5, differences=d, span=4.0).equivalent
+    assert passed / studies <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / studies)
+    assert abs(passed / studies - 0.875**23) < 4 * math.sqrt(0.046 * 0.954 / studies)

@@ -26,7 +26,7 @@ def to_terminal(report: Report) -> str:
         pr = panel.loc[row["dimension"]]
         lines.append(
             f"  {row['dimension']:<14} {row['estimate']:+.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
-            f"df {row['df']:.1f} p {row['pvalue']:.4g} "
+            f"df {format_value(row['df'], 1)} p {row['pvalue']:.4g} "
             f"{'equivalent' if row['equivalent'] else 'not demonstrated'}"
             f" | {pr['estimate']:+.3f} [{pr['ci_low']:.3f}, {pr['ci_high']:.3f}] "
             f"{'equivalent' if pr['equivalent'] else 'not demonstrated'}"

@@ -210,7 +210,10 @@ def methods_paragraph(report: Report) -> str:
     p, s = report.parameters, report.summary
     level = round(100 * (1 - 2 * p["alpha"]))
     crossed = report.validation.crossed
-    dfs = ", ".join(f"{r['dimension']} {r['df']:.1f}" for r in crossed.to_dict("records"))
+    dfs = ", ".join(
+        f"{r['dimension']} " + (f"{r['df']:.1f}" if math.isfinite(r["df"]) else "n/a (exact bound)")
+        for r in crossed.to_dict("records")
+    )
     design = report.design
     n_ann = s["n_annotators"]
     weak = (
