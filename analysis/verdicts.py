@@ -122,6 +122,8 @@ def equivalence_verdict(
         f"{b['dimension']} at most {b['upper']:.3f} (mean squared gap {b['mean_square']:.3f}"
         + (" (an unbiased estimate: below 0 by chance)" if b["mean_square"] < 0 else "")
         + f", upper bound {b['mean_square_upper']:.3f}, vs margin squared {b['margin'] ** 2:g})"
+        if math.isfinite(b["upper"])
+        else f"{b['dimension']}: no bound from {counted(int(b['n_pairs']), 'pair')} (it needs at least 3)"
         for b in broken.to_dict("records")
     ]
     max_share = float(broken["max_share"].iloc[0]) if not broken.empty else 0.1
@@ -192,10 +194,11 @@ def equivalence_verdict(
                 f"; conditional on this panel of {n_annotators} annotators the per-pair TOST shows "
                 f"equivalence, but it does not generalize to annotators in general: {need_text}"
             )
-    if not not_few.empty:
+    bounded = not_few[not_few["upper"].notna()] if not not_few.empty else not_few
+    if not bounded.empty:
         why += (
             f"; fewer than {max_share:.0%} broken pairs not demonstrated for: "
-            f"{', '.join(not_few['dimension'])} (the data cannot exclude that many pairs have a gap "
+            f"{', '.join(bounded['dimension'])} (the data cannot exclude that many pairs have a gap "
             "beyond the margin; more judgments per pair narrow the bound)"
         )
     return Verdict("equivalence", claim, test, "inconclusive", detail + why)

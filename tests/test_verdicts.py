@@ -335,3 +335,17 @@ def test_chosen_always_on_one_side_holds_the_preference_verdict() -> None:
     assert "chosen was shown on side A in every judgment" in one_side.detail
     both = frame.assign(side_chosen=np.where(frame["pair_id"].factorize()[0] % 2, "A", "B"))
     assert preference_verdict(validate_pairs(both, quality_items=["correctness"]), 0.05).status == "pass"
+
+
+def test_too_few_pairs_for_the_broken_share_bound_say_so() -> None:
+    """Two pairs: no bound on the share of broken pairs (it needs 3); the sentence says that, not a
+    bound of nan with advice to add judgments per pair."""
+    from analysis.simulation import SimDesign, simulate_frame
+    from analysis.validation import validate_pairs
+    from analysis.verdicts import equivalence_verdict
+
+    frame = simulate_frame(np.random.default_rng(1), SimDesign(n_pairs=2, per_pair=2, rubric_aspects=0))
+    verdict = equivalence_verdict(validate_pairs(frame, quality_items=["correctness"]), pd.DataFrame(),
+                                  ["correctness"], 0.05, 0.8)  # fmt: skip
+    assert "correctness: no bound from 2 pairs (it needs at least 3)" in verdict.detail
+    assert "nan" not in verdict.detail.replace("unanimous", "") and "narrow the bound" not in verdict.detail
