@@ -154,7 +154,8 @@ def test_the_section_has_the_bound_per_judge_and_dimension_and_renders_it(frame:
     assert (broken["n_pairs"] == 440).all() and (broken["n_rated"] == 40).all()
     assert (broken["below"] == (broken["upper"] < 0.2)).all()
     sentence = broken.iloc[0]["sentence"]
-    assert sentence.startswith("Verdict over 440 pairs, 40 of them rated by people: at most")
+    assert sentence.startswith("Verdict over 440 pairs, 40 of them rated by people (valid only if those")
+    assert "the data cannot show it): at most" in sentence
     assert "Markov's bound" in sentence and "annotators in general" in sentence and "lambda" in sentence
     report = build_report(frame, study="s", settings=ReportSettings(n_boot=20))
     report = dataclasses.replace(report, prediction_powered=section)

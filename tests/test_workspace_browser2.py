@@ -288,7 +288,7 @@ def test_a_login_link_logs_in_once(live: tuple[str, AppDB], tab: Page, chrome: B
 
 def test_import_errors_keep_their_line_breaks(live: tuple[str, AppDB], tab: Page, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "x1"}\n{"id": "x2"}\n', encoding="utf-8")
+    bad.write_text('{"id": "x1"}\nnot json\n', encoding="utf-8")  # a problem on each of two lines
     log_in(tab, live[0], "res1", PASSWORD)
     tab.get_by_role("heading", name="Progress").wait_for()
     wait_for_session_cookie(tab)  # the new page load logs in by the cookie
