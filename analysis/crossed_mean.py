@@ -4,8 +4,9 @@ The same crossed random-effects model, REML fit, Satterthwaite df and few-annota
 equivalence verdict (:mod:`analysis.mixed`), for the intercept only: ``y ~ 1 + (1 | pair) +
 (1 | annotator)``.
 
-When every score is the same there is no variance to fit. With the scale's lowest score known, the test
-is then exact for any crossed model (:func:`unanimous_p`); without it the test is undefined.
+When every score is the same there is no variance to fit. With the scale's lowest score known, the
+test is then exact for any crossed model (:func:`analysis.unanimous.unanimous_p`); without it the test
+is undefined.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from analysis.equivalence.checks import WarnedResult
 from analysis.lazy import stats
 from analysis.mixed import fit_crossed, group_codes, intercept_se
-from analysis.unanimous import distinct_matching, lower_end, unanimous_p
+from analysis.unanimous import UNANIMOUS_METHOD, distinct_matching, lower_end, unanimous_p
 
 __all__ = ["CrossedMean", "crossed_mean"]
 
@@ -149,7 +150,7 @@ def _unanimous(
     undefined without the scale's lowest score."""
     est = float(y[0])
     n_pairs, n_annotators = _n_distinct(pairs), _n_distinct(annotators)
-    model = "exact bound for unanimous judgments (any crossed model; Markov and Finner's inequalities)"
+    model = UNANIMOUS_METHOD
     matched = 0
     if low is None:
         messages.append("every score is identical: no variance, the test is undefined")

@@ -49,7 +49,7 @@ from analysis.equivalence import TostResult, tost_from_estimate
 from analysis.equivalence.checks import WarnedResult, check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
 from analysis.lazy import optimize, stats
-from analysis.unanimous import distinct_matching, lower_end, unanimous_p, upper_end
+from analysis.unanimous import UNANIMOUS_METHOD, distinct_matching, lower_end, unanimous_p, upper_end
 
 __all__ = [
     "CrossedFit",
@@ -613,7 +613,6 @@ CAPPED_MESSAGE = (
     "the judgments show almost no noise beside the pair and annotator effects, so REML cannot size them: "
     "the moment-based interval (the variances of the pair and annotator means) is used"
 )
-UNANIMOUS_METHOD = "exact bound for unanimous judgments (any crossed model; Markov and Finner's inequalities)"
 
 
 def unanimous_tost(

@@ -18,7 +18,10 @@ import pandas as pd
 
 from analysis.lazy import sparse
 
-__all__ = ["distinct_matching", "lower_end", "unanimous_p", "upper_end"]
+__all__ = ["UNANIMOUS_METHOD", "distinct_matching", "lower_end", "unanimous_p", "upper_end"]
+
+#: The name of the test a result made by this bound carries.
+UNANIMOUS_METHOD = "exact bound for unanimous judgments (any crossed model; Markov and Finner's inequalities)"
 
 
 def unanimous_p(value: float, *, null: float, low: float, matched: int) -> float:
