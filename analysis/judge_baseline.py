@@ -14,8 +14,10 @@ lengths; never from which response is ``chosen``):
   recorded: either response with probability 1/2, scored by the expectation of ``W``); **longer
   response** picks the longer one (equal lengths: a tie; length unknown: probability 1/2 each);
 - ratings (scored by negative RMSE over both responses): **same rating** gives every response the
-  people's mean rating of the item (the best constant; a position-only rating judge in a
-  counterbalanced study does no better on average); **longer response** gives the longer response the
+  people's mean rating of the item, and **same rating v** every response the rating v, for each
+  rating the people gave (on an integer scale the most common rating ties the left-out annotator
+  often, and a tie counts as the judge's win; a position-only rating judge in a counterbalanced study
+  does no better on average); **longer response** gives the longer response the
   people's mean rating of longer responses and the shorter the mean of shorter ones.
   The longer-response baselines need the responses' lengths (``chosen_chars``, ``rejected_chars``).
 
@@ -50,6 +52,7 @@ __all__ = [
     "ReplaceVerdict",
     "baseline_test",
     "blind_wins",
+    "constant_ratings",
     "exact_binomial_p",
     "length_preference",
     "longer_ratings",
@@ -92,6 +95,21 @@ def same_rating(humans: npt.ArrayLike) -> BlindJudge:
     h = np.asarray(humans, dtype=np.float64)
     value = float(np.nanmean(h)) if np.isfinite(h).any() else math.nan
     return BlindJudge(SAME_RATING, (np.ones(h.shape[-2]),), (np.full(h.shape[-2:], value),))
+
+
+def constant_ratings(humans: npt.ArrayLike) -> list[BlindJudge]:
+    """The constant rating judges: the people's mean (:func:`same_rating`) and every rating the people
+    gave (``"same rating 4"``): alignment counts a tie with the left-out annotator as the judge's win,
+    so on an integer scale the most common rating can align better than the mean, which never ties."""
+    h = np.asarray(humans, dtype=np.float64)
+    seen = np.unique(h[np.isfinite(h)])
+    return [
+        same_rating(h),
+        *(
+            BlindJudge(f"{SAME_RATING} {value:g}", (np.ones(h.shape[-2]),), (np.full(h.shape[-2:], value),))
+            for value in seen
+        ),
+    ]
 
 
 def longer_ratings(humans: npt.ArrayLike, chosen_longer: npt.ArrayLike) -> BlindJudge:

@@ -58,12 +58,12 @@ from analysis.judge_baseline import (
     LONGER,
     BlindJudge,
     ReplaceVerdict,
+    constant_ratings,
     exact_binomial_p,
     length_preference,
     longer_ratings,
     preference_blind,
     replace_verdict,
-    same_rating,
 )
 
 __all__ = [
@@ -301,7 +301,7 @@ def _blinds(
         if signs is not None:
             blinds.append(preference_blind(LONGER, signs))
         return blinds
-    blinds = [same_rating(h)]
+    blinds = constant_ratings(h)
     if signs is not None:
         blinds.append(longer_ratings(h, signs))
     return blinds

@@ -343,3 +343,39 @@ def test_the_terminal_says_why_a_judge_that_passes_the_alt_test_cannot_replace()
     assert clause not in lines["reader"] and " can replace " in lines["reader"]
     assert clause not in lines["weak"]
     assert judge_lines(SimpleNamespace(judges=None)) == []  # type: ignore[arg-type]
+
+
+def test_a_judge_that_rates_every_response_4_cannot_replace_the_people(tmp_path: Path) -> None:
+    """Integer ratings around 4, 150 pairs, 3 of 5 annotators: a judge that gives every response 4
+    ties the left-out annotator whenever the others agree (a tie counts as the judge's win), so it
+    passed the alt-test and beat the people's mean rating, which never ties: "can replace" without
+    reading a response. The constant 4 is now among the content-blind judges; the judge cannot beat
+    itself."""
+    rng = np.random.default_rng(3)
+    rows, judge = [], []
+    quality = rng.normal(4, 0.5, 150)
+    for i in range(150):
+        for a in rng.choice(5, 3, replace=False):
+            for item in ("correctness", "relevance", "helpfulness"):
+                for response in ("chosen", "rejected"):
+                    value = int(np.clip(round(quality[i] + rng.normal(0, 0.7)), 1, 5))
+                    rows.append((f"p{i:03d}", f"a{a}", response, item, value, 1, 2, 30.0))
+        judge += [
+            (f"p{i:03d}", r, item, 4, 1)
+            for r in ("chosen", "rejected")
+            for item in ("correctness", "relevance", "helpfulness")
+        ]
+    columns = ["pair_id", "annotator", "response", "item", "value", "preference", "confidence", "time_s"]
+    pd.DataFrame(rows, columns=columns).to_csv(tmp_path / "labels.csv", index=False)
+    pd.DataFrame(judge, columns=["pair_id", "response", "item", "value", "preference"]).to_csv(
+        tmp_path / "always-four.csv", index=False
+    )
+    out = tmp_path / "report.json"
+    labels_file, judge_file = tmp_path / "labels.csv", tmp_path / "always-four.csv"
+    result = runner.invoke(
+        app, ["analyze", "--labels", str(labels_file), "--judges", str(judge_file), "--json", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    rows_out = [r for r in json.loads(out.read_text())["judges"] if r["item"] != "preference"]
+    assert len(rows_out) == 3
+    assert all(r["baseline"] == "same rating 4" and r["can_replace"] is False for r in rows_out)

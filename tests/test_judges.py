@@ -376,7 +376,12 @@ def test_report_has_a_judges_key_per_judge_and_item(judged: Judged) -> None:
     preference = close.set_index("item").loc["preference"]
     assert preference["baseline"] == "longer response" and preference["baseline_advantage"] == 1.0
     assert preference["passes_alt_test"] and not preference["can_replace"]
-    assert close[close["item"] != "preference"]["can_replace"].all()
+    # ratings at the top of the scale: always answering 4 aligns with the people about as well as the
+    # close judge does (a tie with the left-out annotator counts as a win), so the judge cannot show it
+    # adds anything on those dimensions; on the rubric it beats every content-blind judge
+    quality = close[close["item"].isin(["correctness", "relevance", "helpfulness"])]
+    assert (quality["baseline"] == "same rating 4").all() and not quality["can_replace"].any()
+    assert close.set_index("item").loc["rubric", "can_replace"]
     assert (lenient["advantage_probability"] < close["advantage_probability"].min()).all()
     cards = pd.DataFrame(data["judge_cards"]).set_index("judge")
     assert cards.loc["demo-judge-lenient", "first_position_rate"] > 0.9
