@@ -15,9 +15,24 @@ pytestmark = pytest.mark.nodb
 @pytest.mark.parametrize(
     ("drop", "more", "title"),
     [
-        (1, 1, "Cleaning list: 1 pair to drop (false discovery rate 10%), 1 needs more judgments"),
-        (4, 3, "Cleaning list: 4 pairs to drop (false discovery rate 10%), 3 need more judgments"),
-        (0, 0, "Cleaning list: 0 pairs to drop (false discovery rate 10%), 0 need more judgments"),
+        (
+            1,
+            1,
+            "Cleaning list: 1 pair to drop (false discovery rate 10% under normal noise of equal variance), "
+            "1 needs more judgments",
+        ),
+        (
+            4,
+            3,
+            "Cleaning list: 4 pairs to drop (false discovery rate 10% under normal noise of equal variance), "
+            "3 need more judgments",
+        ),
+        (
+            0,
+            0,
+            "Cleaning list: 0 pairs to drop (false discovery rate 10% under normal noise of equal variance), "
+            "0 need more judgments",
+        ),
     ],
 )
 def test_the_cleaning_title_counts_in_words_that_agree(drop: int, more: int, title: str) -> None:
