@@ -79,3 +79,20 @@ def test_an_option_of_another_plan_is_refused_not_ignored(options: list[str], re
     result = CliRunner().invoke(app, ["power", "--no-check", *options])
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [f"error: {refusal}"]
+
+
+def test_the_planner_says_what_its_power_covers_and_marks_designs_that_cannot_pass() -> None:
+    """The design table plans the mean gap's TOST: it says the equivalence PASS also needs the broken
+    share bounded and 20 pairs rated by two or more annotators, and marks the designs short of that;
+    a simulation of rounded ratings well below the plan says why."""
+    from typer.testing import CliRunner
+
+    from annotator.cli import app
+
+    result = CliRunner().invoke(app, ["power", "--margin", "0.5", "--sd", "0.5"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "The power of the mean gap's TOST only" in text and "at least 20 pairs rated by two" in text
+    assert "16 pairs, 3 annotators per pair from a pool of 3 reach power 0.810 (too few pairs to PASS" in text
+    assert "│ 1 │ 38* │" in text and "│ 5 │ 6* │" in text
+    assert "below the plan: rounding ratings to whole points" in text

@@ -31,7 +31,7 @@ from annotator.errors import UserError
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     import pandas as pd
 
-    from analysis.power import DesignResult
+    from analysis.power import DesignResult, PowerResult
     from analysis.report import Report
 
 
@@ -225,7 +225,7 @@ def power(
     database: DbOption = None,
 ) -> None:
     """Pairs and annotators needed to show equivalence on quality (exact TOST power; crossed design)."""
-    from analysis.power import MAX_PAIRS, MAX_POOL, Plan, pairs_needed, recommend_design, simulated_power
+    from analysis.power import MAX_PAIRS, MAX_POOL, Plan, pairs_needed, recommend_design
 
     _check_power_options(judge=judge, compare_designs=compare_designs, pairs=pairs, pool=pool, budget=budget)
     if judge is not None:
@@ -254,20 +254,8 @@ def power(
         highlight=False,
     )
     if check:
-        noise = sd / 2**0.5
-        simulated = simulated_power(
-            result.n_pairs,
-            margin=margin,
-            annotators=annotators,
-            noise=noise,
-            alpha=alpha,
-            quality_gap=true_diff,
-            bias_sd=0.0,
-            n_sim=400,
-        )
-        out.print(
-            f"simulation (rounded 1-5 ratings, noise SD {noise:.2f}, 400 studies): power {simulated:.3f}",
-            highlight=False,
+        check_by_simulation(
+            result, margin=margin, sd=sd, annotators=annotators, alpha=alpha, true_diff=true_diff
         )
 
     def design_for(per_pair: int) -> "DesignResult":
@@ -291,7 +279,8 @@ def power(
     out.print(
         f"generalizing over annotators (crossed model, annotator-gap SD {annotator_sd:g}, pair-gap SD "
         f"{pair_sd:g}): {design.n_pairs} pairs, {design.per_pair} annotators per pair from a pool of "
-        f"{design.pool} reach power {design.power:.3f}",
+        f"{design.pool} reach power {design.power:.3f}"
+        + ("" if can_pass(design.n_pairs, design.per_pair) else " (too few pairs to PASS: see below)"),
         highlight=False,
     )
     designs = Table(
@@ -304,12 +293,54 @@ def power(
             continue
         designs.add_row(
             str(overlap),
-            str(option.n_pairs),
+            f"{option.n_pairs}{'' if can_pass(option.n_pairs, overlap) else '*'}",
             str(option.pool),
             str(option.n_pairs * overlap),
             f"{option.power:.3f}",
         )
     out.print(designs)
+    out.print(
+        f"The power of the mean gap's TOST only. The report's equivalence PASS also needs the share of "
+        f"broken pairs bounded below {DEFAULTS.max_broken_share:g} and at least {DEFAULTS.min_pairs} pairs "
+        f"rated by two or more annotators (* fewer: that design cannot PASS); `annotator power --study S` "
+        f"simulates the whole verdict from a pilot's variance components.",
+        highlight=False,
+    )
+
+
+def can_pass(n_pairs: int, per_pair: int) -> bool:
+    """Whether a design has the pairs rated by two or more annotators the report asks for."""
+    return per_pair >= 2 and n_pairs >= DEFAULTS.min_pairs
+
+
+def check_by_simulation(
+    result: "PowerResult", *, margin: float, sd: float, annotators: int, alpha: float, true_diff: float
+) -> None:
+    """The plan's power checked by simulating rounded 1-5 ratings, and what a shortfall means."""
+    from analysis.power import simulated_power
+
+    noise = sd / 2**0.5
+    simulated = simulated_power(
+        result.n_pairs,
+        margin=margin,
+        annotators=annotators,
+        noise=noise,
+        alpha=alpha,
+        quality_gap=true_diff,
+        bias_sd=0.0,
+        n_sim=400,
+    )
+    out.print(
+        f"simulation (rounded 1-5 ratings, noise SD {noise:.2f}, 400 studies): power {simulated:.3f}",
+        highlight=False,
+    )
+    if result.power - simulated > 3 * (result.power * (1 - result.power) / 400) ** 0.5:
+        out.print(
+            "  below the plan: rounding ratings to whole points adds about 1/6 to the variance of a "
+            "difference, which the plan's SD does not include; give --sd as the SD of rounded ratings' "
+            "differences (a pilot's `--study`) or plan for the simulated power",
+            highlight=False,
+        )
 
 
 def design_table(
