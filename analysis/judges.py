@@ -319,7 +319,8 @@ def _baseline_fields(
     tested = alt.tested
     gap = float((alt.rho_annotator - alt.rho_judge)[tested].mean()) if tested.any() else math.nan
     beats = bool(verdicts.beats_baseline)
-    worst_p = max(float(np.nan_to_num(verdicts.blind_test[n].p_value, nan=1.0)) for n in names)
+    p_values = [float(verdicts.blind_test[n].p_value) for n in names]
+    worst_p = max(np.nan_to_num(p_values, nan=1.0)) if any(math.isfinite(v) for v in p_values) else math.nan
     loose = bool(gap < epsilon) if math.isfinite(gap) else None
     can_replace = None if passes is None else bool(passes and beats)
     return {

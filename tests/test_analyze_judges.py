@@ -379,3 +379,19 @@ def test_a_judge_that_rates_every_response_4_cannot_replace_the_people(tmp_path:
     rows_out = [r for r in json.loads(out.read_text())["judges"] if r["item"] != "preference"]
     assert len(rows_out) == 3
     assert all(r["baseline"] == "same rating 4" and r["can_replace"] is False for r in rows_out)
+
+
+def test_a_judge_on_too_few_pairs_to_test_has_no_baseline_p_value(
+    labels: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    """A judge on 20 pairs: no annotator shares the alt-test's minimum of instances with it, nothing is
+    tested, and the baseline's p value is null (it was 1.0 beside an advantage of NaN)."""
+    path, _ = labels
+    few = preference_judge("few", _pairs()[:20], np.full(20, 2.0), ["chosen_first"] * 20)
+    few.drop(columns=["value", "confidence"]).to_csv(tmp_path / "few.csv", index=False)
+    out = tmp_path / "report.json"
+    result = runner.invoke(app, ["analyze", "--labels", str(path), "--judges", str(tmp_path / "few.csv"),
+                                 "--json", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    row = json.loads(out.read_text())["judges"][0]
+    assert row["passes_alt_test"] is None and row["baseline_p_value"] is None
