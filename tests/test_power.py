@@ -165,3 +165,15 @@ def test_achieved_power_uses_the_study_pairs_and_their_sd() -> None:
     diff = pair_means(frame, "correctness")["diff"]
     assert int(result.loc[0, "n_pairs"]) == 25
     assert result.loc[0, "power"] == pytest.approx(tost_power(25, margin=0.5, sd=float(np.std(diff, ddof=1))))
+
+
+def test_a_wider_margin_never_needs_more_pairs() -> None:
+    """A margin of 100 scale points needed "more than 1000000 pairs" where 70 needed 2: the power's
+    integral over the chi-square ran to a bound so far out that the quadrature missed its mass."""
+    from analysis.power import pairs_needed, tost_power
+
+    needed = [
+        pairs_needed(margin=m, sd=1.0, power=0.8).n_pairs for m in (0.5, 1.0, 10.0, 70.0, 100.0, 1000.0)
+    ]
+    assert needed == sorted(needed, reverse=True) and needed[-1] == 2
+    assert tost_power(8, margin=100.0, sd=0.577) > 0.999
