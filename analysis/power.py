@@ -62,6 +62,10 @@ class PowerResult:
     annotators: int
 
 
+class NotReached(ValueError):
+    """No design within the planner's limits reaches the target power (an answer, not a bad input)."""
+
+
 def _check(margin: float, sd: float, alpha: float) -> None:
     if not margin > 0:
         raise ValueError("margin must be positive")
@@ -516,10 +520,10 @@ def recommend_design(plan: Plan, *, power: float = 0.8, keep_pairs: bool = False
                     return result(max_pairs, m)
                 return result(smallest_reaching(power_with(m), power, 2, max_pairs), m)
     if keep_pairs:
-        raise ValueError(
+        raise NotReached(
             f"no pool of up to {max_pool} annotators reaches power {power} with {max_pairs} pairs"
         )
-    raise ValueError(
+    raise NotReached(
         f"no design with up to {max_pool} annotators and {max_pairs} pairs reaches power {power}"
     )
 

@@ -2,6 +2,7 @@
 
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -272,8 +273,21 @@ def power(
         )
         return recommend_design(plan, power=target)
 
+    crossed_designs(design_for, annotators=annotators, annotator_sd=annotator_sd, pair_sd=pair_sd)
+
+
+def crossed_designs(
+    design_for: Callable[[int], "DesignResult"], *, annotators: int, annotator_sd: float, pair_sd: float
+) -> None:
+    """The crossed model's design for `annotators` per pair and the table by overlap, with what their
+    power covers (`design_for(per_pair)` plans one)."""
+    from analysis.power import NotReached
+
     try:
         design = design_for(annotators)
+    except NotReached as exc:
+        out.print(f"generalizing over annotators (crossed model): not reached: {exc}", highlight=False)
+        return
     except ValueError as exc:
         raise UserError(str(exc)) from None
     out.print(
