@@ -148,7 +148,9 @@ def mean_square(
         df_within, 1.0
     )
     n_annotators = int(annotator.max()) + 1 if len(annotator) else 0
-    single_correction, var_c = _single_corrections(d, pair, annotator, k, s1, sp, n_annotators, n_studies)
+    study_of_annotator = np.zeros(n_annotators, dtype=np.int64)
+    study_of_annotator[annotator] = sp[pair]
+    single_correction, var_c = _single_corrections(d, pair, annotator, k, s1, study_of_annotator, n_studies)
     u = np.where(multi, (s1 * s1 - s2) / np.maximum(k * (k - 1.0), 1.0), s1 * s1 - single_correction)
     u = np.where(used, u, 0.0)
     n = np.bincount(sp, used.astype(float), minlength=n_studies)
@@ -158,8 +160,6 @@ def mean_square(
 
     var_c = var_c / n_safe**2
     # the annotator variance: products of one annotator's within-pair deviations on different pairs
-    study_of_annotator = np.zeros(n_annotators, dtype=np.int64)
-    study_of_annotator[annotator] = sp[pair]
     on_multi = multi[pair]
     r = np.where(on_multi, d - xbar[pair], 0.0)
     c = np.where(on_multi, 1.0 - 1.0 / kk[pair], 0.0)
@@ -226,8 +226,7 @@ def _single_corrections(
     annotator: np.ndarray,
     k: np.ndarray,
     s1: np.ndarray,
-    study_of_pair: np.ndarray,
-    n_annotators: int,
+    study_of_annotator: np.ndarray,
     n_studies: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """What a pair rated once subtracts from its d^2, per pair (0 for the others), and the variance
@@ -241,6 +240,7 @@ def _single_corrections(
     valid). The mean of t is shared by that annotator's pairs rated once: its variance enters Var(M)
     weighted by their number.
     """
+    n_annotators = len(study_of_annotator)
     on_multi = k[pair] >= 2
     others = np.where(on_multi, (s1[pair] - d) / np.maximum(k[pair] - 1.0, 1.0), 0.0)
     t = np.where(on_multi, d * d - d * others, 0.0)
@@ -257,8 +257,6 @@ def _single_corrections(
     correction = np.zeros(len(k))
     correction[pair[once]] = mean_t[annotator[once]]
     singles_of = np.bincount(annotator[once], minlength=n_annotators).astype(float)
-    study_of_annotator = np.zeros(n_annotators, dtype=np.int64)
-    study_of_annotator[annotator] = study_of_pair[pair]
     var_c = np.bincount(study_of_annotator, singles_of**2 * var_mean_t, minlength=n_studies)
     return correction, var_c
 

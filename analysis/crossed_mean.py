@@ -123,7 +123,10 @@ def crossed_mean(
         messages.append("only 1 annotator: the result is conditional on this annotator")
     model = "REML crossed random effects: y ~ 1 + (1 | pair) + (1 | annotator), Satterthwaite df"
     if float(np.ptp(y)) == 0.0:
-        return _unanimous(y, pairs, annotators, item=item, null=null, alpha=alpha, low=low, messages=messages)
+        return _unanimous(
+            y, pairs, annotators, item=item, null=null, alpha=alpha, low=low, messages=messages,
+            counts=(n_pairs, n_annotators),
+        )  # fmt: skip
     fit = fit_crossed(y, np.ones((len(y), 1)), pairs, annotators)
     se, df = intercept_se(fit, n_pairs, alpha, guard=estimable, messages=messages)
     est = float(fit.params[0])
@@ -145,11 +148,12 @@ def _unanimous(
     alpha: float,
     low: float | None,
     messages: list[str],
+    counts: tuple[int, int],
 ) -> CrossedMean:
     """The test when every score is the same: the exact bound over the design's matching, or
-    undefined without the scale's lowest score."""
+    undefined without the scale's lowest score (`counts`: the pairs and annotators)."""
     est = float(y[0])
-    n_pairs, n_annotators = _n_distinct(pairs), _n_distinct(annotators)
+    n_pairs, n_annotators = counts
     model = UNANIMOUS_METHOD
     matched = 0
     if low is None:
