@@ -3,22 +3,33 @@
 Per item (each quality dimension, the rubric, the preference) every judgment gives a chosen -
 rejected score; the annotator-specific part (a shrunken annotator mean, the BLUP of the crossed
 model's annotator effect) is removed and the pair's mean ``x_i`` is a noisy measurement of its true
-effect ``g_i`` with variance ``s2 / k_i`` (``s2`` the crossed model's residual variance, ``k_i`` the
-pair's judgments). The distribution of the true effects over the study's pairs is estimated without
-assuming its shape: the nonparametric maximum-likelihood estimate on a grid (Kiefer & Wolfowitz 1956;
-the EM of Jiang & Zhang 2009; the grid of Koenker & Mizera 2014), which puts mass where the pairs
-are, so a fifth of broken pairs forms its own bump instead of being shrunk into the good ones. Each
-pair's posterior gives a shrunken estimate and the probability that it is broken:
+effect ``g_i``. Its noise: each annotator's own variance (from the pairs rated more than once, shrunk
+toward the crossed model's residual variance), so a pair rated by noisy annotators is less certain
+than one rated by careful ones, and Student's t tails fitted to the residuals where the noise is
+heavier-tailed than normal. The distribution of the true effects over the study's pairs is estimated
+without assuming its shape: the nonparametric maximum-likelihood estimate on a grid (Kiefer &
+Wolfowitz 1956; the EM of Jiang & Zhang 2009; the grid of Koenker & Mizera 2014), which puts mass
+where the pairs are, so a fifth of broken pairs forms its own bump instead of being shrunk into the
+good ones. Each pair's posterior gives a shrunken estimate and the probability that it is broken:
 
 - its true quality gap (the mean over the quality dimensions) lies beyond the margin, or
 - its rubric effect is not positive (chosen does not follow the rubric better),
 
 taking the larger of the two probabilities (a lower bound on "either", so the list errs on keeping).
-"Pairs to drop": the largest set whose mean posterior probability of being good is at most ``fdr``
-(the Bayesian FDR, Newton et al. 2004; each pair's ``q_value`` is the smallest such level that drops
-it), among the pairs with at least two judgments: one judgment cannot tell a broken pair from one
-annotator's slip, so such a pair is never dropped. "Keep": probability of being broken at most
+"Pairs to drop": the largest set whose mean posterior probability of not being clearly broken is at
+most ``fdr`` (the Bayesian FDR, Newton et al. 2004; each pair's ``q_value`` is the smallest such level
+that drops it), among the pairs with at least two judgments: one judgment cannot tell a broken pair
+from one annotator's slip, so such a pair is never dropped. Clearly broken: the defect lies past its
+boundary by more than a typical pair mean's standard error (the data's resolution). Good pairs whose
+gaps reach toward the margin cannot be told from pairs just past it, and the estimated distribution
+smears them across it; counting only clear defects keeps the false discovery rate of "broken" at
+``fdr`` there too (``benchmarks/bench_cleaning.py``). "Keep": probability of being broken at most
 ``fdr``. Everything else "needs more judgments".
+
+``q_any`` needs no estimated distribution: Benjamini-Hochberg (1995) over each pair's p value at the
+defect's boundary (the least favourable good pair), so the drops with ``q_any`` at most ``fdr`` keep
+the false discovery rate for any distribution of the pairs' effects, under the noise model; the list
+marks them.
 
 References
 ----------
@@ -28,6 +39,8 @@ Koenker, R., Mizera, I. (2014). Convex optimization, shape constraints, compound
 empirical Bayes rules. J. Amer. Statist. Assoc. 109, 674-685.
 Newton, M. A., Noueiry, A., Sarkar, D., Ahlquist, P. (2004). Detecting differential gene expression
 with a semiparametric hierarchical mixture method. Biostatistics 5(2), 155-176.
+Benjamini, Y., Hochberg, Y. (1995). Controlling the false discovery rate. J. R. Statist. Soc. B 57(1),
+289-300.
 """
 
 from __future__ import annotations
@@ -51,8 +64,11 @@ __all__ = [
     "NEEDS_MORE",
     "RULE",
     "ItemEvidence",
+    "Noise",
+    "annotator_noise",
     "bayesian_q_values",
     "cleaning_list",
+    "defect_p_values",
     "frame_cleaning",
     "item_evidence",
     "npmle_prior",
@@ -67,8 +83,9 @@ MIN_JUDGMENTS_TO_DROP = 2  # a pair judged once is never dropped (its evidence i
 #: The cleaning list's rule in one sentence (the pages and docs say it in these words).
 RULE = (
     "Per pair: the empirical-Bayes (shrunken) estimates and the probability of being broken; "
-    f"'{DROP}' controls the false discovery rate; a pair that '{NEEDS_MORE}' can get one more "
-    "annotator"
+    f"'{DROP}' controls the Bayesian false discovery rate, and the drops 'shown for any distribution "
+    f"of pair gaps' the false discovery rate whatever the gaps; a pair that '{NEEDS_MORE}' can get "
+    "one more annotator"
 )
 _GRID = 60
 _ITERATIONS = 300
@@ -128,19 +145,118 @@ def _distinct(*columns: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray,
     return tuple(rows.T), counts.astype(float), inverse.ravel()
 
 
-def _likelihood(x: np.ndarray, se: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    z = (x[:, None] - grid[None, :]) / se[:, None]
-    like = np.exp(-0.5 * z * z) / se[:, None]
+def _likelihood(
+    x: np.ndarray, se: np.ndarray, grid: np.ndarray, df: float = np.inf, spread: float = 1.0
+) -> np.ndarray:
+    """The density of each measurement (rows) at each grid point (columns): normal, or Student's t
+    with `df` degrees of freedom and scale `spread` x `se` (heavy-tailed noise)."""
+    if not np.isfinite(df):
+        z = (x[:, None] - grid[None, :]) / se[:, None]
+        like = np.exp(-0.5 * z * z) / se[:, None]
+        return cast(np.ndarray, np.maximum(like, 1e-300))
+    scale = se * spread
+    z = (x[:, None] - grid[None, :]) / scale[:, None]
+    like = (1.0 + z * z / df) ** (-(df + 1.0) / 2.0) / scale[:, None]
     return cast(np.ndarray, np.maximum(like, 1e-300))
+
+
+def defect_p_values(x: np.ndarray, se: np.ndarray, defect: tuple[str, float], noise: Noise) -> np.ndarray:
+    """Each pair's p value against "no defect", at the defect's boundary (the least favourable good
+    pair): for ``("beyond", m)`` the chance that a pair whose true gap is +-m lies as far out; for
+    ``("at_most", c)`` that a pair whose true effect is c lies as low. Valid for any distribution of
+    the pairs' effects, under the noise model."""
+    from analysis.lazy import stats
+
+    def tail(z: np.ndarray) -> np.ndarray:
+        if np.isfinite(noise.df):
+            return np.asarray(stats.t.sf(z / noise.spread, noise.df))
+        return np.asarray(stats.norm.sf(z))
+
+    kind, bound = defect
+    if kind == "beyond":
+        far = np.abs(x)
+        p = tail((far - bound) / se) + tail((far + bound) / se)
+    else:
+        p = tail((bound - x) / se)
+    return np.clip(p, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Each annotator's judgment-noise variance and the noise's degrees of freedom (inf: normal)."""
+
+    variance: np.ndarray
+    df: float
+    spread: float = 1.0
+
+
+_PRIOR_JUDGMENTS = 20  # an annotator's own noise variance is shrunk toward the pooled one as if
+#                        the pooled one came from this many judgments
+_MAX_DF = 30.0  # noise with more degrees of freedom than this is taken as normal
+_MIN_DF = 2.5  # the heaviest tails modelled (a variance must exist)
+_FIT_SAMPLE = 5_000  # residuals the tails are fitted on
+
+
+def annotator_noise(y: np.ndarray, pair_codes: np.ndarray, ann_codes: np.ndarray, pooled: float) -> Noise:
+    """Each annotator's noise variance and the noise's tails, from the pairs rated more than once.
+
+    A residual from its pair's mean has expectation ``s_j^2 ((k-1)/k)^2 + S_-j / k^2`` (``S_-j`` the
+    other judgments' variances): solved for every ``s_j^2`` by fixed-point iteration, each shrunk
+    toward `pooled` (the crossed fit's residual variance). The tails: Student's t fitted by maximum
+    likelihood to the standardized residuals; more than 30 degrees of freedom is taken as normal.
+    """
+    n_ann = int(ann_codes.max()) + 1 if len(ann_codes) else 0
+    k = np.bincount(pair_codes).astype(float)
+    kj = k[pair_codes]
+    rep = kj >= 2
+    variance = np.full(n_ann, pooled)
+    if not rep.any():
+        return Noise(variance, np.inf)
+    r = y - (np.bincount(pair_codes, weights=y) / k)[pair_codes]
+    own = ((kj - 1.0) / kj) ** 2
+    counts = np.bincount(ann_codes[rep], minlength=n_ann).astype(float)
+    for _ in range(20):
+        pair_total = np.bincount(pair_codes, weights=variance[ann_codes])[pair_codes]
+        others = (pair_total - variance[ann_codes]) / kj**2
+        num = np.bincount(ann_codes[rep], weights=(r * r - others)[rep], minlength=n_ann)
+        den = np.bincount(ann_codes[rep], weights=own[rep], minlength=n_ann)
+        raw = np.where(den > 0, num / np.maximum(den, 1e-12), pooled)
+        new = (counts * np.maximum(raw, 0.1 * pooled) + _PRIOR_JUDGMENTS * pooled) / (
+            counts + _PRIOR_JUDGMENTS
+        )
+        if float(np.abs(new - variance).max()) < 1e-6 * pooled:
+            variance = new
+            break
+        variance = new
+    pair_total = np.bincount(pair_codes, weights=variance[ann_codes])[pair_codes]
+    expected = variance[ann_codes] * own + (pair_total - variance[ann_codes]) / kj**2
+    z = (r / np.sqrt(expected))[rep]
+    return Noise(variance, *_tails(z))
+
+
+def _tails(z: np.ndarray) -> tuple[float, float]:
+    """Degrees of freedom and scale of Student's t fitted to standardized residuals (inf: normal)."""
+    from analysis.lazy import stats
+
+    if len(z) < 30 or float(np.ptp(z)) == 0.0:
+        return np.inf, 1.0
+    if len(z) > _FIT_SAMPLE:
+        z = np.random.default_rng(0).choice(z, _FIT_SAMPLE, replace=False)
+    df, _, scale = (float(v) for v in stats.t.fit(z, floc=0.0))
+    if not np.isfinite(df) or df > _MAX_DF:
+        return np.inf, 1.0
+    return max(df, _MIN_DF), scale
 
 
 @dataclass(frozen=True)
 class ItemEvidence:
-    """Per pair of one item: the raw mean, the shrunken estimate, its posterior SD and the posterior
-    probability of the item's defect; ``method`` says how (EB over pairs, or raw when too few)."""
+    """Per pair of one item: the raw mean, the shrunken estimate, its posterior SD, the posterior
+    probability of the item's defect and of a clear defect (past the boundary by more than a pair
+    mean's standard error), and the p value at the boundary; ``method`` says how (EB over pairs, or
+    raw when too few)."""
 
     item: str
-    table: pd.DataFrame  # pair_id, n, mean, shrunken, posterior_sd, p_defect
+    table: pd.DataFrame  # pair_id, n, mean, shrunken, posterior_sd, p_defect, p_clear, p_value
     method: str
 
 
@@ -184,22 +300,29 @@ def item_evidence(
         a_hat = shrink * (np.bincount(ann_codes, weights=y) / n_a - mu)
         y = y - a_hat[ann_codes]
     k = np.bincount(pair_codes).astype(float)
+    noise = annotator_noise(y, pair_codes, ann_codes, s2)
     x = np.bincount(pair_codes, weights=y) / k
-    se = np.sqrt(s2 / k)
+    se = np.sqrt(np.bincount(pair_codes, weights=noise.variance[ann_codes])) / k
     kind, bound = defect
     if len(x) >= _MIN_PAIRS:
         span = max(float(x.max() - x.min()), 1e-6)
+        edges = [-bound, bound] if kind == "beyond" else [bound]
         grid = np.unique(
-            np.concatenate([np.linspace(x.min() - 0.05 * span, x.max() + 0.05 * span, _GRID), [0.0, mu]])
+            np.concatenate(
+                [np.linspace(x.min() - 0.05 * span, x.max() + 0.05 * span, _GRID), [0.0, mu], edges]
+            )
         )
         (x_u, se_u), counts, row = _distinct(x, se)
-        like = _likelihood(x_u, se_u, grid)
+        like = _likelihood(x_u, se_u, grid, noise.df, noise.spread)
         post = like * _em_weights(like, counts)
         post /= post.sum(axis=1, keepdims=True)
         mean_u = post @ grid
         sd_u = np.sqrt(np.maximum(post @ grid**2 - mean_u**2, 0.0))
         hit = np.abs(grid) > bound + 1e-9 if kind == "beyond" else grid <= bound + 1e-9
         shrunken, sd, p = mean_u[row], sd_u[row], (post @ hit.astype(float))[row]
+        buffer = float(np.median(se))  # the data's resolution: a typical pair mean's standard error
+        clear = np.abs(grid) > bound + buffer if kind == "beyond" else grid <= bound - buffer
+        p_clear = (post @ clear.astype(float))[row]
         method = f"empirical Bayes over {len(x)} pairs (NPMLE of the effects on a {len(grid)}-point grid)"
     else:
         shrunken, sd = x, se
@@ -208,10 +331,12 @@ def item_evidence(
             if kind == "beyond"
             else (x <= bound + 1e-9).astype(float)
         )
+        p_clear = p
         method = f"raw pair means (fewer than {_MIN_PAIRS} pairs: no distribution of effects to shrink to)"
     table = pd.DataFrame(
         {PAIR_ID: np.asarray(pair_ids), "n": k.astype(int), "mean": x, "shrunken": shrunken,
-         "posterior_sd": sd, "p_defect": np.clip(p, 0.0, 1.0)}
+         "posterior_sd": sd, "p_defect": np.clip(p, 0.0, 1.0), "p_clear": np.clip(p_clear, 0.0, 1.0),
+         "p_value": defect_p_values(x, se, defect, noise)}
     )  # fmt: skip
     return ItemEvidence(item, table, method)
 
@@ -249,16 +374,20 @@ def cleaning_list(
     Returns
     -------
     pandas.DataFrame
-        One row per pair: ``pair_id, n_judgments, decision, p_broken, q_value, reason, evidence`` and
-        per item ``shrunken_<item>``, ``p_<item>``; sorted by decision (drop, needs more judgments,
-        keep) then by ``p_broken`` descending.
+        One row per pair: ``pair_id, n_judgments, decision, p_broken, q_value, q_any, reason,
+        evidence`` and per item ``shrunken_<item>``, ``p_<item>``; sorted by decision (drop, needs
+        more judgments, keep) then by ``p_broken`` descending.
     """
     if not 0 < fdr < 1:
         raise ValueError(f"fdr must be in (0, 1), got {fdr!r}")
     table: pd.DataFrame | None = None
     for item, ev in evidence.items():
-        part = ev.table.set_index(PAIR_ID)[["n", "mean", "shrunken", "p_defect"]].rename(
+        part = ev.table.set_index(PAIR_ID)[
+            ["n", "mean", "shrunken", "p_defect", "p_value", "p_clear"]
+        ].rename(
             columns={
+                "p_clear": f"pc_{item}",
+                "p_value": f"pv_{item}",
                 "n": f"n_{item}",
                 "mean": f"mean_{item}",
                 "shrunken": f"shrunken_{item}",
@@ -268,7 +397,7 @@ def cleaning_list(
         table = part if table is None else table.join(part, how="outer")
     if table is None:
         return pd.DataFrame(
-            columns=[PAIR_ID, "n_judgments", "decision", "p_broken", "q_value", "reason", "evidence"]
+            columns=[PAIR_ID, "n_judgments", "decision", "p_broken", "q_value", "q_any", "reason", "evidence"]
         )
     present = [d for d in defects if f"p_{d}" in table.columns]
     probs = table[[f"p_{d}" for d in present]].fillna(0.0)
@@ -276,9 +405,15 @@ def cleaning_list(
     table["n_judgments"] = table[[c for c in table.columns if c.startswith("n_")]].max(axis=1).astype(int)
     replicated = table["n_judgments"].to_numpy() >= MIN_JUDGMENTS_TO_DROP
     q = np.full(len(table), np.nan)
-    q[replicated] = bayesian_q_values(table["p_broken"].to_numpy()[replicated])
+    clear = (
+        table[[f"pc_{d}" for d in present]].fillna(0.0).max(axis=1).to_numpy()
+        if present
+        else np.zeros(len(table))
+    )
+    q[replicated] = bayesian_q_values(clear[replicated])
     table["q_value"] = q
     drop = replicated & (np.nan_to_num(q, nan=np.inf) <= fdr + 1e-12)
+    table["q_any"] = _q_any(table, present, replicated)
     watched = [w for w in watch if f"p_{w}" in table.columns]
     watch_max = table[[f"p_{w}" for w in watched]].fillna(0.0).max(axis=1).to_numpy() if watched else 0.0
     keep = ~drop & (table["p_broken"].to_numpy() <= fdr) & (watch_max <= fdr)
@@ -303,6 +438,8 @@ def cleaning_list(
                 for w in watched
                 if column[f"p_{w}"][i] > fdr
             ]
+        if decision == DROP and column["q_any"][i] <= fdr + 1e-12:
+            what.append(f"shown for any distribution of pair gaps (q {column['q_any'][i]:.2f})")
         reasons.append("; ".join(what))
     parts = [[f"{int(n)} judgments"] for n in column["n_judgments"]]
     for item in evidence:
@@ -322,9 +459,24 @@ def cleaning_list(
     table = table.assign(_rank=rank).sort_values(
         ["_rank", "p_broken"], ascending=[True, False], kind="stable"
     )
-    cols = [PAIR_ID, "n_judgments", "decision", "p_broken", "q_value", "reason", "evidence"]
+    cols = [PAIR_ID, "n_judgments", "decision", "p_broken", "q_value", "q_any", "reason", "evidence"]
     cols += [c for c in table.columns if c.startswith(("shrunken_", "p_")) and c != "p_broken"]
     return table.reset_index()[cols]
+
+
+def _q_any(table: pd.DataFrame, defects: Sequence[str], replicated: np.ndarray) -> np.ndarray:
+    """Each pair's Benjamini-Hochberg q value from its p values at the defects' boundaries (the
+    smallest, times the number of defects), among the pairs with at least two judgments: "drop" at
+    this q controls the false discovery rate for any distribution of the pairs' effects."""
+    from analysis.lazy import stats
+
+    q = np.full(len(table), np.nan)
+    columns = [f"pv_{d}" for d in defects if f"pv_{d}" in table.columns]
+    if not columns or not replicated.any():
+        return q
+    p = np.minimum(table[columns].min(axis=1).fillna(1.0).to_numpy() * len(columns), 1.0)
+    q[replicated] = stats.false_discovery_control(p[replicated], method="bh")
+    return q
 
 
 def bayesian_q_values(p_defect: np.ndarray) -> np.ndarray:

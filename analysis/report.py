@@ -37,7 +37,7 @@ all call :func:`build_report`, so they show the same numbers. Control pairs (the
     sensitivity verdict keeps the study from PASS whatever else holds.
 
 The cleaning list: :mod:`analysis.cleaning` (its rule is ``cleaning.RULE``), at the false discovery
-rate ``fdr``.
+rate ``fdr`` (Bayesian; for any distribution of pair gaps where marked).
 
 Status of a verdict: ``pass``, ``fail`` (the data contradict the claim), ``inconclusive`` (not demonstrated)
 or ``not_assessed``. The overall result is PASS only when no verdict fails or is inconclusive; FAIL
@@ -369,6 +369,9 @@ def build_report(
         "n_control_pairs": int(controls[PAIR_ID].nunique()) if not controls.empty else 0,
         "n_failed_pairs": int(len(failed)),
         "n_drop": int((cleaning["decision"] == DROP).sum()) if not cleaning.empty else 0,
+        "n_drop_any": int(((cleaning["decision"] == DROP) & (cleaning["q_any"] <= settings.fdr)).sum())
+        if not cleaning.empty
+        else 0,
         "n_needs_more": int((cleaning["decision"] == NEEDS_MORE).sum()) if not cleaning.empty else 0,
         "side_data": bool(SIDE_CHOSEN in main.columns and main[SIDE_CHOSEN].notna().any()),
         **side_balance(main),

@@ -104,6 +104,7 @@ def build_columns_report(
         "n_control_pairs": int(controls[PAIR_ID].nunique()) if not controls.empty else 0,
         "n_failed_pairs": None,
         "n_drop": None,
+        "n_drop_any": None,
         "n_needs_more": None,
         "side_data": False,
         "position_biased": [],

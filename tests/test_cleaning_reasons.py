@@ -46,6 +46,8 @@ def _expected_reason(row: Mapping[str, float | str], present: Sequence[str]) -> 
             for w in QUALITY
             if float(row[f"p_{w}"]) > FDR
         ]
+    if row["decision"] == DROP and float(row["q_any"]) <= FDR:
+        what.append(f"shown for any distribution of pair gaps (q {float(row['q_any']):.2f})")
     return "; ".join(what)
 
 

@@ -18,26 +18,31 @@ pytestmark = pytest.mark.nodb
         (
             1,
             1,
-            "Cleaning list: 1 pair to drop (false discovery rate 10% under normal noise of equal variance), "
+            "Cleaning list: 1 pair to drop (Bayesian false discovery rate 10%; 0 of them at 10% "
+            "for any distribution of pair gaps), "
             "1 needs more judgments",
         ),
         (
             4,
             3,
-            "Cleaning list: 4 pairs to drop (false discovery rate 10% under normal noise of equal variance), "
+            "Cleaning list: 4 pairs to drop (Bayesian false discovery rate 10%; 2 of them at 10% "
+            "for any distribution of pair gaps), "
             "3 need more judgments",
         ),
         (
             0,
             0,
-            "Cleaning list: 0 pairs to drop (false discovery rate 10% under normal noise of equal variance), "
+            "Cleaning list: 0 pairs to drop (Bayesian false discovery rate 10%; 0 of them at 10% "
+            "for any distribution of pair gaps), "
             "0 need more judgments",
         ),
     ],
 )
 def test_the_cleaning_title_counts_in_words_that_agree(drop: int, more: int, title: str) -> None:
     report = SimpleNamespace(
-        not_computed={}, summary={"n_drop": drop, "n_needs_more": more}, parameters={"fdr": 0.1}
+        not_computed={},
+        summary={"n_drop": drop, "n_drop_any": drop // 2, "n_needs_more": more},
+        parameters={"fdr": 0.1},
     )
     assert cleaning_title(report) == title  # type: ignore[arg-type]
 

@@ -266,9 +266,11 @@ def methods_paragraph(report: Report) -> str:
         f"end of its {level}% percentile bootstrap CI ({p['bootstrap']}, {p['n_boot']} resamples, seed "
         f"{p['seed']}). The cleaning list gives per pair empirical-Bayes (NPMLE) shrunken estimates and "
         "the posterior probability of being broken (a quality gap beyond the margin or no rubric "
-        f"advantage); 'drop' controls the Bayesian false discovery rate at {p.get('fdr', 0.1):g} when "
-        "each judgment's noise is normal with one variance for every annotator (heavy-tailed noise or "
-        "annotators of unequal noise make it higher). No "
+        f"advantage), with each annotator's own noise variance and the noise's tails fitted; 'drop' "
+        f"controls the Bayesian false discovery rate at {p.get('fdr', 0.1):g} when the estimated "
+        "distribution of the pairs' gaps is right (good pairs whose gaps reach toward the margin make "
+        "it higher), and the drops marked 'shown for any distribution of pair gaps' "
+        "(Benjamini-Hochberg on p values at the margin) control it whatever the gaps. No "
         f"result passes with fewer than {p['min_pairs']} pairs. "
         "The overall result is PASS only when every verdict passes."
     )
@@ -298,8 +300,8 @@ def cleaning_title(report: Report) -> str:
     s = report.summary
     fdr = report.parameters.get("fdr", 0.1)
     return (
-        f"Cleaning list: {counted(s.get('n_drop', 0), 'pair')} to drop (false discovery rate {fdr:.0%} "
-        "under normal noise of equal variance), "
+        f"Cleaning list: {counted(s.get('n_drop', 0), 'pair')} to drop (Bayesian false discovery rate "
+        f"{fdr:.0%}; {s.get('n_drop_any', 0)} of them at {fdr:.0%} for any distribution of pair gaps), "
         f"{s.get('n_needs_more', 0)} {counted(s.get('n_needs_more', 0), 'needs', 'need', number=False)} more "
         "judgments"
     )
