@@ -11,7 +11,9 @@ fdr 0.1), so ``PYTHONPATH`` at a checkout measures that checkout. Rows:
 - **heavy tails**: noise 0.7 x t(3) / sqrt(3) (Student's t with 3 degrees of freedom, variance 0.49);
 - **unequal annotators**: 3 of a pool of 20 per pair, noise SD 0.3 / 0.5 / 0.8 / 1.2 (5 each);
 - **good near the margin**: good pairs' gaps uniform on (-0.5, 0.5);
-- **good spread**: good pairs' gaps N(0, 0.2) (clipped to the margin).
+- **good spread**: good pairs' gaps N(0, 0.2) (clipped to the margin);
+- **integer with slips**: as "integer", and 5% of the judgments slips (every rating uniform on 1..5):
+  the heavy tails a bounded scale has.
 
 Columns: the false discovery rate of "drop" (mean share of good pairs among a study's drops, 0 for a
 study without drops) with its Monte Carlo SE, the share of broken pairs dropped (recall), and the same
@@ -33,7 +35,15 @@ import pandas as pd
 
 PAIRS, BROKEN_SHARE, BROKEN_GAP, MARGIN, FDR = 200, 0.1, 1.0, 0.5, 0.1
 ITEMS = ("correctness", "relevance", "helpfulness")
-ROWS = ("normal", "integer", "heavy tails", "unequal annotators", "good near the margin", "good spread")
+ROWS = (
+    "normal",
+    "integer",
+    "heavy tails",
+    "unequal annotators",
+    "good near the margin",
+    "good spread",
+    "integer with slips",
+)
 
 
 def study(row: str, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
@@ -56,13 +66,18 @@ def study(row: str, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
         rng.standard_t(3, len(pair)) / math.sqrt(3) if row == "heavy tails" else rng.normal(size=len(pair))
     )
     judged = gap[pair] + bias[who] + sd[who] * shock
+    slips = row == "integer with slips"  # a judgment made without reading the responses
+    slip = rng.random(len(pair)) < 0.05 if slips else np.zeros(len(pair), dtype=bool)
     frames = []
     for item in ITEMS:
         diff = judged + rng.normal(0, 0.2, len(pair))
         chosen, rejected = 3.5 + diff / 2, 3.5 - diff / 2
-        if row == "integer":
+        if row.startswith("integer"):
             chosen = np.clip(np.round(chosen + rng.uniform(-0.5, 0.5, len(pair))), 1, 5)
             rejected = np.clip(np.round(rejected + rng.uniform(-0.5, 0.5, len(pair))), 1, 5)
+        if slips:
+            chosen = np.where(slip, rng.integers(1, 6, len(pair)), chosen)
+            rejected = np.where(slip, rng.integers(1, 6, len(pair)), rejected)
         for response, value in (("chosen", chosen), ("rejected", rejected)):
             frames.append(pd.DataFrame({"pair_id": pair, "annotator": who, "response": response,
                                         "item": item, "value": value, "diff": diff}))  # fmt: skip
@@ -102,9 +117,9 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{'row':24} {'FDR drop':>9} {'SE':>6} {'recall':>7} {'FDR any':>8} {'recall':>7}  goal")
     with ProcessPoolExecutor(args.workers) as pool:
-        for r, row in enumerate(args.rows):
+        for row in args.rows:
             start = time.time()
-            jobs = [(row, args.seed + 100_000 * r + s) for s in range(args.studies)]
+            jobs = [(row, args.seed + 100_000 * ROWS.index(row) + s) for s in range(args.studies)]
             res = np.array(list(pool.map(one, jobs, chunksize=20)))
             fdr, se = res[:, 0].mean(), res[:, 0].std(ddof=1) / math.sqrt(len(res))
             goal = "met" if fdr <= FDR + 2 * se else "NOT MET"
