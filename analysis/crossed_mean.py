@@ -20,7 +20,13 @@ import numpy as np
 from analysis.equivalence.checks import WarnedResult
 from analysis.lazy import stats
 from analysis.mixed import fit_crossed, group_codes, intercept_se
-from analysis.unanimous import UNANIMOUS_METHOD, distinct_matching, lower_end, unanimous_p
+from analysis.unanimous import (
+    UNANIMOUS_METHOD,
+    distinct_matching,
+    lower_end,
+    unanimous_message,
+    unanimous_p,
+)
 
 __all__ = ["CrossedMean", "crossed_mean"]
 
@@ -163,10 +169,7 @@ def _unanimous(
         matched = distinct_matching(pairs, annotators)
         p = unanimous_p(est, null=null, low=low, matched=matched)
         ci_low = min(est, lower_end(est, low=low, alpha=alpha, matched=matched))
-        messages.append(
-            f"every score is identical: the exact bound for unanimous judgments is used, over "
-            f"{matched} annotator(s) who each rated a different pair"
-        )
+        messages.append(unanimous_message("score", matched))
     return CrossedMean(
         item, model, est, 0.0, math.nan, ci_low, est, float(null), p, alpha, len(y), n_pairs,
         n_annotators, 0.0, 0.0, 0.0, n_annotators >= 2, messages, 0 if low is None else matched,

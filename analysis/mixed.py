@@ -49,7 +49,14 @@ from analysis.equivalence import TostResult, tost_from_estimate
 from analysis.equivalence.checks import WarnedResult, check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
 from analysis.lazy import optimize, stats
-from analysis.unanimous import UNANIMOUS_METHOD, distinct_matching, lower_end, unanimous_p, upper_end
+from analysis.unanimous import (
+    UNANIMOUS_METHOD,
+    distinct_matching,
+    lower_end,
+    unanimous_message,
+    unanimous_p,
+    upper_end,
+)
 
 __all__ = [
     "CrossedFit",
@@ -581,10 +588,7 @@ def mixed_effect(
             )
         else:
             matched = distinct_matching(data[PAIR_ID], data[ANNOTATOR])
-            messages.append(
-                f"every difference is identical: the exact bound for unanimous judgments is used, over "
-                f"{matched} annotator(s) who each rated a different pair"
-            )
+            messages.append(unanimous_message("difference", matched))
             tost = unanimous_tost(
                 float(d[0]), margin=margin, span=span, alpha=alpha, matched=matched, n=len(d)
             )

@@ -14,11 +14,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from analysis.lazy import sparse
 
-__all__ = ["UNANIMOUS_METHOD", "distinct_matching", "lower_end", "unanimous_p", "upper_end"]
+__all__ = [
+    "UNANIMOUS_METHOD",
+    "distinct_matching",
+    "lower_end",
+    "unanimous_message",
+    "unanimous_p",
+    "upper_end",
+]
 
 #: The name of the test a result made by this bound carries.
 UNANIMOUS_METHOD = "exact bound for unanimous judgments (any crossed model; Markov and Finner's inequalities)"
@@ -57,7 +63,9 @@ def distinct_matching(pairs: Any, annotators: Any) -> int:
     >>> distinct_matching(["p1", "p1"], ["a", "b"])
     1
     """
-    rows, cols = pd.factorize(np.asarray(pairs))[0], pd.factorize(np.asarray(annotators))[0]
+    from analysis.mixed import group_codes  # mixed imports this module
+
+    rows, cols = group_codes(pairs), group_codes(annotators)
     if not len(rows):
         return 0
     graph = sparse.csr_matrix(
@@ -66,6 +74,14 @@ def distinct_matching(pairs: Any, annotators: Any) -> int:
     graph.sum_duplicates()
     matches = sparse.csgraph.maximum_bipartite_matching(graph, perm_type="column")
     return int((matches >= 0).sum())
+
+
+def unanimous_message(what: str, matched: int) -> str:
+    """The warning a result made by this bound carries (`what`: "score", "difference")."""
+    return (
+        f"every {what} is identical: the exact bound for unanimous judgments is used, over {matched} "
+        "annotator(s) who each rated a different pair"
+    )
 
 
 def lower_end(value: float, *, low: float, alpha: float, matched: int) -> float:
