@@ -94,7 +94,12 @@ def same_rating(humans: npt.ArrayLike) -> BlindJudge:
     """Every response gets the people's mean rating (humans: (m, n, r), NaN = not rated)."""
     h = np.asarray(humans, dtype=np.float64)
     value = float(np.nanmean(h)) if np.isfinite(h).any() else math.nan
-    return BlindJudge(SAME_RATING, (np.ones(h.shape[-2]),), (np.full(h.shape[-2:], value),))
+    return _constant(SAME_RATING, value, h)
+
+
+def _constant(name: str, value: float, h: np.ndarray) -> BlindJudge:
+    """A rating judge that gives every response of `h`'s items `value`."""
+    return BlindJudge(name, (np.ones(h.shape[-2]),), (np.full(h.shape[-2:], value),))
 
 
 def constant_ratings(humans: npt.ArrayLike) -> list[BlindJudge]:
@@ -103,13 +108,7 @@ def constant_ratings(humans: npt.ArrayLike) -> list[BlindJudge]:
     so on an integer scale the most common rating can align better than the mean, which never ties."""
     h = np.asarray(humans, dtype=np.float64)
     seen = np.unique(h[np.isfinite(h)])
-    return [
-        same_rating(h),
-        *(
-            BlindJudge(f"{SAME_RATING} {value:g}", (np.ones(h.shape[-2]),), (np.full(h.shape[-2:], value),))
-            for value in seen
-        ),
-    ]
+    return [same_rating(h), *(_constant(f"{SAME_RATING} {value:g}", value, h) for value in seen)]
 
 
 def longer_ratings(humans: npt.ArrayLike, chosen_longer: npt.ArrayLike) -> BlindJudge:
