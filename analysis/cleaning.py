@@ -69,6 +69,7 @@ __all__ = [
     "bayesian_q_values",
     "cleaning_list",
     "defect_p_values",
+    "drops_for_any_gaps",
     "frame_cleaning",
     "item_evidence",
     "npmle_prior",
@@ -418,6 +419,7 @@ def cleaning_list(
     watch_max = table[[f"p_{w}" for w in watched]].fillna(0.0).max(axis=1).to_numpy() if watched else 0.0
     keep = ~drop & (table["p_broken"].to_numpy() <= fdr) & (watch_max <= fdr)
     table["decision"] = np.where(drop, DROP, np.where(keep, KEEP, NEEDS_MORE))
+    any_gaps = drops_for_any_gaps(table, fdr).tolist()
     column = {c: table[c].tolist() for c in table.columns}  # plain lists: per-pair words without pandas
     reasons = []
     for i, (p_broken, decision) in enumerate(zip(column["p_broken"], column["decision"], strict=True)):
@@ -438,7 +440,7 @@ def cleaning_list(
                 for w in watched
                 if column[f"p_{w}"][i] > fdr
             ]
-        if decision == DROP and column["q_any"][i] <= fdr + 1e-12:
+        if any_gaps[i]:
             what.append(f"shown for any distribution of pair gaps (q {column['q_any'][i]:.2f})")
         reasons.append("; ".join(what))
     parts = [[f"{int(n)} judgments"] for n in column["n_judgments"]]
@@ -462,6 +464,12 @@ def cleaning_list(
     cols = [PAIR_ID, "n_judgments", "decision", "p_broken", "q_value", "q_any", "reason", "evidence"]
     cols += [c for c in table.columns if c.startswith(("shrunken_", "p_")) and c != "p_broken"]
     return table.reset_index()[cols]
+
+
+def drops_for_any_gaps(cleaning: pd.DataFrame, fdr: float) -> pd.Series:
+    """Which pairs of a cleaning list are dropped at `fdr` for any distribution of pair gaps
+    (``q_any`` at most `fdr`)."""
+    return (cleaning["decision"] == DROP) & (cleaning["q_any"] <= fdr + 1e-12)
 
 
 def _q_any(table: pd.DataFrame, defects: Sequence[str], replicated: np.ndarray) -> np.ndarray:

@@ -56,7 +56,7 @@ import pandas as pd
 from analysis.aggregates import judgments, replicated_pairs
 from analysis.agreement import agreement_table
 from analysis.agreement.table import MIN_REPLICATED_UNITS
-from analysis.cleaning import DROP, NEEDS_MORE
+from analysis.cleaning import DROP, NEEDS_MORE, drops_for_any_gaps
 from analysis.competence import QualitySection
 from analysis.design import Design
 from analysis.design_verdict import allocation_table, registered_equivalence
@@ -369,9 +369,7 @@ def build_report(
         "n_control_pairs": int(controls[PAIR_ID].nunique()) if not controls.empty else 0,
         "n_failed_pairs": int(len(failed)),
         "n_drop": int((cleaning["decision"] == DROP).sum()) if not cleaning.empty else 0,
-        "n_drop_any": int(((cleaning["decision"] == DROP) & (cleaning["q_any"] <= settings.fdr)).sum())
-        if not cleaning.empty
-        else 0,
+        "n_drop_any": int(drops_for_any_gaps(cleaning, settings.fdr).sum()) if not cleaning.empty else 0,
         "n_needs_more": int((cleaning["decision"] == NEEDS_MORE).sum()) if not cleaning.empty else 0,
         "side_data": bool(SIDE_CHOSEN in main.columns and main[SIDE_CHOSEN].notna().any()),
         **side_balance(main),
