@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from analysis.lazy import sparse
 
@@ -63,9 +64,7 @@ def distinct_matching(pairs: Any, annotators: Any) -> int:
     >>> distinct_matching(["p1", "p1"], ["a", "b"])
     1
     """
-    from analysis.mixed import group_codes  # mixed imports this module
-
-    rows, cols = group_codes(pairs), group_codes(annotators)
+    rows, cols = pd.factorize(np.asarray(pairs))[0], pd.factorize(np.asarray(annotators))[0]
     if not len(rows):
         return 0
     graph = sparse.csr_matrix(
