@@ -4,8 +4,9 @@ the defect's boundary, which hold for any distribution of the pairs' gaps."""
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
-from analysis.cleaning import Noise, annotator_noise, cleaning_list, defect_p_values, item_evidence
+from analysis.cleaning import Noise, annotator_noise, cleaning_list, defect_p_values, item_evidence, t_fit
 
 
 def _pool(
@@ -34,6 +35,15 @@ def test_heavy_tails_are_found_and_normal_ones_are_not() -> None:
     heavy = annotator_noise(*_pool(1, sd, shock="t3"), pooled=0.49)
     assert heavy.df < 10
     assert annotator_noise(*_pool(2, sd), pooled=0.49).df == np.inf
+
+
+@pytest.mark.parametrize(("df", "n"), [(2.2, 600), (3.0, 60), (5.0, 5000), (10.0, 600), (30.0, 5000)])
+def test_the_tails_fit_equals_scipys_maximum_likelihood(df: float, n: int) -> None:
+    z = np.random.default_rng(int(df * 10) + n).standard_t(df, n) * 0.8
+    ours, (their_df, _, their_scale) = t_fit(z), stats.t.fit(z, floc=0.0)
+    assert ours == pytest.approx((their_df, their_scale), rel=1e-3)
+    loglik = stats.t.logpdf(z, ours[0], 0.0, ours[1]).sum()
+    assert loglik >= stats.t.logpdf(z, their_df, 0.0, their_scale).sum() - 1e-6
 
 
 def test_pairs_rated_once_leave_the_pooled_variance() -> None:
