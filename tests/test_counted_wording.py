@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from analysis.render.text import cleaning_title
+from analysis.render.text import cleaning_rate, cleaning_title
 from annotator.intake.assign import AssignSummary
 from annotator.intake.human_sample import SampleSummary
 
@@ -13,38 +13,24 @@ pytestmark = pytest.mark.nodb
 
 
 @pytest.mark.parametrize(
-    ("drop", "more", "title"),
+    ("drop", "more", "title", "rate"),
     [
-        (
-            1,
-            1,
-            "Cleaning list: 1 pair to drop (Bayesian false discovery rate 10%; 0 of them at 10% "
-            "for any distribution of pair gaps), "
-            "1 needs more judgments",
-        ),
-        (
-            4,
-            3,
-            "Cleaning list: 4 pairs to drop (Bayesian false discovery rate 10%; 2 of them at 10% "
-            "for any distribution of pair gaps), "
-            "3 need more judgments",
-        ),
-        (
-            0,
-            0,
-            "Cleaning list: 0 pairs to drop (Bayesian false discovery rate 10%; 0 of them at 10% "
-            "for any distribution of pair gaps), "
-            "0 need more judgments",
-        ),
+        (1, 1, "Cleaning list: 1 pair to drop, 1 needs more judgments", "0 of them"),
+        (4, 3, "Cleaning list: 4 pairs to drop, 3 need more judgments", "2 of them"),
+        (0, 0, "Cleaning list: 0 pairs to drop, 0 need more judgments", "0 of them"),
     ],
 )
-def test_the_cleaning_title_counts_in_words_that_agree(drop: int, more: int, title: str) -> None:
+def test_the_cleaning_title_counts_in_words_that_agree(drop: int, more: int, title: str, rate: str) -> None:
     report = SimpleNamespace(
         not_computed={},
         summary={"n_drop": drop, "n_drop_any": drop // 2, "n_needs_more": more},
         parameters={"fdr": 0.1},
     )
     assert cleaning_title(report) == title  # type: ignore[arg-type]
+    assert cleaning_rate(report) == (  # type: ignore[arg-type]
+        f"Drops at a Bayesian false discovery rate of 10%; {rate} also at 10% "
+        "for any distribution of pair gaps."
+    )
 
 
 def test_a_uniform_draws_probability_is_said_once_and_an_active_ones_range() -> None:

@@ -139,7 +139,8 @@ def test_the_report_lists_pairs_to_drop_and_pairs_that_need_more_judgments() -> 
     assert set(failed["decision"]) <= {"drop", "needs more judgments"}
     assert failed["reasons"].str.contains(r"P\(broken\)").all()
     text = to_markdown(rep)  # type: ignore[arg-type]
-    assert "to drop (Bayesian false discovery rate 10%;" in text and "fail validation" not in text
+    assert "to drop, " in text and "Drops at a Bayesian false discovery rate of 10%;" in text
+    assert "fail validation" not in text
 
 
 def test_the_npmle_puts_the_broken_pairs_in_their_own_bump() -> None:

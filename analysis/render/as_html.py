@@ -15,6 +15,7 @@ from analysis.render.plots import figure_captions, svg_figures
 from analysis.render.text import (
     CROSSED_COLUMNS,
     EQUIVALENCE_COLUMNS,
+    cleaning_rate,
     cleaning_title,
     crossed_table,
     escape_text,
@@ -165,7 +166,8 @@ def to_html(report: Report, figures: Mapping[str, str] | None = None) -> str:
         ),
         _section(
             cleaning_title(report),
-            table_or(report.failed_pairs, "None.", FAILED_COLUMNS, key="cleaning"),
+            f"<p>{_html(cleaning_rate(report))}</p>"
+            + table_or(report.failed_pairs, "None.", FAILED_COLUMNS, key="cleaning"),
             rows=len(report.failed_pairs),
         ),
         *science,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from analysis.render.owner_text import owner_lines
 from analysis.render.ppi_text import prediction_powered_lines
-from analysis.render.text import cleaning_title, format_value, not_computed_lines, status_word
+from analysis.render.text import cleaning_rate, cleaning_title, format_value, not_computed_lines, status_word
 from analysis.report import Report
 
 
@@ -42,6 +42,8 @@ def to_terminal(report: Report) -> str:
             f"units {row['n_units']}"
         )
     lines.append(cleaning_title(report))
+    if cleaning_rate(report):
+        lines.append(f"  {cleaning_rate(report)}")
     if report.not_computed:
         lines.append("")
         lines.append("Not computed at this size:")

@@ -295,16 +295,25 @@ def not_computed_lines(report: Report) -> list[str]:
 
 
 def cleaning_title(report: Report) -> str:
-    """The heading of the cleaning list, with its counts and its error rate."""
+    """The heading of the cleaning list, with its counts (its error rate: :func:`cleaning_rate`)."""
     if "cleaning" in report.not_computed:
         return "Cleaning list: not computed at this size"
     s = report.summary
+    more = s.get("n_needs_more", 0)
+    return (
+        f"Cleaning list: {counted(s.get('n_drop', 0), 'pair')} to drop, "
+        f"{more} {counted(more, 'needs', 'need', number=False)} more judgments"
+    )
+
+
+def cleaning_rate(report: Report) -> str:
+    """The cleaning list's error rates in one sentence ("" when the list was not computed)."""
+    if "cleaning" in report.not_computed:
+        return ""
     fdr = report.parameters.get("fdr", 0.1)
     return (
-        f"Cleaning list: {counted(s.get('n_drop', 0), 'pair')} to drop (Bayesian false discovery rate "
-        f"{fdr:.0%}; {s.get('n_drop_any', 0)} of them at {fdr:.0%} for any distribution of pair gaps), "
-        f"{s.get('n_needs_more', 0)} {counted(s.get('n_needs_more', 0), 'needs', 'need', number=False)} more "
-        "judgments"
+        f"Drops at a Bayesian false discovery rate of {fdr:.0%}; {report.summary.get('n_drop_any', 0)} "
+        f"of them also at {fdr:.0%} for any distribution of pair gaps."
     )
 
 

@@ -14,6 +14,7 @@ from analysis.render import (
     EQUIVALENCE_COLUMNS,
     REPORT_FORMATS,
     benchmark_sections,
+    cleaning_rate,
     cleaning_title,
     crossed_table,
     figure_captions,
@@ -245,9 +246,12 @@ def main() -> None:
         show_table(report.agreement, AGREEMENT_COLUMNS)
         st.header(cleaning_title(report))
         if report.failed_pairs.empty:  # nothing to list: the rule in one line, no empty table
-            st.caption(cleaning.RULE + ". No pair is listed.")
+            st.caption(f"{cleaning_rate(report)} {cleaning.RULE}. No pair is listed.")
         else:
-            st.caption(cleaning.RULE + " with the button below the list (or `annotator assign --needs-more`)")
+            st.caption(
+                f"{cleaning_rate(report)} {cleaning.RULE} with the button below the list "
+                "(or `annotator assign --needs-more`)"
+            )
             show_table(report.failed_pairs.head(SHOWN_FAILED), key="validation_failed")
         if not (chosen_categories or chosen_annotators):  # the study's own list, not a filtered one
             more_judgments(next_pairs, study, account)
