@@ -162,6 +162,25 @@ def _likelihood(
     return cast(np.ndarray, np.maximum(like, 1e-300))
 
 
+def _judgment_likelihood(
+    y: np.ndarray, pair_codes: np.ndarray, sd: np.ndarray, grid: np.ndarray, noise: Noise
+) -> np.ndarray:
+    """The likelihood of each pair's judgments (rows) at each grid point (columns) when every judgment
+    has Student's t noise with `noise.df` degrees of freedom and scale `noise.spread` x its
+    annotator's SD: the product of the judgments' densities, so one far-off judgment counts as one
+    (a heavy tail), not as a far-off pair mean."""
+    df, scale = noise.df, noise.spread * sd
+    n_pairs = int(pair_codes.max()) + 1
+    log_like = np.empty((n_pairs, len(grid)))
+    for column, g in enumerate(grid):
+        z = (y - g) / scale
+        log_like[:, column] = np.bincount(
+            pair_codes, weights=-(df + 1.0) / 2.0 * np.log1p(z * z / df) - np.log(scale), minlength=n_pairs
+        )
+    log_like -= log_like.max(axis=1, keepdims=True)
+    return cast(np.ndarray, np.maximum(np.exp(log_like), 1e-300))
+
+
 def defect_p_values(x: np.ndarray, se: np.ndarray, defect: tuple[str, float], noise: Noise) -> np.ndarray:
     """Each pair's p value against "no defect", at the defect's boundary (the least favourable good
     pair): for ``("beyond", m)`` the chance that a pair whose true gap is +-m lies as far out; for
@@ -337,8 +356,12 @@ def item_evidence(
                 [np.linspace(x.min() - 0.05 * span, x.max() + 0.05 * span, _GRID), [0.0, mu], edges]
             )
         )
-        (x_u, se_u), counts, row = _distinct(x, se)
-        like = _likelihood(x_u, se_u, grid, noise.df, noise.spread)
+        if np.isfinite(noise.df):  # heavy tails: each judgment's own t density (one outlier is one)
+            like = _judgment_likelihood(y, pair_codes, np.sqrt(noise.variance[ann_codes]), grid, noise)
+            counts, row = np.ones(len(x)), np.arange(len(x))
+        else:
+            (x_u, se_u), counts, row = _distinct(x, se)
+            like = _likelihood(x_u, se_u, grid)
         post = like * _em_weights(like, counts)
         post /= post.sum(axis=1, keepdims=True)
         mean_u = post @ grid

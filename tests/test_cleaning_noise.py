@@ -71,6 +71,23 @@ def test_the_same_mean_is_stronger_evidence_from_careful_annotators_than_from_no
     assert ev.loc["300", "p_value"] < ev.loc["301", "p_value"]
 
 
+def test_under_heavy_tails_one_far_off_judgment_counts_as_one_and_not_as_a_far_off_pair() -> None:
+    sd = np.full(6, 0.7)
+    y, pair, who = _pool(6, sd, pairs=400, shock="t3")
+    frame = pd.DataFrame(
+        {
+            "pair_id": np.concatenate([pair, [400] * 3, [401] * 3]).astype(str),
+            "annotator": np.concatenate([who, [0, 1, 2], [3, 4, 5]]).astype(str),
+            "diff": np.concatenate([y, [0.0, 0.0, 3.0], [1.0, 1.0, 1.0]]),  # the same mean, 1.0
+        }
+    )
+    ev = item_evidence(
+        frame, item="q", residual_var=0.49, annotator_var=0.0, pair_var=0.0, defect=("beyond", 0.5)
+    ).table.set_index("pair_id")
+    assert ev.loc["400", "mean"] == pytest.approx(ev.loc["401", "mean"])
+    assert ev.loc["400", "p_defect"] < 0.5 * ev.loc["401", "p_defect"]
+
+
 @pytest.mark.parametrize("defect", [("beyond", 0.5), ("at_most", 0.0)])
 def test_p_values_at_the_boundary_are_uniform_and_smaller_inside_it(defect: tuple[str, float]) -> None:
     rng = np.random.default_rng(4)
