@@ -6,11 +6,13 @@ model's annotator effect) is removed and the pair's mean ``x_i`` is a noisy meas
 effect ``g_i``. Its noise: each annotator's own variance (from the pairs rated more than once, shrunk
 toward the crossed model's residual variance), so a pair rated by noisy annotators is less certain
 than one rated by careful ones, and Student's t tails fitted to the residuals where the noise is
-heavier-tailed than normal. The distribution of the true effects over the study's pairs is estimated
-without assuming its shape: the nonparametric maximum-likelihood estimate on a grid (Kiefer &
-Wolfowitz 1956; the EM of Jiang & Zhang 2009; the grid of Koenker & Mizera 2014), which puts mass
-where the pairs are, so a fifth of broken pairs forms its own bump instead of being shrunk into the
-good ones. Each pair's posterior gives a shrunken estimate and the probability that it is broken:
+heavier-tailed than normal (then each judgment's own t density enters the pair's likelihood, so one
+far-off judgment weighs as one slip, not as a pair far off). The distribution of the true effects
+over the study's pairs is estimated without assuming its shape: the nonparametric maximum-likelihood
+estimate on a grid (Kiefer & Wolfowitz 1956; the EM of Jiang & Zhang 2009; the grid of Koenker &
+Mizera 2014), which puts mass where the pairs are, so a fifth of broken pairs forms its own bump
+instead of being shrunk into the good ones. Each pair's posterior gives a shrunken estimate and the
+probability that it is broken:
 
 - its true quality gap (the mean over the quality dimensions) lies beyond the margin, or
 - its rubric effect is not positive (chosen does not follow the rubric better),
