@@ -149,18 +149,10 @@ def _distinct(*columns: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray,
     return tuple(rows.T), counts.astype(float), inverse.ravel()
 
 
-def _likelihood(
-    x: np.ndarray, se: np.ndarray, grid: np.ndarray, df: float = np.inf, spread: float = 1.0
-) -> np.ndarray:
-    """The density of each measurement (rows) at each grid point (columns): normal, or Student's t
-    with `df` degrees of freedom and scale `spread` x `se` (heavy-tailed noise)."""
-    if not np.isfinite(df):
-        z = (x[:, None] - grid[None, :]) / se[:, None]
-        like = np.exp(-0.5 * z * z) / se[:, None]
-        return cast(np.ndarray, np.maximum(like, 1e-300))
-    scale = se * spread
-    z = (x[:, None] - grid[None, :]) / scale[:, None]
-    like = (1.0 + z * z / df) ** (-(df + 1.0) / 2.0) / scale[:, None]
+def _likelihood(x: np.ndarray, se: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """The normal density of each measurement (rows) at each grid point (columns)."""
+    z = (x[:, None] - grid[None, :]) / se[:, None]
+    like = np.exp(-0.5 * z * z) / se[:, None]
     return cast(np.ndarray, np.maximum(like, 1e-300))
 
 

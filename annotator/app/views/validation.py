@@ -245,13 +245,11 @@ def main() -> None:
         st.header("Agreement")
         show_table(report.agreement, AGREEMENT_COLUMNS)
         st.header(cleaning_title(report))
+        rule = f"{cleaning_rate(report)} {cleaning.RULE}".strip()
         if report.failed_pairs.empty:  # nothing to list: the rule in one line, no empty table
-            st.caption(f"{cleaning_rate(report)} {cleaning.RULE}. No pair is listed.")
+            st.caption(f"{rule}. No pair is listed.")
         else:
-            st.caption(
-                f"{cleaning_rate(report)} {cleaning.RULE} with the button below the list "
-                "(or `annotator assign --needs-more`)"
-            )
+            st.caption(f"{rule} with the button below the list (or `annotator assign --needs-more`)")
             show_table(report.failed_pairs.head(SHOWN_FAILED), key="validation_failed")
         if not (chosen_categories or chosen_annotators):  # the study's own list, not a filtered one
             more_judgments(next_pairs, study, account)
