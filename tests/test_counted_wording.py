@@ -28,8 +28,9 @@ def test_the_cleaning_title_counts_in_words_that_agree(drop: int, more: int, tit
     )
     assert cleaning_title(report) == title  # type: ignore[arg-type]
     assert cleaning_rate(report) == (  # type: ignore[arg-type]
-        f"Drops at a Bayesian false discovery rate of 10%; {rate} also at 10% "
-        "for any distribution of pair gaps."
+        "Drops at a Bayesian false discovery rate of 10% in this list (after more judgments, decide on "
+        "the latest list: the drops of earlier lists taken together do not keep that rate); "
+        f"{rate} also at 10% for any distribution of pair gaps, and over repeated looks."
     )
 
 

@@ -139,7 +139,7 @@ def test_the_report_lists_pairs_to_drop_and_pairs_that_need_more_judgments() -> 
     assert set(failed["decision"]) <= {"drop", "needs more judgments"}
     assert failed["reasons"].str.contains(r"P\(broken\)").all()
     text = to_markdown(rep)  # type: ignore[arg-type]
-    assert "to drop, " in text and "Drops at a Bayesian false discovery rate of 10%;" in text
+    assert "to drop, " in text and "Drops at a Bayesian false discovery rate of 10% in this list" in text
     assert "fail validation" not in text
 
 

@@ -266,11 +266,13 @@ def methods_paragraph(report: Report) -> str:
         f"end of its {level}% percentile bootstrap CI ({p['bootstrap']}, {p['n_boot']} resamples, seed "
         f"{p['seed']}). The cleaning list gives per pair empirical-Bayes (NPMLE) shrunken estimates and "
         "the posterior probability of being broken (a quality gap beyond the margin or no rubric "
-        f"advantage), with each annotator's own noise variance and the noise's tails fitted; 'drop' "
+        f"advantage), with each annotator's own noise variance and the noise's tails fitted (under "
+        "heavy tails each judgment's own t density); 'drop' "
         "counts a pair past the margin by more than a pair mean's standard error and controls the "
         f"Bayesian false discovery rate at {p.get('fdr', 0.1):g} (measured at or below it with "
-        "annotators of unequal noise, integer ratings with slips and good pairs up to the margin, "
-        "not under continuous heavy-tailed noise), and the drops marked 'shown for any distribution "
+        "annotators of unequal noise, heavy-tailed noise, integer ratings with slips and good pairs up "
+        "to the margin, and for the latest list after pairs that need more judgments got them), and the "
+        "drops marked 'shown for any distribution "
         "of pair gaps' (Benjamini-Hochberg on p values at the margin) control it whatever the gaps. No "
         f"result passes with fewer than {p['min_pairs']} pairs. "
         "The overall result is PASS only when every verdict passes."
@@ -312,8 +314,10 @@ def cleaning_rate(report: Report) -> str:
         return ""
     fdr = report.parameters.get("fdr", 0.1)
     return (
-        f"Drops at a Bayesian false discovery rate of {fdr:.0%}; {report.summary.get('n_drop_any', 0)} "
-        f"of them also at {fdr:.0%} for any distribution of pair gaps."
+        f"Drops at a Bayesian false discovery rate of {fdr:.0%} in this list (after more judgments, decide "
+        "on the latest list: the drops of earlier lists taken together do not keep that rate); "
+        f"{report.summary.get('n_drop_any', 0)} of them also at {fdr:.0%} for any distribution of pair "
+        "gaps, and over repeated looks."
     )
 
 
