@@ -162,15 +162,15 @@ def _judgment_likelihood(
     """The likelihood of each pair's judgments (rows) at each grid point (columns) when every judgment
     has Student's t noise with `noise.df` degrees of freedom and scale `noise.spread` x its
     annotator's SD: the product of the judgments' densities, so one far-off judgment counts as one
-    (a heavy tail), not as a far-off pair mean."""
+    (a heavy tail), not as a far-off pair mean. Each row is known up to a factor (the densities'
+    normalizing constants), which neither the NPMLE nor a posterior depends on."""
     df, scale = noise.df, noise.spread * sd
     n_pairs = int(pair_codes.max()) + 1
     log_like = np.empty((n_pairs, len(grid)))
     for column, g in enumerate(grid):
         z = (y - g) / scale
-        log_like[:, column] = np.bincount(
-            pair_codes, weights=-(df + 1.0) / 2.0 * np.log1p(z * z / df) - np.log(scale), minlength=n_pairs
-        )
+        log_like[:, column] = np.bincount(pair_codes, weights=np.log1p(z * z / df), minlength=n_pairs)
+    log_like *= -(df + 1.0) / 2.0
     log_like -= log_like.max(axis=1, keepdims=True)
     return cast(np.ndarray, np.maximum(np.exp(log_like), 1e-300))
 
