@@ -166,7 +166,7 @@ def to_html(report: Report, figures: Mapping[str, str] | None = None) -> str:
         ),
         _section(
             cleaning_title(report),
-            (f"<p>{_html(cleaning_rate(report))}</p>" if cleaning_rate(report) else "")
+            (f"<p>{_html(rate)}</p>" if (rate := cleaning_rate(report)) else "")
             + table_or(report.failed_pairs, "None.", FAILED_COLUMNS, key="cleaning"),
             rows=len(report.failed_pairs),
         ),

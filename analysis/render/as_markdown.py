@@ -169,8 +169,8 @@ def _descriptive_parts(report: Report) -> list[str]:
     if biased:
         parts += ["", f"Annotators who prefer one side whatever the responses: {', '.join(biased)}"]
     parts += ["", f"## {cleaning_title(report)}", ""]
-    if cleaning_rate(report):
-        parts += [_md(cleaning_rate(report)), ""]
+    if rate := cleaning_rate(report):
+        parts += [_md(rate), ""]
     if "cleaning" in report.not_computed:
         parts.append(_md(report.not_computed["cleaning"]))
     elif report.failed_pairs.empty:

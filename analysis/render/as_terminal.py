@@ -42,8 +42,8 @@ def to_terminal(report: Report) -> str:
             f"units {row['n_units']}"
         )
     lines.append(cleaning_title(report))
-    if cleaning_rate(report):
-        lines.append(f"  {cleaning_rate(report)}")
+    if rate := cleaning_rate(report):
+        lines.append(f"  {rate}")
     if report.not_computed:
         lines.append("")
         lines.append("Not computed at this size:")
