@@ -25,6 +25,9 @@ LONG_ITEM = {
 }
 
 
+ANSWER_FOCUSED = "() => document.activeElement?.type === 'radio'"
+
+
 def _press(page: Page, key: str) -> None:
     page.keyboard.press(key)
     wait_idle(page, timeout_ms=120_000)
@@ -47,7 +50,7 @@ def test_training_by_keyboard_with_its_feedback_in_view(
         page.get_by_role("link", name="Go to training").click()
         wait_idle(page, timeout_ms=120_000)
         page.get_by_text("Practice item 1 of 2").wait_for()
-        page.wait_for_function("() => document.activeElement?.type === 'radio'", timeout=5_000)  # the answer
+        page.wait_for_function(ANSWER_FOCUSED, timeout=5_000)  # the answer
         expect(page.get_by_text("Paragraph 0 of a long")).to_be_in_viewport()  # the item from its top
         _press(page, "1")
         expect(page.get_by_role("radio", name="A")).to_be_checked()
@@ -57,6 +60,7 @@ def test_training_by_keyboard_with_its_feedback_in_view(
         expect(feedback).to_be_in_viewport()
         _press(page, "Control+Enter")
         page.get_by_text("Practice item 2 of 2").wait_for()
+        page.wait_for_function(ANSWER_FOCUSED, timeout=30_000)  # drawn down to its answer: a digit has a target
         _press(page, "2")
         expect(page.get_by_role("radio", name="B")).to_be_checked()
         _press(page, "Control+Enter")
