@@ -225,7 +225,7 @@ def annotator_noise(y: np.ndarray, pair_codes: np.ndarray, ann_codes: np.ndarray
     kj = k[pair_codes]
     rep = kj >= 2
     variance = np.full(n_ann, pooled)
-    if not rep.any():
+    if not rep.any() or not pooled > 0:  # no pair rated twice, or no noise: no tails to fit
         return Noise(variance, np.inf)
     r = y - (np.bincount(pair_codes, weights=y) / k)[pair_codes]
     own = ((kj - 1.0) / kj) ** 2
@@ -244,14 +244,15 @@ def annotator_noise(y: np.ndarray, pair_codes: np.ndarray, ann_codes: np.ndarray
             break
         variance = new
     pair_total = np.bincount(pair_codes, weights=variance[ann_codes])[pair_codes]
-    expected = variance[ann_codes] * own + (pair_total - variance[ann_codes]) / kj**2
-    z = (r / np.sqrt(expected))[rep]
+    own_var = variance[ann_codes]
+    expected = own_var[rep] * own[rep] + (pair_total - own_var)[rep] / kj[rep] ** 2
+    z = r[rep] / np.sqrt(expected)
     return Noise(variance, *_tails(z))
 
 
 def _tails(z: np.ndarray) -> tuple[float, float]:
     """Degrees of freedom and scale of Student's t fitted to standardized residuals (inf: normal)."""
-    if len(z) < 30 or float(np.ptp(z)) == 0.0:
+    if len(z) < 30 or not np.isfinite(z).all() or float(np.ptp(z)) == 0.0:
         return np.inf, 1.0
     if len(z) > _FIT_SAMPLE:
         z = np.random.default_rng(0).choice(z, _FIT_SAMPLE, replace=False)
@@ -281,7 +282,7 @@ def t_fit(z: np.ndarray) -> tuple[float, float]:
         return -float(ll), -np.array([d_nu * nu, d_log_s])
 
     start = np.array([np.log(5.0), 0.5 * np.log(z2.mean() * 0.6)])
-    bounds = [(np.log(0.05), np.log(1e4)), (None, None)]
+    bounds = [(np.log(0.05), np.log(1e4)), (np.log(1e-4), np.log(1e4))]  # mostly-zero z: scale at its floor
     found = optimize.minimize(loss, start, jac=True, method="L-BFGS-B", bounds=bounds)
     return float(np.exp(found.x[0])), float(np.exp(found.x[1]))
 

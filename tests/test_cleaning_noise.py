@@ -1,6 +1,8 @@
 """The cleaning list's noise model (each annotator's own variance, fitted tails) and its p values at
 the defect's boundary, which hold for any distribution of the pairs' gaps."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -44,6 +46,24 @@ def test_the_tails_fit_equals_scipys_maximum_likelihood(df: float, n: int) -> No
     assert ours == pytest.approx((their_df, their_scale), rel=1e-3)
     loglik = stats.t.logpdf(z, ours[0], 0.0, ours[1]).sum()
     assert loglik >= stats.t.logpdf(z, their_df, 0.0, their_scale).sum() - 1e-6
+
+
+def test_residuals_mostly_zero_fit_without_a_numerical_warning() -> None:
+    z = np.zeros(200)
+    z[:5] = [1.0, -2.0, 0.5, 3.0, -1.0]  # integer scores agree on most pairs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        df, scale = t_fit(z)
+    assert np.isfinite(df) and 0 < scale < 1
+
+
+def test_pairs_rated_once_beside_pairs_rated_twice_give_no_numerical_warning() -> None:
+    y, pair, who = _pool(7, np.full(4, 0.5), pairs=40)
+    y, pair, who = np.append(y, 0.3), np.append(pair, 40), np.append(who, 0)  # one pair rated once
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        noise = annotator_noise(y, pair, who, pooled=0.25)
+    assert np.isfinite(noise.variance).all()
 
 
 def test_pairs_rated_once_leave_the_pooled_variance() -> None:
