@@ -60,7 +60,7 @@ def test_training_by_keyboard_with_its_feedback_in_view(
         expect(feedback).to_be_in_viewport()
         _press(page, "Control+Enter")
         page.get_by_text("Practice item 2 of 2").wait_for()
-        page.wait_for_function(ANSWER_FOCUSED, timeout=30_000)  # drawn down to its answer: a digit has a target
+        page.wait_for_function(ANSWER_FOCUSED, timeout=30_000)  # drawn down to its answer: a digit lands
         _press(page, "2")
         expect(page.get_by_role("radio", name="B")).to_be_checked()
         _press(page, "Control+Enter")
