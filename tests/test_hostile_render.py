@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
@@ -185,8 +186,9 @@ def test_the_adjudication_view_shows_hostile_texts_as_text(chrome: object, serve
     # A browser download is an export like any other: it is in the audit log.
     page.get_by_role("link", name="Downloads").click()  # type: ignore[attr-defined]
     page.get_by_text("Validated pairs only (kept by adjudication)").click()  # type: ignore[attr-defined]
-    wait_idle(page)  # every pair's labels: a file of 0 rows is not offered
     button = page.get_by_role("button", name=re.compile(r"^Labels \(")).first  # type: ignore[attr-defined]
+    expect(button).to_be_enabled()  # every pair's labels (a file of 0 rows is not offered): the run drew it
+    wait_idle(page)  # and ended: a click during the run could fetch a file the run's end discards
     with page.expect_download() as download:  # type: ignore[attr-defined]
         button.click()
     assert download.value.suggested_filename == f"{STUDY}-labels.csv"
