@@ -152,7 +152,10 @@ def _item_rows(frame: pd.DataFrame, item: str, columns: list[str]) -> pd.DataFra
     """`columns` of the rows of one item; the rubric item is derived from its aspects when absent."""
     rows = frame.loc[frame[ITEM] == item, columns]
     if rows.empty and item == RUBRIC_ITEM:
-        rows = _rubric_rows(frame)[columns]
+        rows = _rubric_rows(frame)
+        if rows.empty and bool(_is_aspect(frame[ITEM]).any()):
+            raise ValueError("no judgment scored both the chosen and the rejected response on an aspect")
+        rows = rows.reindex(columns=columns)
     return rows
 
 

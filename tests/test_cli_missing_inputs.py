@@ -165,6 +165,21 @@ def test_a_judge_file_for_analyze_without_pair_ids_is_one_line(tmp_path: Path) -
     assert not report.exists()
 
 
+@pytest.mark.nodb  # files only
+@pytest.mark.parametrize("kept", ["chosen", "rejected"])
+def test_a_labels_file_that_scores_one_response_only_is_one_line(tmp_path: Path, kept: str) -> None:
+    items = ("correctness", "relevance", "helpfulness", "rubric:0", "rubric:1")
+    frame, _ = beta_study(annotators=3, pairs=12, seed=2, items=items)
+    frame.loc[frame["item"].str.startswith("rubric:"), "value"] = 1  # an aspect's points: 0..2
+    labels = tmp_path / "labels.csv"
+    frame[frame["response"] == kept].to_csv(labels, index=False)
+    report = tmp_path / "report.json"
+    line = _one_line(runner.invoke(app, ["analyze", "--labels", str(labels), "--json", str(report)]))
+    assert line.startswith("error: cannot analyse study 'labels': ")
+    assert "both the chosen and the rejected response" in line or "for both responses of 0 pair(s)" in line
+    assert not report.exists()
+
+
 # ------------------------------------------------------------------------------- a missing database
 
 #: Commands that work on an existing database (only init and demo create one).
