@@ -668,7 +668,8 @@ def frame_cleaning(
             d = judgment_differences(frame, item)
         except ValueError:
             continue
-        differences[item], comps[item] = d, _components(d, "diff")
+        if not d.empty:  # some judgment scored both responses
+            differences[item], comps[item] = d, _components(d, "diff")
     per_judgment = judgments(frame)
     pref = per_judgment[PREFERENCE].to_numpy(dtype=float)
     scores = per_judgment[[PAIR_ID, ANNOTATOR]].assign(

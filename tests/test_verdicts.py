@@ -1,6 +1,7 @@
 """The verdicts over pairs and annotators, broken pairs, the cleaning list, ceilings, position bias and
 their words (small simulated studies; the error rates are in benchmarks/bench_calibration.py --v2)."""
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -128,6 +129,15 @@ def test_the_cleaning_list_drops_broken_pairs_and_keeps_good_ones() -> None:
     kept = clean[clean["decision"] == "keep"]
     assert (kept["p_broken"] <= 0.1).all()
     assert clean["evidence"].str.contains("judgments; quality").all()
+
+
+def test_a_frame_that_scores_one_response_only_gets_the_preference_list_without_a_warning() -> None:
+    frame = _frame(3, replace(ONE_ITEM, n_pairs=30, per_pair=3, rubric_aspects=1))
+    chosen_only = frame[frame["response"] == "chosen"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a mean of no gaps warned
+        clean = frame_cleaning(chosen_only, quality_items=list(ONE), margin=0.5, fdr=0.1)
+    assert clean["pair_id"].nunique() == 30 and clean["p_preference"].between(0, 1).all()
 
 
 def test_the_report_lists_pairs_to_drop_and_pairs_that_need_more_judgments() -> None:
