@@ -65,6 +65,7 @@ VIEWPORT = {"width": 1440, "height": 900}  # the window browser tests and benchm
 PHONE = {"width": 390, "height": 844}  # a phone's window, for the checks at 390 px
 IDLE = IDLE_SELECTOR
 BUSY = "[data-testid=stApp]:not([data-test-script-state='notRunning'])"  # a run requested or running
+PENDING_HANDLED = "() => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)))"
 running_app = background  # run the app on a database and a free port (annotator.server)
 
 
@@ -243,10 +244,18 @@ def build_app_db(
 
 def wait_idle(page: Any, *, timeout_ms: float | None = None) -> None:
     """Wait until the app has finished the run the last action started (a Playwright page; the
-    timeout is the page's default unless given): the run's start is awaited for up to 300 ms (an
-    action may start none, or one so short that it is over already), then the idle state."""
+    timeout is the page's default unless given). The browser first handles what is pending (the
+    last action's events and the page's state change: the page marks a run as requested when it
+    sends the request, before the server answers), then the run's start is awaited for up to 300 ms
+    (an action may start none, or one so short that it is over already), then the idle state. On a
+    loaded machine the browser can take longer than the 300 ms to handle a click."""
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+    try:
+        page.evaluate(PENDING_HANDLED)
+    except PlaywrightError:  # the page navigated meanwhile: its new document is awaited below
+        pass
     try:
         page.wait_for_selector(BUSY, state="attached", timeout=300)
     except PlaywrightTimeout:
