@@ -219,7 +219,9 @@ def methods_paragraph(report: Report) -> str:
     weak = (
         f" With {n_ann} annotators the annotator variance rests on "
         f"{counted(max(n_ann - 1, 0), 'degree', 'degrees')} of freedom, "
-        "so the generalization to other annotators is weak and the test conservative."
+        "so the generalization to other annotators is weak: the test is conservative when annotator "
+        f"effects are normal, but {n_ann} annotators cannot show that annotators in general do not "
+        "split into camps."
         if n_ann < 6
         else ""
     )
