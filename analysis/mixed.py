@@ -431,6 +431,8 @@ def _satterthwaite(model: _Crossed, sigma: np.ndarray, cov: np.ndarray) -> np.nd
     free = [i for i in range(3) if i == 2 or sigma[i] > 0]
     x0 = sigma[free]
     steps = np.maximum(np.abs(x0) * 1e-4, 1e-7)
+    if steps[-1] >= x0[-1]:  # the residual variance within a step of 0: no derivative there, df undefined
+        return np.full(model.p, math.nan)
 
     def full(x: np.ndarray) -> np.ndarray:
         s = sigma.copy()

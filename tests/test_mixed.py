@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -168,6 +169,20 @@ def test_identical_values_give_no_p_of_zero() -> None:
     res = mixed_effect(frame, "correctness", margin=0.5)
     assert math.isnan(res.pvalue) and not res.equivalent
     assert any("no variance" in w for w in res.warnings)
+
+
+def test_judgments_without_noise_but_one_pair_give_no_df_rather_than_a_numerical_warning() -> None:
+    """Every judgment 1 except the five of one pair (a pair effect and no residual): Satterthwaite's
+    derivative cannot step around a residual variance at 0, so its df is undefined (the caller then
+    uses pairs - 1), without a warning from a negative variance."""
+    rng = np.random.default_rng(0)
+    pairs = np.repeat(np.arange(55), 5)
+    annotators = np.concatenate([rng.choice(20, 5, replace=False) for _ in range(55)])
+    y = np.where(pairs == 43, 2 / 3, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = fit_crossed(y, np.ones((len(y), 1)), pairs, annotators)
+    assert math.isnan(fit.df[0]) and fit.params[0] == pytest.approx(1.0, abs=0.01)
 
 
 def test_single_annotator_is_flagged() -> None:
