@@ -210,7 +210,7 @@ class _Crossed:
             XWX, _, q, logdet = self.parts(gp, ga)
         except np.linalg.LinAlgError:
             return math.inf
-        if not q > 0:
+        if not q > 1e-12 * self.yty:  # no residual variation left but rounding
             return math.inf
         sign, logdet_x = np.linalg.slogdet(XWX)
         if sign <= 0:
@@ -346,13 +346,8 @@ def _best_theta(model: _Crossed, use_a: bool, start: tuple[float, float] | None)
 
     def search(start: np.ndarray) -> tuple[float, np.ndarray]:
         if not use_a:
-            res1 = optimize.minimize_scalar(
-                lambda v: crit(np.array([v, 0.0])),
-                bounds=(0.0, _THETA_MAX),
-                method="bounded",
-                options={"xatol": 1e-10},
-            )
-            return float(res1.fun), np.array([float(res1.x), 0.0])
+            x, value = _bounded_min(lambda v: crit(np.array([v, 0.0])))
+            return value, np.array([x, 0.0])
         res = optimize.minimize(crit, start, method="Nelder-Mead", options=options)
         return float(res.fun), np.minimum(np.abs(np.asarray(res.x, dtype=float)), _THETA_MAX)
 
@@ -379,14 +374,26 @@ def _one_component_fits(crit: Any) -> list[tuple[float, np.ndarray]]:
             theta[free] = v
             return float(crit(theta))
 
-        res1 = optimize.minimize_scalar(
-            along, bounds=(0.0, _THETA_MAX), method="bounded", options={"xatol": 1e-10}
-        )
+        x, value = _bounded_min(along)
         theta = np.zeros(2)
-        theta[free] = float(res1.x)
-        candidates.append((float(res1.fun), theta))
+        theta[free] = x
+        candidates.append((value, theta))
     candidates.append((float(crit(np.zeros(2))), np.zeros(2)))
     return candidates
+
+
+def _bounded_min(fun: Any) -> tuple[float, float]:
+    """Where on [0, _THETA_MAX] `fun` is least, and its value there (scipy's bounded Brent search).
+    An infinite value enters the search as 1e100: the search subtracts values, and inf - inf is no
+    step."""
+    res = optimize.minimize_scalar(
+        lambda v: min(float(fun(v)), 1e100),
+        bounds=(0.0, _THETA_MAX),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    x = float(res.x)
+    return x, float(fun(x))
 
 
 def _fit_at(model: _Crossed, best_value: float, best: np.ndarray, use_a: bool) -> CrossedFit:

@@ -185,6 +185,17 @@ def test_judgments_without_noise_but_one_pair_give_no_df_rather_than_a_numerical
     assert math.isnan(fit.df[0]) and fit.params[0] == pytest.approx(1.0, abs=0.01)
 
 
+def test_a_covariate_that_explains_every_judgment_is_refused_without_a_numerical_warning() -> None:
+    """One annotator, four pairs rated once, the side explains every difference: no residual variation
+    at any variance ratio, so the REML criterion is infinite throughout (the scalar search subtracted
+    infinities)."""
+    X = np.column_stack([np.ones(4), [-0.25, -0.25, -0.25, 0.75]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="not finite"):
+            fit_crossed(np.array([1.0, 1.0, 1.0, 0.0]), X, [0, 1, 2, 3], ["a"] * 4, start=(438.6, 0.0))
+
+
 def test_single_annotator_is_flagged() -> None:
     frame = validate_frame(
         simulate_frame(np.random.default_rng(6), SimDesign(n_pairs=50, per_pair=1, rubric_aspects=0))
