@@ -206,6 +206,25 @@ def test_hostile_values_are_refused_with_their_field(engine: Engine, tmp_path: P
     assert _count(engine) == 0
 
 
+@pytest.mark.parametrize(
+    "index", ["01", "\u00b2", "\u0661", "9" * 5000], ids=["leading-zero", "superscript", "arabic", "huge"]
+)
+def test_a_rubric_index_not_written_as_the_tool_writes_it_is_no_aspect(
+    engine: Engine, tmp_path: Path, index: str
+) -> None:
+    """Judge items "rubric:01" and "rubric:<Arabic 1>" were stored as second names of aspect 1;
+    "rubric:<superscript 2>" and 5,000 digits ended in "unexpected error: ValueError" from int()."""
+    make_study(engine, tmp_path, 1)
+    item = f"rubric:{index}"
+    path = write_jsonl(
+        tmp_path / "aspect.jsonl", [{"pair_id": "pair-0", "response": "chosen", "item": item, "value": 1}]
+    )
+    with pytest.raises(IngestError) as info:
+        judges.import_judges(engine, path, study="s1", judge="j", account=SYSTEM)
+    assert f"line 1, field item: {item[:40]!r} is not a rubric aspect of this pair" in str(info.value)
+    assert _count(engine) == 0
+
+
 def test_csv_parquet_orders_and_preference_rows(engine: Engine, tmp_path: Path) -> None:
     make_study(engine, tmp_path, 2)
     csv = write_csv(

@@ -53,6 +53,9 @@ RESPONSES = ("chosen", "rejected")
 MAX_JUDGE_NAME = 200
 JUDGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/+@-]*$")
 _KEY = ("pair_id", "order", "response", "item")
+#: A rubric aspect's index in an item name as the tool writes it: ASCII digits, no leading zero (so
+#: "rubric:01", "rubric:\u0661" or "rubric:\u00b2" is no second name of an aspect nor an int() failure).
+ASPECT_INDEX = re.compile(r"0|[1-9][0-9]{0,8}")
 #: A stored rating's columns, after its pair: order shown, response, item, value, preference, confidence.
 _RATED = (
     col(JudgeRating.order_shown),
@@ -164,7 +167,7 @@ def _item_scale(study: _Study, pair: str, item: str, problems: list[str]) -> tup
     if item.startswith(RUBRIC_PREFIX):
         index = item.removeprefix(RUBRIC_PREFIX)
         n_aspects = study.aspects.get(pair, 0)
-        if not index.isdigit() or int(index) >= n_aspects:
+        if not ASPECT_INDEX.fullmatch(index) or int(index) >= n_aspects:
             problems.append(
                 f"field item: {item[:40]!r} is not a rubric aspect of this pair "
                 f"(it has rubric:0 .. rubric:{n_aspects - 1})"
