@@ -292,9 +292,15 @@ def test_reimport_is_a_no_op_and_a_change_needs_replace(engine: Engine, tmp_path
     with Session(engine) as session:
         assert study_progress.data_version(session, "s1", account=SYSTEM) == version
         assert int(session.exec(select(func.count()).select_from(Event)).one()) == events
+    # the refusal names the field that changed (it said "field value" for a changed preference)
+    confident = write_jsonl(tmp_path / "j3.jsonl", _ratings(preference=1, confidence=0.5))
+    with pytest.raises(
+        IngestError, match=re.escape("line 1, field confidence: judge 'j' already has a different")
+    ):
+        judges.import_judges(engine, confident, study="s1", judge="j", account=SYSTEM)
     changed = write_jsonl(tmp_path / "j2.jsonl", _ratings(preference=2))
     with pytest.raises(
-        IngestError, match=re.escape("line 1, field value: judge 'j' already has a different")
+        IngestError, match=re.escape("line 1, field preference: judge 'j' already has a different")
     ):
         judges.import_judges(engine, changed, study="s1", judge="j", account=SYSTEM)
     replaced = judges.import_judges(engine, changed, study="s1", judge="j", account=SYSTEM, replace=True)

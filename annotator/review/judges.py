@@ -459,6 +459,13 @@ def _check_judge(name: str) -> str:
     return judge
 
 
+def _changed_field(existing: Mapping[tuple[Any, ...], tuple[Any, ...]], row: dict[str, Any]) -> str:
+    """The first of value, preference and confidence in which `row` differs from the stored rating."""
+    stored = existing[(row["pair_id"], row["order"], row["response"], row["item"])][1:]
+    fields = ("value", "preference", "confidence")
+    return next(f for f, old in zip(fields, stored, strict=True) if old != row[f])
+
+
 def save_judges(
     connection: Connection,
     *,
@@ -497,8 +504,8 @@ def save_judges(
             changed.append((found[0], row))
     if changed and not replace:
         problems = [
-            f"{row['where']}, field value: judge {judge!r} already has a different rating here "
-            "(use --replace to update it)"
+            f"{row['where']}, field {_changed_field(existing, row)}: judge {judge!r} already has a "
+            "different rating here (use --replace to update it)"
             for _, row in changed[:MAX_PROBLEMS]
         ]
         raise IngestError(source or "judge file", problems, len(changed))
