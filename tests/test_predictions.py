@@ -89,6 +89,30 @@ def test_every_problem_is_named_by_line_and_field_and_nothing_is_written(
     assert _count(engine) == 0
 
 
+def test_a_huge_score_or_an_id_that_is_no_id_is_named_in_one_short_line(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A 5,000-digit score was repeated whole in its message; an id `true` was called missing and an
+    id object was looked up as the text of a dict."""
+    _study(engine, tmp_path)
+    path = write_csv(
+        tmp_path / "big.csv", [{"id": "pair-0", "score_chosen": "9" * 5000, "score_rejected": 0}]
+    )
+    with pytest.raises(IngestError) as caught:
+        predictions.import_predictions(engine, path, study="s1", model="m", account=SYSTEM)
+    assert "row 2, field score_chosen: must be a finite number, got '999" in str(caught.value)
+    assert "(5,002 characters)" in str(caught.value)
+    assert len(str(caught.value)) < 300
+    path = write_jsonl(
+        tmp_path / "ids.jsonl", [{"id": True, "choice": "chosen"}, {"id": {"a": 1}, "choice": "tie"}]
+    )
+    with pytest.raises(IngestError) as caught:
+        predictions.import_predictions(engine, path, study="s1", model="m", account=SYSTEM)
+    assert "line 1, field id: expected the pair's id, got True" in str(caught.value)
+    assert "line 2, field id: expected the pair's id, got {'a': 1}" in str(caught.value)
+    assert _count(engine) == 0
+
+
 def test_a_choice_that_contradicts_the_scores_is_refused(engine: Engine, tmp_path: Path) -> None:
     _study(engine, tmp_path)
     path = write_jsonl(

@@ -94,7 +94,7 @@ def _number(record: dict[str, Any], field: str, problems: list[str]) -> float | 
         problems.append(f"field {field}: expected a number, got {_short(value)}")
         return None
     if not math.isfinite(number):
-        problems.append(f"field {field}: must be a finite number, got {value!r}")
+        problems.append(f"field {field}: must be a finite number, got {_short(value)}")
         return None
     return number
 
@@ -112,7 +112,10 @@ def _pair_reference(
     unknown one."""
     key = "id" if "id" in record else "pair_id"
     raw = record.get(key)
-    external_id = "" if raw is None or isinstance(raw, bool) else str(raw).strip()
+    if isinstance(raw, bool | dict | list):  # an id is text or a number, not true or a structure
+        problems.append(f"field {key}: expected the pair's id, got {_short(raw)}")
+        return "", None
+    external_id = "" if raw is None else str(raw).strip()
     pair_db_id = None
     if not external_id:
         problems.append("field id: missing (the pair's id, as `id` or `pair_id`)")
