@@ -115,8 +115,10 @@ def tost_power(n: int, *, margin: float, sd: float, true_diff: float = 0.0, alph
         return conditional(sd * math.sqrt(q / df)) * float(stats.chi2.pdf(q, df))
 
     s_max = margin * math.sqrt(n) / t_crit  # beyond this S the rejection region is empty
-    # beyond the chi-square's far tail nothing is left to integrate (a wide range makes quad miss the mass)
-    q_max = min(df * (s_max / sd) ** 2, float(stats.chi2.isf(1e-15, df)))
+    # beyond the chi-square's far tail nothing is left to integrate (a wide range makes quad miss the mass);
+    # compared before squaring: (s_max / sd) ** 2 overflows when the margin is 1e154 SDs or more
+    tail = float(stats.chi2.isf(1e-15, df))
+    q_max = tail if s_max / sd >= math.sqrt(tail / df) else df * (s_max / sd) ** 2
     value, _ = integrate.quad(integrand, 0.0, q_max, limit=200)
     return float(min(1.0, max(0.0, value)))
 

@@ -177,3 +177,9 @@ def test_a_wider_margin_never_needs_more_pairs() -> None:
     ]
     assert needed == sorted(needed, reverse=True) and needed[-1] == 2
     assert tost_power(8, margin=100.0, sd=0.577) > 0.999
+
+
+@pytest.mark.parametrize(("margin", "sd"), [(0.5, 1e-160), (1e300, 1.0)])
+def test_a_margin_of_many_sds_has_full_power_not_an_overflow(margin: float, sd: float) -> None:
+    """The integral's bound squared margin / SD first: 1e154 SDs or more raised OverflowError."""
+    assert tost_power(10, margin=margin, sd=sd) == pytest.approx(1.0)

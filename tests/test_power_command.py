@@ -110,3 +110,29 @@ def test_a_design_out_of_reach_is_an_answer_not_an_error() -> None:
     text = " ".join(result.output.split())
     assert "20610 pairs with 3 annotators each reach power 0.800" in text
     assert "generalizing over annotators (crossed model): not reached: no design with up to" in text
+
+
+@pytest.mark.parametrize(
+    "options",
+    [["--margin", "1e150"], ["--sd", "1e150"], ["--annotator-sd", "1e150"], ["--pair-sd", "1e150"]],
+)
+def test_a_margin_or_sd_beyond_any_scale_is_refused_not_an_overflow(options: list[str]) -> None:
+    """The planner squares variances: --annotator-sd or --pair-sd 1e150 (and --margin 1e308) ended in
+    "unexpected error: OverflowError"; no rating scale comes near 1e6 points."""
+    result = CliRunner().invoke(app, ["power", "--no-check", *options])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{options[0]}'" in " ".join(result.output.split())
+    assert "unexpected error" not in result.output
+
+
+def test_more_annotators_per_pair_than_the_planner_s_pool_is_an_answer() -> None:
+    """The crossed plan for 1,000 annotators per pair said "error: need n_pairs >= 2, per_pair >= 1 and
+    pool >= per_pair" (the plan's own check) after the per-pair plan, with exit 1."""
+    result = CliRunner().invoke(app, ["power", "--no-check", "--annotators", "1000"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "2 pairs with 1000 annotators each reach power" in text
+    assert (
+        "not reached: 1000 annotators per pair are more than the largest pool the planner searches (500)"
+        in text
+    )

@@ -22,8 +22,15 @@ def crossed_designs(
 ) -> None:
     """The crossed model's design for `annotators` per pair and the table by overlap, with what their
     power covers (`design_for(per_pair)` plans one)."""
-    from analysis.power import NotReached
+    from analysis.power import MAX_POOL, NotReached
 
+    if annotators > MAX_POOL:  # no pool the planner searches holds them (the plan's check said so obscurely)
+        out.print(
+            f"generalizing over annotators (crossed model): not reached: {annotators} annotators per pair "
+            f"are more than the largest pool the planner searches ({MAX_POOL})",
+            highlight=False,
+        )
+        return
     try:
         design = design_for(annotators)
     except NotReached as exc:

@@ -34,6 +34,10 @@ from annotator.cli.planning import (
 )
 from annotator.errors import UserError
 
+#: The largest margin or SD `power` plans with, in scale points: the planner works in variances and
+#: their squares, which overflow for SDs near 1e77 (no rating scale comes close to this bound).
+MOST_POINTS = 1e6
+
 if TYPE_CHECKING:  # the statistics stack loads only for the commands that use it
     import pandas as pd
 
@@ -165,10 +169,13 @@ def _check_power_options(
 @user_errors
 def power(
     margin: Annotated[
-        float, typer.Option(callback=finite, help="Equivalence margin (scale points)")
+        float, typer.Option(max=MOST_POINTS, callback=finite, help="Equivalence margin (scale points)")
     ] = DEFAULTS.margin,
     sd: Annotated[
-        float, typer.Option(callback=finite, help="SD of one annotator's chosen - rejected difference")
+        float,
+        typer.Option(
+            max=MOST_POINTS, callback=finite, help="SD of one annotator's chosen - rejected difference"
+        ),
     ] = 1.0,
     annotators: Annotated[int, typer.Option(help="Annotators per pair")] = 3,
     target: Annotated[float, typer.Option("--power", callback=finite, help="Target power")] = 0.8,
@@ -179,12 +186,13 @@ def power(
         float,
         typer.Option(
             min=0.0,
+            max=MOST_POINTS,
             callback=finite,
             help="SD of the annotator-specific gap (annotators differ in the gap they see)",
         ),
     ] = 0.15,
     pair_sd: Annotated[
-        float, typer.Option(min=0.0, callback=finite, help="SD of the pair-specific gap")
+        float, typer.Option(min=0.0, max=MOST_POINTS, callback=finite, help="SD of the pair-specific gap")
     ] = 0.0,
     study: Annotated[
         str | None, typer.Option(help="Also report this study's power and variance components (pilot data)")
