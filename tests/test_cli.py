@@ -295,7 +295,19 @@ def test_a_link_lifetime_outside_ten_years_is_one_line(days: str, tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    "address", ["javascript:alert(1)", "http://a b", "ftp://host", "localhost:8501", "https://"]
+    "address",
+    [
+        "javascript:alert(1)",
+        "http://a b",
+        "ftp://host",
+        "localhost:8501",
+        "https://",
+        # the link appends "/?token=...": it landed in the fragment or a second query (a dead link)
+        "http://a.b/path?q=1",
+        "http://a.b/#frag",
+        "http://a.b:99999",  # no port
+        "http://a.b:0",
+    ],
 )
 @pytest.mark.parametrize("words", [["users", "link", "ann"], ["owners", "link", "alice", "--study", "s"]])
 def test_a_link_to_an_address_its_user_could_not_open_is_refused(

@@ -112,16 +112,21 @@ StudyOption = Annotated[str, typer.Option("--study", "-s", help="Study name.")]
 
 
 def web_address(value: str) -> str:
-    """The rule of --base-url: an http(s) address with a host and no spaces, as a link's user opens it."""
+    """The rule of --base-url: an http(s) address with a host, a valid port, no spaces and no query or
+    fragment (the link appends "/?token=...": after a "?" or "#" the token is no query the app reads),
+    as a link's user opens it."""
     from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(value)
-        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
-    except ValueError:  # e.g. an unclosed "[" read as an IPv6 address
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        usable = usable and "?" not in value and "#" not in value
+    except ValueError:  # e.g. an unclosed "[" read as an IPv6 address, a port above 65535
         usable = False
     if not usable or not value.isprintable() or any(c.isspace() for c in value):
-        raise typer.BadParameter(f"must be an http:// or https:// address with a host, got {value!r}")
+        raise typer.BadParameter(
+            f"must be an http:// or https:// address with a host (no ? or # part), got {value!r}"
+        )
     return value
 
 
