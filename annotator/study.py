@@ -16,6 +16,7 @@ from sqlmodel import Session, select
 from analysis.scale import DEFAULT_SCALE, Margin, Scale, dimension_margins
 from analysis.settings import DEFAULTS, AnalysisSettings
 from analysis.vocabulary import CONFIDENCE_POINTS, PREFERENCE_POINTS, RUBRIC_POINTS
+from annotator import textguard
 from annotator.errors import ConfigError, UserError
 from annotator.store.models import Study
 
@@ -481,7 +482,7 @@ def get_study(session: Session, name: str) -> Study:
     if study is None:
         names = list(session.exec(select(Study.name).order_by(Study.name)))
         known = f"; studies: {', '.join(names)}" if names else "; import pairs first"
-        raise UserError(f"no study called {name!r}{known}")
+        raise UserError(f"no study called {textguard.quoted(name)}{known}")
     return study
 
 

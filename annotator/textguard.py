@@ -228,6 +228,16 @@ def check_study_name(name: str) -> None:
     check_name(name, "the study name", limit=MAX_STUDY_NAME)
 
 
+def quoted(text: str, limit: int = 80) -> str:
+    """`text` quoted for a one-line message: cut to `limit` characters, with its length when cut (a
+    10,000-character name is not repeated whole).
+
+    >>> quoted("a" * 100, 5)
+    "'aaaaa'... (100 characters)"
+    """
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
 def has_invisible(text: str) -> bool:
     """Whether `text` holds a bidirectional control or a zero-width character (one regex pass)."""
     return _INVISIBLE.search(text) is not None

@@ -149,6 +149,28 @@ def test_a_judge_file_without_a_needed_column_is_one_line(
     assert _rows(engine, JudgeRating) == 0
 
 
+LONG = "a" * 10_000
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["quality", "--study", LONG], "error: no study called 'aaaa"),
+        (["users", "deactivate", LONG], "error: no user called 'aaaa"),
+        (["users", "add", LONG], "error: invalid username 'aaaa"),
+        (["owners", "link", LONG, "--study", "s1"], "error: study 's1' has no pairs whose owner is 'aaaa"),
+        (["judges", "queue", "--study", "s1", "--judge", LONG], "error: no judge 'aaaa"),
+    ],
+)
+def test_a_name_that_is_not_there_is_quoted_short(
+    env_db: str, engine: Engine, tmp_path: Path, words: list[str], said: str
+) -> None:
+    """A 10,000-character study, user, owner or judge name was repeated whole in its one line."""
+    make_study(engine, tmp_path, 2)
+    line = _one_line(runner.invoke(app, words, input="a-long-enough-password\n"))
+    assert line.startswith(said) and "... (10,000 characters)" in line and len(line) < 300, line[:300]
+
+
 @pytest.mark.nodb  # files only
 def test_a_judge_file_for_analyze_without_pair_ids_is_one_line(tmp_path: Path) -> None:
     frame, _ = beta_study(annotators=3, pairs=12, seed=1, items=("correctness", "relevance", "helpfulness"))

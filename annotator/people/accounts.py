@@ -188,7 +188,8 @@ def add_user(session: Session, *, username: str, role: str, password: str, accou
     require_role(session, account, "researcher")
     if not USERNAME.fullmatch(username):
         raise UserError(
-            f"invalid username {username!r}: use letters, digits and _ . @ - (at most 100 characters)"
+            f"invalid username {textguard.quoted(username)}: use letters, digits and _ . @ - (at most 100 "
+            "characters)"
         )
     if role not in ROLES:
         raise UserError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
@@ -217,7 +218,7 @@ def get_user(session: Session, username: str) -> User:
     """The user called `username` (any letter case), or a clear error."""
     user = session.exec(select(User).where(_by_name(username))).first()
     if user is None:
-        raise UserError(f"no user called {username!r}")
+        raise UserError(f"no user called {textguard.quoted(username)}")
     return user
 
 

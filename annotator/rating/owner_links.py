@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from sqlmodel import Session, col, select, update
 
+from annotator import textguard
 from annotator.errors import AuthError, UserError
 from annotator.people.authorization import Account, record_event, require_role
 from annotator.rating.owners import owner_pairs
@@ -54,7 +55,7 @@ def issue_owner_link(
     """A new single-use token for `owner` of `study` (researchers or SYSTEM); only its hash is stored."""
     require_role(session, account, "researcher")
     if not owner_pairs(session, study=study, owner=owner):
-        raise UserError(f"study {study!r} has no pairs whose owner is {owner!r}")
+        raise UserError(f"study {study!r} has no pairs whose owner is {textguard.quoted(owner)}")
     token = secrets.token_urlsafe(24)
     study_id = id_of(get_study(session, study))
     session.add(
@@ -155,7 +156,7 @@ def revoke_owner_links(session: Session, *, study: str, owner: str, account: Acc
     ended); returns how many."""
     require_role(session, account, "researcher")
     if not owner_pairs(session, study=study, owner=owner):  # a mistyped owner is named, not "0 revoked"
-        raise UserError(f"study {study!r} has no pairs whose owner is {owner!r}")
+        raise UserError(f"study {study!r} has no pairs whose owner is {textguard.quoted(owner)}")
     result = session.execute(
         update(OwnerLink)
         .where(

@@ -621,7 +621,7 @@ def judge_queue(session: Session, *, study: str, account: Account, judge: str | 
     judges = judge_frame(session, study=study, account=account)
     if judge:
         if not (judges["judge"] == judge).any():
-            raise UserError(f"no judge {judge!r} in study {study!r}")
+            raise UserError(f"no judge {textguard.quoted(judge)} in study {study!r}")
         judges = judges[judges["judge"] == judge]
     main, _ = split_controls(label_frame(session, study=study, account=account))
     return disagreement_queue(main, judges)
