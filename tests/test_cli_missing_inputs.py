@@ -188,6 +188,35 @@ def test_a_judge_file_for_analyze_without_pair_ids_is_one_line(tmp_path: Path) -
 
 
 @pytest.mark.nodb  # files only
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_judge_file_without_a_judge_name_anywhere_is_one_line(tmp_path: Path, suffix: str) -> None:
+    """No judge column and a file name that is no judge name: one line, not a problem on every row."""
+    frame, _ = beta_study(annotators=3, pairs=12, seed=1, items=("correctness", "relevance", "helpfulness"))
+    labels = tmp_path / "labels.csv"
+    frame.to_csv(labels, index=False)
+    records = [{"pair_id": pair, "preference": 1} for pair in sorted(set(frame["pair_id"]))]
+    judge = (write_csv if suffix == ".csv" else write_jsonl)(tmp_path / f"my judge!{suffix}", records)
+    report = tmp_path / "report.json"
+    args = ["analyze", "--labels", str(labels), "--judges", str(judge), "--json", str(report)]
+    line = _one_line(runner.invoke(app, args))
+    said = "header: missing column(s)" if suffix == ".csv" else "missing field(s)"
+    assert line.startswith(f"error: {judge}: {said} 'judge' (the file's name 'my judge!' is no judge name)")
+    assert not report.exists()
+
+
+@pytest.mark.nodb  # files only
+def test_a_folder_given_as_a_judge_file_is_called_a_folder(tmp_path: Path) -> None:
+    """analyze --judges FOLDER said "no such file" (and judges import "a folder, not a pair file")."""
+    frame, _ = beta_study(annotators=3, pairs=12, seed=1, items=("correctness", "relevance", "helpfulness"))
+    labels = tmp_path / "labels.csv"
+    frame.to_csv(labels, index=False)
+    folder = tmp_path / "judge.csv"
+    folder.mkdir()
+    line = _one_line(runner.invoke(app, ["analyze", "--labels", str(labels), "--judges", str(folder)]))
+    assert line == f"error: {folder}: a folder, not a file"
+
+
+@pytest.mark.nodb  # files only
 @pytest.mark.parametrize("kept", ["chosen", "rejected"])
 def test_a_labels_file_that_scores_one_response_only_is_one_line(tmp_path: Path, kept: str) -> None:
     items = ("correctness", "relevance", "helpfulness", "rubric:0", "rubric:1")

@@ -200,8 +200,8 @@ def _lines(name: str, *records: Any) -> Callable[[Path], Path]:
 BAD_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "missing file": (lambda folder: folder / "absent.jsonl", "absent.jsonl: no such file"),
     "missing file without a type": (lambda folder: folder / "absent", "absent: no such file"),
-    "a folder": (lambda folder: _folder(folder / "pairs.jsonl"), "pairs.jsonl: a folder, not a pair file"),
-    "a folder without a type": (lambda folder: _folder(folder / "in"), "in: a folder, not a pair file"),
+    "a folder": (lambda folder: _folder(folder / "pairs.jsonl"), "pairs.jsonl: a folder, not a file"),
+    "a folder without a type": (lambda folder: _folder(folder / "in"), "in: a folder, not a file"),
     "unknown extension": (_raw("pairs.txt", b"{}"), "unknown file type '.txt'"),
     "empty file": (_raw("empty.jsonl", b""), "the file is empty"),
     "blank lines only": (_raw("blank.jsonl", b"\n  \n"), "the file is empty"),

@@ -68,7 +68,7 @@ def read_records(path: Path, *, max_bytes: int = textguard.MAX_BYTES_DEFAULT) ->
     if not path.exists():
         raise UserError(f"{path}: no such file")
     if path.is_dir():
-        raise UserError(f"{path}: a folder, not a pair file")
+        raise UserError(f"{path}: a folder, not a file")  # the reader of pair, model and judge files
     if suffix not in SUFFIXES:
         raise UserError(f"{path}: unknown file type {suffix or '(none)'!r}; use one of {', '.join(SUFFIXES)}")
     if not path.is_file():

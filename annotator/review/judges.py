@@ -389,14 +389,18 @@ def read_judge_files(paths: Sequence[Path], study: _Study) -> pd.DataFrame:
     owner: dict[str, Path] = {}
     for path in paths:
         path = Path(path)
-        if not path.is_file():
-            raise UserError(f"{path}: no such file")
+        default = _default_judge(path)
+
+        def missing(names: Collection[str], default: str = default, stem: str = path.stem) -> list[str]:
+            """A judge file's needed fields, and `judge` when its name is no judge name either."""
+            absent = missing_judge_fields(names)
+            if not default and "judge" not in names:
+                absent.append(f"'judge' (the file's name {textguard.quoted(stem, 60)} is no judge name)")
+            return absent
+
         try:
             rows = collect_records(
-                path,
-                _judged_checker(study, _default_judge(path)),
-                what="judge rating",
-                missing=missing_judge_fields,
+                path, _judged_checker(study, default), what="judge rating", missing=missing
             )
         except IngestError as exc:  # read for a report, not imported
             raise IngestError(exc.path, exc.problems, exc.total, outcome="nothing was analysed") from None
