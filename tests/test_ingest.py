@@ -228,6 +228,9 @@ BAD_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
         "line 2, field chosen: missing",
     ),
     "missing id": (_lines("p.jsonl", make_record(0, id=None)), "line 1, field id: missing"),
+    # an id of spaces was "expected text" (it is text); a float id did not say what it got
+    "blank id": (_lines("p.jsonl", make_record(0, id=" \t ")), "line 1, field id: missing"),
+    "float id": (_lines("p.jsonl", make_record(0, id=1.5)), "line 1, field id: expected text, got float"),
     "missing rubric": (
         _lines("p.jsonl", {k: v for k, v in make_record(0).items() if k != "rubric_aspects"}),
         "line 1, field rubric_aspects: missing",

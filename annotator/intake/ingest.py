@@ -311,7 +311,10 @@ def validate_record(record: Any, *, warnings: list[str] | None = None) -> tuple[
     plain = "question" not in record and "prompt" in record
     raw_id = record.get("id")
     if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or str(raw_id).strip() == "":
-        problems.append("field id: missing" if raw_id in (None, "") else "field id: expected text")
+        blank = raw_id is None or isinstance(raw_id, str)  # only spaces are no id either
+        problems.append(
+            "field id: missing" if blank else f"field id: expected text, got {type(raw_id).__name__}"
+        )
         external_id = ""
     else:
         external_id = str(raw_id).strip()
