@@ -258,6 +258,27 @@ def test_cli_assign_with_too_few_annotators_exits_1(env_db: str, engine: Engine,
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("words", [[], ["--unassign"]])
+@pytest.mark.parametrize("names", ["", " , ,"])
+def test_an_empty_annotators_list_is_refused_not_every_annotator(
+    env_db: str, engine: Engine, tmp_path: Path, words: list[str], names: str
+) -> None:
+    """--annotators "" (an unset shell variable) meant every active annotator: with --unassign it
+    removed every annotator's open items, while " , ," removed none."""
+    make_study(engine, tmp_path, 5)
+    make_annotators(engine, 3)
+    _assign(engine, 2)
+    before = _rows(engine)
+    result = runner.invoke(
+        app, ["assign", "--study", "s1", *(words or ["--overlap", "3"]), "--annotators", names]
+    )
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.strip() == (
+        "error: --annotators names no annotator; give usernames separated by commas, or leave it out"
+    )
+    assert _rows(engine) == before
+
+
 def test_a_covered_study_is_counted_in_the_database_with_the_planner_s_summary(
     engine: Engine, tmp_path: Path
 ) -> None:

@@ -212,8 +212,12 @@ def assign_(
     _check_assign_options(
         unassign=unassign, needs_more=needs_more, overlap=overlap, judge=judge, sample=sample, active=active
     )
+    names = [n.strip() for n in annotators.split(",") if n.strip()] if annotators is not None else None
+    if names == []:  # an empty list (e.g. an unset shell variable) is no "every annotator"
+        raise UserError(
+            "--annotators names no annotator; give usernames separated by commas, or leave it out"
+        )
     engine = open_db(database)
-    names = [n.strip() for n in annotators.split(",") if n.strip()] if annotators else None
     if unassign:
         with db.session_scope(engine) as session:
             removed = study_admin.unassign(
