@@ -144,12 +144,12 @@ def test_a_hostile_judge_name_is_refused_as_text(labels: tuple[Path, np.ndarray]
     assert lines[1].startswith("row 2, field judge: '<img src=x onerror=alert(1)>' may hold only letters")
 
 
-def test_without_a_judge_column_the_file_name_must_be_a_judge_name(
+def test_a_row_without_a_judge_needs_a_file_name_that_is_a_judge_name(
     labels: tuple[Path, np.ndarray], tmp_path: Path
 ) -> None:
     path, _ = labels
     file = tmp_path / "my judge!.csv"
-    preference_judge("x", ["p000"], np.array([1.0]), [""]).drop(columns=["judge"]).to_csv(file, index=False)
+    preference_judge("", ["p000"], np.array([1.0]), [""]).to_csv(file, index=False)
     result = runner.invoke(app, ["analyze", "--labels", str(path), "--judges", str(file)])
     assert result.exit_code == 1
     assert "row 2, field judge: missing (and the file's name is no judge name to take instead)" in _lines(
