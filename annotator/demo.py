@@ -26,8 +26,8 @@ from annotator.errors import os_failure
 from annotator.intake import assign, controls, ingest
 from annotator.people import accounts, authorization
 from annotator.rating import owners
-from annotator.review.judges import simulate_judges
 from annotator.review.predictions import simulate_models
+from annotator.review.simulated_judges import simulate_judges
 from annotator.store import db
 from annotator.store.models import Pair, id_of
 from annotator.study import get_study, load_config, parse_config

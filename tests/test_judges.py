@@ -26,7 +26,7 @@ from analysis.report import Report
 from annotator.cli import app
 from annotator.errors import IngestError, UserError
 from annotator.people.authorization import SYSTEM
-from annotator.review import judges, study_progress
+from annotator.review import judges, simulated_judges, study_progress
 from annotator.review.readers import label_frame
 from annotator.review.study_report import study_report
 from annotator.store import db
@@ -368,7 +368,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> Judged:
     report, label frame and judge frame (read once; a PostgreSQL test database lives for one test)."""
     with temp_engine() as engine:
         rated_study(engine, tmp_path_factory.mktemp("judged"))
-        judges.simulate_judges(engine, study="s1", seed=1)
+        simulated_judges.simulate_judges(engine, study="s1", seed=1)
         with db.session_scope(engine) as session:
             return Judged(
                 report=study_report(session, study="s1", n_boot=20, account=SYSTEM),
@@ -470,7 +470,7 @@ def test_the_validation_page_shows_the_judges(env_db: str, engine: Engine, tmp_p
 
     make_study(engine, tmp_path, 8)
     simulate(engine, study="s1", spec=SimulationSpec(annotators=3, overlap=3, seed=3))
-    judges.simulate_judges(engine, study="s1", seed=1)
+    simulated_judges.simulate_judges(engine, study="s1", seed=1)
     with db.session_scope(engine) as session:
         user = accounts.add_user(
             session, username="boss", role="researcher", password="boss-password", account=SYSTEM

@@ -310,14 +310,11 @@ def validate_record(record: Any, *, warnings: list[str] | None = None) -> tuple[
     problems: list[str] = []
     plain = "question" not in record and "prompt" in record
     raw_id = record.get("id")
-    if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or str(raw_id).strip() == "":
-        blank = raw_id is None or isinstance(raw_id, str)  # only spaces are no id either
-        problems.append(
-            "field id: missing" if blank else f"field id: expected text, got {type(raw_id).__name__}"
-        )
-        external_id = ""
-    else:
-        external_id = str(raw_id).strip()
+    as_text = isinstance(raw_id, str | int) and not isinstance(raw_id, bool)  # True is no id
+    external_id = str(raw_id).strip() if as_text else ""
+    if not external_id:
+        got = "missing" if raw_id is None or as_text else f"expected text, got {type(raw_id).__name__}"
+        problems.append(f"field id: {got}")  # an id of spaces is missing too
     question = _text(record, "prompt" if plain else "question", problems)
     chosen = _text(record, "chosen", problems)
     rejected = _text(record, "rejected", problems)

@@ -1,6 +1,7 @@
-"""LLM judges: importing their ratings per pair, reading them back, the judge-vs-people queue, and
-simulated judges for the demo. Judge rows live in their own table and never enter the human label
-frame; the report compares them with it (:mod:`analysis.judges`).
+"""LLM judges: importing their ratings per pair, reading them back and the judge-vs-people queue
+(simulated judges for the demo: :mod:`annotator.review.simulated_judges`). Judge rows live in their
+own table and never enter the human label frame; the report compares them with it
+(:mod:`analysis.judges`).
 
 A judge file (CSV, JSON Lines, JSON or Parquet, read like a pair file) has one row per rating:
 ``pair_id`` (the pair's id in the study), ``response`` (``chosen`` | ``rejected``), ``item`` (a quality
@@ -14,7 +15,6 @@ Re-importing the same file is a no-op; a changed rating is refused unless ``repl
 """
 
 import math
-import random
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +33,7 @@ from analysis.vocabulary import RUBRIC_PREFIX
 from annotator import textguard
 from annotator.errors import IngestError, UserError
 from annotator.intake.ingest import MAX_PROBLEMS, Progress, collect_records
-from annotator.people.authorization import SYSTEM, Account, require_role
+from annotator.people.authorization import Account, require_role
 from annotator.store.models import Event, JudgeRating, Pair, Study, id_of
 from annotator.study import get_study, parse_config
 
@@ -46,7 +46,6 @@ __all__ = [
     "judge_queue",
     "load_judges",
     "save_judges",
-    "simulate_judges",
 ]
 
 RESPONSES = ("chosen", "rejected")
@@ -128,7 +127,7 @@ def _text(record: dict[str, Any], field: str, problems: list[str]) -> str:
 
 
 @dataclass(frozen=True)
-class _Study:
+class StudyFacts:
     """What a judge file is checked against: pair ids, rubric sizes, items and their scales."""
 
     pairs: dict[str, int]  # external id -> Pair.id
@@ -141,7 +140,7 @@ class _Study:
         return tuple(self.scales)
 
 
-def _pair_field(record: dict[str, Any], study: _Study, problems: list[str]) -> str:
+def _pair_field(record: dict[str, Any], study: StudyFacts, problems: list[str]) -> str:
     """The record's pair id, noting a missing one or one not in the study."""
     pair = _text(record, "pair_id", problems)
     if not pair and not problems:
@@ -161,7 +160,7 @@ def _order_field(record: dict[str, Any], problems: list[str]) -> str:
     return order
 
 
-def _item_scale(study: _Study, pair: str, item: str, problems: list[str]) -> tuple[float, float]:
+def _item_scale(study: StudyFacts, pair: str, item: str, problems: list[str]) -> tuple[float, float]:
     """The scale of `item` (a rubric aspect 0-2, a quality dimension the study's), noting an item the
     pair does not have."""
     if item.startswith(RUBRIC_PREFIX):
@@ -185,7 +184,7 @@ def _item_scale(study: _Study, pair: str, item: str, problems: list[str]) -> tup
 
 
 def _score_value(
-    record: dict[str, Any], study: _Study, pair: str, response: str, item: str, problems: list[str]
+    record: dict[str, Any], study: StudyFacts, pair: str, response: str, item: str, problems: list[str]
 ) -> float | None:
     """The value of a score row, noting an unknown response or item and a missing or out-of-scale value."""
     if response not in RESPONSES:
@@ -214,7 +213,7 @@ def _pair_level_problem(
     return []
 
 
-def _checker(study: _Study) -> Callable[[dict[str, Any], str], tuple[dict[str, Any], list[str]]]:
+def _checker(study: StudyFacts) -> Callable[[dict[str, Any], str], tuple[dict[str, Any], list[str]]]:
     seen: dict[tuple[str, str, str, str], str] = {}
     pair_level: dict[tuple[str, str], dict[str, tuple[float, str]]] = {}
 
@@ -289,7 +288,7 @@ def _fill_pair_level(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _study_facts(session: Session, study: str) -> _Study:
+def study_facts(session: Session, study: str) -> StudyFacts:
     row = get_study(session, study)
     config = parse_config(row.config, source=f"study {study!r}")
     pairs = session.exec(
@@ -297,14 +296,16 @@ def _study_facts(session: Session, study: str) -> _Study:
             col(Pair.study_id) == id_of(row), col(Pair.control) == ""
         )
     ).all()
-    return _Study(
+    return StudyFacts(
         pairs={str(e): int(i or 0) for e, i, _ in pairs},
         aspects={str(e): len(r or []) for e, _, r in pairs},
         scales=config.quality.scales,
     )
 
 
-def load_judges(path: str | Path, study: _Study, *, progress: Progress | None = None) -> list[dict[str, Any]]:
+def load_judges(
+    path: str | Path, study: StudyFacts, *, progress: Progress | None = None
+) -> list[dict[str, Any]]:
     """Read and check a whole judge file against the study; raise IngestError naming each problem's
     line (or row) and field (up to 20)."""
     rows = collect_records(
@@ -316,7 +317,7 @@ def load_judges(path: str | Path, study: _Study, *, progress: Progress | None = 
 # ------------------------------------------------------------------------------------ files alone
 
 
-def file_study(frame: pd.DataFrame, *, scales: Mapping[str, Scale], pairs: Path | None = None) -> _Study:
+def file_study(frame: pd.DataFrame, *, scales: Mapping[str, Scale], pairs: Path | None = None) -> StudyFacts:
     """What judge files are checked against without a database: the main pairs of a pair file
     (`pairs`, which may hold pairs no person rated; its rubric sizes) or else of the label frame (a
     pair's rubric size from the highest ``rubric:<k>`` rated on it)."""
@@ -346,13 +347,13 @@ def file_study(frame: pd.DataFrame, *, scales: Mapping[str, Scale], pairs: Path 
         if pairs is not None
         else "in the labels file (give the pair file with --pairs for pairs no person rated)"
     )
-    return _Study(
+    return StudyFacts(
         pairs={pair: k for k, pair in enumerate(ids)}, aspects=aspects, scales=dict(scales), where=where
     )
 
 
 def _judged_checker(
-    study: _Study, default: str
+    study: StudyFacts, default: str
 ) -> Callable[[dict[str, Any], str], tuple[dict[str, Any], list[str]]]:
     """The judges-import check per row, one per judge named in the row's ``judge`` field (or
     `default` when it is empty)."""
@@ -379,7 +380,7 @@ def _judged_checker(
     return check
 
 
-def read_judge_files(paths: Sequence[Path], study: _Study) -> pd.DataFrame:
+def read_judge_files(paths: Sequence[Path], study: StudyFacts) -> pd.DataFrame:
     """Judge files read and checked like ``judges import`` (every problem named by file, line or row
     and field; all or nothing) into a judge frame (:data:`analysis.judges.JUDGE_COLUMNS`, pair_id the
     pair's id). A judge's name comes from each row's ``judge`` field, else from the file name; a judge
@@ -568,7 +569,7 @@ def import_judges(
     textguard.check_study_name(study)
     with Session(engine) as session:
         require_role(session, account, "researcher")
-        facts = _study_facts(session, study)
+        facts = study_facts(session, study)
         study_id = id_of(get_study(session, study))
     rows = load_judges(path, facts, progress=progress)
     with engine.begin() as connection:
@@ -629,117 +630,6 @@ def judge_queue(session: Session, *, study: str, account: Account, judge: str | 
         judges = judges[judges["judge"] == judge]
     main, _ = split_controls(label_frame(session, study=study, account=account))
     return disagreement_queue(main, judges)
-
-
-# ------------------------------------------------------------------------------------------- demo
-
-
-@dataclass(frozen=True)
-class _SimulatedJudge:
-    """A demo judge of one `kind` (``close`` or ``lenient``) drawing from `rng`, with the orders it is
-    shown each pair in (see :meth:`drawn`)."""
-
-    rng: random.Random
-    facts: _Study
-    kind: str
-    orders: Mapping[str, tuple[str, ...]]
-
-    @classmethod
-    def drawn(cls, rng: random.Random, facts: _Study, kind: str) -> "_SimulatedJudge":
-        """The judge with its orders drawn: both for every pair, or for ``lenient`` one random order on
-        two thirds of the pairs."""
-        orders: dict[str, tuple[str, ...]] = {}
-        for pair in facts.pairs:
-            if kind == "lenient" and rng.random() > 1 / 3:
-                orders[pair] = (rng.choice(("chosen_first", "rejected_first")),)
-            else:
-                orders[pair] = ("chosen_first", "rejected_first")
-        return cls(rng, facts, kind, orders)
-
-    def scores(self, means: pd.Series) -> list[dict[str, Any]]:
-        """The score rows: the people's mean (a point higher for ``lenient``) plus noise, rounded onto
-        the item's scale, in every order the pair is shown in."""
-        rows: list[dict[str, Any]] = []
-        for (pair, response, item), mean in means.items():
-            if pair not in self.facts.pairs:
-                continue
-            scale = self.facts.scales.get(str(item))
-            top = float(scale.high) if scale is not None else 2.0  # otherwise a rubric aspect: 0-2
-            bottom = float(scale.low) if scale is not None else 0.0
-            for order in self.orders[pair]:
-                shift = 1.0 if self.kind == "lenient" else 0.0
-                value = round(min(top, max(bottom, mean + shift + self.rng.gauss(0, 0.3))))
-                rows.append(
-                    {
-                        "pair_id": self.facts.pairs[pair],
-                        "order": order,
-                        "response": response,
-                        "item": item,
-                        "value": float(value),
-                        "preference": None,
-                        "confidence": None,
-                        "where": "simulated",
-                    }
-                )
-        return rows
-
-    def preferences(self, prefs: pd.Series) -> dict[tuple[int, str], tuple[float, float]]:
-        """The preference and confidence per (Pair.id, order): ``close`` follows the people's mean
-        preference, ``lenient`` mostly the response shown first."""
-        pair_pref: dict[tuple[int, str], tuple[float, float]] = {}
-        for pair, mean in prefs.items():
-            if pair not in self.facts.pairs:
-                continue
-            for order in self.orders[pair]:
-                if self.kind == "lenient":
-                    toward_first = 1.0 if order == "chosen_first" else -1.0
-                    pref = max(-2.0, min(2.0, round(0.3 * mean + 1.5 * toward_first)))
-                    confidence = 0.95
-                else:
-                    pref = max(-2.0, min(2.0, round(mean + self.rng.gauss(0, 0.4))))
-                    confidence = round(min(0.99, 0.55 + 0.2 * abs(pref)), 2)
-                pair_pref[(self.facts.pairs[pair], order)] = (float(pref), confidence)
-        return pair_pref
-
-
-def simulate_judges(
-    engine: Engine, *, study: str, seed: int = 0, judges: dict[str, str] | None = None
-) -> list[JudgeImport]:
-    """Simulated judges for the demo and tests (deterministic per seed). ``close`` rates like the
-    mean of the people plus small noise, shown each pair in both orders; ``lenient`` rates a point
-    higher and mostly prefers whichever response it was shown first, shown each pair in one random
-    order (a third of the pairs in both)."""
-    from annotator.review.readers import label_frame
-
-    judges = judges or {"demo-judge-close": "close", "demo-judge-lenient": "lenient"}
-    with Session(engine) as session:
-        frame = label_frame(session, study=study, account=SYSTEM)
-        facts = _study_facts(session, study)
-        study_id = id_of(get_study(session, study))
-    if "control" in frame.columns:
-        frame = frame[frame["control"].fillna("") == ""]
-    means = frame.groupby(["pair_id", "response", "item"])["value"].mean()
-    prefs = frame.drop_duplicates(["pair_id", "annotator"]).groupby("pair_id")["preference"].mean()
-    summaries = []
-    for name, kind in judges.items():
-        judge = _SimulatedJudge.drawn(random.Random(f"{seed}:{name}"), facts, kind)
-        rows = judge.scores(means)
-        pair_pref = judge.preferences(prefs)
-        for row in rows:
-            row["preference"], row["confidence"] = pair_pref.get((row["pair_id"], row["order"]), (None, None))
-        with engine.begin() as connection:
-            summaries.append(
-                save_judges(
-                    connection,
-                    study_id=study_id,
-                    judge=name,
-                    rows=rows,
-                    source="simulated",
-                    account=SYSTEM,
-                    study=study,
-                )
-            )
-    return summaries
 
 
 def sample_probabilities(session: Session, *, study: str) -> pd.Series:
