@@ -348,8 +348,9 @@ def _best_theta(model: _Crossed, use_a: bool, start: tuple[float, float] | None)
         if not use_a:
             x, value = _bounded_min(lambda v: crit(np.array([v, 0.0])))
             return value, np.array([x, 0.0])
-        res = optimize.minimize(crit, start, method="Nelder-Mead", options=options)
-        return float(res.fun), np.minimum(np.abs(np.asarray(res.x, dtype=float)), _THETA_MAX)
+        res = optimize.minimize(_capped(crit), start, method="Nelder-Mead", options=options)
+        value = float(res.fun) if res.fun < _INFINITE_AS else math.inf
+        return value, np.minimum(np.abs(np.asarray(res.x, dtype=float)), _THETA_MAX)
 
     theta0 = (
         np.array([0.7, 0.7]) if start is None else np.sqrt(np.maximum(np.asarray(start, float), 0.0)) + 0.01
@@ -382,12 +383,19 @@ def _one_component_fits(crit: Any) -> list[tuple[float, np.ndarray]]:
     return candidates
 
 
+#: An infinite criterion as the searches see it: they subtract values, and inf - inf is no step.
+_INFINITE_AS = 1e100
+
+
+def _capped(fun: Any) -> Any:
+    """`fun` with an infinite value taken as :data:`_INFINITE_AS`."""
+    return lambda x: min(float(fun(x)), _INFINITE_AS)
+
+
 def _bounded_min(fun: Any) -> tuple[float, float]:
-    """Where on [0, _THETA_MAX] `fun` is least, and its value there (scipy's bounded Brent search).
-    An infinite value enters the search as 1e100: the search subtracts values, and inf - inf is no
-    step."""
+    """Where on [0, _THETA_MAX] `fun` is least, and its value there (scipy's bounded Brent search)."""
     res = optimize.minimize_scalar(
-        lambda v: min(float(fun(v)), 1e100),
+        _capped(fun),
         bounds=(0.0, _THETA_MAX),
         method="bounded",
         options={"xatol": 1e-10},

@@ -196,6 +196,16 @@ def test_a_covariate_that_explains_every_judgment_is_refused_without_a_numerical
             fit_crossed(np.array([1.0, 1.0, 1.0, 0.0]), X, [0, 1, 2, 3], ["a"] * 4, start=(438.6, 0.0))
 
 
+def test_two_annotators_whose_differences_a_covariate_explains_are_refused_without_a_warning() -> None:
+    """Two pairs x two annotators, the side explains every difference: the criterion is infinite at
+    every point of the two-component search too (Nelder-Mead subtracted infinities)."""
+    X = np.column_stack([np.ones(4), [0.5, -0.5, 0.5, -0.5]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="not finite"):
+            fit_crossed(np.array([1.0, 0.0, 1.0, 0.0]), X, [0, 0, 1, 1], ["a", "b", "a", "b"], start=(1, 1))
+
+
 def test_single_annotator_is_flagged() -> None:
     frame = validate_frame(
         simulate_frame(np.random.default_rng(6), SimDesign(n_pairs=50, per_pair=1, rubric_aspects=0))
