@@ -83,7 +83,9 @@ from analysis.vocabulary import (
 
 __all__ = [
     "ANNOTATOR",
+    "NotInStudy",
     "check_items",
+    "check_rated",
     "check_unique_keys",
     "ARM",
     "CATEGORY",
@@ -211,8 +213,20 @@ def _numeric(df: pd.DataFrame, column: str, *, allow_missing: bool) -> pd.Series
     return num
 
 
-def _integers_in(num: pd.Series, column: str, lo: int, hi: int, where: np.ndarray | None = None) -> None:
-    """Raise if the non-missing values of ``num`` (in the rows `where`, default all) are not
+class NotInStudy(ValueError):
+    """Labels that do not fit the study's settings: an item the study does not rate, or a score off its
+    item's scale."""
+
+
+def _integers_in(
+    num: pd.Series,
+    column: str,
+    lo: int,
+    hi: int,
+    where: np.ndarray | None = None,
+    error: type[ValueError] = ValueError,
+) -> None:
+    """Raise `error` if the non-missing values of ``num`` (in the rows `where`, default all) are not
     integers in ``lo..hi``."""
     values = num.to_numpy()
     bad = (values < lo) | (values > hi)
@@ -223,7 +237,7 @@ def _integers_in(num: pd.Series, column: str, lo: int, hi: int, where: np.ndarra
         bad &= where
     if bad.any():
         got = _show(values[bad].astype(float))
-        raise ValueError(f"column '{column}' must hold integers in {lo}..{hi}, got: {got}{_at(bad)}")
+        raise error(f"column '{column}' must hold integers in {lo}..{hi}, got: {got}{_at(bad)}")
 
 
 def validate_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -292,11 +306,20 @@ def unknown_item(items: Iterable[str], quality_items: Sequence[str]) -> str | No
     return next((i for i in items if i not in known and not str(i).startswith(ITEM_PREFIXES)), None)
 
 
+def check_rated(items: Iterable[str], quality_items: Sequence[str]) -> None:
+    """:class:`NotInStudy` naming the study's quality items that are not among the labels' `items`
+    (labels with no items at all are no judgments yet, not labels of another study)."""
+    present = set(items)
+    absent = [item for item in quality_items if item not in present]
+    if present and absent:
+        raise NotInStudy(f"no scores for {', '.join(map(repr, absent))}, which the study rates")
+
+
 def check_items(frame: pd.DataFrame, scales: Mapping[str, tuple[int, int]]) -> None:
-    """ValueError naming the first row of an item that is not the study's (:func:`unknown_item`; `scales`
-    gives each quality item's lowest and highest point) or whose quality value is not a point of its
-    item's scale. A profile owner's row may also be item ``preference`` (an owner who answered no
-    rubric aspect)."""
+    """:class:`NotInStudy` naming the first row of an item that is not the study's
+    (:func:`unknown_item`; `scales` gives each quality item's lowest and highest point) or whose quality
+    value is not a point of its item's scale. A profile owner's row may also be item ``preference``
+    (an owner who answered no rubric aspect)."""
     items = frame[ITEM]
     owner = (
         (frame[RATER_KIND] == OWNER).to_numpy() if RATER_KIND in frame.columns else np.zeros(len(frame), bool)
@@ -304,13 +327,13 @@ def check_items(frame: pd.DataFrame, scales: Mapping[str, tuple[int, int]]) -> N
     unusual = items[~owner | (items != PREFERENCE).to_numpy()]
     unknown = unknown_item(pd.unique(unusual), list(scales))
     if unknown is not None:
-        raise ValueError(
+        raise NotInStudy(
             f"column 'item' holds {unknown!r}, which is neither a quality dimension of the study "
             f"({', '.join(scales)}) nor a rubric aspect or support answer"
             + _at((items == unknown).to_numpy() & ~(owner & (items == PREFERENCE).to_numpy()))
         )
     for item, (low, high) in scales.items():
-        _integers_in(frame[VALUE], f"value ({item})", low, high, where=(items == item).to_numpy())
+        _integers_in(frame[VALUE], f"value ({item})", low, high, (items == item).to_numpy(), NotInStudy)
 
 
 def check_unique_keys(frame: pd.DataFrame) -> None:

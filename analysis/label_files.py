@@ -78,7 +78,7 @@ def read_labels(path: str | Path, *, scales: Mapping[str, tuple[int, int]] | Non
     except ValueError as exc:
         if path.suffix.lower() != ".csv" or path.is_dir():
             raise
-        raise ValueError(shifted_rows(str(exc), CSV_HEADER_ROWS)) from None
+        raise type(exc)(shifted_rows(str(exc), CSV_HEADER_ROWS)) from None  # NotInStudy stays one
     return frame
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 from analysis.aggregates import judgment_differences, replicated_pairs
 from analysis.agreement import agreement_table
 from analysis.agreement.table import MIN_REPLICATED_UNITS
-from analysis.frames import check_items, split_controls, unknown_item
+from analysis.frames import NotInStudy, check_items, check_rated, split_controls, unknown_item
 from analysis.label_columns import Judgments, LabelColumns, aspects, release_memory
 from analysis.report import (
     Report,
@@ -156,9 +156,7 @@ def _read_items(
 
     items = source.items()
     ends = settings.scale_ends()
-    unknown = unknown_item(items, quality_items)
-    if unknown is not None:  # before the long read of the study's own items
-        _checked(source.item_frame(unknown), unknown, ends)
+    _check_items_fit(source, items, quality_items, ends)
     judged = Judgments()
     differences: dict[str, pd.DataFrame] = {}
     agreement: list[pd.DataFrame] = []
@@ -168,7 +166,7 @@ def _read_items(
     for item in [*quality_items, *(i for i in items if i not in quality_items)]:
         frame = _checked(source.item_frame(item), item, ends)  # one item's rows in memory at a time
         if frame.empty and item in quality_items:
-            raise ValueError(f"no scores for item '{item}'")
+            raise NotInStudy(f"no scores for item '{item}', which the study rates")
         n_scores += len(frame)
         judged.add(frame)
         if item in quality_items:
@@ -192,12 +190,28 @@ def _read_items(
     return differences, pd.concat(agreement, ignore_index=True), per_judgment, n_scores
 
 
+def _check_items_fit(
+    source: LabelColumns, items: list[str], quality_items: list[str], ends: dict[str, tuple[int, int]]
+) -> None:
+    """Before the long read of the study's own items: the labels hold scores, of no item the study
+    does not have (its first row named), and of every quality item the study rates."""
+    unknown = unknown_item(items, quality_items)
+    if unknown is not None:
+        _checked(source.item_frame(unknown), unknown, ends)
+    if not items:
+        raise ValueError("no judgments to analyse yet")
+    check_rated(items, quality_items)
+
+
 def _checked(frame: pd.DataFrame, item: str, ends: dict[str, tuple[int, int]]) -> pd.DataFrame:
-    """`frame` (the rows of `item`) once :func:`analysis.frames.check_items` finds nothing wrong."""
+    """`frame` (the rows of `item`) once :func:`analysis.frames.check_items` finds nothing wrong (an
+    item with no rows has no columns either, and nothing to check)."""
+    if frame.empty:
+        return frame
     try:
         check_items(frame, ends)
     except ValueError as exc:
-        raise ValueError(f"item '{item}' (rows counted within that item's rows): {exc}") from None
+        raise type(exc)(f"item '{item}' (rows counted within that item's rows): {exc}") from None
     return frame
 
 

@@ -231,6 +231,54 @@ def test_a_labels_file_that_scores_one_response_only_is_one_line(tmp_path: Path,
     assert not report.exists()
 
 
+@pytest.mark.nodb  # files only
+@pytest.mark.parametrize("reading", [[], ["--by-item"]], ids=["whole", "by-item"])
+@pytest.mark.parametrize(
+    ("items", "scale_max", "said"),
+    [
+        (("correctness",), 5, "no scores for 'relevance', 'helpfulness', which the study rates"),
+        (("correctness", "tone"), 5, "column 'item' holds 'tone', which is neither a quality dimension"),
+        (("correctness", "relevance", "helpfulness"), 7, "column 'value (correctness)' must hold integers"),
+    ],
+)
+def test_labels_that_do_not_fit_the_default_study_point_to_config(
+    tmp_path: Path, items: tuple[str, ...], scale_max: int, said: str, reading: list[str]
+) -> None:
+    """Labels of other dimensions or another scale are one line that says the settings were the default
+    study's; with a study TOML of those dimensions and that scale they are analysed."""
+    frame, _ = beta_study(annotators=3, pairs=12, seed=3, items=items)
+    frame["value"] = (frame["value"] - 1) * (scale_max - 1) // 4 + 1  # 1-5 onto 1..scale_max
+    labels = tmp_path / "labels.csv"
+    frame.to_csv(labels, index=False)
+    report = tmp_path / "report.json"
+    words = ["analyze", "--labels", str(labels), *reading, "--json", str(report)]
+    line = _one_line(runner.invoke(app, words))
+    assert line.startswith(f"error: {labels}: {said}") or (reading and said in line), line
+    assert line.endswith("(the study's settings are the default study's: give yours with --config FILE)")
+    assert not report.exists()
+    points = ", ".join(f'"{k}"' for k in range(1, scale_max + 1))
+    dimension = '[[quality.dimensions]]\nname = "{0}"\nquestion = "{0}?"\nlabels = [{1}]\n'
+    dimensions = "".join(dimension.format(item, points) for item in items)
+    config = tmp_path / "study.toml"
+    config.write_text(f"[quality]\nscale_min = 1\nscale_max = {scale_max}\n{dimensions}", encoding="utf-8")
+    args = ["analyze", "--labels", str(labels), *reading, "--config", str(config), "--json", str(report)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(report.read_text("utf-8"))["study"] == "labels"
+
+
+@pytest.mark.nodb  # files only
+@pytest.mark.parametrize("reading", [[], ["--by-item"]], ids=["whole", "by-item"])
+def test_a_labels_file_of_its_header_only_has_no_judgments_yet(tmp_path: Path, reading: list[str]) -> None:
+    """Read whole or item by item, labels with no rows are no judgments yet (item by item it said 'no
+    scores for item ...', as if the labels were of another study)."""
+    frame, _ = beta_study(annotators=3, pairs=12, seed=3, items=("correctness",))
+    labels = tmp_path / "labels.csv"
+    frame.head(0).to_csv(labels, index=False)
+    line = _one_line(runner.invoke(app, ["analyze", "--labels", str(labels), *reading]))
+    assert line.endswith("no judgments to analyse yet"), line
+
+
 # ------------------------------------------------------------------------------- a missing database
 
 #: Commands that work on an existing database (only init and demo create one).

@@ -235,9 +235,17 @@ def labels_report(
     frame) or as one frame; None: by item when they hold more than
     :data:`analysis.label_columns.IN_MEMORY_ROWS` score rows.
     """
+    from analysis.frames import ITEM, NotInStudy, check_rated
+
     config = load_config(config_path)
     if not path.exists():
         raise UserError(f"{path}: no such file")
+    whose = (
+        f"the study's settings are {config_path}'s"
+        if config_path is not None
+        else "the study's settings are the default study's: give yours with --config FILE"
+    )
+    options = ReportOptions(n_boot, seed)
     source, rows = _label_columns(path, by_item)
     if source is not None:
         if judges:
@@ -245,14 +253,19 @@ def labels_report(
                 f"{path}: --judges needs the whole label frame, and these labels are read one item at a "
                 f"time ({rows:,} score rows); give --in-memory to read them whole"
             )
-        return columns_report(source, study or path.stem, config, ReportOptions(n_boot, seed), rows)
+        try:
+            return columns_report(source, study or path.stem, config, options, rows)
+        except NotInStudy as exc:
+            raise UserError(f"{path}: {exc} ({whose})") from None
     from analysis.label_files import read_labels
 
-    options = ReportOptions(n_boot, seed)
     try:
         frame = read_labels(path, scales=report_settings(config, options).scale_ends())
+        check_rated(frame[ITEM].unique(), config.dimension_names)
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
+    except NotInStudy as exc:
+        raise UserError(f"{path}: {exc} ({whose})") from None
     except (ValueError, OSError) as exc:
         raise UserError(f"{path}: {exc}") from None
     judged = None
@@ -291,7 +304,9 @@ def _label_columns(path: Path, by_item: bool | None) -> tuple["LabelColumns | No
 def columns_report(
     source: "LabelColumns", study: str, config: StudyConfig, options: ReportOptions, rows: int
 ) -> Report:
-    """The report of labels read one item at a time (:func:`analysis.report_columns.build_columns_report`)."""
+    """The report of labels read one item at a time (:func:`analysis.report_columns.build_columns_report`);
+    labels that do not fit the study's settings raise :class:`analysis.frames.NotInStudy`."""
+    from analysis.frames import NotInStudy
     from analysis.label_columns import IN_MEMORY_ROWS
     from analysis.report_columns import build_columns_report
 
@@ -302,6 +317,8 @@ def columns_report(
             settings=report_settings(config, options),
             limit=IN_MEMORY_ROWS,
         )
+    except NotInStudy:
+        raise
     except (ValueError, OSError) as exc:
         raise UserError(f"{source.path}: {exc}") from None
 
