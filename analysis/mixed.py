@@ -349,8 +349,7 @@ def _best_theta(model: _Crossed, use_a: bool, start: tuple[float, float] | None)
             x, value = _bounded_min(lambda v: crit(np.array([v, 0.0])))
             return value, np.array([x, 0.0])
         res = optimize.minimize(_capped(crit), start, method="Nelder-Mead", options=options)
-        value = float(res.fun) if res.fun < _INFINITE_AS else math.inf
-        return value, np.minimum(np.abs(np.asarray(res.x, dtype=float)), _THETA_MAX)
+        return _uncapped(res.fun), np.minimum(np.abs(np.asarray(res.x, dtype=float)), _THETA_MAX)
 
     theta0 = (
         np.array([0.7, 0.7]) if start is None else np.sqrt(np.maximum(np.asarray(start, float), 0.0)) + 0.01
@@ -392,6 +391,11 @@ def _capped(fun: Any) -> Any:
     return lambda x: min(float(fun(x)), _INFINITE_AS)
 
 
+def _uncapped(value: float) -> float:
+    """A value of a :func:`_capped` function as the criterion's own (infinite where it was capped)."""
+    return float(value) if value < _INFINITE_AS else math.inf
+
+
 def _bounded_min(fun: Any) -> tuple[float, float]:
     """Where on [0, _THETA_MAX] `fun` is least, and its value there (scipy's bounded Brent search)."""
     res = optimize.minimize_scalar(
@@ -400,8 +404,7 @@ def _bounded_min(fun: Any) -> tuple[float, float]:
         method="bounded",
         options={"xatol": 1e-10},
     )
-    x = float(res.x)
-    return x, float(fun(x))
+    return float(res.x), _uncapped(res.fun)
 
 
 def _fit_at(model: _Crossed, best_value: float, best: np.ndarray, use_a: bool) -> CrossedFit:

@@ -21,7 +21,7 @@ import pandas as pd
 from analysis.aggregates import judgment_differences, replicated_pairs
 from analysis.agreement import agreement_table
 from analysis.agreement.table import MIN_REPLICATED_UNITS
-from analysis.frames import NotInStudy, check_items, check_rated, split_controls, unknown_item
+from analysis.frames import check_items, check_rated, split_controls, unknown_item
 from analysis.label_columns import Judgments, LabelColumns, aspects, release_memory
 from analysis.report import (
     Report,
@@ -165,8 +165,6 @@ def _read_items(
     rubric_aspects = [] if RUBRIC_ITEM in items else aspects(items)
     for item in [*quality_items, *(i for i in items if i not in quality_items)]:
         frame = _checked(source.item_frame(item), item, ends)  # one item's rows in memory at a time
-        if frame.empty and item in quality_items:
-            raise NotInStudy(f"no scores for item '{item}', which the study rates")
         n_scores += len(frame)
         judged.add(frame)
         if item in quality_items:
@@ -204,10 +202,7 @@ def _check_items_fit(
 
 
 def _checked(frame: pd.DataFrame, item: str, ends: dict[str, tuple[int, int]]) -> pd.DataFrame:
-    """`frame` (the rows of `item`) once :func:`analysis.frames.check_items` finds nothing wrong (an
-    item with no rows has no columns either, and nothing to check)."""
-    if frame.empty:
-        return frame
+    """`frame` (the rows of `item`) once :func:`analysis.frames.check_items` finds nothing wrong."""
     try:
         check_items(frame, ends)
     except ValueError as exc:

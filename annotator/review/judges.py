@@ -289,6 +289,7 @@ def _fill_pair_level(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def study_facts(session: Session, study: str) -> StudyFacts:
+    """What a judge file of `study` is checked against, read from the database."""
     row = get_study(session, study)
     config = parse_config(row.config, source=f"study {study!r}")
     pairs = session.exec(

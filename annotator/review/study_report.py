@@ -247,19 +247,16 @@ def labels_report(
     )
     options = ReportOptions(n_boot, seed)
     source, rows = _label_columns(path, by_item)
-    if source is not None:
-        if judges:
-            raise UserError(
-                f"{path}: --judges needs the whole label frame, and these labels are read one item at a "
-                f"time ({rows:,} score rows); give --in-memory to read them whole"
-            )
-        try:
-            return columns_report(source, study or path.stem, config, options, rows)
-        except NotInStudy as exc:
-            raise UserError(f"{path}: {exc} ({whose})") from None
+    if source is not None and judges:
+        raise UserError(
+            f"{path}: --judges needs the whole label frame, and these labels are read one item at a "
+            f"time ({rows:,} score rows); give --in-memory to read them whole"
+        )
     from analysis.label_files import read_labels
 
     try:
+        if source is not None:
+            return columns_report(source, study or path.stem, config, options, rows)
         frame = read_labels(path, scales=report_settings(config, options).scale_ends())
         check_rated(frame[ITEM].unique(), config.dimension_names)
     except FileNotFoundError:
@@ -304,23 +301,14 @@ def _label_columns(path: Path, by_item: bool | None) -> tuple["LabelColumns | No
 def columns_report(
     source: "LabelColumns", study: str, config: StudyConfig, options: ReportOptions, rows: int
 ) -> Report:
-    """The report of labels read one item at a time (:func:`analysis.report_columns.build_columns_report`);
-    labels that do not fit the study's settings raise :class:`analysis.frames.NotInStudy`."""
-    from analysis.frames import NotInStudy
+    """The report of labels read one item at a time (:func:`analysis.report_columns.build_columns_report`;
+    its ValueError and OSError name what is wrong with the labels)."""
     from analysis.label_columns import IN_MEMORY_ROWS
     from analysis.report_columns import build_columns_report
 
-    try:
-        return build_columns_report(
-            source,
-            study=study,
-            settings=report_settings(config, options),
-            limit=IN_MEMORY_ROWS,
-        )
-    except NotInStudy:
-        raise
-    except (ValueError, OSError) as exc:
-        raise UserError(f"{source.path}: {exc}") from None
+    return build_columns_report(
+        source, study=study, settings=report_settings(config, options), limit=IN_MEMORY_ROWS
+    )
 
 
 def report_from_frame(
