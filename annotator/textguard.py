@@ -238,6 +238,19 @@ def quoted(text: str, limit: int = 80) -> str:
     return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
+def shown(value: object, limit: int = 40) -> str:
+    """Any value for a one-line message: text as `quoted`, anything else as written, each cut to
+    `limit` characters with its length when cut.
+
+    >>> shown("9" * 50, 3), shown(10**50, 3)
+    ("'999'... (50 characters)", '100... (51 characters)')
+    """
+    if isinstance(value, str):
+        return quoted(value, limit)
+    text = str(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
 def has_invisible(text: str) -> bool:
     """Whether `text` holds a bidirectional control or a zero-width character (one regex pass)."""
     return _INVISIBLE.search(text) is not None

@@ -221,7 +221,8 @@ def test_a_rubric_index_not_written_as_the_tool_writes_it_is_no_aspect(
     )
     with pytest.raises(IngestError) as info:
         judges.import_judges(engine, path, study="s1", judge="j", account=SYSTEM)
-    assert f"line 1, field item: {item[:40]!r} is not a rubric aspect of this pair" in str(info.value)
+    shown = repr(item) if len(item) <= 40 else f"{item[:40]!r}... ({len(item):,} characters)"
+    assert f"line 1, field item: {shown} is not a rubric aspect of this pair" in str(info.value)
     assert _count(engine) == 0
 
 

@@ -101,10 +101,10 @@ def _number(record: dict[str, Any], field: str, problems: list[str], lo: float, 
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
-        problems.append(f"field {field}: expected a number, got {str(value)[:40]!r}")
+        problems.append(f"field {field}: expected a number, got {textguard.shown(value)}")
         return None
     if not math.isfinite(number):
-        problems.append(f"field {field}: must be a finite number, got {str(value)[:40]!r}")
+        problems.append(f"field {field}: must be a finite number, got {textguard.shown(value)}")
         return None
     if not lo <= number <= hi:
         problems.append(f"field {field}: must be between {lo:g} and {hi:g}, got {number:g}")
@@ -155,7 +155,8 @@ def _order_field(record: dict[str, Any], problems: list[str]) -> str:
     order = _text(record, "order", problems)
     if order not in ORDERS:
         problems.append(
-            f"field order: expected chosen_first or rejected_first (or empty), got {order[:40]!r}"
+            "field order: expected chosen_first or rejected_first (or empty), "
+            f"got {textguard.quoted(order, 40)}"
         )
     return order
 
@@ -168,15 +169,16 @@ def _item_scale(study: StudyFacts, pair: str, item: str, problems: list[str]) ->
         n_aspects = study.aspects.get(pair, 0)
         if not ASPECT_INDEX.fullmatch(index) or int(index) >= n_aspects:
             problems.append(
-                f"field item: {item[:40]!r} is not a rubric aspect of this pair "
+                f"field item: {textguard.quoted(item, 40)} is not a rubric aspect of this pair "
                 f"(it has rubric:0 .. rubric:{n_aspects - 1})"
                 if n_aspects
-                else f"field item: {item[:40]!r}: this pair has no rubric aspects"
+                else f"field item: {textguard.quoted(item, 40)}: this pair has no rubric aspects"
             )
         return 0.0, 2.0
     if item not in study.scales:
         problems.append(
-            f"field item: expected one of {', '.join(study.dimensions)} or rubric:<k>, got {item[:40]!r}"
+            f"field item: expected one of {', '.join(study.dimensions)} or rubric:<k>, "
+            f"got {textguard.quoted(item, 40)}"
         )
         return -math.inf, math.inf
     scale = study.scales[item]
@@ -188,7 +190,7 @@ def _score_value(
 ) -> float | None:
     """The value of a score row, noting an unknown response or item and a missing or out-of-scale value."""
     if response not in RESPONSES:
-        problems.append(f"field response: expected chosen or rejected, got {response[:40]!r}")
+        problems.append(f"field response: expected chosen or rejected, got {textguard.quoted(response, 40)}")
     lo, hi = _item_scale(study, pair, item, problems)
     value = _number(record, "value", problems, lo, hi)
     if value is None and not any(p.startswith("field value") for p in problems):
@@ -371,8 +373,8 @@ def _judged_checker(
             return {}, ["field judge: missing (and the file's name is no judge name to take instead)"]
         if len(judge) > MAX_JUDGE_NAME or not JUDGE_NAME.match(judge):
             return {}, [
-                f"field judge: {judge[:60]!r} may hold only letters, digits and . _ : / + @ - (and starts "
-                "with a letter or digit)"
+                f"field judge: {textguard.quoted(judge, 60)} may hold only letters, digits and "
+                ". _ : / + @ - (and starts with a letter or digit)"
             ]
         checker = checkers.setdefault(judge, _checker(study))
         row, found = checker(record, where)
@@ -459,7 +461,7 @@ def _check_judge(name: str) -> str:
     judge = textguard.stripped_name(name, "the judge name", MAX_JUDGE_NAME)
     if not JUDGE_NAME.match(judge):
         raise UserError(
-            f"the judge name {judge[:60]!r} may hold only letters, digits and . _ : / + @ - "
+            f"the judge name {textguard.quoted(judge, 60)} may hold only letters, digits and . _ : / + @ - "
             "(and starts with a letter or digit)"
         )
     return judge

@@ -88,21 +88,15 @@ def _number(record: dict[str, Any], field: str, problems: list[str]) -> float | 
     try:
         number = float(value)
     except OverflowError:  # an integer beyond any float (e.g. 400 digits)
-        problems.append(f"field {field}: the number {_short(value)} is too large")
+        problems.append(f"field {field}: the number {textguard.shown(value)} is too large")
         return None
     except (TypeError, ValueError):
-        problems.append(f"field {field}: expected a number, got {_short(value)}")
+        problems.append(f"field {field}: expected a number, got {textguard.shown(value)}")
         return None
     if not math.isfinite(number):
-        problems.append(f"field {field}: must be a finite number, got {_short(value)}")
+        problems.append(f"field {field}: must be a finite number, got {textguard.shown(value)}")
         return None
     return number
-
-
-def _short(value: Any) -> str:
-    """A value for a message: its first 40 characters (a 400-digit number is not repeated whole)."""
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= 40 else f"{text[:37]}... ({len(text):,} characters)"
 
 
 def _pair_reference(
@@ -113,7 +107,7 @@ def _pair_reference(
     key = "id" if "id" in record else "pair_id"
     raw = record.get(key)
     if isinstance(raw, bool | dict | list):  # an id is text or a number, not true or a structure
-        problems.append(f"field {key}: expected the pair's id, got {_short(raw)}")
+        problems.append(f"field {key}: expected the pair's id, got {textguard.shown(raw)}")
         return "", None
     external_id = "" if raw is None else str(raw).strip()
     pair_db_id = None
@@ -131,9 +125,13 @@ def _given_choice(record: dict[str, Any], problems: list[str]) -> str | None:
     raw_choice = record.get("choice")
     choice = raw_choice.strip().lower() if isinstance(raw_choice, str) and raw_choice.strip() else None
     if raw_choice is not None and not isinstance(raw_choice, str):
-        problems.append(f"field choice: expected one of {', '.join(CHOICES)}, got {_short(raw_choice)}")
+        problems.append(
+            f"field choice: expected one of {', '.join(CHOICES)}, got {textguard.shown(raw_choice)}"
+        )
     elif choice is not None and choice not in CHOICES:
-        problems.append(f"field choice: expected one of {', '.join(CHOICES)}, got {_short(raw_choice)}")
+        problems.append(
+            f"field choice: expected one of {', '.join(CHOICES)}, got {textguard.shown(raw_choice)}"
+        )
         choice = None
     return choice
 
