@@ -37,18 +37,32 @@ import pandas as pd
 from analysis.equivalence import tost_from_estimate
 from analysis.equivalence.checks import check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
+from analysis.lazy import stats
 from analysis.mixed import fit_crossed
-from analysis.prediction_powered import PPIQuestion, PredictionPowered, ppi_result
+from analysis.prediction_powered import (
+    PPICore,
+    PPIQuestion,
+    PredictionPowered,
+    PredictionPoweredMean,
+    PredictionPoweredShare,
+    mean_result,
+    ppi_result,
+    share_result,
+)
 from analysis.vocabulary import CONFIDENCE
 
 __all__ = [
     "ACTIVE_MODEL",
     "MIN_SHARE",
     "WeightedParts",
+    "WeightedPeople",
     "inclusion_probabilities",
     "judge_uncertainty",
+    "weighted_core",
     "weighted_ppi",
     "weighted_ppi_tost",
+    "weighted_share",
+    "weighted_superiority",
 ]
 
 Array = npt.NDArray[np.float64]
@@ -170,6 +184,93 @@ def weighted_ppi(
     return WeightedParts(estimate, np.sqrt(v_p + v_a), df, lam_a, n_drawn)
 
 
+@dataclass(frozen=True)
+class WeightedPeople:
+    """The people-only weighted estimate (judge weight 0) over every pair of the draw, with its one-sided
+    test's 1 - 2*alpha interval and ``p_greater`` (of a mean > 0)."""
+
+    estimate: float
+    se: float
+    df: float
+    n_annotators: int
+    ci_low: float
+    ci_high: float
+    p_greater: float
+    annotator_estimable: bool = True
+
+
+def weighted_core(
+    values: pd.DataFrame, column: str, judge_value: pd.Series, probability: pd.Series, item: str, alpha: float
+) -> PPICore:
+    """The weighted PPI++ mean of a per-judgment value (`column` of ``pair_id, annotator, ...``) over
+    every pair of a drawn human sample's design, and the people-only one: the pairs are those with an
+    inclusion probability and a judge value, the drawn ones those of them the people rated.
+
+    Raises ValueError with fewer than 2 drawn pairs or 2 annotators."""
+    judged = judge_value.dropna().astype(float).groupby(level=0).mean()
+    pairs = probability.dropna().index.intersection(judged.index)
+    rated = values[values[PAIR_ID].isin(pairs)]
+    messages: list[str] = []
+    left_out = int(values[PAIR_ID].nunique() - rated[PAIR_ID].nunique())
+    if left_out:
+        messages.append(
+            f"{left_out} rated pair(s) without a judge rating or an inclusion probability left out"
+        )
+    pair_mean = rated.groupby(PAIR_ID)[column].mean()
+    if len(pair_mean) < 2 or rated[ANNOTATOR].nunique() < 2:
+        raise ValueError(f"need at least 2 drawn pairs and 2 annotators on '{item}'")
+    index = pd.Index(pairs)
+    drawn = index.isin(pair_mean.index)
+    w = pd.Series(np.where(drawn, 1.0 / probability.reindex(index).to_numpy(float), 0.0), index=index)
+    k = rated.groupby(PAIR_ID)[ANNOTATOR].transform("size").to_numpy(float)
+    share = w.reindex(rated[PAIR_ID]).to_numpy() / k / float(w.sum())
+    c2 = float((pd.Series(share).groupby(rated[ANNOTATOR].to_numpy()).sum() ** 2).sum())
+    q = int(rated[ANNOTATOR].nunique())
+    fit = fit_crossed(
+        rated[column].to_numpy(float),
+        np.ones((len(rated), 1)),
+        rated[PAIR_ID].to_numpy(),
+        rated[ANNOTATOR].to_numpy(),
+    )
+    args: dict[str, Any] = {
+        "h": pair_mean.reindex(index).fillna(0.0).to_numpy(float),
+        "f": judged.reindex(index).to_numpy(float),
+        "drawn": drawn,
+        "probability": probability.reindex(index).to_numpy(float),
+        "annotator_c2": c2,
+        "annotator_unit_var": fit.annotator_var + fit.residual_var / (len(rated) / q),
+        "n_annotators": q,
+    }
+    mixed, people = weighted_ppi(**args), weighted_ppi(**args, lam=0.0)
+    est, se, df, lam = (float(x) for x in (mixed.estimate, mixed.se, mixed.df, mixed.lam))
+    p_est, p_se, p_df = (float(x) for x in (people.estimate, people.se, people.df))
+    h, f_l = pair_mean.to_numpy(float), judged.reindex(pair_mean.index).to_numpy(float)
+    correlation = float(np.corrcoef(h, f_l)[0, 1]) if np.ptp(h) > 0 and np.ptp(f_l) > 0 else math.nan
+    n_rated = int(drawn.sum())
+    t = float(stats.t.ppf(1 - alpha, p_df))
+    return PPICore(
+        estimate=est,
+        se=se,
+        df=df,
+        lam=lam,
+        correlation=correlation,
+        n_rated=n_rated,
+        n_unrated=len(index) - n_rated,
+        n_obs=len(rated),
+        effective=n_rated * p_se**2 / se**2 if se > 0 else math.nan,
+        people=WeightedPeople(
+            estimate=p_est,
+            se=p_se,
+            df=p_df,
+            n_annotators=q,
+            ci_low=p_est - t * p_se,
+            ci_high=p_est + t * p_se,
+            p_greater=float(stats.t.sf(p_est / p_se, p_df)) if p_se > 0 else math.nan,
+        ),
+        messages=messages,
+    )
+
+
 def weighted_ppi_tost(
     differences: pd.DataFrame,
     judge_gap: pd.Series,
@@ -192,63 +293,58 @@ def weighted_ppi_tost(
         The item, its margin, the level and the judge.
     """
     margin, alpha, item = check_margin(question.margin), question.alpha, question.item
-    gap = judge_gap.dropna().astype(float).groupby(level=0).mean()
-    pairs = probability.dropna().index.intersection(gap.index)
-    rated = differences[differences[PAIR_ID].isin(pairs)]
-    messages: list[str] = []
-    left_out = int(differences[PAIR_ID].nunique() - rated[PAIR_ID].nunique())
-    if left_out:
-        messages.append(
-            f"{left_out} rated pair(s) without a judge rating or an inclusion probability left out"
-        )
-    pair_mean = rated.groupby(PAIR_ID)["diff"].mean()
-    if len(pair_mean) < 2 or rated[ANNOTATOR].nunique() < 2:
-        raise ValueError(f"need at least 2 drawn pairs and 2 annotators on '{item}'")
-    index = pd.Index(pairs)
-    drawn = index.isin(pair_mean.index)
-    w = pd.Series(np.where(drawn, 1.0 / probability.reindex(index).to_numpy(float), 0.0), index=index)
-    k = rated.groupby(PAIR_ID)[ANNOTATOR].transform("size").to_numpy(float)
-    share = w.reindex(rated[PAIR_ID]).to_numpy() / k / float(w.sum())
-    c2 = float((pd.Series(share).groupby(rated[ANNOTATOR].to_numpy()).sum() ** 2).sum())
-    q = int(rated[ANNOTATOR].nunique())
-    fit = fit_crossed(
-        rated["diff"].to_numpy(float),
-        np.ones((len(rated), 1)),
-        rated[PAIR_ID].to_numpy(),
-        rated[ANNOTATOR].to_numpy(),
+    core = weighted_core(differences, "diff", judge_gap, probability, item, alpha)
+    people = core.people
+    tost = tost_from_estimate(
+        core.estimate, core.se, core.df, -margin, margin, alpha, core.n_obs, ACTIVE_MODEL
     )
-    unit = fit.annotator_var + fit.residual_var / (len(rated) / q)
-    args: dict[str, Any] = {
-        "h": pair_mean.reindex(index).fillna(0.0).to_numpy(float),
-        "f": gap.reindex(index).to_numpy(float),
-        "drawn": drawn,
-        "probability": probability.reindex(index).to_numpy(float),
-        "annotator_c2": c2,
-        "annotator_unit_var": unit,
-        "n_annotators": q,
-    }
-    mixed = weighted_ppi(**args)
-    people = weighted_ppi(**args, lam=0.0)
-    est, se, df, lam = (float(x) for x in (mixed.estimate, mixed.se, mixed.df, mixed.lam))
-    p_est, p_se, p_df = (float(x) for x in (people.estimate, people.se, people.df))
-    n_obs = len(rated)
-    tost = tost_from_estimate(est, se, df, -margin, margin, alpha, n_obs, ACTIVE_MODEL)
-    people_tost = tost_from_estimate(p_est, p_se, p_df, -margin, margin, alpha, n_obs, ACTIVE_MODEL)
-    h, f_l = pair_mean.to_numpy(float), gap.reindex(pair_mean.index).to_numpy(float)
-    correlation = float(np.corrcoef(h, f_l)[0, 1]) if np.ptp(h) > 0 and np.ptp(f_l) > 0 else math.nan
-    n_rated = int(drawn.sum())
+    people_tost = tost_from_estimate(
+        people.estimate, people.se, people.df, -margin, margin, alpha, core.n_obs, ACTIVE_MODEL
+    )
     return ppi_result(
         tost=tost,
         people_tost=people_tost,
         item=item,
         judge=question.judge,
         model=ACTIVE_MODEL,
-        lam=lam,
-        correlation=correlation,
-        n_rated=n_rated,
-        n_unrated=len(index) - n_rated,
-        n_annotators=q,
-        effective_pairs=n_rated * p_se**2 / se**2 if se > 0 else math.nan,
-        estimable=True,  # at least 2 annotators (checked above)
-        warnings=messages,
+        lam=core.lam,
+        correlation=core.correlation,
+        n_rated=core.n_rated,
+        n_unrated=core.n_unrated,
+        n_annotators=people.n_annotators,
+        effective_pairs=core.effective,
+        estimable=True,  # at least 2 annotators (checked by weighted_core)
+        warnings=core.messages,
     )
+
+
+def weighted_superiority(
+    differences: pd.DataFrame,
+    judge_gap: pd.Series,
+    probability: pd.Series,
+    *,
+    item: str,
+    alpha: float = 0.05,
+    judge: str = "",
+) -> PredictionPoweredMean:
+    """The mean chosen - rejected difference on `item` over every pair of a drawn human sample's design,
+    one-sided against 0 (the rubric claim); the arguments as in :func:`weighted_ppi_tost`."""
+    return mean_result(
+        weighted_core(differences, "diff", judge_gap, probability, item, alpha), alpha, item, judge
+    )
+
+
+def weighted_share(
+    scores: pd.DataFrame,
+    judge_score: pd.Series,
+    probability: pd.Series,
+    *,
+    alpha: float = 0.05,
+    judge: str = "",
+) -> PredictionPoweredShare:
+    """The share of judgments preferring chosen (``score``: 1 chosen, 0.5 tie, 0 rejected) over every
+    pair of a drawn human sample's design, one-sided against 0.5; `judge_score` the judge's prediction of
+    that score per pair id, `probability` each pair's recorded inclusion probability."""
+    centred = scores.assign(score=scores["score"].astype(float) - 0.5)
+    core = weighted_core(centred, "score", judge_score.astype(float) - 0.5, probability, "preference", alpha)
+    return share_result(core, alpha, judge)

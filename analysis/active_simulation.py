@@ -15,6 +15,8 @@ when no component is at 0; checked against :func:`analysis.active_ppi.weighted_p
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +26,17 @@ from analysis.active_ppi import MIN_SHARE, inclusion_probabilities, weighted_ppi
 from analysis.lazy import stats
 from analysis.ppi_simulation import JUDGES, Design, _tracking_noise
 
-__all__ = ["ActiveDesign", "Drawn", "draw_active", "simulate_active", "weighted_verdicts"]
+__all__ = [
+    "LEANS",
+    "PREFERENCE_JUDGES",
+    "ActiveDesign",
+    "Drawn",
+    "draw_active",
+    "draw_preferences",
+    "one_sided_verdicts",
+    "simulate_active",
+    "weighted_verdicts",
+]
 
 Array = npt.NDArray[np.float64]
 
@@ -155,6 +167,9 @@ def weighted_verdicts(
         "df": mixed.df,
         "n_drawn": n,
         "effective": n * people.se**2 / mixed.se**2,
+        "people_estimate": people.estimate,
+        "people_se": people.se,
+        "people_df": people.df,
     }
 
 
@@ -171,3 +186,85 @@ def simulate_active(
     for start in range(0, n_studies, chunk):
         parts.append(weighted_verdicts(spec, draw_active(spec, min(chunk, n_studies - start), rng)))
     return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+
+
+#: A pair's lean toward chosen, symmetric around 0 so that the share preferring chosen is exactly 0.5:
+#: normal, heavy-tailed (t, 3 df) and two camps of pairs (+-1.5 with normal spread 0.3).
+LEANS: dict[str, Callable[[np.random.Generator, tuple[int, int]], Array]] = {
+    "normal": lambda rng, shape: rng.normal(0.0, 1.0, shape),
+    "heavy-tailed": lambda rng, shape: rng.standard_t(3.0, shape),
+    "two camps": lambda rng, shape: (
+        np.where(rng.random(shape) < 0.5, -1.5, 1.5) + rng.normal(0.0, 0.3, shape)
+    ),
+}
+
+#: A judge's predicted preference score (0..1, 1 = chosen) from the pair's lean and whether chosen was
+#: shown first.
+PREFERENCE_JUDGES: dict[str, Callable[[Array, Array, np.random.Generator], Array]] = {
+    "tracking": lambda lean, first, rng: stats.norm.cdf(lean + rng.normal(0.0, 0.5, lean.shape)),
+    "always chosen": lambda lean, first, rng: 0.9 + rng.normal(0.0, 0.05, lean.shape),
+    "position-biased": lambda lean, first, rng: 0.8 * first + 0.1,
+    "anti-correlated": lambda lean, first, rng: 1.0 - stats.norm.cdf(lean),
+    "useless": lambda lean, first, rng: rng.random(lean.shape),
+}
+
+_TIE = 0.2  # a judgment within +-0.2 of no lean is a tie (scored 0.5)
+_PREFERENCE_NOISE = 1.0
+_PREFERENCE_ANNOTATOR_SD = 0.3
+
+
+def draw_preferences(
+    spec: ActiveDesign, n_studies: int, rng: np.random.Generator, lean: str = "normal"
+) -> Drawn:
+    """Drawn studies of preference judgments at the null (share exactly 0.5): each pair's lean from
+    :data:`LEANS`, the judge ``spec.design.judge`` of :data:`PREFERENCE_JUDGES`, each judgment
+    ``lean + a_j + e`` (annotator SD 0.3, noise SD 1) scored 1 above 0.2, 0 below -0.2, else 0.5.
+    ``d`` and ``f`` are centred (score - 0.5). The uncertainty the judge reports: random, or with
+    ``spec.uncertainty == "misleading"`` highest where its error about the pair's true share is
+    smallest."""
+    design = spec.design
+    s, big_n, q = n_studies, design.n_total, design.panel
+    x = LEANS[lean](rng, (s, big_n))
+    first = (rng.random((s, big_n)) < 0.5).astype(np.float64)
+    f = PREFERENCE_JUDGES[design.judge](x, first, rng) - 0.5
+    sd = math.hypot(_PREFERENCE_ANNOTATOR_SD, _PREFERENCE_NOISE)
+    truth = 0.5 * (stats.norm.sf((_TIE - x) / sd) + stats.norm.sf((-_TIE - x) / sd)) - 0.5
+    if spec.uncertainty == "misleading":
+        u = 1.0 / (0.05 + np.abs(f - truth))
+    else:
+        u = rng.lognormal(0.0, spec.spread, (s, big_n))
+    if spec.active:
+        probability = inclusion_probabilities(u, design.n_rated, min_share=spec.min_share)
+    else:
+        probability = np.full((s, big_n), design.n_rated / big_n)
+    drawn = rng.random((s, big_n)) < probability
+    count = drawn.sum(1)
+    width = max(int(count.max()), 1)
+    rows = np.argsort(~drawn, axis=1, kind="stable")[:, :width]
+    valid = np.arange(width)[None, :] < count[:, None]
+    bias = rng.normal(0, _PREFERENCE_ANNOTATOR_SD, (s, 1, q))
+    judged = (
+        np.take_along_axis(x, rows, axis=1)[:, :, None]
+        + bias
+        + rng.normal(0, _PREFERENCE_NOISE, (s, width, q))
+    )
+    score = np.where(judged > _TIE, 0.5, np.where(judged < -_TIE, -0.5, 0.0))
+    return Drawn(np.where(valid[:, :, None], score, np.nan), f, drawn, probability, rows)
+
+
+def one_sided_verdicts(
+    spec: ActiveDesign, data: Drawn
+) -> dict[str, npt.NDArray[np.float64] | npt.NDArray[np.bool_]]:
+    """The weighted one-sided test of a mean > 0 (the rubric claim; the preference share - 0.5) of
+    drawn studies, with the judge and people only: PASS when ``p_greater < alpha``, as the report's
+    :func:`analysis.active_ppi.weighted_superiority` and :func:`analysis.active_ppi.weighted_share`."""
+    res = weighted_verdicts(spec, data)
+    alpha = spec.design.alpha
+    ok = res["n_drawn"] >= 2
+    out = dict(res)
+    for name, prefix in (("ppi", ""), ("people", "people_")):
+        est, se, df = (res[prefix + key] for key in ("estimate", "se", "df"))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = stats.t.sf(np.asarray(est) / np.asarray(se), np.maximum(np.asarray(df), 1.0))
+        out[name] = ok & (p < alpha)
+    return out

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from analysis.active_ppi import weighted_ppi_tost
+from analysis.active_ppi import weighted_ppi_tost, weighted_share, weighted_superiority
 from analysis.aggregates import judgment_differences, judgments, replicated_pairs
 from analysis.frames import ANNOTATOR, CHOSEN, ITEM, PAIR_ID, PREFERENCE, REJECTED, RESPONSE, VALUE
 from analysis.judges import JUDGE, ORDER
@@ -134,14 +134,19 @@ def judge_rubric_gaps(judge_rows: pd.DataFrame) -> pd.Series:
 
 
 def _rubric_row(
-    name: str, diffs: pd.DataFrame, judge_rows: pd.DataFrame, alpha: float
+    name: str, diffs: pd.DataFrame, judge_rows: pd.DataFrame, alpha: float, weights: pd.Series | None
 ) -> dict[str, Any] | None:
-    """The prediction-powered rubric test of one judge, or None when it adds no pairs."""
+    """The prediction-powered rubric test of one judge (weighted by `weights`, the recorded inclusion
+    probabilities, when the tool drew the sample), or None when it adds no pairs."""
     gap = judge_rubric_gaps(judge_rows)
     res = _tested(
         gap,
         diffs,
-        lambda: prediction_powered_superiority(diffs, gap, item=RUBRIC_ITEM, alpha=alpha, judge=name),
+        lambda: (
+            prediction_powered_superiority(diffs, gap, item=RUBRIC_ITEM, alpha=alpha, judge=name)
+            if weights is None
+            else weighted_superiority(diffs, gap, weights, item=RUBRIC_ITEM, alpha=alpha, judge=name)
+        ),
     )
     if res is None:
         return None
@@ -185,12 +190,19 @@ def judge_preference_scores(judge_rows: pd.DataFrame) -> pd.Series:
 
 
 def _preference_row(
-    name: str, scores: pd.DataFrame, judge_rows: pd.DataFrame, alpha: float
+    name: str, scores: pd.DataFrame, judge_rows: pd.DataFrame, alpha: float, weights: pd.Series | None
 ) -> dict[str, Any] | None:
-    """The prediction-powered preference share of one judge, or None when it adds no pairs."""
+    """The prediction-powered preference share of one judge (weighted as in :func:`_rubric_row`), or
+    None when it adds no pairs."""
     predicted = judge_preference_scores(judge_rows)
     res = _tested(
-        predicted, scores, lambda: prediction_powered_share(scores, predicted, alpha=alpha, judge=name)
+        predicted,
+        scores,
+        lambda: (
+            prediction_powered_share(scores, predicted, alpha=alpha, judge=name)
+            if weights is None
+            else weighted_share(scores, predicted, weights, alpha=alpha, judge=name)
+        ),
     )
     if res is None:
         return None
@@ -267,9 +279,8 @@ def prediction_powered_section(
     probability : pandas.Series, optional
         Each pair's inclusion probability recorded when the tool drew the human sample (by pair id):
         the verdicts then weight the people's correction by its inverse
-        (:func:`analysis.active_ppi.weighted_ppi_tost`) and speak for the pairs with a probability;
-        the preference share is left out (it has no weighted form yet). None or empty: a uniform sample
-        is assumed.
+        (:mod:`analysis.active_ppi`) and speak for the pairs with a probability. None or empty: a
+        uniform sample is assumed.
     margins : mapping of str to float, optional
         A dimension's own margin in its scale's points (dimensions on different scales).
     max_broken_share : float, default 0.1
@@ -303,17 +314,15 @@ def prediction_powered_section(
     weights = probability if probability is not None and not probability.empty else None
     items = main[ITEM].astype(str)
     has_rubric = bool((items == RUBRIC_ITEM).any() or items.str.startswith(RUBRIC_PREFIX).any())
-    rubric_diffs = (
-        _differences(main, [RUBRIC_ITEM]).get(RUBRIC_ITEM) if has_rubric and weights is None else None
-    )
+    rubric_diffs = _differences(main, [RUBRIC_ITEM]).get(RUBRIC_ITEM) if has_rubric else None
     rubric: list[dict[str, Any]] = []
     broken: list[dict[str, Any]] = []
     for name in sorted(judges[JUDGE].unique()):
         mine = judges[judges[JUDGE] == name]
-        share = None if weights is not None else _preference_row(name, scores, mine, alpha)
+        share = _preference_row(name, scores, mine, alpha, weights)
         if share is not None:
             preference.append(share)
-        rubric_row = None if rubric_diffs is None else _rubric_row(name, rubric_diffs, mine, alpha)
+        rubric_row = None if rubric_diffs is None else _rubric_row(name, rubric_diffs, mine, alpha, weights)
         if rubric_row is not None:
             rubric.append(rubric_row)
         each = {**dict.fromkeys(differences, margin), **(margins or {})}

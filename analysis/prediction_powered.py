@@ -33,31 +33,35 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from analysis.crossed_mean import CrossedMean, crossed_mean
+from analysis.crossed_mean import crossed_mean
 from analysis.equivalence import TostResult, tost_from_estimate
 from analysis.equivalence.checks import WarnedResult, check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
 from analysis.lazy import stats
 
 __all__ = [
+    "PPICore",
     "PPIMean",
     "PPIQuestion",
+    "PeopleFigures",
     "PredictionPowered",
     "PredictionPoweredMean",
     "PredictionPoweredShare",
     "combine_parts",
+    "mean_result",
     "power_tuned_lambda",
     "ppi_mean",
     "ppi_result",
     "prediction_powered_share",
     "prediction_powered_superiority",
     "prediction_powered_tost",
+    "share_result",
 ]
 
 MODEL = (
@@ -243,8 +247,30 @@ class PredictionPowered(WarnedResult):
     warnings: list[str] = field(default_factory=list)
 
 
+class PeopleFigures(Protocol):
+    """The people-only estimate beside a prediction-powered one (its judge weight 0): the figures both
+    kinds of human sample give (:class:`analysis.crossed_mean.CrossedMean` for a uniform sample)."""
+
+    @property
+    def estimate(self) -> float: ...
+    @property
+    def se(self) -> float: ...
+    @property
+    def df(self) -> float: ...
+    @property
+    def n_annotators(self) -> int: ...
+    @property
+    def ci_low(self) -> float: ...
+    @property
+    def ci_high(self) -> float: ...
+    @property
+    def p_greater(self) -> float: ...
+    @property
+    def annotator_estimable(self) -> bool: ...
+
+
 @dataclass(frozen=True)
-class _Core:
+class PPICore:
     """The PPI++ mean of a per-judgment value over every judged pair, and the people-only one."""
 
     estimate: float
@@ -256,11 +282,11 @@ class _Core:
     n_unrated: int
     n_obs: int
     effective: float
-    people: CrossedMean
+    people: PeopleFigures
     messages: list[str]
 
 
-def _core(values: pd.DataFrame, column: str, judge_value: pd.Series, item: str, alpha: float) -> _Core:
+def _core(values: pd.DataFrame, column: str, judge_value: pd.Series, item: str, alpha: float) -> PPICore:
     """PPI++ with the human correction in the crossed model (see the module docstring)."""
     judged = judge_value.dropna().astype(float).groupby(level=0).mean()
     messages: list[str] = []
@@ -294,7 +320,7 @@ def _core(values: pd.DataFrame, column: str, judge_value: pd.Series, item: str, 
     if not math.isfinite(df_f):
         df_f = float(max(n_rated - 1, 1))
     effective = n_rated * people.se**2 / se**2 if se > 0 else math.nan
-    return _Core(
+    return PPICore(
         estimate, se, df_f, lam, correlation, n_rated, len(f_u), len(y), float(effective), people, messages
     )
 
@@ -437,7 +463,7 @@ class PredictionPoweredShare:
     warnings: list[str] = field(default_factory=list)
 
 
-def _one_sided(core: _Core, alpha: float, shift: float | None) -> dict[str, Any]:
+def _one_sided(core: PPICore, alpha: float, shift: float | None) -> dict[str, Any]:
     """The fields that :class:`PredictionPoweredShare` and :class:`PredictionPoweredMean` share: the
     one-sided test of ``core.estimate > 0`` and the 1 - 2*alpha intervals, shifted by `shift` (the
     share is tested as score - 0.5)."""
@@ -483,7 +509,13 @@ def prediction_powered_share(
         The judge's name (reported only).
     """
     centred = scores.assign(score=scores["score"].astype(float) - 0.5)
-    core = _core(centred, "score", judge_score.astype(float) - 0.5, "preference", alpha)
+    return share_result(
+        _core(centred, "score", judge_score.astype(float) - 0.5, "preference", alpha), alpha, judge
+    )
+
+
+def share_result(core: PPICore, alpha: float, judge: str) -> PredictionPoweredShare:
+    """The preference share's one-sided test from the PPI++ core of the centred scores (score - 0.5)."""
     return PredictionPoweredShare(
         judge=judge,
         share=0.5 + core.estimate,
@@ -528,7 +560,11 @@ def prediction_powered_superiority(
     ``differences``: the people's ``pair_id, annotator, diff``; ``judge_gap``: the judge's gap per pair
     id (rated by people or not). The same PPI++ core as :func:`prediction_powered_tost`.
     """
-    core = _core(differences, "diff", judge_gap, item, alpha)
+    return mean_result(_core(differences, "diff", judge_gap, item, alpha), alpha, item, judge)
+
+
+def mean_result(core: PPICore, alpha: float, item: str, judge: str) -> PredictionPoweredMean:
+    """The one-sided test of a mean difference > 0 from its PPI++ core."""
     return PredictionPoweredMean(
         item=item,
         judge=judge,

@@ -9,9 +9,25 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
-from analysis.active_ppi import inclusion_probabilities, judge_uncertainty, weighted_ppi, weighted_ppi_tost
-from analysis.active_simulation import ActiveDesign, Drawn, draw_active, simulate_active, weighted_verdicts
+from analysis.active_ppi import (
+    inclusion_probabilities,
+    judge_uncertainty,
+    weighted_ppi,
+    weighted_ppi_tost,
+    weighted_share,
+    weighted_superiority,
+)
+from analysis.active_simulation import (
+    ActiveDesign,
+    Drawn,
+    draw_active,
+    draw_preferences,
+    one_sided_verdicts,
+    simulate_active,
+    weighted_verdicts,
+)
 from analysis.ppi_simulation import Design
 from analysis.prediction_powered import PPIQuestion
 
@@ -134,3 +150,83 @@ def test_a_frame_needs_two_drawn_pairs_and_two_annotators() -> None:
     ids = pd.Index(["p0", "p1", "p2"])
     with pytest.raises(ValueError, match="need at least 2 drawn pairs and 2 annotators"):
         weighted_ppi_tost(frame, pd.Series(0.0, index=ids), pd.Series(0.5, index=ids), PPIQuestion("q", 0.5))
+
+
+def test_the_weighted_rubric_test_is_one_sided_on_the_equivalence_estimate() -> None:
+    """weighted_superiority tests the same weighted estimate as weighted_ppi_tost, one-sided against 0:
+    p = P(t_df > estimate / SE), the interval estimate +- t(1 - alpha) SE, the people-only figures the
+    same estimate with lambda 0."""
+    spec = ActiveDesign(Design(n_total=300, n_rated=30, panel=3, mean_gap=0.2, judge="tracking"))
+    data = draw_active(spec, 3, np.random.default_rng(5))
+    for s in range(3):
+        frame, gap, prob = _frame(data, s, 3)
+        tost = weighted_ppi_tost(frame, gap, prob, PPIQuestion("rubric", 0.5))
+        res = weighted_superiority(frame, gap, prob, item="rubric", alpha=0.05, judge="j")
+        assert (res.estimate, res.se, res.df, res.lam) == pytest.approx(
+            (tost.estimate, tost.se, tost.df, tost.lam)
+        )
+        assert res.p_greater == pytest.approx(float(stats.t.sf(res.estimate / res.se, res.df)))
+        t = float(stats.t.ppf(0.95, res.df))
+        assert (res.ci_low, res.ci_high) == pytest.approx(
+            (res.estimate - t * res.se, res.estimate + t * res.se)
+        )
+        assert (res.people_ci_low, res.people_ci_high) == pytest.approx(
+            (tost.people_ci_low, tost.people_ci_high)
+        )
+        assert res.n_pairs == 300 and res.n_rated == int(data.drawn[s].sum()) and res.judge == "j"
+
+
+def test_the_weighted_share_weights_each_rated_pair_by_its_inverse_probability() -> None:
+    """Two pairs rated, drawn with probabilities 0.5 and 0.25: the people-only share is the Hajek mean of
+    the pairs' shares (weights 2 and 4), whatever the judge; a judge that gives every pair its people's
+    share earns lambda > 0."""
+    ids = [f"p{i}" for i in range(8)]
+    scores = pd.DataFrame(
+        {
+            "pair_id": ["p0"] * 3 + ["p1"] * 3 + ["p2"] * 3,
+            "annotator": ["a", "b", "c"] * 3,
+            "score": [1.0, 1.0, 0.5, 0.0, 0.5, 0.0, 1.0, 0.0, 1.0],
+        }
+    )
+    prob = pd.Series([0.5, 0.25, 0.25, 0.5, 0.5, 0.5, 0.5, 0.5], index=ids)
+    shares = scores.groupby("pair_id")["score"].mean()
+    hajek = (2 * shares["p0"] + 4 * shares["p1"] + 4 * shares["p2"]) / 10
+    judge = pd.Series([*shares.to_list(), 0.9, 0.1, 0.6, 0.4, 0.5], index=ids)
+    res = weighted_share(scores, judge, prob, judge="j")
+    assert res.people_share == pytest.approx(hajek)
+    assert res.n_pairs == 8 and res.n_rated == 3 and 0.0 < res.lam <= 1.0
+    assert weighted_share(scores, pd.Series(0.5, index=ids), prob).people_share == pytest.approx(hajek)
+    with pytest.raises(ValueError, match="need at least 2 drawn pairs and 2 annotators on 'preference'"):
+        weighted_share(scores[scores["annotator"] == "a"], judge, prob)
+
+
+def test_the_preference_kernel_equals_the_report_function_on_the_same_studies() -> None:
+    """Drawn preference studies (discrete scores): the vectorized one-sided verdict equals
+    weighted_share (REML components): estimate to 1e-12, SE to 1e-5, the same PASS."""
+    spec = ActiveDesign(Design(n_total=300, n_rated=30, panel=3, mean_gap=0.0, judge="tracking"))
+    data = draw_preferences(spec, 6, np.random.default_rng(8), "two camps")
+    fast = one_sided_verdicts(spec, data)
+    for s in range(6):
+        frame, predicted, prob = _frame(data, s, 3)
+        scores = frame.rename(columns={"diff": "score"}).assign(score=lambda f: f["score"] + 0.5)
+        res = weighted_share(scores, predicted + 0.5, prob)
+        assert res.share - 0.5 == pytest.approx(float(fast["estimate"][s]), abs=1e-12)
+        assert res.se == pytest.approx(float(fast["se"][s]), rel=1e-5)
+        assert (res.p_greater < 0.05) == bool(fast["ppi"][s])
+
+
+@pytest.mark.parametrize(
+    ("judge", "lean", "uncertainty"),
+    [("always chosen", "heavy-tailed", "random"), ("tracking", "two camps", "misleading")],
+)
+def test_active_draws_keep_the_preference_false_pass_rate_at_its_null(
+    judge: str, lean: str, uncertainty: str
+) -> None:
+    """600 studies with the share exactly 0.5: one-sided PASS within alpha + 3 MC SE (the benchmark
+    runs 2,000 per row at alpha + 2 MC SE)."""
+    spec = ActiveDesign(
+        Design(n_total=800, n_rated=60, panel=3, mean_gap=0.0, judge=judge), uncertainty=uncertainty
+    )
+    rng = np.random.default_rng(9)
+    passes = [one_sided_verdicts(spec, draw_preferences(spec, 200, rng, lean))["ppi"] for _ in range(3)]
+    assert float(np.concatenate(passes).mean()) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 600)

@@ -32,18 +32,28 @@ N_PAIRS = 60
 ITEMS = ("correctness", "relevance", "helpfulness")
 
 
-def judged_study(engine: Engine, folder: Path, *, confidence: bool = True) -> None:
+def judged_study(engine: Engine, folder: Path, *, confidence: bool = True, opinions: bool = False) -> None:
     """Study "s1" with 60 pairs no person rated yet and judge "j" on all of them; its confidence runs
-    from 0.05 to 0.95 over the pairs (omitted with `confidence=False`)."""
+    from 0.05 to 0.95 over the pairs (omitted with `confidence=False`); with `opinions` the judge also
+    rates both rubric aspects and gives a preference."""
     make_study(engine, folder, N_PAIRS)
-    rows = []
+    rows: list[dict[str, object]] = []
     for i in range(N_PAIRS):
-        for item in ITEMS:
-            for response, value in (("chosen", 3.5 + (i % 3) / 2), ("rejected", 3.0)):
-                row = {"pair_id": f"pair-{i}", "response": response, "item": item, "value": value}
-                if confidence:
-                    row["confidence"] = round(0.05 + 0.9 * i / (N_PAIRS - 1), 4)
-                rows.append(row)
+        items = [*ITEMS, "rubric:0", "rubric:1"] if opinions else list(ITEMS)
+        for item in items:
+            rubric = item.startswith("rubric:")
+            for response, value in (
+                ("chosen", 1 + i % 2 if rubric else 3.5 + (i % 3) / 2),
+                ("rejected", 0 if rubric else 3.0),
+            ):
+                rows.append({"pair_id": f"pair-{i}", "response": response, "item": item, "value": value})
+        if opinions:
+            rows.append(
+                {"pair_id": f"pair-{i}", "response": "", "item": "", "value": "", "preference": 1 + i % 2}
+            )
+    if confidence:
+        for row in rows:
+            row["confidence"] = round(0.05 + 0.9 * int(str(row["pair_id"])[5:]) / (N_PAIRS - 1), 4)
     import_judges(engine, write_csv(folder / "judge.csv", rows), study="s1", judge="j", account=SYSTEM)
 
 
@@ -169,9 +179,9 @@ def test_two_draws_at_the_same_time_give_one_sample(db_url: str, tmp_path: Path)
 def test_the_report_weights_the_rated_pairs_by_their_recorded_probabilities(
     engine: Engine, tmp_path: Path
 ) -> None:
-    """Simulated annotators rate the drawn pairs: the prediction-powered verdict speaks for all 60
-    judged pairs, says the sample was the tool's weighted draw, and leaves out the preference share."""
-    judged_study(engine, tmp_path)
+    """Simulated annotators rate the drawn pairs: the prediction-powered verdicts (equivalence, rubric,
+    preference) speak for all 60 judged pairs and say the sample was the tool's weighted draw."""
+    judged_study(engine, tmp_path, opinions=True)
     spec = SimulationSpec(annotators=3, overlap=3, seed=2)
     with db.session_scope(engine) as session:
         names = simulated_users(session, spec)
@@ -186,9 +196,16 @@ def test_the_report_weights_the_rated_pairs_by_their_recorded_probabilities(
     assert section is not None
     assert set(section.table["n_pairs"]) == {N_PAIRS} and set(section.table["n_rated"]) == {drawn}
     assert "inclusion probability" in section.parameters["sampling"]
-    assert section.preference.empty
+    for one_sided in (section.preference, section.rubric):
+        assert len(one_sided) == 1 and one_sided["judge"].tolist() == ["j"]
+        assert one_sided["n_pairs"].tolist() == [N_PAIRS] and one_sided["n_rated"].tolist() == [drawn]
+        assert one_sided["lam"].between(0, 1).all() and (one_sided["ci_low"] < one_sided["ci_high"]).all()
+    assert section.rubric["status"].tolist() == ["pass"]  # the simulated rubric gap is 1 point per aspect
     assert (section.table["lam"].between(0, 1)).all()
-    assert "recorded each pair's inclusion probability" in render.to_markdown(report)
+    markdown = render.to_markdown(report)
+    assert "recorded each pair's inclusion probability" in markdown
+    assert "preference share is left out" not in markdown
+    assert markdown.count("the same weighted estimate without the judge, over every pair of the draw") == 2
 
 
 def test_cli_draws_the_sample_and_names_a_bad_combination_in_one_line(db_url: str, tmp_path: Path) -> None:

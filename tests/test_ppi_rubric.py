@@ -1,6 +1,6 @@
 """The rubric claim over every judged pair (prediction-powered, the same PPI++ core as equivalence):
 the people-only answer without unrated pairs, a report table when a judge rates the rubric aspects of
-pairs beyond the people's, and none under a weighted draw (no weighted form yet)."""
+pairs beyond the people's, and under a weighted draw its weighted form."""
 
 from __future__ import annotations
 
@@ -67,10 +67,15 @@ def test_a_judge_on_more_pairs_adds_the_rubric_table(main: pd.DataFrame) -> None
     assert row["judge"] == "j" and row["n_pairs"] == 120 and row["n_rated"] == 40
     assert 0.0 < row["lam"] <= 1.0 and row["effective_pairs"] > 40
     assert row["status"] == ("pass" if row["p_greater"] < 0.05 else "inconclusive")
-    weighted = prediction_powered_section(
-        main, judges, quality_items=ITEMS, margin=0.5, probability=pd.Series(0.5, index=["new-0"])
+    drawn = pd.Series(1 / 3, index=judges["pair_id"].unique())  # the people's 40 of 120: a uniform draw
+    weighted = prediction_powered_section(main, judges, quality_items=ITEMS, margin=0.5, probability=drawn)
+    assert weighted is not None
+    [again] = weighted.rubric.to_dict("records")
+    assert again["n_pairs"] == 120 and again["n_rated"] == 40
+    assert again["estimate"] == pytest.approx(row["estimate"], abs=0.05)
+    assert again["people_estimate"] == pytest.approx(
+        float(judgment_differences(main, "rubric")["diff"].mean())
     )
-    assert weighted is None or weighted.rubric.empty
 
 
 def test_the_rubric_table_reaches_every_output(main: pd.DataFrame) -> None:

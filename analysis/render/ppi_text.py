@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from analysis.ppi_report import SAMPLING_WEIGHTED, TABLE_COLUMNS, PredictionPoweredSection
@@ -40,7 +42,7 @@ def _sampling(parameters: dict[str, object]) -> str:
             "The tool drew the people's pairs and recorded each pair's inclusion probability; each rated "
             "pair's correction is weighted by its inverse (active inference, Zrnic & Candes 2024), so the "
             "verdict speaks for every pair of the draw; the People only columns are the same weighted "
-            "estimate without the judge. The preference share is left out under a weighted draw."
+            "estimate without the judge."
         )
     return (
         "Valid when the people rated a uniform random sample of the judged pairs. The People only "
@@ -109,7 +111,7 @@ def prediction_powered_sections(report: Report) -> list[tuple[str, str, pd.DataF
                 "share > 0.5",
                 "rubric",
                 section.preference,
-                section.parameters["alpha"],
+                section.parameters,
             )
         )
     if not section.rubric.empty:
@@ -121,24 +123,47 @@ def prediction_powered_sections(report: Report) -> list[tuple[str, str, pd.DataF
                 "a mean > 0",
                 "preference",
                 section.rubric,
-                section.parameters["alpha"],
+                section.parameters,
             )
         )
     return sections
 
 
 def _one_sided(
-    title: str, what: str, claim: str, other: str, table: pd.DataFrame, alpha: float
+    title: str, what: str, claim: str, other: str, table: pd.DataFrame, parameters: dict[str, Any]
 ) -> tuple[str, str, pd.DataFrame]:
     """A one-sided prediction-powered test's table: `what` was estimated how, the `claim` tested, and
-    the `other` one-sided test it is not Holm-adjusted with."""
+    the `other` one-sided test it is not Holm-adjusted with; the human sample as the `parameters` say."""
+    alpha = parameters["alpha"]
     level = round(100 * (1 - 2 * alpha))
+    if parameters.get("sampling") == SAMPLING_WEIGHTED:
+        correction = (
+            "the human correction weighted by 1 / each rated pair's recorded inclusion probability (pair "
+            "and annotator variance parts, Satterthwaite df)"
+        )
+        people = "the same weighted estimate without the judge, over every pair of the draw"
+    else:
+        correction = "the human correction in the crossed model"
+        people = "the people-only crossed model on the rated pairs"
     note = (
-        f"{what} and the human correction in the crossed model; one-sided test of {claim} at {alpha:g} "
-        f"({level}% CIs), not Holm-adjusted with the {other} test as the people-only verdict is. "
-        "The People only columns: the people-only crossed model on the rated pairs."
+        f"{what} and {correction}; one-sided test of {claim} at {alpha:g} ({level}% CIs), not "
+        f"Holm-adjusted with the {other} test as the people-only verdict is. The People only columns: "
+        f"{people}."
     )
     return title, note, table.assign(status=table["status"].str.upper())
+
+
+def _tested_words(parameters: dict[str, Any]) -> str:
+    """How a one-sided line's figures were reached and for which pairs they speak."""
+    if parameters.get("sampling") == SAMPLING_WEIGHTED:
+        return (
+            "(one-sided; PPI++, the people's correction weighted by the recorded inclusion probabilities: "
+            "for every pair of the draw and annotators in general)"
+        )
+    return (
+        "(one-sided; PPI++, the people's correction in the crossed pair x annotator model: for the judged "
+        "pairs and annotators in general, if the rated pairs are a uniform sample of them)"
+    )
 
 
 def prediction_powered_lines(report: Report) -> list[str]:
@@ -152,18 +177,19 @@ def prediction_powered_lines(report: Report) -> list[str]:
     for row in section.broken.to_dict("records"):
         below = "BELOW" if row["below"] else "NOT BELOW"
         lines.append(f"  {str(row['judge'])[:24]:<24} {below:<13} {row['dimension']}: {row['sentence']}")
+    tested = _tested_words(section.parameters)
     for row in section.preference.to_dict("records"):
         lines.append(
             f"  {str(row['judge'])[:24]:<24} {str(row['status']).upper():<13} preference for chosen over "
             f"{row['n_pairs']} pairs ({row['n_rated']} rated by people): share {row['share']:.3f} "
             f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}], p {row['p_greater']:.4g}, lambda "
-            f"{row['lam']:.2f}, effective sample size {row['effective_pairs']:.0f}"
+            f"{row['lam']:.2f}, effective sample size {row['effective_pairs']:.0f} {tested}"
         )
     for row in section.rubric.to_dict("records"):
         lines.append(
             f"  {str(row['judge'])[:24]:<24} {str(row['status']).upper():<13} rubric alignment over "
             f"{row['n_pairs']} pairs ({row['n_rated']} rated by people): mean {row['estimate']:.3f} "
             f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}], p {row['p_greater']:.4g}, lambda "
-            f"{row['lam']:.2f}, effective sample size {row['effective_pairs']:.0f}"
+            f"{row['lam']:.2f}, effective sample size {row['effective_pairs']:.0f} {tested}"
         )
     return lines

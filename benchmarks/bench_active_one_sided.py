@@ -1,0 +1,156 @@
+"""Benchmark: the rubric and preference verdicts over every pair of a drawn human sample, Monte Carlo.
+
+When the tool drew the people's pairs (uniform or active, each pair's inclusion probability recorded),
+the report's rubric and preference verdicts over every judged pair are the inverse-probability-weighted
+PPI++ mean (:func:`analysis.active_ppi.weighted_superiority`, :func:`analysis.active_ppi.weighted_share`)
+and its one-sided t test. Studies come from :mod:`analysis.active_simulation`, vectorized over studies.
+
+Rows:
+- **kernel check**: the vectorized one-sided verdict against the report's functions (REML components)
+  on the same drawn studies, for preference judgments.
+- **preference share at its null**: each pair's lean toward chosen symmetric around 0 (normal,
+  heavy-tailed t with 3 df, two camps of pairs at +-1.5), so the share of judgments preferring chosen
+  (a tie counts half) is exactly 0.5; judgments scored 1 / 0.5 / 0 (discrete); every judge of
+  :data:`analysis.active_simulation.PREFERENCE_JUDGES`; a uniform draw, an active draw by an
+  uncertainty unrelated to the judge's error, and one highest where its error is smallest.
+- **rubric mean at its null**: true mean chosen - rejected difference 0 (pair gaps N(0, 0.5)), every
+  judge of :data:`analysis.ppi_simulation.JUDGES`, the same three draws.
+
+Goal for every row: the share of PASS (one-sided p < alpha) at the null <= alpha + 2 MC SE, with the
+judge and for the weighted people-only estimate.
+
+Usage: ``nice python benchmarks/bench_active_one_sided.py [--studies N] [--seed S]`` (default 2,000
+studies per row).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import zlib
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from analysis.active_ppi import weighted_share
+from analysis.active_simulation import (
+    LEANS,
+    PREFERENCE_JUDGES,
+    ActiveDesign,
+    Drawn,
+    draw_active,
+    draw_preferences,
+    one_sided_verdicts,
+)
+from analysis.ppi_simulation import JUDGES, Design
+
+ALPHA = 0.05
+DESIGNS = (
+    Design(n_total=2000, n_rated=60, panel=3, mean_gap=0.0, judge="", alpha=ALPHA),
+    Design(n_total=2000, n_rated=100, panel=5, mean_gap=0.0, judge="", alpha=ALPHA),
+)
+DRAWS = (("uniform", False, "random"), ("active", True, "random"), ("active, misleading", True, "misleading"))
+
+
+def _frame(data: Drawn, s: int) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    """Study `s` as the report reads it: the scores of the drawn pairs, the judge's score and the
+    recorded probability of every pair."""
+    k, q = int(data.drawn[s].sum()), data.d.shape[2]
+    ids = np.array([f"p{i}" for i in range(data.f.shape[1])])
+    frame = pd.DataFrame(
+        {
+            "pair_id": np.repeat(ids[data.rows[s, :k]], q),
+            "annotator": np.tile([f"a{j}" for j in range(q)], k),
+            "score": data.d[s, :k].ravel() + 0.5,
+        }
+    )
+    return frame, pd.Series(data.f[s] + 0.5, index=ids), pd.Series(data.probability[s], index=ids)
+
+
+def kernel_check(rng: np.random.Generator, studies: int = 60) -> None:
+    print(
+        f"\nKernel check: vectorized one-sided verdict vs weighted_share (REML components), {studies} studies"
+    )
+    spec = ActiveDesign(Design(n_total=400, n_rated=40, panel=3, mean_gap=0.0, judge="tracking"))
+    data = draw_preferences(spec, studies, rng)
+    fast = one_sided_verdicts(spec, data)
+    gaps, ratios, same = [], [], 0
+    for s in range(studies):
+        res = weighted_share(*_frame(data, s), alpha=ALPHA)
+        gaps.append(abs(res.share - 0.5 - float(fast["estimate"][s])))
+        ratios.append(abs(res.se / float(fast["se"][s]) - 1.0))
+        same += (res.p_greater < ALPHA) == bool(fast["ppi"][s])
+    print(
+        f"  max |estimate difference| {max(gaps):.1e}, max |SE ratio - 1| {max(ratios):.1e}, "
+        f"same verdict {same}/{studies}"
+    )
+
+
+def _row(label: str, res: dict[str, np.ndarray], bound: float) -> bool:
+    ppi, people = float(np.mean(res["ppi"])), float(np.mean(res["people"]))
+    met = ppi <= bound and people <= bound
+    lam = float(np.nanmean(res["lam"]))
+    print(
+        f"  {label:64} people {people:.4f}  judge {ppi:.4f}  lambda {lam:.2f}  {'met' if met else 'NOT MET'}"
+    )
+    return met
+
+
+def preference_rows(studies: int, seed: int, bound: float) -> int:
+    print(f"\nPreference share at its null (0.5), {studies} studies per row, goal <= {bound:.4f}")
+    missed = 0
+    for design in DESIGNS:
+        for lean in LEANS:
+            for judge in PREFERENCE_JUDGES:
+                for draw_name, active, uncertainty in DRAWS:
+                    spec = ActiveDesign(replace(design, judge=judge), active=active, uncertainty=uncertainty)
+                    size = f"N {design.n_total} {design.panel} x {design.n_rated}"
+                    label = f"{size} {lean:12} {judge:15} {draw_name}"
+                    rng = np.random.default_rng([seed, zlib.crc32(label.encode())])
+                    parts = [
+                        one_sided_verdicts(spec, draw_preferences(spec, min(250, studies - k), rng, lean))
+                        for k in range(0, studies, 250)
+                    ]
+                    res = {key: np.concatenate([p[key] for p in parts]) for key in ("ppi", "people", "lam")}
+                    missed += not _row(label, res, bound)
+    return missed
+
+
+def rubric_rows(studies: int, seed: int, bound: float) -> int:
+    print(f"\nRubric mean difference at its null (0), {studies} studies per row, goal <= {bound:.4f}")
+    missed = 0
+    for design in DESIGNS:
+        for judge in JUDGES:
+            for draw_name, active, uncertainty in DRAWS:
+                spec = ActiveDesign(replace(design, judge=judge), active=active, uncertainty=uncertainty)
+                label = f"N {design.n_total} {design.panel} x {design.n_rated} {judge:22} {draw_name}"
+                rng = np.random.default_rng([seed, zlib.crc32(label.encode())])
+                parts = [
+                    one_sided_verdicts(spec, draw_active(spec, min(250, studies - k), rng))
+                    for k in range(0, studies, 250)
+                ]
+                res = {key: np.concatenate([p[key] for p in parts]) for key in ("ppi", "people", "lam")}
+                missed += not _row(label, res, bound)
+    return missed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--studies", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=20261207)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    bound = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / args.studies)
+    kernel_check(np.random.default_rng(args.seed))
+    missed = preference_rows(args.studies, args.seed, bound) + rubric_rows(args.studies, args.seed, bound)
+    print(f"\nrows over the bound: {missed}; total {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
