@@ -19,8 +19,8 @@ Rows:
 Goal for every row: the share of PASS (one-sided p < alpha) at the null <= alpha + 2 MC SE, with the
 judge and for the weighted people-only estimate.
 
-Usage: ``nice python benchmarks/bench_active_one_sided.py [--studies N] [--seed S]`` (default 2,000
-studies per row).
+Usage: ``nice python benchmarks/bench_active_one_sided.py [--studies N] [--seed S] [--only TEXT]``
+(default 2,000 studies per row; ``--only`` runs the rows whose label holds TEXT).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def _row(label: str, res: dict[str, np.ndarray], bound: float) -> bool:
     return met
 
 
-def preference_rows(studies: int, seed: int, bound: float) -> int:
+def preference_rows(studies: int, seed: int, bound: float, only: str = "") -> int:
     print(f"\nPreference share at its null (0.5), {studies} studies per row, goal <= {bound:.4f}")
     missed = 0
     for design in DESIGNS:
@@ -112,6 +112,8 @@ def preference_rows(studies: int, seed: int, bound: float) -> int:
                     spec = ActiveDesign(replace(design, judge=judge), active=active, uncertainty=uncertainty)
                     size = f"N {design.n_total} {design.panel} x {design.n_rated}"
                     label = f"{size} {lean:12} {judge:15} {draw_name}"
+                    if only not in label:
+                        continue
                     rng = np.random.default_rng([seed, zlib.crc32(label.encode())])
                     parts = [
                         one_sided_verdicts(spec, draw_preferences(spec, min(250, studies - k), rng, lean))
@@ -122,7 +124,7 @@ def preference_rows(studies: int, seed: int, bound: float) -> int:
     return missed
 
 
-def rubric_rows(studies: int, seed: int, bound: float) -> int:
+def rubric_rows(studies: int, seed: int, bound: float, only: str = "") -> int:
     print(f"\nRubric mean difference at its null (0), {studies} studies per row, goal <= {bound:.4f}")
     missed = 0
     for design in DESIGNS:
@@ -130,6 +132,8 @@ def rubric_rows(studies: int, seed: int, bound: float) -> int:
             for draw_name, active, uncertainty in DRAWS:
                 spec = ActiveDesign(replace(design, judge=judge), active=active, uncertainty=uncertainty)
                 label = f"N {design.n_total} {design.panel} x {design.n_rated} {judge:22} {draw_name}"
+                if only not in label:
+                    continue
                 rng = np.random.default_rng([seed, zlib.crc32(label.encode())])
                 parts = [
                     one_sided_verdicts(spec, draw_active(spec, min(250, studies - k), rng))
@@ -144,11 +148,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=20261207)
+    parser.add_argument("--only", default="", help="run only the rows whose label holds this text")
     args = parser.parse_args()
     started = time.perf_counter()
     bound = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / args.studies)
     kernel_check(np.random.default_rng(args.seed))
-    missed = preference_rows(args.studies, args.seed, bound) + rubric_rows(args.studies, args.seed, bound)
+    missed = preference_rows(args.studies, args.seed, bound, args.only)
+    missed += rubric_rows(args.studies, args.seed, bound, args.only)
     print(f"\nrows over the bound: {missed}; total {time.perf_counter() - started:.0f} s")
 
 
