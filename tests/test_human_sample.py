@@ -4,6 +4,7 @@ serialized step), and the report's prediction-powered verdict weighted by the re
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -206,6 +207,59 @@ def test_the_report_weights_the_rated_pairs_by_their_recorded_probabilities(
     assert "recorded each pair's inclusion probability" in markdown
     assert "preference share is left out" not in markdown
     assert markdown.count("the same weighted estimate without the judge, over every pair of the draw") == 2
+
+
+def test_the_exported_draw_gives_the_files_report_the_database_s_weighted_verdicts(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    """`export pairs` writes each main pair's recorded draw; `analyze --labels --judges --pairs` on the
+    exported files then weights the rated pairs as the database's report does: the same
+    prediction-powered tables (without the draw it assumed a uniform sample)."""
+    judged_study(engine, tmp_path, opinions=True)
+    spec = SimulationSpec(annotators=3, overlap=3, seed=4)
+    with db.session_scope(engine) as session:
+        names = simulated_users(session, spec)
+        draw_human_sample(
+            session, study="s1", judge="j", size=25, active=True, annotators=names, account=SYSTEM
+        )
+    simulate(engine, study="s1", spec=spec)
+    pairs, labels = tmp_path / "pairs.jsonl", tmp_path / "labels.csv"
+    for kind, out in (("pairs", pairs), ("labels", labels)):
+        result = runner.invoke(app, ["export", kind, "--study", "s1", "--out", str(out), "--db", db_url])
+        assert result.exit_code == 0, result.output
+    exported = [json.loads(line) for line in pairs.read_text().splitlines()]
+    recorded = {pair.external_id: pair.sample_probability for pair in _pairs(engine)}
+    assert {r["id"]: r["human_sample"]["probability"] for r in exported} == recorded
+    assert sum(r["human_sample"]["drawn"] for r in exported) == sum(bool(p.in_sample) for p in _pairs(engine))
+    files, database = tmp_path / "files.json", tmp_path / "database.json"
+    base = [
+        "analyze",
+        "--labels",
+        str(labels),
+        "--judges",
+        str(tmp_path / "judge.csv"),
+        "--pairs",
+        str(pairs),
+    ]
+    result = runner.invoke(app, [*base, "--json", str(files)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["analyze", "--study", "s1", "--db", db_url, "--json", str(database)])
+    assert result.exit_code == 0, result.output
+    from_files, from_db = json.loads(files.read_text()), json.loads(database.read_text())
+    for key in ("prediction_powered", "prediction_powered_rubric", "prediction_powered_preference"):
+        assert from_files[key], key
+        for row in (*from_files[key], *from_db[key]):
+            row.pop("judge")  # the file's judge is named after its file
+        assert from_files[key] == pytest.approx(from_db[key]), key
+    plain = tmp_path / "plain.jsonl"  # the same pairs without their recorded draw
+    plain.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "human_sample"}) + "\n" for r in exported)
+    )
+    uniform = runner.invoke(app, [*base[:-1], str(plain), "--json", str(files)])
+    assert uniform.exit_code == 0, uniform.output
+    assert (
+        "uniform random sample" in json.loads(files.read_text())["prediction_powered_verdicts"][0]["sentence"]
+    )
 
 
 def test_cli_draws_the_sample_and_names_a_bad_combination_in_one_line(db_url: str, tmp_path: Path) -> None:

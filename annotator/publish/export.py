@@ -22,6 +22,7 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from annotator.errors import UserError, os_failure
+from annotator.intake.recorded_draw import SAMPLE_KEY, sample_object
 from annotator.people.authorization import SYSTEM, Account, record_event, require_role
 from annotator.review.final_labels import final_labels
 from annotator.review.readers import label_frame
@@ -119,7 +120,9 @@ def pairs_records(
     """The pairs of `study` as Personalized RewardBench records, each with a `validation` object.
 
     A record has id, question, profile, rubric_aspects, narrative, category, chosen, rejected, then the
-    stored metadata keys, then ``validation``: {method, preference, keep, agreement, n_judgments}.
+    stored metadata keys, then, when the tool drew the study's human sample, ``human_sample``:
+    {probability, drawn} (:mod:`annotator.intake.recorded_draw`), then ``validation``: {method,
+    preference, keep, agreement, n_judgments}.
     Pairs imported from a plain prompt/chosen/rejected file are written back that way (``prompt``, no
     profile or rubric), so every record re-imports with :func:`annotator.intake.ingest.import_file`.
     `validated_only` keeps only the pairs whose latest adjudication says keep. `final`: the study's
@@ -139,6 +142,8 @@ def pairs_records(
             col(Pair.chosen),
             col(Pair.rejected),
             col(Pair.meta).label("meta"),
+            col(Pair.sample_probability),
+            col(Pair.in_sample),
         )
         .where(col(Pair.study_id) == study_row.id, col(Pair.control) == "")  # never control pairs
         .order_by(col(Pair.id))
@@ -170,6 +175,9 @@ def pairs_records(
         }
         for key, value in (row["meta"] or {}).items():
             record.setdefault(key, value)
+        drawn = sample_object(row["sample_probability"], row["in_sample"])
+        if drawn is not None:  # the tool drew the human sample: the pair's recorded probability
+            record[SAMPLE_KEY] = drawn
         record["validation"] = {
             "method": label["method"],
             "preference": None if _missing(label["preference"]) else label["preference"],

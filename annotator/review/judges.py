@@ -320,15 +320,24 @@ def load_judges(
 # ------------------------------------------------------------------------------------ files alone
 
 
-def file_study(frame: pd.DataFrame, *, scales: Mapping[str, Scale], pairs: Path | None = None) -> StudyFacts:
+def file_study(
+    frame: pd.DataFrame,
+    *,
+    scales: Mapping[str, Scale],
+    pairs: Path | None = None,
+    records: list[dict[str, Any]] | None = None,
+) -> StudyFacts:
     """What judge files are checked against without a database: the main pairs of a pair file
-    (`pairs`, which may hold pairs no person rated; its rubric sizes) or else of the label frame (a
-    pair's rubric size from the highest ``rubric:<k>`` rated on it)."""
+    (`pairs`, which may hold pairs no person rated; its rubric sizes; `records`: its records when the
+    caller has loaded them) or else of the label frame (a pair's rubric size from the highest
+    ``rubric:<k>`` rated on it)."""
     main = frame[frame["control"].fillna("") == ""] if "control" in frame.columns else frame
     if pairs is not None:
-        from annotator.intake.ingest import load_pairs
+        if records is None:
+            from annotator.intake.ingest import load_pairs
 
-        records = [r for r in load_pairs(pairs) if not r.get("control")]
+            records = load_pairs(pairs)
+        records = [r for r in records if not r.get("control")]
         ids = [str(r["external_id"]) for r in records]
         aspects = {str(r["external_id"]): len(r.get("rubric") or []) for r in records}
         unknown = sorted({str(x) for x in main["pair_id"]} - set(ids))

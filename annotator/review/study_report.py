@@ -265,16 +265,23 @@ def labels_report(
         raise UserError(f"{path}: {exc} ({whose})") from None
     except (ValueError, OSError) as exc:
         raise UserError(f"{path}: {exc}") from None
-    judged = None
+    judged, probability = None, None
     if judges:
+        from annotator.intake.ingest import load_pairs
+        from annotator.intake.recorded_draw import file_probabilities
         from annotator.review.judges import file_study, read_judge_files
 
-        facts = file_study(frame, scales=config.quality.scales, pairs=pairs)
+        records = load_pairs(pairs) if pairs is not None else None
+        facts = file_study(frame, scales=config.quality.scales, pairs=pairs, records=records)
         judged = read_judge_files(judges, facts)
+        if pairs is not None and records is not None:
+            probability = file_probabilities(pairs, records)
     report = report_from_frame(frame, study or Path(path).stem, config, options)
     if judged is None:
         return report
-    return judge_report(report, frame, judged, config, n_boot=n_boot, seed=seed, whole=True)
+    return judge_report(
+        report, frame, judged, config, n_boot=n_boot, seed=seed, whole=True, probability=probability
+    )
 
 
 def _label_columns(path: Path, by_item: bool | None) -> tuple["LabelColumns | None", int]:
