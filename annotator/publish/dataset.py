@@ -229,7 +229,8 @@ def dataset_card(
         "| config | rows | what |",
         "|---|---|---|",
         f"| pairs | {rows.get('pairs', 0)} | the validated pairs (of {n_pairs_total} imported), "
-        "each with its `validation` record |",
+        "each with its `validation` record (and `human_sample`, the pair's recorded inclusion "
+        "probability, where the tool drew the pairs people rated) |",
         f"| labels | {rows.get('labels', 0)} | every current human score, long form "
         "(annotators pseudonymized) |",
         f"| adjudicated | {rows.get('adjudicated', 0)} | the final label of each validated pair |",
