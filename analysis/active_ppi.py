@@ -34,8 +34,6 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from analysis.equivalence import tost_from_estimate
-from analysis.equivalence.checks import check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
 from analysis.lazy import stats
 from analysis.mixed import fit_crossed
@@ -46,8 +44,8 @@ from analysis.prediction_powered import (
     PredictionPoweredMean,
     PredictionPoweredShare,
     mean_result,
-    ppi_result,
     share_result,
+    tost_result,
 )
 from analysis.vocabulary import CONFIDENCE
 
@@ -292,30 +290,8 @@ def weighted_ppi_tost(
     question : analysis.prediction_powered.PPIQuestion
         The item, its margin, the level and the judge.
     """
-    margin, alpha, item = check_margin(question.margin), question.alpha, question.item
-    core = weighted_core(differences, "diff", judge_gap, probability, item, alpha)
-    people = core.people
-    tost = tost_from_estimate(
-        core.estimate, core.se, core.df, -margin, margin, alpha, core.n_obs, ACTIVE_MODEL
-    )
-    people_tost = tost_from_estimate(
-        people.estimate, people.se, people.df, -margin, margin, alpha, core.n_obs, ACTIVE_MODEL
-    )
-    return ppi_result(
-        tost=tost,
-        people_tost=people_tost,
-        item=item,
-        judge=question.judge,
-        model=ACTIVE_MODEL,
-        lam=core.lam,
-        correlation=core.correlation,
-        n_rated=core.n_rated,
-        n_unrated=core.n_unrated,
-        n_annotators=people.n_annotators,
-        effective_pairs=core.effective,
-        estimable=True,  # at least 2 annotators (checked by weighted_core)
-        warnings=core.messages,
-    )
+    core = weighted_core(differences, "diff", judge_gap, probability, question.item, question.alpha)
+    return tost_result(core, question, ACTIVE_MODEL)
 
 
 def weighted_superiority(

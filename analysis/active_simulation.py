@@ -90,6 +90,25 @@ def _judge(spec: ActiveDesign, g: Array, category: Array, rng: np.random.Generat
     return f, rng.lognormal(0.0, spec.spread, g.shape)
 
 
+def _draw(
+    spec: ActiveDesign, uncertainty: Array, rng: np.random.Generator
+) -> tuple[Array, npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Each pair's inclusion probability (by the judge's `uncertainty` for an active draw, else
+    uniform), the Poisson draw, each study's drawn pairs first in order (``rows``, as wide as the largest
+    draw) and which of those rows hold a drawn pair."""
+    s, big_n = uncertainty.shape
+    n = spec.design.n_rated
+    if spec.active:
+        probability = inclusion_probabilities(uncertainty, n, min_share=spec.min_share)
+    else:
+        probability = np.full((s, big_n), n / big_n)
+    drawn = rng.random((s, big_n)) < probability
+    count = drawn.sum(1)
+    width = max(int(count.max()), 1)
+    rows = np.argsort(~drawn, axis=1, kind="stable")[:, :width]
+    return probability, drawn, rows, np.arange(width)[None, :] < count[:, None]
+
+
 def draw_active(spec: ActiveDesign, n_studies: int, rng: np.random.Generator) -> Drawn:
     """Draw ``n_studies`` studies of one design (see the module docstring); the people's judgments
     only for the drawn pairs."""
@@ -99,15 +118,8 @@ def draw_active(spec: ActiveDesign, n_studies: int, rng: np.random.Generator) ->
     shift = np.where(category == 0, -design.category_shift, design.category_shift)
     g = design.mean_gap + shift + rng.normal(0, design.pair_sd, (s, big_n))
     f, u = _judge(spec, g, category, rng)
-    if spec.active:
-        probability = inclusion_probabilities(u, design.n_rated, min_share=spec.min_share)
-    else:
-        probability = np.full((s, big_n), design.n_rated / big_n)
-    drawn = rng.random((s, big_n)) < probability
-    count = drawn.sum(1)
-    width = max(int(count.max()), 1)
-    rows = np.argsort(~drawn, axis=1, kind="stable")[:, :width]  # the drawn pairs first, in order
-    valid = np.arange(width)[None, :] < count[:, None]
+    probability, drawn, rows, valid = _draw(spec, u, rng)
+    width = rows.shape[1]
     bias = rng.normal(0, design.annotator_sd, (s, 1, q))
     gathered = np.take_along_axis(g, rows, axis=1)
     d = gathered[:, :, None] + bias + rng.normal(0, design.noise_sd, (s, width, q))
@@ -233,15 +245,8 @@ def draw_preferences(
         u = 1.0 / (0.05 + np.abs(f - truth))
     else:
         u = rng.lognormal(0.0, spec.spread, (s, big_n))
-    if spec.active:
-        probability = inclusion_probabilities(u, design.n_rated, min_share=spec.min_share)
-    else:
-        probability = np.full((s, big_n), design.n_rated / big_n)
-    drawn = rng.random((s, big_n)) < probability
-    count = drawn.sum(1)
-    width = max(int(count.max()), 1)
-    rows = np.argsort(~drawn, axis=1, kind="stable")[:, :width]
-    valid = np.arange(width)[None, :] < count[:, None]
+    probability, drawn, rows, valid = _draw(spec, u, rng)
+    width = rows.shape[1]
     bias = rng.normal(0, _PREFERENCE_ANNOTATOR_SD, (s, 1, q))
     judged = (
         np.take_along_axis(x, rows, axis=1)[:, :, None]

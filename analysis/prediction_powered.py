@@ -40,7 +40,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from analysis.crossed_mean import crossed_mean
-from analysis.equivalence import TostResult, tost_from_estimate
+from analysis.equivalence import tost_from_estimate
 from analysis.equivalence.checks import WarnedResult, check_margin
 from analysis.frames import ANNOTATOR, PAIR_ID
 from analysis.lazy import stats
@@ -57,11 +57,11 @@ __all__ = [
     "mean_result",
     "power_tuned_lambda",
     "ppi_mean",
-    "ppi_result",
     "prediction_powered_share",
     "prediction_powered_superiority",
     "prediction_powered_tost",
     "share_result",
+    "tost_result",
 ]
 
 MODEL = (
@@ -367,70 +367,42 @@ def prediction_powered_tost(
     See the module docstring. Without unrated judged pairs lambda is 0 and the result is the
     people-only one. The people must have rated a uniform random sample of the judged pairs.
     """
+    core = _core(differences, "diff", judge_gap, question.item, question.alpha)
+    return tost_result(core, question, MODEL)
+
+
+def tost_result(core: PPICore, question: PPIQuestion, model: str) -> PredictionPowered:
+    """The TOST of a PPI++ core's estimate against the question's margin, beside the people-only one
+    (neither equivalent unless the annotator variance is estimable). One home for uniform and weighted
+    (active) samples."""
     margin, alpha = check_margin(question.margin), question.alpha
-    core = _core(differences, "diff", judge_gap, question.item, alpha)
     people = core.people
-    tost = tost_from_estimate(core.estimate, core.se, core.df, -margin, margin, alpha, core.n_obs, MODEL)
+    tost = tost_from_estimate(core.estimate, core.se, core.df, -margin, margin, alpha, core.n_obs, model)
     people_df = people.df if math.isfinite(people.df) else max(core.n_rated - 1, 1)
     people_tost = tost_from_estimate(
-        people.estimate, people.se, people_df, -margin, margin, alpha, core.n_obs, MODEL
+        people.estimate, people.se, people_df, -margin, margin, alpha, core.n_obs, model
     )
-    return ppi_result(
+    estimable = people.annotator_estimable
+    return PredictionPowered(
         item=question.item,
         judge=question.judge,
-        model=MODEL,
-        lam=core.lam,
-        correlation=core.correlation,
-        n_rated=core.n_rated,
-        n_unrated=core.n_unrated,
-        n_annotators=people.n_annotators,
-        effective_pairs=core.effective,
-        estimable=people.annotator_estimable,
-        warnings=core.messages,
-        tost=tost,
-        people_tost=people_tost,
-    )
-
-
-def ppi_result(
-    *,
-    tost: TostResult,
-    people_tost: TostResult,
-    item: str,
-    judge: str,
-    model: str,
-    lam: float,
-    correlation: float,
-    n_rated: int,
-    n_unrated: int,
-    n_annotators: int,
-    effective_pairs: float,
-    estimable: bool,
-    warnings: list[str],
-) -> PredictionPowered:
-    """The prediction-powered result from the TOST of the estimate with the judge (`tost`) and without
-    it (`people_tost`, the people-only estimate on the rated pairs): neither is equivalent unless the
-    annotator variance is `estimable`. One home for uniform and weighted (active) samples."""
-    return PredictionPowered(
-        item=item,
-        judge=judge,
         model=model,
         **tost.figures() | {"equivalent": bool(tost.equivalent and estimable), "alpha": float(tost.alpha)},
-        lam=lam,
-        correlation=correlation,
-        n_pairs=n_rated + n_unrated,
-        n_rated=n_rated,
-        n_unrated=n_unrated,
+        lam=core.lam,
+        correlation=core.correlation,
+        n_pairs=core.n_rated + core.n_unrated,
+        n_rated=core.n_rated,
+        n_unrated=core.n_unrated,
         n_judgments=tost.n,
-        n_annotators=n_annotators,
-        effective_pairs=effective_pairs,
+        n_annotators=people.n_annotators,
+        effective_pairs=core.effective,
         people_estimate=people_tost.estimate,
         people_se=people_tost.se,
         people_df=float(people_tost.df),
         people_ci_low=people_tost.ci_low,
         people_ci_high=people_tost.ci_high,
         people_equivalent=bool(people_tost.equivalent and estimable),
-        warnings=warnings,
+        warnings=core.messages,
     )
 
 
