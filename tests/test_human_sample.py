@@ -177,19 +177,25 @@ def test_two_draws_at_the_same_time_give_one_sample(db_url: str, tmp_path: Path)
         engine.dispose()
 
 
-def test_the_report_weights_the_rated_pairs_by_their_recorded_probabilities(
-    engine: Engine, tmp_path: Path
-) -> None:
-    """Simulated annotators rate the drawn pairs: the prediction-powered verdicts (equivalence, rubric,
-    preference) speak for all 60 judged pairs and say the sample was the tool's weighted draw."""
-    judged_study(engine, tmp_path, opinions=True)
-    spec = SimulationSpec(annotators=3, overlap=3, seed=2)
+def drawn_and_rated(engine: Engine, folder: Path, *, seed: int) -> None:
+    """The judged study with opinions, an active draw of about 25 pairs, and 3 simulated annotators
+    on each drawn pair."""
+    judged_study(engine, folder, opinions=True)
+    spec = SimulationSpec(annotators=3, overlap=3, seed=seed)
     with db.session_scope(engine) as session:
         names = simulated_users(session, spec)
         draw_human_sample(
             session, study="s1", judge="j", size=25, active=True, annotators=names, account=SYSTEM
         )
     simulate(engine, study="s1", spec=spec)
+
+
+def test_the_report_weights_the_rated_pairs_by_their_recorded_probabilities(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Simulated annotators rate the drawn pairs: the prediction-powered verdicts (equivalence, rubric,
+    preference) speak for all 60 judged pairs and say the sample was the tool's weighted draw."""
+    drawn_and_rated(engine, tmp_path, seed=2)
     drawn = sum(bool(pair.in_sample) for pair in _pairs(engine))
     with Session(engine) as session:
         report = study_report(session, study="s1", account=SYSTEM, n_boot=20)
@@ -215,14 +221,7 @@ def test_the_exported_draw_gives_the_files_report_the_database_s_weighted_verdic
     """`export pairs` writes each main pair's recorded draw; `analyze --labels --judges --pairs` on the
     exported files then weights the rated pairs as the database's report does: the same
     prediction-powered tables (without the draw it assumed a uniform sample)."""
-    judged_study(engine, tmp_path, opinions=True)
-    spec = SimulationSpec(annotators=3, overlap=3, seed=4)
-    with db.session_scope(engine) as session:
-        names = simulated_users(session, spec)
-        draw_human_sample(
-            session, study="s1", judge="j", size=25, active=True, annotators=names, account=SYSTEM
-        )
-    simulate(engine, study="s1", spec=spec)
+    drawn_and_rated(engine, tmp_path, seed=4)
     pairs, labels = tmp_path / "pairs.jsonl", tmp_path / "labels.csv"
     for kind, out in (("pairs", pairs), ("labels", labels)):
         result = runner.invoke(app, ["export", kind, "--study", "s1", "--out", str(out), "--db", db_url])
