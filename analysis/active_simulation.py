@@ -228,15 +228,15 @@ _PREFERENCE_ANNOTATOR_SD = 0.3
 def draw_preferences(
     spec: ActiveDesign, n_studies: int, rng: np.random.Generator, lean: str = "normal"
 ) -> Drawn:
-    """Drawn studies of preference judgments at the null (share exactly 0.5): each pair's lean from
-    :data:`LEANS`, the judge ``spec.design.judge`` of :data:`PREFERENCE_JUDGES`, each judgment
-    ``lean + a_j + e`` (annotator SD 0.3, noise SD 1) scored 1 above 0.2, 0 below -0.2, else 0.5.
-    ``d`` and ``f`` are centred (score - 0.5). The uncertainty the judge reports: random, or with
-    ``spec.uncertainty == "misleading"`` highest where its error about the pair's true share is
-    smallest."""
+    """Drawn studies of preference judgments: each pair's lean from :data:`LEANS` plus
+    ``spec.design.mean_gap`` (0: the null, a share of exactly 0.5), the judge ``spec.design.judge`` of
+    :data:`PREFERENCE_JUDGES`, each judgment ``lean + a_j + e`` (annotator SD 0.3, noise SD 1) scored 1
+    above 0.2, 0 below -0.2, else 0.5. ``d`` and ``f`` are centred (score - 0.5). The uncertainty the
+    judge reports: random, or with ``spec.uncertainty == "misleading"`` highest where its error about
+    the pair's true share is smallest."""
     design = spec.design
     s, big_n, q = n_studies, design.n_total, design.panel
-    x = LEANS[lean](rng, (s, big_n))
+    x = LEANS[lean](rng, (s, big_n)) + design.mean_gap
     first = (rng.random((s, big_n)) < 0.5).astype(np.float64)
     f = PREFERENCE_JUDGES[design.judge](x, first, rng) - 0.5
     sd = math.hypot(_PREFERENCE_ANNOTATOR_SD, _PREFERENCE_NOISE)

@@ -18,6 +18,9 @@ Rows:
 
 Goal for every row: the share of PASS (one-sided p < alpha) at the null <= alpha + 2 MC SE, with the
 judge and for the weighted people-only estimate.
+- **power at a true effect** (without ``--only``): leans shifted by 0.15 (preference), rubric gaps
+  N(0.15, 0.5); a tracking and a useless judge, uniform and active draws; the share of PASS with the
+  judge and people only on the same studies, and the effective sample size over the drawn pairs.
 
 Usage: ``nice python benchmarks/bench_active_one_sided.py [--studies N] [--seed S] [--only TEXT]``
 (default 2,000 studies per row; ``--only`` runs the rows whose label holds TEXT).
@@ -37,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -150,6 +154,37 @@ def run_rows(
         res = {key: np.concatenate([p[key] for p in parts]) for key in ("ppi", "people", "lam")}
         missed += not _row(label, res, bound)
     return missed
+
+
+def power_rows(studies: int, seed: int) -> None:
+    """What a judge adds at a true effect: the share of PASS with the judge and people only, and the
+    effective sample size over the drawn pairs (the same studies for both)."""
+    print(f"\nPower at a true effect, {studies} studies per row (normal leans; rubric gaps N(0.15, 0.5))")
+    sd = math.hypot(0.3, 1.0)
+    lean = np.random.default_rng(0).normal(0.15, 1.0, 1_000_000)
+    share = float(np.mean(0.5 * (stats.norm.sf((0.2 - lean) / sd) + stats.norm.sf((-0.2 - lean) / sd))))
+    for design in DESIGNS:
+        for what, judges in (("preference", ("tracking", "useless")), ("rubric", ("tracking", "useless"))):
+            for judge in judges:
+                for draw_name, active, _ in DRAWS[:2]:
+                    spec = ActiveDesign(replace(design, judge=judge, mean_gap=0.15), active=active)
+                    size = f"N {design.n_total} {design.panel} x {design.n_rated}"
+                    label = f"{size} {what:10} {judge:9} {draw_name}"
+                    rng = np.random.default_rng([seed, zlib.crc32(label.encode())])
+                    drawer = draw_preferences if what == "preference" else draw_active
+                    parts = [
+                        one_sided_verdicts(spec, drawer(spec, min(250, studies - k), rng))
+                        for k in range(0, studies, 250)
+                    ]
+                    res = {
+                        k: np.concatenate([p[k] for p in parts])
+                        for k in ("ppi", "people", "effective", "n_drawn")
+                    }
+                    print(
+                        f"  {label:52} people {np.mean(res['people']):.4f}  judge {np.mean(res['ppi']):.4f}  "
+                        f"E/H {np.nanmean(res['effective'] / res['n_drawn']):.2f}"
+                        + (f"  (true share {share:.3f})" if what == "preference" else "")
+                    )
 
 
 def main() -> None:
