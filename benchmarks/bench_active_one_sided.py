@@ -201,6 +201,8 @@ def main() -> None:
     missed += run_rows(
         "Rubric mean difference at its null (0)", rubric_rows(), args.studies, args.seed, args.only
     )
+    if not args.only:
+        power_rows(args.studies, args.seed)
     print(f"\nrows over the bound: {missed}; total {time.perf_counter() - started:.0f} s")
 
 
