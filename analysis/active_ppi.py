@@ -22,6 +22,11 @@ enters every pair they rated, with weight ``c_j = sum over their drawn pairs of 
 crossed model's components and ``m`` judgments per annotator (the few-annotator guard's moment form,
 q - 1 df). Satterthwaite df from the two. The people-only estimate over all pairs is the same with
 lambda = 0; the effective sample size is ``n * var_people / var``.
+
+The same weighted mean of another per-judgment value gives the rubric claim (the mean chosen - rejected
+rubric rating, one-sided against 0: :func:`weighted_superiority`) and the preference share (scores 1 /
+0.5 / 0 centred at 0.5, the judge's preference mapped to 0..1: :func:`weighted_share`), each with its
+one-sided t test on the Satterthwaite df.
 """
 
 from __future__ import annotations

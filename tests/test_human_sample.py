@@ -230,6 +230,14 @@ def test_the_exported_draw_gives_the_files_report_the_database_s_weighted_verdic
     recorded = {pair.external_id: pair.sample_probability for pair in _pairs(engine)}
     assert {r["id"]: r["human_sample"]["probability"] for r in exported} == recorded
     assert sum(r["human_sample"]["drawn"] for r in exported) == sum(bool(p.in_sample) for p in _pairs(engine))
+    again = tmp_path / "again.jsonl"  # the exported pairs imported into a study that drew no sample
+    for args in (
+        ["import", str(pairs), "--study", "s2"],
+        ["export", "pairs", "--study", "s2", "--out", str(again)],
+    ):
+        result = runner.invoke(app, [*args, "--db", db_url])
+        assert result.exit_code == 0, result.output
+    assert not any("human_sample" in json.loads(line) for line in again.read_text().splitlines())
     files, database = tmp_path / "files.json", tmp_path / "database.json"
     base = [
         "analyze",

@@ -174,9 +174,10 @@ def pairs_records(
             "rejected": row["rejected"],
         }
         for key, value in (row["meta"] or {}).items():
-            record.setdefault(key, value)
+            if key != SAMPLE_KEY:  # an imported file's draw is not this study's
+                record.setdefault(key, value)
         drawn = sample_object(row["sample_probability"], row["in_sample"])
-        if drawn is not None:  # the tool drew the human sample: the pair's recorded probability
+        if drawn is not None:  # the tool drew this study's human sample: the pair's recorded probability
             record[SAMPLE_KEY] = drawn
         record["validation"] = {
             "method": label["method"],
