@@ -77,6 +77,7 @@ print("imported:" + ",".join(m for m in heavy.split(",") if m in loaded))
 """
 
 
+@pytest.mark.page
 def test_a_stored_report_is_drawn_without_scipy_or_statsmodels(
     engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
