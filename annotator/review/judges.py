@@ -325,21 +325,17 @@ def file_study(
     *,
     scales: Mapping[str, Scale],
     pairs: Path | None = None,
-    records: list[dict[str, Any]] | None = None,
+    records: Sequence[dict[str, Any]] = (),
 ) -> StudyFacts:
-    """What judge files are checked against without a database: the main pairs of a pair file
-    (`pairs`, which may hold pairs no person rated; its rubric sizes; `records`: its records when the
-    caller has loaded them) or else of the label frame (a pair's rubric size from the highest
-    ``rubric:<k>`` rated on it)."""
+    """What judge files are checked against without a database: the main pairs of the pair file
+    `pairs` (its `records`, as :func:`annotator.intake.ingest.load_pairs` reads them; it may hold pairs
+    no person rated; their rubric sizes) or else of the label frame (a pair's rubric size from the
+    highest ``rubric:<k>`` rated on it)."""
     main = frame[frame["control"].fillna("") == ""] if "control" in frame.columns else frame
     if pairs is not None:
-        if records is None:
-            from annotator.intake.ingest import load_pairs
-
-            records = load_pairs(pairs)
-        records = [r for r in records if not r.get("control")]
-        ids = [str(r["external_id"]) for r in records]
-        aspects = {str(r["external_id"]): len(r.get("rubric") or []) for r in records}
+        main_records = [r for r in records if not r.get("control")]
+        ids = [str(r["external_id"]) for r in main_records]
+        aspects = {str(r["external_id"]): len(r.get("rubric") or []) for r in main_records}
         unknown = sorted({str(x) for x in main["pair_id"]} - set(ids))
         if unknown:  # the labels rate other pairs than the file the judges are checked against
             raise UserError(

@@ -271,10 +271,10 @@ def labels_report(
         from annotator.intake.recorded_draw import file_probabilities
         from annotator.review.judges import file_study, read_judge_files
 
-        records = load_pairs(pairs) if pairs is not None else None
+        records = load_pairs(pairs) if pairs is not None else []
         facts = file_study(frame, scales=config.quality.scales, pairs=pairs, records=records)
         judged = read_judge_files(judges, facts)
-        if pairs is not None and records is not None:
+        if pairs is not None:
             probability = file_probabilities(pairs, records)
     report = report_from_frame(frame, study or Path(path).stem, config, options)
     if judged is None:
