@@ -149,11 +149,19 @@ def _components(d: Array) -> tuple[Array, Array, Array]:
     return s2_a, s2, n
 
 
-def weighted_verdicts(
-    spec: ActiveDesign, data: Drawn
-) -> dict[str, npt.NDArray[np.float64] | npt.NDArray[np.bool_]]:
-    """The weighted prediction-powered verdict (and the weighted people-only one) of drawn studies."""
+Verdicts = dict[str, npt.NDArray[np.float64] | npt.NDArray[np.bool_]]
+Test = Callable[[Array, Array, Array], npt.NDArray[np.bool_]]
+
+
+def weighted_verdicts(spec: ActiveDesign, data: Drawn) -> Verdicts:
+    """The weighted prediction-powered TOST (and the weighted people-only one) of drawn studies."""
     design = spec.design
+    return _weighted(data, lambda est, se, df: _tost(est, se, df, design.margin, design.alpha))
+
+
+def _weighted(data: Drawn, test: Test) -> Verdicts:
+    """The weighted estimates of drawn studies with and without the judge, and whether `test` (of an
+    estimate, its SE and df) passes for each."""
     q = data.d.shape[2]
     s2_a, s2, n = _components(data.d)
     unit = s2_a + s2 / np.maximum(n, 1.0)
@@ -171,17 +179,14 @@ def weighted_verdicts(
         people = weighted_ppi(**common, lam=0.0)
     ok = n >= 2
     return {
-        "ppi": ok & _tost(mixed.estimate, mixed.se, mixed.df, design.margin, design.alpha),
-        "people": ok & _tost(people.estimate, people.se, people.df, design.margin, design.alpha),
+        "ppi": ok & test(mixed.estimate, mixed.se, mixed.df),
+        "people": ok & test(people.estimate, people.se, people.df),
         "lam": mixed.lam,
         "estimate": mixed.estimate,
         "se": mixed.se,
         "df": mixed.df,
         "n_drawn": n,
         "effective": n * people.se**2 / mixed.se**2,
-        "people_estimate": people.estimate,
-        "people_se": people.se,
-        "people_df": people.df,
     }
 
 
@@ -192,7 +197,7 @@ def _tost(est: Array, se: Array, df: Array, margin: float, alpha: float) -> npt.
 
 def simulate_active(
     spec: ActiveDesign, n_studies: int, rng: np.random.Generator, chunk: int = 250
-) -> dict[str, npt.NDArray[np.float64] | npt.NDArray[np.bool_]]:
+) -> Verdicts:
     """Draw and judge ``n_studies`` studies in chunks (bounded memory); the per-study results."""
     parts = []
     for start in range(0, n_studies, chunk):
@@ -257,19 +262,14 @@ def draw_preferences(
     return Drawn(np.where(valid[:, :, None], score, np.nan), f, drawn, probability, rows)
 
 
-def one_sided_verdicts(
-    spec: ActiveDesign, data: Drawn
-) -> dict[str, npt.NDArray[np.float64] | npt.NDArray[np.bool_]]:
+def one_sided_verdicts(spec: ActiveDesign, data: Drawn) -> Verdicts:
     """The weighted one-sided test of a mean > 0 (the rubric claim; the preference share - 0.5) of
     drawn studies, with the judge and people only: PASS when ``p_greater < alpha``, as the report's
     :func:`analysis.active_ppi.weighted_superiority` and :func:`analysis.active_ppi.weighted_share`."""
-    res = weighted_verdicts(spec, data)
     alpha = spec.design.alpha
-    ok = res["n_drawn"] >= 2
-    out = dict(res)
-    for name, prefix in (("ppi", ""), ("people", "people_")):
-        est, se, df = (res[prefix + key] for key in ("estimate", "se", "df"))
+
+    def greater(est: Array, se: Array, df: Array) -> npt.NDArray[np.bool_]:
         with np.errstate(invalid="ignore", divide="ignore"):
-            p = stats.t.sf(np.asarray(est) / np.asarray(se), np.maximum(np.asarray(df), 1.0))
-        out[name] = ok & (p < alpha)
-    return out
+            return np.asarray(stats.t.sf(est / se, np.maximum(df, 1.0)) < alpha)
+
+    return _weighted(data, greater)
