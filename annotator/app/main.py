@@ -77,12 +77,14 @@ def run_pages() -> None:
         link_login()
     account = current_account()
     owner_page = any(key in st.query_params for key in ("owner_token", "owner_session"))
+    logging_in = False
     if account is None and (owner_page or "owner_session" in st.session_state):
         navigation = st.navigation(
             [page("owner.py", "Your pairs", "person", default=True)]
         )  # a profile owner
     elif account is None:
         navigation = st.navigation(login_pages())
+        logging_in = True
     else:
         # One flat list: Streamlit draws section headers inside the nav's <ul>, which screen readers reject.
         navigation = st.navigation(role_pages(account.role))
@@ -99,6 +101,10 @@ def run_pages() -> None:
         focusable_panes({})  # tables that scroll sideways on a phone take the keyboard focus
         # the role's other pages open without paying for their imports on their first visit
         prefetch.start(account.role, [PAGES / file for file, _, _ in ROLE_PAGES[account.role]])
+    elif logging_in:
+        # while someone types a password, the start pages that draw tables get their imports (pandas):
+        # a researcher's landing does not wait for them (an idle server and a crowd by link never import)
+        prefetch.start("login", [PAGES / ROLE_PAGES[role][0][0] for role in ("researcher", "adjudicator")])
 
 
 # A database fault (PostgreSQL down, a lost connection) or a mistake no page caught is one clear

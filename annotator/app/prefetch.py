@@ -3,7 +3,9 @@ first page is drawn, so that the role's next pages do not pay for them on their 
 researcher's pages: about a quarter of a second; SciPy and statsmodels are not among them,
 :mod:`analysis.lazy`).
 
-An idle server and one that only annotators use import none of them. While the imports run, every
+The login page starts the same for the researcher's and the adjudicator's start pages while a password is
+typed (pandas is most of their cost), so that a researcher's landing does not wait for them; an idle
+server and a crowd arriving by its study link import none of them. While the imports run, every
 page run waits for them (:func:`settled`): two threads importing the same modules could otherwise meet
 in a circular import and fail one of them.
 """
