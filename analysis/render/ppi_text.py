@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -31,40 +32,76 @@ def _note(section: PredictionPoweredSection) -> str:
         )
         + f" at {p['alpha']:g} per one-sided test ({level}% CIs), all dimensions must pass. "
         + "The share of broken pairs gets its own bound over every judged pair (the table below). "
-        + _sampling(p)
+        + _words(p).validity
     )
 
 
-def _sampling(parameters: dict[str, object]) -> str:
-    """The sentence on the human sample the verdict's validity rests on."""
-    if parameters.get("sampling") == SAMPLING_WEIGHTED:
-        return (
-            "The tool drew the people's pairs and recorded each pair's inclusion probability; each rated "
-            "pair's correction is weighted by its inverse (active inference, Zrnic & Candes 2024), so the "
-            "verdict speaks for every pair of the draw; the People only columns are the same weighted "
-            "estimate without the judge."
-        )
-    return (
+@dataclass(frozen=True)
+class _SampleWords:
+    """What the notes and lines say that depends on how the people's pairs were sampled."""
+
+    validity: str  # the sentence the verdict's validity rests on
+    correction: str  # how a one-sided test's human correction was made
+    people: str  # what a one-sided table's People only columns are
+    tested: str  # a one-sided terminal line's closing words
+    broken_weight: str  # the broken-share bound's weighting, if any
+    broken_people: str  # for which pairs its people-only bound speaks
+
+
+_UNIFORM = _SampleWords(
+    validity=(
         "Valid when the people rated a uniform random sample of the judged pairs. The People only "
         "columns: the people-only crossed model on the rated pairs."
-    )
+    ),
+    correction="the human correction in the crossed model",
+    people="the people-only crossed model on the rated pairs",
+    tested=(
+        "(one-sided; PPI++, the people's correction in the crossed pair x annotator model: for the judged "
+        "pairs and annotators in general, if the rated pairs are a uniform sample of them)"
+    ),
+    broken_weight="",
+    broken_people=" (on the rated pairs).",
+)
+_WEIGHTED = _SampleWords(
+    validity=(
+        "The tool drew the people's pairs and recorded each pair's inclusion probability; each rated "
+        "pair's correction is weighted by its inverse (active inference, Zrnic & Candes 2024), so the "
+        "verdict speaks for every pair of the draw; the People only columns are the same weighted "
+        "estimate without the judge."
+    ),
+    correction=(
+        "the human correction weighted by 1 / each rated pair's recorded inclusion probability (pair "
+        "and annotator variance parts, Satterthwaite df)"
+    ),
+    people="the same weighted estimate without the judge, over every pair of the draw",
+    tested=(
+        "(one-sided; PPI++, the people's correction weighted by the recorded inclusion probabilities: "
+        "for every pair of the draw and annotators in general)"
+    ),
+    broken_weight=", each rated pair weighted by 1 / its inclusion probability",
+    broken_people=" (weighted, so over every pair of the draw).",
+)
+
+
+def _words(parameters: dict[str, Any]) -> _SampleWords:
+    """The wording for the human sample the section's `parameters` record."""
+    return _WEIGHTED if parameters.get("sampling") == SAMPLING_WEIGHTED else _UNIFORM
 
 
 def _broken_note(section: PredictionPoweredSection) -> str:
     """What the broken-share bound over every judged pair is, and for which pairs it speaks."""
     p = section.parameters
     share = p.get("max_broken_share", 0.1)
-    weighted = p.get("sampling") == SAMPLING_WEIGHTED
+    words = _words(p)
     return (
         "Markov's bound, for any distribution of the pair gaps: the share of pairs beyond the margin is at "
         "most M / margin^2, M the mean squared true gap over every judged pair, estimated by PPI++ with the "
         "judge's squared gap as the prediction and the people's unbiased per-pair estimate (products of two "
         "annotators' differences) as the correction"
-        + (", each rated pair weighted by 1 / its inclusion probability" if weighted else "")
+        + words.broken_weight
         + f"; upper {100 * (1 - p['alpha']):g}% bound, below when under {100 * share:g}%. For the pairs "
         "of the benchmark the judge rated and annotators in general. People only: share beyond the "
-        "margin: the same bound without the judge"
-        + (" (weighted, so over every pair of the draw)." if weighted else " (on the rated pairs).")
+        "margin: the same bound without the judge" + words.broken_people
     )
 
 
@@ -136,34 +173,13 @@ def _one_sided(
     the `other` one-sided test it is not Holm-adjusted with; the human sample as the `parameters` say."""
     alpha = parameters["alpha"]
     level = round(100 * (1 - 2 * alpha))
-    if parameters.get("sampling") == SAMPLING_WEIGHTED:
-        correction = (
-            "the human correction weighted by 1 / each rated pair's recorded inclusion probability (pair "
-            "and annotator variance parts, Satterthwaite df)"
-        )
-        people = "the same weighted estimate without the judge, over every pair of the draw"
-    else:
-        correction = "the human correction in the crossed model"
-        people = "the people-only crossed model on the rated pairs"
+    words = _words(parameters)
     note = (
-        f"{what} and {correction}; one-sided test of {claim} at {alpha:g} ({level}% CIs), not "
+        f"{what} and {words.correction}; one-sided test of {claim} at {alpha:g} ({level}% CIs), not "
         f"Holm-adjusted with the {other} test as the people-only verdict is. The People only columns: "
-        f"{people}."
+        f"{words.people}."
     )
     return title, note, table.assign(status=table["status"].str.upper())
-
-
-def _tested_words(parameters: dict[str, Any]) -> str:
-    """How a one-sided line's figures were reached and for which pairs they speak."""
-    if parameters.get("sampling") == SAMPLING_WEIGHTED:
-        return (
-            "(one-sided; PPI++, the people's correction weighted by the recorded inclusion probabilities: "
-            "for every pair of the draw and annotators in general)"
-        )
-    return (
-        "(one-sided; PPI++, the people's correction in the crossed pair x annotator model: for the judged "
-        "pairs and annotators in general, if the rated pairs are a uniform sample of them)"
-    )
 
 
 def prediction_powered_lines(report: Report) -> list[str]:
@@ -177,7 +193,7 @@ def prediction_powered_lines(report: Report) -> list[str]:
     for row in section.broken.to_dict("records"):
         below = "BELOW" if row["below"] else "NOT BELOW"
         lines.append(f"  {str(row['judge'])[:24]:<24} {below:<13} {row['dimension']}: {row['sentence']}")
-    tested = _tested_words(section.parameters)
+    tested = _words(section.parameters).tested
     for row in section.preference.to_dict("records"):
         lines.append(
             f"  {str(row['judge'])[:24]:<24} {str(row['status']).upper():<13} preference for chosen over "
